@@ -1,0 +1,1 @@
+//! bench-core: the verbs engine of railbench.

@@ -1,0 +1,3 @@
+//! railsweep: rail-by-rail RDMA sweeps between Kubernetes pods.
+#![forbid(unsafe_code)]
+fn main() {}

@@ -1,0 +1,2 @@
+//! results: typed rail result records and their reports.
+#![forbid(unsafe_code)]
