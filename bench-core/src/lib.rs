@@ -1,1 +1,7 @@
-//! bench-core: the verbs engine of railbench.
+//! bench-core: the verbs engine of railbench: RC queue pairs doing RDMA WRITE over one rail,
+//! with a control channel that never hangs.
+//!
+//! `unsafe` code lives in the `ffi` module alone; every other module forbids it.
+#![deny(unsafe_code)]
+
+pub mod params;

@@ -1,0 +1,193 @@
+//! Test parameters that both ends of a test must agree on, and the measured result.
+//!
+//! These types travel over the control channel (serde) and are what the CLI resolves its raw
+//! flags into before any work starts.
+
+use serde::{Deserialize, Serialize};
+
+/// How long a test runs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestLength {
+    /// A fixed number of RDMA WRITEs per QP (ib_write_bw `-n`).
+    Iterations { iterations: u64 },
+    /// A measured window in seconds (ib_write_bw `-D`), with warm-up and cool-down margins.
+    Duration {
+        duration_s: f64,
+        warmup_s: f64,
+        cooldown_s: f64,
+    },
+}
+
+/// Message sizes to test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sizes {
+    /// One size (ib_write_bw `-s`).
+    One { msg_size_bytes: u64 },
+    /// Every power of two from 2 B to `max_bytes` (ib_write_bw `-a`, up to 8 MiB).
+    Sweep { max_bytes: u64 },
+}
+
+impl Sizes {
+    /// The message sizes in test order.
+    pub fn list(&self) -> Vec<u64> {
+        match *self {
+            Sizes::One { msg_size_bytes } => vec![msg_size_bytes],
+            Sizes::Sweep { max_bytes } => {
+                let mut v = Vec::new();
+                let mut s = 2u64;
+                while s <= max_bytes {
+                    v.push(s);
+                    s *= 2;
+                }
+                v
+            }
+        }
+    }
+
+    /// The largest message, which sizes the buffer.
+    pub fn max(&self) -> u64 {
+        self.list().last().copied().unwrap_or(0)
+    }
+}
+
+/// Queue pair connection type. Only RC is implemented; the field exists so that a mismatch
+/// with a peer is named rather than misread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Connection {
+    /// Reliable connection.
+    RC,
+}
+
+/// Parameters that both sides of one test must agree on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestParams {
+    /// Message sizes.
+    pub sizes: Sizes,
+    /// Iterations or duration.
+    pub length: TestLength,
+    /// Queue pairs per test (ib_write_bw `-q`).
+    pub qps: u32,
+    /// Connection type (ib_write_bw `-c`).
+    pub connection: Connection,
+    /// Traffic in both directions at once (ib_write_bw `-b`).
+    pub bidirectional: bool,
+}
+
+/// One parameter that differs between client and server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamMismatch {
+    /// The parameter's name as the user knows it (the flag).
+    pub param: &'static str,
+    /// This side's value.
+    pub ours: String,
+    /// The peer's value.
+    pub theirs: String,
+}
+
+impl std::fmt::Display for ParamMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "parameter {} differs: this side has {}, the peer has {}",
+            self.param, self.ours, self.theirs
+        )
+    }
+}
+
+impl TestParams {
+    /// Compares the parameters that must match; the first difference is named.
+    pub fn check_matches(&self, peer: &TestParams) -> Result<(), ParamMismatch> {
+        fn differ<T: std::fmt::Debug + PartialEq>(
+            param: &'static str,
+            a: &T,
+            b: &T,
+        ) -> Result<(), ParamMismatch> {
+            if a == b {
+                Ok(())
+            } else {
+                Err(ParamMismatch {
+                    param,
+                    ours: format!("{a:?}"),
+                    theirs: format!("{b:?}"),
+                })
+            }
+        }
+        differ("--size/-s/-a", &self.sizes, &peer.sizes)?;
+        differ("--iters/-n or --duration/-D", &self.length, &peer.length)?;
+        differ("--qp/-q", &self.qps, &peer.qps)?;
+        differ("--connection/-c", &self.connection, &peer.connection)?;
+        differ("--bidirectional/-b", &self.bidirectional, &peer.bidirectional)?;
+        Ok(())
+    }
+}
+
+/// Per-side tuning that does not have to match the peer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LocalTuning {
+    /// Send queue depth (ib_write_bw `-t`).
+    pub tx_depth: u32,
+    /// Signal one completion every `cq_mod` writes (ib_write_bw `-Q`).
+    pub cq_mod: u32,
+    /// Writes posted per `ibv_post_send` call (ib_write_bw `-l`).
+    pub post_list: u32,
+    /// Inline data up to this many bytes (ib_write_bw `-I`).
+    pub inline_bytes: u32,
+    /// Traffic class in the GRH, carried in the IPv4 TOS byte on RoCE v2.
+    pub traffic_class: u8,
+    /// Service level.
+    pub service_level: u8,
+    /// GRH hop limit.
+    pub hop_limit: u8,
+    /// Path MTU in bytes; `None` uses the smaller active MTU of both ends.
+    pub mtu_bytes: Option<u32>,
+    /// Local ACK timeout exponent (4.096 us * 2^t).
+    pub ack_timeout: u8,
+    /// Retry count.
+    pub retry_count: u8,
+}
+
+impl Default for LocalTuning {
+    fn default() -> Self {
+        LocalTuning {
+            tx_depth: 128,
+            cq_mod: 100,
+            post_list: 1,
+            inline_bytes: 0,
+            traffic_class: 0,
+            service_level: 0,
+            hop_limit: 64,
+            mtu_bytes: None,
+            ack_timeout: 14,
+            retry_count: 7,
+        }
+    }
+}
+
+/// The bandwidth measured for one message size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SizeResult {
+    /// Bytes per RDMA WRITE.
+    pub msg_size_bytes: u64,
+    /// Writes completed in the measured window (all QPs).
+    pub iterations: u64,
+    /// Peak bandwidth: the best short interval (Gb/s = 10^9 bit/s).
+    pub bw_peak_gbps: f64,
+    /// Average bandwidth over the measured window.
+    pub bw_avg_gbps: f64,
+    /// Messages per second, in millions.
+    pub msg_rate_mpps: f64,
+    /// 1st percentile of per-interval bandwidth.
+    pub bw_p1_gbps: f64,
+    /// Median per-interval bandwidth.
+    pub bw_p50_gbps: f64,
+    /// 99th percentile of per-interval bandwidth.
+    pub bw_p99_gbps: f64,
+    /// Length of one sampling interval in milliseconds.
+    pub interval_ms: u64,
+    /// Seconds of the measured window.
+    pub measured_s: f64,
+    /// CPU time (user + system) this process spent in the measured window, in seconds.
+    pub cpu_s: f64,
+}
