@@ -1,0 +1,31 @@
+# Shared shell helpers for railbench's scripts. Source it; do not run it.
+# shellcheck shell=bash
+
+# log MSG...: a timestamped line on stderr (stdout stays for machine output).
+log() { printf '%s: %s\n' "${LOG_TAG:-railbench}" "$*" >&2; }
+
+# die MSG...: log and exit 2 (usage or set-up error).
+die() { log "error: $*"; exit 2; }
+
+# need_pkgs PKG...: install the Debian packages that are missing, by name.
+need_pkgs() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  [ "$(id -u)" -eq 0 ] || die "missing Debian packages: ${missing[*]} (run as root, or install them: apt-get install ${missing[*]})"
+  log "installing Debian packages: ${missing[*]}"
+  if [ -z "${RAILBENCH_APT_UPDATED:-}" ]; then
+    apt-get update -q >&2 || die "apt-get update failed: cannot reach the Debian package mirror"
+    export RAILBENCH_APT_UPDATED=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2 \
+    || die "apt-get install ${missing[*]} failed"
+}
+
+# now_s: seconds since the epoch with fractions, for stage timings.
+now_s() { date +%s.%N; }
+
+# since T0: seconds elapsed since T0, one decimal.
+since() { awk -v a="$1" -v b="$(now_s)" 'BEGIN { printf "%.1f", b - a }'; }
