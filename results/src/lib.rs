@@ -1,2 +1,41 @@
 //! results: typed rail result records and their reports.
+//!
+//! One [`RailResult`] per measured rail is the only result type. Around it:
+//!
+//! * writers and readers for CSV ([`write_csv`], [`read_csv`]) and a JSON
+//!   envelope ([`write_json`], [`read_json`]), and [`read_path`] that tells
+//!   them apart;
+//! * [`RowSink`], which appends each row to disk as soon as it is measured;
+//! * [`Report`] and [`Comparison`]: rails lined up per network mode, with
+//!   [`ModeSummary`] lines and rail-by-rail [`RailDiff`]s;
+//! * the [`Exporter`] trait with one implementation per [`Format`]
+//!   (CSV, JSON, markdown, SVG chart).
+//!
+//! Readers never skip anything: a missing column, a newer
+//! [`SCHEMA_VERSION`] or a value that does not parse is a [`ResultsError`]
+//! naming file, line and column.
 #![forbid(unsafe_code)]
+
+mod csvio;
+mod error;
+mod export;
+mod introspect;
+mod jsonio;
+mod read;
+mod record;
+mod sink;
+mod summary;
+
+pub use csvio::{csv_header, read_csv, write_csv, SCHEMA_VERSION_COLUMN};
+pub use error::{Location, Result, ResultsError};
+pub use export::{
+    CsvExporter, Exporter, Format, JsonExporter, MarkdownExporter, SvgExporter, UnknownFormatName,
+};
+pub use jsonio::{read_json, write_json, JsonResults};
+pub use read::{detect_format, read_path, read_str, InputFormat};
+pub use record::{
+    rfc3339_utc, EmptyNetworkMode, InvalidRecord, MemoryKind, NetworkMode, RailResult, RailStatus,
+    SCHEMA_VERSION,
+};
+pub use sink::RowSink;
+pub use summary::{Comparison, ModeSummary, RailDiff, Report, Series};

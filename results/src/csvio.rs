@@ -1,0 +1,400 @@
+//! CSV: one header line, then one line per rail.
+//!
+//! The first column is `schema_version`, repeated on every row so that rows
+//! appended by different program versions stay self-describing; the rest are
+//! the fields of [`RailResult`] in declaration order. The reader accepts the
+//! columns in any order but insists on exactly the schema's set of columns.
+
+use std::cell::Cell;
+use std::fmt;
+use std::io::{Read, Write};
+
+use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
+use serde::Deserialize;
+
+use crate::error::{Location, Result, ResultsError};
+use crate::record::{RailResult, SCHEMA_VERSION};
+
+/// Name of the leading CSV column holding the schema version.
+pub const SCHEMA_VERSION_COLUMN: &str = "schema_version";
+
+/// The CSV header: `schema_version` followed by [`RailResult::field_names`].
+pub fn csv_header() -> Vec<&'static str> {
+    std::iter::once(SCHEMA_VERSION_COLUMN)
+        .chain(RailResult::field_names().iter().copied())
+        .collect()
+}
+
+fn check_row(row: &RailResult) -> Result<()> {
+    row.validate().map_err(|problem| ResultsError::InvalidRow {
+        run_id: row.run_id.clone(),
+        rail: row.rail,
+        problem,
+    })
+}
+
+/// The header line, terminated by a newline.
+pub(crate) fn header_bytes() -> Result<Vec<u8>> {
+    let mut wtr = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    wtr.write_record(csv_header())
+        .map_err(|e| ResultsError::export("csv", e))?;
+    wtr.into_inner()
+        .map_err(|e| ResultsError::export("csv", e.error()))
+}
+
+/// One validated row as a CSV line (possibly several physical lines when a
+/// text field holds newlines), terminated by a newline.
+pub(crate) fn row_bytes(row: &RailResult) -> Result<Vec<u8>> {
+    check_row(row)?;
+    let mut wtr = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    wtr.write_field(SCHEMA_VERSION.to_string())
+        .and_then(|()| wtr.serialize(row))
+        .map_err(|e| ResultsError::export("csv", e))?;
+    wtr.into_inner()
+        .map_err(|e| ResultsError::export("csv", e.error()))
+}
+
+/// Write a header and `rows` as CSV. Every row is validated first
+/// ([`RailResult::validate`]); nothing is written if one is invalid.
+pub fn write_csv<W: Write>(mut out: W, rows: &[RailResult]) -> Result<()> {
+    let mut buf = header_bytes()?;
+    for row in rows {
+        buf.extend(row_bytes(row)?);
+    }
+    out.write_all(&buf)
+        .and_then(|()| out.flush())
+        .map_err(|e| ResultsError::io("<csv output>", e))
+}
+
+/// Read results CSV written by [`write_csv`] or [`crate::RowSink`].
+///
+/// `file` names the input in error messages. Every problem is an error with
+/// its line and column: a missing, unknown or repeated column, a
+/// `schema_version` newer than [`SCHEMA_VERSION`], a row with the wrong
+/// number of cells, a value that does not parse, or a row that breaks
+/// [`RailResult::validate`]. No row is skipped.
+pub fn read_csv<R: Read>(input: R, file: &str) -> Result<Vec<RailResult>> {
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(input);
+    let at = |line: u64, column: u64| Location {
+        file: file.to_string(),
+        line,
+        column,
+    };
+    let mut records = rdr.records();
+    let header = match records.next() {
+        None => {
+            return Err(ResultsError::parse(
+                at(1, 1),
+                "empty file; expected a CSV header",
+            ))
+        }
+        Some(rec) => rec.map_err(|e| csv_error(file, e))?,
+    };
+    let header_line = header.position().map_or(1, |p| p.line());
+    let names: Vec<&str> = header.iter().collect();
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            return Err(ResultsError::DuplicateColumn {
+                at: at(header_line, col(i)),
+                column: (*name).to_string(),
+            });
+        }
+    }
+    let expected = csv_header();
+    let Some(sv_idx) = names.iter().position(|n| *n == SCHEMA_VERSION_COLUMN) else {
+        return Err(ResultsError::MissingColumn {
+            at: at(header_line, 1),
+            column: SCHEMA_VERSION_COLUMN.to_string(),
+        });
+    };
+    // Column checks come after the first row's schema_version, so that a file
+    // from a newer schema is reported as such rather than as odd columns.
+    let check_columns = || -> Result<()> {
+        for (i, want) in expected.iter().enumerate() {
+            if !names.contains(want) {
+                return Err(ResultsError::MissingColumn {
+                    at: at(header_line, col(i)),
+                    column: (*want).to_string(),
+                });
+            }
+        }
+        for (i, name) in names.iter().enumerate() {
+            if !expected.contains(name) {
+                return Err(ResultsError::UnknownColumn {
+                    at: at(header_line, col(i)),
+                    column: (*name).to_string(),
+                    supported: SCHEMA_VERSION,
+                });
+            }
+        }
+        Ok(())
+    };
+
+    let mut rows = Vec::new();
+    let mut columns_checked = false;
+    for rec in records {
+        let rec = rec.map_err(|e| csv_error(file, e))?;
+        let line = rec.position().map_or(0, |p| p.line());
+        let sv_cell = rec.get(sv_idx).unwrap_or("");
+        let version: u64 = sv_cell.trim().parse().map_err(|_| {
+            ResultsError::parse(
+                at(line, col(sv_idx)),
+                format!(
+                    "column `{SCHEMA_VERSION_COLUMN}`: expected a version number, found {}",
+                    show(sv_cell)
+                ),
+            )
+        })?;
+        if version > u64::from(SCHEMA_VERSION) {
+            return Err(ResultsError::NewerSchema {
+                at: at(line, col(sv_idx)),
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if version == 0 {
+            return Err(ResultsError::parse(
+                at(line, col(sv_idx)),
+                format!("column `{SCHEMA_VERSION_COLUMN}`: versions start at 1, found 0"),
+            ));
+        }
+        if !columns_checked {
+            check_columns()?;
+            columns_checked = true;
+        }
+        if rec.len() != names.len() {
+            return Err(ResultsError::parse(
+                at(line, col(rec.len().min(names.len()))),
+                format!(
+                    "row has {} cells but the header has {} columns",
+                    rec.len(),
+                    names.len()
+                ),
+            ));
+        }
+        let cells: Vec<(&str, &str, usize)> = names
+            .iter()
+            .zip(rec.iter())
+            .enumerate()
+            .filter(|(i, _)| *i != sv_idx)
+            .map(|(i, (name, value))| (*name, value, i))
+            .collect();
+        let current = Cell::new(None);
+        let row = RailResult::deserialize(RecordDe {
+            cells: &cells,
+            current: &current,
+        })
+        .map_err(|e| {
+            let i = current.get().unwrap_or(0);
+            let name = names.get(i).copied().unwrap_or("?");
+            ResultsError::parse(at(line, col(i)), format!("column `{name}`: {}", e.0))
+        })?;
+        if let Err(problem) = row.validate() {
+            let i = names.iter().position(|n| *n == problem.field).unwrap_or(0);
+            return Err(ResultsError::parse(
+                at(line, col(i)),
+                format!("column `{}` {}", problem.field, problem.message),
+            ));
+        }
+        rows.push(row);
+    }
+    if !columns_checked {
+        check_columns()?;
+    }
+    Ok(rows)
+}
+
+/// 0-based cell index to 1-based column.
+fn col(i: usize) -> u64 {
+    u64::try_from(i).map_or(u64::MAX, |i| i + 1)
+}
+
+fn show(value: &str) -> String {
+    if value.is_empty() {
+        "an empty cell".to_string()
+    } else {
+        format!("`{value}`")
+    }
+}
+
+fn csv_error(file: &str, e: csv::Error) -> ResultsError {
+    let (line, column) = match e.kind() {
+        csv::ErrorKind::Utf8 { pos, err } => {
+            (pos.as_ref().map_or(0, |p| p.line()), col(err.field()))
+        }
+        _ => (e.position().map_or(0, |p| p.line()), 1),
+    };
+    let at = Location {
+        file: file.to_string(),
+        line,
+        column,
+    };
+    match e.into_kind() {
+        csv::ErrorKind::Io(err) => ResultsError::io(file, err),
+        csv::ErrorKind::Utf8 { .. } => ResultsError::parse(at, "invalid UTF-8"),
+        other => ResultsError::parse(at, format!("malformed CSV: {other:?}")),
+    }
+}
+
+/// Error from deserializing one cell; the reader adds the location.
+#[derive(Debug)]
+struct CellError(String);
+
+impl fmt::Display for CellError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CellError {}
+
+impl de::Error for CellError {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        CellError(msg.to_string())
+    }
+}
+
+/// A row as a map from column name to cell text. `current` records which
+/// cell is being deserialized, so that any error, including ones raised by
+/// serde's derived code, can be pinned to its column.
+struct RecordDe<'a> {
+    cells: &'a [(&'a str, &'a str, usize)],
+    current: &'a Cell<Option<usize>>,
+}
+
+impl<'de> de::Deserializer<'de> for RecordDe<'_> {
+    type Error = CellError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CellError> {
+        visitor.visit_map(RowAccess {
+            cells: self.cells.iter(),
+            value: None,
+            current: self.current,
+        })
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+struct RowAccess<'a> {
+    cells: std::slice::Iter<'a, (&'a str, &'a str, usize)>,
+    value: Option<(&'a str, usize)>,
+    current: &'a Cell<Option<usize>>,
+}
+
+impl<'de> MapAccess<'de> for RowAccess<'_> {
+    type Error = CellError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, CellError> {
+        match self.cells.next() {
+            None => Ok(None),
+            Some(&(name, value, index)) => {
+                self.value = Some((value, index));
+                self.current.set(Some(index));
+                let key: de::value::StrDeserializer<'_, CellError> = name.into_deserializer();
+                seed.deserialize(key).map(Some)
+            }
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, CellError> {
+        let (value, index) = self
+            .value
+            .take()
+            .ok_or_else(|| CellError("value requested before key".into()))?;
+        self.current.set(Some(index));
+        seed.deserialize(CellDe(value))
+    }
+}
+
+/// One cell's text, parsed as whatever the field's type asks for.
+struct CellDe<'a>(&'a str);
+
+impl CellDe<'_> {
+    fn number<T: std::str::FromStr>(&self, what: &str) -> Result<T, CellError> {
+        self.0
+            .trim()
+            .parse()
+            .map_err(|_| CellError(format!("expected {what}, found {}", show(self.0))))
+    }
+}
+
+macro_rules! parse_number {
+    ($($method:ident => $visit:ident : $ty:ty, $what:literal;)*) => {
+        $(
+            fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CellError> {
+                visitor.$visit(self.number::<$ty>($what)?)
+            }
+        )*
+    };
+}
+
+impl<'de> de::Deserializer<'de> for CellDe<'_> {
+    type Error = CellError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CellError> {
+        visitor.visit_str(self.0)
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CellError> {
+        visitor.visit_bool(self.number::<bool>("true or false")?)
+    }
+
+    parse_number! {
+        deserialize_i8 => visit_i8: i8, "an integer from -128 to 127";
+        deserialize_i16 => visit_i16: i16, "an integer from -32768 to 32767";
+        deserialize_i32 => visit_i32: i32, "a 32-bit integer";
+        deserialize_i64 => visit_i64: i64, "a 64-bit integer";
+        deserialize_u8 => visit_u8: u8, "an integer from 0 to 255";
+        deserialize_u16 => visit_u16: u16, "an integer from 0 to 65535";
+        deserialize_u32 => visit_u32: u32, "an integer from 0 to 4294967295";
+        deserialize_u64 => visit_u64: u64, "a non-negative integer";
+        deserialize_f32 => visit_f32: f32, "a number";
+        deserialize_f64 => visit_f64: f64, "a number";
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CellError> {
+        if self.0.is_empty() {
+            visitor.visit_none()
+        } else {
+            visitor.visit_some(self)
+        }
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, CellError> {
+        let text: de::value::StrDeserializer<'_, CellError> = self.0.into_deserializer();
+        visitor.visit_enum(text)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, CellError> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    serde::forward_to_deserialize_any! {
+        i128 u128 char str string bytes byte_buf unit unit_struct seq tuple
+        tuple_struct map struct identifier ignored_any
+    }
+}

@@ -1,0 +1,201 @@
+//! Markdown: the comparison as people paste it into issues and posts.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use super::Exporter;
+use crate::error::{Result, ResultsError};
+use crate::record::{RailResult, RailStatus};
+use crate::summary::{fmt_threshold, Comparison, Report};
+
+/// Rails as rows and modes as columns (average Gb/s), a table of run
+/// settings, one summary line per mode, the difference of every mode from
+/// the first, and the error text of each failed rail.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MarkdownExporter;
+
+impl Exporter for MarkdownExporter {
+    fn serialize(&self, report: &Report) -> Result<Vec<u8>> {
+        let cmp = report.comparison()?;
+        let mut out = String::new();
+        render(&cmp, &mut out).map_err(|e| ResultsError::export("markdown", e))?;
+        Ok(out.into_bytes())
+    }
+}
+
+/// Text safe inside a table cell: no pipes breaking columns, no newlines.
+fn cell(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace(['\r', '\n'], " ")
+}
+
+/// The distinct values of one setting over a series, joined.
+fn distinct<'r>(
+    rows: impl Iterator<Item = &'r RailResult>,
+    f: impl Fn(&RailResult) -> Option<String>,
+) -> String {
+    let values: BTreeSet<String> = rows.map(|r| f(r).unwrap_or_else(|| "-".into())).collect();
+    values.into_iter().collect::<Vec<_>>().join(", ")
+}
+
+fn signed(d: f64) -> String {
+    let rounded = (d * 100.0).round() / 100.0;
+    if rounded == 0.0 {
+        "0.00".to_string()
+    } else {
+        format!("{rounded:+.2}")
+    }
+}
+
+fn render(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
+    let report = cmp.report();
+    writeln!(out, "# RDMA bandwidth per rail")?;
+    writeln!(out)?;
+    if cmp.series.is_empty() {
+        writeln!(out, "No rails.")?;
+        return Ok(());
+    }
+
+    writeln!(out, "## Runs")?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "| mode | run | cluster | time (UTC) | message size (bytes) | QPs | MTU (bytes) | memory | line rate (Gb/s) |"
+    )?;
+    writeln!(out, "|---|---|---|---|---:|---:|---:|---|---:|")?;
+    for (i, series) in cmp.series.iter().enumerate() {
+        let rows = || cmp.series_rows(i);
+        let first = rows().map(|r| r.time_utc.as_str()).min().unwrap_or("-");
+        let last = rows().map(|r| r.time_utc.as_str()).max().unwrap_or("-");
+        let time = if first == last {
+            first.to_string()
+        } else {
+            format!("{first} to {last}")
+        };
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(&series.label),
+            cell(&series.run_id),
+            cell(&distinct(rows(), |r| Some(r.cluster.clone()))),
+            cell(&time),
+            distinct(rows(), |r| Some(r.msg_size_bytes.to_string())),
+            distinct(rows(), |r| Some(r.qps.to_string())),
+            distinct(rows(), |r| r.mtu_bytes.map(|m| m.to_string())),
+            distinct(rows(), |r| Some(r.memory.to_string())),
+            distinct(rows(), |r| r.line_rate_gbps.map(|l| format!("{l}"))),
+        )?;
+    }
+    writeln!(out)?;
+
+    writeln!(out, "## Average bandwidth (Gb/s)")?;
+    writeln!(out)?;
+    let threshold_note = match report.threshold_gbps {
+        Some(t) => format!("under {} Gb/s", fmt_threshold(t)),
+        None => "under the threshold it was measured against".to_string(),
+    };
+    writeln!(
+        out,
+        "`(below)` marks a rail {threshold_note}; `failed` a rail that produced no bandwidth; `-` a rail the run did not measure."
+    )?;
+    writeln!(out)?;
+    write!(out, "| rail |")?;
+    for series in &cmp.series {
+        write!(out, " {} |", cell(&series.label))?;
+    }
+    writeln!(out)?;
+    write!(out, "|---:|")?;
+    for _ in &cmp.series {
+        write!(out, "---:|")?;
+    }
+    writeln!(out)?;
+    for (r, rail) in cmp.rails.iter().enumerate() {
+        write!(out, "| {rail} |")?;
+        for s in 0..cmp.series.len() {
+            let text = match cmp.cell(r, s) {
+                None => "-".to_string(),
+                Some(row) if row.status == RailStatus::Failed => "failed".to_string(),
+                Some(row) => {
+                    let bw = row
+                        .bw_avg_gbps
+                        .map_or_else(|| "-".to_string(), |b| format!("{b:.2}"));
+                    if report.is_below(row) {
+                        format!("{bw} (below)")
+                    } else {
+                        bw
+                    }
+                }
+            };
+            write!(out, " {text} |")?;
+        }
+        writeln!(out)?;
+    }
+    writeln!(out)?;
+
+    writeln!(out, "## Summary")?;
+    writeln!(out)?;
+    for summary in cmp.summaries() {
+        writeln!(out, "- {summary}")?;
+    }
+    writeln!(out)?;
+
+    if cmp.series.len() > 1 {
+        let base = &cmp.series[0].label;
+        writeln!(out, "## Difference from {base} (Gb/s)")?;
+        writeln!(out)?;
+        write!(out, "| rail |")?;
+        for series in &cmp.series[1..] {
+            write!(out, " {} |", cell(&series.label))?;
+        }
+        writeln!(out)?;
+        write!(out, "|---:|")?;
+        for _ in &cmp.series[1..] {
+            write!(out, "---:|")?;
+        }
+        writeln!(out)?;
+        let diffs: Vec<_> = (1..cmp.series.len()).map(|s| cmp.diff(0, s)).collect();
+        for (r, rail) in cmp.rails.iter().enumerate() {
+            write!(out, "| {rail} |")?;
+            for d in &diffs {
+                let text = d
+                    .get(r)
+                    .and_then(|d| d.diff_gbps)
+                    .map_or_else(|| "-".to_string(), signed);
+                write!(out, " {text} |")?;
+            }
+            writeln!(out)?;
+        }
+        writeln!(out)?;
+    }
+
+    let failed: Vec<(&str, &RailResult)> = cmp
+        .series
+        .iter()
+        .enumerate()
+        .flat_map(|(s, series)| {
+            cmp.series_rows(s)
+                .filter(|r| r.status == RailStatus::Failed)
+                .map(move |r| (series.label.as_str(), r))
+        })
+        .collect();
+    if !failed.is_empty() {
+        writeln!(out, "## Failed rails")?;
+        writeln!(out)?;
+        for (label, row) in failed {
+            writeln!(
+                out,
+                "- {label} rail {} ({} {} -> {} {}): {}",
+                row.rail,
+                row.client_node,
+                row.client_rdma_device,
+                row.server_node,
+                row.server_rdma_device,
+                cell(row.error.as_deref().unwrap_or("no error text"))
+            )?;
+        }
+        writeln!(out)?;
+    }
+    writeln!(out, "Generated by {}.", report.generated_by)?;
+    Ok(())
+}

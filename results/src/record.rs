@@ -1,0 +1,384 @@
+//! The per-rail result record and its small enums.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the record layout written by this crate.
+///
+/// It is written once per JSON file (the envelope's `schema_version`) and once
+/// per CSV row (the first column, `schema_version`). Readers refuse files with
+/// a higher version than this instead of guessing at fields they do not know.
+/// Bump it whenever a field of [`RailResult`] is added, removed, renamed or
+/// changes meaning.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// How the two pods (or hosts) reached the RDMA NICs.
+///
+/// Serialized as a lower-case string: `hostnetwork`, `hostnetwork-crio`,
+/// `ipvlan`, `sriov`, `pods`, `lab`, or any other non-empty text, which is
+/// kept as [`NetworkMode::Other`]. The order of the variants is the column
+/// order of comparisons; `Other` modes sort last, by name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum NetworkMode {
+    /// Pods with `hostNetwork: true` (containerd or unspecified runtime).
+    HostNetwork,
+    /// Pods with `hostNetwork: true` under CRI-O.
+    HostNetworkCrio,
+    /// Pods with a secondary IPvlan interface on the RDMA NIC.
+    Ipvlan,
+    /// Pods with an SR-IOV virtual function per rail.
+    Sriov,
+    /// Pods on the cluster's default pod network, no RDMA-specific attachment.
+    Pods,
+    /// Bare-metal lab hosts, no Kubernetes.
+    Lab,
+    /// Any other mode, by name. Use [`NetworkMode::from_str`] (or `parse`) to
+    /// build one so that known names map to their own variant.
+    Other(String),
+}
+
+impl NetworkMode {
+    /// The name used in files, tables and legends.
+    pub fn as_str(&self) -> &str {
+        match self {
+            NetworkMode::HostNetwork => "hostnetwork",
+            NetworkMode::HostNetworkCrio => "hostnetwork-crio",
+            NetworkMode::Ipvlan => "ipvlan",
+            NetworkMode::Sriov => "sriov",
+            NetworkMode::Pods => "pods",
+            NetworkMode::Lab => "lab",
+            NetworkMode::Other(name) => name,
+        }
+    }
+}
+
+impl fmt::Display for NetworkMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Error for an empty network mode name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("network mode must not be empty")]
+pub struct EmptyNetworkMode;
+
+impl FromStr for NetworkMode {
+    type Err = EmptyNetworkMode;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "" => return Err(EmptyNetworkMode),
+            "hostnetwork" => NetworkMode::HostNetwork,
+            "hostnetwork-crio" => NetworkMode::HostNetworkCrio,
+            "ipvlan" => NetworkMode::Ipvlan,
+            "sriov" => NetworkMode::Sriov,
+            "pods" => NetworkMode::Pods,
+            "lab" => NetworkMode::Lab,
+            other => NetworkMode::Other(other.to_string()),
+        })
+    }
+}
+
+impl TryFrom<String> for NetworkMode {
+    type Error = EmptyNetworkMode;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl From<NetworkMode> for String {
+    fn from(mode: NetworkMode) -> String {
+        match mode {
+            NetworkMode::Other(name) => name,
+            known => known.as_str().to_string(),
+        }
+    }
+}
+
+/// Where the benchmark buffers lived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemoryKind {
+    /// Ordinary host memory (`host`).
+    Host,
+    /// GPU memory registered through a dma-buf file descriptor (`cuda-dmabuf`).
+    CudaDmabuf,
+    /// GPU memory registered through nvidia-peermem (`cuda-peermem`).
+    CudaPeermem,
+}
+
+impl MemoryKind {
+    /// The name used in files and tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryKind::Host => "host",
+            MemoryKind::CudaDmabuf => "cuda-dmabuf",
+            MemoryKind::CudaPeermem => "cuda-peermem",
+        }
+    }
+}
+
+impl fmt::Display for MemoryKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Outcome of one rail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RailStatus {
+    /// Measured, and at or above the threshold (or no threshold was set).
+    Ok,
+    /// Measured, but the average bandwidth was under `threshold_gbps`.
+    BelowThreshold,
+    /// No bandwidth could be measured; `error` says why.
+    Failed,
+}
+
+impl RailStatus {
+    /// The name used in files and tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RailStatus::Ok => "ok",
+            RailStatus::BelowThreshold => "below_threshold",
+            RailStatus::Failed => "failed",
+        }
+    }
+}
+
+impl fmt::Display for RailStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One measured rail: the only result type; every file and report is made of these.
+///
+/// Field order is the CSV column order (after the leading `schema_version`
+/// column) and the key order of JSON rows; it is part of the schema. Units are
+/// in the field names: `_gbps` is 10^9 bit/s, `_mpps` 10^6 messages/s,
+/// `_bytes` bytes, `_s` seconds, `_pct` percent (0 to 100).
+///
+/// `Option` fields are empty cells in CSV and `null` in JSON. Note that an
+/// empty string in an `Option<String>` column reads back as `None`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RailResult {
+    /// Identifier shared by all rails of one sweep.
+    pub run_id: String,
+    /// When the rail was measured, RFC 3339 in UTC, e.g. `2025-06-01T12:00:00Z`
+    /// (see [`rfc3339_utc`]).
+    pub time_utc: String,
+    /// How the endpoints were attached to the network.
+    pub network_mode: NetworkMode,
+    /// Kubernetes cluster or lab name.
+    pub cluster: String,
+    /// Client pod name; `None` outside Kubernetes.
+    pub client_pod: Option<String>,
+    /// Node (host) the client ran on.
+    pub client_node: String,
+    /// Server pod name; `None` outside Kubernetes.
+    pub server_pod: Option<String>,
+    /// Node (host) the server ran on.
+    pub server_node: String,
+    /// Rail number, 0-based.
+    pub rail: u32,
+    /// Client network interface of this rail, e.g. `net1` or `ens1f0`.
+    pub client_interface: String,
+    /// Client RDMA device, e.g. `mlx5_0`.
+    pub client_rdma_device: String,
+    /// Client GID index, when it was resolved.
+    pub client_gid_index: Option<u32>,
+    /// Server network interface of this rail.
+    pub server_interface: String,
+    /// Server RDMA device.
+    pub server_rdma_device: String,
+    /// Server GID index, when it was resolved.
+    pub server_gid_index: Option<u32>,
+    /// Traffic class (IPv4 TOS / IPv6 traffic class byte) set on the QPs, if any.
+    pub traffic_class: Option<u8>,
+    /// Path MTU used by the QPs, in bytes.
+    pub mtu_bytes: Option<u32>,
+    /// RDMA WRITE message size.
+    pub msg_size_bytes: u64,
+    /// Number of queue pairs.
+    pub qps: u32,
+    /// Measured duration for a time-bound run.
+    pub duration_s: Option<f64>,
+    /// Iterations for an iteration-bound run.
+    pub iterations: Option<u64>,
+    /// Where the buffers lived.
+    pub memory: MemoryKind,
+    /// Outcome of the rail.
+    pub status: RailStatus,
+    /// Average bandwidth over the run; required unless `status` is `failed`.
+    pub bw_avg_gbps: Option<f64>,
+    /// Highest interval bandwidth.
+    pub bw_peak_gbps: Option<f64>,
+    /// Message rate.
+    pub msg_rate_mpps: Option<f64>,
+    /// 1st percentile of the interval bandwidths.
+    pub bw_p1_gbps: Option<f64>,
+    /// Median of the interval bandwidths.
+    pub bw_p50_gbps: Option<f64>,
+    /// 99th percentile of the interval bandwidths.
+    pub bw_p99_gbps: Option<f64>,
+    /// Link speed of the rail.
+    pub line_rate_gbps: Option<f64>,
+    /// `bw_avg_gbps` as a percentage of `line_rate_gbps`.
+    pub line_rate_pct: Option<f64>,
+    /// Threshold the rail was judged against when measured.
+    pub threshold_gbps: Option<f64>,
+    /// Why the rail failed; required when `status` is `failed`.
+    pub error: Option<String>,
+}
+
+/// A record that breaks one of [`RailResult`]'s rules, with the field at fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidRecord {
+    /// Name of the offending field.
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl fmt::Display for InvalidRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+impl RailResult {
+    /// The names of the fields in schema order (the CSV header after
+    /// `schema_version`), taken from the type's serde derive.
+    pub fn field_names() -> &'static [&'static str] {
+        crate::introspect::struct_fields::<RailResult>()
+    }
+
+    /// Fill `line_rate_pct` from `bw_avg_gbps` and `line_rate_gbps`, record
+    /// `threshold_gbps`, and set `status` to `ok` or `below_threshold`.
+    ///
+    /// A `failed` rail is left failed. Call this once the bandwidth numbers
+    /// are in, before appending the row.
+    pub fn classify(&mut self, threshold_gbps: Option<f64>) {
+        self.threshold_gbps = threshold_gbps;
+        self.line_rate_pct = match (self.bw_avg_gbps, self.line_rate_gbps) {
+            (Some(bw), Some(line)) if line > 0.0 => Some(bw / line * 100.0),
+            _ => None,
+        };
+        if self.status == RailStatus::Failed {
+            return;
+        }
+        self.status = match (self.bw_avg_gbps, threshold_gbps) {
+            (Some(bw), Some(t)) if bw < t => RailStatus::BelowThreshold,
+            _ => RailStatus::Ok,
+        };
+    }
+
+    /// Check the rules the type alone cannot express: every number finite and
+    /// not negative, a bandwidth for measured rails, an error text for failed
+    /// ones, and a non-empty run id.
+    pub fn validate(&self) -> Result<(), InvalidRecord> {
+        let bad = |field: &'static str, message: String| Err(InvalidRecord { field, message });
+        if self.run_id.is_empty() {
+            return bad("run_id", "must not be empty".into());
+        }
+        let floats = [
+            ("duration_s", self.duration_s),
+            ("bw_avg_gbps", self.bw_avg_gbps),
+            ("bw_peak_gbps", self.bw_peak_gbps),
+            ("msg_rate_mpps", self.msg_rate_mpps),
+            ("bw_p1_gbps", self.bw_p1_gbps),
+            ("bw_p50_gbps", self.bw_p50_gbps),
+            ("bw_p99_gbps", self.bw_p99_gbps),
+            ("line_rate_gbps", self.line_rate_gbps),
+            ("line_rate_pct", self.line_rate_pct),
+            ("threshold_gbps", self.threshold_gbps),
+        ];
+        for (field, value) in floats {
+            if let Some(v) = value {
+                if !v.is_finite() || v < 0.0 {
+                    return bad(field, format!("must be a finite number >= 0, got {v}"));
+                }
+            }
+        }
+        match self.status {
+            RailStatus::Ok | RailStatus::BelowThreshold if self.bw_avg_gbps.is_none() => bad(
+                "bw_avg_gbps",
+                format!("is required when status is {}", self.status),
+            ),
+            RailStatus::Failed if self.error.as_deref().is_none_or(str::is_empty) => {
+                bad("error", "is required when status is failed".into())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Format a time as RFC 3339 in UTC with second precision, e.g.
+/// `2025-06-01T12:00:00Z`. Times before 1970 are clamped to the epoch.
+pub fn rfc3339_utc(time: SystemTime) -> String {
+    let secs = time
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    // Civil-from-days, Howard Hinnant's algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn network_mode_names_round_trip() {
+        for name in [
+            "hostnetwork",
+            "hostnetwork-crio",
+            "ipvlan",
+            "sriov",
+            "pods",
+            "lab",
+            "macvlan",
+        ] {
+            let mode: NetworkMode = name.parse().expect("non-empty");
+            assert_eq!(mode.as_str(), name);
+            assert_eq!(String::from(mode), name);
+        }
+        assert_eq!("macvlan".parse(), Ok(NetworkMode::Other("macvlan".into())));
+        assert_eq!("".parse::<NetworkMode>(), Err(EmptyNetworkMode));
+        assert!(NetworkMode::Sriov < NetworkMode::Other("a".into()));
+    }
+
+    #[test]
+    fn rfc3339_known_instants() {
+        assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_709_210_096);
+        assert_eq!(rfc3339_utc(t), "2024-02-29T12:34:56Z");
+        let t = UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(rfc3339_utc(t), "2000-02-29T00:00:00Z");
+    }
+}

@@ -1,0 +1,164 @@
+//! Writing rows as they are measured, so that a crash loses nothing already measured.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::csvio;
+use crate::error::{Result, ResultsError};
+use crate::jsonio;
+use crate::read::read_path;
+use crate::record::RailResult;
+
+/// Appends each rail's row to disk the moment it is measured.
+///
+/// The design, chosen so that a crash at any instant loses at most the row
+/// being written:
+///
+/// * The **CSV file is the log.** [`RowSink::create`] writes the header;
+///   [`RowSink::append`] writes one complete row with a single `write` on a
+///   file opened in append mode and then `fsync`s it. Earlier rows are never
+///   rewritten. If the process dies in the middle of a row, the file ends in
+///   a partial line; [`crate::read_csv`] reports that line as an error (it is
+///   never silently dropped) and every earlier row is intact.
+/// * The **JSON file, if asked for, is a snapshot** rewritten after every
+///   row: the whole envelope goes to `NAME.tmp` next to it, is `fsync`ed, and
+///   is renamed over `NAME`. Rename is atomic, so the JSON file always holds
+///   either the previous or the new complete document, never a torn one.
+///   Rewriting costs O(rows) per append, which is nothing at rail counts.
+///
+/// To continue a sweep after a crash, [`RowSink::resume`] reads the CSV back
+/// (strictly), rewrites the JSON from it, and appends from there.
+#[derive(Debug)]
+pub struct RowSink {
+    csv_path: PathBuf,
+    csv_file: File,
+    json_path: Option<PathBuf>,
+    generated_by: String,
+    rows: Vec<RailResult>,
+}
+
+impl RowSink {
+    /// Start a new results file at `csv_path` (and optionally a JSON snapshot
+    /// at `json_path`). Refuses to overwrite an existing CSV file, which would
+    /// throw away an earlier sweep. `generated_by` goes into the JSON envelope.
+    pub fn create(
+        csv_path: impl AsRef<Path>,
+        json_path: Option<&Path>,
+        generated_by: impl Into<String>,
+    ) -> Result<Self> {
+        let csv_path = csv_path.as_ref().to_path_buf();
+        let mut csv_file = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(&csv_path)
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    ResultsError::AlreadyExists {
+                        path: csv_path.display().to_string(),
+                    }
+                } else {
+                    ResultsError::io(csv_path.display(), e)
+                }
+            })?;
+        csv_file
+            .write_all(&csvio::header_bytes()?)
+            .and_then(|()| csv_file.sync_all())
+            .map_err(|e| ResultsError::io(csv_path.display(), e))?;
+        sync_parent(&csv_path);
+        let sink = RowSink {
+            csv_path,
+            csv_file,
+            json_path: json_path.map(Path::to_path_buf),
+            generated_by: generated_by.into(),
+            rows: Vec::new(),
+        };
+        sink.write_json()?;
+        Ok(sink)
+    }
+
+    /// Continue appending to an existing CSV file written by a sink. All its
+    /// rows are read back and checked first; a torn last line from a crash is
+    /// an error naming that line, to be fixed (deleted) by hand.
+    pub fn resume(
+        csv_path: impl AsRef<Path>,
+        json_path: Option<&Path>,
+        generated_by: impl Into<String>,
+    ) -> Result<Self> {
+        let csv_path = csv_path.as_ref().to_path_buf();
+        let rows = read_path(&csv_path)?;
+        let csv_file = OpenOptions::new()
+            .append(true)
+            .open(&csv_path)
+            .map_err(|e| ResultsError::io(csv_path.display(), e))?;
+        let sink = RowSink {
+            csv_path,
+            csv_file,
+            json_path: json_path.map(Path::to_path_buf),
+            generated_by: generated_by.into(),
+            rows,
+        };
+        sink.write_json()?;
+        Ok(sink)
+    }
+
+    /// Validate `row`, append it to the CSV file and sync it to disk, then
+    /// refresh the JSON snapshot. On error nothing is added to the CSV file
+    /// unless the error came from the disk itself.
+    pub fn append(&mut self, row: RailResult) -> Result<()> {
+        let line = csvio::row_bytes(&row)?;
+        self.csv_file
+            .write_all(&line)
+            .and_then(|()| self.csv_file.sync_data())
+            .map_err(|e| ResultsError::io(self.csv_path.display(), e))?;
+        self.rows.push(row);
+        self.write_json()
+    }
+
+    /// Rows written so far (including those found by [`RowSink::resume`]).
+    pub fn rows(&self) -> &[RailResult] {
+        &self.rows
+    }
+
+    /// The CSV file being appended to.
+    pub fn csv_path(&self) -> &Path {
+        &self.csv_path
+    }
+
+    /// Close the sink and hand back every row it holds.
+    pub fn into_rows(self) -> Vec<RailResult> {
+        self.rows
+    }
+
+    fn write_json(&self) -> Result<()> {
+        let Some(path) = &self.json_path else {
+            return Ok(());
+        };
+        let bytes = jsonio::json_bytes(&self.generated_by, &self.rows)?;
+        let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+        tmp_name.push(".tmp");
+        let tmp = path.with_file_name(tmp_name);
+        let write = || -> std::io::Result<()> {
+            let mut f = File::create(&tmp)?;
+            f.write_all(&bytes)?;
+            f.sync_all()?;
+            fs::rename(&tmp, path)
+        };
+        write().map_err(|e| ResultsError::io(path.display(), e))?;
+        sync_parent(path);
+        Ok(())
+    }
+}
+
+/// Make a created or renamed directory entry durable. Best effort: some
+/// file systems do not support syncing a directory, and the data itself has
+/// already been synced.
+fn sync_parent(path: &Path) {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let Ok(dir) = File::open(parent) {
+        let _ = dir.sync_all();
+    }
+}

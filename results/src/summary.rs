@@ -1,0 +1,378 @@
+//! Reports: rows from one or more runs, lined up rail by rail per network
+//! mode, with the summary numbers people quote.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::error::{Result, ResultsError};
+use crate::record::{NetworkMode, RailResult, RailStatus};
+
+/// Rows from any number of runs, plus how to judge them. What every
+/// [`crate::Exporter`] serializes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// Program (and version) named in outputs that record it (JSON).
+    pub generated_by: String,
+    /// Every row, in input order.
+    pub rows: Vec<RailResult>,
+    /// Threshold for "below" in summaries. `None` means: trust each row's
+    /// recorded `status` (`below_threshold`), as judged when it was measured.
+    pub threshold_gbps: Option<f64>,
+}
+
+impl Report {
+    /// A report over `rows`, judged by their recorded status.
+    pub fn new(generated_by: impl Into<String>, rows: Vec<RailResult>) -> Self {
+        Report {
+            generated_by: generated_by.into(),
+            rows,
+            threshold_gbps: None,
+        }
+    }
+
+    /// Judge rails against `threshold_gbps` instead of their recorded status.
+    pub fn with_threshold(mut self, threshold_gbps: Option<f64>) -> Self {
+        self.threshold_gbps = threshold_gbps;
+        self
+    }
+
+    /// Whether a measured rail counts as below threshold: under the report's
+    /// threshold when one is set, otherwise as its `status` says. Failed rails
+    /// are never "below"; they are failed.
+    pub fn is_below(&self, row: &RailResult) -> bool {
+        if row.status == RailStatus::Failed {
+            return false;
+        }
+        match (self.threshold_gbps, row.bw_avg_gbps) {
+            (Some(t), Some(bw)) => bw < t,
+            (Some(_), None) => false,
+            (None, _) => row.status == RailStatus::BelowThreshold,
+        }
+    }
+
+    /// True when some rail failed or fell below the threshold: the condition
+    /// `railsweep report` signals with exit code 1.
+    pub fn has_problems(&self) -> bool {
+        self.rows
+            .iter()
+            .any(|r| r.status == RailStatus::Failed || self.is_below(r))
+    }
+
+    /// Line the rows up: one series per (network mode, run), one line per
+    /// rail. Fails if a run has the same rail twice.
+    pub fn comparison(&self) -> Result<Comparison<'_>> {
+        let mut by_series: BTreeMap<(&NetworkMode, &str), BTreeMap<u32, &RailResult>> =
+            BTreeMap::new();
+        for row in &self.rows {
+            let rails = by_series
+                .entry((&row.network_mode, row.run_id.as_str()))
+                .or_default();
+            if rails.insert(row.rail, row).is_some() {
+                return Err(ResultsError::DuplicateRail {
+                    run_id: row.run_id.clone(),
+                    mode: row.network_mode.clone(),
+                    rail: row.rail,
+                });
+            }
+        }
+        let mut runs_per_mode: BTreeMap<&NetworkMode, usize> = BTreeMap::new();
+        for (mode, _) in by_series.keys() {
+            *runs_per_mode.entry(mode).or_default() += 1;
+        }
+        let series = by_series
+            .keys()
+            .map(|(mode, run_id)| Series {
+                mode: (*mode).clone(),
+                run_id: (*run_id).to_string(),
+                label: if runs_per_mode.get(mode).copied().unwrap_or(0) > 1 {
+                    format!("{mode} ({run_id})")
+                } else {
+                    mode.to_string()
+                },
+            })
+            .collect();
+        let mut rails: Vec<u32> = self.rows.iter().map(|r| r.rail).collect();
+        rails.sort_unstable();
+        rails.dedup();
+        let cells = rails
+            .iter()
+            .map(|rail| by_series.values().map(|m| m.get(rail).copied()).collect())
+            .collect();
+        Ok(Comparison {
+            report: self,
+            series,
+            rails,
+            cells,
+        })
+    }
+}
+
+/// One column of a comparison: the rails of one run in one network mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Series {
+    /// The network mode.
+    pub mode: NetworkMode,
+    /// The run.
+    pub run_id: String,
+    /// Column heading: the mode, plus the run id when the mode has several runs.
+    pub label: String,
+}
+
+/// Rails as rows, series (modes) as columns. Built by [`Report::comparison`].
+#[derive(Debug, Clone)]
+pub struct Comparison<'a> {
+    report: &'a Report,
+    /// Columns, ordered by network mode, then run id.
+    pub series: Vec<Series>,
+    /// Every rail number seen in any series, ascending.
+    pub rails: Vec<u32>,
+    cells: Vec<Vec<Option<&'a RailResult>>>,
+}
+
+impl<'a> Comparison<'a> {
+    /// The report this comparison was built from.
+    pub fn report(&self) -> &'a Report {
+        self.report
+    }
+
+    /// The row for `self.rails[rail_index]` in `self.series[series_index]`,
+    /// if that series measured that rail.
+    pub fn cell(&self, rail_index: usize, series_index: usize) -> Option<&'a RailResult> {
+        self.cells
+            .get(rail_index)
+            .and_then(|row| row.get(series_index))
+            .copied()
+            .flatten()
+    }
+
+    /// The rows of one series, by ascending rail.
+    pub fn series_rows(&self, series_index: usize) -> impl Iterator<Item = &'a RailResult> + '_ {
+        (0..self.rails.len()).filter_map(move |r| self.cell(r, series_index))
+    }
+
+    /// Summary numbers for one series.
+    pub fn summary(&self, series_index: usize) -> ModeSummary {
+        let label = self
+            .series
+            .get(series_index)
+            .map(|s| s.label.clone())
+            .unwrap_or_default();
+        let rows: Vec<&RailResult> = self.series_rows(series_index).collect();
+        let measured: Vec<&RailResult> = rows
+            .iter()
+            .copied()
+            .filter(|r| r.status != RailStatus::Failed)
+            .collect();
+        let bws: Vec<f64> = measured.iter().filter_map(|r| r.bw_avg_gbps).collect();
+        let pcts: Vec<f64> = measured
+            .iter()
+            .filter_map(|r| match (r.bw_avg_gbps, r.line_rate_gbps) {
+                (Some(bw), Some(line)) if line > 0.0 => Some(bw / line * 100.0),
+                _ => None,
+            })
+            .collect();
+        let threshold_gbps = self.report.threshold_gbps.or_else(|| {
+            let first = rows.first().and_then(|r| r.threshold_gbps);
+            rows.iter()
+                .all(|r| r.threshold_gbps == first)
+                .then_some(first)
+                .flatten()
+        });
+        ModeSummary {
+            label,
+            rails: rows.len(),
+            measured: measured.len(),
+            bw_min_gbps: bws.iter().copied().reduce(f64::min),
+            bw_max_gbps: bws.iter().copied().reduce(f64::max),
+            bw_mean_gbps: mean(&bws),
+            line_rate_pct_mean: mean(&pcts),
+            threshold_gbps,
+            below_rails: measured
+                .iter()
+                .filter(|r| self.report.is_below(r))
+                .map(|r| r.rail)
+                .collect(),
+            failed_rails: rows
+                .iter()
+                .filter(|r| r.status == RailStatus::Failed)
+                .map(|r| r.rail)
+                .collect(),
+        }
+    }
+
+    /// Summary numbers for every series, in column order.
+    pub fn summaries(&self) -> Vec<ModeSummary> {
+        (0..self.series.len()).map(|i| self.summary(i)).collect()
+    }
+
+    /// Rail-by-rail difference of series `b` from series `a`, over every rail
+    /// of the comparison.
+    pub fn diff(&self, a: usize, b: usize) -> Vec<RailDiff> {
+        let bw = |rail_index, series| {
+            self.cell(rail_index, series)
+                .filter(|r| r.status != RailStatus::Failed)
+                .and_then(|r| r.bw_avg_gbps)
+        };
+        self.rails
+            .iter()
+            .enumerate()
+            .map(|(i, &rail)| {
+                let (a_gbps, b_gbps) = (bw(i, a), bw(i, b));
+                let diff_gbps = a_gbps.zip(b_gbps).map(|(x, y)| y - x);
+                RailDiff {
+                    rail,
+                    a_gbps,
+                    b_gbps,
+                    diff_gbps,
+                    diff_pct: a_gbps
+                        .zip(diff_gbps)
+                        .filter(|(x, _)| *x > 0.0)
+                        .map(|(x, d)| d / x * 100.0),
+                }
+            })
+            .collect()
+    }
+}
+
+fn mean(values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        None
+    } else {
+        #[allow(clippy::cast_precision_loss)]
+        let n = values.len() as f64;
+        Some(values.iter().sum::<f64>() / n)
+    }
+}
+
+/// One rail's bandwidth in two series and the difference `b - a`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RailDiff {
+    /// The rail.
+    pub rail: u32,
+    /// Average bandwidth in series `a`; `None` if not measured or failed.
+    pub a_gbps: Option<f64>,
+    /// Average bandwidth in series `b`; `None` if not measured or failed.
+    pub b_gbps: Option<f64>,
+    /// `b_gbps - a_gbps`, when both exist.
+    pub diff_gbps: Option<f64>,
+    /// The difference as a percentage of `a_gbps`.
+    pub diff_pct: Option<f64>,
+}
+
+/// Summary numbers of one series, displayed as the line people post:
+/// `hostnetwork: 16 rails, 96.86 to 96.88 Gb/s (mean 96.87 Gb/s, 96.9% of
+/// line rate), 0 below 90.0 Gb/s, 0 failed`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModeSummary {
+    /// The series label (network mode, with run id if needed).
+    pub label: String,
+    /// Rails in the series, failed ones included.
+    pub rails: usize,
+    /// Rails that produced a bandwidth.
+    pub measured: usize,
+    /// Lowest average bandwidth over measured rails.
+    pub bw_min_gbps: Option<f64>,
+    /// Highest average bandwidth over measured rails.
+    pub bw_max_gbps: Option<f64>,
+    /// Mean of the average bandwidths over measured rails.
+    pub bw_mean_gbps: Option<f64>,
+    /// Mean over measured rails of bandwidth as a percentage of line rate.
+    pub line_rate_pct_mean: Option<f64>,
+    /// The threshold "below" refers to, if one is known for the whole series.
+    pub threshold_gbps: Option<f64>,
+    /// Rails below the threshold (see [`Report::is_below`]).
+    pub below_rails: Vec<u32>,
+    /// Rails that failed.
+    pub failed_rails: Vec<u32>,
+}
+
+/// A threshold printed as people write it: `90.0`, `92.25`.
+pub(crate) fn fmt_threshold(t: f64) -> String {
+    if t.fract() == 0.0 {
+        format!("{t:.1}")
+    } else {
+        format!("{t}")
+    }
+}
+
+impl fmt::Display for ModeSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plural = if self.rails == 1 { "rail" } else { "rails" };
+        write!(f, "{}: {} {plural}, ", self.label, self.rails)?;
+        match (self.bw_min_gbps, self.bw_max_gbps, self.bw_mean_gbps) {
+            (Some(lo), Some(hi), Some(mean)) => {
+                write!(f, "{lo:.2} to {hi:.2} Gb/s (mean {mean:.2} Gb/s")?;
+                if let Some(pct) = self.line_rate_pct_mean {
+                    write!(f, ", {pct:.1}% of line rate")?;
+                }
+                f.write_str(")")?;
+            }
+            _ => f.write_str("no bandwidth measured")?,
+        }
+        match self.threshold_gbps {
+            Some(t) => write!(
+                f,
+                ", {} below {} Gb/s",
+                self.below_rails.len(),
+                fmt_threshold(t)
+            )?,
+            None => write!(f, ", {} below threshold", self.below_rails.len())?,
+        }
+        write!(f, ", {} failed", self.failed_rails.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary() -> ModeSummary {
+        ModeSummary {
+            label: "sriov".into(),
+            rails: 2,
+            measured: 2,
+            bw_min_gbps: Some(385.004),
+            bw_max_gbps: Some(391.5),
+            bw_mean_gbps: Some(388.252),
+            line_rate_pct_mean: Some(97.0631),
+            threshold_gbps: Some(380.0),
+            below_rails: vec![],
+            failed_rails: vec![],
+        }
+    }
+
+    #[test]
+    fn summary_line_reads_like_a_post() {
+        assert_eq!(
+            summary().to_string(),
+            "sriov: 2 rails, 385.00 to 391.50 Gb/s (mean 388.25 Gb/s, 97.1% of line rate), 0 below 380.0 Gb/s, 0 failed"
+        );
+    }
+
+    #[test]
+    fn summary_line_without_line_rate_threshold_or_bandwidth() {
+        let mut s = summary();
+        s.line_rate_pct_mean = None;
+        s.threshold_gbps = Some(92.25);
+        s.below_rails = vec![1];
+        assert_eq!(
+            s.to_string(),
+            "sriov: 2 rails, 385.00 to 391.50 Gb/s (mean 388.25 Gb/s), 1 below 92.25 Gb/s, 0 failed"
+        );
+        let s = ModeSummary {
+            rails: 1,
+            measured: 0,
+            bw_min_gbps: None,
+            bw_max_gbps: None,
+            bw_mean_gbps: None,
+            line_rate_pct_mean: None,
+            threshold_gbps: None,
+            failed_rails: vec![0],
+            ..summary()
+        };
+        assert_eq!(
+            s.to_string(),
+            "sriov: 1 rail, no bandwidth measured, 0 below threshold, 1 failed"
+        );
+    }
+}
