@@ -1,0 +1,274 @@
+//! Bad input is an error naming file, line and column; nothing is skipped.
+
+mod common;
+
+use results::{read_str, write_csv, write_json, ResultsError};
+
+fn fixture_csv() -> String {
+    let mut buf = Vec::new();
+    write_csv(&mut buf, &common::fixture_rows()[..3]).expect("write");
+    String::from_utf8(buf).expect("utf-8")
+}
+
+fn fixture_json() -> String {
+    let mut buf = Vec::new();
+    write_json(&mut buf, "t", &common::fixture_rows()[..3]).expect("write");
+    String::from_utf8(buf).expect("utf-8")
+}
+
+/// Replace the cell `column` of data row `row` (0-based) of a CSV text.
+fn set_cell(csv: &str, row: usize, column: &str, value: &str) -> String {
+    let mut lines: Vec<String> = csv.lines().map(str::to_string).collect();
+    let idx = lines[0]
+        .split(',')
+        .position(|c| c == column)
+        .expect("column exists");
+    let mut cells: Vec<String> = lines[row + 1].split(',').map(str::to_string).collect();
+    cells[idx] = value.to_string();
+    lines[row + 1] = cells.join(",");
+    lines.join("\n") + "\n"
+}
+
+/// Remove a column (header and every row) from a CSV text.
+fn drop_column(csv: &str, column: &str) -> String {
+    let idx = csv
+        .lines()
+        .next()
+        .and_then(|h| h.split(',').position(|c| c == column))
+        .expect("column exists");
+    csv.lines()
+        .map(|l| {
+            let mut cells: Vec<&str> = l.split(',').collect();
+            cells.remove(idx);
+            cells.join(",")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+fn err(text: &str, name: &str) -> ResultsError {
+    read_str(text, name).expect_err("input must be rejected")
+}
+
+#[test]
+fn csv_missing_column_names_file_line_column() {
+    let text = drop_column(&fixture_csv(), "bw_avg_gbps");
+    let e = err(&text, "runs/host.csv");
+    assert!(matches!(e, ResultsError::MissingColumn { .. }), "{e:?}");
+    // bw_avg_gbps is column 25 of the schema (schema_version is column 1).
+    assert_eq!(
+        e.to_string(),
+        "runs/host.csv:1:25: missing column `bw_avg_gbps`"
+    );
+}
+
+#[test]
+fn csv_missing_optional_column_is_still_an_error() {
+    let text = drop_column(&fixture_csv(), "bw_p99_gbps");
+    let e = err(&text, "a.csv");
+    assert!(e.to_string().starts_with("a.csv:1:"), "{e}");
+    assert!(
+        e.to_string().contains("missing column `bw_p99_gbps`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn csv_unknown_column_is_an_error() {
+    let text = fixture_csv().replacen("error\n", "error,extra\n", 1);
+    let text = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 0 {
+                l.to_string()
+            } else {
+                format!("{l},x")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let e = err(&text, "a.csv");
+    assert_eq!(
+        e.to_string(),
+        "a.csv:1:35: unknown column `extra` (schema_version 1 has no such column)"
+    );
+}
+
+#[test]
+fn csv_newer_schema_is_refused_before_column_checks() {
+    // A newer schema typically has columns this one does not know; the
+    // version is what the user needs to hear about.
+    let text = set_cell(&fixture_csv(), 0, "schema_version", "2").replacen(
+        "error\n",
+        "error,new_field\n",
+        1,
+    );
+    let e = err(&text, "new.csv");
+    assert!(
+        matches!(e, ResultsError::NewerSchema { found: 2, .. }),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .starts_with("new.csv:2:1: schema_version 2 is newer"),
+        "{e}"
+    );
+}
+
+#[test]
+fn csv_newer_schema_on_a_later_row_is_refused() {
+    let text = set_cell(&fixture_csv(), 2, "schema_version", "7");
+    let e = err(&text, "mixed.csv");
+    assert!(
+        e.to_string()
+            .starts_with("mixed.csv:4:1: schema_version 7 is newer"),
+        "{e}"
+    );
+}
+
+#[test]
+fn csv_bad_number_names_line_and_column() {
+    let text = set_cell(&fixture_csv(), 1, "bw_avg_gbps", "96.8x");
+    let e = err(&text, "host.csv");
+    assert_eq!(
+        e.to_string(),
+        "host.csv:3:25: column `bw_avg_gbps`: expected a number, found `96.8x`"
+    );
+}
+
+#[test]
+fn csv_bad_integer_and_empty_required_number() {
+    let text = set_cell(&fixture_csv(), 0, "rail", "-1");
+    assert_eq!(
+        err(&text, "a.csv").to_string(),
+        "a.csv:2:10: column `rail`: expected an integer from 0 to 4294967295, found `-1`"
+    );
+    let text = set_cell(&fixture_csv(), 0, "qps", "");
+    assert_eq!(
+        err(&text, "a.csv").to_string(),
+        "a.csv:2:20: column `qps`: expected an integer from 0 to 4294967295, found an empty cell"
+    );
+}
+
+#[test]
+fn csv_bad_enum_value_is_pinned_to_its_column() {
+    let text = set_cell(&fixture_csv(), 2, "status", "great");
+    let e = err(&text, "a.csv").to_string();
+    assert!(
+        e.starts_with("a.csv:4:24: column `status`: unknown variant `great`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn csv_row_breaking_a_rule_is_an_error() {
+    let text = set_cell(&fixture_csv(), 0, "bw_avg_gbps", "");
+    assert_eq!(
+        err(&text, "a.csv").to_string(),
+        "a.csv:2:25: column `bw_avg_gbps` is required when status is ok"
+    );
+}
+
+#[test]
+fn csv_short_row_is_an_error() {
+    let mut text = fixture_csv();
+    text.push_str("1,run,2025-06-01T00:00:00Z\n");
+    let e = err(&text, "a.csv").to_string();
+    assert!(
+        e.starts_with("a.csv:5:4: row has 3 cells but the header has 34 columns"),
+        "{e}"
+    );
+}
+
+#[test]
+fn json_newer_schema_names_file_line_column() {
+    let text = fixture_json().replacen("\"schema_version\": 1", "\"schema_version\": 2", 1);
+    let e = err(&text, "new.json");
+    assert!(
+        matches!(e, ResultsError::NewerSchema { found: 2, .. }),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .starts_with("new.json:2:21: schema_version 2 is newer"),
+        "{e}"
+    );
+}
+
+#[test]
+fn json_bad_number_names_line_and_column() {
+    let text = fixture_json().replacen("\"bw_avg_gbps\": 96.86", "\"bw_avg_gbps\": \"fast\"", 1);
+    let line = text
+        .lines()
+        .position(|l| l.contains("\"fast\""))
+        .expect("edited")
+        + 1;
+    let e = err(&text, "host.json").to_string();
+    assert!(
+        e.starts_with(&format!("host.json:{line}:")),
+        "error should point at line {line}: {e}"
+    );
+    assert!(
+        e.contains("row 1: invalid type: string \"fast\", expected f64"),
+        "{e}"
+    );
+}
+
+#[test]
+fn json_missing_key_names_the_row_position() {
+    let text = fixture_json().replacen("      \"bw_p99_gbps\": 96.91,\n", "", 1);
+    let e = err(&text, "a.json");
+    assert!(matches!(e, ResultsError::MissingColumn { .. }), "{e:?}");
+    // The first row's object starts on line 5, column 5.
+    assert_eq!(e.to_string(), "a.json:5:5: missing column `bw_p99_gbps`");
+}
+
+#[test]
+fn json_unknown_key_points_at_the_key() {
+    let text = fixture_json().replacen("\"qps\": 4,", "\"qps\": 4, \"colour\": 1,", 1);
+    let e = err(&text, "a.json").to_string();
+    assert!(
+        e.starts_with("a.json:24:17: unknown column `colour`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn json_syntax_error_names_line_and_column() {
+    let text = fixture_json().replacen("\"rail\": 0,", "\"rail\": 0,,", 1);
+    let e = err(&text, "a.json").to_string();
+    assert!(e.starts_with("a.json:14:17: "), "{e}");
+}
+
+#[test]
+fn json_rule_violation_points_at_the_field() {
+    let text = fixture_json()
+        .replacen("\"error\": null", "\"error\": \"\"", 1)
+        .replacen("\"status\": \"ok\"", "\"status\": \"failed\"", 1);
+    let e = err(&text, "a.json").to_string();
+    assert_eq!(
+        e,
+        "a.json:38:7: row 0: `error` is required when status is failed"
+    );
+}
+
+#[test]
+fn unrecognised_content_is_an_error() {
+    let e = err("hello,world\n1,2\n", "notes.txt");
+    assert!(matches!(e, ResultsError::UnknownFormat { .. }), "{e:?}");
+    let e = err("", "empty");
+    assert!(matches!(e, ResultsError::UnknownFormat { .. }), "{e:?}");
+    let e = err("", "empty.csv");
+    assert_eq!(
+        e.to_string(),
+        "empty.csv:1:1: empty file; expected a CSV header"
+    );
+}
+
+#[test]
+fn a_byte_order_mark_is_ignored() {
+    let text = format!("\u{feff}{}", fixture_csv());
+    assert_eq!(read_str(&text, "excel.csv").expect("read").len(), 3);
+}
