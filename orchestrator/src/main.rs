@@ -1,3 +1,45 @@
 //! railsweep: rail-by-rail RDMA sweeps between Kubernetes pods.
+//!
+//! Exit codes, for every subcommand: 0 when all is well, 1 when the command
+//! ran but found a problem in the results (a rail failed or fell below the
+//! threshold), 2 for usage errors and unreadable input.
 #![forbid(unsafe_code)]
-fn main() {}
+
+mod report;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Sweep every RDMA rail between two pods and compare network modes.
+#[derive(Debug, Parser)]
+#[command(name = "railsweep", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The subcommands. Each returns the exit code for a run that completed
+/// (0 or 1); an `Err` becomes exit code 2.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Merge saved runs (CSV or JSON) and print or write the per-rail comparison.
+    Report(report::ReportArgs),
+}
+
+/// Exit code for usage and input errors (clap uses the same for bad arguments).
+const EXIT_ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Report(args) => report::run(&args),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("railsweep: error: {err:#}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}

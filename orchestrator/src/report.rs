@@ -1,0 +1,152 @@
+//! `railsweep report`: merge saved runs and print or write the comparison.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use results::{read_path, read_str, Format, RailStatus, Report};
+
+/// Arguments of `railsweep report`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Output goes to stdout unless -o is given; logs and, for non-markdown output, \
+the summary lines go to stderr.
+
+Exit status: 0 all rails fine; 1 some rail failed or fell below the threshold; \
+2 bad arguments or a file that cannot be read (the message names file, line and column).")]
+pub struct ReportArgs {
+    /// Saved runs: results CSV or JSON, told apart by extension or content. `-` reads stdin.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+
+    /// Output format [default: taken from the -o extension (.md, .csv, .json, .svg), else markdown]
+    #[arg(short, long, value_enum)]
+    pub format: Option<FormatArg>,
+
+    /// Write the output to FILE instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Count rails under this average bandwidth as below threshold, instead of
+    /// the status recorded when they were measured.
+    #[arg(long, value_name = "GBPS", value_parser = parse_gbps)]
+    pub threshold_gbps: Option<f64>,
+}
+
+/// `--format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Rails as rows, modes as columns, summary lines, differences, failures.
+    Markdown,
+    /// Every merged row as results CSV (readable again by `report`).
+    Csv,
+    /// Every merged row as a results JSON envelope (readable again by `report`).
+    Json,
+    /// Grouped bar chart: one bar per rail and mode, line rate and threshold lines.
+    Svg,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Markdown => Format::Markdown,
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Json => Format::Json,
+            FormatArg::Svg => Format::Svg,
+        }
+    }
+}
+
+fn parse_gbps(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("expected a positive number of Gb/s, got `{s}`")),
+    }
+}
+
+/// The program name and version recorded in JSON output.
+const GENERATED_BY: &str = concat!("railsweep ", env!("CARGO_PKG_VERSION"));
+
+fn load(path: &Path) -> Result<Vec<results::RailResult>> {
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("cannot read results from stdin")?;
+        return read_str(&text, "<stdin>").context("cannot read results from stdin");
+    }
+    read_path(path).with_context(|| format!("cannot read results file {}", path.display()))
+}
+
+/// Run `railsweep report`: 0 when every rail is fine, 1 when some rail failed
+/// or is below the threshold; input and output errors are `Err`.
+pub fn run(args: &ReportArgs) -> Result<ExitCode> {
+    let mut rows = Vec::new();
+    for path in &args.files {
+        let loaded = load(path)?;
+        eprintln!(
+            "railsweep: read {} rows from {}",
+            loaded.len(),
+            path.display()
+        );
+        rows.extend(loaded);
+    }
+    if rows.is_empty() {
+        eprintln!("railsweep: warning: the input holds no rows");
+    }
+    let report = Report::new(GENERATED_BY, rows).with_threshold(args.threshold_gbps);
+    let comparison = report.comparison().context("cannot merge the runs")?;
+
+    let format: Format = args
+        .format
+        .map(Format::from)
+        .or_else(|| args.output.as_deref().and_then(Format::from_path))
+        .unwrap_or(Format::Markdown);
+    if let Some(path) = &args.output {
+        if let Some(implied) = Format::from_path(path).filter(|f| *f != format) {
+            eprintln!(
+                "railsweep: warning: writing {format} to {}, whose extension suggests {implied}",
+                path.display()
+            );
+        }
+    }
+    let bytes = format
+        .exporter()
+        .serialize(&report)
+        .with_context(|| format!("cannot produce {format} output"))?;
+
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, &bytes)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            eprintln!("railsweep: wrote {format} to {}", path.display());
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&bytes)
+                .and_then(|()| out.flush())
+                .context("cannot write to stdout")?;
+        }
+    }
+    // Markdown on stdout already has the summary lines; otherwise log them.
+    if format != Format::Markdown || args.output.is_some() {
+        for summary in comparison.summaries() {
+            eprintln!("{summary}");
+        }
+    }
+
+    if report.has_problems() {
+        let failed = report
+            .rows
+            .iter()
+            .filter(|r| r.status == RailStatus::Failed)
+            .count();
+        let below = report.rows.iter().filter(|r| report.is_below(r)).count();
+        eprintln!("railsweep: {failed} rail(s) failed, {below} below threshold");
+        Ok(ExitCode::from(1))
+    } else {
+        Ok(ExitCode::SUCCESS)
+    }
+}
