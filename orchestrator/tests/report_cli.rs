@@ -1,0 +1,242 @@
+//! `railsweep report` end to end, on the built binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use results::{read_path, read_str, write_csv, write_json, NetworkMode, RailResult};
+
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("results")
+        .join("tests")
+        .join("fixtures")
+        .join("sweep-16x3.csv")
+}
+
+fn fixture_rows() -> Vec<RailResult> {
+    read_path(fixture()).expect("fixture reads")
+}
+
+fn rows_of(mode: &NetworkMode) -> Vec<RailResult> {
+    fixture_rows()
+        .into_iter()
+        .filter(|r| &r.network_mode == mode)
+        .collect()
+}
+
+fn railsweep(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_railsweep"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("railsweep runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().expect("utf-8 temp path")
+}
+
+/// hostnetwork as CSV and ipvlan (without its slow rail) as JSON.
+fn healthy_runs(dir: &Path) -> (PathBuf, PathBuf) {
+    let host = dir.join("host.csv");
+    write_csv(
+        std::fs::File::create(&host).expect("create"),
+        &rows_of(&NetworkMode::HostNetwork),
+    )
+    .expect("write");
+    let ipvlan = dir.join("ipvlan.json");
+    let rows: Vec<RailResult> = rows_of(&NetworkMode::Ipvlan)
+        .into_iter()
+        .filter(|r| r.rail != 7)
+        .collect();
+    write_json(
+        std::fs::File::create(&ipvlan).expect("create"),
+        "test",
+        &rows,
+    )
+    .expect("write");
+    (host, ipvlan)
+}
+
+#[test]
+fn merges_csv_and_json_into_a_markdown_comparison_on_stdout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (host, ipvlan) = healthy_runs(dir.path());
+    let out = railsweep(&["report", path_str(&host), path_str(&ipvlan)]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    assert!(
+        stdout.contains("| rail | hostnetwork | ipvlan |\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("| 7 | 96.87 | - |\n"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "- hostnetwork: 16 rails, 96.86 to 96.88 Gb/s (mean 96.87 Gb/s, 96.9% of line rate), 0 below 90.0 Gb/s, 0 failed\n"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("- ipvlan: 15 rails, 96.80 to 96.85 Gb/s"),
+        "{stdout}"
+    );
+    // Logs go to stderr, never into the machine output.
+    assert!(!stdout.contains("railsweep:"), "{stdout}");
+    assert!(
+        text(&out.stderr).contains("read 16 rows from"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn failed_or_below_threshold_rails_exit_1() {
+    let out = railsweep(&["report", path_str(&fixture())]);
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("| 7 | 96.87 | 71.42 (below) | 96.87 |"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("| 12 | 96.87 | 96.83 | failed |"),
+        "{stdout}"
+    );
+    assert!(text(&out.stderr).contains("1 rail(s) failed, 1 below threshold"));
+}
+
+#[test]
+fn a_rail_below_the_given_threshold_exits_1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (host, _) = healthy_runs(dir.path());
+    let ok = railsweep(&["report", path_str(&host), "--threshold-gbps", "96.86"]);
+    assert_eq!(ok.status.code(), Some(0), "stderr: {}", text(&ok.stderr));
+    let below = railsweep(&["report", path_str(&host), "--threshold-gbps", "96.87"]);
+    assert_eq!(
+        below.status.code(),
+        Some(1),
+        "stderr: {}",
+        text(&below.stderr)
+    );
+    let stdout = text(&below.stdout);
+    assert!(stdout.contains("| 1 | 96.86 (below) |"), "{stdout}");
+    assert!(
+        stdout.contains(", 4 below 96.87 Gb/s, 0 failed"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_bad_file_exits_2_naming_file_line_and_column() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.csv");
+    let good = std::fs::read_to_string(fixture()).expect("fixture");
+    std::fs::write(&bad, good.replacen(",96.87,96.92,", ",96.87,fast,", 1)).expect("write");
+    let out = railsweep(&["report", path_str(&fixture()), path_str(&bad)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "no partial report on stdout");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}:2:26: column `bw_peak_gbps`: expected a number, found `fast`",
+            bad.display()
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn missing_files_and_bad_arguments_exit_2() {
+    let out = railsweep(&["report", "/nonexistent/run.csv"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("/nonexistent/run.csv"));
+    assert_eq!(railsweep(&["report"]).status.code(), Some(2));
+    let f = fixture();
+    let fixture = path_str(&f);
+    assert_eq!(
+        railsweep(&["report", "--format", "pdf", fixture])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        railsweep(&["report", "--threshold-gbps", "-3", fixture])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn the_same_run_twice_is_an_input_error() {
+    let f = fixture();
+    let out = railsweep(&["report", path_str(&f), path_str(&f)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("more than once"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn json_to_a_file_round_trips_and_logs_summaries() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (host, ipvlan) = healthy_runs(dir.path());
+    let merged = dir.path().join("merged.json");
+    let out = railsweep(&[
+        "report",
+        path_str(&host),
+        path_str(&ipvlan),
+        "-o",
+        path_str(&merged),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("\nhostnetwork: 16 rails, 96.86 to 96.88 Gb/s"),
+        "{stderr}"
+    );
+    let mut expected = read_path(&host).expect("host");
+    expected.extend(read_path(&ipvlan).expect("ipvlan"));
+    assert_eq!(read_path(&merged).expect("merged json"), expected);
+}
+
+#[test]
+fn csv_on_stdout_reads_back_and_stdin_is_accepted() {
+    let f = fixture();
+    let out = railsweep(&["report", "--format", "csv", path_str(&f)]);
+    assert_eq!(out.status.code(), Some(1));
+    let rows = read_str(&text(&out.stdout), "stdout.csv").expect("csv output parses");
+    assert_eq!(rows, fixture_rows());
+
+    let piped = Command::new(env!("CARGO_BIN_EXE_railsweep"))
+        .args(["report", "-f", "json", "-"])
+        .stdin(std::fs::File::open(&f).expect("fixture"))
+        .output()
+        .expect("runs");
+    assert_eq!(piped.status.code(), Some(1), "{}", text(&piped.stderr));
+    assert!(text(&piped.stderr).contains("read 48 rows from -"));
+    let rows = read_str(&text(&piped.stdout), "stdout.json").expect("json output parses");
+    assert_eq!(rows, fixture_rows());
+}
+
+#[test]
+fn svg_output_takes_its_format_from_the_extension() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chart = dir.path().join("chart.svg");
+    let f = fixture();
+    let out = railsweep(&["report", path_str(&f), "-o", path_str(&chart)]);
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
+    let svg = std::fs::read_to_string(&chart).expect("svg written");
+    assert!(svg.starts_with("<svg "), "{}", &svg[..svg.len().min(200)]);
+    for needle in [">\nrail\n<", ">\nGb/s\n<", "line rate 100.0 Gb/s", "ipvlan"] {
+        assert!(svg.contains(needle), "svg lacks {needle:?}");
+    }
+}
