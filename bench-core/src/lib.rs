@@ -4,4 +4,5 @@
 //! `unsafe` code lives in the `ffi` module alone; every other module forbids it.
 #![deny(unsafe_code)]
 
+pub mod control;
 pub mod params;

@@ -1,0 +1,604 @@
+//! The blocking control channel: one TCP connection, framed messages, a deadline per phase.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use socket2::{SockRef, TcpKeepalive};
+
+use super::error::ControlError;
+use super::frame::{encode_frame, FrameDecoder, FrameError};
+use super::msg::{Accept, Endpoints, Hello, Msg};
+use super::watch::{PeerWatch, WatchConfig};
+use crate::params::{SizeResult, TestLength, TestParams};
+
+/// Pause between connection attempts in [`ControlChannel::connect_retry`].
+const RETRY_PAUSE: Duration = Duration::from_millis(250);
+/// The longest single connection attempt.
+const ATTEMPT_MAX: Duration = Duration::from_secs(3);
+/// The longest a single write may block, whatever the phase timeout.
+const WRITE_TIMEOUT_CAP: Duration = Duration::from_secs(10);
+/// How long [`ControlChannel::close`] waits for the peer's end of stream.
+const CLOSE_LINGER: Duration = Duration::from_millis(500);
+/// How long a failed send looks for an `Error` the peer sent before hanging up.
+const LAST_WORDS_WAIT: Duration = Duration::from_millis(200);
+/// Write timeout for best-effort error reports.
+const ERROR_REPORT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The phases of a test, each with its own timeout (see [`PhaseTimeouts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Establishing the TCP connection (client only).
+    Connect,
+    /// `Hello` and its answer (`Accept`, `Busy`, `Reject`).
+    Handshake,
+    /// Both sides' `Endpoints`.
+    Exchange,
+    /// Both sides' `Ready` (QPs in RTS).
+    Ready,
+    /// The measured window, heartbeats flowing.
+    Measure,
+    /// `Done` both ways.
+    Results,
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Phase::Connect => "connect",
+            Phase::Handshake => "handshake",
+            Phase::Exchange => "endpoint exchange",
+            Phase::Ready => "ready",
+            Phase::Measure => "measurement",
+            Phase::Results => "results",
+        })
+    }
+}
+
+/// How long each phase may wait for the peer.
+///
+/// Each [`ControlChannel::recv`] (or `expect_*`) call gets the whole phase timeout as one
+/// deadline: heartbeats or a trickle of bytes do not extend it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PhaseTimeouts {
+    /// Connection attempts in [`ControlChannel::connect`] (default 10 s).
+    pub connect: Duration,
+    /// Waiting for `Hello` or its answer (default 10 s; the server opens its device before
+    /// answering).
+    pub handshake: Duration,
+    /// Waiting for the peer's `Endpoints` (default 30 s; the peer creates QPs and registers
+    /// its buffer first).
+    pub exchange: Duration,
+    /// Waiting for the peer's `Ready` (default 30 s).
+    pub ready: Duration,
+    /// The measured window plus margin: how long the server waits for the client's `Done`
+    /// (default 60 s; set it with [`PhaseTimeouts::with_measure_for`]).
+    pub measure: Duration,
+    /// Waiting for the peer's `Done` after this side's window ended (default 30 s).
+    pub results: Duration,
+}
+
+impl Default for PhaseTimeouts {
+    fn default() -> Self {
+        PhaseTimeouts {
+            connect: Duration::from_secs(10),
+            handshake: Duration::from_secs(10),
+            exchange: Duration::from_secs(30),
+            ready: Duration::from_secs(30),
+            measure: Duration::from_secs(60),
+            results: Duration::from_secs(30),
+        }
+    }
+}
+
+impl PhaseTimeouts {
+    /// The timeout of `phase`.
+    pub fn get(&self, phase: Phase) -> Duration {
+        match phase {
+            Phase::Connect => self.connect,
+            Phase::Handshake => self.handshake,
+            Phase::Exchange => self.exchange,
+            Phase::Ready => self.ready,
+            Phase::Measure => self.measure,
+            Phase::Results => self.results,
+        }
+    }
+
+    /// The same timeouts with every phase set to `d` (handy in tests).
+    pub fn uniform(d: Duration) -> Self {
+        PhaseTimeouts {
+            connect: d,
+            handshake: d,
+            exchange: d,
+            ready: d,
+            measure: d,
+            results: d,
+        }
+    }
+
+    /// The same timeouts with the measure phase sized for `params` by [`measure_timeout`].
+    pub fn with_measure_for(self, params: &TestParams) -> Self {
+        PhaseTimeouts {
+            measure: measure_timeout(params),
+            ..self
+        }
+    }
+}
+
+/// A generous bound on one test's measured window, plus a 30 s margin.
+///
+/// Duration tests: sizes x (warm-up + duration + cool-down). Iteration tests: the bytes to move
+/// at a floor of 1 Gb/s (an estimate only: the heartbeats, not this bound, detect a dead peer).
+pub fn measure_timeout(params: &TestParams) -> Duration {
+    const MARGIN_S: f64 = 30.0;
+    let sizes = params.sizes.list();
+    let secs = match params.length {
+        TestLength::Duration {
+            duration_s,
+            warmup_s,
+            cooldown_s,
+        } => sizes.len() as f64 * (duration_s + warmup_s + cooldown_s).max(0.0),
+        TestLength::Iterations { iterations } => {
+            let dirs = if params.bidirectional { 2.0 } else { 1.0 };
+            let bytes: f64 = sizes.iter().map(|s| *s as f64).sum::<f64>()
+                * iterations as f64
+                * f64::from(params.qps.max(1))
+                * dirs;
+            bytes * 8.0 / 1e9
+        }
+    };
+    // Clamp to a day so that absurd inputs cannot overflow Duration.
+    Duration::from_secs_f64((secs + MARGIN_S).clamp(MARGIN_S, 86_400.0))
+}
+
+/// One side of a control connection.
+///
+/// Blocking and single-threaded: the engine drives it phase by phase, and hands it to a
+/// [`PeerWatch`] for the measured window. Socket setup: `TCP_NODELAY`, keepalive probes after
+/// 5 s idle every 1 s (3 probes), and `TCP_USER_TIMEOUT` 15 s, so the kernel also gives up on a
+/// vanished host.
+#[derive(Debug)]
+pub struct ControlChannel {
+    pub(super) stream: TcpStream,
+    pub(super) peer: SocketAddr,
+    timeouts: PhaseTimeouts,
+    decoder: FrameDecoder,
+    /// Messages received by a watcher and left for the next `recv` (a `Done`).
+    pub(super) pending: VecDeque<Msg>,
+    /// The phase of the last send or receive, used for errors of phase-less messages.
+    phase: Phase,
+    /// A write failed part-way: the stream is out of frame sync.
+    poisoned: bool,
+}
+
+impl ControlChannel {
+    /// Connects to `addr`, retrying until `deadline`, so a client started a moment before its
+    /// server waits for it. The name is resolved again on every attempt (a pod's DNS entry may
+    /// appear late).
+    pub fn connect_retry<A>(addr: A, deadline: Instant) -> Result<ControlChannel, ControlError>
+    where
+        A: ToSocketAddrs + fmt::Display,
+    {
+        let start = Instant::now();
+        let mut last: io::Error =
+            io::Error::new(io::ErrorKind::TimedOut, "deadline already passed");
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(ControlError::ConnectFailed {
+                    addr: addr.to_string(),
+                    waited: now - start,
+                    source: Arc::new(last),
+                });
+            }
+            match addr.to_socket_addrs() {
+                Ok(addrs) => {
+                    let mut any = false;
+                    for sa in addrs {
+                        any = true;
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        if left.is_zero() {
+                            break;
+                        }
+                        let attempt = left.min(ATTEMPT_MAX).max(Duration::from_millis(1));
+                        match TcpStream::connect_timeout(&sa, attempt) {
+                            Ok(stream) => {
+                                return ControlChannel::from_stream(stream).map_err(|e| {
+                                    ControlError::ConnectFailed {
+                                        addr: addr.to_string(),
+                                        waited: start.elapsed(),
+                                        source: Arc::new(e),
+                                    }
+                                })
+                            }
+                            Err(e) => last = e,
+                        }
+                    }
+                    if !any {
+                        last = io::Error::new(
+                            io::ErrorKind::NotFound,
+                            "the name resolved to no addresses",
+                        );
+                    }
+                }
+                Err(e) => last = e,
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            thread::sleep(left.min(RETRY_PAUSE));
+        }
+    }
+
+    /// Connects to `addr`, retrying for `timeouts.connect`, and keeps `timeouts` for the
+    /// phases that follow.
+    pub fn connect<A>(addr: A, timeouts: PhaseTimeouts) -> Result<ControlChannel, ControlError>
+    where
+        A: ToSocketAddrs + fmt::Display,
+    {
+        let ch = ControlChannel::connect_retry(addr, Instant::now() + timeouts.connect)?;
+        Ok(ch.with_timeouts(timeouts))
+    }
+
+    /// Wraps an accepted (or otherwise connected) stream, with default timeouts.
+    pub fn from_stream(stream: TcpStream) -> io::Result<ControlChannel> {
+        let peer = stream.peer_addr()?;
+        stream.set_nonblocking(false)?;
+        stream.set_nodelay(true)?;
+        let sock = SockRef::from(&stream);
+        sock.set_tcp_keepalive(
+            &TcpKeepalive::new()
+                .with_time(Duration::from_secs(5))
+                .with_interval(Duration::from_secs(1))
+                .with_retries(3),
+        )?;
+        sock.set_tcp_user_timeout(Some(Duration::from_secs(15)))?;
+        Ok(ControlChannel {
+            stream,
+            peer,
+            timeouts: PhaseTimeouts::default(),
+            decoder: FrameDecoder::new(),
+            pending: VecDeque::new(),
+            phase: Phase::Connect,
+            poisoned: false,
+        })
+    }
+
+    /// The same channel with other phase timeouts.
+    pub fn with_timeouts(mut self, timeouts: PhaseTimeouts) -> Self {
+        self.timeouts = timeouts;
+        self
+    }
+
+    /// Replaces the phase timeouts (e.g. the measure timeout once the `Hello` is known).
+    pub fn set_timeouts(&mut self, timeouts: PhaseTimeouts) {
+        self.timeouts = timeouts;
+    }
+
+    /// The phase timeouts in force.
+    pub fn timeouts(&self) -> &PhaseTimeouts {
+        &self.timeouts
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// This side's address (the interface the peer was reached on).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.stream.local_addr()
+    }
+
+    /// Sends one message, with a write timeout of its phase's timeout (at most 10 s).
+    pub fn send(&mut self, msg: &Msg) -> Result<(), ControlError> {
+        let phase = msg.phase().unwrap_or(self.phase);
+        let timeout = self.timeouts.get(phase).min(WRITE_TIMEOUT_CAP);
+        self.send_within(msg, phase, timeout)
+    }
+
+    pub(super) fn send_within(
+        &mut self,
+        msg: &Msg,
+        phase: Phase,
+        timeout: Duration,
+    ) -> Result<(), ControlError> {
+        self.phase = phase;
+        let peer = self.peer;
+        if self.poisoned {
+            return Err(ControlError::Protocol {
+                peer,
+                phase,
+                detail: "the channel is unusable after an earlier write failed part-way".into(),
+            });
+        }
+        let frame = encode_frame(msg).map_err(|e| ControlError::from_frame(e, peer, phase))?;
+        let io = |e: io::Error| ControlError::from_io(Arc::new(e), peer, phase);
+        self.stream
+            .set_write_timeout(Some(timeout.max(Duration::from_millis(1))))
+            .map_err(io)?;
+        if let Err(e) = (&self.stream).write_all(&frame) {
+            self.poisoned = true;
+            let err = match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => ControlError::Timeout {
+                    peer,
+                    phase,
+                    after: timeout,
+                },
+                _ => io(e),
+            };
+            // A peer that hung up may have said why first: prefer its words.
+            if err.is_peer_gone() {
+                if let Some(message) = self.last_words(phase) {
+                    return Err(ControlError::PeerError {
+                        peer,
+                        phase,
+                        message,
+                    });
+                }
+            }
+            return Err(err);
+        }
+        Ok(())
+    }
+
+    /// The text of an `Error` the peer sent before closing, if it is already here.
+    fn last_words(&mut self, phase: Phase) -> Option<String> {
+        let deadline = Instant::now() + LAST_WORDS_WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            match self.poll(phase, left) {
+                Ok(Some(Msg::Error { message })) => return Some(message),
+                Ok(Some(_)) | Ok(None) => continue,
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// Sends `Error { message }` so the peer shows this side's reason, ignoring failures (the
+    /// peer may be gone already). Blocks at most about a second.
+    pub fn send_error(&mut self, message: &str) {
+        let msg = Msg::Error {
+            message: message.to_string(),
+        };
+        let phase = self.phase;
+        // Ignored on purpose: this is a courtesy to a peer that may not be listening.
+        let _ = self.send_within(&msg, phase, ERROR_REPORT_TIMEOUT);
+    }
+
+    /// Receives the next message, whatever it is (heartbeats and peer `Error`s included),
+    /// waiting at most the phase's timeout.
+    pub fn recv(&mut self, phase: Phase) -> Result<Msg, ControlError> {
+        let deadline = Instant::now() + self.timeouts.get(phase);
+        self.recv_until(phase, deadline)
+    }
+
+    fn recv_until(&mut self, phase: Phase, deadline: Instant) -> Result<Msg, ControlError> {
+        self.phase = phase;
+        if let Some(msg) = self.pending.pop_front() {
+            return Ok(msg);
+        }
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ControlError::Timeout {
+                    peer: self.peer,
+                    phase,
+                    after: self.timeouts.get(phase),
+                });
+            }
+            if let Some(msg) = self.poll(phase, left)? {
+                return Ok(msg);
+            }
+        }
+    }
+
+    /// One read of at most `wait`; `Ok(None)` if no complete message arrived.
+    pub(super) fn poll(
+        &mut self,
+        phase: Phase,
+        wait: Duration,
+    ) -> Result<Option<Msg>, ControlError> {
+        let peer = self.peer;
+        self.stream
+            .set_read_timeout(Some(wait.max(Duration::from_millis(1))))
+            .map_err(|e| ControlError::from_io(Arc::new(e), peer, phase))?;
+        match self.decoder.poll_read(&mut &self.stream) {
+            Ok(m) => Ok(m),
+            Err(e) => {
+                if let FrameError::BadVersion { .. } = e {
+                    // Answer in our own version, so that the peer's decoder reports the
+                    // mismatch on its side too, instead of a bare disconnect.
+                    let text = ControlError::from_frame(e.clone(), peer, phase).to_string();
+                    self.send_error(&text);
+                }
+                Err(ControlError::from_frame(e, peer, phase))
+            }
+        }
+    }
+
+    /// Receives within `phase`'s deadline, skipping heartbeats, and hands the message to
+    /// `pick`; a peer `Error` becomes [`ControlError::PeerError`], a message `pick` refuses
+    /// (`None`) becomes [`ControlError::Unexpected`].
+    fn expect<T>(
+        &mut self,
+        phase: Phase,
+        expected: &'static str,
+        mut pick: impl FnMut(Msg, SocketAddr) -> Option<Result<T, ControlError>>,
+    ) -> Result<T, ControlError> {
+        let deadline = Instant::now() + self.timeouts.get(phase);
+        loop {
+            match self.recv_until(phase, deadline)? {
+                Msg::Heartbeat { .. } => continue,
+                Msg::Error { message } => {
+                    return Err(ControlError::PeerError {
+                        peer: self.peer,
+                        phase,
+                        message,
+                    })
+                }
+                msg => {
+                    let got = msg.kind();
+                    return pick(msg, self.peer).unwrap_or(Err(ControlError::Unexpected {
+                        peer: self.peer,
+                        phase,
+                        expected,
+                        got,
+                    }));
+                }
+            }
+        }
+    }
+
+    /// Server: waits for the client's `Hello` (handshake phase).
+    pub fn expect_hello(&mut self) -> Result<Hello, ControlError> {
+        self.expect(Phase::Handshake, "hello", |m, _| match m {
+            Msg::Hello(h) => Some(Ok(h)),
+            _ => None,
+        })
+    }
+
+    /// Client: waits for the server's answer to `Hello`. `Busy` and `Reject` become
+    /// [`ControlError::Busy`] and [`ControlError::Rejected`].
+    pub fn expect_accept(&mut self) -> Result<Accept, ControlError> {
+        self.expect(
+            Phase::Handshake,
+            "accept, busy or reject",
+            |m, peer| match m {
+                Msg::Accept(a) => Some(Ok(a)),
+                Msg::Busy { device, by } => Some(Err(ControlError::Busy { peer, device, by })),
+                Msg::Reject { reason } => Some(Err(ControlError::Rejected { peer, reason })),
+                _ => None,
+            },
+        )
+    }
+
+    /// Waits for the peer's `Endpoints` (exchange phase).
+    pub fn expect_endpoints(&mut self) -> Result<Endpoints, ControlError> {
+        self.expect(Phase::Exchange, "endpoints", |m, _| match m {
+            Msg::Endpoints(e) => Some(Ok(e)),
+            _ => None,
+        })
+    }
+
+    /// Waits for the peer's `Ready` (ready phase).
+    pub fn expect_ready(&mut self) -> Result<(), ControlError> {
+        self.expect(Phase::Ready, "ready", |m, _| match m {
+            Msg::Ready => Some(Ok(())),
+            _ => None,
+        })
+    }
+
+    /// Waits for the peer's `Done` within `phase`'s timeout (`Results` for the client; the
+    /// server, whose watcher already holds the client's `Done`, gets it at once).
+    pub fn expect_done(&mut self, phase: Phase) -> Result<Vec<SizeResult>, ControlError> {
+        self.expect(phase, "done", |m, _| match m {
+            Msg::Done { results } => Some(Ok(results)),
+            _ => None,
+        })
+    }
+
+    /// Client: sends `hello` and waits for `Accept` (see [`ControlChannel::expect_accept`]).
+    pub fn client_handshake(&mut self, hello: &Hello) -> Result<Accept, ControlError> {
+        self.send(&Msg::Hello(hello.clone()))?;
+        self.expect_accept()
+    }
+
+    /// Both sides: sends this side's endpoints and returns the peer's. Fails with
+    /// [`ControlError::Protocol`] when the QP counts differ.
+    pub fn exchange_endpoints(&mut self, ours: &Endpoints) -> Result<Endpoints, ControlError> {
+        self.send(&Msg::Endpoints(ours.clone()))?;
+        let theirs = self.expect_endpoints()?;
+        if theirs.qps.len() != ours.qps.len() {
+            let detail = format!(
+                "the peer sent {} queue pairs, this side has {}",
+                theirs.qps.len(),
+                ours.qps.len()
+            );
+            self.send_error(&detail);
+            return Err(ControlError::Protocol {
+                peer: self.peer,
+                phase: Phase::Exchange,
+                detail,
+            });
+        }
+        Ok(theirs)
+    }
+
+    /// Both sides: sends `Ready` and waits for the peer's.
+    pub fn sync_ready(&mut self) -> Result<(), ControlError> {
+        self.send(&Msg::Ready)?;
+        self.expect_ready()
+    }
+
+    /// Hands the channel to a [`PeerWatch`] for the measured window.
+    pub fn watch(self, config: WatchConfig) -> Result<PeerWatch, ControlError> {
+        PeerWatch::start(self, config)
+    }
+
+    /// Closes gracefully: ends this side's stream, then waits briefly (0.5 s at most) for the
+    /// peer's end, so that neither side's last message is lost to a reset.
+    pub fn close(self) {
+        // Failures here mean the peer is gone already; there is nothing left to report.
+        let _ = self.stream.shutdown(Shutdown::Write);
+        let deadline = Instant::now() + CLOSE_LINGER;
+        let mut scratch = [0u8; 4096];
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || self.stream.set_read_timeout(Some(left)).is_err() {
+                break;
+            }
+            match (&self.stream).read(&mut scratch) {
+                Ok(0) => break,
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// Sends `Error { message }` (best effort) and closes.
+    pub fn fail(mut self, message: &str) {
+        self.send_error(message);
+        self.close();
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::control::msg::tests::params;
+    use crate::params::Sizes;
+
+    #[test]
+    fn measure_timeout_covers_every_size_of_a_sweep() {
+        let p = params(); // 23 sizes x (1 + 5 + 0.5) s
+        let t = measure_timeout(&p);
+        assert_eq!(t, Duration::from_secs_f64(23.0 * 6.5 + 30.0));
+        let mut one = p.clone();
+        one.sizes = Sizes::One {
+            msg_size_bytes: 65536,
+        };
+        one.length = TestLength::Iterations { iterations: 5000 };
+        // 5000 x 64 KiB x 4 QPs at 1 Gb/s, plus the margin.
+        let t = measure_timeout(&one);
+        assert_eq!(
+            t,
+            Duration::from_secs_f64(30.0 + 5000.0 * 65536.0 * 4.0 * 8.0 / 1e9)
+        );
+        let mut huge = one.clone();
+        huge.length = TestLength::Iterations {
+            iterations: u64::MAX,
+        };
+        assert_eq!(measure_timeout(&huge), Duration::from_secs(86_400));
+        let t = PhaseTimeouts::default().with_measure_for(&p);
+        assert_eq!(t.get(Phase::Measure), measure_timeout(&p));
+        assert_eq!(t.get(Phase::Handshake), Duration::from_secs(10));
+    }
+}

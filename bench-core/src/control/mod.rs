@@ -1,0 +1,61 @@
+//! The control channel between `rdmabw client` and `rdmabw server`.
+//!
+//! Shaped like iperf3's control connection: one TCP connection carrying versioned,
+//! length-prefixed, size-capped JSON messages ([`frame`](encode_frame)), with a deadline on every
+//! phase, so neither side can hang on a peer that is gone, frozen, or not rdmabw at all.
+//!
+//! # Message sequence
+//!
+//! ```text
+//!  client                                         server
+//!    |--- TCP connect (retried until deadline) ------>|   Connect
+//!    |--- Hello {params, device, client_host} ------->|   Handshake
+//!    |<-- Accept {device, port, gid, mtu, rate} ------|     (or Busy / Reject, then close)
+//!    |--- Endpoints {qps, mr, mtu} ------------------>|   Exchange
+//!    |<-- Endpoints {qps, mr, mtu} -------------------|
+//!    |         both: QPs to RTR / RTS                  |
+//!    |--- Ready ------------------------------------->|   Ready
+//!    |<-- Ready --------------------------------------|
+//!    |<== Heartbeat {elapsed_ms} both ways, 500 ms ==>|   Measure (PeerWatch on both sides)
+//!    |--- Done {client results} --------------------->|   Results
+//!    |<-- Done {server results, empty unless -b} -----|
+//!    |--- close ------------------ close -------------|
+//!
+//!  Either side, at any point: Error {message}, then close.
+//! ```
+//!
+//! # Driving it
+//!
+//! Client: [`ControlChannel::connect`], [`ControlChannel::client_handshake`],
+//! [`ControlChannel::exchange_endpoints`], [`ControlChannel::sync_ready`],
+//! [`ControlChannel::watch`] (poll [`PeerAlive::is_ok`] in the write loop), [`PeerWatch::finish`],
+//! `send(&Msg::Done { .. })`, [`ControlChannel::expect_done`] in [`Phase::Results`],
+//! [`ControlChannel::close`].
+//!
+//! Server: accept, [`ControlChannel::from_stream`], [`ControlChannel::expect_hello`], open the
+//! device and `send(&Msg::Accept(..))`, then `exchange_endpoints`, `sync_ready`,
+//! `watch`, [`PeerWatch::wait_peer_done`] with the measure timeout, `finish`,
+//! `expect_done(Phase::Results)` (returns the client's results at once), `send(&Msg::Done {..})`,
+//! `close`. On any local failure: [`ControlChannel::fail`] or [`PeerWatch::abort`] with the reason.
+
+mod channel;
+mod error;
+mod frame;
+mod msg;
+mod watch;
+
+pub use channel::{measure_timeout, ControlChannel, Phase, PhaseTimeouts};
+pub use error::ControlError;
+pub use frame::{
+    decode_frame, encode_frame, read_frame, write_frame, FrameDecoder, FrameError, HEADER_LEN,
+    MAGIC, MAX_FRAME_BYTES, PROTOCOL_VERSION,
+};
+pub use msg::{
+    format_gid, parse_gid, Accept, Endpoints, Hello, MrInfo, Msg, QpEndpoint, RejectReason,
+    RDMABW_VERSION,
+};
+pub use watch::{PeerAlive, PeerStatus, PeerWatch, WatchConfig};
+
+/// The default control port: perftest's, so that an rdmabw client pointed at a perftest server
+/// (or the reverse) is told so clearly instead of failing obscurely.
+pub const DEFAULT_CONTROL_PORT: u16 = 18515;

@@ -1,0 +1,447 @@
+//! The control messages. Each travels as the JSON payload of one frame, tagged by `"type"`.
+
+use std::fmt;
+use std::net::Ipv6Addr;
+
+use serde::{Deserialize, Serialize};
+
+use super::channel::Phase;
+use super::frame::PROTOCOL_VERSION;
+use crate::params::{ParamMismatch, SizeResult, TestParams};
+
+/// The rdmabw release this build belongs to, sent in [`Hello`] and [`Accept`] for the logs.
+pub const RDMABW_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// One control message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Msg {
+    /// Client -> server, first message: what the client wants to run.
+    Hello(Hello),
+    /// Server -> client: the test is accepted; the server's device facts.
+    Accept(Accept),
+    /// Server -> client: the requested device is running another test.
+    Busy {
+        /// The device asked for.
+        device: String,
+        /// Who holds it (client host and address).
+        by: String,
+    },
+    /// Server -> client: the test cannot run.
+    Reject {
+        /// Why.
+        reason: RejectReason,
+    },
+    /// Both ways: the queue pairs and memory region the peer must target.
+    Endpoints(Endpoints),
+    /// Both ways: this side's QPs are in RTS; the measurement may start.
+    Ready,
+    /// Both ways, every few hundred ms during the measured window: this side is alive.
+    Heartbeat {
+        /// Milliseconds since this side's measure phase started.
+        elapsed_ms: u64,
+    },
+    /// Both ways after the window (client first, the server answers): this side's results.
+    /// The server's list is empty unless it measured a direction too (`-b`).
+    Done {
+        /// Per-size results, in test order.
+        results: Vec<SizeResult>,
+    },
+    /// Either way, whenever something fails: the reason, to be shown by the other side.
+    Error {
+        /// What went wrong, in words.
+        message: String,
+    },
+}
+
+impl Msg {
+    /// The message's name as it appears in the `"type"` tag, for error texts.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Msg::Hello(_) => "hello",
+            Msg::Accept(_) => "accept",
+            Msg::Busy { .. } => "busy",
+            Msg::Reject { .. } => "reject",
+            Msg::Endpoints(_) => "endpoints",
+            Msg::Ready => "ready",
+            Msg::Heartbeat { .. } => "heartbeat",
+            Msg::Done { .. } => "done",
+            Msg::Error { .. } => "error",
+        }
+    }
+
+    /// The phase this message belongs to; `None` for [`Msg::Error`], which may come in any.
+    pub fn phase(&self) -> Option<Phase> {
+        Some(match self {
+            Msg::Hello(_) | Msg::Accept(_) | Msg::Busy { .. } | Msg::Reject { .. } => {
+                Phase::Handshake
+            }
+            Msg::Endpoints(_) => Phase::Exchange,
+            Msg::Ready => Phase::Ready,
+            Msg::Heartbeat { .. } => Phase::Measure,
+            Msg::Done { .. } => Phase::Results,
+            Msg::Error { .. } => return None,
+        })
+    }
+}
+
+/// The client's opening message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    /// The client's [`PROTOCOL_VERSION`] (also in every frame header).
+    pub protocol_version: u16,
+    /// The client's rdmabw release, for the server's log.
+    pub rdmabw_version: String,
+    /// The test to run.
+    pub params: TestParams,
+    /// The server-side device the client wants (`mlx5_3`); `None` takes the server's default.
+    /// A `--daemon` server routes by it.
+    pub device: Option<String>,
+    /// The client's host or pod name, shown in the server's log and in `Busy` replies.
+    pub client_host: String,
+}
+
+impl Hello {
+    /// A hello carrying this build's protocol and release versions.
+    pub fn new(params: TestParams, device: Option<String>, client_host: impl Into<String>) -> Self {
+        Hello {
+            protocol_version: PROTOCOL_VERSION,
+            rdmabw_version: RDMABW_VERSION.to_string(),
+            params,
+            device,
+            client_host: client_host.into(),
+        }
+    }
+}
+
+/// The server's acceptance, with the facts of the device it opened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Accept {
+    /// The server's device (`mlx5_3`).
+    pub device: String,
+    /// The IB port number on it.
+    pub port: u8,
+    /// The GID index the server uses.
+    pub gid_index: u8,
+    /// The port's active MTU in bytes.
+    pub active_mtu_bytes: u32,
+    /// The port's line rate in Gb/s (width x speed).
+    pub line_rate_gbps: f64,
+    /// The server's rdmabw release, for the client's log.
+    pub rdmabw_version: String,
+}
+
+/// Why a server refused a test.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RejectReason {
+    /// A parameter given to the server differs from the client's.
+    ParamMismatch {
+        /// The flag, as the user knows it (`--qp/-q`).
+        param: String,
+        /// The server's value.
+        server: String,
+        /// The client's value.
+        client: String,
+    },
+    /// The client asked for a device this server does not serve.
+    UnknownDevice {
+        /// The device asked for.
+        device: String,
+        /// The devices the server serves.
+        available: Vec<String>,
+    },
+    /// The `Hello` names another protocol version than its frame header (a buggy peer).
+    ProtocolVersion {
+        /// The server's version.
+        server: u16,
+        /// The version in the client's `Hello`.
+        client: u16,
+    },
+    /// Anything else, in words.
+    Other {
+        /// The reason.
+        message: String,
+    },
+}
+
+impl RejectReason {
+    /// The reason for a mismatch found on the server by
+    /// `server_params.check_matches(&hello.params)` (so `ours` is the server's value).
+    pub fn from_server_mismatch(m: &ParamMismatch) -> Self {
+        RejectReason::ParamMismatch {
+            param: m.param.to_string(),
+            server: m.ours.clone(),
+            client: m.theirs.clone(),
+        }
+    }
+}
+
+impl fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RejectReason::ParamMismatch {
+                param,
+                server,
+                client,
+            } => write!(
+                f,
+                "parameter {param} differs: the server has {server}, the client has {client}"
+            ),
+            RejectReason::UnknownDevice { device, available } => write!(
+                f,
+                "the server has no device {device} (it serves: {})",
+                available.join(", ")
+            ),
+            RejectReason::ProtocolVersion { server, client } => write!(
+                f,
+                "the client's hello claims protocol v{client}, the server speaks v{server}"
+            ),
+            RejectReason::Other { message } => f.write_str(message),
+        }
+    }
+}
+
+/// One queue pair's address, as the peer needs it to connect (RTR) to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QpEndpoint {
+    /// Queue pair number.
+    pub qpn: u32,
+    /// Initial packet sequence number.
+    pub psn: u32,
+    /// The port GID, on the wire as `fe80:0000:0000:0000:0202:c9ff:fe00:0001`.
+    #[serde(with = "gid_text")]
+    pub gid: [u8; 16],
+    /// The port LID (0 on RoCE).
+    pub lid: u16,
+}
+
+/// The memory region the peer writes into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MrInfo {
+    /// Virtual address of the buffer start.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// Remote key.
+    pub rkey: u32,
+}
+
+/// One side's connection details: one entry per QP, plus the buffer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoints {
+    /// The queue pairs, in QP order (QP `i` connects to the peer's QP `i`).
+    pub qps: Vec<QpEndpoint>,
+    /// The memory region.
+    pub mr: MrInfo,
+    /// The path MTU this side wants, in bytes; both use the smaller.
+    pub mtu_bytes: u32,
+}
+
+/// Formats a GID as eight colon-separated groups of four hex digits (as `ibv_devinfo -v`).
+pub fn format_gid(gid: &[u8; 16]) -> String {
+    let groups: Vec<String> = gid
+        .chunks_exact(2)
+        .map(|p| format!("{:02x}{:02x}", p[0], p[1]))
+        .collect();
+    groups.join(":")
+}
+
+/// Parses a GID written as an IPv6 address: the full eight-group form of [`format_gid`], or
+/// any shortened form (`fe80::1`, `::ffff:10.0.0.1`).
+pub fn parse_gid(text: &str) -> Option<[u8; 16]> {
+    text.parse::<Ipv6Addr>().ok().map(|a| a.octets())
+}
+
+mod gid_text {
+    use serde::{de, Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(gid: &[u8; 16], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::format_gid(gid))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 16], D::Error> {
+        let text = String::deserialize(d)?;
+        super::parse_gid(&text).ok_or_else(|| {
+            de::Error::custom(format_args!(
+                "invalid GID {text:?}: expected 8 colon-separated hex groups"
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::params::{Connection, Sizes, TestLength};
+
+    pub(crate) fn params() -> TestParams {
+        TestParams {
+            sizes: Sizes::Sweep { max_bytes: 1 << 23 },
+            length: TestLength::Duration {
+                duration_s: 5.0,
+                warmup_s: 1.0,
+                cooldown_s: 0.5,
+            },
+            qps: 4,
+            connection: Connection::RC,
+            bidirectional: false,
+        }
+    }
+
+    pub(crate) fn result(size: u64) -> SizeResult {
+        SizeResult {
+            msg_size_bytes: size,
+            iterations: 123_456,
+            bw_peak_gbps: 391.5,
+            bw_avg_gbps: 388.25,
+            msg_rate_mpps: 0.75,
+            bw_p1_gbps: 380.0,
+            bw_p50_gbps: 388.0,
+            bw_p99_gbps: 390.5,
+            interval_ms: 10,
+            measured_s: 5.0,
+            cpu_s: 4.99,
+        }
+    }
+
+    /// One instance of every message variant (and every reject reason).
+    pub(crate) fn every_variant() -> Vec<Msg> {
+        let gid = [
+            0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x02, 0xc9, 0xff, 0xfe, 0x00, 0x00, 0x01,
+        ];
+        vec![
+            Msg::Hello(Hello::new(params(), Some("mlx5_3".into()), "pod-a-0")),
+            Msg::Hello(Hello::new(params(), None, "host")),
+            Msg::Accept(Accept {
+                device: "mlx5_3".into(),
+                port: 1,
+                gid_index: 3,
+                active_mtu_bytes: 4096,
+                line_rate_gbps: 400.0,
+                rdmabw_version: RDMABW_VERSION.into(),
+            }),
+            Msg::Busy {
+                device: "mlx5_3".into(),
+                by: "pod-b-1 (10.0.0.7:50312)".into(),
+            },
+            Msg::Reject {
+                reason: RejectReason::ParamMismatch {
+                    param: "--qp/-q".into(),
+                    server: "4".into(),
+                    client: "2".into(),
+                },
+            },
+            Msg::Reject {
+                reason: RejectReason::UnknownDevice {
+                    device: "mlx5_9".into(),
+                    available: vec!["mlx5_0".into(), "mlx5_1".into()],
+                },
+            },
+            Msg::Reject {
+                reason: RejectReason::ProtocolVersion {
+                    server: 1,
+                    client: 2,
+                },
+            },
+            Msg::Reject {
+                reason: RejectReason::Other {
+                    message: "shutting down".into(),
+                },
+            },
+            Msg::Endpoints(Endpoints {
+                qps: vec![
+                    QpEndpoint {
+                        qpn: 0x00_0123,
+                        psn: 0x00ab_cdef,
+                        gid,
+                        lid: 0,
+                    },
+                    QpEndpoint {
+                        qpn: u32::MAX,
+                        psn: 0,
+                        gid: [0xff; 16],
+                        lid: u16::MAX,
+                    },
+                ],
+                mr: MrInfo {
+                    addr: u64::MAX - 4095,
+                    len: 1 << 23,
+                    rkey: 0xdead_beef,
+                },
+                mtu_bytes: 4096,
+            }),
+            Msg::Ready,
+            Msg::Heartbeat { elapsed_ms: 1500 },
+            Msg::Done {
+                results: vec![result(2), result(1 << 23)],
+            },
+            Msg::Done { results: vec![] },
+            Msg::Error {
+                message: "ibv_post_send: retry exceeded \"quoted\" \u{1F4A5}".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_variant_round_trips_through_json() {
+        for msg in every_variant() {
+            let json = serde_json::to_string(&msg).unwrap();
+            let back: Msg = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, msg, "{json}");
+            assert!(
+                json.contains(&format!("\"type\":\"{}\"", msg.kind())),
+                "{json}"
+            );
+        }
+    }
+
+    #[test]
+    fn gid_travels_as_colon_hex() {
+        let ep = QpEndpoint {
+            qpn: 1,
+            psn: 2,
+            gid: [
+                0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x02, 0xc9, 0xff, 0xfe, 0x00, 0x00, 0x01,
+            ],
+            lid: 0,
+        };
+        let json = serde_json::to_string(&ep).unwrap();
+        assert!(
+            json.contains("\"gid\":\"fe80:0000:0000:0000:0202:c9ff:fe00:0001\""),
+            "{json}"
+        );
+        let short = json.replace(
+            "fe80:0000:0000:0000:0202:c9ff:fe00:0001",
+            "fe80::202:c9ff:fe00:1",
+        );
+        assert_eq!(serde_json::from_str::<QpEndpoint>(&short).unwrap(), ep);
+        let v4 = parse_gid("::ffff:10.0.0.1").unwrap();
+        assert_eq!(&v4[10..], &[0xff, 0xff, 10, 0, 0, 1]);
+        let bad = json.replace("fe80:0000", "fe80:zz");
+        let err = serde_json::from_str::<QpEndpoint>(&bad).unwrap_err();
+        assert!(err.to_string().contains("invalid GID"), "{err}");
+    }
+
+    #[test]
+    fn reject_reason_names_the_parameter_and_both_values() {
+        let server = params();
+        let mut client = params();
+        client.qps = 2;
+        let m = server.check_matches(&client).unwrap_err();
+        let r = RejectReason::from_server_mismatch(&m);
+        assert_eq!(
+            r,
+            RejectReason::ParamMismatch {
+                param: "--qp/-q".into(),
+                server: "4".into(),
+                client: "2".into()
+            }
+        );
+        assert_eq!(
+            r.to_string(),
+            "parameter --qp/-q differs: the server has 4, the client has 2"
+        );
+    }
+}

@@ -1,0 +1,345 @@
+//! Peer liveness during the measured window.
+//!
+//! The RDMA loop must not touch the control socket, yet must stop within seconds when the peer
+//! dies. [`PeerWatch`] takes the channel for the window and runs one thread that sends a
+//! heartbeat every `heartbeat_every`, reads the peer's messages with a short poll, and
+//! publishes the peer's state in an atomic the data path can read for the price of a load
+//! ([`PeerAlive::is_ok`]).
+//!
+//! The peer counts as failed when its connection closes or resets (seen within one poll), when
+//! it sends `Error`, when it sends something other than `Heartbeat`/`Done`/`Error`, or when
+//! nothing arrives for `silence_limit` (a frozen process, a lost host or link).
+
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use super::channel::{ControlChannel, Phase};
+use super::error::ControlError;
+use super::msg::Msg;
+
+const ALIVE: u8 = 0;
+const FINISHED: u8 = 1;
+const FAILED: u8 = 2;
+
+/// Timing of a [`PeerWatch`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchConfig {
+    /// Time between this side's heartbeats (default 500 ms).
+    pub heartbeat_every: Duration,
+    /// The peer fails after this long without any message from it (default 3 s).
+    pub silence_limit: Duration,
+    /// The longest single socket wait, which bounds how fast a closed connection or a stop
+    /// request is noticed (default 50 ms).
+    pub poll_every: Duration,
+    /// Write timeout of one heartbeat (default 2 s).
+    pub write_timeout: Duration,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        WatchConfig {
+            heartbeat_every: Duration::from_millis(500),
+            silence_limit: Duration::from_secs(3),
+            poll_every: Duration::from_millis(50),
+            write_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// What the watcher knows about the peer.
+#[derive(Debug, Clone)]
+pub enum PeerStatus {
+    /// The peer is sending heartbeats.
+    Alive {
+        /// When the last message arrived (the watch's start until the first one).
+        last_heard: Instant,
+        /// The peer's `elapsed_ms` in its last heartbeat.
+        peer_elapsed_ms: Option<u64>,
+    },
+    /// The peer sent `Done`: its window is over; its results wait in the channel for
+    /// [`ControlChannel::expect_done`] after [`PeerWatch::finish`].
+    Finished {
+        /// When `Done` arrived.
+        at: Instant,
+    },
+    /// The peer is gone or reported an error.
+    Failed {
+        /// When the failure was seen.
+        since: Instant,
+        /// What happened: `PeerClosed`, `PeerSilent`, `PeerError`, ...
+        error: ControlError,
+    },
+}
+
+/// A cheap, cloneable view of the peer's state for the RDMA loop: one relaxed atomic load.
+#[derive(Debug, Clone)]
+pub struct PeerAlive(Arc<AtomicU8>);
+
+impl PeerAlive {
+    /// False once the peer has failed; poll it in the data path and stop when it flips.
+    #[inline]
+    pub fn is_ok(&self) -> bool {
+        self.0.load(Ordering::Relaxed) != FAILED
+    }
+
+    /// True once the peer has sent `Done`.
+    #[inline]
+    pub fn peer_finished(&self) -> bool {
+        self.0.load(Ordering::Relaxed) == FINISHED
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    state: Arc<AtomicU8>,
+    stop: AtomicBool,
+    status: Mutex<PeerStatus>,
+    changed: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, PeerStatus> {
+        // The status is replaced whole under the lock, so a poisoned lock still holds a
+        // consistent value.
+        self.status.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn set(&self, code: u8, status: PeerStatus) {
+        let mut st = self.lock();
+        // A failure is final.
+        if matches!(*st, PeerStatus::Failed { .. }) {
+            return;
+        }
+        *st = status;
+        self.state.store(code, Ordering::Release);
+        drop(st);
+        self.changed.notify_all();
+    }
+
+    fn fail(&self, error: ControlError) {
+        self.set(
+            FAILED,
+            PeerStatus::Failed {
+                since: Instant::now(),
+                error,
+            },
+        );
+    }
+}
+
+/// Owns the control channel during the measured window and watches the peer.
+///
+/// Dropping it stops the heartbeats and closes the connection, so the peer notices at once.
+#[derive(Debug)]
+pub struct PeerWatch {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<ControlChannel>>,
+    peer: std::net::SocketAddr,
+}
+
+impl PeerWatch {
+    /// Starts the heartbeat thread on `channel`. Start it right after
+    /// [`ControlChannel::sync_ready`], on both sides.
+    pub fn start(channel: ControlChannel, config: WatchConfig) -> Result<PeerWatch, ControlError> {
+        let peer = channel.peer_addr();
+        let now = Instant::now();
+        let shared = Arc::new(Shared {
+            state: Arc::new(AtomicU8::new(ALIVE)),
+            stop: AtomicBool::new(false),
+            status: Mutex::new(PeerStatus::Alive {
+                last_heard: now,
+                peer_elapsed_ms: None,
+            }),
+            changed: Condvar::new(),
+        });
+        let for_thread = Arc::clone(&shared);
+        let thread = thread::Builder::new()
+            .name("rdmabw-heartbeat".into())
+            .spawn(move || run(channel, &for_thread, config))
+            .map_err(|e| ControlError::from_io(Arc::new(e), peer, Phase::Measure))?;
+        Ok(PeerWatch {
+            shared,
+            thread: Some(thread),
+            peer,
+        })
+    }
+
+    /// The flag for the data path.
+    pub fn alive(&self) -> PeerAlive {
+        PeerAlive(Arc::clone(&self.shared.state))
+    }
+
+    /// The peer's state now.
+    pub fn status(&self) -> PeerStatus {
+        self.shared.lock().clone()
+    }
+
+    /// `Ok` unless the peer has failed; then the reason (one atomic load when all is well).
+    pub fn check(&self) -> Result<(), ControlError> {
+        if self.shared.state.load(Ordering::Acquire) != FAILED {
+            return Ok(());
+        }
+        match &*self.shared.lock() {
+            PeerStatus::Failed { error, .. } => Err(error.clone()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Blocks until the peer sends `Done` (`Ok`), fails (its error), or `timeout` passes
+    /// ([`ControlError::Timeout`] in the measure phase). For a server that has nothing to do
+    /// during the window; pass it the measure timeout.
+    pub fn wait_peer_done(&self, timeout: Duration) -> Result<(), ControlError> {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.shared.lock();
+        loop {
+            match &*st {
+                PeerStatus::Finished { .. } => return Ok(()),
+                PeerStatus::Failed { error, .. } => return Err(error.clone()),
+                PeerStatus::Alive { .. } => {}
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ControlError::Timeout {
+                    peer: self.peer,
+                    phase: Phase::Measure,
+                    after: timeout,
+                });
+            }
+            st = match self.shared.changed.wait_timeout(st, left) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+
+    fn stop(&mut self) -> Option<ControlChannel> {
+        self.shared.stop.store(true, Ordering::Release);
+        self.thread.take().and_then(|t| t.join().ok())
+    }
+
+    /// Stops the heartbeats and returns the channel for the results phase, or the peer's
+    /// failure. A `Done` the peer already sent stays queued in the channel.
+    pub fn finish(mut self) -> Result<ControlChannel, ControlError> {
+        let ch = self.stop();
+        self.check()?;
+        ch.ok_or(ControlError::Protocol {
+            peer: self.peer,
+            phase: Phase::Measure,
+            detail: "the heartbeat thread panicked".into(),
+        })
+    }
+
+    /// Stops the heartbeats, sends `Error { message }` (best effort) and closes: for a local
+    /// failure mid-window (a work completion error, a lost device).
+    pub fn abort(mut self, message: &str) {
+        if let Some(ch) = self.stop() {
+            ch.fail(message);
+        }
+    }
+}
+
+impl Drop for PeerWatch {
+    fn drop(&mut self) {
+        // Dropping the returned channel closes the socket.
+        drop(self.stop());
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn run(mut ch: ControlChannel, shared: &Shared, cfg: WatchConfig) -> ControlChannel {
+    let peer = ch.peer_addr();
+    let start = Instant::now();
+    let mut last_heard = start;
+    let mut next_beat = start;
+    let mut finished = false;
+    while !shared.stop.load(Ordering::Acquire) {
+        let now = Instant::now();
+        if now >= next_beat {
+            let beat = Msg::Heartbeat {
+                elapsed_ms: millis(now - start),
+            };
+            if let Err(e) = ch.send_within(&beat, Phase::Measure, cfg.write_timeout) {
+                // After its Done the peer may close without waiting for ours; that is not a
+                // failure of the window.
+                if !finished {
+                    shared.fail(e);
+                }
+                break;
+            }
+            next_beat += cfg.heartbeat_every;
+            if next_beat < now {
+                next_beat = now + cfg.heartbeat_every;
+            }
+        }
+        let wait = next_beat
+            .saturating_duration_since(Instant::now())
+            .min(cfg.poll_every);
+        match ch.poll(Phase::Measure, wait) {
+            Ok(None) => {}
+            Ok(Some(Msg::Heartbeat { elapsed_ms })) => {
+                last_heard = Instant::now();
+                if !finished {
+                    shared.set(
+                        ALIVE,
+                        PeerStatus::Alive {
+                            last_heard,
+                            peer_elapsed_ms: Some(elapsed_ms),
+                        },
+                    );
+                }
+            }
+            Ok(Some(msg @ Msg::Done { .. })) => {
+                ch.pending.push_back(msg);
+                finished = true;
+                shared.set(FINISHED, PeerStatus::Finished { at: Instant::now() });
+            }
+            Ok(Some(Msg::Error { message })) => {
+                shared.fail(ControlError::PeerError {
+                    peer,
+                    phase: Phase::Measure,
+                    message,
+                });
+                break;
+            }
+            Ok(Some(other)) => {
+                let err = ControlError::Unexpected {
+                    peer,
+                    phase: Phase::Measure,
+                    expected: "heartbeat, done or error",
+                    got: other.kind(),
+                };
+                ch.send_error(&err.to_string());
+                shared.fail(err);
+                break;
+            }
+            Err(e) => {
+                if !finished {
+                    shared.fail(e);
+                }
+                break;
+            }
+        }
+        let quiet = last_heard.elapsed();
+        if !finished && quiet > cfg.silence_limit {
+            let me = ch
+                .local_addr()
+                .map_or_else(|_| "the other side".to_string(), |a| a.to_string());
+            ch.send_error(&format!(
+                "rdmabw at {me} heard nothing from you for {quiet:.1?} during the measurement \
+                 and gave up"
+            ));
+            shared.fail(ControlError::PeerSilent {
+                peer,
+                phase: Phase::Measure,
+                silent_for: quiet,
+            });
+            break;
+        }
+    }
+    ch
+}
