@@ -32,19 +32,22 @@
 //! `send(&Msg::Done { .. })`, [`ControlChannel::expect_done`] in [`Phase::Results`],
 //! [`ControlChannel::close`].
 //!
-//! Server: accept, [`ControlChannel::from_stream`], [`ControlChannel::expect_hello`], open the
-//! device and `send(&Msg::Accept(..))`, then `exchange_endpoints`, `sync_ready`,
+//! Server: accept, [`ControlChannel::from_stream`], [`admit`] (which answers `Busy`/`Reject`),
+//! open the device and `send(&Msg::Accept(..))`, then `exchange_endpoints`, `sync_ready`,
 //! `watch`, [`PeerWatch::wait_peer_done`] with the measure timeout, `finish`,
 //! `expect_done(Phase::Results)` (returns the client's results at once), `send(&Msg::Done {..})`,
 //! `close`. On any local failure: [`ControlChannel::fail`] or [`PeerWatch::abort`] with the reason.
 
 mod channel;
+mod claims;
 mod error;
 mod frame;
 mod msg;
+mod server;
 mod watch;
 
 pub use channel::{measure_timeout, ControlChannel, Phase, PhaseTimeouts};
+pub use claims::{ClaimInfo, DeviceBusy, DeviceClaim, DeviceClaims};
 pub use error::ControlError;
 pub use frame::{
     decode_frame, encode_frame, read_frame, write_frame, FrameDecoder, FrameError, HEADER_LEN,
@@ -54,6 +57,7 @@ pub use msg::{
     format_gid, parse_gid, Accept, Endpoints, Hello, MrInfo, Msg, QpEndpoint, RejectReason,
     RDMABW_VERSION,
 };
+pub use server::{admit, Admission, ServerPolicy};
 pub use watch::{PeerAlive, PeerStatus, PeerWatch, WatchConfig};
 
 /// The default control port: perftest's, so that an rdmabw client pointed at a perftest server
