@@ -1,0 +1,819 @@
+//! The control channel over loopback TCP: the message ladder, every framing failure, phase
+//! timeouts, peer death during the measured window, and the daemon's admission rules.
+//!
+//! Timing assertions only bound how late a failure is noticed, relative to the configured
+//! timeout (at most 5x): they hold on a loaded 2-core machine.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use bench_core::control::*;
+use bench_core::params::{Connection, SizeResult, Sizes, TestLength, TestParams};
+
+const SHORT: Duration = Duration::from_millis(300);
+
+fn params() -> TestParams {
+    TestParams {
+        sizes: Sizes::One {
+            msg_size_bytes: 65536,
+        },
+        length: TestLength::Duration {
+            duration_s: 2.0,
+            warmup_s: 0.5,
+            cooldown_s: 0.5,
+        },
+        qps: 4,
+        connection: Connection::RC,
+        bidirectional: false,
+    }
+}
+
+fn result(size: u64) -> SizeResult {
+    SizeResult {
+        msg_size_bytes: size,
+        iterations: 1_000_000,
+        bw_peak_gbps: 391.25,
+        bw_avg_gbps: 388.5,
+        msg_rate_mpps: 0.74,
+        bw_p1_gbps: 381.0,
+        bw_p50_gbps: 388.0,
+        bw_p99_gbps: 390.0,
+        interval_ms: 10,
+        measured_s: 2.0,
+        cpu_s: 1.98,
+    }
+}
+
+fn endpoints(n: usize, seed: u32) -> Endpoints {
+    Endpoints {
+        qps: (0..n as u32)
+            .map(|i| QpEndpoint {
+                qpn: seed + i,
+                psn: (seed * 7 + i) & 0xff_ffff,
+                gid: parse_gid("::ffff:10.0.0.1").unwrap(),
+                lid: 0,
+            })
+            .collect(),
+        mr: MrInfo {
+            addr: 0x7f00_0000_0000 + u64::from(seed),
+            len: 1 << 20,
+            rkey: seed ^ 0xabcd,
+        },
+        mtu_bytes: 4096,
+    }
+}
+
+fn accept_msg(device: &str) -> Accept {
+    Accept {
+        device: device.into(),
+        port: 1,
+        gid_index: 3,
+        active_mtu_bytes: 4096,
+        line_rate_gbps: 400.0,
+        rdmabw_version: RDMABW_VERSION.into(),
+    }
+}
+
+fn every_variant() -> Vec<Msg> {
+    vec![
+        Msg::Hello(Hello::new(params(), Some("mlx5_3".into()), "pod-a")),
+        Msg::Hello(Hello::new(params(), None, "pod-a")),
+        Msg::Accept(accept_msg("mlx5_3")),
+        Msg::Busy {
+            device: "mlx5_3".into(),
+            by: "pod-b (10.0.0.2:4000)".into(),
+        },
+        Msg::Reject {
+            reason: RejectReason::ParamMismatch {
+                param: "--qp/-q".into(),
+                server: "4".into(),
+                client: "2".into(),
+            },
+        },
+        Msg::Reject {
+            reason: RejectReason::UnknownDevice {
+                device: "mlx5_9".into(),
+                available: vec!["mlx5_0".into()],
+            },
+        },
+        Msg::Reject {
+            reason: RejectReason::ProtocolVersion {
+                server: 1,
+                client: 9,
+            },
+        },
+        Msg::Reject {
+            reason: RejectReason::Other {
+                message: "draining".into(),
+            },
+        },
+        Msg::Endpoints(endpoints(4, 100)),
+        Msg::Ready,
+        Msg::Heartbeat { elapsed_ms: 12_345 },
+        Msg::Done {
+            results: vec![result(2), result(8 << 20)],
+        },
+        Msg::Error {
+            message: "work completion error: retry exceeded".into(),
+        },
+    ]
+}
+
+fn listener() -> (TcpListener, SocketAddr) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let a = l.local_addr().unwrap();
+    (l, a)
+}
+
+/// A connected pair of control channels (client, server).
+fn pair(timeouts: PhaseTimeouts) -> (ControlChannel, ControlChannel) {
+    let (l, addr) = listener();
+    let client = thread::spawn(move || ControlChannel::connect(addr, timeouts).unwrap());
+    let (s, _) = l.accept().unwrap();
+    let server = ControlChannel::from_stream(s)
+        .unwrap()
+        .with_timeouts(timeouts);
+    (client.join().unwrap(), server)
+}
+
+/// A channel whose peer is a raw socket the test drives byte by byte.
+fn raw_peer(timeouts: PhaseTimeouts) -> (ControlChannel, TcpStream) {
+    let (l, addr) = listener();
+    let raw = TcpStream::connect(addr).unwrap();
+    let (s, _) = l.accept().unwrap();
+    (
+        ControlChannel::from_stream(s)
+            .unwrap()
+            .with_timeouts(timeouts),
+        raw,
+    )
+}
+
+fn header(version: u16, len: u32) -> Vec<u8> {
+    let mut h = MAGIC.to_vec();
+    h.extend_from_slice(&version.to_be_bytes());
+    h.extend_from_slice(&len.to_be_bytes());
+    h
+}
+
+fn fast_watch() -> WatchConfig {
+    WatchConfig {
+        heartbeat_every: Duration::from_millis(100),
+        silence_limit: Duration::from_millis(800),
+        poll_every: Duration::from_millis(20),
+        write_timeout: Duration::from_secs(1),
+    }
+}
+
+/// Polls like the engine's write loop would, until the flag flips; returns how long it took.
+fn spin_until_peer_fails(alive: &PeerAlive, limit: Duration) -> Duration {
+    let start = Instant::now();
+    while alive.is_ok() {
+        assert!(
+            start.elapsed() < limit,
+            "peer failure not noticed within {limit:?}"
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
+    start.elapsed()
+}
+
+#[test]
+fn every_message_variant_crosses_a_real_socket() {
+    let (mut client, mut server) = pair(PhaseTimeouts::uniform(Duration::from_secs(10)));
+    let all = every_variant();
+    for m in &all {
+        client.send(m).unwrap();
+    }
+    for m in &all {
+        assert_eq!(&server.recv(Phase::Handshake).unwrap(), m);
+    }
+    // And back, interleaved.
+    for m in &all {
+        server.send(m).unwrap();
+        assert_eq!(&client.recv(Phase::Results).unwrap(), m);
+    }
+}
+
+/// The whole ladder, server and client as separate threads, with a daemon-style admission.
+#[test]
+fn full_test_ladder_with_heartbeats_and_results_both_ways() {
+    let (l, addr) = listener();
+    let claims = DeviceClaims::new();
+    let server_claims = claims.clone();
+    let server = thread::spawn(move || {
+        let (s, _) = l.accept().unwrap();
+        let mut ch = ControlChannel::from_stream(s).unwrap();
+        let policy = ServerPolicy {
+            default_device: "mlx5_0".into(),
+            devices: vec!["mlx5_0".into(), "mlx5_1".into()],
+            params: None,
+        };
+        let Admission::Admitted {
+            hello,
+            device,
+            claim,
+        } = admit(&mut ch, &policy, &server_claims).unwrap()
+        else {
+            panic!("refused")
+        };
+        assert_eq!(device, "mlx5_1");
+        assert_eq!(claim.device(), "mlx5_1");
+        assert_eq!(hello.client_host, "pod-client-0");
+        assert!(server_claims
+            .holder("mlx5_1")
+            .unwrap()
+            .by
+            .starts_with("pod-client-0 ("));
+        ch.set_timeouts(PhaseTimeouts::default().with_measure_for(&hello.params));
+        ch.send(&Msg::Accept(accept_msg(&device))).unwrap();
+        let theirs = ch.exchange_endpoints(&endpoints(4, 900)).unwrap();
+        assert_eq!(theirs, endpoints(4, 100));
+        ch.sync_ready().unwrap();
+        let watch = ch.watch(fast_watch()).unwrap();
+        watch.wait_peer_done(Duration::from_secs(20)).unwrap();
+        assert!(matches!(watch.status(), PeerStatus::Finished { .. }));
+        let mut ch = watch.finish().unwrap();
+        let client_results = ch.expect_done(Phase::Results).unwrap();
+        ch.send(&Msg::Done { results: vec![] }).unwrap();
+        ch.close();
+        drop(claim);
+        client_results
+    });
+
+    let mut ch = ControlChannel::connect(addr, PhaseTimeouts::default()).unwrap();
+    let accept = ch
+        .client_handshake(&Hello::new(params(), Some("mlx5_1".into()), "pod-client-0"))
+        .unwrap();
+    assert_eq!(accept, accept_msg("mlx5_1"));
+    let theirs = ch.exchange_endpoints(&endpoints(4, 100)).unwrap();
+    assert_eq!(theirs, endpoints(4, 900));
+    ch.sync_ready().unwrap();
+    let watch = ch.watch(fast_watch()).unwrap();
+    let alive = watch.alive();
+    // The "measured window": longer than the silence limit, so heartbeats must be flowing.
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(1200) {
+        assert!(alive.is_ok(), "{:?}", watch.status());
+        thread::sleep(Duration::from_millis(5));
+    }
+    match watch.status() {
+        PeerStatus::Alive {
+            peer_elapsed_ms, ..
+        } => assert!(peer_elapsed_ms.unwrap() > 0),
+        other => panic!("{other:?}"),
+    }
+    let mut ch = watch.finish().unwrap();
+    let ours = vec![result(65536)];
+    ch.send(&Msg::Done {
+        results: ours.clone(),
+    })
+    .unwrap();
+    assert_eq!(ch.expect_done(Phase::Results).unwrap(), vec![]);
+    ch.close();
+    assert_eq!(server.join().unwrap(), ours);
+    assert!(claims.is_empty(), "the device is free again");
+}
+
+#[test]
+fn param_mismatch_is_rejected_naming_the_parameter_and_both_values() {
+    let (mut client, mut server) = pair(PhaseTimeouts::uniform(Duration::from_secs(10)));
+    let srv = thread::spawn(move || {
+        let policy = ServerPolicy {
+            default_device: "mlx5_0".into(),
+            devices: vec![],
+            params: Some(params()),
+        };
+        let claims = DeviceClaims::new();
+        let out = admit(&mut server, &policy, &claims).unwrap();
+        assert!(claims.is_empty(), "a rejected client holds no device");
+        out
+    });
+    let mut p = params();
+    p.qps = 2;
+    let err = client
+        .client_handshake(&Hello::new(p, None, "pod-c"))
+        .unwrap_err();
+    match &err {
+        ControlError::Rejected {
+            reason:
+                RejectReason::ParamMismatch {
+                    param,
+                    server,
+                    client,
+                },
+            ..
+        } => {
+            assert_eq!(param, "--qp/-q");
+            assert_eq!(server, "4");
+            assert_eq!(client, "2");
+        }
+        other => panic!("{other:?}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains(
+            "rejected the test: parameter --qp/-q differs: the server has 4, the client has 2"
+        ),
+        "{text}"
+    );
+    match srv.join().unwrap() {
+        Admission::Refused { reply, hello } => {
+            assert_eq!(hello.client_host, "pod-c");
+            assert!(matches!(reply, Msg::Reject { .. }));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn unknown_device_is_rejected_with_the_list() {
+    let (mut client, mut server) = pair(PhaseTimeouts::uniform(Duration::from_secs(10)));
+    let srv = thread::spawn(move || {
+        let policy = ServerPolicy {
+            default_device: "mlx5_0".into(),
+            devices: vec!["mlx5_0".into(), "mlx5_1".into()],
+            params: None,
+        };
+        admit(&mut server, &policy, &DeviceClaims::new()).unwrap()
+    });
+    let err = client
+        .client_handshake(&Hello::new(params(), Some("mlx5_7".into()), "pod-c"))
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("the server has no device mlx5_7 (it serves: mlx5_0, mlx5_1)"),
+        "{err}"
+    );
+    assert!(matches!(srv.join().unwrap(), Admission::Refused { .. }));
+}
+
+/// A daemon: one rail busy, a second client for it gets Busy, a client for another rail runs.
+#[test]
+fn busy_device_answers_busy_while_other_devices_are_admitted() {
+    let claims = DeviceClaims::new();
+    let _held = claims.try_claim("mlx5_0", "pod-a (10.0.0.1:5000)").unwrap();
+    let policy = ServerPolicy {
+        default_device: "mlx5_0".into(),
+        devices: vec![],
+        params: None,
+    };
+
+    let (mut client, mut server) = pair(PhaseTimeouts::uniform(Duration::from_secs(10)));
+    let (c2, p2) = (claims.clone(), policy.clone());
+    let srv = thread::spawn(move || admit(&mut server, &p2, &c2).unwrap());
+    // No device named: the default, which is busy.
+    let err = client
+        .client_handshake(&Hello::new(params(), None, "pod-b"))
+        .unwrap_err();
+    match &err {
+        ControlError::Busy { device, by, .. } => {
+            assert_eq!(device, "mlx5_0");
+            assert_eq!(by, "pod-a (10.0.0.1:5000)");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(err.to_string().contains("is busy: device mlx5_0"), "{err}");
+    assert!(matches!(
+        srv.join().unwrap(),
+        Admission::Refused {
+            reply: Msg::Busy { .. },
+            ..
+        }
+    ));
+
+    let (mut client, mut server) = pair(PhaseTimeouts::uniform(Duration::from_secs(10)));
+    let (c2, p2) = (claims.clone(), policy.clone());
+    let srv = thread::spawn(move || {
+        let adm = admit(&mut server, &p2, &c2).unwrap();
+        server.send(&Msg::Accept(accept_msg("mlx5_1"))).unwrap();
+        adm
+    });
+    let acc = client
+        .client_handshake(&Hello::new(params(), Some("mlx5_1".into()), "pod-b"))
+        .unwrap();
+    assert_eq!(acc.device, "mlx5_1");
+    let adm = srv.join().unwrap();
+    assert_eq!(claims.len(), 2);
+    drop(adm);
+    assert_eq!(claims.len(), 1);
+}
+
+#[test]
+fn silent_peer_times_out_the_handshake_within_the_phase_timeout() {
+    let t = PhaseTimeouts {
+        handshake: SHORT,
+        ..PhaseTimeouts::default()
+    };
+    let (mut server, _raw) = raw_peer(t);
+    let start = Instant::now();
+    let err = server.expect_hello().unwrap_err();
+    let took = start.elapsed();
+    match err {
+        ControlError::Timeout { phase, after, .. } => {
+            assert_eq!(phase, Phase::Handshake);
+            assert_eq!(after, SHORT);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(took >= SHORT, "{took:?}");
+    assert!(took < SHORT * 5, "{took:?}");
+}
+
+#[test]
+fn a_trickling_peer_does_not_extend_the_deadline() {
+    let t = PhaseTimeouts::uniform(SHORT);
+    let (mut server, mut raw) = raw_peer(t);
+    let frame = encode_frame(&Msg::Hello(Hello::new(params(), None, "slow"))).unwrap();
+    let dripper = thread::spawn(move || {
+        for b in frame {
+            if raw.write_all(&[b]).is_err() {
+                break;
+            }
+            thread::sleep(Duration::from_millis(30));
+        }
+    });
+    let start = Instant::now();
+    let err = server.expect_hello().unwrap_err();
+    assert!(matches!(err, ControlError::Timeout { .. }), "{err:?}");
+    assert!(start.elapsed() < SHORT * 5, "{:?}", start.elapsed());
+    drop(server);
+    dripper.join().unwrap();
+}
+
+#[test]
+fn server_that_never_answers_times_out_the_client() {
+    let (l, addr) = listener();
+    let t = PhaseTimeouts {
+        handshake: SHORT,
+        ..PhaseTimeouts::default()
+    };
+    let mut client = ControlChannel::connect(addr, t).unwrap();
+    let (_held, _) = l.accept().unwrap();
+    let start = Instant::now();
+    let err = client
+        .client_handshake(&Hello::new(params(), None, "c"))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ControlError::Timeout {
+                phase: Phase::Handshake,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(start.elapsed() < SHORT * 5);
+    assert!(err.to_string().contains("handshake"), "{err}");
+}
+
+#[test]
+fn truncated_frame_then_close_is_named() {
+    let (mut ch, mut raw) = raw_peer(PhaseTimeouts::uniform(Duration::from_secs(5)));
+    let frame = encode_frame(&Msg::Ready).unwrap();
+    raw.write_all(&frame[..frame.len() - 3]).unwrap();
+    drop(raw);
+    match ch.recv(Phase::Ready).unwrap_err() {
+        ControlError::Truncated {
+            got, needed, phase, ..
+        } => {
+            assert_eq!(got, frame.len() - 3);
+            assert_eq!(needed, frame.len());
+            assert_eq!(phase, Phase::Ready);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn oversized_frame_is_rejected_from_its_header_without_waiting_for_the_payload() {
+    let (mut ch, mut raw) = raw_peer(PhaseTimeouts::uniform(Duration::from_secs(5)));
+    // The peer stays connected and sends no payload: waiting for it would time out.
+    raw.write_all(&header(PROTOCOL_VERSION, MAX_FRAME_BYTES + 1))
+        .unwrap();
+    let start = Instant::now();
+    let err = ch.recv(Phase::Exchange).unwrap_err();
+    assert!(start.elapsed() < Duration::from_secs(2));
+    match &err {
+        ControlError::Oversized { len, cap, .. } => {
+            assert_eq!(*len, u64::from(MAX_FRAME_BYTES) + 1);
+            assert_eq!(*cap, MAX_FRAME_BYTES);
+        }
+        other => panic!("{other:?}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains("1048577") && text.contains("1048576"),
+        "{text}"
+    );
+}
+
+#[test]
+fn perftest_on_the_other_end_is_named() {
+    let (mut client, mut raw) = raw_peer(PhaseTimeouts::uniform(Duration::from_secs(5)));
+    let peer = client.peer_addr();
+    // What perftest's ib_write_bw sends over its TCP exchange: ASCII hex fields.
+    raw.write_all(b"0000:000a2b:6c3d5e:00000000:00000000:0000:0000:0000:0000:ffff:0a00:0001")
+        .unwrap();
+    let err = client.expect_accept().unwrap_err();
+    assert!(matches!(err, ControlError::NotRdmabw { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "peer at {peer} is not an rdmabw control endpoint (is it perftest's ib_write_bw? \
+             both ends must run rdmabw)"
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn newer_peer_gets_a_version_error_both_ways() {
+    let (mut server, mut raw) = raw_peer(PhaseTimeouts::uniform(Duration::from_secs(5)));
+    let payload = br#"{"type":"hello","from_the_future":true}"#;
+    let mut f = header(PROTOCOL_VERSION + 1, payload.len() as u32);
+    f.extend_from_slice(payload);
+    raw.write_all(&f).unwrap();
+    let err = server.expect_hello().unwrap_err();
+    match &err {
+        ControlError::VersionMismatch { ours, theirs, .. } => {
+            assert_eq!(*ours, PROTOCOL_VERSION);
+            assert_eq!(*theirs, PROTOCOL_VERSION + 1);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        err.to_string().contains("upgrade rdmabw on this side"),
+        "{err}"
+    );
+    // The (newer) peer got an answer in our version, so its own decoder names the mismatch.
+    raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut h = [0u8; HEADER_LEN];
+    raw.read_exact(&mut h).unwrap();
+    assert_eq!(&h[..4], &MAGIC);
+    assert_eq!(u16::from_be_bytes([h[4], h[5]]), PROTOCOL_VERSION);
+}
+
+#[test]
+fn malformed_json_carries_the_serde_text() {
+    let (mut ch, mut raw) = raw_peer(PhaseTimeouts::uniform(Duration::from_secs(5)));
+    let payload = br#"{"type":"heartbeat","elapsed_ms":"soon"}"#;
+    let mut f = header(PROTOCOL_VERSION, payload.len() as u32);
+    f.extend_from_slice(payload);
+    raw.write_all(&f).unwrap();
+    match ch.recv(Phase::Measure).unwrap_err() {
+        ControlError::Malformed { detail, phase, .. } => {
+            assert_eq!(phase, Phase::Measure);
+            assert!(detail.contains("invalid type"), "{detail}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn peer_closing_or_reporting_an_error_is_told_apart() {
+    let (mut ch, raw) = raw_peer(PhaseTimeouts::uniform(Duration::from_secs(5)));
+    drop(raw);
+    assert!(matches!(
+        ch.expect_hello().unwrap_err(),
+        ControlError::PeerClosed {
+            phase: Phase::Handshake,
+            ..
+        }
+    ));
+
+    let (mut client, server) = pair(PhaseTimeouts::uniform(Duration::from_secs(5)));
+    server.fail("cannot open mlx5_3: No such device");
+    let err = client
+        .client_handshake(&Hello::new(params(), None, "c"))
+        .unwrap_err();
+    match &err {
+        ControlError::PeerError { message, .. } => {
+            assert_eq!(message, "cannot open mlx5_3: No such device")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(err
+        .to_string()
+        .contains("reported an error during the handshake phase"));
+}
+
+#[test]
+fn out_of_order_messages_are_named() {
+    let (mut client, mut server) = pair(PhaseTimeouts::uniform(Duration::from_secs(5)));
+    server.send(&Msg::Ready).unwrap();
+    match client.expect_accept().unwrap_err() {
+        ControlError::Unexpected { expected, got, .. } => {
+            assert_eq!(expected, "accept, busy or reject");
+            assert_eq!(got, "ready");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn qp_count_mismatch_fails_the_exchange() {
+    let (mut client, mut server) = pair(PhaseTimeouts::uniform(Duration::from_secs(5)));
+    server.send(&Msg::Endpoints(endpoints(1, 5))).unwrap();
+    let err = client.exchange_endpoints(&endpoints(2, 9)).unwrap_err();
+    assert!(
+        matches!(&err, ControlError::Protocol { phase: Phase::Exchange, detail, .. }
+            if detail == "the peer sent 1 queue pairs, this side has 2"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn heartbeats_are_skipped_by_expect_but_not_by_the_deadline() {
+    let t = PhaseTimeouts::uniform(Duration::from_secs(5));
+    let (mut client, mut server) = pair(t);
+    server.send(&Msg::Heartbeat { elapsed_ms: 1 }).unwrap();
+    server.send(&Msg::Heartbeat { elapsed_ms: 2 }).unwrap();
+    server.send(&Msg::Done { results: vec![] }).unwrap();
+    assert_eq!(client.expect_done(Phase::Results).unwrap(), vec![]);
+
+    // A peer that only ever sends heartbeats still times out the phase.
+    let t = PhaseTimeouts::uniform(SHORT);
+    let (mut client, server) = pair(t);
+    let watch = server.watch(fast_watch()).unwrap();
+    let start = Instant::now();
+    let err = client.expect_done(Phase::Results).unwrap_err();
+    assert!(matches!(err, ControlError::Timeout { .. }), "{err:?}");
+    assert!(start.elapsed() < SHORT * 5);
+    drop(watch);
+}
+
+#[test]
+fn peer_socket_closing_mid_measure_is_noticed_well_within_the_silence_limit() {
+    let (client, server) = pair(PhaseTimeouts::default());
+    let cw = client.watch(fast_watch()).unwrap();
+    let sw = server.watch(fast_watch()).unwrap();
+    let alive = cw.alive();
+    thread::sleep(Duration::from_millis(300));
+    assert!(alive.is_ok());
+    // The server process "dies": its socket closes.
+    drop(sw);
+    let took = spin_until_peer_fails(&alive, fast_watch().silence_limit * 5);
+    assert!(took < fast_watch().silence_limit, "{took:?}");
+    match cw.status() {
+        PeerStatus::Failed { error, .. } => {
+            assert!(
+                matches!(
+                    error,
+                    ControlError::PeerClosed {
+                        phase: Phase::Measure,
+                        ..
+                    }
+                ),
+                "{error:?}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(cw.check().unwrap_err().is_peer_gone());
+    assert!(matches!(
+        cw.finish().unwrap_err(),
+        ControlError::PeerClosed { .. }
+    ));
+}
+
+#[test]
+fn silent_peer_mid_measure_fails_after_the_silence_limit() {
+    let cfg = fast_watch();
+    // The peer keeps its socket open but stops sending (frozen process, lost link).
+    let (client, mut raw) = raw_peer(PhaseTimeouts::default());
+    let cw = client.watch(cfg).unwrap();
+    let alive = cw.alive();
+    let start = Instant::now();
+    let took = spin_until_peer_fails(&alive, cfg.silence_limit * 5);
+    assert!(took >= cfg.silence_limit, "{took:?}");
+    match cw.finish().unwrap_err() {
+        ControlError::PeerSilent {
+            silent_for, phase, ..
+        } => {
+            assert_eq!(phase, Phase::Measure);
+            assert!(silent_for >= cfg.silence_limit);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(start.elapsed() < cfg.silence_limit * 5);
+    // The frozen peer, should it wake up, finds heartbeats and then our reason.
+    raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut last = None;
+    while let Ok(m) = read_frame(&mut raw) {
+        last = Some(m);
+    }
+    match last {
+        Some(Msg::Error { message }) => assert!(message.contains("heard nothing"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn peer_error_mid_measure_reaches_the_other_side_with_its_text() {
+    let (client, server) = pair(PhaseTimeouts::default());
+    let cw = client.watch(fast_watch()).unwrap();
+    let sw = server.watch(fast_watch()).unwrap();
+    let alive = cw.alive();
+    thread::sleep(Duration::from_millis(200));
+    sw.abort("mlx5_1: work completion error IBV_WC_RETRY_EXC_ERR on QP 0x1a2");
+    spin_until_peer_fails(&alive, Duration::from_secs(5));
+    match cw.finish().unwrap_err() {
+        ControlError::PeerError { message, phase, .. } => {
+            assert_eq!(phase, Phase::Measure);
+            assert!(message.contains("IBV_WC_RETRY_EXC_ERR"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn server_waiting_for_done_learns_of_a_dead_client() {
+    let (client, server) = pair(PhaseTimeouts::default());
+    let sw = server.watch(fast_watch()).unwrap();
+    let cw = client.watch(fast_watch()).unwrap();
+    thread::spawn(move || {
+        thread::sleep(Duration::from_millis(200));
+        drop(cw);
+    });
+    let start = Instant::now();
+    let err = sw.wait_peer_done(Duration::from_secs(30)).unwrap_err();
+    assert!(err.is_peer_gone(), "{err:?}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn wait_peer_done_times_out_in_the_measure_phase() {
+    let (client, server) = pair(PhaseTimeouts::default());
+    let sw = server.watch(fast_watch()).unwrap();
+    let _cw = client.watch(fast_watch()).unwrap();
+    let err = sw.wait_peer_done(SHORT).unwrap_err();
+    assert!(
+        matches!(err, ControlError::Timeout { phase: Phase::Measure, after, .. } if after == SHORT),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn connect_retry_waits_for_a_late_server() {
+    // Find a free port, then start listening on it only after the client began.
+    let port = listener().1.port();
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let late = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(400));
+        let l = TcpListener::bind(addr).unwrap();
+        let (s, _) = l.accept().unwrap();
+        s
+    });
+    let start = Instant::now();
+    let ch = ControlChannel::connect_retry(addr, Instant::now() + Duration::from_secs(10)).unwrap();
+    assert!(start.elapsed() >= Duration::from_millis(300));
+    assert_eq!(ch.peer_addr(), addr);
+    late.join().unwrap();
+}
+
+#[test]
+fn connect_retry_gives_up_at_the_deadline() {
+    let port = listener().1.port();
+    let start = Instant::now();
+    let err = ControlChannel::connect_retry(format!("127.0.0.1:{port}"), Instant::now() + SHORT)
+        .unwrap_err();
+    assert!(start.elapsed() < SHORT * 5);
+    match &err {
+        ControlError::ConnectFailed { addr, .. } => assert_eq!(addr, &format!("127.0.0.1:{port}")),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(err.phase(), Phase::Connect);
+    assert!(err.to_string().contains("could not reach"), "{err}");
+}
+
+#[test]
+fn a_send_to_a_peer_that_hung_up_reports_the_peers_last_words() {
+    let (mut client, mut raw) = raw_peer(PhaseTimeouts::uniform(Duration::from_secs(5)));
+    write_frame(
+        &mut raw,
+        &Msg::Error {
+            message: "server shutting down".into(),
+        },
+    )
+    .unwrap();
+    drop(raw);
+    // The first write after the peer's close is accepted locally and answered by a reset;
+    // the next one fails. Either way the peer's reason must surface, not a bare disconnect.
+    let mut outcome = Ok(());
+    for _ in 0..20 {
+        thread::sleep(Duration::from_millis(50));
+        outcome = client.send(&Msg::Ready);
+        if outcome.is_err() {
+            break;
+        }
+    }
+    match outcome {
+        Err(ControlError::PeerError { message, .. }) => assert_eq!(message, "server shutting down"),
+        other => panic!("{other:?}"),
+    }
+}
