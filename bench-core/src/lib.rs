@@ -6,3 +6,6 @@
 
 pub mod control;
 pub mod params;
+pub mod error;
+pub mod gid;
+pub mod sysfs;
