@@ -9,3 +9,5 @@ pub mod params;
 pub mod error;
 pub mod gid;
 pub mod sysfs;
+pub mod ffi;
+pub mod verbs;

@@ -1,0 +1,104 @@
+//! The basic completion queue (`ibv_create_cq` + `ibv_poll_cq`).
+
+use std::io;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+
+use sideway::ibverbs::completion::{
+    BasicCompletionQueue, CreateCompletionQueueErrorKind, GenericCompletionQueue,
+    PollCompletionQueueError,
+};
+
+use super::device::{DevMeta, Pd};
+use crate::error::Error;
+
+/// How many completions one `ibv_poll_cq` call asks for.
+pub const POLL_BATCH: u32 = 32;
+
+/// One work completion, copied out of the CQ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    /// The work request id given when posting.
+    pub wr_id: u64,
+    /// `ibv_wc_status` (0 = success).
+    pub status: u32,
+    /// `ibv_wc_opcode`.
+    pub opcode: u32,
+    /// Vendor error syndrome (meaningful when `status != 0`).
+    pub vendor_err: u32,
+}
+
+impl Completion {
+    /// Whether the operation succeeded.
+    pub fn is_success(&self) -> bool {
+        self.status == 0
+    }
+}
+
+/// A basic completion queue.
+#[derive(Debug, Clone)]
+pub struct Cq {
+    pub(crate) cq: Arc<BasicCompletionQueue>,
+    entries: u32,
+    pub(crate) meta: Arc<DevMeta>,
+}
+
+impl Cq {
+    pub(crate) fn new(pd: &Pd, entries: u32) -> Result<Cq, Error> {
+        let mut cq = pd
+            .ctx
+            .create_cq_builder()
+            .setup_cqe(entries)
+            .build()
+            .map_err(|e| Error::Create {
+                device: pd.meta.name.clone(),
+                what: format!("a completion queue of {entries} entries"),
+                source: match e.0 {
+                    CreateCompletionQueueErrorKind::Ibverbs(e) => e,
+                    other => io::Error::other(other.to_string()),
+                },
+            })?;
+        if let (Some(c), Some(batch)) = (Arc::get_mut(&mut cq), NonZeroU32::new(POLL_BATCH)) {
+            c.setup_poll_batch(batch);
+        }
+        Ok(Cq {
+            cq,
+            entries,
+            meta: Arc::clone(&pd.meta),
+        })
+    }
+
+    /// Number of entries asked for.
+    pub fn entries(&self) -> u32 {
+        self.entries
+    }
+
+    pub(crate) fn generic(&self) -> GenericCompletionQueue {
+        GenericCompletionQueue::from(Arc::clone(&self.cq))
+    }
+
+    /// Polls up to `max` completions into `out` (which is cleared first); returns how many.
+    pub fn poll(&self, out: &mut Vec<Completion>, max: usize) -> Result<usize, Error> {
+        out.clear();
+        match self.cq.start_poll() {
+            Ok(poller) => {
+                out.extend(poller.take(max).map(|wc| Completion {
+                    wr_id: wc.wr_id(),
+                    status: wc.status(),
+                    opcode: wc.opcode(),
+                    vendor_err: wc.vendor_err(),
+                }));
+                Ok(out.len())
+            }
+            Err(PollCompletionQueueError::CompletionQueueEmpty) => Ok(0),
+            Err(PollCompletionQueueError::Ibverbs(source)) => Err(Error::PollCq {
+                device: self.meta.name.clone(),
+                source,
+            }),
+            Err(other) => Err(Error::PollCq {
+                device: self.meta.name.clone(),
+                source: io::Error::other(other.to_string()),
+            }),
+        }
+    }
+}
