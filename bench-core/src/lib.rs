@@ -11,3 +11,4 @@ pub mod gid;
 pub mod sysfs;
 pub mod ffi;
 pub mod verbs;
+pub mod engine;

@@ -1,0 +1,904 @@
+//! The measured RDMA WRITE loop, and the per-test resources it runs on.
+//!
+//! Life of one side of a test on one rail:
+//!
+//! 1. [`Prepared::new`]: PD, one basic CQ, one buffer, `qps` RC QPs in INIT.
+//! 2. Send [`Prepared::info`] (a serde [`SideInfo`]) to the peer over the control channel and
+//!    receive the peer's; negotiate the MTU ([`PathMtu::negotiate`]) and build
+//!    [`PathParams`].
+//! 3. [`Prepared::connect`]: every QP to RTR and RTS against the peer's endpoints.
+//! 4. Initiator (client, and both sides when bidirectional): [`Connected::run_writes`]. The
+//!    responder of a unidirectional test only keeps its [`Connected`] alive until the control
+//!    channel says the test is over.
+//!
+//! The buffer holds two halves of `max message size` bytes each (page-rounded): writes go out
+//! from the first half and land in the second, whose range is what [`SideInfo::mr`]
+//! advertises, so in bidirectional mode the device never reads what the peer is writing.
+//!
+//! The loop (per message size): post RDMA WRITEs on the QPs round-robin, up to `tx_depth`
+//! outstanding per QP, in lists of `post_list` work requests per post call; signal every
+//! `cq_mod`-th write (and the last one); writes no larger than `inline_bytes` go inline; poll
+//! the CQ in batches. Iteration mode posts exactly `iterations` writes per QP and measures from
+//! the first post to the last completion. Duration mode runs warm-up, measured window and
+//! cool-down like perftest `-D`: only completions polled inside the window count, then it
+//! stops posting, makes sure each QP's last write is signaled, and drains.
+//!
+//! Bandwidth samples: the cumulative completed-bytes curve (linearly interpolated between
+//! completion events, so that `cq_mod` batching does not show up as spikes) is cut into
+//! fixed intervals (10 ms in duration mode, 1 ms in iteration mode) whose rates go into an
+//! HDR histogram for p1/p50/p99; the peak is the best interval.
+//!
+//! A caller-supplied `&AtomicBool` is checked every 200 us; a completion with an error status
+//! ends the run with [`Error::WorkCompletion`]; no completion for a long time with writes
+//! outstanding ends it with [`Error::Stalled`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, GidUnusable};
+use crate::gid::Rail;
+use crate::params::{LocalTuning, SizeResult, TestLength, TestParams};
+use crate::verbs::buffer::PAGE;
+use crate::verbs::{
+    Buffer, Completion, Cq, Device, Init, MrInfo, PathMtu, PathParams, Pd, Qp, QpConfig,
+    QpEndpoint, Rts, WriteSpec,
+};
+
+/// How often the stop flag is checked.
+pub const STOP_CHECK: Duration = Duration::from_micros(200);
+/// Sampling interval in duration mode.
+pub const DURATION_INTERVAL: Duration = Duration::from_millis(10);
+/// Sampling interval in iteration mode.
+pub const ITERATION_INTERVAL: Duration = Duration::from_millis(1);
+/// Completions asked for per poll.
+const POLL_MAX: usize = 64;
+
+/// What one side tells the other so that both can connect and write.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SideInfo {
+    /// RDMA device name (for messages).
+    pub device: String,
+    /// Port number.
+    pub port: u8,
+    /// Active MTU of the port in bytes.
+    pub active_mtu_bytes: u32,
+    /// One endpoint per QP, in QP order.
+    pub qps: Vec<QpEndpoint>,
+    /// Where the peer may write.
+    pub mr: MrInfo,
+    /// The largest message this side was prepared for.
+    pub max_msg_bytes: u64,
+}
+
+/// Percent of line rate, e.g. `percent_of_line_rate(92.0, 100.0) == Some(92.0)`; `None` when
+/// the line rate is unknown or zero.
+pub fn percent_of_line_rate(gbps: f64, line_rate_gbps: Option<f64>) -> Option<f64> {
+    line_rate_gbps
+        .filter(|r| *r > 0.0 && r.is_finite())
+        .map(|r| gbps / r * 100.0)
+}
+
+/// The average bandwidth of a result as a percentage of the port's line rate.
+pub fn result_percent_of_line_rate(r: &SizeResult, line_rate_gbps: Option<f64>) -> Option<f64> {
+    percent_of_line_rate(r.bw_avg_gbps, line_rate_gbps)
+}
+
+fn round_up_page(n: u64) -> u64 {
+    n.div_ceil(PAGE as u64) * PAGE as u64
+}
+
+/// The effective loop knobs after clamping, shared by sizing and the loop.
+#[derive(Debug, Clone, Copy)]
+struct Knobs {
+    depth: u64,
+    cq_mod: u64,
+    post_list: u64,
+}
+
+fn knobs(t: &LocalTuning) -> Result<Knobs, Error> {
+    if t.tx_depth == 0 {
+        return Err(Error::InvalidParams(
+            "tx depth (-t) must be at least 1".into(),
+        ));
+    }
+    let depth = u64::from(t.tx_depth);
+    Ok(Knobs {
+        depth,
+        cq_mod: u64::from(t.cq_mod.max(1)).min(depth),
+        post_list: u64::from(t.post_list.max(1)).min(depth),
+    })
+}
+
+/// One side's resources with QPs in INIT, ready to exchange [`SideInfo`].
+#[derive(Debug)]
+pub struct Prepared {
+    // Drop order: QPs, then CQ, buffer, PD, device.
+    qps: Vec<Qp<Init>>,
+    cq: Cq,
+    buffer: Buffer,
+    pd: Pd,
+    device: Device,
+    port: u8,
+    active_mtu: PathMtu,
+    max_msg: u64,
+    landing: u64,
+    inline_bytes: u32,
+}
+
+impl Prepared {
+    /// Prepares for `params` on `port` of `device`, sourcing packets from GID `gid_index`.
+    pub fn new(
+        device: &Device,
+        port: u8,
+        gid_index: u32,
+        params: &TestParams,
+        tuning: &LocalTuning,
+    ) -> Result<Prepared, Error> {
+        let k = knobs(tuning)?;
+        let sizes = params.sizes.list();
+        let max_msg = sizes.iter().copied().max().unwrap_or(0);
+        if sizes.is_empty() || sizes.contains(&0) {
+            return Err(Error::InvalidParams(
+                "message sizes must be at least 1 byte (and -a needs a maximum of at least 2)"
+                    .into(),
+            ));
+        }
+        if max_msg > u64::from(u32::MAX >> 1) {
+            return Err(Error::InvalidParams(format!(
+                "message size {max_msg} exceeds 2 GiB, the largest RDMA message"
+            )));
+        }
+        if params.qps == 0 {
+            return Err(Error::InvalidParams(
+                "at least one QP (-q) is needed".into(),
+            ));
+        }
+        let caps = device.caps();
+        if params.qps > caps.max_qp {
+            return Err(Error::InvalidParams(format!(
+                "{} QPs exceed the {} that {} supports",
+                params.qps,
+                caps.max_qp,
+                device.name()
+            )));
+        }
+        if let TestLength::Iterations { iterations: 0 } = params.length {
+            return Err(Error::InvalidParams(
+                "iterations (-n) must be at least 1".into(),
+            ));
+        }
+        if let TestLength::Duration { duration_s, .. } = params.length {
+            if !(duration_s > 0.0 && duration_s.is_finite()) {
+                return Err(Error::InvalidParams(
+                    "duration (-D) must be positive".into(),
+                ));
+            }
+        }
+
+        let pinfo = device.active_port(port)?;
+        let active_mtu = pinfo.active_mtu.ok_or_else(|| Error::Query {
+            device: device.name().to_string(),
+            what: format!("the active MTU of port {port}"),
+            source: std::io::Error::from_raw_os_error(libc::EINVAL),
+        })?;
+        if gid_index >= pinfo.gid_table_len {
+            return Err(Error::GidIndexOutOfRange {
+                device: device.name().to_string(),
+                port,
+                index: gid_index,
+                table_len: pinfo.gid_table_len,
+                usable: Vec::new(),
+            });
+        }
+        let gid = device.gid(port, gid_index)?;
+        if gid.is_zero() {
+            return Err(Error::GidNotUsable {
+                device: device.name().to_string(),
+                port,
+                index: gid_index,
+                reason: GidUnusable::ForeignOrEmpty,
+                usable: Vec::new(),
+            });
+        }
+
+        let pd = device.alloc_pd()?;
+        let half = round_up_page(max_msg);
+        let buffer = pd.alloc_host_buffer(2 * half)?;
+
+        let signaled_per_qp = k.depth / k.cq_mod + 2;
+        let needed = u64::from(params.qps) * signaled_per_qp;
+        if needed > u64::from(caps.max_cqe) {
+            return Err(Error::InvalidParams(format!(
+                "{} QPs with tx depth {} and cq_mod {} need {needed} CQ entries; {} has {}",
+                params.qps,
+                k.depth,
+                k.cq_mod,
+                device.name(),
+                caps.max_cqe
+            )));
+        }
+        let entries = (u64::from(params.qps) * k.depth + 1)
+            .max(needed)
+            .min(u64::from(caps.max_cqe));
+        let cq = pd.create_cq(u32::try_from(entries).unwrap_or(u32::MAX))?;
+
+        let cfg = QpConfig {
+            port,
+            max_send_wr: tuning.tx_depth,
+            max_inline_data: tuning.inline_bytes,
+            gid,
+            lid: pinfo.lid,
+        };
+        let qps = (0..params.qps)
+            .map(|_| pd.create_qp(&cq, &cfg))
+            .collect::<Result<Vec<_>, _>>()?;
+
+        Ok(Prepared {
+            qps,
+            cq,
+            buffer,
+            pd,
+            device: device.clone(),
+            port,
+            active_mtu,
+            max_msg,
+            landing: half,
+            inline_bytes: tuning.inline_bytes,
+        })
+    }
+
+    /// [`Prepared::new`] on a rail chosen by [`crate::gid::resolve_rail`].
+    pub fn for_rail(
+        device: &Device,
+        rail: &Rail,
+        params: &TestParams,
+        tuning: &LocalTuning,
+    ) -> Result<Prepared, Error> {
+        if rail.device != device.name() {
+            return Err(Error::InvalidParams(format!(
+                "rail is on {} but the open device is {}",
+                rail.device,
+                device.name()
+            )));
+        }
+        Self::new(device, rail.port, rail.gid_index, params, tuning)
+    }
+
+    /// The active MTU of the port.
+    pub fn active_mtu(&self) -> PathMtu {
+        self.active_mtu
+    }
+
+    /// What the peer needs from this side.
+    pub fn info(&self) -> Result<SideInfo, Error> {
+        Ok(SideInfo {
+            device: self.device.name().to_string(),
+            port: self.port,
+            active_mtu_bytes: self.active_mtu.bytes(),
+            qps: self.qps.iter().map(Qp::endpoint).collect(),
+            mr: self.buffer.mr_info(self.landing, self.landing)?,
+            max_msg_bytes: self.max_msg,
+        })
+    }
+
+    /// Connects every QP to the peer's QP of the same position.
+    pub fn connect(self, remote: &SideInfo, path: &PathParams) -> Result<Connected, Error> {
+        if remote.qps.len() != self.qps.len() {
+            return Err(Error::PeerMismatch(format!(
+                "this side has {} QPs, the peer {}",
+                self.qps.len(),
+                remote.qps.len()
+            )));
+        }
+        if remote.mr.len < self.max_msg {
+            return Err(Error::PeerMismatch(format!(
+                "the peer's region on {} holds {} bytes, messages here go up to {}",
+                remote.device, remote.mr.len, self.max_msg
+            )));
+        }
+        let Prepared {
+            qps,
+            cq,
+            buffer,
+            pd,
+            device,
+            port,
+            inline_bytes,
+            ..
+        } = self;
+        let qps = qps
+            .into_iter()
+            .zip(&remote.qps)
+            .map(|(qp, r)| qp.connect(r, path))
+            .collect::<Result<Vec<_>, _>>()?;
+        let stall_limit = path.retry_window().map_or(Duration::from_secs(60), |w| {
+            (w * 3).max(Duration::from_secs(10))
+        });
+        Ok(Connected {
+            qps,
+            cq,
+            buffer,
+            _pd: pd,
+            device,
+            port,
+            remote_mr: remote.mr,
+            inline_src: vec![0u8; inline_bytes as usize],
+            stall_limit,
+            poisoned: false,
+        })
+    }
+}
+
+/// One side with every QP in RTS.
+#[derive(Debug)]
+pub struct Connected {
+    // Drop order: QPs, then CQ, buffer, PD, device.
+    qps: Vec<Qp<Rts>>,
+    cq: Cq,
+    buffer: Buffer,
+    _pd: Pd,
+    device: Device,
+    port: u8,
+    remote_mr: MrInfo,
+    inline_src: Vec<u8>,
+    stall_limit: Duration,
+    poisoned: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct QpRun {
+    posted: u64,
+    completed: u64,
+    unsignaled: u64,
+}
+
+impl QpRun {
+    fn outstanding(&self) -> u64 {
+        self.posted - self.completed
+    }
+}
+
+/// Decides how many writes to post on one QP now and which are signaled; fills `wrs` with
+/// `(wr_id, signaled)`. `wr_id` = QP index << 32 | writes the completion accounts for.
+fn plan_posts(
+    qi: usize,
+    st: &mut QpRun,
+    k: Knobs,
+    target: Option<u64>,
+    force_signal_last: bool,
+    wrs: &mut Vec<(u64, bool)>,
+) {
+    wrs.clear();
+    let room = k.depth - st.outstanding();
+    let remaining = target.map_or(u64::MAX, |t| t - st.posted);
+    let n = k.post_list.min(room).min(remaining);
+    if n == 0 {
+        return;
+    }
+    // Wait for room for a whole list, unless this is the tail or nothing signaled is in
+    // flight (then nothing would ever make room).
+    let signaled_in_flight = st.outstanding() > st.unsignaled;
+    let partial = n < k.post_list && n < remaining;
+    if partial && signaled_in_flight {
+        return;
+    }
+    for j in 0..n {
+        st.unsignaled += 1;
+        st.posted += 1;
+        let last = target == Some(st.posted) || (j + 1 == n && (force_signal_last || partial));
+        if st.unsignaled >= k.cq_mod || last {
+            wrs.push((((qi as u64) << 32) | st.unsignaled, true));
+            st.unsignaled = 0;
+        } else {
+            wrs.push(((qi as u64) << 32, false));
+        }
+    }
+}
+
+/// Bandwidth samples over fixed intervals of a cumulative completed-bytes curve.
+#[derive(Debug)]
+pub(crate) struct Sampler {
+    interval: f64,
+    end: Option<f64>,
+    next: f64,
+    started: bool,
+    finished: bool,
+    last_t: f64,
+    last_b: f64,
+    boundary_b: f64,
+    boundary_t: f64,
+    hist: Option<Histogram<u64>>,
+    peak_gbps: f64,
+    samples: u64,
+}
+
+impl Sampler {
+    /// Intervals of `interval` from `start` up to `end` (seconds on the caller's clock); the
+    /// curve is (t, cumulative bytes) and starts at (0, 0).
+    pub(crate) fn new(interval: Duration, start: f64, end: Option<f64>) -> Sampler {
+        Sampler {
+            interval: interval.as_secs_f64(),
+            end,
+            next: start,
+            started: false,
+            finished: false,
+            last_t: 0.0,
+            last_b: 0.0,
+            boundary_b: 0.0,
+            boundary_t: start,
+            // kb/s (Gb/s * 1e6) up to 10 Tb/s with 3 significant digits. (Creation cannot
+            // fail for these bounds; without a histogram the summary falls back to the average.)
+            hist: Histogram::new_with_bounds(1, 10_000_000_000, 3).ok(),
+            peak_gbps: 0.0,
+            samples: 0,
+        }
+    }
+
+    fn at(&self, t: f64, b: f64, x: f64) -> f64 {
+        if t <= self.last_t {
+            b
+        } else {
+            self.last_b
+                + (b - self.last_b) * ((x - self.last_t) / (t - self.last_t)).clamp(0.0, 1.0)
+        }
+    }
+
+    fn record(&mut self, bytes: f64, secs: f64) {
+        if secs <= 0.0 {
+            return;
+        }
+        let gbps = bytes.max(0.0) * 8.0 / secs / 1e9;
+        if let Some(h) = &mut self.hist {
+            h.saturating_record((gbps * 1e6).round() as u64);
+        }
+        self.peak_gbps = self.peak_gbps.max(gbps);
+        self.samples += 1;
+    }
+
+    /// A completion event: at time `t`, `cum` bytes have completed in total.
+    pub(crate) fn event(&mut self, t: f64, cum: u64) {
+        let b = cum as f64;
+        if self.finished {
+            return;
+        }
+        let limit = self.end.map_or(t, |e| t.min(e));
+        while self.next <= limit {
+            let at = self.at(t, b, self.next);
+            if self.started {
+                self.record(at - self.boundary_b, self.interval);
+            }
+            self.started = true;
+            self.boundary_b = at;
+            self.boundary_t = self.next;
+            self.next += self.interval;
+        }
+        if let Some(end) = self.end {
+            if t >= end {
+                let at = self.at(t, b, end);
+                let partial = end - self.boundary_t;
+                if self.started && partial >= self.interval / 2.0 {
+                    self.record(at - self.boundary_b, partial);
+                }
+                self.finished = true;
+            }
+        }
+        self.last_t = t;
+        self.last_b = b;
+    }
+
+    /// Ends the curve at its last event (iteration mode).
+    pub(crate) fn close(&mut self, t: f64, cum: u64) {
+        if self.end.is_none() {
+            self.end = Some(t);
+        }
+        self.event(t, cum);
+    }
+
+    /// (p1, p50, p99, peak) in Gb/s; `fallback` for each when there was no full sample.
+    pub(crate) fn summary(&self, fallback: f64) -> (f64, f64, f64, f64) {
+        let Some(h) = self.hist.as_ref().filter(|_| self.samples > 0) else {
+            return (fallback, fallback, fallback, fallback);
+        };
+        let q = |x: f64| h.value_at_quantile(x) as f64 / 1e6;
+        (q(0.01), q(0.50), q(0.99), self.peak_gbps)
+    }
+}
+
+impl Connected {
+    /// The local QP numbers, in QP order.
+    pub fn qp_numbers(&self) -> Vec<u32> {
+        self.qps.iter().map(Qp::qpn).collect()
+    }
+
+    /// Device name.
+    pub fn device_name(&self) -> &str {
+        self.device.name()
+    }
+
+    /// Runs every message size of `params`; see the module doc. After an error the QPs may
+    /// hold unfinished writes or be in the error state: the object is then unusable.
+    pub fn run_writes(
+        &mut self,
+        params: &TestParams,
+        tuning: &LocalTuning,
+        stop: &AtomicBool,
+    ) -> Result<Vec<SizeResult>, Error> {
+        let mut out = Vec::new();
+        for size in params.sizes.list() {
+            match self.run_size(size, &params.length, tuning, stop) {
+                Ok(r) => out.push(r),
+                Err(Error::Stopped { device, port, .. }) => {
+                    return Err(Error::Stopped {
+                        device,
+                        port,
+                        completed_sizes: out.len(),
+                    })
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs one message size.
+    pub fn run_size(
+        &mut self,
+        size: u64,
+        length: &TestLength,
+        tuning: &LocalTuning,
+        stop: &AtomicBool,
+    ) -> Result<SizeResult, Error> {
+        if self.poisoned {
+            return Err(Error::InvalidParams(
+                "an earlier run on these QPs failed or was stopped; set up a new connection".into(),
+            ));
+        }
+        self.poisoned = true;
+        let r = self.run_size_inner(size, length, tuning, stop);
+        if r.is_ok() {
+            self.poisoned = false;
+        }
+        r
+    }
+
+    fn run_size_inner(
+        &mut self,
+        size: u64,
+        length: &TestLength,
+        tuning: &LocalTuning,
+        stop: &AtomicBool,
+    ) -> Result<SizeResult, Error> {
+        let k = knobs(tuning)?;
+        let size32 = u32::try_from(size)
+            .map_err(|_| Error::InvalidParams(format!("message size {size} too large")))?;
+        let Connected {
+            qps,
+            cq,
+            buffer,
+            device,
+            port,
+            remote_mr,
+            inline_src,
+            stall_limit,
+            ..
+        } = self;
+        let spec = if size32 as usize <= inline_src.len() {
+            WriteSpec::inline(&inline_src[..size32 as usize], remote_mr, 0)?
+        } else {
+            WriteSpec::from_buffer(buffer, 0, size32, remote_mr, 0)?
+        };
+
+        let nq = qps.len();
+        let mut st = vec![QpRun::default(); nq];
+        let mut wrs: Vec<(u64, bool)> = Vec::with_capacity(k.post_list as usize);
+        let mut wcs: Vec<Completion> = Vec::with_capacity(POLL_MAX);
+
+        let (target, ws, we, wend, interval) = match *length {
+            TestLength::Iterations { iterations } => (
+                Some(iterations),
+                0.0,
+                f64::INFINITY,
+                f64::INFINITY,
+                ITERATION_INTERVAL,
+            ),
+            TestLength::Duration {
+                duration_s,
+                warmup_s,
+                cooldown_s,
+            } => {
+                let w = warmup_s.max(0.0);
+                let c = cooldown_s.max(0.0);
+                (
+                    None,
+                    w,
+                    w + duration_s,
+                    w + duration_s + c,
+                    DURATION_INTERVAL,
+                )
+            }
+        };
+        let mut sampler = Sampler::new(interval, ws, target.map_or(Some(we), |_| None));
+
+        let mut cum_bytes: u64 = 0;
+        let mut window_msgs: u64 = 0;
+        let mut draining = false;
+        let mut cpu0 = None;
+        let mut cpu1 = None;
+        let mut t_end = 0.0;
+        let mut rr = 0usize;
+
+        let t0 = Instant::now();
+        if target.is_some() || ws <= 0.0 {
+            cpu0 = Some(crate::ffi::process_cpu_time());
+        }
+        let mut last_progress = t0;
+        let mut last_stop_check = t0;
+
+        loop {
+            // Post, round-robin starting one QP further each pass.
+            for off in 0..nq {
+                let qi = (rr + off) % nq;
+                let s = &mut st[qi];
+                if draining {
+                    if s.unsignaled == 0 {
+                        continue;
+                    }
+                    let one = Knobs { post_list: 1, ..k };
+                    plan_posts(qi, s, one, Some(s.posted + 1), true, &mut wrs);
+                } else {
+                    plan_posts(qi, s, k, target, false, &mut wrs);
+                }
+                if !wrs.is_empty() {
+                    qps[qi].post_writes(&spec, wrs.iter().copied())?;
+                }
+            }
+            rr = (rr + 1) % nq.max(1);
+
+            // Poll.
+            let n = cq.poll(&mut wcs, POLL_MAX)?;
+            let now = Instant::now();
+            let t = now.duration_since(t0).as_secs_f64();
+            if n > 0 {
+                if let Some(bad) = wcs
+                    .iter()
+                    .find(|c| !c.is_success() && c.status != 5)
+                    .or_else(|| wcs.iter().find(|c| !c.is_success()))
+                {
+                    let qi = (bad.wr_id >> 32) as usize;
+                    return Err(Error::WorkCompletion {
+                        device: device.name().to_string(),
+                        port: *port,
+                        qpn: qps.get(qi).map_or(0, Qp::qpn),
+                        status: bad.status,
+                        status_str: crate::verbs::wc_status_str(bad.status),
+                        vendor_err: bad.vendor_err,
+                        hint: crate::verbs::wc_status_hint(bad.status),
+                    });
+                }
+                let mut msgs = 0u64;
+                for c in &wcs {
+                    let qi = (c.wr_id >> 32) as usize;
+                    let covered = c.wr_id & 0xffff_ffff;
+                    if let Some(s) = st.get_mut(qi) {
+                        s.completed += covered;
+                    }
+                    msgs += covered;
+                }
+                cum_bytes += msgs * size;
+                if t >= ws && t < we {
+                    window_msgs += msgs;
+                }
+                sampler.event(t, cum_bytes);
+                last_progress = now;
+            }
+
+            // Phase changes and the end.
+            if target.is_none() {
+                if cpu0.is_none() && t >= ws {
+                    cpu0 = Some(crate::ffi::process_cpu_time());
+                }
+                if cpu1.is_none() && t >= we {
+                    cpu1 = Some(crate::ffi::process_cpu_time());
+                }
+                if t >= wend {
+                    draining = true;
+                }
+                if draining && st.iter().all(|s| s.outstanding() == 0 && s.unsignaled == 0) {
+                    // Close the curve at the window's end if no completion came after it.
+                    sampler.event(t.max(we), cum_bytes);
+                    break;
+                }
+            } else if let Some(n) = target {
+                if st.iter().all(|s| s.completed >= n) {
+                    cpu1 = Some(crate::ffi::process_cpu_time());
+                    t_end = t;
+                    sampler.close(t, cum_bytes);
+                    break;
+                }
+            }
+
+            if now.duration_since(last_stop_check) >= STOP_CHECK {
+                last_stop_check = now;
+                if stop.load(Ordering::Relaxed) {
+                    return Err(Error::Stopped {
+                        device: device.name().to_string(),
+                        port: *port,
+                        completed_sizes: 0,
+                    });
+                }
+                let outstanding: u64 = st.iter().map(QpRun::outstanding).sum();
+                if outstanding > 0 && now.duration_since(last_progress) > *stall_limit {
+                    return Err(Error::Stalled {
+                        device: device.name().to_string(),
+                        port: *port,
+                        stalled_s: now.duration_since(last_progress).as_secs_f64(),
+                        outstanding,
+                    });
+                }
+            }
+        }
+
+        let (measured_s, msgs) = match target {
+            Some(n) => (t_end, n * nq as u64),
+            None => (we - ws, window_msgs),
+        };
+        let bytes = msgs as f64 * size as f64;
+        let avg = if measured_s > 0.0 {
+            bytes * 8.0 / measured_s / 1e9
+        } else {
+            0.0
+        };
+        let (p1, p50, p99, peak) = sampler.summary(avg);
+        let cpu_s = match (cpu0, cpu1) {
+            (Some(a), Some(b)) => b.saturating_sub(a).as_secs_f64(),
+            _ => 0.0,
+        };
+        Ok(SizeResult {
+            msg_size_bytes: size,
+            iterations: msgs,
+            bw_peak_gbps: peak,
+            bw_avg_gbps: avg,
+            msg_rate_mpps: if measured_s > 0.0 {
+                msgs as f64 / measured_s / 1e6
+            } else {
+                0.0
+            },
+            bw_p1_gbps: p1,
+            bw_p50_gbps: p50,
+            bw_p99_gbps: p99,
+            interval_ms: interval.as_millis() as u64,
+            measured_s,
+            cpu_s,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(depth: u64, cq_mod: u64, post_list: u64) -> Knobs {
+        Knobs {
+            depth,
+            cq_mod,
+            post_list,
+        }
+    }
+
+    /// Simulates the post/complete protocol and checks it never deadlocks, never exceeds the
+    /// depth, and that completions account for every write exactly once.
+    fn simulate(kn: Knobs, target: u64) {
+        let mut st = QpRun::default();
+        let mut wrs = Vec::new();
+        let mut inflight: std::collections::VecDeque<(u64, bool)> = Default::default();
+        let mut accounted = 0;
+        for _ in 0..1_000_000 {
+            plan_posts(0, &mut st, kn, Some(target), false, &mut wrs);
+            inflight.extend(wrs.iter().copied());
+            assert!(st.outstanding() <= kn.depth);
+            // Complete the oldest write; only signaled ones produce a completion.
+            match inflight.pop_front() {
+                Some((id, true)) => {
+                    st.completed += id & 0xffff_ffff;
+                    accounted += id & 0xffff_ffff;
+                }
+                Some((_, false)) => {}
+                None => {}
+            }
+            if st.completed == target {
+                break;
+            }
+        }
+        assert_eq!(st.completed, target, "{kn:?} target {target}");
+        assert_eq!(accounted, target);
+        assert_eq!(st.unsignaled, 0);
+    }
+
+    #[test]
+    fn post_plans_progress() {
+        for (d, c, p) in [
+            (128, 100, 1),
+            (128, 100, 8),
+            (128, 128, 100),
+            (1, 1, 1),
+            (16, 16, 16),
+            (128, 1, 32),
+            (10, 7, 4),
+        ] {
+            for target in [1, 5, 99, 100, 101, 1000] {
+                simulate(k(d, c, p), target);
+            }
+        }
+    }
+
+    #[test]
+    fn sampler_even_rate() {
+        // 1 GB/s = 8 Gb/s, completions every 0.25 ms, 10 ms intervals over a 1 s window.
+        let mut s = Sampler::new(Duration::from_millis(10), 0.5, Some(1.5));
+        let mut cum = 0u64;
+        let mut t = 0.0;
+        while t < 2.0 {
+            t += 0.00025;
+            cum += 250_000;
+            s.event(t, cum);
+        }
+        let (p1, p50, p99, peak) = s.summary(0.0);
+        for v in [p1, p50, p99, peak] {
+            assert!((v - 8.0).abs() < 0.02, "{v}");
+        }
+        assert_eq!(s.samples, 100);
+    }
+
+    #[test]
+    fn sampler_sparse_completions_are_smoothed() {
+        // A completion only every 35 ms (coarse cq_mod) still gives steady 1 ms samples.
+        let mut s = Sampler::new(Duration::from_millis(1), 0.0, None);
+        let mut cum = 0u64;
+        let mut t = 0.0;
+        for _ in 0..20 {
+            t += 0.035;
+            cum += 35_000_000; // 1 GB/s
+            s.event(t, cum);
+        }
+        s.close(t, cum);
+        let (p1, _, p99, peak) = s.summary(0.0);
+        assert!((p1 - 8.0).abs() < 0.05 && (p99 - 8.0).abs() < 0.05 && (peak - 8.0).abs() < 0.05);
+    }
+
+    #[test]
+    fn sampler_short_run_falls_back() {
+        let mut s = Sampler::new(Duration::from_millis(10), 0.0, None);
+        s.event(0.001, 1000);
+        s.close(0.002, 2000);
+        assert_eq!(s.summary(3.5), (3.5, 3.5, 3.5, 3.5));
+    }
+
+    #[test]
+    fn sampler_sees_a_dip() {
+        // 10 Gb/s with a 50 ms stall in the middle of a 1 s window.
+        let mut s = Sampler::new(Duration::from_millis(10), 0.0, Some(1.0));
+        let mut cum = 0u64;
+        let mut t = 0.0;
+        while t < 1.2 {
+            t += 0.0001;
+            if !(0.5..0.55).contains(&t) {
+                cum += 125_000; // 1.25 GB/s per 0.1 ms -> 10 Gb/s
+            }
+            s.event(t, cum);
+        }
+        let (p1, p50, _, peak) = s.summary(0.0);
+        assert!(p1 < 1.0, "p1 {p1}");
+        assert!((p50 - 10.0).abs() < 0.05, "p50 {p50}");
+        assert!(peak < 10.5, "peak {peak}");
+    }
+
+    #[test]
+    fn line_rate() {
+        assert_eq!(percent_of_line_rate(92.0, Some(100.0)), Some(92.0));
+        assert_eq!(percent_of_line_rate(1.0, None), None);
+        assert_eq!(percent_of_line_rate(1.0, Some(0.0)), None);
+    }
+}
