@@ -1,0 +1,57 @@
+# lab: host
+# The lab script's own failure paths: each ends with a non-zero exit and a message that names
+# the step, within its time limit. These run on the host and boot guests of their own.
+
+lab() { "$LAB_REPO/scripts/lab" --out "$T_OUT/lab" "$@"; }
+
+# The command's exit status comes back through the guest.
+test_lab_returns_command_status() {
+  local rc=0
+  lab -- 'echo hello-from-guest; exit 7' >"$T_OUT/out" 2>&1 || rc=$?
+  [ "$rc" -eq 7 ] || fail "expected exit 7, got $rc: $(tail -5 "$T_OUT/out")"
+  grep -q hello-from-guest "$T_OUT/out" || fail "the command's output did not come back"
+}
+
+# Files written to $LAB_OUT come back to --out.
+test_lab_returns_files() {
+  lab -- 'echo 42 > $LAB_OUT/answer' >"$T_OUT/out" 2>&1 || fail "lab run failed: $(tail -5 "$T_OUT/out")"
+  [ "$(cat "$T_OUT/lab/answer")" = 42 ] || fail "file written in the guest did not come back"
+}
+
+# A command that runs too long is stopped at --timeout and reported, exit 124.
+test_lab_command_timeout() {
+  local rc=0 t0 t1
+  t0=$(date +%s)
+  lab --timeout 3 -- 'sleep 300' >"$T_OUT/out" 2>&1 || rc=$?
+  t1=$(date +%s)
+  [ "$rc" -eq 124 ] || fail "expected exit 124, got $rc"
+  grep -q 'ran past --timeout 3 s' "$T_OUT/out" || fail "no message about the time limit: $(tail -3 "$T_OUT/out")"
+  [ $((t1 - t0)) -lt 100 ] || fail "took $((t1 - t0)) s for a 3 s limit"
+}
+
+# A kernel download that fails names the step and exits 2 without booting anything.
+test_lab_download_failure() {
+  local rc=0
+  RAILBENCH_LAB_CACHE=$T_OUT/empty-cache RAILBENCH_LAB_MIRROR=http://127.0.0.1:9/debian \
+    timeout 120 "$LAB_REPO/scripts/lab" --out "$T_OUT/lab" -- true >"$T_OUT/out" 2>&1 || rc=$?
+  cat "$T_OUT/out"
+  [ "$rc" -eq 2 ] || fail "expected exit 2, got $rc"
+  grep -q "step 'fetch kernel'" "$T_OUT/out" || fail "the message does not name the step"
+}
+
+# A kernel module that will not load in the guest names the module and exits 2.
+test_lab_module_failure() {
+  local rc=0
+  RAILBENCH_LAB_BREAK_MODULE=rdma_rxe lab -- true >"$T_OUT/out" 2>&1 || rc=$?
+  cat "$T_OUT/out"
+  [ "$rc" -eq 2 ] || fail "expected exit 2, got $rc"
+  grep -q "insmod rdma_rxe" "$T_OUT/out" || fail "the message does not name the module"
+}
+
+# A bad option is a usage error that names the option.
+test_lab_bad_option() {
+  local rc=0
+  lab --layout mesh -- true >"$T_OUT/out" 2>&1 || rc=$?
+  [ "$rc" -eq 2 ] || fail "expected exit 2, got $rc"
+  grep -q -- '--layout mesh: use pods, hostnet or ipvlan' "$T_OUT/out" || fail "$(cat "$T_OUT/out")"
+}

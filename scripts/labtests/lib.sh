@@ -1,0 +1,52 @@
+# Helpers for lab test suites (sourced by scripts/lab.d/suite inside the guest).
+# shellcheck shell=bash
+
+RDMABW=${RDMABW:-$LAB_REPO/target/release/rdmabw}
+RAILSWEEP=${RAILSWEEP:-$LAB_REPO/target/release/railsweep}
+
+# fail MSG: end the current test with a message.
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# in_pod POD CMD...: run CMD in a pod's network namespace.
+in_pod() { local p=$1; shift; ip netns exec "$p" "$@"; }
+
+# topo POD RAIL COLUMN: a column (iface, ipv4, rdma_dev) of the lab's topology table.
+topo() {
+  awk -F'\t' -v p="$1" -v r="$2" -v c="$3" '
+    NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+    $1 == p && $2 == r { print $col[c]; found = 1 }
+    END { exit !found }' "$LAB_TOPOLOGY" || fail "no $3 for $1 rail $2 in $LAB_TOPOLOGY"
+}
+
+# ctl_ip POD: the pod's address on the control network.
+ctl_ip() { local l=${1#pod}; printf '10.99.0.%d' $(( $(printf '%d' "'$l") - 64 )); }
+
+# gid_index DEV IPV4: the GID index of the IPv4-mapped RoCE v2 GID of IPV4 on DEV, read from sysfs
+# (an independent check of what rdmabw chooses).
+gid_index() {
+  local dev=$1 ip=$2 want f
+  want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${ip//./ })
+  for f in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
+    if [ "$(cat "$f")" = "$want" ]; then basename "$f"; return 0; fi
+  done
+  fail "no GID $want on $dev"
+}
+
+# wait_port POD PORT: wait up to 10 s for a TCP listener on PORT in POD.
+wait_port() {
+  local i
+  for i in $(seq 1 100); do
+    in_pod "$1" ss -ltn "sport = :$2" 2>/dev/null | grep -q LISTEN && return 0
+    sleep 0.1
+  done
+  fail "nothing listens on port $2 in $1 after 10 s"
+}
+
+# cleanup_pods: end what a test left running.
+cleanup_pods() { [ -n "${LAB_LAYOUT:-}" ] || return 0; pkill -x ib_write_bw; pkill -x rdmabw; pkill -x tcpdump; pkill -x railsweep; sleep 0.2; } 2>/dev/null
+
+# bw_of FILE: the average Gb/s of the 65536-byte row in an ib_write_bw style table.
+bw_of() { awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { v = $4 } END { if (v == "") exit 1; print v }' "$1"; }
+
+# gt A B: true when the number A is greater than B.
+gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
