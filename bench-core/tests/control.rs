@@ -49,6 +49,9 @@ fn result(size: u64) -> SizeResult {
 
 fn endpoints(n: usize, seed: u32) -> Endpoints {
     Endpoints {
+        device: format!("mlx5_{seed}"),
+        port: 1,
+        max_msg_bytes: 65536,
         qps: (0..n as u32)
             .map(|i| QpEndpoint {
                 qpn: seed + i,
@@ -650,15 +653,20 @@ fn heartbeats_are_skipped_by_expect_but_not_by_the_deadline() {
 #[test]
 fn peer_socket_closing_mid_measure_is_noticed_well_within_the_silence_limit() {
     let (client, server) = pair(PhaseTimeouts::default());
-    let cw = client.watch(fast_watch()).unwrap();
+    // The caller's own stop flag (as the engine's write loop takes it) is raised too.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cw = PeerWatch::start_with_stop(client, fast_watch(), stop.clone()).unwrap();
     let sw = server.watch(fast_watch()).unwrap();
     let alive = cw.alive();
     thread::sleep(Duration::from_millis(300));
     assert!(alive.is_ok());
+    assert!(!stop.load(std::sync::atomic::Ordering::Relaxed));
     // The server process "dies": its socket closes.
     drop(sw);
     let took = spin_until_peer_fails(&alive, fast_watch().silence_limit * 5);
     assert!(took < fast_watch().silence_limit, "{took:?}");
+    assert!(stop.load(std::sync::atomic::Ordering::Relaxed));
+    assert!(cw.stop_flag().load(std::sync::atomic::Ordering::Relaxed));
     match cw.status() {
         PeerStatus::Failed { error, .. } => {
             assert!(
@@ -688,8 +696,15 @@ fn silent_peer_mid_measure_fails_after_the_silence_limit() {
     let (client, mut raw) = raw_peer(PhaseTimeouts::default());
     let cw = client.watch(cfg).unwrap();
     let alive = cw.alive();
+    let stop = cw.stop_flag();
     let start = Instant::now();
-    let took = spin_until_peer_fails(&alive, cfg.silence_limit * 5);
+    // What the engine's write loop does: poll the stop flag.
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        assert!(start.elapsed() < cfg.silence_limit * 5, "not noticed");
+        thread::sleep(Duration::from_millis(1));
+    }
+    let took = start.elapsed();
+    assert!(!alive.is_ok());
     assert!(took >= cfg.silence_limit, "{took:?}");
     match cw.finish().unwrap_err() {
         ControlError::PeerSilent {

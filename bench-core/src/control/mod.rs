@@ -26,11 +26,12 @@
 //!
 //! # Driving it
 //!
-//! Client: [`ControlChannel::connect`], [`ControlChannel::client_handshake`],
-//! [`ControlChannel::exchange_endpoints`], [`ControlChannel::sync_ready`],
-//! [`ControlChannel::watch`] (poll [`PeerAlive::is_ok`] in the write loop), [`PeerWatch::finish`],
-//! `send(&Msg::Done { .. })`, [`ControlChannel::expect_done`] in [`Phase::Results`],
-//! [`ControlChannel::close`].
+//! Client: [`ControlChannel::connect`], [`ControlChannel::client_handshake`] (gives the
+//! server's [`Accept`]), [`ControlChannel::exchange_endpoints`] with
+//! `Endpoints::from(&prepared.info()?)` (connect with `SideInfo::from(&theirs)`),
+//! [`ControlChannel::sync_ready`], [`ControlChannel::watch`] and pass `&*watch.stop_flag()` to
+//! the write loop, [`PeerWatch::finish`], `send(&Msg::Done { .. })`,
+//! [`ControlChannel::expect_done`] in [`Phase::Results`], [`ControlChannel::close`].
 //!
 //! Server: accept, [`ControlChannel::from_stream`], [`admit`] (which answers `Busy`/`Reject`),
 //! open the device and `send(&Msg::Accept(..))`, then `exchange_endpoints`, `sync_ready`,

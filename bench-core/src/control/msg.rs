@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use super::channel::Phase;
 use super::frame::PROTOCOL_VERSION;
+use crate::engine::SideInfo;
 use crate::params::{ParamMismatch, SizeResult, TestParams};
+use crate::verbs;
 
 /// The rdmabw release this build belongs to, sent in [`Hello`] and [`Accept`] for the logs.
 pub const RDMABW_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -202,7 +204,8 @@ impl fmt::Display for RejectReason {
     }
 }
 
-/// One queue pair's address, as the peer needs it to connect (RTR) to it.
+/// One queue pair's address, as the peer needs it to connect (RTR) to it: the wire form of
+/// [`crate::verbs::QpEndpoint`] (`From` both ways), with the GID as text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QpEndpoint {
     /// Queue pair number.
@@ -216,7 +219,8 @@ pub struct QpEndpoint {
     pub lid: u16,
 }
 
-/// The memory region the peer writes into.
+/// The memory region the peer writes into: the wire form of [`crate::verbs::MrInfo`] (`From`
+/// both ways).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MrInfo {
     /// Virtual address of the buffer start.
@@ -227,15 +231,91 @@ pub struct MrInfo {
     pub rkey: u32,
 }
 
-/// One side's connection details: one entry per QP, plus the buffer.
+/// One side's connection details: one entry per QP, plus the buffer. The wire form of the
+/// engine's [`SideInfo`] (`From` both ways), so a side sends `(&prepared.info()?).into()` and
+/// connects with `SideInfo::from(&theirs)`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Endpoints {
+    /// The RDMA device of this side (for messages).
+    pub device: String,
+    /// Its port number.
+    pub port: u8,
     /// The queue pairs, in QP order (QP `i` connects to the peer's QP `i`).
     pub qps: Vec<QpEndpoint>,
     /// The memory region.
     pub mr: MrInfo,
-    /// The path MTU this side wants, in bytes; both use the smaller.
+    /// This side's active MTU in bytes; the path uses the smaller of both.
     pub mtu_bytes: u32,
+    /// The largest message this side prepared its buffer for.
+    pub max_msg_bytes: u64,
+}
+
+impl From<&verbs::QpEndpoint> for QpEndpoint {
+    fn from(q: &verbs::QpEndpoint) -> Self {
+        QpEndpoint {
+            qpn: q.qpn,
+            psn: q.psn,
+            gid: q.gid,
+            lid: q.lid,
+        }
+    }
+}
+
+impl From<&QpEndpoint> for verbs::QpEndpoint {
+    fn from(q: &QpEndpoint) -> Self {
+        verbs::QpEndpoint {
+            qpn: q.qpn,
+            psn: q.psn,
+            gid: q.gid,
+            lid: q.lid,
+        }
+    }
+}
+
+impl From<&verbs::MrInfo> for MrInfo {
+    fn from(m: &verbs::MrInfo) -> Self {
+        MrInfo {
+            addr: m.addr,
+            len: m.len,
+            rkey: m.rkey,
+        }
+    }
+}
+
+impl From<&MrInfo> for verbs::MrInfo {
+    fn from(m: &MrInfo) -> Self {
+        verbs::MrInfo {
+            addr: m.addr,
+            len: m.len,
+            rkey: m.rkey,
+        }
+    }
+}
+
+impl From<&SideInfo> for Endpoints {
+    fn from(s: &SideInfo) -> Self {
+        Endpoints {
+            device: s.device.clone(),
+            port: s.port,
+            qps: s.qps.iter().map(QpEndpoint::from).collect(),
+            mr: MrInfo::from(&s.mr),
+            mtu_bytes: s.active_mtu_bytes,
+            max_msg_bytes: s.max_msg_bytes,
+        }
+    }
+}
+
+impl From<&Endpoints> for SideInfo {
+    fn from(e: &Endpoints) -> Self {
+        SideInfo {
+            device: e.device.clone(),
+            port: e.port,
+            active_mtu_bytes: e.mtu_bytes,
+            qps: e.qps.iter().map(verbs::QpEndpoint::from).collect(),
+            mr: verbs::MrInfo::from(&e.mr),
+            max_msg_bytes: e.max_msg_bytes,
+        }
+    }
 }
 
 /// Formats a GID as eight colon-separated groups of four hex digits (as `ibv_devinfo -v`).
@@ -351,6 +431,9 @@ pub(crate) mod tests {
                 },
             },
             Msg::Endpoints(Endpoints {
+                device: "mlx5_3".into(),
+                port: 1,
+                max_msg_bytes: 1 << 23,
                 qps: vec![
                     QpEndpoint {
                         qpn: 0x00_0123,
@@ -394,6 +477,18 @@ pub(crate) mod tests {
                 json.contains(&format!("\"type\":\"{}\"", msg.kind())),
                 "{json}"
             );
+        }
+    }
+
+    #[test]
+    fn endpoints_convert_to_and_from_the_engines_side_info() {
+        for msg in every_variant() {
+            if let Msg::Endpoints(e) = msg {
+                let side = SideInfo::from(&e);
+                assert_eq!(side.qps[1].gid, [0xff; 16]);
+                assert_eq!(side.active_mtu_bytes, 4096);
+                assert_eq!(Endpoints::from(&side), e);
+            }
         }
     }
 

@@ -3,8 +3,9 @@
 //! The RDMA loop must not touch the control socket, yet must stop within seconds when the peer
 //! dies. [`PeerWatch`] takes the channel for the window and runs one thread that sends a
 //! heartbeat every `heartbeat_every`, reads the peer's messages with a short poll, and
-//! publishes the peer's state in an atomic the data path can read for the price of a load
-//! ([`PeerAlive::is_ok`]).
+//! publishes the peer's state in atomics the data path can read for the price of a load: the
+//! engine's stop flag ([`PeerWatch::stop_flag`], set when the peer fails; pass `&*flag` to
+//! `Connected::run_writes`) and [`PeerAlive::is_ok`].
 //!
 //! The peer counts as failed when its connection closes or resets (seen within one poll), when
 //! it sends `Error`, when it sends something other than `Heartbeat`/`Done`/`Error`, or when
@@ -94,7 +95,10 @@ impl PeerAlive {
 #[derive(Debug)]
 struct Shared {
     state: Arc<AtomicU8>,
-    stop: AtomicBool,
+    /// Set when the peer fails: the engine's stop flag.
+    stop_flag: Arc<AtomicBool>,
+    /// Asks the heartbeat thread to end.
+    quit: AtomicBool,
     status: Mutex<PeerStatus>,
     changed: Condvar,
 }
@@ -119,6 +123,7 @@ impl Shared {
     }
 
     fn fail(&self, error: ControlError) {
+        self.stop_flag.store(true, Ordering::Release);
         self.set(
             FAILED,
             PeerStatus::Failed {
@@ -140,14 +145,25 @@ pub struct PeerWatch {
 }
 
 impl PeerWatch {
-    /// Starts the heartbeat thread on `channel`. Start it right after
+    /// Starts the heartbeat thread on `channel`, with a fresh stop flag. Start it right after
     /// [`ControlChannel::sync_ready`], on both sides.
     pub fn start(channel: ControlChannel, config: WatchConfig) -> Result<PeerWatch, ControlError> {
+        PeerWatch::start_with_stop(channel, config, Arc::new(AtomicBool::new(false)))
+    }
+
+    /// Like [`PeerWatch::start`], but sets the caller's `stop` flag when the peer fails, so one
+    /// flag can also carry other reasons to stop (Ctrl-C, a local deadline).
+    pub fn start_with_stop(
+        channel: ControlChannel,
+        config: WatchConfig,
+        stop: Arc<AtomicBool>,
+    ) -> Result<PeerWatch, ControlError> {
         let peer = channel.peer_addr();
         let now = Instant::now();
         let shared = Arc::new(Shared {
             state: Arc::new(AtomicU8::new(ALIVE)),
-            stop: AtomicBool::new(false),
+            stop_flag: stop,
+            quit: AtomicBool::new(false),
             status: Mutex::new(PeerStatus::Alive {
                 last_heard: now,
                 peer_elapsed_ms: None,
@@ -166,7 +182,13 @@ impl PeerWatch {
         })
     }
 
-    /// The flag for the data path.
+    /// The engine's stop flag: `true` once the peer has failed. Pass `&*flag` to the write
+    /// loop, which checks it every few hundred microseconds.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.shared.stop_flag)
+    }
+
+    /// The peer's state as a cheap flag for the data path.
     pub fn alive(&self) -> PeerAlive {
         PeerAlive(Arc::clone(&self.shared.state))
     }
@@ -215,7 +237,7 @@ impl PeerWatch {
     }
 
     fn stop(&mut self) -> Option<ControlChannel> {
-        self.shared.stop.store(true, Ordering::Release);
+        self.shared.quit.store(true, Ordering::Release);
         self.thread.take().and_then(|t| t.join().ok())
     }
 
@@ -257,7 +279,7 @@ fn run(mut ch: ControlChannel, shared: &Shared, cfg: WatchConfig) -> ControlChan
     let mut last_heard = start;
     let mut next_beat = start;
     let mut finished = false;
-    while !shared.stop.load(Ordering::Acquire) {
+    while !shared.quit.load(Ordering::Acquire) {
         let now = Instant::now();
         if now >= next_beat {
             let beat = Msg::Heartbeat {
