@@ -6,9 +6,10 @@
 
 pub mod control;
 pub mod params;
+pub mod report;
+pub mod engine;
 pub mod error;
+pub mod ffi;
 pub mod gid;
 pub mod sysfs;
-pub mod ffi;
 pub mod verbs;
-pub mod engine;
