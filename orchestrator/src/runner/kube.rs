@@ -1,0 +1,360 @@
+//! The Kubernetes runner: pod exec through the API server (kube-rs, WebSocket).
+//!
+//! Exit statuses come from the exec's status channel, as kubectl reads them: `status ==
+//! "Success"` is exit code 0; otherwise `reason == "NonZeroExitCode"` carries the code in
+//! `details.causes[reason == "ExitCode"].message`; any other failure (no such container, the
+//! program cannot be started) is an [`Exit::Error`] with the status message.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail, Context, Result};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
+use kube::api::{AttachParams, AttachedProcess};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+use super::{kill_argv, spawn_trampoline, take_pid_line, Exit, Output, PodInfo, Runner, Signal, Spawned};
+
+/// Where the API server is and which namespace and container to use: resolved like kubectl
+/// (`--kubeconfig`, else `KUBECONFIG`, else `~/.kube/config`, else the in-cluster service
+/// account; `--context`, else the current context; `--namespace`, else the context's namespace,
+/// else `default`).
+#[derive(Debug, Clone, Default)]
+pub struct KubeTarget {
+    /// `--kubeconfig`.
+    pub kubeconfig: Option<PathBuf>,
+    /// `--context`.
+    pub context: Option<String>,
+    /// `--namespace`.
+    pub namespace: Option<String>,
+    /// `--container`; `None` takes the pod's default container.
+    pub container: Option<String>,
+}
+
+/// Runs commands in pods through the Kubernetes API.
+#[derive(Clone)]
+pub struct KubeRunner {
+    pods: Api<Pod>,
+    namespace: String,
+    cluster: String,
+    container: Option<String>,
+}
+
+impl std::fmt::Debug for KubeRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeRunner")
+            .field("namespace", &self.namespace)
+            .field("cluster", &self.cluster)
+            .field("container", &self.container)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The cluster name a kubeconfig's context (given, or current) points at.
+fn cluster_name(kc: &Kubeconfig, context: Option<&str>) -> Option<String> {
+    let ctx = context.or(kc.current_context.as_deref())?;
+    kc.contexts
+        .iter()
+        .find(|c| c.name == ctx)
+        .and_then(|c| c.context.as_ref())
+        .map(|c| c.cluster.clone())
+}
+
+impl KubeRunner {
+    /// Resolve the configuration like kubectl and build a client.
+    pub async fn connect(target: &KubeTarget) -> Result<Self> {
+        let options = KubeConfigOptions {
+            context: target.context.clone(),
+            ..KubeConfigOptions::default()
+        };
+        let kubeconfig = match &target.kubeconfig {
+            Some(path) => Some(
+                Kubeconfig::read_from(path)
+                    .with_context(|| format!("cannot read kubeconfig {}", path.display()))?,
+            ),
+            None => match Kubeconfig::read() {
+                Ok(kc) => Some(kc),
+                // No kubeconfig: kubectl falls back to the pod's service account.
+                Err(e) if target.context.is_none() => {
+                    if std::env::var_os("KUBERNETES_SERVICE_HOST").is_none() {
+                        return Err(anyhow!(e).context(
+                            "no kubeconfig found (KUBECONFIG, ~/.kube/config) and not inside a cluster",
+                        ));
+                    }
+                    None
+                }
+                Err(e) => return Err(anyhow!(e).context("cannot read the kubeconfig")),
+            },
+        };
+        let (config, cluster) = match kubeconfig {
+            Some(kc) => {
+                let name = cluster_name(&kc, target.context.as_deref());
+                let config = Config::from_custom_kubeconfig(kc, &options)
+                    .await
+                    .context("cannot use the kubeconfig")?;
+                let name = name.unwrap_or_else(|| config.cluster_url.to_string());
+                (config, name)
+            }
+            None => (
+                Config::incluster().context("cannot use the in-cluster configuration")?,
+                "in-cluster".to_string(),
+            ),
+        };
+        let namespace = target
+            .namespace
+            .clone()
+            .unwrap_or_else(|| config.default_namespace.clone());
+        let client = Client::try_from(config).context("cannot build a Kubernetes client")?;
+        Ok(Self::from_client(client, &namespace, &cluster, target.container.clone()))
+    }
+
+    /// A runner over an existing client (tests use one pointed at a test API server).
+    pub fn from_client(client: Client, namespace: &str, cluster: &str, container: Option<String>) -> Self {
+        KubeRunner {
+            pods: Api::namespaced(client, namespace),
+            namespace: namespace.to_string(),
+            cluster: cluster.to_string(),
+            container,
+        }
+    }
+
+    /// The namespace the pods are in.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    fn attach_params(&self, stdin: bool) -> AttachParams {
+        let mut ap = AttachParams::default()
+            .stdin(stdin)
+            .stdout(true)
+            .stderr(true)
+            .max_stdout_buf_size(64 * 1024)
+            .max_stderr_buf_size(64 * 1024)
+            .max_stdin_buf_size(64 * 1024);
+        if let Some(c) = &self.container {
+            ap = ap.container(c.clone());
+        }
+        ap
+    }
+
+    async fn attach(&self, pod: &str, argv: &[String], stdin: bool) -> Result<AttachedProcess> {
+        self.pods
+            .exec(pod, argv.to_vec(), &self.attach_params(stdin))
+            .await
+            .with_context(|| format!("exec in pod {}/{pod} failed", self.namespace))
+    }
+}
+
+/// The exit a status-channel `Status` stands for (see the module documentation).
+pub fn exit_of_status(status: Option<&Status>) -> Exit {
+    let Some(s) = status else {
+        return Exit::Error("the exec stream closed without an exit status".into());
+    };
+    if s.status.as_deref() == Some("Success") {
+        return Exit::Code(0);
+    }
+    if s.reason.as_deref() == Some("NonZeroExitCode") {
+        let code = s
+            .details
+            .as_ref()
+            .and_then(|d| d.causes.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.reason.as_deref() == Some("ExitCode")))
+            .and_then(|c| c.message.as_deref())
+            .and_then(|m| m.trim().parse::<i32>().ok());
+        if let Some(code) = code {
+            return Exit::Code(code);
+        }
+    }
+    Exit::Error(
+        s.message
+            .clone()
+            .or_else(|| s.reason.clone())
+            .unwrap_or_else(|| "exec failed".into()),
+    )
+}
+
+async fn read_all(r: Option<impl AsyncRead + Unpin>) -> Vec<u8> {
+    let mut buf = Vec::new();
+    if let Some(mut r) = r {
+        let _ = r.read_to_end(&mut buf).await;
+    }
+    buf
+}
+
+/// Drain stdout and stderr, feed stdin, and wait for the status; `stdout` may already hold the
+/// start of standard output.
+async fn finish(
+    mut proc: AttachedProcess,
+    mut stdout: Vec<u8>,
+    stdout_rest: Option<impl AsyncRead + Unpin>,
+    stdin: Option<Vec<u8>>,
+) -> Output {
+    let status = proc.take_status();
+    let stderr_reader = proc.stderr();
+    let stdin_writer = proc.stdin();
+    let feed = async move {
+        if let (Some(data), Some(mut w)) = (stdin, stdin_writer) {
+            let _ = w.write_all(&data).await;
+            let _ = w.shutdown().await;
+        }
+    };
+    let status = async move {
+        match status {
+            Some(s) => s.await,
+            None => None,
+        }
+    };
+    let (rest, stderr, status, ()) =
+        tokio::join!(read_all(stdout_rest), read_all(stderr_reader), status, feed);
+    let _ = proc.join().await;
+    stdout.extend_from_slice(&rest);
+    Output {
+        exit: exit_of_status(status.as_ref()),
+        stdout,
+        stderr,
+    }
+}
+
+impl Runner for KubeRunner {
+    fn kind(&self) -> &'static str {
+        "kubernetes"
+    }
+
+    fn cluster(&self) -> String {
+        self.cluster.clone()
+    }
+
+    async fn describe(&self, pod: &str) -> Result<PodInfo> {
+        let p = self
+            .pods
+            .get(pod)
+            .await
+            .with_context(|| format!("cannot get pod {}/{pod}", self.namespace))?;
+        let spec = p.spec.as_ref().context("the pod has no spec")?;
+        let phase = p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
+        if phase != "Running" {
+            bail!(
+                "pod {}/{pod} is {} (needs to be Running)",
+                self.namespace,
+                if phase.is_empty() { "in no phase" } else { phase.as_str() }
+            );
+        }
+        let names: Vec<&str> = spec.containers.iter().map(|c| c.name.as_str()).collect();
+        let container = match &self.container {
+            Some(c) if names.contains(&c.as_str()) => c.clone(),
+            Some(c) => bail!(
+                "pod {}/{pod} has no container {c} (it has: {})",
+                self.namespace,
+                names.join(", ")
+            ),
+            // kubectl's choice: the default-container annotation, else the first container.
+            None => p
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("kubectl.kubernetes.io/default-container"))
+                .cloned()
+                .or_else(|| names.first().map(|s| s.to_string()))
+                .context("the pod has no containers")?,
+        };
+        Ok(PodInfo {
+            name: pod.to_string(),
+            node: spec.node_name.clone().unwrap_or_default(),
+            host_network: Some(spec.host_network.unwrap_or(false)),
+            container: Some(container),
+        })
+    }
+
+    async fn exec(&self, pod: &str, argv: &[String], stdin: Option<Vec<u8>>) -> Result<Output> {
+        let mut proc = self.attach(pod, argv, stdin.is_some()).await?;
+        let stdout = proc.stdout();
+        Ok(finish(proc, Vec::new(), stdout, stdin).await)
+    }
+
+    async fn spawn(&self, pod: &str, argv: &[String]) -> Result<Spawned> {
+        let mut proc = self.attach(pod, &spawn_trampoline(argv), false).await?;
+        let mut stdout = proc.stdout().context("no stdout")?;
+        let mut head = Vec::new();
+        let mut chunk = [0u8; 4096];
+        // The first line is the PID; if the stream ends first, the status says why.
+        let pid = loop {
+            match take_pid_line(&mut head) {
+                Ok(Some(pid)) => break pid,
+                Ok(None) => {}
+                Err(e) => bail!("cannot start {} in pod {pod}: {e}", argv[0]),
+            }
+            let n = stdout.read(&mut chunk).await.unwrap_or(0);
+            if n == 0 {
+                let out = finish(proc, head, None::<tokio::io::Empty>, None).await;
+                bail!(
+                    "cannot start {} in pod {pod}: {}{}",
+                    argv[0],
+                    out.exit,
+                    match out.stderr_tail(3) {
+                        t if t.is_empty() => String::new(),
+                        t => format!(" ({t})"),
+                    }
+                );
+            }
+            head.extend_from_slice(&chunk[..n]);
+        };
+        let done = tokio::spawn(async move { Ok(finish(proc, head, Some(stdout), None).await) });
+        Ok(Spawned { pid, done })
+    }
+
+    async fn kill(&self, pod: &str, pid: u32, signal: Signal) -> Result<()> {
+        let out = self.exec(pod, &kill_argv(pid, signal), None).await?;
+        if !out.exit.success() {
+            bail!(
+                "kill -s {} {pid} in pod {pod} failed: {} {}",
+                signal.name(),
+                out.exit,
+                out.stderr_tail(2)
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{StatusCause, StatusDetails};
+
+    #[test]
+    fn status_channel_exit_codes() {
+        let ok = Status {
+            status: Some("Success".into()),
+            ..Status::default()
+        };
+        assert_eq!(exit_of_status(Some(&ok)), Exit::Code(0));
+        let three = Status {
+            status: Some("Failure".into()),
+            reason: Some("NonZeroExitCode".into()),
+            message: Some("command terminated with non-zero exit code".into()),
+            details: Some(StatusDetails {
+                causes: Some(vec![StatusCause {
+                    reason: Some("ExitCode".into()),
+                    message: Some("3".into()),
+                    field: None,
+                }]),
+                ..StatusDetails::default()
+            }),
+            ..Status::default()
+        };
+        assert_eq!(exit_of_status(Some(&three)), Exit::Code(3));
+        let internal = Status {
+            status: Some("Failure".into()),
+            reason: Some("InternalError".into()),
+            message: Some("executable file not found in $PATH".into()),
+            ..Status::default()
+        };
+        assert_eq!(
+            exit_of_status(Some(&internal)),
+            Exit::Error("executable file not found in $PATH".into())
+        );
+        assert!(matches!(exit_of_status(None), Exit::Error(_)));
+    }
+}

@@ -1,0 +1,220 @@
+//! The local runner: pods are network namespaces on this machine (`ip netns exec POD argv...`),
+//! as in the Soft-RoCE lab, or `-` for this machine's own namespace (a bare-metal host).
+
+use std::path::Path;
+use std::process::Stdio;
+
+use anyhow::{bail, Context, Result};
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use super::{Exit, Output, PodInfo, Runner, Signal, Spawned};
+
+/// The pod name that means "this machine's own network namespace".
+pub const HOST: &str = "-";
+
+/// Runs commands in network namespaces of this machine.
+#[derive(Debug, Clone, Default)]
+pub struct LocalRunner {
+    /// Where named namespaces live (`ip netns` keeps them in /run/netns).
+    netns_dir: Option<std::path::PathBuf>,
+}
+
+impl LocalRunner {
+    /// A runner for the namespaces `ip netns` knows.
+    pub fn new() -> Self {
+        LocalRunner::default()
+    }
+
+    fn command(&self, pod: &str, argv: &[String]) -> Result<Command> {
+        let Some((program, args)) = argv.split_first() else {
+            bail!("empty command");
+        };
+        let mut cmd = if pod == HOST {
+            let mut c = Command::new(program);
+            c.args(args);
+            c
+        } else {
+            // `ip netns exec` switches namespace and then execs argv itself (no fork, no shell),
+            // so the child's PID is the command's PID.
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", pod]).arg(program).args(args);
+            c
+        };
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        Ok(cmd)
+    }
+
+    fn netns_path(&self, pod: &str) -> std::path::PathBuf {
+        self.netns_dir
+            .clone()
+            .unwrap_or_else(|| "/run/netns".into())
+            .join(pod)
+    }
+}
+
+fn exit_of(status: std::process::ExitStatus) -> Exit {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => Exit::Code(c),
+        (None, Some(s)) => Exit::Code(128 + s),
+        (None, None) => Exit::Error("ended without an exit code".into()),
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+impl Runner for LocalRunner {
+    fn kind(&self) -> &'static str {
+        "local"
+    }
+
+    fn cluster(&self) -> String {
+        hostname()
+    }
+
+    async fn describe(&self, pod: &str) -> Result<PodInfo> {
+        if pod != HOST && !Path::new(&self.netns_path(pod)).exists() {
+            bail!(
+                "no network namespace {pod} on this machine ({} does not exist; `ip netns list` shows those there are)",
+                self.netns_path(pod).display()
+            );
+        }
+        Ok(PodInfo {
+            name: pod.to_string(),
+            node: if pod == HOST { hostname() } else { pod.to_string() },
+            host_network: None,
+            container: None,
+        })
+    }
+
+    async fn exec(&self, pod: &str, argv: &[String], stdin: Option<Vec<u8>>) -> Result<Output> {
+        let mut cmd = self.command(pod, argv)?;
+        cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+        cmd.kill_on_drop(true);
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                return Ok(Output {
+                    exit: Exit::Error(format!("cannot run {}: {e}", argv[0])),
+                    stdout: vec![],
+                    stderr: vec![],
+                })
+            }
+        };
+        if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            // Write stdin while the output is read, so a large input cannot deadlock.
+            tokio::spawn(async move {
+                let _ = pipe.write_all(&data).await;
+                let _ = pipe.shutdown().await;
+            });
+        }
+        let out = child
+            .wait_with_output()
+            .await
+            .with_context(|| format!("waiting for {}", argv[0]))?;
+        Ok(Output {
+            exit: exit_of(out.status),
+            stdout: out.stdout,
+            stderr: out.stderr,
+        })
+    }
+
+    async fn spawn(&self, pod: &str, argv: &[String]) -> Result<Spawned> {
+        let mut cmd = self.command(pod, argv)?;
+        cmd.stdin(Stdio::null());
+        // If railsweep itself goes away without cleaning up, take the process with it.
+        cmd.kill_on_drop(true);
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {} in {pod}", argv[0]))?;
+        let pid = child.id().context("the process ended before its PID was read")?;
+        let done = tokio::spawn(async move {
+            let out = child.wait_with_output().await?;
+            Ok(Output {
+                exit: exit_of(out.status),
+                stdout: out.stdout,
+                stderr: out.stderr,
+            })
+        });
+        Ok(Spawned { pid, done })
+    }
+
+    async fn kill(&self, _pod: &str, pid: u32, signal: Signal) -> Result<()> {
+        // One PID namespace for every network namespace here: signal it from the host side.
+        let status = Command::new("kill")
+            .args(["-s", signal.name(), &pid.to_string()])
+            .stderr(Stdio::null())
+            .status()
+            .await
+            .context("cannot run kill")?;
+        if !status.success() {
+            bail!("kill -s {} {pid} failed (the process may be gone)", signal.name());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[tokio::test]
+    async fn exec_reports_exit_code_and_streams() {
+        let r = LocalRunner::new();
+        let out = r
+            .exec(HOST, &argv(&["sh", "-c", "echo out; echo err >&2; exit 3"]), None)
+            .await
+            .expect("runs");
+        assert_eq!(out.exit, Exit::Code(3));
+        assert_eq!(out.stdout, b"out\n");
+        assert_eq!(out.stderr, b"err\n");
+    }
+
+    #[tokio::test]
+    async fn exec_feeds_stdin() {
+        let r = LocalRunner::new();
+        let data = vec![7u8; 300_000];
+        let out = r
+            .exec(HOST, &argv(&["wc", "-c"]), Some(data))
+            .await
+            .expect("runs");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "300000");
+    }
+
+    #[tokio::test]
+    async fn missing_program_is_an_exit_error() {
+        let r = LocalRunner::new();
+        let out = r
+            .exec(HOST, &argv(&["/nonexistent/rdmabw", "--version"]), None)
+            .await
+            .expect("runs");
+        assert!(matches!(out.exit, Exit::Error(_)), "{:?}", out.exit);
+    }
+
+    #[tokio::test]
+    async fn spawned_process_can_be_killed() {
+        let r = LocalRunner::new();
+        let s = r.spawn(HOST, &argv(&["sleep", "30"])).await.expect("starts");
+        r.kill(HOST, s.pid, Signal::Term).await.expect("kills");
+        let out = s.done.await.expect("joins").expect("output");
+        assert_eq!(out.exit, Exit::Code(128 + 15));
+    }
+
+    #[tokio::test]
+    async fn unknown_namespace_is_named() {
+        let r = LocalRunner::new();
+        let err = r.describe("no-such-pod-xyz").await.expect_err("fails");
+        assert!(err.to_string().contains("no-such-pod-xyz"), "{err}");
+    }
+}
