@@ -1,7 +1,18 @@
 //! railsweep's library: rail-by-rail rdmabw sweeps between two pods, through the Kubernetes API
 //! or network namespaces of this machine.
 //!
-//! * [`runner`]: where commands run ([`runner::Runner`], with a Kubernetes and a local runner).
+//! * [`runner`]: where commands run ([`runner::Runner`], with a Kubernetes and a local runner);
+//! * [`rdmabw`]: every rdmabw argument vector and how its output is read;
+//! * [`plan`]: `--rails` lists and the pairing of two pods' rails;
+//! * [`sweep`]: set-up, the server daemon, the rails, deadlines, retries, Ctrl-C;
+//! * [`output`] and [`progress`]: the table, the summary lines and the bars;
+//! * [`run`]: the `railsweep run` command line.
 #![forbid(unsafe_code)]
 
+pub mod output;
+pub mod plan;
+pub mod progress;
+pub mod rdmabw;
+pub mod run;
 pub mod runner;
+pub mod sweep;

@@ -23,8 +23,18 @@ struct Cli {
 /// (0 or 1); an `Err` becomes exit code 2.
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Sweep the rails between two pods with rdmabw, one rail after another (or all at once).
+    Run(Box<orchestrator::run::RunArgs>),
     /// Merge saved runs (CSV or JSON) and print or write the per-rail comparison.
     Report(report::ReportArgs),
+}
+
+fn run_async(args: orchestrator::run::RunArgs) -> anyhow::Result<ExitCode> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(orchestrator::run::run(args))
 }
 
 /// Exit code for usage and input errors (clap uses the same for bad arguments).
@@ -34,6 +44,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Report(args) => report::run(&args),
+        Command::Run(args) => run_async(*args),
     };
     match outcome {
         Ok(code) => code,

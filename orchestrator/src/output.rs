@@ -1,0 +1,158 @@
+//! The per-rail table and the summary lines printed at the end of a sweep.
+
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{CellAlignment, ContentArrangement, Table};
+use results::{RailResult, RailStatus, Report};
+
+fn gid(i: Option<u32>) -> String {
+    i.map_or_else(|| "-".into(), |v| v.to_string())
+}
+
+fn side(iface: &str, dev: &str) -> String {
+    match (iface.is_empty(), dev.is_empty()) {
+        (true, true) => "-".into(),
+        (false, true) => iface.into(),
+        (true, false) => dev.into(),
+        (false, false) => format!("{iface} {dev}"),
+    }
+}
+
+/// The per-rail table: rail, devices on each side, GID indexes, Gb/s, % of line rate, status.
+/// With `sum`, a last line adds up the bandwidth of the measured rails (for `--parallel`).
+pub fn table(rows: &[RailResult], sum: bool) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(vec![
+            "rail",
+            "client (iface dev)",
+            "server (iface dev)",
+            "GID idx c/s",
+            "Gb/s",
+            "% line rate",
+            "status",
+        ]);
+    let mut sorted: Vec<&RailResult> = rows.iter().collect();
+    sorted.sort_by_key(|r| r.rail);
+    for r in &sorted {
+        t.add_row(vec![
+            r.rail.to_string(),
+            side(&r.client_interface, &r.client_rdma_device),
+            side(&r.server_interface, &r.server_rdma_device),
+            format!("{}/{}", gid(r.client_gid_index), gid(r.server_gid_index)),
+            r.bw_avg_gbps.map_or_else(|| "-".into(), |b| format!("{b:.2}")),
+            r.line_rate_pct.map_or_else(|| "-".into(), |p| format!("{p:.1}")),
+            r.status.to_string(),
+        ]);
+    }
+    if sum {
+        let measured: Vec<&&RailResult> = sorted
+            .iter()
+            .filter(|r| r.status != RailStatus::Failed)
+            .collect();
+        let total: f64 = measured
+            .iter()
+            .filter_map(|r| r.bw_avg_gbps)
+            .fold(0.0, |a, b| a + b);
+        let line: Option<f64> = measured
+            .iter()
+            .map(|r| r.line_rate_gbps)
+            .sum::<Option<f64>>();
+        t.add_row(vec![
+            "sum".to_string(),
+            format!("{} rails at once", measured.len()),
+            String::new(),
+            String::new(),
+            format!("{total:.2}"),
+            line.filter(|l| *l > 0.0)
+                .map_or_else(|| "-".into(), |l| format!("{:.1}", total / l * 100.0)),
+            String::new(),
+        ]);
+    }
+    for i in [0, 3, 4, 5] {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+/// The summary line per network mode (results' [`results::ModeSummary`]), then one line per
+/// failed rail with its error.
+pub fn summary_lines(rows: &[RailResult], generated_by: &str) -> Vec<String> {
+    let report = Report::new(generated_by, rows.to_vec());
+    let mut lines: Vec<String> = match report.comparison() {
+        Ok(c) => c.summaries().iter().map(ToString::to_string).collect(),
+        Err(e) => vec![format!("(no summary: {e})")],
+    };
+    let mut failed: Vec<&RailResult> = rows.iter().filter(|r| r.status == RailStatus::Failed).collect();
+    failed.sort_by_key(|r| r.rail);
+    for r in failed {
+        lines.push(format!(
+            "rail {} failed: {}",
+            r.rail,
+            r.error.as_deref().unwrap_or("no error recorded")
+        ));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use results::{MemoryKind, NetworkMode};
+
+    fn row(rail: u32, bw: Option<f64>) -> RailResult {
+        let mut r = RailResult {
+            run_id: "r1".into(),
+            time_utc: "2026-01-01T00:00:00Z".into(),
+            network_mode: NetworkMode::Sriov,
+            cluster: "c".into(),
+            client_pod: Some("a".into()),
+            client_node: "n1".into(),
+            server_pod: Some("b".into()),
+            server_node: "n2".into(),
+            rail,
+            client_interface: format!("net{}", rail + 1),
+            client_rdma_device: format!("mlx5_{rail}"),
+            client_gid_index: Some(3),
+            server_interface: format!("net{}", rail + 1),
+            server_rdma_device: format!("mlx5_{rail}"),
+            server_gid_index: Some(5),
+            traffic_class: Some(41),
+            mtu_bytes: Some(4096),
+            msg_size_bytes: 65536,
+            qps: 1,
+            duration_s: bw.map(|_| 3.0),
+            iterations: None,
+            memory: MemoryKind::Host,
+            status: if bw.is_some() { RailStatus::Ok } else { RailStatus::Failed },
+            bw_avg_gbps: bw,
+            bw_peak_gbps: bw,
+            msg_rate_mpps: None,
+            bw_p1_gbps: None,
+            bw_p50_gbps: None,
+            bw_p99_gbps: None,
+            line_rate_gbps: Some(100.0),
+            line_rate_pct: None,
+            threshold_gbps: None,
+            error: bw.is_none().then(|| "port down".to_string()),
+        };
+        r.classify(Some(90.0));
+        r
+    }
+
+    #[test]
+    fn table_has_a_line_per_rail_and_the_sum() {
+        let rows = vec![row(1, Some(96.87)), row(0, Some(96.88)), row(2, None)];
+        let text = table(&rows, true).to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.iter().any(|l| l.contains("96.88") && l.contains("mlx5_0")), "{text}");
+        assert!(lines.iter().any(|l| l.contains("3/5")), "{text}");
+        assert!(lines.iter().any(|l| l.contains("sum") && l.contains("193.75")), "{text}");
+        assert!(lines.iter().any(|l| l.contains("failed")), "{text}");
+        let s = summary_lines(&rows, "t");
+        assert!(s[0].starts_with("sriov: 3 rails, 96.87 to 96.88 Gb/s"), "{s:?}");
+        assert_eq!(s[1], "rail 2 failed: port down");
+    }
+}

@@ -1,0 +1,262 @@
+//! Everything railsweep knows about rdmabw's command line: the argument vectors it runs and how
+//! it reads what comes back. When rdmabw's flags change, this module is the one to change.
+//!
+//! The documents themselves ([`RailsReport`], [`BwReport`]) are bench-core's types, the same
+//! ones rdmabw prints with.
+
+use anyhow::{bail, Context, Result};
+use bench_core::report::{BwReport, RailsReport, TestStatus, REPORT_SCHEMA_VERSION};
+
+use crate::runner::{Exit, Output};
+
+/// The rdmabw release this railsweep was built with (one workspace, one version).
+pub const OWN_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// `rdmabw --version`.
+pub fn version_argv(bin: &str) -> Vec<String> {
+    vec![bin.to_string(), "--version".to_string()]
+}
+
+/// The version in `rdmabw X.Y.Z` (the first line of `--version`).
+pub fn parse_version(stdout: &[u8]) -> Result<String> {
+    let text = String::from_utf8_lossy(stdout);
+    let line = text.lines().next().unwrap_or("").trim();
+    match line.strip_prefix("rdmabw ") {
+        Some(v) if !v.trim().is_empty() => Ok(v.trim().to_string()),
+        _ => bail!("`--version` printed {line:?}, not `rdmabw X.Y.Z`: is this rdmabw?"),
+    }
+}
+
+/// Whether an rdmabw of version `theirs` speaks the same documents and protocol as ours: the
+/// same major version, and for 0.x the same minor version too (semver's rule for 0.x).
+pub fn compatible(theirs: &str, ours: &str) -> bool {
+    let parts = |v: &str| -> Option<(u64, u64)> {
+        let core = v.split(['-', '+']).next()?;
+        let mut it = core.split('.');
+        Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+    };
+    match (parts(theirs), parts(ours)) {
+        (Some((ta, tb)), Some((oa, ob))) => ta == oa && (oa > 0 || tb == ob),
+        _ => false,
+    }
+}
+
+/// `rdmabw rails --json`.
+pub fn rails_argv(bin: &str) -> Vec<String> {
+    vec![bin.to_string(), "rails".to_string(), "--json".to_string()]
+}
+
+/// Read what `rdmabw rails --json` printed.
+pub fn parse_rails(out: &Output) -> Result<RailsReport> {
+    if !out.exit.success() {
+        bail!(
+            "`rdmabw rails --json` failed: {}{}",
+            out.exit,
+            match out.stderr_tail(3) {
+                t if t.is_empty() => String::new(),
+                t => format!(" ({t})"),
+            }
+        );
+    }
+    let report: RailsReport = serde_json::from_slice(&out.stdout)
+        .context("`rdmabw rails --json` printed something that is not a rails report")?;
+    if report.schema_version > REPORT_SCHEMA_VERSION {
+        bail!(
+            "`rdmabw rails --json` speaks schema {}, this railsweep knows up to {REPORT_SCHEMA_VERSION}",
+            report.schema_version
+        );
+    }
+    Ok(report)
+}
+
+/// `rdmabw server --daemon -p PORT`: one server for every rail, test after test, several at once
+/// on different devices.
+pub fn server_argv(bin: &str, port: u16) -> Vec<String> {
+    vec![
+        bin.to_string(),
+        "server".to_string(),
+        "--daemon".to_string(),
+        "-p".to_string(),
+        port.to_string(),
+    ]
+}
+
+/// The test one client runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientTest {
+    /// Server address (the server pod's address on the rail).
+    pub server_addr: String,
+    /// The daemon's port.
+    pub port: u16,
+    /// Client-side rail interface (picks the client's device and GID).
+    pub netdev: String,
+    /// Server-side rail interface (tells the server which device and GID to use).
+    pub server_netdev: String,
+    /// Measured seconds.
+    pub duration_s: f64,
+    /// RDMA WRITE size.
+    pub size_bytes: u64,
+    /// Traffic class, if any.
+    pub tclass: Option<u8>,
+    /// Queue pairs.
+    pub qps: u32,
+    /// Path MTU, if forced.
+    pub mtu: Option<u32>,
+    /// Threshold in Gb/s.
+    pub min_gbps: Option<f64>,
+    /// Threshold in percent of line rate.
+    pub min_line_rate_pct: Option<f64>,
+}
+
+/// `rdmabw client --json ...` for one rail.
+pub fn client_argv(bin: &str, t: &ClientTest) -> Vec<String> {
+    let mut v: Vec<String> = vec![
+        bin.into(),
+        "client".into(),
+        "--json".into(),
+        "-D".into(),
+        fmt_num(t.duration_s),
+        "-s".into(),
+        t.size_bytes.to_string(),
+        "-q".into(),
+        t.qps.to_string(),
+        "--netdev".into(),
+        t.netdev.clone(),
+        "--server-netdev".into(),
+        t.server_netdev.clone(),
+        "-p".into(),
+        t.port.to_string(),
+    ];
+    if let Some(tc) = t.tclass {
+        v.extend(["--tclass".into(), tc.to_string()]);
+    }
+    if let Some(m) = t.mtu {
+        v.extend(["-m".into(), m.to_string()]);
+    }
+    if let Some(g) = t.min_gbps {
+        v.extend(["--min-gbps".into(), fmt_num(g)]);
+    }
+    if let Some(p) = t.min_line_rate_pct {
+        v.extend(["--min-line-rate-pct".into(), fmt_num(p)]);
+    }
+    v.push(t.server_addr.clone());
+    v
+}
+
+fn fmt_num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
+
+/// What one client run came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientOutcome {
+    /// A measurement (status ok or below threshold).
+    Measured(Box<BwReport>),
+    /// No measurement; the reason, in words (and the report, if rdmabw printed one).
+    Failed(String, Option<Box<BwReport>>),
+}
+
+/// Read a finished client: its JSON report on stdout, its exit code (0 ok, 1 below threshold,
+/// 2 failed) and, when there is no report, the end of its stderr.
+pub fn parse_client(out: &Output) -> ClientOutcome {
+    let report = serde_json::from_slice::<BwReport>(&out.stdout)
+        .ok()
+        .or_else(|| {
+            // Tolerate log lines before the document: take the last line that parses.
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .rev()
+                .find_map(|l| serde_json::from_str::<BwReport>(l).ok())
+        });
+    let tail = out.stderr_tail(3);
+    match report {
+        Some(r) => match r.status {
+            TestStatus::Ok | TestStatus::BelowThreshold if !r.results.is_empty() => {
+                ClientOutcome::Measured(Box::new(r))
+            }
+            TestStatus::Ok | TestStatus::BelowThreshold => {
+                ClientOutcome::Failed("rdmabw reported no result rows".into(), Some(Box::new(r)))
+            }
+            TestStatus::Failed => {
+                let why = r
+                    .error
+                    .clone()
+                    .filter(|e| !e.is_empty())
+                    .unwrap_or_else(|| format!("rdmabw client failed ({})", out.exit));
+                ClientOutcome::Failed(why, Some(Box::new(r)))
+            }
+        },
+        None => {
+            let what = match &out.exit {
+                Exit::Code(2) => "rdmabw client failed".to_string(),
+                Exit::Code(c) if *c >= 128 => format!("rdmabw client killed by signal {}", c - 128),
+                e => format!("rdmabw client ended with {e}"),
+            };
+            ClientOutcome::Failed(
+                if tail.is_empty() {
+                    format!("{what} and printed no report")
+                } else {
+                    format!("{what}: {tail}")
+                },
+                None,
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions() {
+        assert_eq!(parse_version(b"rdmabw 0.1.0\n").expect("parses"), "0.1.0");
+        assert!(parse_version(b"ib_write_bw 6.28\n").is_err());
+        assert!(compatible("0.1.0", "0.1.3"));
+        assert!(!compatible("0.2.0", "0.1.0"));
+        assert!(compatible("1.4.0", "1.0.0"));
+        assert!(!compatible("2.0.0", "1.0.0"));
+        assert!(!compatible("garbage", "0.1.0"));
+    }
+
+    #[test]
+    fn client_argv_carries_every_parameter() {
+        let t = ClientTest {
+            server_addr: "10.224.0.2".into(),
+            port: 18515,
+            netdev: "net1".into(),
+            server_netdev: "net1".into(),
+            duration_s: 3.0,
+            size_bytes: 65536,
+            tclass: Some(41),
+            qps: 4,
+            mtu: Some(4096),
+            min_gbps: Some(90.5),
+            min_line_rate_pct: None,
+        };
+        let v = client_argv("rdmabw", &t);
+        let s = v.join(" ");
+        assert_eq!(
+            s,
+            "rdmabw client --json -D 3 -s 65536 -q 4 --netdev net1 --server-netdev net1 -p 18515 \
+             --tclass 41 -m 4096 --min-gbps 90.5 10.224.0.2"
+        );
+    }
+
+    #[test]
+    fn client_without_report_names_stderr() {
+        let out = Output {
+            exit: Exit::Code(2),
+            stdout: vec![],
+            stderr: b"rdmabw: error: cannot connect to 10.224.2.2:18515: no route to host\n".to_vec(),
+        };
+        match parse_client(&out) {
+            ClientOutcome::Failed(why, None) => assert!(why.contains("no route to host"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,743 @@
+//! The sweep itself, the same for every [`Runner`]: set-up in both pods, one rdmabw server
+//! daemon, then the rails one by one (or all at once), each row written as soon as it is known.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{bail, Context, Result};
+use bench_core::report::{Attachment, BwReport, RailsReport};
+use futures::stream::{FuturesUnordered, StreamExt};
+use results::{rfc3339_utc, MemoryKind, NetworkMode, RailResult, RailStatus, RowSink};
+use tokio::sync::Mutex;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::plan::{pair_rails, RailPair};
+use crate::progress::Progress;
+use crate::rdmabw::{self, ClientOutcome, ClientTest};
+use crate::runner::{Exit, Output, PodInfo, Runner, Signal};
+
+/// Everything a sweep is asked to do.
+#[derive(Debug, Clone)]
+pub struct SweepConfig {
+    /// Pod running the clients.
+    pub client_pod: String,
+    /// Pod running the server daemon.
+    pub server_pod: String,
+    /// rdmabw's path (or name in `PATH`) inside the pods.
+    pub rdmabw: String,
+    /// Copy this local rdmabw into both pods first (`--inject`).
+    pub inject: Option<PathBuf>,
+    /// Only these rails (`--rails`).
+    pub rails: Option<Vec<u32>>,
+    /// The daemon's TCP port.
+    pub port: u16,
+    /// Measured seconds per rail.
+    pub duration_s: f64,
+    /// RDMA WRITE size.
+    pub size_bytes: u64,
+    /// Traffic class.
+    pub tclass: Option<u8>,
+    /// Queue pairs per rail.
+    pub qps: u32,
+    /// Forced path MTU.
+    pub mtu: Option<u32>,
+    /// Threshold in Gb/s.
+    pub min_gbps: Option<f64>,
+    /// Threshold in percent of line rate.
+    pub min_line_rate_pct: Option<f64>,
+    /// All rails at once.
+    pub parallel: bool,
+    /// Extra attempts for a failed rail.
+    pub retries: u32,
+    /// Time allowed beyond the duration before railsweep stops a rail itself.
+    pub margin: Duration,
+    /// Network mode for the rows; `None` infers it.
+    pub mode: Option<NetworkMode>,
+    /// Cluster name for the rows; `None` takes the runner's.
+    pub cluster: Option<String>,
+}
+
+impl SweepConfig {
+    /// The deadline of one attempt on one rail: the measured duration plus the margin (which
+    /// covers start-up, QP bring-up, rdmabw's warm-up and cool-down, and the report).
+    pub fn deadline(&self) -> Duration {
+        Duration::from_secs_f64(self.duration_s.max(0.0)) + self.margin
+    }
+}
+
+/// Both pods, ready for a sweep.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The client pod.
+    pub client: PodInfo,
+    /// The server pod.
+    pub server: PodInfo,
+    /// rdmabw's path in the client pod.
+    pub client_bin: String,
+    /// rdmabw's path in the server pod.
+    pub server_bin: String,
+    /// The client pod's rails.
+    pub client_rails: RailsReport,
+    /// The server pod's rails.
+    pub server_rails: RailsReport,
+    /// Seconds the set-up took.
+    pub setup_s: f64,
+}
+
+/// Where an injected rdmabw goes in a pod.
+pub fn injected_path() -> String {
+    format!("/tmp/railsweep-rdmabw-{}", rdmabw::OWN_VERSION)
+}
+
+async fn inject<R: Runner>(runner: &R, pod: &str, local: &std::path::Path) -> Result<String> {
+    let bytes = tokio::fs::read(local)
+        .await
+        .with_context(|| format!("cannot read {} to inject it", local.display()))?;
+    let dest = injected_path();
+    // `head -c N` stops after exactly N bytes, so the copy does not depend on the exec
+    // protocol's way of closing stdin (v4 has none). The script is fixed; the size and path are
+    // its positional parameters. The copy lands under a name of its own (the shell's PID) and is
+    // renamed into place, so two pods sharing a /tmp (the lab) never see a half-written binary.
+    let argv: Vec<String> = vec![
+        "sh".into(),
+        "-c".into(),
+        "head -c \"$1\" >\"$2.$$\" && chmod 755 \"$2.$$\" && mv -f \"$2.$$\" \"$2\"".into(),
+        "railsweep".into(),
+        bytes.len().to_string(),
+        dest.clone(),
+    ];
+    let n = bytes.len();
+    let out = runner.exec(pod, &argv, Some(bytes)).await?;
+    if !out.exit.success() {
+        bail!(
+            "copying rdmabw ({n} bytes) into pod {pod} failed: {} {}",
+            out.exit,
+            out.stderr_tail(3)
+        );
+    }
+    Ok(dest)
+}
+
+async fn check_version<R: Runner>(runner: &R, pod: &str, bin: &str, injected: bool) -> Result<String> {
+    let out = runner.exec(pod, &rdmabw::version_argv(bin), None).await?;
+    let hint = if injected {
+        String::new()
+    } else {
+        " Install rdmabw in the image, give its path with --rdmabw, or let railsweep copy its own with --inject."
+            .to_string()
+    };
+    match &out.exit {
+        Exit::Code(0) => {}
+        Exit::Code(126 | 127 | 255) | Exit::Error(_) => bail!(
+            "cannot run `{bin} --version` in pod {pod}: {}{}.{hint}",
+            out.exit,
+            match out.stderr_tail(2) {
+                t if t.is_empty() => String::new(),
+                t => format!(" ({t})"),
+            }
+        ),
+        e => bail!("`{bin} --version` in pod {pod} failed: {e} {}", out.stderr_tail(2)),
+    }
+    let version = rdmabw::parse_version(&out.stdout).with_context(|| format!("in pod {pod}"))?;
+    if !rdmabw::compatible(&version, rdmabw::OWN_VERSION) {
+        bail!(
+            "pod {pod} has rdmabw {version}, which does not speak this railsweep's protocol ({}).{hint}",
+            rdmabw::OWN_VERSION
+        );
+    }
+    if version != rdmabw::OWN_VERSION {
+        eprintln!(
+            "railsweep: note: pod {pod} has rdmabw {version}, this railsweep was built with {}",
+            rdmabw::OWN_VERSION
+        );
+    }
+    Ok(version)
+}
+
+async fn prepare_pod<R: Runner>(
+    runner: &R,
+    cfg: &SweepConfig,
+    pod: &str,
+) -> Result<(PodInfo, String, RailsReport)> {
+    let info = runner.describe(pod).await?;
+    let bin = match &cfg.inject {
+        Some(local) => inject(runner, pod, local).await?,
+        None => cfg.rdmabw.clone(),
+    };
+    check_version(runner, pod, &bin, cfg.inject.is_some()).await?;
+    let out = runner.exec(pod, &rdmabw::rails_argv(&bin), None).await?;
+    let rails = rdmabw::parse_rails(&out).with_context(|| format!("in pod {pod}"))?;
+    Ok((info, bin, rails))
+}
+
+/// Set-up: look both pods up, check (or inject) rdmabw, and read their rails, both pods at once.
+/// Any error here is a set-up error (exit code 2).
+pub async fn prepare<R: Runner>(runner: &R, cfg: &SweepConfig) -> Result<Prepared> {
+    let t0 = Instant::now();
+    if cfg.client_pod == cfg.server_pod {
+        eprintln!("railsweep: warning: client and server are the same pod ({})", cfg.client_pod);
+    }
+    let (c, s) = tokio::join!(
+        prepare_pod(runner, cfg, &cfg.client_pod),
+        prepare_pod(runner, cfg, &cfg.server_pod)
+    );
+    let (client, client_bin, client_rails) = c.context("client pod")?;
+    let (server, server_bin, server_rails) = s.context("server pod")?;
+    Ok(Prepared {
+        client,
+        server,
+        client_bin,
+        server_bin,
+        client_rails,
+        server_rails,
+        setup_s: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// The network mode rows are recorded under: `--mode`, else hostNetwork pods, else the rails'
+/// common attachment (SR-IOV, IPvlan, host network), else `lab` for the local runner and `pods`
+/// for Kubernetes.
+pub fn infer_mode(explicit: Option<&NetworkMode>, runner_kind: &str, prep: &Prepared) -> NetworkMode {
+    if let Some(m) = explicit {
+        return m.clone();
+    }
+    if prep.client.host_network == Some(true) && prep.server.host_network == Some(true) {
+        return NetworkMode::HostNetwork;
+    }
+    let atts: BTreeSet<String> = prep
+        .client_rails
+        .rails
+        .iter()
+        .chain(&prep.server_rails.rails)
+        .map(|r| format!("{:?}", r.attachment))
+        .collect();
+    if atts.len() == 1 {
+        let only = prep
+            .client_rails
+            .rails
+            .first()
+            .or(prep.server_rails.rails.first())
+            .map(|r| r.attachment);
+        match only {
+            Some(Attachment::Sriov) => return NetworkMode::Sriov,
+            Some(Attachment::Ipvlan) => return NetworkMode::Ipvlan,
+            Some(Attachment::HostNetwork) => return NetworkMode::HostNetwork,
+            _ => {}
+        }
+    }
+    if runner_kind == "local" {
+        NetworkMode::Lab
+    } else {
+        NetworkMode::Pods
+    }
+}
+
+/// A run id: the UTC start time, `20260601T120000Z`.
+pub fn new_run_id() -> String {
+    rfc3339_utc(SystemTime::now()).replace(['-', ':'], "")
+}
+
+/// How the sweep ended.
+#[derive(Debug, Clone)]
+pub struct SweepOutcome {
+    /// Rows written by this invocation, in the order they were measured.
+    pub rows: Vec<RailResult>,
+    /// Rails that were not measured because of Ctrl-C (not written: `--resume` picks them up).
+    pub interrupted: Vec<u32>,
+    /// Wall time of the rails (set-up excluded), seconds.
+    pub rails_wall_s: f64,
+}
+
+struct Daemon {
+    pid: u32,
+    done: JoinHandle<Result<Output>>,
+}
+
+/// The one rdmabw server daemon in the server pod, restarted when it is found gone.
+struct Server<'a, R: Runner> {
+    runner: &'a R,
+    pod: String,
+    argv: Vec<String>,
+    state: Mutex<Option<Daemon>>,
+}
+
+fn describe_end(r: std::result::Result<Result<Output>, tokio::task::JoinError>) -> String {
+    match r {
+        Ok(Ok(out)) => {
+            let tail = out.stderr_tail(2);
+            if tail.is_empty() {
+                out.exit.to_string()
+            } else {
+                format!("{}: {tail}", out.exit)
+            }
+        }
+        Ok(Err(e)) => format!("{e:#}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+impl<'a, R: Runner> Server<'a, R> {
+    /// Start the daemon if none runs; an error says why it cannot.
+    async fn ensure(&self) -> std::result::Result<(), String> {
+        let mut st = self.state.lock().await;
+        if let Some(d) = st.as_ref() {
+            if !d.done.is_finished() {
+                return Ok(());
+            }
+        }
+        if let Some(old) = st.take() {
+            let why = describe_end(old.done.await);
+            eprintln!(
+                "railsweep: the server daemon in pod {} had ended ({why}); starting it again",
+                self.pod
+            );
+        }
+        let mut spawned = self
+            .runner
+            .spawn(&self.pod, &self.argv)
+            .await
+            .map_err(|e| format!("cannot start the rdmabw server daemon in pod {}: {e:#}", self.pod))?;
+        // A daemon that cannot start (port in use, bad flag) ends at once: say so here rather
+        // than as a connection error on every rail.
+        if let Ok(r) = tokio::time::timeout(Duration::from_millis(250), &mut spawned.done).await {
+            return Err(format!(
+                "the rdmabw server daemon in pod {} ended at once: {}",
+                self.pod,
+                describe_end(r)
+            ));
+        }
+        *st = Some(Daemon {
+            pid: spawned.pid,
+            done: spawned.done,
+        });
+        Ok(())
+    }
+
+    /// If the daemon has ended, how (and forget it, so that `ensure` starts a new one).
+    async fn ended(&self) -> Option<String> {
+        let mut st = self.state.lock().await;
+        if st.as_ref().is_some_and(|d| d.done.is_finished()) {
+            let d = st.take()?;
+            return Some(describe_end(d.done.await));
+        }
+        None
+    }
+
+    /// End the daemon: SIGTERM through the runner (closing an exec stream would leave it
+    /// running), then SIGKILL if it has not ended within 3 s.
+    async fn stop(&self) {
+        let Some(mut d) = self.state.lock().await.take() else {
+            return;
+        };
+        stop_process(self.runner, &self.pod, d.pid, &mut d.done, "server daemon").await;
+    }
+}
+
+/// Stop a spawned process: TERM, wait 3 s, KILL, wait 2 s. Only while it is known to run (its
+/// exec session has not reported an end), so a recycled PID is never signalled.
+async fn stop_process<R: Runner>(
+    runner: &R,
+    pod: &str,
+    pid: u32,
+    done: &mut JoinHandle<Result<Output>>,
+    what: &str,
+) {
+    for (signal, wait) in [(Signal::Term, 3.0), (Signal::Kill, 2.0)] {
+        if done.is_finished() {
+            return;
+        }
+        if let Err(e) = runner.kill(pod, pid, signal).await {
+            if !done.is_finished() {
+                eprintln!("railsweep: warning: stopping the {what} (pid {pid}) in pod {pod}: {e:#}");
+            }
+        }
+        if tokio::time::timeout(Duration::from_secs_f64(wait), &mut *done)
+            .await
+            .is_ok()
+        {
+            return;
+        }
+    }
+    eprintln!("railsweep: warning: the {what} (pid {pid}) in pod {pod} did not end after SIGKILL");
+    done.abort();
+}
+
+enum Attempt {
+    Measured(Box<BwReport>),
+    Failed(String, Option<Box<BwReport>>),
+    Interrupted,
+}
+
+enum RailEnd {
+    Row(Box<RailResult>),
+    Interrupted(u32),
+}
+
+/// What every row of a sweep shares.
+#[derive(Debug, Clone)]
+struct RowContext {
+    run_id: String,
+    mode: NetworkMode,
+    cluster: String,
+    client_pod: Option<String>,
+    client_node: String,
+    server_pod: Option<String>,
+    server_node: String,
+}
+
+struct Sweep<'a, R: Runner> {
+    runner: &'a R,
+    cfg: &'a SweepConfig,
+    prep: &'a Prepared,
+    ctx: RowContext,
+    server: Server<'a, R>,
+    cancel: CancellationToken,
+    progress: Progress,
+}
+
+fn pod_field(name: &str) -> Option<String> {
+    (name != crate::runner::local::HOST).then(|| name.to_string())
+}
+
+impl<'a, R: Runner> Sweep<'a, R> {
+    async fn attempt(&self, pair: &RailPair) -> Attempt {
+        let (Some(c), Some(s)) = (&pair.client, &pair.server) else {
+            return Attempt::Failed("rail missing on one side".into(), None);
+        };
+        let test = ClientTest {
+            server_addr: s.ipv4.clone().unwrap_or_default(),
+            port: self.cfg.port,
+            netdev: c.iface.clone(),
+            server_netdev: s.iface.clone(),
+            duration_s: self.cfg.duration_s,
+            size_bytes: self.cfg.size_bytes,
+            tclass: self.cfg.tclass,
+            qps: self.cfg.qps,
+            mtu: self.cfg.mtu,
+            min_gbps: self.cfg.min_gbps,
+            min_line_rate_pct: self.cfg.min_line_rate_pct,
+        };
+        let argv = rdmabw::client_argv(&self.prep.client_bin, &test);
+        let deadline = self.cfg.deadline();
+        let pod = &self.cfg.client_pod;
+        let t0 = Instant::now();
+        let spawned = tokio::select! {
+            r = self.runner.spawn(pod, &argv) => r,
+            _ = tokio::time::sleep(deadline) => {
+                return Attempt::Failed(format!("could not start the client in pod {pod} within the rail's deadline of {:.0} s", deadline.as_secs_f64()), None);
+            }
+            _ = self.cancel.cancelled() => return Attempt::Interrupted,
+        };
+        let mut spawned = match spawned {
+            Ok(s) => s,
+            Err(e) => return Attempt::Failed(format!("{e:#}"), None),
+        };
+        let left = deadline.saturating_sub(t0.elapsed());
+        tokio::select! {
+            r = &mut spawned.done => match r {
+                Ok(Ok(out)) => match rdmabw::parse_client(&out) {
+                    ClientOutcome::Measured(rep) => Attempt::Measured(rep),
+                    ClientOutcome::Failed(why, rep) => Attempt::Failed(why, rep),
+                },
+                Ok(Err(e)) => Attempt::Failed(format!("lost the client in pod {pod}: {e:#}"), None),
+                Err(e) => Attempt::Failed(format!("lost the client in pod {pod}: {e}"), None),
+            },
+            _ = tokio::time::sleep(left) => {
+                stop_process(self.runner, pod, spawned.pid, &mut spawned.done, "client").await;
+                Attempt::Failed(format!(
+                    "no result within the rail's deadline of {:.0} s ({} s test + {} s margin); railsweep stopped the client",
+                    deadline.as_secs_f64(),
+                    self.cfg.duration_s,
+                    self.cfg.margin.as_secs_f64()
+                ), None)
+            }
+            _ = self.cancel.cancelled() => {
+                stop_process(self.runner, pod, spawned.pid, &mut spawned.done, "client").await;
+                Attempt::Interrupted
+            }
+        }
+    }
+
+    async fn rail(&self, pair: RailPair) -> RailEnd {
+        let rail = pair.rail;
+        if let Some(problem) = pair.problem(&self.cfg.client_pod, &self.cfg.server_pod) {
+            self.progress.finish(rail, "not measured");
+            return RailEnd::Row(Box::new(self.failed_row(&pair, problem, None)));
+        }
+        let attempts = self.cfg.retries + 1;
+        let mut last: (String, Option<Box<BwReport>>) = (String::new(), None);
+        for n in 1..=attempts {
+            if self.cancel.is_cancelled() {
+                return RailEnd::Interrupted(rail);
+            }
+            if n > 1 {
+                self.progress.println(&format!(
+                    "railsweep: rail {rail}: attempt {} of {attempts} after: {}",
+                    n, last.0
+                ));
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    _ = self.cancel.cancelled() => return RailEnd::Interrupted(rail),
+                }
+            }
+            if let Err(e) = self.server.ensure().await {
+                last = (e, None);
+                continue;
+            }
+            self.progress
+                .start(rail, &if n == 1 { "measuring".to_string() } else { format!("attempt {n}") });
+            match self.attempt(&pair).await {
+                Attempt::Measured(rep) => {
+                    let row = self.measured_row(&pair, &rep);
+                    let msg = format!(
+                        "{:.2} Gb/s {}",
+                        row.bw_avg_gbps.unwrap_or(0.0),
+                        row.status
+                    );
+                    self.progress.finish(rail, &msg);
+                    return RailEnd::Row(Box::new(row));
+                }
+                Attempt::Interrupted => {
+                    self.progress.finish(rail, "interrupted");
+                    return RailEnd::Interrupted(rail);
+                }
+                Attempt::Failed(mut why, rep) => {
+                    if let Some(end) = self.server.ended().await {
+                        why.push_str(&format!(
+                            "; the server daemon in pod {} had ended ({end})",
+                            self.cfg.server_pod
+                        ));
+                    }
+                    last = (why, rep);
+                }
+            }
+        }
+        let (mut why, rep) = last;
+        if attempts > 1 {
+            why = format!("{why} (after {attempts} attempts)");
+        }
+        self.progress.finish(rail, "failed");
+        RailEnd::Row(Box::new(self.failed_row(&pair, why, rep.as_deref())))
+    }
+
+    fn base_row(&self, pair: &RailPair, rep: Option<&BwReport>) -> RailResult {
+        let local = rep.and_then(|r| r.local.as_ref());
+        let remote = rep.and_then(|r| r.remote.as_ref());
+        let side = |ep: Option<&bench_core::report::EndpointReport>,
+                    row: &Option<bench_core::report::RailRow>| {
+            (
+                ep.and_then(|e| e.netdev.clone())
+                    .or_else(|| row.as_ref().map(|r| r.iface.clone()))
+                    .unwrap_or_default(),
+                ep.map(|e| e.device.clone())
+                    .or_else(|| row.as_ref().and_then(|r| r.device.clone()))
+                    .unwrap_or_default(),
+                ep.map(|e| e.gid_index)
+                    .or_else(|| row.as_ref().and_then(|r| r.gid_index)),
+            )
+        };
+        let (ci, cd, cg) = side(local, &pair.client);
+        let (si, sd, sg) = side(remote, &pair.server);
+        let rate = |row: &Option<bench_core::report::RailRow>| row.as_ref().and_then(|r| r.rate_gbps);
+        let line_rate = rep.and_then(|r| r.line_rate_gbps).or_else(|| {
+            match (rate(&pair.client), rate(&pair.server)) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        });
+        RailResult {
+            run_id: self.ctx.run_id.clone(),
+            time_utc: rfc3339_utc(SystemTime::now()),
+            network_mode: self.ctx.mode.clone(),
+            cluster: self.ctx.cluster.clone(),
+            client_pod: self.ctx.client_pod.clone(),
+            client_node: self.ctx.client_node.clone(),
+            server_pod: self.ctx.server_pod.clone(),
+            server_node: self.ctx.server_node.clone(),
+            rail: pair.rail,
+            client_interface: ci,
+            client_rdma_device: cd,
+            client_gid_index: cg,
+            server_interface: si,
+            server_rdma_device: sd,
+            server_gid_index: sg,
+            traffic_class: self.cfg.tclass,
+            mtu_bytes: rep.and_then(|r| r.path_mtu_bytes).or(self.cfg.mtu),
+            msg_size_bytes: self.cfg.size_bytes,
+            qps: rep.map(|r| r.params.qps).unwrap_or(self.cfg.qps),
+            duration_s: None,
+            iterations: None,
+            memory: match rep.map(|r| r.memory.as_str()) {
+                Some("cuda-dmabuf") => MemoryKind::CudaDmabuf,
+                Some("cuda-peermem") => MemoryKind::CudaPeermem,
+                _ => MemoryKind::Host,
+            },
+            status: RailStatus::Failed,
+            bw_avg_gbps: None,
+            bw_peak_gbps: None,
+            msg_rate_mpps: None,
+            bw_p1_gbps: None,
+            bw_p50_gbps: None,
+            bw_p99_gbps: None,
+            line_rate_gbps: line_rate.filter(|r| r.is_finite() && *r > 0.0),
+            line_rate_pct: None,
+            threshold_gbps: None,
+            error: None,
+        }
+    }
+
+    fn threshold(&self, rep: Option<&BwReport>, line_rate: Option<f64>) -> Option<f64> {
+        rep.and_then(|r| r.threshold_gbps)
+            .or(self.cfg.min_gbps)
+            .or_else(|| self.cfg.min_line_rate_pct.zip(line_rate).map(|(p, l)| p * l / 100.0))
+    }
+
+    fn measured_row(&self, pair: &RailPair, rep: &BwReport) -> RailResult {
+        let mut row = self.base_row(pair, Some(rep));
+        if let Some(r) = rep.results.last() {
+            row.status = RailStatus::Ok;
+            row.duration_s = Some(r.measured_s);
+            row.bw_avg_gbps = Some(r.bw_avg_gbps);
+            row.bw_peak_gbps = Some(r.bw_peak_gbps);
+            row.msg_rate_mpps = Some(r.msg_rate_mpps);
+            row.bw_p1_gbps = Some(r.bw_p1_gbps);
+            row.bw_p50_gbps = Some(r.bw_p50_gbps);
+            row.bw_p99_gbps = Some(r.bw_p99_gbps);
+        }
+        let t = self.threshold(Some(rep), row.line_rate_gbps);
+        row.classify(t);
+        row
+    }
+
+    fn failed_row(&self, pair: &RailPair, error: String, rep: Option<&BwReport>) -> RailResult {
+        let mut row = self.base_row(pair, rep);
+        row.error = Some(if error.is_empty() { "failed".into() } else { error });
+        let t = self.threshold(rep, row.line_rate_gbps);
+        row.classify(t);
+        row
+    }
+}
+
+/// Everything a sweep needs besides the runner and the configuration.
+#[derive(Debug)]
+pub struct SweepRun<'a> {
+    /// Where rows go, one at a time.
+    pub sink: &'a mut RowSink,
+    /// Rails already in the results file (`--resume`): not measured again.
+    pub skip: BTreeSet<u32>,
+    /// The run id of the rows.
+    pub run_id: String,
+    /// The network mode of the rows.
+    pub mode: NetworkMode,
+    /// Raised by Ctrl-C.
+    pub cancel: CancellationToken,
+    /// Hide the progress bars.
+    pub quiet: bool,
+}
+
+/// The rails this sweep will measure, in order.
+pub fn planned_rails(cfg: &SweepConfig, prep: &Prepared, skip: &BTreeSet<u32>) -> Vec<RailPair> {
+    pair_rails(&prep.client_rails, &prep.server_rails, cfg.rails.as_deref())
+        .into_iter()
+        .filter(|p| !skip.contains(&p.rail))
+        .collect()
+}
+
+/// Run the rails: start the daemon, measure, write each row at once, stop the daemon.
+pub async fn run<R: Runner>(
+    runner: &R,
+    cfg: &SweepConfig,
+    prep: &Prepared,
+    run: SweepRun<'_>,
+) -> Result<SweepOutcome> {
+    let t0 = Instant::now();
+    let pairs = planned_rails(cfg, prep, &run.skip);
+    let rails: Vec<u32> = pairs.iter().map(|p| p.rail).collect();
+    let progress = Progress::new(
+        &rails,
+        Duration::from_secs_f64(cfg.duration_s.max(0.1) + 0.5),
+        run.quiet,
+    );
+    let sweep = Sweep {
+        runner,
+        cfg,
+        prep,
+        ctx: RowContext {
+            run_id: run.run_id.clone(),
+            mode: run.mode.clone(),
+            cluster: cfg.cluster.clone().unwrap_or_else(|| runner.cluster()),
+            client_pod: pod_field(&prep.client.name),
+            client_node: prep.client.node.clone(),
+            server_pod: pod_field(&prep.server.name),
+            server_node: prep.server.node.clone(),
+        },
+        server: Server {
+            runner,
+            pod: cfg.server_pod.clone(),
+            argv: rdmabw::server_argv(&prep.server_bin, cfg.port),
+            state: Mutex::new(None),
+        },
+        cancel: run.cancel.clone(),
+        progress: progress.clone(),
+    };
+    let mut outcome = SweepOutcome {
+        rows: Vec::new(),
+        interrupted: Vec::new(),
+        rails_wall_s: 0.0,
+    };
+    // Start the daemon before the first rail; if it cannot start, every rail says why.
+    if !pairs.is_empty() {
+        if let Err(e) = sweep.server.ensure().await {
+            progress.println(&format!("railsweep: {e}"));
+        }
+    }
+    let sink = run.sink;
+    let mut record = |end: RailEnd, outcome: &mut SweepOutcome| -> Result<()> {
+        match end {
+            RailEnd::Row(row) => {
+                if !progress.visible() {
+                    eprintln!("railsweep: {}", one_line(&row));
+                }
+                sink.append((*row).clone())
+                    .with_context(|| format!("cannot write rail {} to {}", row.rail, sink.csv_path().display()))?;
+                outcome.rows.push(*row);
+            }
+            RailEnd::Interrupted(r) => outcome.interrupted.push(r),
+        }
+        Ok(())
+    };
+    let result: Result<()> = async {
+        if cfg.parallel {
+            let mut running: FuturesUnordered<_> = pairs.into_iter().map(|p| sweep.rail(p)).collect();
+            while let Some(end) = running.next().await {
+                record(end, &mut outcome)?;
+            }
+        } else {
+            for p in pairs {
+                let end = sweep.rail(p).await;
+                record(end, &mut outcome)?;
+            }
+        }
+        Ok(())
+    }
+    .await;
+    sweep.server.stop().await;
+    outcome.rails_wall_s = t0.elapsed().as_secs_f64();
+    result?;
+    Ok(outcome)
+}
+
+/// `rail 2 (net3 rxe_a2 -> net3 rxe_b2): 0.12 Gb/s ok`, or the error.
+pub fn one_line(r: &RailResult) -> String {
+    let what = match (r.status, r.bw_avg_gbps, &r.error) {
+        (RailStatus::Failed, _, Some(e)) => format!("failed: {e}"),
+        (s, Some(bw), _) => format!("{bw:.2} Gb/s {s}"),
+        (s, None, _) => s.to_string(),
+    };
+    format!(
+        "rail {} ({} {} -> {} {}): {what}",
+        r.rail, r.client_interface, r.client_rdma_device, r.server_interface, r.server_rdma_device
+    )
+}

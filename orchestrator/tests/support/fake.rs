@@ -1,0 +1,187 @@
+//! A fake rdmabw (a shell script) for sweep tests without RDMA: it answers `--version`,
+//! `rails --json` from a file, runs `server --daemon` as a sleeping process whose PID it
+//! records, and for `client` prints a canned report chosen per rail interface (`--netdev`).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+/// How the fake client behaves on a rail.
+#[allow(dead_code)]
+#[derive(Debug, Clone, Copy)]
+pub enum Behave {
+    /// Prints an ok report, exit 0.
+    Ok,
+    /// Prints a failed report, exit 2.
+    Fail,
+    /// Prints nothing, a connection error on stderr, exit 2.
+    Crash,
+    /// Sleeps 600 s (records its PID in hang-IFACE.pid).
+    Hang,
+    /// Fails the first time, then is ok.
+    Once,
+    /// Sleeps 1 s, then ok.
+    Slow,
+    /// Kills the server daemon (SIGKILL), then fails as a client whose peer died.
+    KillServer,
+}
+
+impl Behave {
+    fn word(self) -> &'static str {
+        match self {
+            Behave::Ok => "ok",
+            Behave::Fail => "fail",
+            Behave::Crash => "crash",
+            Behave::Hang => "hang",
+            Behave::Once => "once",
+            Behave::Slow => "slow",
+            Behave::KillServer => "killsrv",
+        }
+    }
+}
+
+/// The fake and its data folder.
+pub struct Fake {
+    pub dir: TempDir,
+}
+
+const SCRIPT: &str = r#"#!/bin/sh
+dir=@DIR@
+case "$1" in
+  --version) cat "$dir/version" ;;
+  rails) cat "$dir/rails.json" ;;
+  server) echo $$ >"$dir/server.pid"; echo "$*" >"$dir/server-args"; exec sleep 600 ;;
+  client)
+    nd=""; prev=""
+    for a in "$@"; do [ "$prev" = "--netdev" ] && nd=$a; prev=$a; done
+    echo "$*" >>"$dir/client-args.log"
+    b=$(cat "$dir/behave-$nd" 2>/dev/null || echo ok)
+    case "$b" in
+      ok) cat "$dir/report-$nd.json" ;;
+      fail) cat "$dir/report-fail.json"; exit 2 ;;
+      crash) echo "rdmabw: error: cannot connect to the server: connection refused" >&2; exit 2 ;;
+      hang) echo $$ >"$dir/hang-$nd.pid"; exec sleep 600 ;;
+      once) echo ok >"$dir/behave-$nd"; cat "$dir/report-fail.json"; exit 2 ;;
+      slow) sleep 1; cat "$dir/report-$nd.json" ;;
+      killsrv) kill -9 "$(cat "$dir/server.pid")"; sleep 0.3
+        echo "rdmabw: error: the server stopped answering (no heartbeat for 1.5 s)" >&2; exit 2 ;;
+    esac ;;
+  *) echo "fake rdmabw: unknown command $1" >&2; exit 2 ;;
+esac
+"#;
+
+pub fn rail(rail: u32, usable: bool) -> Value {
+    json!({
+        "rail": rail, "iface": format!("net{}", rail + 1), "ipv4": format!("10.224.{rail}.2"),
+        "device": format!("mlx5_{rail}"), "port": 1, "gid_index": 3, "state": if usable { "ACTIVE" } else { "DOWN" },
+        "link_layer": "Ethernet", "rate_gbps": 100.0, "active_mtu_bytes": 4096, "pci": null,
+        "numa_node": null, "gpus": [], "attachment": "sriov", "usable": usable,
+        "reason": if usable { Value::Null } else { json!("port state DOWN") },
+    })
+}
+
+fn endpoint(host: &str, rail: u32, gid: u32) -> Value {
+    json!({
+        "host": host, "device": format!("mlx5_{rail}"), "port": 1, "gid_index": gid,
+        "gid": "0000:0000:0000:0000:0000:ffff:0ae0:0002", "netdev": format!("net{}", rail + 1),
+        "ipv4": format!("10.224.{rail}.2"), "active_mtu_bytes": 4096, "line_rate_gbps": 100.0,
+    })
+}
+
+pub fn report(rail: u32, gbps: f64, failed: Option<&str>) -> Value {
+    let results = if failed.is_some() {
+        json!([])
+    } else {
+        json!([{
+            "msg_size_bytes": 65536, "iterations": 1000, "bw_peak_gbps": gbps + 0.5,
+            "bw_avg_gbps": gbps, "msg_rate_mpps": 0.18, "bw_p1_gbps": gbps - 1.0,
+            "bw_p50_gbps": gbps, "bw_p99_gbps": gbps + 0.2, "interval_ms": 100,
+            "measured_s": 1.0, "cpu_s": 0.9,
+        }])
+    };
+    json!({
+        "schema_version": 1, "rdmabw_version": "0.1.0", "role": "client",
+        "params": {
+            "sizes": { "one": { "msg_size_bytes": 65536 } },
+            "length": { "duration": { "duration_s": 1.0, "warmup_s": 0.0, "cooldown_s": 0.0 } },
+            "qps": 1, "connection": "RC", "bidirectional": false,
+        },
+        "tuning": {
+            "tx_depth": 128, "cq_mod": 100, "post_list": 1, "inline_bytes": 0, "traffic_class": 41,
+            "service_level": 0, "hop_limit": 64, "mtu_bytes": null, "ack_timeout": 14, "retry_count": 7,
+        },
+        "path_mtu_bytes": 4096, "memory": "host",
+        "local": endpoint("podA", rail, 3), "remote": endpoint("podB", rail, 5),
+        "results": results, "line_rate_gbps": 100.0,
+        "line_rate_pct": if failed.is_some() { Value::Null } else { json!(gbps) },
+        "threshold_gbps": null,
+        "status": if failed.is_some() { "failed" } else { "ok" },
+        "error": failed,
+    })
+}
+
+impl Fake {
+    /// A fake with `rails` rails, all usable and ok.
+    pub fn new(rails: u32) -> Fake {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let script = SCRIPT.replace("@DIR@", &dir.path().display().to_string());
+        let bin = dir.path().join("rdmabw");
+        std::fs::write(&bin, script).expect("writes");
+        std::process::Command::new("chmod").arg("755").arg(&bin).status().expect("chmod");
+        let f = Fake { dir };
+        f.write("version", "rdmabw 0.1.0\n");
+        f.set_rails((0..rails).map(|r| rail(r, true)).collect());
+        for r in 0..rails {
+            f.write(&format!("report-net{}.json", r + 1), &report(r, 96.0 + f64::from(r) / 10.0, None).to_string());
+        }
+        f.write("report-fail.json", &report(0, 0.0, Some("the server refused the test: device busy")).to_string());
+        f
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join("rdmabw")
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn write(&self, name: &str, text: &str) {
+        std::fs::write(self.dir.path().join(name), text).expect("writes");
+    }
+
+    pub fn set_rails(&self, rails: Vec<Value>) {
+        let doc = json!({
+            "schema_version": 1, "rdmabw_version": "0.1.0", "host": "fake", "rails": rails, "not_rails": [],
+        });
+        self.write("rails.json", &doc.to_string());
+    }
+
+    pub fn behave(&self, iface: &str, b: Behave) {
+        self.write(&format!("behave-{iface}"), b.word());
+    }
+
+    pub fn client_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("client-args.log")).unwrap_or_default()
+    }
+
+    pub fn pid_in(&self, name: &str) -> Option<u32> {
+        std::fs::read_to_string(self.dir.path().join(name))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+    }
+}
+
+/// Whether a process is still there (and not a zombie).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+#[allow(dead_code)]
+pub fn exists(p: &Path) -> bool {
+    p.exists()
+}

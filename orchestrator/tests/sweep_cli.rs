@@ -1,0 +1,318 @@
+//! `railsweep run` end to end on the built binary, with a fake rdmabw: the local runner on
+//! this machine's own namespace (`-`), and the Kubernetes runner through the test API server.
+
+#[path = "../examples/kube-testserver/apiserver.rs"]
+#[allow(dead_code)]
+mod apiserver;
+mod support;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use results::{read_path, RailStatus};
+use support::fake::{alive, rail, Behave, Fake};
+
+fn railsweep(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_railsweep"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("railsweep runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn local_args<'a>(fake: &'a str, out: &'a str) -> Vec<&'a str> {
+    vec![
+        "run", "--runner", "local", "--client-pod", "-", "--server-pod", "-", "--rdmabw", fake,
+        "-D", "1", "--tclass", "41", "-o", out, "--port", "18999",
+    ]
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+#[test]
+fn every_rail_gets_a_row_and_the_daemon_is_ended() {
+    let f = Fake::new(4);
+    let out = f.file("sweep.csv");
+    let (bin, o) = (s(&f.path()), s(&out));
+    let r = railsweep(&local_args(&bin, &o));
+    let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
+    assert_eq!(r.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let rows = read_path(&out).expect("csv reads");
+    assert_eq!(rows.iter().map(|r| r.rail).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+    assert!(rows.iter().all(|r| r.status == RailStatus::Ok));
+    assert_eq!(rows[2].bw_avg_gbps, Some(96.2));
+    assert_eq!(rows[0].client_gid_index, Some(3));
+    assert_eq!(rows[0].server_gid_index, Some(5));
+    assert_eq!(rows[0].traffic_class, Some(41));
+    assert_eq!(rows[0].network_mode.as_str(), "sriov", "inferred from the rails' attachment");
+    assert!(stdout.contains("96.20") && stdout.contains("sriov: 4 rails"), "{stdout}");
+    // The client got each rail's interfaces and the server's rail address.
+    let log = f.client_log();
+    assert!(log.contains("--netdev net3 --server-netdev net3 -p 18999 --tclass 41 10.224.2.2"), "{log}");
+    // One daemon served every rail, and it is gone.
+    let server_args = std::fs::read_to_string(f.file("server-args")).expect("daemon ran");
+    assert_eq!(server_args.trim(), "server --daemon -p 18999");
+    let pid = f.pid_in("server.pid").expect("pid");
+    assert!(!alive(pid), "the server daemon {pid} was ended");
+    assert!(!stderr.contains("no --tclass"), "{stderr}");
+}
+
+#[test]
+fn no_tclass_warns() {
+    let f = Fake::new(1);
+    let out = f.file("sweep.csv");
+    let (bin, o) = (s(&f.path()), s(&out));
+    let mut args = local_args(&bin, &o);
+    args.retain(|a| *a != "--tclass" && *a != "41");
+    let r = railsweep(&args);
+    assert_eq!(r.status.code(), Some(0));
+    assert!(text(&r.stderr).contains("warning: no --tclass"), "{}", text(&r.stderr));
+}
+
+#[test]
+fn a_failed_rail_is_recorded_and_the_others_are_measured() {
+    let f = Fake::new(4);
+    f.set_rails(vec![rail(0, true), rail(1, true), rail(2, false), rail(3, true)]);
+    f.behave("net4", Behave::Crash);
+    f.behave("net2", Behave::Fail);
+    let out = f.file("sweep.csv");
+    let (bin, o) = (s(&f.path()), s(&out));
+    let r = railsweep(&local_args(&bin, &o));
+    assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
+    let rows = read_path(&out).expect("csv reads");
+    let st: Vec<RailStatus> = rows.iter().map(|r| r.status).collect();
+    assert_eq!(st, vec![RailStatus::Ok, RailStatus::Failed, RailStatus::Failed, RailStatus::Failed]);
+    let err = |i: usize| rows[i].error.clone().unwrap_or_default();
+    assert!(err(1).contains("device busy"), "{}", err(1));
+    assert!(err(2).contains("not usable") && err(2).contains("port state DOWN"), "{}", err(2));
+    assert!(err(3).contains("connection refused"), "{}", err(3));
+    assert!(!f.client_log().contains("--netdev net3 "), "the unusable rail was not run");
+    assert!(text(&r.stdout).contains("rail 2 failed: "), "{}", text(&r.stdout));
+}
+
+#[test]
+fn a_hanging_rail_ends_at_its_deadline() {
+    let f = Fake::new(3);
+    f.behave("net2", Behave::Hang);
+    let out = f.file("sweep.csv");
+    let (bin, o) = (s(&f.path()), s(&out));
+    let mut args = local_args(&bin, &o);
+    args.extend(["--margin", "1"]);
+    let t0 = Instant::now();
+    let r = railsweep(&args);
+    let took = t0.elapsed();
+    assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
+    assert!(took < Duration::from_secs(8), "took {took:?}");
+    let rows = read_path(&out).expect("csv reads");
+    assert_eq!(rows.len(), 3);
+    let e = rows[1].error.clone().unwrap_or_default();
+    assert!(e.contains("deadline of 2 s"), "{e}");
+    assert_eq!(rows[2].status, RailStatus::Ok, "the sweep went on");
+    let pid = f.pid_in("hang-net2.pid").expect("hung client pid");
+    assert!(!alive(pid), "the hung client {pid} was stopped");
+}
+
+#[test]
+fn a_server_killed_mid_sweep_is_reported_and_restarted() {
+    let f = Fake::new(3);
+    f.behave("net2", Behave::KillServer);
+    let out = f.file("sweep.csv");
+    let (bin, o) = (s(&f.path()), s(&out));
+    let first_daemon = || f.pid_in("server.pid");
+    let r = railsweep(&local_args(&bin, &o));
+    assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
+    let rows = read_path(&out).expect("reads");
+    let e = rows[1].error.clone().unwrap_or_default();
+    assert!(e.contains("no heartbeat") && e.contains("server daemon") && e.contains("had ended"), "{e}");
+    assert_eq!(rows[2].status, RailStatus::Ok, "a new daemon served the next rail");
+    assert!(text(&r.stderr).contains("starting it again") || e.contains("had ended"));
+    assert!(!alive(first_daemon().expect("pid")));
+}
+
+#[test]
+fn retries_run_a_failed_rail_again() {
+    let f = Fake::new(2);
+    f.behave("net1", Behave::Once);
+    let out = f.file("sweep.csv");
+    let (bin, o) = (s(&f.path()), s(&out));
+    let mut args = local_args(&bin, &o);
+    args.extend(["--retries", "1"]);
+    let r = railsweep(&args);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    assert_eq!(f.client_log().matches("--netdev net1 ").count(), 2);
+    assert!(text(&r.stderr).contains("attempt 2 of 2"), "{}", text(&r.stderr));
+}
+
+#[test]
+fn resume_measures_only_the_missing_rails() {
+    let f = Fake::new(4);
+    let out = f.file("sweep.csv");
+    let (bin, o) = (s(&f.path()), s(&out));
+    let mut args = local_args(&bin, &o);
+    args.extend(["--rails", "0,1"]);
+    assert_eq!(railsweep(&args).status.code(), Some(0));
+    // Without --resume an existing file is refused.
+    let again = railsweep(&local_args(&bin, &o));
+    assert_eq!(again.status.code(), Some(2));
+    assert!(text(&again.stderr).contains("--resume"), "{}", text(&again.stderr));
+
+    std::fs::remove_file(f.file("client-args.log")).expect("rm");
+    let mut args = local_args(&bin, &o);
+    let pos = args.iter().position(|a| *a == "-o").expect("-o");
+    args[pos] = "--resume";
+    let r = railsweep(&args);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    let log = f.client_log();
+    assert!(!log.contains("net1 ") && !log.contains("net2 "), "{log}");
+    assert!(log.contains("net3 ") && log.contains("net4 "), "{log}");
+    let rows = read_path(&out).expect("reads");
+    assert_eq!(rows.iter().map(|r| r.rail).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+    assert!(rows.iter().all(|r| r.run_id == rows[0].run_id), "one run id");
+    assert!(text(&r.stdout).contains("4 rails"), "the table covers the whole run");
+}
+
+#[test]
+fn parallel_runs_all_rails_at_once_and_sums_them() {
+    let f = Fake::new(4);
+    for i in 1..=4 {
+        f.behave(&format!("net{i}"), Behave::Slow);
+    }
+    let out = f.file("sweep.csv");
+    let (bin, o) = (s(&f.path()), s(&out));
+    let mut args = local_args(&bin, &o);
+    args.push("--parallel");
+    let t0 = Instant::now();
+    let r = railsweep(&args);
+    let took = t0.elapsed();
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    assert!(took < Duration::from_secs(4), "4 rails of 1 s at once took {took:?}");
+    let stdout = text(&r.stdout);
+    assert!(stdout.contains("sum") && stdout.contains("384.60"), "{stdout}");
+    assert_eq!(read_path(&out).expect("reads").len(), 4);
+}
+
+#[test]
+fn missing_or_foreign_rdmabw_is_a_setup_error() {
+    let f = Fake::new(1);
+    let out = f.file("sweep.csv");
+    let o = s(&out);
+    let r = railsweep(&local_args("/nonexistent/rdmabw", &o));
+    assert_eq!(r.status.code(), Some(2));
+    assert!(text(&r.stderr).contains("--inject"), "{}", text(&r.stderr));
+    assert!(!out.exists(), "no results file for a sweep that never started");
+
+    f.write("version", "rdmabw 9.0.0\n");
+    let bin = s(&f.path());
+    let r = railsweep(&local_args(&bin, &o));
+    assert_eq!(r.status.code(), Some(2));
+    assert!(text(&r.stderr).contains("rdmabw 9.0.0"), "{}", text(&r.stderr));
+}
+
+#[test]
+fn ctrl_c_ends_remote_processes_and_keeps_rows() {
+    let f = Fake::new(3);
+    f.behave("net2", Behave::Hang);
+    let out = f.file("sweep.csv");
+    let (bin, o) = (s(&f.path()), s(&out));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_railsweep"))
+        .args(local_args(&bin, &o))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    // Wait for the hanging rail to start, then interrupt.
+    let t0 = Instant::now();
+    while f.pid_in("hang-net2.pid").is_none() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "rail 1 never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
+    let status = wait_timeout(&mut child, Duration::from_secs(15));
+    let o = child.wait_with_output().expect("output");
+    assert_eq!(status, Some(130), "{}", text(&o.stderr));
+    let rows = read_path(&out).expect("reads");
+    assert_eq!(rows.len(), 1, "rail 0 kept, rail 1 not recorded");
+    let hang = f.pid_in("hang-net2.pid").expect("pid");
+    let daemon = f.pid_in("server.pid").expect("pid");
+    assert!(!alive(hang) && !alive(daemon), "client and daemon ended");
+    assert!(text(&o.stderr).contains("--resume"), "{}", text(&o.stderr));
+}
+
+fn wait_timeout(child: &mut std::process::Child, limit: Duration) -> Option<i32> {
+    let t0 = Instant::now();
+    loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            return st.code();
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_sweep_through_the_kubernetes_runner() {
+    let f = Fake::new(2);
+    f.behave("net2", Behave::Crash);
+    let addr = apiserver::start(
+        apiserver::ApiServer {
+            namespace: "lab".into(),
+            pods: vec![
+                apiserver::TestPod::parse("pod-a,netns=-,node=node-1,ip=10.99.0.1").expect("pod"),
+                apiserver::TestPod::parse("pod-b,netns=-,node=node-2,ip=10.99.0.2").expect("pod"),
+            ],
+            token: None,
+            verbose: false,
+        },
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+    )
+    .await
+    .expect("binds");
+    let kc = f.file("kubeconfig");
+    std::fs::write(&kc, apiserver::kubeconfig(&format!("http://{addr}"), "lab", None)).expect("writes");
+    let out = f.file("sweep.csv");
+    let json = f.file("sweep.json");
+    let args: Vec<String> = [
+        "run", "--kubeconfig", &s(&kc), "--client-pod", "pod-a", "--server-pod", "pod-b",
+        "--inject", "--inject-binary", &s(&f.path()), "-D", "1", "--tclass", "41",
+        "-o", &s(&out), "--json", &s(&json), "--format", "json",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    let r = tokio::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
+        .args(&args)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("runs");
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{stderr}");
+    let rows = read_path(&out).expect("reads");
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].status, RailStatus::Ok);
+    assert_eq!(rows[0].client_pod.as_deref(), Some("pod-a"));
+    assert_eq!(rows[0].client_node, "node-1");
+    assert_eq!(rows[0].server_node, "node-2");
+    assert_eq!(rows[0].cluster, "railbench-lab");
+    assert!(rows[1].error.as_deref().unwrap_or("").contains("connection refused"));
+    // stdout is the results JSON; the snapshot file is the same rows.
+    let printed = results::read_str(&text(&r.stdout), "stdout").expect("json on stdout");
+    assert_eq!(printed, rows);
+    assert_eq!(read_path(&json).expect("snapshot"), rows);
+    // The injected copy ran (the client log is the fake's), and the daemon is gone.
+    assert!(f.client_log().contains("--netdev net1"));
+    let daemon = f.pid_in("server.pid").expect("pid");
+    assert!(!alive(daemon), "daemon {daemon} ended through a second exec");
+}
