@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::channel::Phase;
 use super::frame::PROTOCOL_VERSION;
 use crate::engine::SideInfo;
-use crate::params::{ParamMismatch, SizeResult, TestParams};
+use crate::params::{LocalTuning, ParamMismatch, SizeResult, TestParams};
 use crate::verbs;
 
 /// The rdmabw release this build belongs to, sent in [`Hello`] and [`Accept`] for the logs.
@@ -101,6 +101,17 @@ pub struct Hello {
     pub device: Option<String>,
     /// The client's host or pod name, shown in the server's log and in `Busy` replies.
     pub client_host: String,
+    /// The server-side network interface the client wants (`--server-netdev net3`); it also
+    /// picks the server's device. Absent from older clients' hellos.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netdev: Option<String>,
+    /// The server-side GID index the client wants (`--server-gid-index`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gid_index: Option<u32>,
+    /// The client's per-side tuning; a server that was not given its own traffic class,
+    /// service level, hop limit or MTU uses these for its QPs (and so for its ACKs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tuning: Option<LocalTuning>,
 }
 
 impl Hello {
@@ -112,7 +123,23 @@ impl Hello {
             params,
             device,
             client_host: client_host.into(),
+            netdev: None,
+            gid_index: None,
+            tuning: None,
         }
+    }
+
+    /// The same hello asking for the server-side interface `netdev` and GID index `gid_index`.
+    pub fn with_server_rail(mut self, netdev: Option<String>, gid_index: Option<u32>) -> Self {
+        self.netdev = netdev;
+        self.gid_index = gid_index;
+        self
+    }
+
+    /// The same hello carrying the client's tuning.
+    pub fn with_tuning(mut self, tuning: LocalTuning) -> Self {
+        self.tuning = Some(tuning);
+        self
     }
 }
 
@@ -394,6 +421,11 @@ pub(crate) mod tests {
         vec![
             Msg::Hello(Hello::new(params(), Some("mlx5_3".into()), "pod-a-0")),
             Msg::Hello(Hello::new(params(), None, "host")),
+            Msg::Hello(
+                Hello::new(params(), None, "pod-b-3")
+                    .with_server_rail(Some("net4".into()), Some(5))
+                    .with_tuning(LocalTuning::default()),
+            ),
             Msg::Accept(Accept {
                 device: "mlx5_3".into(),
                 port: 1,
@@ -478,6 +510,17 @@ pub(crate) mod tests {
                 "{json}"
             );
         }
+    }
+
+    #[test]
+    fn a_hello_without_the_server_rail_fields_still_parses() {
+        let mut v = serde_json::to_value(Msg::Hello(Hello::new(params(), None, "old"))).unwrap();
+        let obj = v.as_object_mut().unwrap();
+        assert!(!obj.contains_key("netdev") && !obj.contains_key("tuning"));
+        obj.remove("netdev");
+        let back: Msg = serde_json::from_value(v).unwrap();
+        let Msg::Hello(h) = back else { panic!("not a hello") };
+        assert_eq!((h.netdev, h.gid_index, h.tuning), (None, None, None));
     }
 
     #[test]
