@@ -88,6 +88,19 @@ pub struct BwReport {
     pub status: TestStatus,
     /// Why it failed.
     pub error: Option<String>,
+    /// Bidirectional tests (`-b`): what each side measured writing; `results` holds their sum
+    /// size by size, as `ib_write_bw -b` prints. Absent for one-way tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directions: Option<Directions>,
+}
+
+/// Both directions of a bidirectional test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Directions {
+    /// Measured by the client, writing to the server.
+    pub client_to_server: Vec<SizeResult>,
+    /// Measured by the server, writing to the client.
+    pub server_to_client: Vec<SizeResult>,
 }
 
 /// How an interface reaches the pod (see the field reports).
