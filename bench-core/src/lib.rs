@@ -7,6 +7,7 @@
 pub mod control;
 pub mod params;
 pub mod report;
+pub mod session;
 pub mod engine;
 pub mod error;
 pub mod ffi;
