@@ -1,3 +1,447 @@
 //! rdmabw: RDMA WRITE bandwidth, a drop-in for ib_write_bw.
+//!
+//! This binary is thin: flags are resolved into a validated [`config::Config`] first, the test
+//! itself is `bench_core::session`, and this file maps outcomes to exit codes (all in
+//! [`Exit`]) and prints them.
 #![forbid(unsafe_code)]
-fn main() {}
+
+mod cli;
+mod config;
+mod devices;
+mod output;
+
+use std::io::ErrorKind;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use anyhow::Context;
+use bench_core::control::{ControlError, RejectReason};
+use bench_core::error::Error;
+use bench_core::gid::resolve_rail;
+use bench_core::params::TestParams;
+use bench_core::report::{Role, TestStatus};
+use bench_core::session::{
+    self, ClientConfig, Daemon, Listener, Log, OnTest, Outcome, ServerConfig, SessionError,
+};
+use bench_core::sysfs::{self, SysRoots};
+use clap::Parser;
+
+use crate::config::{Config, Format, Output, Usage};
+
+/// Every exit status rdmabw uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Exit {
+    /// The test ran (and met any threshold).
+    Ok = 0,
+    /// It ran but failed, or fell below the threshold.
+    Failed = 1,
+    /// Usage or set-up error.
+    Usage = 2,
+    /// Stopped by SIGINT/SIGTERM.
+    Interrupted = 130,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> ExitCode {
+        ExitCode::from(e as u8)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match cli::Cli::try_parse() {
+        Ok(c) => c,
+        // Help and --version exit 0; usage errors exit 2 (clap's convention matches ours).
+        Err(e) => e.exit(),
+    };
+    let cfg = match config::resolve(cli) {
+        Ok(c) => c,
+        Err(Usage(msg)) => {
+            eprintln!("rdmabw: error: {msg}");
+            return Exit::Usage.into();
+        }
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    if let Err(e) = install_signals(&stop) {
+        eprintln!("rdmabw: warning: cannot catch SIGINT/SIGTERM: {e}");
+    }
+    let code = match cfg {
+        Config::Devices { json } => devices(json),
+        Config::Client(c, out) => client(&c, &out, &stop),
+        Config::Server { cfg, bind, out } => server(&cfg, bind, &out, &stop),
+    };
+    code.into()
+}
+
+/// SIGINT/SIGTERM raise `stop`; a test then ends within milliseconds and tells its peer. If the
+/// process is still there 6 s later (blocked in a set-up phase), it exits anyway.
+fn install_signals(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(stop))?;
+    }
+    let s = Arc::clone(stop);
+    thread::Builder::new()
+        .name("rdmabw-signal".into())
+        .spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                thread::sleep(Duration::from_millis(50));
+            }
+            thread::sleep(Duration::from_secs(6));
+            eprintln!("rdmabw: interrupted");
+            std::process::exit(Exit::Interrupted as i32);
+        })?;
+    Ok(())
+}
+
+fn logger(quiet: bool, prefix: &'static str) -> Log {
+    if quiet {
+        session::quiet()
+    } else {
+        Arc::new(move |m: &str| eprintln!("{prefix}{m}"))
+    }
+}
+
+fn devices(json: bool) -> Exit {
+    let r = match devices::collect(&SysRoots::default()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rdmabw: error: {e:#}");
+            return Exit::Usage;
+        }
+    };
+    if json {
+        match serde_json::to_string_pretty(&r) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("rdmabw: error: {e}");
+                return Exit::Failed;
+            }
+        }
+    } else {
+        print!("{}", devices::render(&r));
+    }
+    Exit::Ok
+}
+
+/// Says which flag a local set-up error is about, and what would work.
+fn explain_local(e: &Error, server_side: bool) -> String {
+    let (dev, netdev, port, gid) = if server_side {
+        (
+            "--server-dev",
+            "--server-netdev",
+            "the server's -i",
+            "--server-gid-index",
+        )
+    } else {
+        ("-d/--ib-dev", "--netdev", "-i/--ib-port", "-x/--gid-index")
+    };
+    match e {
+        Error::UnknownDevice { name, .. } => format!("{dev} {name}: {e}"),
+        Error::UnknownNetdev { netdev: n, .. }
+        | Error::AmbiguousNetdev { netdev: n, .. }
+        | Error::NetdevNotOnDevice { netdev: n, .. } => format!("{netdev} {n}: {e}"),
+        Error::NoSuchPort { port: p, .. } => format!("{port} {p}: {e}"),
+        Error::PortDown { .. } => format!(
+            "{e}; bring the link up, or pick a device or port that is ACTIVE \
+             (`rdmabw devices` lists them)"
+        ),
+        Error::GidIndexOutOfRange { index, .. }
+        | Error::GidNotUsable { index, .. }
+        | Error::GidIndexTooLarge { index } => format!("{gid} {index}: {e}"),
+        Error::NoUsableGid { .. } | Error::NoUsableDevice { .. } => {
+            format!("{e} (`rdmabw devices` shows every GID table)")
+        }
+        _ => e.to_string(),
+    }
+}
+
+fn explain(e: &SessionError, port: u16) -> String {
+    match e {
+        SessionError::Local(l) => explain_local(l, false),
+        SessionError::Control(ControlError::ConnectFailed { .. }) => format!(
+            "{e}; is `rdmabw server` (or `rdmabw server --daemon`) running there on port {port} (-p)?"
+        ),
+        SessionError::Control(ControlError::Rejected {
+            reason: RejectReason::ParamMismatch { .. },
+            ..
+        }) => format!("{e}; give both ends the same value, or leave it out on the server"),
+        SessionError::Control(ControlError::Rejected {
+            reason: RejectReason::UnknownDevice { .. },
+            ..
+        }) => format!("{e}; ask for one it serves with --server-dev or --server-netdev"),
+        SessionError::ServerSetup(_) => format!(
+            "{e} (the server's rail comes from --server-dev/--server-netdev/--server-gid-index, \
+             or the server's own flags)"
+        ),
+        _ => e.to_string(),
+    }
+}
+
+fn exit_for(e: &SessionError) -> Exit {
+    match e {
+        SessionError::Interrupted { .. } => Exit::Interrupted,
+        e if e.is_setup() => Exit::Usage,
+        _ => Exit::Failed,
+    }
+}
+
+/// Whether the process may lock `needed` bytes: `ulimit -l`, unless it holds CAP_IPC_LOCK.
+fn check_memlock(params: &TestParams) -> Result<(), String> {
+    let roots = SysRoots::default();
+    let Some(limit_kib) = sysfs::memlock_limit_kib(&roots) else {
+        return Ok(());
+    };
+    let needed = config::memlock_needed_bytes(params);
+    if limit_kib == u64::MAX || limit_kib.saturating_mul(1024) >= needed {
+        return Ok(());
+    }
+    // CAP_IPC_LOCK (bit 14 of CapEff) lifts the limit for memory registration.
+    let cap_ipc_lock = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+        })
+        .is_some_and(|caps| caps & (1 << 14) != 0);
+    if cap_ipc_lock {
+        return Ok(());
+    }
+    Err(format!(
+        "memlock limit too low: ulimit -l is {limit_kib} KiB, and this test registers {} KiB of \
+         buffers; raise it with `ulimit -l unlimited` (as root, or via /etc/security/limits.conf), \
+         in a container with the runtime's memlock ulimit (docker --ulimit memlock=-1, or \
+         LimitMEMLOCK=infinity for the container runtime) or give it the IPC_LOCK capability",
+        needed.div_ceil(1024)
+    ))
+}
+
+fn print_outcome(o: &Outcome, out: &Output) -> Exit {
+    let rep = output::report(o, out);
+    if out.format == Format::Table && !out.quiet {
+        eprint!("{}", output::preamble(o));
+    }
+    if let Err(e) = output::print(o, &rep, out) {
+        if e.kind() != ErrorKind::BrokenPipe {
+            eprintln!("rdmabw: error: writing the results: {e}");
+        }
+        return Exit::Failed;
+    }
+    match rep.status {
+        TestStatus::Ok => Exit::Ok,
+        _ => {
+            eprintln!(
+                "rdmabw: below threshold: {}",
+                rep.error
+                    .as_deref()
+                    .unwrap_or("the result is below the threshold")
+            );
+            Exit::Failed
+        }
+    }
+}
+
+fn print_failure(
+    role: Role,
+    params: &TestParams,
+    out: &Output,
+    tuning: &bench_core::params::LocalTuning,
+    msg: &str,
+) {
+    eprintln!("rdmabw: error: {msg}");
+    if out.format == Format::Json {
+        let rep = output::failed_report(role, params, tuning, msg);
+        if let Ok(s) = serde_json::to_string(&rep) {
+            println!("{s}");
+        }
+    }
+}
+
+fn client(c: &ClientConfig, out: &Output, stop: &Arc<AtomicBool>) -> Exit {
+    if let Err(msg) = check_memlock(&c.params) {
+        print_failure(Role::Client, &c.params, out, &c.tuning, &msg);
+        return Exit::Usage;
+    }
+    let log = logger(out.quiet, "rdmabw: ");
+    match session::run_client(c, stop, &log) {
+        Ok(o) => print_outcome(&o, out),
+        Err(e) => {
+            print_failure(
+                Role::Client,
+                &c.params,
+                out,
+                &c.tuning,
+                &explain(&e, c.port),
+            );
+            exit_for(&e)
+        }
+    }
+}
+
+fn bind_error(e: &std::io::Error, bind: std::net::SocketAddr) -> String {
+    match e.kind() {
+        ErrorKind::AddrInUse => format!(
+            "-p/--port {}: control port {} is in use on {} (another rdmabw or ib_write_bw \
+             server?); stop it or pick a free port with -p",
+            bind.port(),
+            bind.port(),
+            bind.ip()
+        ),
+        ErrorKind::AddrNotAvailable => format!(
+            "--bind {}: not an address of this host (or pod); use one of its addresses or 0.0.0.0",
+            bind.ip()
+        ),
+        ErrorKind::PermissionDenied => format!(
+            "-p/--port {}: not allowed to listen on this port (ports below 1024 need privileges); \
+             pick another with -p",
+            bind.port()
+        ),
+        _ => format!("cannot listen on {bind}: {e}"),
+    }
+}
+
+fn server(
+    cfg: &ServerConfig,
+    bind: std::net::SocketAddr,
+    out: &Output,
+    stop: &Arc<AtomicBool>,
+) -> Exit {
+    // The server's own rail must be usable before it waits for anyone.
+    let own =
+        cfg.rail.device.is_some() || cfg.rail.netdev.is_some() || cfg.rail.gid_index.is_some();
+    if own || !cfg.daemon {
+        let r =
+            sysfs::discover(&cfg.roots).and_then(|inv| resolve_rail(&inv, &cfg.roots, &cfg.rail));
+        if let Err(e) = r {
+            print_failure(
+                Role::Server,
+                &cfg.params,
+                out,
+                &cfg.tuning,
+                &explain_local(&e, false),
+            );
+            return Exit::Usage;
+        }
+        if !cfg.daemon {
+            if let Err(msg) = check_memlock(&cfg.params) {
+                print_failure(Role::Server, &cfg.params, out, &cfg.tuning, &msg);
+                return Exit::Usage;
+            }
+        }
+    }
+    let listener = match Listener::bind(bind) {
+        Ok(l) => l,
+        Err(e) => {
+            print_failure(
+                Role::Server,
+                &cfg.params,
+                out,
+                &cfg.tuning,
+                &bind_error(&e, bind),
+            );
+            return Exit::Usage;
+        }
+    };
+    let log = logger(out.quiet, "rdmabw server: ");
+    log(&format!(
+        "listening on {}{}",
+        listener
+            .local_addr()
+            .map_or_else(|_| bind.to_string(), |a| a.to_string()),
+        if cfg.daemon {
+            " (daemon: test after test)"
+        } else {
+            ""
+        }
+    ));
+    if cfg.daemon {
+        return daemon(cfg, &listener, out, stop, &log);
+    }
+    let claims = bench_core::control::DeviceClaims::new();
+    loop {
+        let stream = match listener.accept(stop) {
+            Ok(Some(s)) => s,
+            Ok(None) => {
+                eprintln!("rdmabw: interrupted while waiting for a client");
+                return Exit::Interrupted;
+            }
+            Err(e) => {
+                print_failure(
+                    Role::Server,
+                    &cfg.params,
+                    out,
+                    &cfg.tuning,
+                    &format!("accepting a connection: {e}"),
+                );
+                return Exit::Failed;
+            }
+        };
+        let peer = stream.peer_addr().ok();
+        match session::serve_one(cfg, stream, &claims, stop, &log) {
+            Ok(o) => return print_outcome(&o, out),
+            // A connection that closes before saying anything (a port probe) is not a test.
+            Err(SessionError::Control(ControlError::PeerClosed { .. })) => {
+                log(&format!(
+                    "{} closed the connection before its hello; still waiting",
+                    peer.map_or_else(|| "a client".to_string(), |p| p.to_string())
+                ));
+            }
+            Err(e) => {
+                let msg = match &e {
+                    SessionError::Local(l) => explain_local(l, false),
+                    e => e.to_string(),
+                };
+                print_failure(Role::Server, &cfg.params, out, &cfg.tuning, &msg);
+                return exit_for(&e);
+            }
+        }
+    }
+}
+
+fn daemon(
+    cfg: &ServerConfig,
+    listener: &Listener,
+    out: &Output,
+    stop: &Arc<AtomicBool>,
+    log: &Log,
+) -> Exit {
+    let d = Daemon::new(cfg.clone());
+    let out2 = out.clone();
+    let stdout_lock = Arc::new(Mutex::new(()));
+    let log2 = Arc::clone(log);
+    let on_test: OnTest = Arc::new(move |peer, r| match r {
+        Ok(o) => {
+            let rep = output::report(o, &out2);
+            if let Some(last) = rep.results.last() {
+                log2(&format!(
+                    "[{peer}] done: {} on {} <- {} ({}): {} B average {:.3} Gb/s",
+                    o.rail.device,
+                    o.rail.netdev.as_deref().unwrap_or("-"),
+                    o.remote.host,
+                    o.remote.device,
+                    last.msg_size_bytes,
+                    last.bw_avg_gbps
+                ));
+            }
+            if out2.format == Format::Json {
+                let _g = stdout_lock.lock().unwrap_or_else(|e| e.into_inner());
+                if let Ok(s) = serde_json::to_string(&rep) {
+                    println!("{s}");
+                }
+            }
+        }
+        Err(e) => log2(&format!("[{peer}] test failed: {e}")),
+    });
+    match d.run(listener, stop, log, &on_test).context("serving") {
+        Ok(()) => {
+            log("stopped (SIGINT/SIGTERM)");
+            Exit::Ok
+        }
+        Err(e) => {
+            eprintln!("rdmabw: error: {e:#}");
+            Exit::Failed
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! The raw command line (clap derive). Nothing here is validated beyond types; `config`
+//! resolves it into a [`crate::config::Config`] before any work starts.
+
+use clap::{Args, Parser, Subcommand};
+
+const ABOUT: &str = "RDMA WRITE bandwidth over one rail: a drop-in for perftest's ib_write_bw \
+with JSON/CSV output, GID choice that works inside pods, and a control channel that never hangs.";
+
+const LONG_ABOUT: &str = "\
+RDMA WRITE bandwidth over one rail: a drop-in for perftest's ib_write_bw.
+
+Like ib_write_bw, `rdmabw [flags]` serves one test and `rdmabw [flags] HOST` runs one against
+that server; `rdmabw server` and `rdmabw client HOST` say the same explicitly. The flags that
+scripts pass to ib_write_bw keep their meaning, and the result table keeps its layout, so
+`awk '/^ 65536/ {print $4}'` still reads the average bandwidth.
+
+Unlike ib_write_bw: without -x the GID is chosen for you (the RoCE v2 IPv4 GID of an interface of
+this network namespace, never an empty one); --netdev names a rail by its interface; both ends
+compare their parameters and name any that differ; a peer that dies or goes silent ends the test
+on both sides within seconds; `--json` prints one typed document; `--daemon` serves test after
+test, on several devices at once, for orchestrators.
+
+Exit status: 0 the test ran (and met --min-gbps / --min-line-rate-pct); 1 it ran but failed or
+fell below the threshold (peer died, rail down, RDMA error, server busy or unreachable); 2 usage
+or set-up error (bad flag, unknown device, unusable GID, parameters that differ from the
+server's, memlock too low, no libibverbs, the peer is not rdmabw).";
+
+const EXAMPLES: &str = "\
+Examples (the ib_write_bw line each one replaces first):
+
+  # ib_write_bw -d mlx5_3 -x 3 -F --report_gbits -D 5            (server)
+  # ib_write_bw -d mlx5_3 -x 3 -F --report_gbits -D 5 10.0.3.2   (client)
+  rdmabw -d mlx5_3 -F --report_gbits -D 5
+  rdmabw -d mlx5_3 -F --report_gbits -D 5 10.0.3.2
+
+  # One rail by its interface; the GID is found, whatever its index in this pod:
+  rdmabw server --netdev net4 -D 5
+  rdmabw client --netdev net4 -D 5 --report_gbits 10.224.3.2
+
+  # ib_write_bw -a -F --report_gbits 10.0.3.2  (sweep 2 B .. 8 MiB)
+  rdmabw -a --report_gbits 10.0.3.2
+
+  # Traffic class 41 (DSCP 10, ECN 01 in the IPv4 TOS byte), 4 QPs, MTU 4096, both directions:
+  rdmabw client --tclass 41 -q 4 -m 4096 -b -D 10 10.0.3.2
+
+  # One server per pod for every rail, several tests at once on different devices:
+  rdmabw server --daemon -p 18515
+  rdmabw client --json --netdev net1 --server-netdev net1 -D 5 10.224.0.2
+
+  # Fail a CI job below 90% of the port's line rate:
+  rdmabw client --netdev net1 -D 10 --min-line-rate-pct 90 10.224.0.2
+
+  # Every device, port and GID table entry, marking GIDs this namespace cannot use:
+  rdmabw devices";
+
+/// `rdmabw`: the top level, which also takes the bare ib_write_bw form.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rdmabw",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_long_help = EXAMPLES,
+    args_conflicts_with_subcommands = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub cmd: Option<Cmd>,
+
+    #[command(flatten)]
+    pub test: TestArgs,
+
+    /// The server to test against (client mode, as `ib_write_bw [flags] HOST`); without it,
+    /// serve one test.
+    #[arg(value_name = "HOST")]
+    pub host: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Serve one test and exit, like ib_write_bw without a host; --daemon serves test after test.
+    #[command(after_long_help = EXAMPLES)]
+    Server(ServerCmd),
+    /// Run one test against an rdmabw server, like ib_write_bw HOST.
+    #[command(after_long_help = EXAMPLES)]
+    Client(ClientCmd),
+    /// List every RDMA device and port: state, link layer, rate, MTU and GID table.
+    Devices(DevicesCmd),
+}
+
+#[derive(Debug, Args)]
+pub struct ServerCmd {
+    #[command(flatten)]
+    pub test: TestArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ClientCmd {
+    #[command(flatten)]
+    pub test: TestArgs,
+    /// The server's control address (host name or IP).
+    #[arg(value_name = "HOST")]
+    pub host: String,
+}
+
+#[derive(Debug, Args)]
+pub struct DevicesCmd {
+    /// One JSON document instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Every test flag; which apply to which role is checked in `config`.
+#[derive(Debug, Args, Default)]
+#[command(next_help_heading = "Test (ib_write_bw flags)")]
+pub struct TestArgs {
+    /// RDMA device (ib_write_bw -d); default: the one that carries --netdev, else the first
+    /// with a usable GID here.
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
+    pub ib_dev: Option<String>,
+
+    /// Port of the device (ib_write_bw -i); default: the port of --netdev, else the first usable.
+    #[arg(short = 'i', long = "ib-port", value_name = "PORT")]
+    pub ib_port: Option<u8>,
+
+    /// GID index (ib_write_bw -x); default: the RoCE v2 IPv4 GID of an interface of this
+    /// network namespace (of --netdev when given).
+    #[arg(short = 'x', long = "gid-index", value_name = "INDEX")]
+    pub gid_index: Option<u32>,
+
+    /// Accepted for ib_write_bw compatibility (rdmabw does not read the CPU frequency).
+    #[arg(short = 'F', long = "CPU-freq")]
+    pub cpu_freq: bool,
+
+    /// Bandwidth in Gb/s (10^9 bit/s) instead of MB/sec (2^20 bytes/s), as ib_write_bw.
+    #[arg(long = "report_gbits", alias = "report-gbits")]
+    pub report_gbits: bool,
+
+    /// Measured seconds per size (ib_write_bw -D), after --warmup and before --cooldown.
+    #[arg(short = 'D', long = "duration", value_name = "SECONDS")]
+    pub duration: Option<f64>,
+
+    /// RDMA WRITEs per QP (ib_write_bw -n; default 5000 when -D is not given).
+    #[arg(short = 'n', long = "iters", value_name = "N")]
+    pub iters: Option<u64>,
+
+    /// Traffic class in the GRH, 0-255 (the IPv4 TOS byte on RoCE v2: DSCP << 2 | ECN).
+    #[arg(long = "tclass", value_name = "TC")]
+    pub tclass: Option<u16>,
+
+    /// Control port (ib_write_bw -p).
+    #[arg(
+        short = 'p',
+        long = "port",
+        value_name = "PORT",
+        default_value_t = 18515
+    )]
+    pub port: u16,
+
+    /// Message size in bytes (ib_write_bw -s; K/M/G suffixes are powers of 2; default 65536).
+    #[arg(short = 's', long = "size", value_name = "BYTES")]
+    pub size: Option<String>,
+
+    /// Sweep sizes 2 B .. 8 MiB (ib_write_bw -a).
+    #[arg(short = 'a', long = "all")]
+    pub all: bool,
+
+    /// Queue pairs (ib_write_bw -q).
+    #[arg(short = 'q', long = "qp", value_name = "N")]
+    pub qp: Option<u32>,
+
+    /// Send queue depth (ib_write_bw -t).
+    #[arg(short = 't', long = "tx-depth", value_name = "N")]
+    pub tx_depth: Option<u32>,
+
+    /// Signal one completion every N writes (ib_write_bw -Q).
+    #[arg(short = 'Q', long = "cq-mod", value_name = "N")]
+    pub cq_mod: Option<u32>,
+
+    /// Writes per post call (ib_write_bw -l).
+    #[arg(short = 'l', long = "post_list", alias = "post-list", value_name = "N")]
+    pub post_list: Option<u32>,
+
+    /// Send writes of up to this many bytes inline (ib_write_bw -I).
+    #[arg(
+        short = 'I',
+        long = "inline_size",
+        alias = "inline-size",
+        value_name = "BYTES"
+    )]
+    pub inline_size: Option<u32>,
+
+    /// Path MTU: 256, 512, 1024, 2048 or 4096 (ib_write_bw -m; default: the smaller active MTU
+    /// of both ports).
+    #[arg(short = 'm', long = "mtu", value_name = "BYTES")]
+    pub mtu: Option<u32>,
+
+    /// Both directions at once (ib_write_bw -b); rows are the sum of both, as ib_write_bw.
+    #[arg(short = 'b', long = "bidirectional")]
+    pub bidirectional: bool,
+
+    /// Service level, 0-15 (ib_write_bw --sl; the VLAN priority on RoCE).
+    #[arg(short = 'S', long = "sl", value_name = "SL")]
+    pub sl: Option<u8>,
+
+    /// Local ACK timeout exponent, 0-31: 4.096 us * 2^N (ib_write_bw -u).
+    #[arg(short = 'u', long = "qp-timeout", value_name = "N")]
+    pub qp_timeout: Option<u8>,
+
+    /// Transport retry count, 0-7.
+    #[arg(long = "retry-count", alias = "retry_count", value_name = "N")]
+    pub retry_count: Option<u8>,
+
+    /// GRH hop limit (the IP TTL on RoCE v2).
+    #[arg(long = "hop-limit", alias = "hop_limit", value_name = "N")]
+    pub hop_limit: Option<u8>,
+
+    /// Connection type (ib_write_bw -c); only RC.
+    #[arg(short = 'c', long = "connection", value_name = "TYPE")]
+    pub connection: Option<String>,
+
+    /// Seconds of warm-up and of cool-down around each -D window (ib_write_bw -f).
+    #[arg(short = 'f', long = "margin", value_name = "SECONDS")]
+    pub margin: Option<f64>,
+
+    /// Seconds of traffic before each -D window (default 0.5).
+    #[arg(long, value_name = "SECONDS")]
+    pub warmup: Option<f64>,
+
+    /// Seconds of traffic after each -D window (default 0.25).
+    #[arg(long, value_name = "SECONDS")]
+    pub cooldown: Option<f64>,
+
+    /// GPU memory buffers (reserved: not built yet).
+    #[arg(long = "use_cuda", alias = "use-cuda", value_name = "GPU")]
+    pub use_cuda: Option<String>,
+
+    /// Name the rail by its network interface; also picks the device and the GID.
+    #[arg(long, value_name = "IFACE", help_heading = "Rail")]
+    pub netdev: Option<String>,
+
+    /// Client: the server-side device to use (sent to the server).
+    #[arg(long = "server-dev", value_name = "DEV", help_heading = "Rail")]
+    pub server_dev: Option<String>,
+
+    /// Client: the server-side interface to use (it picks the server's device and GID).
+    #[arg(long = "server-netdev", value_name = "IFACE", help_heading = "Rail")]
+    pub server_netdev: Option<String>,
+
+    /// Client: the server-side GID index to use.
+    #[arg(long = "server-gid-index", value_name = "INDEX", help_heading = "Rail")]
+    pub server_gid_index: Option<u32>,
+
+    /// Server: serve test after test on one port, several at once on different devices; a
+    /// second client for a device in use is told it is busy.
+    #[arg(long, help_heading = "Server")]
+    pub daemon: bool,
+
+    /// Server: the address to listen on.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "0.0.0.0",
+        help_heading = "Server"
+    )]
+    pub bind: String,
+
+    /// Client: seconds to keep trying to reach the server.
+    #[arg(
+        long = "connect-timeout",
+        value_name = "SECONDS",
+        default_value_t = 10.0,
+        help_heading = "Client"
+    )]
+    pub connect_timeout: f64,
+
+    /// Print one JSON document (a BwReport) on stdout instead of the table.
+    #[arg(long, help_heading = "Output")]
+    pub json: bool,
+
+    /// Print CSV (a header and one row per size) on stdout instead of the table.
+    #[arg(long, help_heading = "Output")]
+    pub csv: bool,
+
+    /// Exit 1 when the average bandwidth of the largest size is below this many Gb/s.
+    #[arg(long = "min-gbps", value_name = "GBPS", help_heading = "Output")]
+    pub min_gbps: Option<f64>,
+
+    /// Exit 1 when the average bandwidth of the largest size is below this percentage of the
+    /// line rate (the smaller of both ports).
+    #[arg(
+        long = "min-line-rate-pct",
+        value_name = "PCT",
+        help_heading = "Output"
+    )]
+    pub min_line_rate_pct: Option<f64>,
+
+    /// No progress lines on stderr (errors are still shown).
+    #[arg(long, help_heading = "Output")]
+    pub quiet: bool,
+}

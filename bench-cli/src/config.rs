@@ -1,0 +1,504 @@
+//! Raw flags resolved into one validated [`Config`] before any work starts. Every mistake is a
+//! [`Usage`] error (exit 2) that names the flag and says what would work.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use bench_core::control::{PhaseTimeouts, WatchConfig};
+use bench_core::gid::RailRequest;
+use bench_core::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
+use bench_core::session::{ClientConfig, Pinned, ServerConfig};
+use bench_core::sysfs::SysRoots;
+
+use crate::cli::{Cli, Cmd, TestArgs};
+
+/// The largest message: the buffer rdmabw registers holds two of them.
+pub const MAX_MSG_BYTES: u64 = 1 << 30;
+/// The top of an `-a` sweep, as ib_write_bw.
+pub const SWEEP_MAX_BYTES: u64 = 1 << 23;
+/// ib_write_bw's default iteration count.
+pub const DEFAULT_ITERS: u64 = 5000;
+/// ib_write_bw's default size.
+pub const DEFAULT_SIZE: u64 = 65536;
+
+/// A usage or set-up mistake, shown as is, exit 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
+
+fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
+    Err(Usage(msg.into()))
+}
+
+/// How results are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// ib_write_bw's table.
+    Table,
+    /// One BwReport.
+    Json,
+    /// CSV rows.
+    Csv,
+}
+
+/// Output settings shared by both roles.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub format: Format,
+    pub gbits: bool,
+    pub min_gbps: Option<f64>,
+    pub min_line_rate_pct: Option<f64>,
+    pub quiet: bool,
+}
+
+/// What to do.
+#[derive(Debug)]
+pub enum Config {
+    Client(Box<ClientConfig>, Output),
+    Server {
+        cfg: Box<ServerConfig>,
+        bind: SocketAddr,
+        out: Output,
+    },
+    Devices {
+        json: bool,
+    },
+}
+
+/// `ulimit -l` bytes a test needs: two halves of the largest message, page-rounded, plus slack
+/// for queues.
+pub fn memlock_needed_bytes(p: &TestParams) -> u64 {
+    let page = 4096u64;
+    2 * p.sizes.max().div_ceil(page) * page + (1 << 20)
+}
+
+/// Parses `65536`, `64K`, `1M`, `8MiB`, `2G` (powers of 2).
+pub fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+fn seconds(flag: &str, v: f64, allow_zero: bool) -> Result<f64, Usage> {
+    if !v.is_finite() || v < 0.0 || (!allow_zero && v == 0.0) {
+        return usage(format!(
+            "{flag} {v}: give a {} number of seconds (e.g. {flag} 5)",
+            if allow_zero {
+                "non-negative"
+            } else {
+                "positive"
+            }
+        ));
+    }
+    Ok(v)
+}
+
+fn at_least_one(flag: &str, v: Option<u32>, default: u32, example: u32) -> Result<u32, Usage> {
+    match v {
+        Some(0) => usage(format!(
+            "{flag} 0: it must be at least 1 (e.g. {flag} {example})"
+        )),
+        Some(n) => Ok(n),
+        None => Ok(default),
+    }
+}
+
+/// Which role the command line asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Client,
+    Server,
+}
+
+/// Resolves the command line.
+pub fn resolve(cli: Cli) -> Result<Config, Usage> {
+    let (role, args, host) = match cli.cmd {
+        Some(Cmd::Devices(d)) => return Ok(Config::Devices { json: d.json }),
+        Some(Cmd::Server(s)) => (Role::Server, s.test, None),
+        Some(Cmd::Client(c)) => (Role::Client, c.test, Some(c.host)),
+        None => match cli.host {
+            Some(h) => (Role::Client, cli.test, Some(h)),
+            None => (Role::Server, cli.test, None),
+        },
+    };
+    let a = args;
+    if let Some(gpu) = &a.use_cuda {
+        return usage(format!(
+            "--use_cuda {gpu}: GPUDirect buffers are not built yet (another issue adds them); \
+             run without --use_cuda to test with host memory"
+        ));
+    }
+    let (params, pinned) = test_params(&a)?;
+    let tuning = tuning(&a)?;
+    let out = output(&a)?;
+    let rail = RailRequest {
+        device: a.ib_dev.clone(),
+        netdev: a.netdev.clone(),
+        port: a.ib_port,
+        gid_index: a.gid_index,
+    };
+    if a.ib_port == Some(0) {
+        return usage("-i/--ib-port 0: ports are numbered from 1 (e.g. -i 1)");
+    }
+    let host_name = host_name();
+    match role {
+        Role::Client => {
+            if a.daemon {
+                return usage("--daemon is a server flag: run `rdmabw server --daemon` (no HOST)");
+            }
+            let host = host.unwrap_or_default();
+            if host.trim().is_empty() {
+                return usage(
+                    "HOST is empty: give the server's address, e.g. rdmabw client 10.0.0.2",
+                );
+            }
+            let connect = seconds("--connect-timeout", a.connect_timeout, false)?;
+            let timeouts = PhaseTimeouts {
+                connect: Duration::from_secs_f64(connect),
+                ..PhaseTimeouts::default()
+            };
+            Ok(Config::Client(
+                Box::new(ClientConfig {
+                    server: host,
+                    port: a.port,
+                    rail,
+                    server_rail: RailRequest {
+                        device: a.server_dev.clone(),
+                        netdev: a.server_netdev.clone(),
+                        port: None,
+                        gid_index: a.server_gid_index,
+                    },
+                    params,
+                    tuning,
+                    timeouts,
+                    watch: WatchConfig::default(),
+                    host: host_name,
+                    roots: SysRoots::default(),
+                }),
+                out,
+            ))
+        }
+        Role::Server => {
+            for (set, flag) in [
+                (a.server_dev.is_some(), "--server-dev"),
+                (a.server_netdev.is_some(), "--server-netdev"),
+                (a.server_gid_index.is_some(), "--server-gid-index"),
+            ] {
+                if set {
+                    return usage(format!(
+                        "{flag} is a client flag (it tells the server which rail to use); on the \
+                         server use -d/--ib-dev, --netdev or -x"
+                    ));
+                }
+            }
+            if a.daemon && (out.min_gbps.is_some() || out.min_line_rate_pct.is_some()) {
+                return usage(
+                    "--min-gbps/--min-line-rate-pct do not apply to --daemon: give them to each client",
+                );
+            }
+            let ip: IpAddr = a.bind.parse().map_err(|_| {
+                Usage(format!(
+                    "--bind {}: give an IP address of this host (e.g. --bind 0.0.0.0)",
+                    a.bind
+                ))
+            })?;
+            Ok(Config::Server {
+                cfg: Box::new(ServerConfig {
+                    rail,
+                    params,
+                    pinned,
+                    tuning,
+                    timeouts: PhaseTimeouts::default(),
+                    watch: WatchConfig::default(),
+                    host: host_name,
+                    roots: SysRoots::default(),
+                    daemon: a.daemon,
+                }),
+                bind: SocketAddr::new(ip, a.port),
+                out,
+            })
+        }
+    }
+}
+
+fn test_params(a: &TestArgs) -> Result<(TestParams, Pinned), Usage> {
+    let mut pinned = Pinned::default();
+    let sizes = match (&a.size, a.all) {
+        (Some(_), true) => {
+            return usage(
+                "-s/--size and -a/--all conflict: -a sweeps 2 B .. 8 MiB, -s runs one size",
+            )
+        }
+        (None, true) => {
+            pinned.sizes = true;
+            Sizes::Sweep {
+                max_bytes: SWEEP_MAX_BYTES,
+            }
+        }
+        (Some(text), false) => {
+            pinned.sizes = true;
+            let Some(n) = parse_size(text) else {
+                return usage(format!(
+                    "-s/--size {text}: give a number of bytes, e.g. -s 65536 or -s 64K"
+                ));
+            };
+            if n == 0 {
+                return usage("-s/--size 0: a message must be at least 1 byte (e.g. -s 65536)");
+            }
+            if n > MAX_MSG_BYTES {
+                return usage(format!(
+                    "-s/--size {n}: above the largest buffer rdmabw registers ({MAX_MSG_BYTES} bytes \
+                     = 1 GiB per message); use at most -s 1G"
+                ));
+            }
+            Sizes::One { msg_size_bytes: n }
+        }
+        (None, false) => Sizes::One {
+            msg_size_bytes: DEFAULT_SIZE,
+        },
+    };
+    let margin = a
+        .margin
+        .map(|m| seconds("-f/--margin", m, true))
+        .transpose()?;
+    let length = match (a.iters, a.duration) {
+        (Some(_), Some(_)) => {
+            return usage(
+                "-n/--iters and -D/--duration conflict: give a count of writes or seconds",
+            )
+        }
+        (Some(0), None) => return usage("-n/--iters 0: give at least 1 (e.g. -n 5000)"),
+        (Some(n), None) => {
+            pinned.length = true;
+            TestLength::Iterations { iterations: n }
+        }
+        (None, Some(d)) => {
+            pinned.length = true;
+            let d = seconds("-D/--duration", d, false)?;
+            let warmup = match a.warmup {
+                Some(w) => seconds("--warmup", w, true)?,
+                None => margin.unwrap_or(0.5),
+            };
+            let cooldown = match a.cooldown {
+                Some(c) => seconds("--cooldown", c, true)?,
+                None => margin.unwrap_or(0.25),
+            };
+            TestLength::Duration {
+                duration_s: d,
+                warmup_s: warmup,
+                cooldown_s: cooldown,
+            }
+        }
+        (None, None) => {
+            if a.warmup.is_some() || a.cooldown.is_some() || a.margin.is_some() {
+                return usage(
+                    "--warmup/--cooldown/-f apply to -D/--duration tests: add -D SECONDS",
+                );
+            }
+            TestLength::Iterations {
+                iterations: DEFAULT_ITERS,
+            }
+        }
+    };
+    if let Some(c) = &a.connection {
+        if !c.eq_ignore_ascii_case("rc") {
+            return usage(format!(
+                "-c/--connection {c}: rdmabw runs RC queue pairs only (use -c RC or leave it out)"
+            ));
+        }
+    }
+    pinned.qps = a.qp.is_some();
+    pinned.bidirectional = a.bidirectional;
+    let qps = at_least_one("-q/--qp", a.qp, 1, 4)?;
+    Ok((
+        TestParams {
+            sizes,
+            length,
+            qps,
+            connection: Connection::RC,
+            bidirectional: a.bidirectional,
+        },
+        pinned,
+    ))
+    .map(|(p, mut pin)| {
+        pin.traffic_class = a.tclass.is_some();
+        pin.service_level = a.sl.is_some();
+        pin.hop_limit = a.hop_limit.is_some();
+        pin.mtu = a.mtu.is_some();
+        (p, pin)
+    })
+}
+
+fn tuning(a: &TestArgs) -> Result<LocalTuning, Usage> {
+    let d = LocalTuning::default();
+    let traffic_class = match a.tclass {
+        None => d.traffic_class,
+        Some(tc) => u8::try_from(tc).map_err(|_| {
+            Usage(format!(
+                "--tclass {tc}: the traffic class is one byte, 0-255 (e.g. --tclass 41 for DSCP 10 \
+                 with ECN 01, or --tclass 106 for DSCP 26)"
+            ))
+        })?,
+    };
+    if let Some(sl) = a.sl {
+        if sl > 15 {
+            return usage(format!("--sl {sl}: service levels are 0-15"));
+        }
+    }
+    if let Some(t) = a.qp_timeout {
+        if t > 31 {
+            return usage(format!(
+                "-u/--qp-timeout {t}: the ACK timeout exponent is 0-31 (default 14 = 67 ms)"
+            ));
+        }
+    }
+    if let Some(r) = a.retry_count {
+        if r > 7 {
+            return usage(format!("--retry-count {r}: the retry count is 0-7"));
+        }
+    }
+    if let Some(m) = a.mtu {
+        if ![256, 512, 1024, 2048, 4096].contains(&m) {
+            return usage(format!(
+                "-m/--mtu {m}: use 256, 512, 1024, 2048 or 4096 (or leave it out for the smaller \
+                 active MTU of both ports)"
+            ));
+        }
+    }
+    let tx_depth = at_least_one("-t/--tx-depth", a.tx_depth, d.tx_depth, 128)?;
+    let cq_mod = at_least_one("-Q/--cq-mod", a.cq_mod, d.cq_mod, 100)?;
+    let post_list = at_least_one("-l/--post_list", a.post_list, d.post_list, 1)?;
+    Ok(LocalTuning {
+        tx_depth,
+        cq_mod,
+        post_list,
+        inline_bytes: a.inline_size.unwrap_or(d.inline_bytes),
+        traffic_class,
+        service_level: a.sl.unwrap_or(d.service_level),
+        hop_limit: a.hop_limit.unwrap_or(d.hop_limit),
+        mtu_bytes: a.mtu,
+        ack_timeout: a.qp_timeout.unwrap_or(d.ack_timeout),
+        retry_count: a.retry_count.unwrap_or(d.retry_count),
+    })
+}
+
+fn output(a: &TestArgs) -> Result<Output, Usage> {
+    let format = match (a.json, a.csv) {
+        (true, true) => return usage("--json and --csv conflict: pick one machine format"),
+        (true, false) => Format::Json,
+        (false, true) => Format::Csv,
+        (false, false) => Format::Table,
+    };
+    if let Some(g) = a.min_gbps {
+        if !(g.is_finite() && g >= 0.0) {
+            return usage(format!(
+                "--min-gbps {g}: give a bandwidth in Gb/s, e.g. --min-gbps 90"
+            ));
+        }
+    }
+    if let Some(p) = a.min_line_rate_pct {
+        if !(p.is_finite() && p > 0.0 && p <= 100.0) {
+            return usage(format!(
+                "--min-line-rate-pct {p}: give a percentage above 0 and at most 100, e.g. 90"
+            ));
+        }
+    }
+    Ok(Output {
+        format,
+        gbits: a.report_gbits,
+        min_gbps: a.min_gbps,
+        min_line_rate_pct: a.min_line_rate_pct,
+        quiet: a.quiet,
+    })
+}
+
+/// This host's (pod's) name.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown-host".to_string())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn cfg(args: &[&str]) -> Result<Config, Usage> {
+        let mut v = vec!["rdmabw"];
+        v.extend_from_slice(args);
+        resolve(Cli::try_parse_from(v).unwrap())
+    }
+
+    #[test]
+    fn sizes_parse_with_suffixes() {
+        assert_eq!(parse_size("65536"), Some(65536));
+        assert_eq!(parse_size("64K"), Some(65536));
+        assert_eq!(parse_size("8MiB"), Some(8 << 20));
+        assert_eq!(parse_size("1g"), Some(1 << 30));
+        assert_eq!(parse_size("1.5M"), None);
+        assert_eq!(parse_size("x"), None);
+    }
+
+    #[test]
+    fn bare_form_is_server_without_host_and_client_with_one() {
+        assert!(matches!(
+            cfg(&["-d", "mlx5_0"]).unwrap(),
+            Config::Server { .. }
+        ));
+        match cfg(&["-d", "mlx5_0", "-D", "5", "10.0.0.2"]).unwrap() {
+            Config::Client(c, _) => {
+                assert_eq!(c.server, "10.0.0.2");
+                assert_eq!(c.rail.device.as_deref(), Some("mlx5_0"));
+                assert!(
+                    matches!(c.params.length, TestLength::Duration { duration_s, .. } if duration_s == 5.0)
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(cfg(&["client", "h"]).unwrap(), Config::Client(..)));
+        assert!(matches!(
+            cfg(&["devices"]).unwrap(),
+            Config::Devices { json: false }
+        ));
+    }
+
+    #[test]
+    fn bad_values_name_the_flag() {
+        let e = |a: &[&str]| cfg(a).unwrap_err().to_string();
+        assert!(e(&["--tclass", "256", "h"]).starts_with("--tclass 256: "));
+        assert!(e(&["-s", "0", "h"]).starts_with("-s/--size 0"));
+        assert!(e(&["-s", "2G", "h"]).contains("largest buffer"));
+        assert!(e(&["-m", "1500", "h"]).contains("256, 512"));
+        assert!(e(&["-n", "5", "-D", "2", "h"]).contains("conflict"));
+        assert!(e(&["--use_cuda", "0", "h"]).contains("GPUDirect buffers are not built yet"));
+        assert!(e(&["--server-netdev", "net1"]).contains("client flag"));
+        assert!(e(&["client", "--daemon", "h"]).contains("server flag"));
+        assert!(e(&["--json", "--csv", "h"]).contains("conflict"));
+        assert!(e(&["-q", "0", "h"]).contains("at least 1"));
+    }
+
+    #[test]
+    fn only_given_server_flags_are_pinned() {
+        match cfg(&["server", "-q", "2", "--tclass", "41"]).unwrap() {
+            Config::Server { cfg, .. } => {
+                assert!(cfg.pinned.qps && cfg.pinned.traffic_class);
+                assert!(!cfg.pinned.sizes && !cfg.pinned.length && !cfg.pinned.mtu);
+                assert_eq!(cfg.tuning.traffic_class, 41);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

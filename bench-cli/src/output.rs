@@ -1,0 +1,340 @@
+//! What a finished (or failed) test prints: ib_write_bw's table, CSV, or one BwReport.
+
+use std::io::Write;
+
+use bench_core::params::{LocalTuning, SizeResult, TestParams};
+use bench_core::report::{BwReport, Directions, Role, TestStatus, REPORT_SCHEMA_VERSION};
+use bench_core::session::{local_report, Outcome};
+
+use crate::config::{Format, Output};
+
+/// perftest's separator: 87 dashes.
+pub const RESULT_LINE: &str =
+    "---------------------------------------------------------------------------------------";
+/// perftest's header with --report_gbits.
+pub const HEADER_GBITS: &str =
+    " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]";
+/// perftest's header without it (MB = 2^20 bytes).
+pub const HEADER_MB: &str =
+    " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]";
+
+/// Gb/s (10^9 bit/s) to MiB/s (2^20 byte/s), perftest's MB/sec.
+pub fn gbps_to_mib_s(gbps: f64) -> f64 {
+    gbps * 1e9 / 8.0 / 1_048_576.0
+}
+
+/// One row in perftest's format: `" %-7lu    %-7lu          %-7.2lf            %-7.2lf\t\t   %-7.6lf"`.
+pub fn table_row(r: &SizeResult, gbits: bool) -> String {
+    let conv = |g: f64| if gbits { g } else { gbps_to_mib_s(g) };
+    format!(
+        " {:<7}    {:<7}          {:<7.2}            {:<7.2}\t\t   {:<7.6}",
+        r.msg_size_bytes,
+        r.iterations,
+        conv(r.bw_peak_gbps),
+        conv(r.bw_avg_gbps),
+        r.msg_rate_mpps
+    )
+}
+
+/// The whole table.
+pub fn table(rows: &[SizeResult], gbits: bool) -> String {
+    let mut s = String::new();
+    s.push_str(RESULT_LINE);
+    s.push('\n');
+    s.push_str(if gbits { HEADER_GBITS } else { HEADER_MB });
+    s.push('\n');
+    for r in rows {
+        s.push_str(&table_row(r, gbits));
+        s.push('\n');
+    }
+    s.push_str(RESULT_LINE);
+    s.push('\n');
+    s
+}
+
+/// The CSV header.
+pub const CSV_HEADER: &str = "role,local_device,local_gid_index,remote_device,msg_size_bytes,iterations,bw_peak_gbps,bw_avg_gbps,msg_rate_mpps,bw_p1_gbps,bw_p50_gbps,bw_p99_gbps,line_rate_gbps,line_rate_pct,measured_s,cpu_s";
+
+/// The threshold in Gb/s after resolving a percentage; `None` when there is none (or the line
+/// rate is unknown for a percentage).
+pub fn threshold_gbps(out: &Output, line_rate: Option<f64>) -> Option<f64> {
+    match (out.min_gbps, out.min_line_rate_pct.zip(line_rate)) {
+        (Some(g), Some((p, r))) => Some(g.max(p / 100.0 * r)),
+        (Some(g), None) => Some(g),
+        (None, Some((p, r))) => Some(p / 100.0 * r),
+        (None, None) => None,
+    }
+}
+
+/// The report of a finished test, with the threshold applied.
+pub fn report(o: &Outcome, out: &Output) -> BwReport {
+    let rows = o.combined();
+    let line_rate = o.line_rate_gbps();
+    let last = rows.last();
+    let pct = last.and_then(|r| bench_core::engine::result_percent_of_line_rate(r, line_rate));
+    let threshold = threshold_gbps(out, line_rate);
+    let below = match (threshold, last) {
+        (Some(t), Some(r)) => r.bw_avg_gbps < t,
+        _ => false,
+    };
+    let missing_rate = out.min_line_rate_pct.is_some() && line_rate.is_none();
+    BwReport {
+        schema_version: REPORT_SCHEMA_VERSION,
+        rdmabw_version: env!("CARGO_PKG_VERSION").to_string(),
+        role: o.role,
+        params: o.params.clone(),
+        tuning: o.tuning.clone(),
+        path_mtu_bytes: Some(o.path_mtu_bytes),
+        memory: "host".to_string(),
+        local: Some(local_report(&host(o), &o.rail, o.active_mtu_bytes)),
+        remote: Some(o.remote.report()),
+        results: rows.clone(),
+        line_rate_gbps: line_rate,
+        line_rate_pct: pct,
+        threshold_gbps: threshold,
+        status: if below || missing_rate {
+            TestStatus::BelowThreshold
+        } else {
+            TestStatus::Ok
+        },
+        error: if missing_rate {
+            Some("--min-line-rate-pct: the line rate of the ports is unknown".into())
+        } else if below {
+            Some(format!(
+                "average {:.2} Gb/s at {} B is below the threshold of {:.2} Gb/s",
+                last.map_or(0.0, |r| r.bw_avg_gbps),
+                last.map_or(0, |r| r.msg_size_bytes),
+                threshold.unwrap_or(0.0)
+            ))
+        } else {
+            None
+        },
+        directions: o.params.bidirectional.then(|| Directions {
+            client_to_server: o.client_results.clone(),
+            server_to_client: o.server_results.clone(),
+        }),
+    }
+}
+
+fn host(_o: &Outcome) -> String {
+    crate::config::host_name()
+}
+
+/// The report of a test that did not complete.
+pub fn failed_report(
+    role: Role,
+    params: &TestParams,
+    tuning: &LocalTuning,
+    error: &str,
+) -> BwReport {
+    BwReport {
+        schema_version: REPORT_SCHEMA_VERSION,
+        rdmabw_version: env!("CARGO_PKG_VERSION").to_string(),
+        role,
+        params: params.clone(),
+        tuning: tuning.clone(),
+        path_mtu_bytes: None,
+        memory: "host".to_string(),
+        local: None,
+        remote: None,
+        results: Vec::new(),
+        line_rate_gbps: None,
+        line_rate_pct: None,
+        threshold_gbps: None,
+        status: TestStatus::Failed,
+        error: Some(error.to_string()),
+        directions: None,
+    }
+}
+
+/// Prints a finished test on stdout in the chosen format (and a summary on stderr).
+pub fn print(o: &Outcome, rep: &BwReport, out: &Output) -> std::io::Result<()> {
+    let stdout = std::io::stdout();
+    let mut w = stdout.lock();
+    match out.format {
+        Format::Json => {
+            serde_json::to_writer(&mut w, rep).map_err(std::io::Error::other)?;
+            writeln!(w)?;
+        }
+        Format::Csv => {
+            writeln!(w, "{CSV_HEADER}")?;
+            for r in &rep.results {
+                let pct = bench_core::engine::result_percent_of_line_rate(r, rep.line_rate_gbps);
+                writeln!(
+                    w,
+                    "{},{},{},{},{},{},{:.4},{:.4},{:.6},{:.4},{:.4},{:.4},{},{},{:.3},{:.3}",
+                    match o.role {
+                        Role::Client => "client",
+                        Role::Server => "server",
+                    },
+                    o.rail.device,
+                    o.rail.gid_index,
+                    o.remote.device,
+                    r.msg_size_bytes,
+                    r.iterations,
+                    r.bw_peak_gbps,
+                    r.bw_avg_gbps,
+                    r.msg_rate_mpps,
+                    r.bw_p1_gbps,
+                    r.bw_p50_gbps,
+                    r.bw_p99_gbps,
+                    rep.line_rate_gbps
+                        .map(|v| format!("{v}"))
+                        .unwrap_or_default(),
+                    pct.map(|v| format!("{v:.2}")).unwrap_or_default(),
+                    r.measured_s,
+                    r.cpu_s
+                )?;
+            }
+        }
+        Format::Table => {
+            write!(w, "{}", table(&rep.results, out.gbits))?;
+        }
+    }
+    w.flush()?;
+    if !out.quiet && out.format == Format::Table {
+        for r in &rep.results {
+            eprintln!(
+                " {} B: p1 {:.3} p50 {:.3} p99 {:.3} Gb/s, peak {:.3}, average {:.3} Gb/s{}",
+                r.msg_size_bytes,
+                r.bw_p1_gbps,
+                r.bw_p50_gbps,
+                r.bw_p99_gbps,
+                r.bw_peak_gbps,
+                r.bw_avg_gbps,
+                match bench_core::engine::result_percent_of_line_rate(r, rep.line_rate_gbps) {
+                    Some(p) => format!(
+                        " = {p:.2}% of the {} Gb/s line rate",
+                        rep.line_rate_gbps.unwrap_or(0.0)
+                    ),
+                    None => String::new(),
+                }
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The preamble on stderr, like ib_write_bw's header block.
+pub fn preamble(o: &Outcome) -> String {
+    let r = &o.rail;
+    let t = &o.tuning;
+    let mut s = String::new();
+    s.push_str(RESULT_LINE);
+    s.push('\n');
+    s.push_str(&format!(
+        "                    RDMA_Write BW Test (rdmabw {})\n",
+        env!("CARGO_PKG_VERSION")
+    ));
+    s.push_str(&format!(
+        " Dual-port       : OFF\t\tDevice         : {}\n",
+        r.device
+    ));
+    s.push_str(&format!(
+        " Number of qps   : {}\t\tTransport type : IB\n",
+        o.params.qps
+    ));
+    s.push_str(&format!(
+        " Connection type : RC\t\tUsing SRQ      : OFF\n PCIe relax order: OFF\n TX depth        : {}\n CQ Moderation   : {}\n Post List       : {}\n",
+        t.tx_depth, t.cq_mod, t.post_list
+    ));
+    s.push_str(&format!(
+        " Mtu             : {}[B]\n Link type       : {}\n GID index       : {}\n Max inline data : {}[B]\n Traffic class   : {}\n",
+        o.path_mtu_bytes,
+        match &r.link_layer {
+            Some(bench_core::sysfs::LinkLayer::InfiniBand) => "IB",
+            _ => "Ethernet",
+        },
+        r.gid_index,
+        t.inline_bytes,
+        t.traffic_class
+    ));
+    if let Some(rate) = o.line_rate_gbps() {
+        s.push_str(&format!(" Line rate       : {rate} Gb/s\n"));
+    }
+    s.push_str(RESULT_LINE);
+    s.push('\n');
+    let gid = |g: &str| g.to_string();
+    s.push_str(&format!(
+        " local address: {} port {} GID index {} GID: {}{}\n",
+        r.device,
+        r.port,
+        r.gid_index,
+        gid(&r.gid.to_string()),
+        match (&r.netdev, &r.ip) {
+            (Some(n), Some(ip)) => format!(" ({n} {ip})"),
+            _ => String::new(),
+        }
+    ));
+    let rem = o.remote.report();
+    s.push_str(&format!(
+        " remote address: {} port {}{} GID: {} ({} at {})\n",
+        rem.device,
+        rem.port,
+        o.remote
+            .gid_index
+            .map(|i| format!(" GID index {i}"))
+            .unwrap_or_default(),
+        rem.gid,
+        rem.host,
+        o.remote.addr
+    ));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_keep_perftests_layout() {
+        let r = SizeResult {
+            msg_size_bytes: 65536,
+            iterations: 5000,
+            bw_peak_gbps: 0.1234,
+            bw_avg_gbps: 0.1111,
+            msg_rate_mpps: 0.000212,
+            bw_p1_gbps: 0.1,
+            bw_p50_gbps: 0.11,
+            bw_p99_gbps: 0.12,
+            interval_ms: 10,
+            measured_s: 5.0,
+            cpu_s: 5.0,
+        };
+        let row = table_row(&r, true);
+        assert_eq!(
+            row,
+            " 65536      5000             0.12               0.11   \t\t   0.000212"
+        );
+        // awk '/^ 65536/ {print $4}' reads the average.
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(fields[3], "0.11");
+        let mb = table_row(&r, false);
+        assert!(
+            mb.split_whitespace().nth(3).unwrap_or("") == "13.24",
+            "{mb}"
+        );
+        assert_eq!(RESULT_LINE.len(), 87);
+        let t = table(&[r], true);
+        assert!(t.starts_with(RESULT_LINE));
+        assert!(t.contains(HEADER_GBITS));
+    }
+
+    #[test]
+    fn percentage_thresholds_resolve_against_the_line_rate() {
+        let out = Output {
+            format: Format::Table,
+            gbits: true,
+            min_gbps: None,
+            min_line_rate_pct: Some(90.0),
+            quiet: true,
+        };
+        assert_eq!(threshold_gbps(&out, Some(400.0)), Some(360.0));
+        assert_eq!(threshold_gbps(&out, None), None);
+        let both = Output {
+            min_gbps: Some(370.0),
+            ..out
+        };
+        assert_eq!(threshold_gbps(&both, Some(400.0)), Some(370.0));
+    }
+}
