@@ -17,16 +17,24 @@
 //!
 //! Which netdev of this namespace belongs to which device: physical NICs (PF or VF) show it as
 //! `<sys>/class/net/<if>/device/infiniband/<dev>`; rxe devices and IPvlan/macvlan children only
-//! through the `gid_attrs/ndevs` entries, which is why a GID's netdev counts as "in this
-//! namespace" only when it can be read *and* `<sys>/class/net/<name>` exists (sysfs is mounted
-//! per network namespace in containers and by `ip netns exec`).
+//! through the `gid_attrs/ndevs` entries.
+//!
+//! Whether a GID belongs to *this* network namespace: its netdev must be readable, an interface
+//! of that name must exist in `<sys>/class/net` (sysfs is mounted per network namespace in
+//! containers and by `ip netns exec`), **and** the GID's address must be configured here:
+//! an IPv6 GID must appear with that interface in `<proc>/net/if_inet6`, an IPv4-mapped GID
+//! must be a local address in `<proc>/net/fib_trie` (both files show the reading process's
+//! namespace). The address check is what matters in practice: on the lab's kernel (7.2, shared
+//! RDMA netns mode) `ndevs` reads succeed for other namespaces' GIDs too, and every pod calls
+//! its rail interface `net1`, so names alone collide. When neither `/proc/net` file can be read,
+//! the check falls back to the name alone (see [`LocalAddrs::known`]).
 //!
 //! `<sys>/class/infiniband_verbs/uverbs<N>/ibdev` maps devices to their `/dev/infiniband/uverbs<N>`
 //! node, which is checked under the `dev` root: a container can see a device in sysfs without
 //! having been given its character device.
 
 use std::fs;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -150,8 +158,8 @@ pub struct GidEntry {
     pub gid_type: Option<GidType>,
     /// The netdev; `None` when the read failed (empty entry, or netdev in another namespace).
     pub netdev: Option<String>,
-    /// Whether `netdev` is an interface of this network namespace (read succeeded and
-    /// `<sys>/class/net/<netdev>` exists).
+    /// Whether the GID belongs to this network namespace: `netdev` was read, exists in
+    /// `<sys>/class/net`, and the GID's address is configured here (see the module doc).
     pub netdev_here: bool,
 }
 
@@ -430,7 +438,83 @@ pub fn memlock_limit_kib(roots: &SysRoots) -> Option<u64> {
     }
 }
 
-fn read_gid_table(roots: &SysRoots, port_dir: &Path) -> Vec<GidEntry> {
+/// The IP addresses configured in this network namespace, from `<proc>/net`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LocalAddrs {
+    /// Whether `if_inet6` or `fib_trie` could be read at all; when not, GIDs are matched by
+    /// netdev name only.
+    pub known: bool,
+    /// Local IPv4 addresses (`/32 host LOCAL` entries of `fib_trie`).
+    pub v4: Vec<Ipv4Addr>,
+    /// IPv6 addresses with their interface (`if_inet6`).
+    pub v6: Vec<(Ipv6Addr, String)>,
+}
+
+impl LocalAddrs {
+    /// Reads `<proc>/net/if_inet6` and `<proc>/net/fib_trie`.
+    pub fn read(roots: &SysRoots) -> LocalAddrs {
+        let inet6 = fs::read_to_string(roots.proc.join("net/if_inet6")).ok();
+        let trie = fs::read_to_string(roots.proc.join("net/fib_trie")).ok();
+        LocalAddrs {
+            known: inet6.is_some() || trie.is_some(),
+            v4: trie
+                .as_deref()
+                .map(parse_fib_trie_local)
+                .unwrap_or_default(),
+            v6: inet6.as_deref().map(parse_if_inet6).unwrap_or_default(),
+        }
+    }
+
+    /// Whether `gid` (on `netdev`) is an address of this namespace; `true` when unknown.
+    pub fn has(&self, gid: &Gid, netdev: &str) -> bool {
+        if !self.known {
+            return true;
+        }
+        match gid.ipv4_mapped() {
+            Some(v4) => self.v4.contains(&v4),
+            None => {
+                let a = gid.to_ipv6();
+                self.v6.iter().any(|(b, n)| *b == a && n == netdev)
+            }
+        }
+    }
+}
+
+/// Local IPv4 addresses from `/proc/net/fib_trie`: a `|-- A.B.C.D` line followed by a
+/// `/32 host LOCAL` line.
+pub fn parse_fib_trie_local(text: &str) -> Vec<Ipv4Addr> {
+    let mut out: Vec<Ipv4Addr> = Vec::new();
+    let mut current: Option<Ipv4Addr> = None;
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(ip) = t.strip_prefix("|-- ") {
+            current = ip.trim().parse().ok();
+        } else if t.starts_with("/32 host LOCAL") {
+            if let Some(ip) = current {
+                if !out.contains(&ip) {
+                    out.push(ip);
+                }
+            }
+        } else if t.starts_with("+--") || !t.starts_with('/') {
+            current = None;
+        }
+    }
+    out
+}
+
+/// `(address, interface)` pairs from `/proc/net/if_inet6`.
+pub fn parse_if_inet6(text: &str) -> Vec<(Ipv6Addr, String)> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (hex, name) = (f.first()?, f.get(5)?);
+            let v = u128::from_str_radix(hex, 16).ok()?;
+            Some((Ipv6Addr::from(v), (*name).to_string()))
+        })
+        .collect()
+}
+
+fn read_gid_table(roots: &SysRoots, addrs: &LocalAddrs, port_dir: &Path) -> Vec<GidEntry> {
     let net = roots.net_class();
     let mut indices: Vec<u32> = dir_names(&port_dir.join("gids"))
         .iter()
@@ -447,9 +531,10 @@ fn read_gid_table(roots: &SysRoots, port_dir: &Path) -> Vec<GidEntry> {
                 .map(|s| GidType::parse(&s));
             let netdev = read_attr(&port_dir.join(format!("gid_attrs/ndevs/{index}")))
                 .filter(|s| !s.is_empty());
-            let netdev_here = netdev
-                .as_deref()
-                .is_some_and(|n| !n.contains('/') && net.join(n).exists());
+            let netdev_here = !gid.is_zero()
+                && netdev.as_deref().is_some_and(|n| {
+                    !n.contains('/') && net.join(n).exists() && addrs.has(&gid, n)
+                });
             GidEntry {
                 index,
                 gid,
@@ -461,10 +546,10 @@ fn read_gid_table(roots: &SysRoots, port_dir: &Path) -> Vec<GidEntry> {
         .collect()
 }
 
-fn read_port(roots: &SysRoots, dev_dir: &Path, num: u8) -> Port {
+fn read_port(roots: &SysRoots, addrs: &LocalAddrs, dev_dir: &Path, num: u8) -> Port {
     let dir = dev_dir.join(format!("ports/{num}"));
     let rate = read_attr(&dir.join("rate"));
-    let gids = read_gid_table(roots, &dir);
+    let gids = read_gid_table(roots, addrs, &dir);
     Port {
         num,
         state: read_attr(&dir.join("state")).map(|s| PortState::parse(&s)),
@@ -503,10 +588,22 @@ pub fn read_device(roots: &SysRoots, name: &str) -> Result<RdmaDevice, Error> {
         .into_iter()
         .find(|(ib, _)| ib == name)
         .map(|(_, u)| u);
-    Ok(read_device_dir(roots, name, &dir, uverbs))
+    Ok(read_device_dir(
+        roots,
+        &LocalAddrs::read(roots),
+        name,
+        &dir,
+        uverbs,
+    ))
 }
 
-fn read_device_dir(roots: &SysRoots, name: &str, dir: &Path, uverbs: Option<String>) -> RdmaDevice {
+fn read_device_dir(
+    roots: &SysRoots,
+    addrs: &LocalAddrs,
+    name: &str,
+    dir: &Path,
+    uverbs: Option<String>,
+) -> RdmaDevice {
     let pci_address = link_basename(&dir.join("device")).filter(|s| is_pci_address(s));
     let numa_node = if pci_address.is_some() {
         read_attr(&dir.join("device/numa_node")).and_then(|s| s.parse::<u32>().ok())
@@ -521,7 +618,7 @@ fn read_device_dir(roots: &SysRoots, name: &str, dir: &Path, uverbs: Option<Stri
     let ports = dir_names(&dir.join("ports"))
         .iter()
         .filter_map(|n| n.parse::<u8>().ok())
-        .map(|n| read_port(roots, dir, n))
+        .map(|n| read_port(roots, addrs, dir, n))
         .collect();
     let uverbs_present = uverbs
         .as_deref()
@@ -548,6 +645,7 @@ fn interface_mtu(roots: &SysRoots, netdev: &str) -> Option<u32> {
 pub fn discover(roots: &SysRoots) -> Result<Inventory, Error> {
     let class = roots.ib_class();
     let uv = uverbs_map(roots);
+    let addrs = LocalAddrs::read(roots);
     let devices: Vec<RdmaDevice> = dir_names(&class)
         .into_iter()
         .map(|name| {
@@ -555,7 +653,7 @@ pub fn discover(roots: &SysRoots) -> Result<Inventory, Error> {
                 .iter()
                 .find(|(ib, _)| *ib == name)
                 .map(|(_, u)| u.clone());
-            read_device_dir(roots, &name, &class.join(&name), uverbs)
+            read_device_dir(roots, &addrs, &name, &class.join(&name), uverbs)
         })
         .collect();
 
@@ -639,6 +737,41 @@ mod tests {
         assert!(is_pci_address("0000:17:00.0"));
         assert!(!is_pci_address("rxe0"));
         assert!(!is_pci_address("0000:17:00"));
+    }
+
+    #[test]
+    fn proc_net_parsers_on_lab_captures() {
+        // From capture_lab.sh in the lab's podB.
+        let trie = "Main:\n  +-- 0.0.0.0/1 2 0 2\n     +-- 10.0.0.0/8 2 0 2\n        +-- 10.224.0.0/23 3 0 4\n           +-- 10.224.0.0/30 2 0 2\n              |-- 10.224.0.0\n                 /24 link UNICAST\n              |-- 10.224.0.2\n                 /32 host LOCAL\n           |-- 10.224.0.255\n              /32 link BROADCAST\n     +-- 127.0.0.0/8 2 0 2\n        +-- 127.0.0.0/31 1 0 0\n           |-- 127.0.0.0\n              /8 host LOCAL\n           |-- 127.0.0.1\n              /32 host LOCAL\nLocal:\n              |-- 10.224.0.2\n                 /32 host LOCAL\n";
+        let v4 = parse_fib_trie_local(trie);
+        assert_eq!(
+            v4,
+            vec![Ipv4Addr::new(10, 224, 0, 2), Ipv4Addr::new(127, 0, 0, 1)]
+        );
+        let inet6 = "fe80000000000000d84917fffeed81d8 03 40 20 80     net1\n00000000000000000000000000000001 01 80 10 80       lo\n";
+        let v6 = parse_if_inet6(inet6);
+        assert_eq!(v6.len(), 2);
+        assert_eq!(v6[0].0.to_string(), "fe80::d849:17ff:feed:81d8");
+        assert_eq!(v6[0].1, "net1");
+        let addrs = LocalAddrs {
+            known: true,
+            v4,
+            v6,
+        };
+        let ll: Gid = "fe80:0000:0000:0000:d849:17ff:feed:81d8"
+            .parse()
+            .unwrap_or_default();
+        assert!(addrs.has(&ll, "net1"));
+        assert!(!addrs.has(&ll, "net2"));
+        let a0: Gid = "0000:0000:0000:0000:0000:ffff:0ae0:0001"
+            .parse()
+            .unwrap_or_default();
+        let b0: Gid = "0000:0000:0000:0000:0000:ffff:0ae0:0002"
+            .parse()
+            .unwrap_or_default();
+        assert!(!addrs.has(&a0, "net1"));
+        assert!(addrs.has(&b0, "net1"));
+        assert!(LocalAddrs::default().has(&a0, "net1"));
     }
 
     #[test]

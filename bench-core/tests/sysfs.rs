@@ -32,7 +32,7 @@ fn rxe_pod_lists_every_device_but_owns_only_its_own() {
     let p = a0.port(1).expect("port 1");
     assert_eq!(p.state, Some(PortState::Active));
     assert_eq!(p.link_layer, Some(LinkLayer::Ethernet));
-    assert_eq!(p.rate.as_deref(), Some("10 Gb/sec (1X SDR)"));
+    assert_eq!(p.rate.as_deref(), Some("10 Gb/sec (1X FDR10)"));
     assert_eq!(p.line_rate_gbps, Some(10.0));
     assert_eq!(p.gid_table_len, 8);
     let g1 = p.gid(1).expect("gid 1");
@@ -57,18 +57,20 @@ fn rxe_pod_lists_every_device_but_owns_only_its_own() {
         (None, None, false)
     );
 
-    // podB's devices: GID and type read, the netdev does not (absent file on rail 0, a
-    // directory on rail 1).
-    for dev in ["rxe_b0", "rxe_b1"] {
-        let g = inv
-            .device(dev)
-            .and_then(|d| d.port(1))
-            .and_then(|p| p.gid(1))
-            .expect("gid 1");
-        assert!(!g.gid.is_zero(), "{dev}");
-        assert_eq!(g.gid_type, Some(GidType::RoceV2), "{dev}");
-        assert_eq!(g.netdev, None, "{dev}");
-        assert!(!g.netdev_here, "{dev}");
+    // podB's devices: GID, type and even the netdev read (as on the lab's kernel), and podB's
+    // interfaces have the same names as ours; only the address tells that they are not ours.
+    for (dev, ndev) in [("rxe_b0", "net1"), ("rxe_b1", "net2")] {
+        for i in [0, 1] {
+            let g = inv
+                .device(dev)
+                .and_then(|d| d.port(1))
+                .and_then(|p| p.gid(i))
+                .expect("gid");
+            assert!(!g.gid.is_zero(), "{dev} {i}");
+            assert_eq!(g.gid_type, Some(GidType::RoceV2), "{dev} {i}");
+            assert_eq!(g.netdev.as_deref(), Some(ndev), "{dev} {i}");
+            assert!(!g.netdev_here, "{dev} {i}");
+        }
     }
 
     // Only this pod's interfaces map to devices, and only through the GID tables.
@@ -102,6 +104,48 @@ fn rxe_other_pod_sees_the_mirror_image() {
         .and_then(|p| p.gid(1))
         .expect("gid");
     assert_eq!(g.ip().map(|a| a.to_string()).as_deref(), Some("10.224.1.2"));
+}
+
+#[test]
+fn rxe_ipvlan_children_share_a_device_and_a_name() {
+    for (pod, mine, theirs) in [
+        ("rxe-ipvlan/podA", [2, 3], [4, 5]),
+        ("rxe-ipvlan/podB", [4, 5], [2, 3]),
+    ] {
+        let inv = inventory(pod);
+        let p = inv.device("rxe0").and_then(|d| d.port(1)).expect("port");
+        for i in mine {
+            assert!(p.gid(i).expect("gid").netdev_here, "{pod} {i}");
+        }
+        // The other pod's child (also net1) and the master's GIDs (rdma0, not here).
+        for i in theirs.into_iter().chain([0, 1]) {
+            let g = p.gid(i).expect("gid");
+            assert!(g.netdev.is_some() && !g.netdev_here, "{pod} {i}");
+        }
+        let pairs: Vec<_> = inv
+            .netdevs
+            .iter()
+            .map(|b| (b.netdev.as_str(), b.device.as_str()))
+            .collect();
+        assert_eq!(pairs, [("net1", "rxe0"), ("net2", "rxe1")], "{pod}");
+    }
+}
+
+#[test]
+fn without_proc_net_names_alone_decide_and_collide() {
+    // Documented fallback: when /proc/net cannot be read, a GID is ours when its netdev name
+    // exists here, which on the lab's layout also claims the other pod's GIDs.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut r = roots("rxe-pods/podB");
+    r.proc = dir.path().to_path_buf();
+    let inv = sysfs::discover(&r).expect("discover");
+    let g = inv
+        .device("rxe_a0")
+        .and_then(|d| d.port(1))
+        .and_then(|p| p.gid(1))
+        .expect("gid");
+    assert!(g.netdev_here);
+    assert_eq!(inv.bindings_of("net1").len(), 2);
 }
 
 #[test]

@@ -103,6 +103,24 @@ fn explicit_index_is_validated() {
 }
 
 #[test]
+fn rxe_ipvlan_children_are_told_apart_by_address() {
+    let r = resolve("rxe-ipvlan/podA", req(None, None, None)).expect("podA");
+    assert_eq!((r.device.as_str(), r.gid_index), ("rxe0", 2));
+    assert_eq!(r.ip.map(|a| a.to_string()).as_deref(), Some("10.224.0.1"));
+    let r = resolve("rxe-ipvlan/podB", req(None, Some("net2"), None)).expect("podB");
+    assert_eq!((r.device.as_str(), r.gid_index), ("rxe1", 4));
+    assert_eq!(r.ip.map(|a| a.to_string()).as_deref(), Some("10.224.1.2"));
+    let e = resolve("rxe-ipvlan/podA", req(Some("rxe0"), None, Some(4))).expect_err("podB's");
+    assert_eq!(
+        e.to_string(),
+        "GID index 4 of rxe0 port 1 belongs to another network namespace or is empty; usable here: 2 (net1 10.224.0.1)"
+    );
+    // The master's GID (rdma0 lives in the initial namespace).
+    let e = resolve("rxe-ipvlan/podA", req(Some("rxe0"), None, Some(1))).expect_err("master's");
+    assert!(matches!(e, Error::GidNotUsable { index: 1, .. }), "{e}");
+}
+
+#[test]
 fn ipvlan_child_gid_index_differs_per_pod() {
     let r = resolve("ipvlan/pod1", req(None, None, None)).expect("pod1");
     assert_eq!((r.device.as_str(), r.gid_index), ("mlx5_5", 5));
