@@ -32,6 +32,7 @@
 //! ends the run with [`Error::WorkCompletion`]; no completion for a long time with writes
 //! outstanding ends it with [`Error::Stalled`].
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -314,9 +315,22 @@ impl Prepared {
             .zip(&remote.qps)
             .map(|(qp, r)| qp.connect(r, path))
             .collect::<Result<Vec<_>, _>>()?;
-        let stall_limit = path.retry_window().map_or(Duration::from_secs(60), |w| {
-            (w * 3).max(Duration::from_secs(10))
-        });
+        // rxe retries forever when the retry count is 7 (its completer never decrements 7),
+        // and an ACK timeout of 0 is infinite everywhere: then only this guard ends a run
+        // whose peer vanished without the caller noticing.
+        let rxe7 = device.is_rxe() && path.retry_count >= 7;
+        let stall_hint = if rxe7 {
+            "; rxe retries forever with retry count 7, so it never reports retry-exceeded (use a retry count of 6 or less)".to_string()
+        } else if path.ack_timeout == 0 {
+            "; the ACK timeout is 0 (infinite), so the device never reports retry-exceeded"
+                .to_string()
+        } else {
+            String::new()
+        };
+        let stall_limit = match path.retry_window() {
+            Some(w) if !rxe7 => (w * 3).max(Duration::from_secs(10)),
+            _ => Duration::from_secs(10),
+        };
         Ok(Connected {
             qps,
             cq,
@@ -327,6 +341,7 @@ impl Prepared {
             remote_mr: remote.mr,
             inline_src: vec![0u8; inline_bytes as usize],
             stall_limit,
+            stall_hint,
             poisoned: false,
         })
     }
@@ -345,6 +360,7 @@ pub struct Connected {
     remote_mr: MrInfo,
     inline_src: Vec<u8>,
     stall_limit: Duration,
+    stall_hint: String,
     poisoned: bool,
 }
 
@@ -398,7 +414,64 @@ fn plan_posts(
     }
 }
 
-/// Bandwidth samples over fixed intervals of a cumulative completed-bytes curve.
+/// One QP's cumulative completed bytes over time: `(t, bytes)` events starting at `(0, 0)`.
+#[derive(Debug)]
+struct Curve {
+    events: VecDeque<(f64, f64)>,
+    done: bool,
+}
+
+impl Curve {
+    fn new() -> Curve {
+        Curve {
+            events: VecDeque::from([(0.0, 0.0)]),
+            done: false,
+        }
+    }
+
+    fn push(&mut self, t: f64, b: f64) {
+        match self.events.back_mut() {
+            Some(last) if last.0 >= t => last.1 = b,
+            _ => self.events.push_back((t, b)),
+        }
+    }
+
+    /// The curve at `t`, linearly interpolated; `None` while no event at or after `t` has
+    /// arrived and the QP is still running.
+    fn at(&self, t: f64) -> Option<f64> {
+        let mut prev: Option<(f64, f64)> = None;
+        for &(et, eb) in &self.events {
+            if et >= t {
+                return Some(match prev {
+                    Some((pt, pb)) if et > pt => pb + (eb - pb) * (t - pt) / (et - pt),
+                    _ => eb,
+                });
+            }
+            prev = Some((et, eb));
+        }
+        if self.done {
+            prev.map(|p| p.1)
+        } else {
+            None
+        }
+    }
+
+    /// Forgets events no longer needed once everything up to `t` is accounted for.
+    fn prune(&mut self, t: f64) {
+        while self.events.len() >= 2 && self.events.get(1).is_some_and(|e| e.0 <= t) {
+            self.events.pop_front();
+        }
+    }
+}
+
+/// Bandwidth samples over fixed intervals.
+///
+/// Each QP has its own cumulative completed-bytes curve, interpolated between that QP's
+/// completions (a completion accounts for the bytes written since the same QP's previous
+/// one). An interval is closed once every running QP has reported a completion at or after
+/// its end; its bytes are the sum of the QPs' curves. Interpolating one curve across QPs
+/// instead would credit a QP's bytes to the gap since *another* QP's completion and show
+/// spikes that never happened.
 #[derive(Debug)]
 pub(crate) struct Sampler {
     interval: f64,
@@ -406,43 +479,32 @@ pub(crate) struct Sampler {
     next: f64,
     started: bool,
     finished: bool,
-    last_t: f64,
-    last_b: f64,
     boundary_b: f64,
     boundary_t: f64,
+    curves: Vec<Curve>,
     hist: Option<Histogram<u64>>,
     peak_gbps: f64,
     samples: u64,
 }
 
 impl Sampler {
-    /// Intervals of `interval` from `start` up to `end` (seconds on the caller's clock); the
-    /// curve is (t, cumulative bytes) and starts at (0, 0).
-    pub(crate) fn new(interval: Duration, start: f64, end: Option<f64>) -> Sampler {
+    /// Intervals of `interval` from `start` up to `end` (seconds on the caller's clock, which
+    /// starts at 0 where every curve is 0), for `qps` curves.
+    pub(crate) fn new(interval: Duration, start: f64, end: Option<f64>, qps: usize) -> Sampler {
         Sampler {
             interval: interval.as_secs_f64(),
             end,
             next: start,
             started: false,
             finished: false,
-            last_t: 0.0,
-            last_b: 0.0,
             boundary_b: 0.0,
             boundary_t: start,
+            curves: (0..qps.max(1)).map(|_| Curve::new()).collect(),
             // kb/s (Gb/s * 1e6) up to 10 Tb/s with 3 significant digits. (Creation cannot
             // fail for these bounds; without a histogram the summary falls back to the average.)
             hist: Histogram::new_with_bounds(1, 10_000_000_000, 3).ok(),
             peak_gbps: 0.0,
             samples: 0,
-        }
-    }
-
-    fn at(&self, t: f64, b: f64, x: f64) -> f64 {
-        if t <= self.last_t {
-            b
-        } else {
-            self.last_b
-                + (b - self.last_b) * ((x - self.last_t) / (t - self.last_t)).clamp(0.0, 1.0)
         }
     }
 
@@ -458,43 +520,67 @@ impl Sampler {
         self.samples += 1;
     }
 
-    /// A completion event: at time `t`, `cum` bytes have completed in total.
-    pub(crate) fn event(&mut self, t: f64, cum: u64) {
-        let b = cum as f64;
-        if self.finished {
-            return;
+    /// A completion on QP `qp` at time `t`: `cum` bytes of that QP have completed in total.
+    pub(crate) fn event(&mut self, qp: usize, t: f64, cum: u64) {
+        if let Some(c) = self.curves.get_mut(qp) {
+            c.push(t, cum as f64);
         }
-        let limit = self.end.map_or(t, |e| t.min(e));
-        while self.next <= limit {
-            let at = self.at(t, b, self.next);
-            if self.started {
-                self.record(at - self.boundary_b, self.interval);
-            }
-            self.started = true;
-            self.boundary_b = at;
-            self.boundary_t = self.next;
-            self.next += self.interval;
+        if t >= self.next || self.end.is_some_and(|e| t >= e) {
+            self.advance();
         }
-        if let Some(end) = self.end {
-            if t >= end {
-                let at = self.at(t, b, end);
-                let partial = end - self.boundary_t;
-                if self.started && partial >= self.interval / 2.0 {
-                    self.record(at - self.boundary_b, partial);
-                }
-                self.finished = true;
-            }
-        }
-        self.last_t = t;
-        self.last_b = b;
     }
 
-    /// Ends the curve at its last event (iteration mode).
-    pub(crate) fn close(&mut self, t: f64, cum: u64) {
-        if self.end.is_none() {
-            self.end = Some(t);
+    /// QP `qp` will complete nothing more (its curve stays flat).
+    pub(crate) fn finish_qp(&mut self, qp: usize) {
+        if let Some(c) = self.curves.get_mut(qp) {
+            c.done = true;
         }
-        self.event(t, cum);
+        self.advance();
+    }
+
+    /// Ends every curve; the last interval ends at `t` (iteration mode) or at the end given at
+    /// creation, whichever is earlier.
+    pub(crate) fn close(&mut self, t: f64) {
+        self.end = Some(self.end.map_or(t, |e| e.min(t)));
+        for c in &mut self.curves {
+            c.done = true;
+        }
+        self.advance();
+    }
+
+    fn advance(&mut self) {
+        while !self.finished {
+            let (tb, is_end) = match self.end {
+                Some(e) if e < self.next => (e, true),
+                None if self.curves.iter().all(|c| c.done) => return,
+                _ => (self.next, false),
+            };
+            let mut total = 0.0;
+            for c in &self.curves {
+                match c.at(tb) {
+                    Some(v) => total += v,
+                    None => return,
+                }
+            }
+            if is_end {
+                let partial = tb - self.boundary_t;
+                if self.started && partial >= self.interval / 2.0 {
+                    self.record(total - self.boundary_b, partial);
+                }
+                self.finished = true;
+                return;
+            }
+            if self.started {
+                self.record(total - self.boundary_b, self.interval);
+            }
+            self.started = true;
+            self.boundary_b = total;
+            self.boundary_t = tb;
+            self.next += self.interval;
+            for c in &mut self.curves {
+                c.prune(tb);
+            }
+        }
     }
 
     /// (p1, p50, p99, peak) in Gb/s; `fallback` for each when there was no full sample.
@@ -583,6 +669,7 @@ impl Connected {
             remote_mr,
             inline_src,
             stall_limit,
+            stall_hint,
             ..
         } = self;
         let spec = if size32 as usize <= inline_src.len() {
@@ -620,9 +707,8 @@ impl Connected {
                 )
             }
         };
-        let mut sampler = Sampler::new(interval, ws, target.map_or(Some(we), |_| None));
+        let mut sampler = Sampler::new(interval, ws, target.map_or(Some(we), |_| None), nq);
 
-        let mut cum_bytes: u64 = 0;
         let mut window_msgs: u64 = 0;
         let mut draining = false;
         let mut cpu0 = None;
@@ -684,14 +770,16 @@ impl Connected {
                     let covered = c.wr_id & 0xffff_ffff;
                     if let Some(s) = st.get_mut(qi) {
                         s.completed += covered;
+                        sampler.event(qi, t, s.completed * size);
+                        if target == Some(s.completed) {
+                            sampler.finish_qp(qi);
+                        }
                     }
                     msgs += covered;
                 }
-                cum_bytes += msgs * size;
                 if t >= ws && t < we {
                     window_msgs += msgs;
                 }
-                sampler.event(t, cum_bytes);
                 last_progress = now;
             }
 
@@ -707,15 +795,14 @@ impl Connected {
                     draining = true;
                 }
                 if draining && st.iter().all(|s| s.outstanding() == 0 && s.unsignaled == 0) {
-                    // Close the curve at the window's end if no completion came after it.
-                    sampler.event(t.max(we), cum_bytes);
+                    sampler.close(t);
                     break;
                 }
             } else if let Some(n) = target {
                 if st.iter().all(|s| s.completed >= n) {
                     cpu1 = Some(crate::ffi::process_cpu_time());
                     t_end = t;
-                    sampler.close(t, cum_bytes);
+                    sampler.close(t);
                     break;
                 }
             }
@@ -736,6 +823,7 @@ impl Connected {
                         port: *port,
                         stalled_s: now.duration_since(last_progress).as_secs_f64(),
                         outstanding,
+                        hint: stall_hint.clone(),
                     });
                 }
             }
@@ -837,14 +925,15 @@ mod tests {
     #[test]
     fn sampler_even_rate() {
         // 1 GB/s = 8 Gb/s, completions every 0.25 ms, 10 ms intervals over a 1 s window.
-        let mut s = Sampler::new(Duration::from_millis(10), 0.5, Some(1.5));
+        let mut s = Sampler::new(Duration::from_millis(10), 0.5, Some(1.5), 1);
         let mut cum = 0u64;
         let mut t = 0.0;
         while t < 2.0 {
             t += 0.00025;
             cum += 250_000;
-            s.event(t, cum);
+            s.event(0, t, cum);
         }
+        s.close(t);
         let (p1, p50, p99, peak) = s.summary(0.0);
         for v in [p1, p50, p99, peak] {
             assert!((v - 8.0).abs() < 0.02, "{v}");
@@ -855,31 +944,82 @@ mod tests {
     #[test]
     fn sampler_sparse_completions_are_smoothed() {
         // A completion only every 35 ms (coarse cq_mod) still gives steady 1 ms samples.
-        let mut s = Sampler::new(Duration::from_millis(1), 0.0, None);
+        let mut s = Sampler::new(Duration::from_millis(1), 0.0, None, 1);
         let mut cum = 0u64;
         let mut t = 0.0;
         for _ in 0..20 {
             t += 0.035;
             cum += 35_000_000; // 1 GB/s
-            s.event(t, cum);
+            s.event(0, t, cum);
         }
-        s.close(t, cum);
+        s.finish_qp(0);
+        s.close(t);
         let (p1, _, p99, peak) = s.summary(0.0);
         assert!((p1 - 8.0).abs() < 0.05 && (p99 - 8.0).abs() < 0.05 && (peak - 8.0).abs() < 0.05);
+        assert_eq!(s.samples, 700);
+    }
+
+    #[test]
+    fn sampler_interleaved_qps_show_no_spikes() {
+        // 4 QPs at 2 Gb/s each (8 Gb/s in all), each completing every 40 ms, staggered by
+        // 10 ms: a single interpolated curve would swing; per-QP curves stay flat.
+        let mut s = Sampler::new(Duration::from_millis(1), 0.0, None, 4);
+        let per = 0.25e9 * 0.040; // bytes per completion per QP
+        let mut events = Vec::new();
+        for q in 0..4usize {
+            for k in 1..=25u32 {
+                events.push((
+                    0.010 * q as f64 + 0.040 * f64::from(k),
+                    q,
+                    (per * f64::from(k)) as u64,
+                ));
+            }
+        }
+        events.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let t_end = events.last().map_or(0.0, |e| e.0);
+        for (t, q, cum) in events {
+            s.event(q, t, cum);
+        }
+        s.close(t_end);
+        let (p1, p50, p99, peak) = s.summary(0.0);
+        // Between 40 ms and 1.0 s all four run; the ramp at the start and the tail differ.
+        assert!((p50 - 8.0).abs() < 0.05, "p50 {p50}");
+        assert!(peak < 8.05, "peak {peak}");
+        assert!(p99 < 8.05, "p99 {p99}");
+        assert!(p1 > 1.9, "p1 {p1}");
     }
 
     #[test]
     fn sampler_short_run_falls_back() {
-        let mut s = Sampler::new(Duration::from_millis(10), 0.0, None);
-        s.event(0.001, 1000);
-        s.close(0.002, 2000);
+        let mut s = Sampler::new(Duration::from_millis(10), 0.0, None, 1);
+        s.event(0, 0.001, 1000);
+        s.event(0, 0.002, 2000);
+        s.close(0.002);
         assert_eq!(s.summary(3.5), (3.5, 3.5, 3.5, 3.5));
+    }
+
+    #[test]
+    fn sampler_waits_for_every_qp() {
+        // QP 1 reports late: the interval stays open until it does, then is exact.
+        let mut s = Sampler::new(Duration::from_millis(10), 0.0, None, 2);
+        s.event(0, 0.010, 1_250_000); // 1 Gb/s
+        s.event(0, 0.020, 2_500_000);
+        assert_eq!(s.samples, 0);
+        s.event(1, 0.020, 2_500_000);
+        // [0, 10 ms] and [10, 20 ms], both 2 Gb/s.
+        assert_eq!(s.samples, 2);
+        s.close(0.020);
+        let (_, p50, _, peak) = s.summary(0.0);
+        assert!(
+            (p50 - 2.0).abs() < 0.01 && (peak - 2.0).abs() < 0.01,
+            "{p50} {peak}"
+        );
     }
 
     #[test]
     fn sampler_sees_a_dip() {
         // 10 Gb/s with a 50 ms stall in the middle of a 1 s window.
-        let mut s = Sampler::new(Duration::from_millis(10), 0.0, Some(1.0));
+        let mut s = Sampler::new(Duration::from_millis(10), 0.0, Some(1.0), 1);
         let mut cum = 0u64;
         let mut t = 0.0;
         while t < 1.2 {
@@ -887,8 +1027,9 @@ mod tests {
             if !(0.5..0.55).contains(&t) {
                 cum += 125_000; // 1.25 GB/s per 0.1 ms -> 10 Gb/s
             }
-            s.event(t, cum);
+            s.event(0, t, cum);
         }
+        s.close(t);
         let (p1, p50, _, peak) = s.summary(0.0);
         assert!(p1 < 1.0, "p1 {p1}");
         assert!((p50 - 10.0).abs() < 0.05, "p50 {p50}");

@@ -94,7 +94,11 @@ pub fn errno_symbol(code: i32) -> &'static str {
 
 fn errno_name(e: &io::Error) -> String {
     match e.raw_os_error() {
-        Some(code) => format!("{} ({e})", errno_symbol(code)),
+        Some(code) => {
+            let text = e.to_string();
+            let desc = text.split(" (os error").next().unwrap_or(&text);
+            format!("{} ({desc})", errno_symbol(code))
+        }
         None => e.to_string(),
     }
 }
@@ -400,7 +404,7 @@ pub enum Error {
     },
 
     /// No completion arrived for a long time while writes were outstanding.
-    #[error("no completion on {device} port {port} for {stalled_s:.1} s with {outstanding} writes outstanding: the peer stopped responding (its process died or the rail is down)")]
+    #[error("no completion on {device} port {port} for {stalled_s:.1} s with {outstanding} writes outstanding: the peer stopped responding (its process died or the rail is down){hint}")]
     Stalled {
         /// Device name.
         device: String,
@@ -410,6 +414,8 @@ pub enum Error {
         stalled_s: f64,
         /// Writes outstanding.
         outstanding: u64,
+        /// Why the device did not report it itself, when known (starts with `; `), else empty.
+        hint: String,
     },
 
     /// The caller's stop flag was raised (typically: the control channel saw the peer die).

@@ -256,7 +256,7 @@ pub fn wc_status_str(status: u32) -> &'static str {
 pub fn wc_status_hint(status: u32) -> &'static str {
     match status {
         12 | 13 | 20 => "the peer stopped responding: its process died or the rail is down",
-        5 => "the QP was already in the error state (an earlier completion failed, or the QP was torn down)",
+        5 => "the QP had moved to the error state (an earlier failure the provider did not report as a completion, or teardown); check dmesg on both ends",
         9 | 10 => "the peer rejected the write: its memory region (address, length or rkey) does not match what was exchanged, or its QP lacks remote-write access",
         11 => "the peer's HCA could not complete the operation",
         1 | 2 | 4 | 8 => "local error in the work request (buffer, key or QP capability); a bug in the engine",

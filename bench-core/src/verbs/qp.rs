@@ -413,12 +413,18 @@ impl Qp<Rts> {
                 )));
             }
         }
+        // rxe copies wr_flags into the WQE and reads inline data only when IBV_SEND_INLINE is
+        // set, even with ibv_wr_set_inline_data; other providers ignore the flag there.
+        let base = match spec.src {
+            Source::Inline(_) => WorkRequestFlags::Inline,
+            Source::Sge(_) => WorkRequestFlags::none(),
+        };
         let mut guard = self.qp.start_post_send();
         for (wr_id, signaled) in wrs {
             let flags = if signaled {
-                WorkRequestFlags::Signaled
+                base | WorkRequestFlags::Signaled
             } else {
-                WorkRequestFlags::none()
+                base
             };
             let h = guard
                 .construct_wr(wr_id, flags)
