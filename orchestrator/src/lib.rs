@@ -9,6 +9,7 @@
 //! * [`run`]: the `railsweep run` command line.
 #![forbid(unsafe_code)]
 
+pub mod modes;
 pub mod output;
 pub mod plan;
 pub mod progress;

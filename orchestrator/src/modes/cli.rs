@@ -1,0 +1,234 @@
+//! The command-line options of the pods railsweep creates (`railsweep run --nodes`,
+//! `railsweep compare`), and how they become [`PodOptions`].
+//!
+//! `--networks` and `--rdma-resource` may start with `MODE:` to apply to one mode only, so
+//! that `compare` can take the IPvlan and the SR-IOV settings in one command line:
+//! `--networks 'ipvlan:rdma-ipvlan-{0..15}' --networks 'sriov:sriov-rail-{0..15}'`. Without a
+//! prefix they apply to both.
+
+use clap::Args;
+
+use super::pattern::{expand_pattern, number_list};
+use super::{Attachment, Mode, ModeError, PodOptions, ResourceSpec, TolerationSpec, DEFAULT_IMAGE};
+
+/// `--nodes NODE_A,NODE_B`: the client pod goes to the first, the server pod to the second.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodePair {
+    /// Node of the client pod.
+    pub client: String,
+    /// Node of the server pod.
+    pub server: String,
+}
+
+impl std::str::FromStr for NodePair {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<NodePair, String> {
+        match s.split(',').map(str::trim).collect::<Vec<_>>().as_slice() {
+            [a, b] if !a.is_empty() && !b.is_empty() => Ok(NodePair {
+                client: a.to_string(),
+                server: b.to_string(),
+            }),
+            _ => Err(format!(
+                "expected two node names, NODE_A,NODE_B (client on A, server on B), got `{s}`"
+            )),
+        }
+    }
+}
+
+/// Options of the pods railsweep creates.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Pods railsweep creates (--nodes)")]
+pub struct PodArgs {
+    /// Create the pods: the client pod on NODE_A and the server pod on NODE_B (by
+    /// kubernetes.io/hostname), wait until both are ready, sweep, and delete them.
+    #[arg(long, value_name = "NODE_A,NODE_B")]
+    pub nodes: Option<NodePair>,
+    /// Print the pods' manifests instead of creating them (`-o yaml`, the default, or `-o json`).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Leave the pods in place at the end (also after Ctrl-C); delete them later with
+    /// `kubectl delete pods -l app.kubernetes.io/managed-by=railsweep`.
+    #[arg(long)]
+    pub keep_pods: bool,
+    /// Seconds to wait for both pods to be ready before giving up (image pulls can be slow).
+    #[arg(long, value_name = "S", default_value_t = 300.0)]
+    pub pod_timeout: f64,
+    /// Container image with rdmabw (built from deploy/Containerfile) [default: railbench/rdmabw:VERSION];
+    /// with --inject, any image with libibverbs, sh, head and sleep.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+    /// Tolerate this taint (repeatable); `nvidia.com/gpu:NoSchedule` is always tolerated unless
+    /// --no-gpu-toleration.
+    #[arg(long = "toleration", value_name = "KEY[=VALUE][:EFFECT]")]
+    pub tolerations: Vec<TolerationSpec>,
+    /// Do not tolerate the nvidia.com/gpu taint.
+    #[arg(long)]
+    pub no_gpu_toleration: bool,
+    /// Extra resource for both pods (repeatable), e.g. GPUs for GPUDirect runs: nvidia.com/gpu=8.
+    #[arg(long = "resource", value_name = "NAME=COUNT")]
+    pub resources: Vec<String>,
+    /// No IPC_LOCK capability. IPvlan and SR-IOV pods then pass the Baseline Pod Security level,
+    /// but need nodes whose container runtime sets an unlimited memlock limit.
+    #[arg(long)]
+    pub no_ipc_lock: bool,
+    /// hostnetwork-crio: the RuntimeClass whose CRI-O handler accepts the device annotation.
+    #[arg(long, value_name = "NAME", default_value = super::DEFAULT_RUNTIME_CLASS)]
+    pub runtime_class: String,
+    /// hostnetwork-crio: the node's uverbs device numbers, as `ls /dev/infiniband` on the node
+    /// shows them: 0-17 lists uverbs0..uverbs17 (rdma_cm is always added).
+    #[arg(long, value_name = "LIST")]
+    pub uverbs: Option<String>,
+    /// ipvlan, sriov: NetworkAttachmentDefinitions in rail order (repeatable), with a rail
+    /// pattern: `rdma-ipvlan-{0..15}`; `MODE:` first applies to one mode only.
+    #[arg(long = "networks", value_name = "[MODE:]NAMES")]
+    pub networks: Vec<String>,
+    /// ipvlan, sriov: the device resource that gives the RDMA devices (repeatable):
+    /// `nvidia.com/hostdev=16`, or per rail `nvidia.com/sriov_rdma_rail{0..15}=1`; `MODE:` first
+    /// applies to one mode only.
+    #[arg(long = "rdma-resource", value_name = "[MODE:]NAME=COUNT")]
+    pub rdma_resources: Vec<String>,
+}
+
+/// Split a `MODE:` prefix off `s`, if it names a mode.
+fn mode_prefix(s: &str) -> (Option<Mode>, &str) {
+    match s.split_once(':') {
+        Some((m, rest)) => match m.parse::<Mode>() {
+            Ok(mode) => (Some(mode), rest),
+            Err(_) => (None, s),
+        },
+        None => (None, s),
+    }
+}
+
+impl PodArgs {
+    /// The pod options for a namespace and server port; `inject` is railsweep's `--inject`.
+    pub fn pod_options(&self, namespace: &str, port: u16, inject: bool) -> Result<PodOptions, ModeError> {
+        let image = match (&self.image, inject) {
+            (Some(i), _) => i.clone(),
+            (None, false) => DEFAULT_IMAGE.to_string(),
+            (None, true) => {
+                return Err(ModeError::Pattern {
+                    pattern: "--inject".into(),
+                    why: "give the image to inject into with --image (any image with libibverbs, sh, head and \
+                          sleep, such as the one your NCCL jobs use)"
+                        .into(),
+                })
+            }
+        };
+        let mut tolerations = Vec::new();
+        if !self.no_gpu_toleration {
+            tolerations.push(TolerationSpec::gpu());
+        }
+        for t in &self.tolerations {
+            if !tolerations.contains(t) {
+                tolerations.push(t.clone());
+            }
+        }
+        let mut resources = Vec::new();
+        for r in &self.resources {
+            resources.extend(ResourceSpec::parse_many(r)?);
+        }
+        let mut ipvlan = Attachment::default();
+        let mut sriov = Attachment::default();
+        for n in &self.networks {
+            let (mode, pattern) = mode_prefix(n);
+            let names = expand_pattern(pattern)?;
+            match mode {
+                None => {
+                    ipvlan.networks.extend(names.iter().cloned());
+                    sriov.networks.extend(names);
+                }
+                Some(Mode::Ipvlan) => ipvlan.networks.extend(names),
+                Some(Mode::Sriov) => sriov.networks.extend(names),
+                Some(other) => return Err(not_for(other, "--networks", n)),
+            }
+        }
+        for r in &self.rdma_resources {
+            let (mode, spec) = mode_prefix(r);
+            let specs = ResourceSpec::parse_many(spec)?;
+            match mode {
+                None => {
+                    ipvlan.resources.extend(specs.iter().cloned());
+                    sriov.resources.extend(specs);
+                }
+                Some(Mode::Ipvlan) => ipvlan.resources.extend(specs),
+                Some(Mode::Sriov) => sriov.resources.extend(specs),
+                Some(other) => return Err(not_for(other, "--rdma-resource", r)),
+            }
+        }
+        Ok(PodOptions {
+            namespace: namespace.to_string(),
+            image,
+            tolerations,
+            resources,
+            ipc_lock: !self.no_ipc_lock,
+            port,
+            runtime_class: self.runtime_class.clone(),
+            uverbs: match &self.uverbs {
+                Some(l) => number_list(l)?,
+                None => vec![],
+            },
+            ipvlan,
+            sriov,
+        })
+    }
+}
+
+fn not_for(mode: Mode, option: &str, value: &str) -> ModeError {
+    ModeError::Pattern {
+        pattern: value.to_string(),
+        why: format!("{option} applies to ipvlan and sriov, not to {mode}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct T {
+        #[command(flatten)]
+        pods: PodArgs,
+    }
+
+    fn parse(args: &[&str]) -> PodOptions {
+        let t = T::try_parse_from(std::iter::once("t").chain(args.iter().copied())).expect("parses");
+        t.pods.pod_options("rdma", 18515, false).expect("options")
+    }
+
+    #[test]
+    fn mode_prefixes_keep_ipvlan_and_sriov_apart() {
+        let o = parse(&[
+            "--networks", "ipvlan:rdma-ipvlan-{0..15}",
+            "--networks", "sriov:sriov-rail-{0..1}",
+            "--rdma-resource", "ipvlan:nvidia.com/hostdev=16",
+            "--rdma-resource", "sriov:nvidia.com/sriov_rdma_rail{0..1}=1",
+        ]);
+        assert_eq!(o.ipvlan.networks.len(), 16);
+        assert_eq!(o.sriov.networks, ["sriov-rail-0", "sriov-rail-1"]);
+        assert_eq!(o.ipvlan.resources.len(), 1);
+        assert_eq!(o.sriov.resources.len(), 2);
+        let both = parse(&["--networks", "ns/a,ns/b"]);
+        assert_eq!(both.ipvlan.networks, both.sriov.networks);
+    }
+
+    #[test]
+    fn defaults_and_switches() {
+        let o = parse(&["--nodes", "a,b"]);
+        assert_eq!(o.tolerations, [TolerationSpec::gpu()]);
+        assert!(o.ipc_lock);
+        assert_eq!(o.image, DEFAULT_IMAGE);
+        let o = parse(&["--no-gpu-toleration", "--no-ipc-lock", "--uverbs", "0-3", "--resource", "nvidia.com/gpu=8"]);
+        assert!(o.tolerations.is_empty());
+        assert!(!o.ipc_lock);
+        assert_eq!(o.uverbs, [0, 1, 2, 3]);
+        assert_eq!(o.resources[0].name, "nvidia.com/gpu");
+        assert!(T::try_parse_from(["t", "--nodes", "only-one"]).is_err());
+        let t = T::try_parse_from(["t", "--networks", "hostnetwork:x"]).expect("parses");
+        assert!(t.pods.pod_options("d", 1, false).is_err());
+        let t = T::try_parse_from(["t"]).expect("parses");
+        assert!(t.pods.pod_options("d", 1, true).is_err(), "--inject needs --image");
+    }
+}

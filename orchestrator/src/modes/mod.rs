@@ -1,0 +1,590 @@
+//! The pod pair of each network mode: how a pod gets its RDMA rails, as typed Kubernetes
+//! objects (`k8s_openapi::api::core::v1::Pod`), with the settings the field reports show each
+//! mode needs.
+//!
+//! | mode | what the pods get |
+//! | --- | --- |
+//! | `hostnetwork` | `hostNetwork: true`, `dnsPolicy: ClusterFirstWithHostNet`, privileged (every device of the node, so every uverbs device) |
+//! | `hostnetwork-crio` | `hostNetwork: true` without privileged: a CRI-O runtime class that accepts the `io.kubernetes.cri-o.Devices` annotation, the annotation listing the node's uverbs devices and `rdma_cm` one by one, and IPC_LOCK |
+//! | `ipvlan` | the Multus networks annotation (one IPvlan network per rail) and the RDMA device resource of the rails' PFs |
+//! | `sriov` | the Multus networks annotation (SR-IOV networks) and the VF resource(s) |
+//!
+//! The client pod goes to the first node and the server pod to the second (pinned by
+//! `kubernetes.io/hostname`). Both run `sleep infinity`: railsweep runs rdmabw in them through
+//! exec. Every pod carries the labels of [`selector`], so railsweep (or a person) can find and
+//! delete what a run created.
+//!
+//! * [`pattern`]: rail patterns, resources, tolerations;
+//! * [`security`]: the Pod Security level a pod needs;
+//! * [`yaml`]: the `--dry-run -o yaml` printer;
+//! * [`cli`]: the command-line options that fill [`PodOptions`].
+
+pub mod cli;
+
+pub mod pattern;
+pub mod security;
+pub mod yaml;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, ContainerPort, Pod, PodSpec, ResourceRequirements, SecurityContext, Toleration,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+pub use pattern::{ResourceSpec, TolerationSpec};
+pub use security::Level;
+
+/// How the pods get their RDMA rails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
+pub enum Mode {
+    /// The node's network (`hostNetwork: true`), privileged.
+    #[value(name = "hostnetwork")]
+    HostNetwork,
+    /// The node's network without privileged: CRI-O adds the RDMA devices (runtime class and
+    /// device annotation), plus IPC_LOCK.
+    #[value(name = "hostnetwork-crio")]
+    HostNetworkCrio,
+    /// An IPvlan interface per rail (Multus) and the rails' RDMA devices (device plugin).
+    #[value(name = "ipvlan")]
+    Ipvlan,
+    /// An SR-IOV VF per rail (Multus and the SR-IOV device plugin).
+    #[value(name = "sriov")]
+    Sriov,
+}
+
+impl Mode {
+    /// Every mode, in comparison order.
+    pub const ALL: [Mode; 4] = [Mode::HostNetwork, Mode::HostNetworkCrio, Mode::Ipvlan, Mode::Sriov];
+
+    /// The name on the command line, in pod names and in result rows.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::HostNetwork => "hostnetwork",
+            Mode::HostNetworkCrio => "hostnetwork-crio",
+            Mode::Ipvlan => "ipvlan",
+            Mode::Sriov => "sriov",
+        }
+    }
+
+    /// The network mode recorded in result rows.
+    pub fn network_mode(self) -> results::NetworkMode {
+        match self {
+            Mode::HostNetwork => results::NetworkMode::HostNetwork,
+            Mode::HostNetworkCrio => results::NetworkMode::HostNetworkCrio,
+            Mode::Ipvlan => results::NetworkMode::Ipvlan,
+            Mode::Sriov => results::NetworkMode::Sriov,
+        }
+    }
+
+    /// Whether the pods share the node's network namespace.
+    pub fn host_network(self) -> bool {
+        matches!(self, Mode::HostNetwork | Mode::HostNetworkCrio)
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = ModeError;
+
+    fn from_str(s: &str) -> Result<Mode, ModeError> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| ModeError::UnknownMode(s.to_string()))
+    }
+}
+
+/// What can be wrong with the options of a mode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModeError {
+    /// A pattern, list, resource or toleration that does not parse.
+    #[error("`{pattern}`: {why}")]
+    Pattern {
+        /// The text as given.
+        pattern: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A mode without an option it cannot do without.
+    #[error("mode {mode} needs {option}: {hint}")]
+    Missing {
+        /// The mode.
+        mode: Mode,
+        /// The option, as on the command line.
+        option: &'static str,
+        /// What to give, with an example.
+        hint: &'static str,
+    },
+    /// A mode name that is none of [`Mode::ALL`].
+    #[error("unknown mode `{0}` (modes: hostnetwork, hostnetwork-crio, ipvlan, sriov)")]
+    UnknownMode(String),
+    /// A name that cannot become part of a pod name or label.
+    #[error("`{0}` cannot be part of a pod name (lowercase letters, digits and `-`, at most 28)")]
+    BadRunId(String),
+}
+
+/// Which end of the test a pod is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Runs `rdmabw server --daemon`; placed on the second node.
+    Server,
+    /// Runs `rdmabw client` per rail; placed on the first node.
+    Client,
+}
+
+impl Role {
+    /// `server` or `client`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Server => "server",
+            Role::Client => "client",
+        }
+    }
+}
+
+/// The secondary networks and device resources of an attachment mode (ipvlan, sriov).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Attachment {
+    /// NetworkAttachmentDefinition names (`NAME` or `NAMESPACE/NAME`), in rail order.
+    pub networks: Vec<String>,
+    /// The device resources that give the pod its RDMA devices.
+    pub resources: Vec<ResourceSpec>,
+}
+
+/// Everything that shapes the pods, shared by every mode; the mode picks what applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodOptions {
+    /// Namespace the pods are created in.
+    pub namespace: String,
+    /// Container image: one with rdmabw, or (with `--inject`) any with libibverbs, `sh`,
+    /// `head` and `sleep`.
+    pub image: String,
+    /// Taints the pods tolerate.
+    pub tolerations: Vec<TolerationSpec>,
+    /// Extra resources for both pods (GPUs for GPUDirect runs).
+    pub resources: Vec<ResourceSpec>,
+    /// Add the IPC_LOCK capability (to lock registered memory) where the mode is not
+    /// privileged anyway.
+    pub ipc_lock: bool,
+    /// The TCP port of the server daemon (declared on the server pod; on the host network
+    /// as a host port, so that the scheduler keeps two runs apart).
+    pub port: u16,
+    /// `hostnetwork-crio`: the runtime class whose handler accepts the device annotation.
+    pub runtime_class: String,
+    /// `hostnetwork-crio`: the numbers of the node's `/dev/infiniband/uverbsN` devices.
+    pub uverbs: Vec<u32>,
+    /// `ipvlan`: networks and RDMA device resource.
+    pub ipvlan: Attachment,
+    /// `sriov`: networks and VF resource(s).
+    pub sriov: Attachment,
+}
+
+/// The image built from `deploy/Containerfile` (not published anywhere: push it to a registry
+/// the nodes can pull from and name it with `--image`).
+pub const DEFAULT_IMAGE: &str = concat!("railbench/rdmabw:", env!("CARGO_PKG_VERSION"));
+
+/// The runtime class of the field report's CRI-O fix.
+pub const DEFAULT_RUNTIME_CLASS: &str = "runc-nohostdev";
+
+/// The CRI-O annotation that adds host devices to a container.
+pub const CRIO_DEVICES_ANNOTATION: &str = "io.kubernetes.cri-o.Devices";
+
+/// The Multus annotation that attaches secondary networks.
+pub const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
+
+/// The container's name in every pod.
+pub const CONTAINER: &str = "rdmabw";
+
+/// Label keys on every pod railsweep creates.
+pub mod labels {
+    /// Always `railsweep`.
+    pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+    /// Always `rdmabw`.
+    pub const NAME: &str = "app.kubernetes.io/name";
+    /// The run: one value per `railsweep run` or `compare` invocation.
+    pub const INSTANCE: &str = "app.kubernetes.io/instance";
+    /// `server` or `client`.
+    pub const COMPONENT: &str = "app.kubernetes.io/component";
+    /// The mode.
+    pub const MODE: &str = "railbench/mode";
+}
+
+impl Default for PodOptions {
+    fn default() -> Self {
+        PodOptions {
+            namespace: "default".into(),
+            image: DEFAULT_IMAGE.into(),
+            tolerations: vec![TolerationSpec::gpu()],
+            resources: vec![],
+            ipc_lock: true,
+            port: 18515,
+            runtime_class: DEFAULT_RUNTIME_CLASS.into(),
+            uverbs: vec![],
+            ipvlan: Attachment::default(),
+            sriov: Attachment::default(),
+        }
+    }
+}
+
+/// Where the pair goes and what run it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// The run id in pod names and the instance label: lowercase letters, digits, `-`.
+    pub run: String,
+    /// Node of the client pod (`kubernetes.io/hostname`); `None` lets the scheduler choose.
+    pub client_node: Option<String>,
+    /// Node of the server pod.
+    pub server_node: Option<String>,
+}
+
+/// The two pods of one mode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodPair {
+    /// The mode they were built for.
+    pub mode: Mode,
+    /// The server pod (on the second node).
+    pub server: Pod,
+    /// The client pod (on the first node).
+    pub client: Pod,
+}
+
+impl PodPair {
+    /// Server first: it is created first and deleted last.
+    pub fn pods(&self) -> [(Role, &Pod); 2] {
+        [(Role::Server, &self.server), (Role::Client, &self.client)]
+    }
+}
+
+/// A run id fit for pod names: a `railsweep run` id such as `20261129T101500Z`, lowercased.
+pub fn run_label(run_id: &str) -> Result<String, ModeError> {
+    let s = run_id.to_ascii_lowercase();
+    let ok = !s.is_empty()
+        && s.len() <= 28
+        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.starts_with('-')
+        && !s.ends_with('-');
+    if ok {
+        Ok(s)
+    } else {
+        Err(ModeError::BadRunId(run_id.to_string()))
+    }
+}
+
+/// `railsweep-RUN-MODE-ROLE` (at most 63 characters for a 28-character run id).
+pub fn pod_name(run: &str, mode: Mode, role: Role) -> String {
+    format!("railsweep-{run}-{mode}-{}", role.as_str())
+}
+
+/// The label selector of every pod of a run (`None`: of every run).
+pub fn selector(run: Option<&str>) -> String {
+    match run {
+        Some(r) => format!("{}=railsweep,{}={r}", labels::MANAGED_BY, labels::INSTANCE),
+        None => format!("{}=railsweep", labels::MANAGED_BY),
+    }
+}
+
+/// Check that `mode` has what it needs in `opts`.
+pub fn check(mode: Mode, opts: &PodOptions) -> Result<(), ModeError> {
+    match mode {
+        Mode::HostNetwork => Ok(()),
+        Mode::HostNetworkCrio if opts.uverbs.is_empty() => Err(ModeError::Missing {
+            mode,
+            option: "--uverbs",
+            hint: "the numbers of the node's /dev/infiniband/uverbsN devices, as `ls /dev/infiniband` on the \
+                   node lists them (e.g. --uverbs 0-17); CRI-O's allowed_devices must list the same devices",
+        }),
+        Mode::HostNetworkCrio => Ok(()),
+        Mode::Ipvlan | Mode::Sriov => {
+            let a = attachment(mode, opts);
+            if a.networks.is_empty() {
+                return Err(ModeError::Missing {
+                    mode,
+                    option: "--networks",
+                    hint: if mode == Mode::Ipvlan {
+                        "the NetworkAttachmentDefinitions of the rails, in rail order (e.g. --networks \
+                         'ipvlan:rdma-ipvlan-{0..15}')"
+                    } else {
+                        "the SR-IOV networks of the rails, in rail order (e.g. --networks 'sriov:sriov-rail-{0..15}')"
+                    },
+                });
+            }
+            if a.resources.is_empty() {
+                return Err(ModeError::Missing {
+                    mode,
+                    option: "--rdma-resource",
+                    hint: if mode == Mode::Ipvlan {
+                        "the device plugin resource of the rails' RDMA devices (e.g. --rdma-resource \
+                         'ipvlan:nvidia.com/hostdev=16')"
+                    } else {
+                        "the VF resource(s) (e.g. --rdma-resource 'sriov:nvidia.com/sriov_rdma_rail{0..15}=1')"
+                    },
+                });
+            }
+            Ok(())
+        }
+    }
+}
+
+fn attachment(mode: Mode, opts: &PodOptions) -> &Attachment {
+    if mode == Mode::Sriov {
+        &opts.sriov
+    } else {
+        &opts.ipvlan
+    }
+}
+
+/// Build the server and client pods of `mode`.
+pub fn pod_pair(mode: Mode, opts: &PodOptions, place: &Placement) -> Result<PodPair, ModeError> {
+    check(mode, opts)?;
+    let run = run_label(&place.run)?;
+    Ok(PodPair {
+        mode,
+        server: build_pod(mode, Role::Server, opts, &run, place.server_node.as_deref()),
+        client: build_pod(mode, Role::Client, opts, &run, place.client_node.as_deref()),
+    })
+}
+
+/// The device paths of the CRI-O annotation: each uverbs device, then `rdma_cm`. The
+/// annotation takes device nodes only (a directory is refused: "not a device node").
+pub fn crio_devices(uverbs: &[u32]) -> String {
+    uverbs
+        .iter()
+        .map(|n| format!("/dev/infiniband/uverbs{n}"))
+        .chain(std::iter::once("/dev/infiniband/rdma_cm".to_string()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn build_pod(mode: Mode, role: Role, opts: &PodOptions, run: &str, node: Option<&str>) -> Pod {
+    let labels: BTreeMap<String, String> = [
+        (labels::NAME, "rdmabw"),
+        (labels::MANAGED_BY, "railsweep"),
+        (labels::INSTANCE, run),
+        (labels::COMPONENT, role.as_str()),
+        (labels::MODE, mode.as_str()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let mut annotations = BTreeMap::new();
+    annotations.insert("kubectl.kubernetes.io/default-container".to_string(), CONTAINER.to_string());
+
+    let mut security = SecurityContext::default();
+    let mut limits: BTreeMap<String, Quantity> = BTreeMap::new();
+    let mut ipc_lock = opts.ipc_lock;
+    let mut spec = PodSpec {
+        restart_policy: Some("Never".into()),
+        // `sleep` as PID 1 ignores SIGTERM: do not wait 30 s for it on delete.
+        termination_grace_period_seconds: Some(2),
+        automount_service_account_token: Some(false),
+        ..PodSpec::default()
+    };
+    match mode {
+        Mode::HostNetwork => {
+            spec.host_network = Some(true);
+            spec.dns_policy = Some("ClusterFirstWithHostNet".into());
+            // Privileged brings every device of the node, so /dev/infiniband, and every
+            // capability, IPC_LOCK included.
+            security.privileged = Some(true);
+            ipc_lock = false;
+        }
+        Mode::HostNetworkCrio => {
+            spec.host_network = Some(true);
+            spec.dns_policy = Some("ClusterFirstWithHostNet".into());
+            spec.runtime_class_name = Some(opts.runtime_class.clone());
+            annotations.insert(CRIO_DEVICES_ANNOTATION.to_string(), crio_devices(&opts.uverbs));
+        }
+        Mode::Ipvlan | Mode::Sriov => {
+            let a = attachment(mode, opts);
+            annotations.insert(NETWORKS_ANNOTATION.to_string(), a.networks.join(","));
+            for r in &a.resources {
+                limits.insert(r.name.clone(), Quantity(r.quantity.clone()));
+            }
+        }
+    }
+    if ipc_lock {
+        security.capabilities = Some(Capabilities {
+            add: Some(vec!["IPC_LOCK".into()]),
+            ..Capabilities::default()
+        });
+    }
+    for r in &opts.resources {
+        limits.insert(r.name.clone(), Quantity(r.quantity.clone()));
+    }
+    if let Some(n) = node {
+        spec.node_selector = Some(BTreeMap::from([("kubernetes.io/hostname".to_string(), n.to_string())]));
+    }
+    if !opts.tolerations.is_empty() {
+        spec.tolerations = Some(
+            opts.tolerations
+                .iter()
+                .map(|t| Toleration {
+                    key: Some(t.key.clone()),
+                    operator: Some(if t.value.is_some() { "Equal" } else { "Exists" }.into()),
+                    value: t.value.clone(),
+                    effect: t.effect.clone(),
+                    ..Toleration::default()
+                })
+                .collect(),
+        );
+    }
+    let ports = (role == Role::Server).then(|| {
+        vec![ContainerPort {
+            name: Some("rdmabw".into()),
+            container_port: i32::from(opts.port),
+            // On the node's network the port is the node's: declaring it lets the scheduler
+            // refuse a second server on the same node and port instead of a bind failure.
+            host_port: mode.host_network().then_some(i32::from(opts.port)),
+            protocol: Some("TCP".into()),
+            ..ContainerPort::default()
+        }]
+    });
+    spec.containers = vec![Container {
+        name: CONTAINER.into(),
+        image: Some(opts.image.clone()),
+        image_pull_policy: Some("IfNotPresent".into()),
+        command: Some(vec!["sleep".into(), "infinity".into()]),
+        ports,
+        resources: (!limits.is_empty()).then(|| ResourceRequirements {
+            limits: Some(limits),
+            ..ResourceRequirements::default()
+        }),
+        security_context: (security != SecurityContext::default()).then_some(security),
+        ..Container::default()
+    }];
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(pod_name(run, mode, role)),
+            namespace: Some(opts.namespace.clone()),
+            labels: Some(labels),
+            annotations: Some(annotations),
+            ..ObjectMeta::default()
+        },
+        spec: Some(spec),
+        status: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> PodOptions {
+        PodOptions {
+            uverbs: (0..18).collect(),
+            ipvlan: Attachment {
+                networks: pattern::expand_pattern("rdma-ipvlan-{0..15}").expect("ok"),
+                resources: ResourceSpec::parse_many("nvidia.com/hostdev=16").expect("ok"),
+            },
+            sriov: Attachment {
+                networks: vec!["rdma-net".into()],
+                resources: ResourceSpec::parse_many("openshift.io/mlxrdma=1").expect("ok"),
+            },
+            ..PodOptions::default()
+        }
+    }
+
+    fn place() -> Placement {
+        Placement {
+            run: "20261129T101500Z".into(),
+            client_node: Some("10.140.66.66".into()),
+            server_node: Some("10.140.82.106".into()),
+        }
+    }
+
+    #[test]
+    fn hostnetwork_is_privileged_on_the_node_network() {
+        let p = pod_pair(Mode::HostNetwork, &opts(), &place()).expect("builds");
+        let spec = p.server.spec.as_ref().expect("spec");
+        assert_eq!(spec.host_network, Some(true));
+        assert_eq!(spec.dns_policy.as_deref(), Some("ClusterFirstWithHostNet"));
+        let sc = spec.containers[0].security_context.as_ref().expect("sc");
+        assert_eq!(sc.privileged, Some(true));
+        assert!(sc.capabilities.is_none(), "privileged has every capability already");
+        assert_eq!(
+            p.server.metadata.name.as_deref(),
+            Some("railsweep-20261129t101500z-hostnetwork-server")
+        );
+        let client = p.client.spec.as_ref().expect("spec");
+        assert_eq!(
+            client.node_selector.as_ref().and_then(|s| s.get("kubernetes.io/hostname")).map(String::as_str),
+            Some("10.140.66.66")
+        );
+        assert_eq!(security::required_level(&p.server).0, Level::Privileged);
+    }
+
+    #[test]
+    fn crio_lists_each_device_and_is_not_privileged() {
+        let p = pod_pair(Mode::HostNetworkCrio, &opts(), &place()).expect("builds");
+        let ann = p.client.metadata.annotations.as_ref().expect("annotations");
+        let devices = &ann[CRIO_DEVICES_ANNOTATION];
+        assert!(devices.starts_with("/dev/infiniband/uverbs0,/dev/infiniband/uverbs1,"));
+        assert!(devices.ends_with(",/dev/infiniband/uverbs17,/dev/infiniband/rdma_cm"));
+        assert_eq!(devices.split(',').count(), 19, "18 uverbs devices and rdma_cm, as in the field report");
+        let spec = p.client.spec.as_ref().expect("spec");
+        assert_eq!(spec.runtime_class_name.as_deref(), Some("runc-nohostdev"));
+        let sc = spec.containers[0].security_context.as_ref().expect("sc");
+        assert_eq!(sc.privileged, None);
+        assert_eq!(sc.capabilities.as_ref().and_then(|c| c.add.clone()), Some(vec!["IPC_LOCK".to_string()]));
+        let no_uverbs = PodOptions { uverbs: vec![], ..opts() };
+        assert!(matches!(
+            pod_pair(Mode::HostNetworkCrio, &no_uverbs, &place()),
+            Err(ModeError::Missing { option: "--uverbs", .. })
+        ));
+    }
+
+    #[test]
+    fn ipvlan_without_ipc_lock_passes_baseline() {
+        let with = pod_pair(Mode::Ipvlan, &opts(), &place()).expect("builds");
+        let (level, why) = security::required_level(&with.server);
+        assert_eq!(level, Level::Privileged);
+        assert_eq!(
+            why,
+            ["non-default capabilities (container \"rdmabw\" must not include \"IPC_LOCK\" in securityContext.capabilities.add)"]
+        );
+        let without = pod_pair(Mode::Ipvlan, &PodOptions { ipc_lock: false, ..opts() }, &place()).expect("builds");
+        assert_eq!(security::required_level(&without.server), (Level::Baseline, vec![]));
+        let ann = without.server.metadata.annotations.as_ref().expect("annotations");
+        assert!(ann[NETWORKS_ANNOTATION].starts_with("rdma-ipvlan-0,rdma-ipvlan-1,"));
+        let limits = without.server.spec.as_ref().expect("spec").containers[0]
+            .resources
+            .as_ref()
+            .and_then(|r| r.limits.clone())
+            .expect("limits");
+        assert_eq!(limits["nvidia.com/hostdev"], Quantity("16".into()));
+    }
+
+    #[test]
+    fn attachment_modes_need_networks_and_resources() {
+        let none = PodOptions::default();
+        for mode in [Mode::Ipvlan, Mode::Sriov] {
+            let err = pod_pair(mode, &none, &place()).expect_err("refused");
+            assert!(err.to_string().contains("--networks"), "{err}");
+        }
+        let nets_only = PodOptions {
+            sriov: Attachment { networks: vec!["rdma-net".into()], resources: vec![] },
+            ..PodOptions::default()
+        };
+        let err = pod_pair(Mode::Sriov, &nets_only, &place()).expect_err("refused");
+        assert!(err.to_string().contains("--rdma-resource"), "{err}");
+    }
+
+    #[test]
+    fn names_and_selectors() {
+        assert!(run_label("Bad_Run").is_err());
+        assert_eq!(run_label("20261129T101500Z").expect("ok"), "20261129t101500z");
+        let longest = pod_name(&"x".repeat(28), Mode::HostNetworkCrio, Role::Server);
+        assert!(longest.len() <= 63, "{}", longest.len());
+        assert_eq!(selector(Some("r1")), "app.kubernetes.io/managed-by=railsweep,app.kubernetes.io/instance=r1");
+        assert_eq!("sriov".parse::<Mode>().expect("ok"), Mode::Sriov);
+        assert!("pods".parse::<Mode>().is_err());
+    }
+}

@@ -1,0 +1,175 @@
+//! `--dry-run -o yaml`: the pods as a multi-document YAML stream that `kubectl apply -f -`
+//! takes, each pod headed by comments that say what it is for and which Pod Security level
+//! its namespace must allow.
+
+use k8s_openapi::api::core::v1::Pod;
+
+use super::{security, PodPair, Role};
+
+/// The YAML printer's only failure: a pod that does not serialize.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the pods as YAML: {0}")]
+pub struct YamlError(#[from] serde_yaml::Error);
+
+/// One pod as a YAML document (`---` first), with its comment header.
+pub fn pod_document(pod: &Pod, header: &[String]) -> Result<String, YamlError> {
+    let mut out = String::from("---\n");
+    for line in header {
+        out.push_str("# ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str(&serde_yaml::to_string(pod)?);
+    Ok(out)
+}
+
+/// The comment lines of one pod: role, node, and the Pod Security level it needs.
+pub fn pod_header(pair: &PodPair, role: Role) -> Vec<String> {
+    let pod = match role {
+        Role::Server => &pair.server,
+        Role::Client => &pair.client,
+    };
+    let node = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_selector.as_ref())
+        .and_then(|s| s.get("kubernetes.io/hostname"))
+        .map(|n| format!("on node {n}"))
+        .unwrap_or_else(|| "on a node the scheduler picks".into());
+    let (level, why) = security::required_level(pod);
+    let mut lines = vec![format!("railsweep: {} {} pod, {node}.", pair.mode, role.as_str())];
+    if why.is_empty() {
+        lines.push(format!("Pod Security: the namespace may enforce up to {level}."));
+    } else {
+        lines.push(format!(
+            "Pod Security: the namespace must allow {level} (pod-security.kubernetes.io/enforce={level}), for:"
+        ));
+        lines.extend(why.into_iter().map(|w| format!("  {w}")));
+    }
+    lines
+}
+
+/// Every pod of `pairs`, server before client, as one YAML stream.
+pub fn pairs_yaml(pairs: &[PodPair]) -> Result<String, YamlError> {
+    let mut out = String::new();
+    for pair in pairs {
+        for (role, pod) in pair.pods() {
+            out.push_str(&pod_document(pod, &pod_header(pair, role))?);
+        }
+    }
+    Ok(out)
+}
+
+/// The options of the example manifests in `deploy/examples/` and of the snapshot tests: the
+/// field reports' 16-rail nodes (18 uverbs devices with the two front-end NICs), IPvlan
+/// networks `rdma-ipvlan-{0..15}` with `nvidia.com/hostdev=16`, and one SR-IOV network and VF
+/// resource per rail.
+pub fn example_options(namespace: &str) -> super::PodOptions {
+    use super::pattern::expand_pattern;
+    use super::{Attachment, PodOptions, ResourceSpec};
+    let expand = |p: &str| expand_pattern(p).unwrap_or_default();
+    let resources = |r: &str| ResourceSpec::parse_many(r).unwrap_or_default();
+    PodOptions {
+        namespace: namespace.to_string(),
+        uverbs: (0..18).collect(),
+        ipvlan: Attachment {
+            networks: expand("rdma-ipvlan-{0..15}"),
+            resources: resources("nvidia.com/hostdev=16"),
+        },
+        sriov: Attachment {
+            networks: expand("sriov-rdma-rail-{0..15}"),
+            resources: resources("nvidia.com/sriov_rdma_rail{0..15}=1"),
+        },
+        ..PodOptions::default()
+    }
+}
+
+/// The RuntimeClass of the `hostnetwork-crio` mode, as the CRI-O field report defines it.
+pub fn runtime_class(name: &str) -> k8s_openapi::api::node::v1::RuntimeClass {
+    use k8s_openapi::api::node::v1::{RuntimeClass, Scheduling};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    RuntimeClass {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            ..ObjectMeta::default()
+        },
+        handler: name.to_string(),
+        scheduling: Some(Scheduling {
+            node_selector: Some([("nvidia.com/gpu.present".to_string(), "true".to_string())].into()),
+            ..Scheduling::default()
+        }),
+        ..RuntimeClass::default()
+    }
+}
+
+/// The CRI-O drop-in that goes with [`runtime_class`], for `uverbs` devices.
+pub fn crio_dropin(handler: &str, uverbs: &[u32]) -> String {
+    let devices: Vec<String> = super::crio_devices(uverbs)
+        .split(',')
+        .map(|d| format!("\"{d}\""))
+        .collect();
+    format!(
+        "# /etc/crio/crio.conf.d/50-{handler}.conf on every RDMA node, then restart CRI-O.\n\
+         [crio.runtime]\n\
+         allowed_devices = [\"/dev/fuse\", \"/dev/net/tun\", {}]\n\
+         \n\
+         [crio.runtime.runtimes.{handler}]\n\
+         runtime_path = \"/usr/bin/runc\"\n\
+         runtime_root = \"/run/runc\"\n\
+         monitor_path = \"/usr/bin/conmon\"\n\
+         monitor_env = [\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"]\n\
+         allowed_annotations = [\"io.kubernetes.cri-o.Devices\"]\n\
+         privileged_without_host_devices = true\n",
+        devices.join(", ")
+    )
+}
+
+/// The files of `deploy/examples/`: name and content. Each is generated from the same typed
+/// objects `railsweep run --nodes` creates, with `NODE_A` and `NODE_B` for the nodes.
+pub fn examples() -> Result<Vec<(String, String)>, YamlError> {
+    let opts = example_options("rdma");
+    let place = super::Placement {
+        run: "example".into(),
+        client_node: Some("NODE_A".into()),
+        server_node: Some("NODE_B".into()),
+    };
+    let mut files = Vec::new();
+    for mode in super::Mode::ALL {
+        let pair = super::pod_pair(mode, &opts, &place).map_err(|e| {
+            YamlError(serde::ser::Error::custom(format!("example options of {mode}: {e}")))
+        })?;
+        let mut text = format!(
+            "# The rdmabw pod pair of railsweep's `{mode}` mode, for `kubectl apply -f`.\n\
+             # Generated from railsweep's typed pod objects (orchestrator/src/modes); do not edit by hand:\n\
+             #   RAILBENCH_BLESS=1 cargo test --release -p orchestrator --test manifests\n\
+             # rewrites it. Replace NODE_A (client) and NODE_B (server) with node names, the image with one\n\
+             # your nodes can pull (deploy/Containerfile builds it), then sweep the pods with:\n\
+             #   railsweep run -n rdma --client-pod {} --server-pod {} --mode {mode} --tclass 41\n\
+             # and delete them with: kubectl delete pods -n rdma -l app.kubernetes.io/instance=example\n",
+            pair.client.metadata.name.as_deref().unwrap_or_default(),
+            pair.server.metadata.name.as_deref().unwrap_or_default(),
+        );
+        if mode == super::Mode::HostNetworkCrio {
+            text.push_str(
+                "# Needs the RuntimeClass and CRI-O drop-in of runtimeclass-runc-nohostdev.yaml, and the\n\
+                 # node's own uverbs device list in the annotation (ls /dev/infiniband on the node).\n",
+            );
+        }
+        text.push_str(&pairs_yaml(std::slice::from_ref(&pair))?);
+        files.push((format!("{mode}.yaml"), text));
+    }
+    let mut rc = String::from(
+        "# The RuntimeClass of railsweep's `hostnetwork-crio` mode: pods on it get the devices that their\n\
+         # io.kubernetes.cri-o.Devices annotation lists, without privileged. It needs this CRI-O drop-in\n\
+         # on each node (CRI-O only), listing the node's own uverbs devices:\n#\n",
+    );
+    for line in crio_dropin(super::DEFAULT_RUNTIME_CLASS, &opts.uverbs).lines() {
+        rc.push_str(if line.is_empty() { "#" } else { "#   " });
+        rc.push_str(line);
+        rc.push('\n');
+    }
+    rc.push_str("---\n");
+    rc.push_str(&serde_yaml::to_string(&runtime_class(super::DEFAULT_RUNTIME_CLASS))?);
+    files.push((format!("runtimeclass-{}.yaml", super::DEFAULT_RUNTIME_CLASS), rc));
+    Ok(files)
+}
