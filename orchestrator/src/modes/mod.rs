@@ -17,10 +17,11 @@
 //! * [`pattern`]: rail patterns, resources, tolerations;
 //! * [`security`]: the Pod Security level a pod needs;
 //! * [`yaml`]: the `--dry-run -o yaml` printer;
+//! * [`explain`]: why a pod does not start, in words a user can act on;
 //! * [`cli`]: the command-line options that fill [`PodOptions`].
 
 pub mod cli;
-
+pub mod explain;
 pub mod pattern;
 pub mod security;
 pub mod yaml;
