@@ -1,0 +1,103 @@
+//! Snapshots of the pods of every mode, and the example manifests in `deploy/examples/`: the
+//! committed files must match what the typed builders make, byte for byte. After an intended
+//! change, `RAILBENCH_BLESS=1 cargo test --release -p orchestrator --test manifests` rewrites
+//! them; review the diff. `scripts/validate-manifests` checks every one of these files against
+//! the Kubernetes 1.33 OpenAPI schema.
+
+use std::path::{Path, PathBuf};
+
+use orchestrator::modes::yaml::{example_options, examples, pairs_yaml};
+use orchestrator::modes::{pod_pair, Mode, Placement};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn bless() -> bool {
+    std::env::var_os("RAILBENCH_BLESS").is_some_and(|v| v == "1")
+}
+
+/// Compare `actual` with the committed file, or write it when blessing.
+fn check(path: &Path, actual: &str) -> Result<(), String> {
+    if bless() {
+        std::fs::write(path, actual).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        return Ok(());
+    }
+    let expected = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if expected == actual {
+        return Ok(());
+    }
+    let line = expected
+        .lines()
+        .zip(actual.lines())
+        .position(|(a, b)| a != b)
+        .unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
+    Err(format!(
+        "{} differs from what the builders make, from line {}:\n  committed: {:?}\n  now:       {:?}\n\
+         (if the change is intended: RAILBENCH_BLESS=1 cargo test --release -p orchestrator --test manifests)",
+        path.display(),
+        line + 1,
+        expected.lines().nth(line).unwrap_or("<end of file>"),
+        actual.lines().nth(line).unwrap_or("<end of file>"),
+    ))
+}
+
+/// The pods `railsweep run --mode M --nodes 10.140.66.66,10.140.82.106 -n rdma-hostnet` makes
+/// for run 20261129T101500Z with the field reports' rails.
+fn snapshot(mode: Mode) -> String {
+    let place = Placement {
+        run: "20261129T101500Z".into(),
+        client_node: Some("10.140.66.66".into()),
+        server_node: Some("10.140.82.106".into()),
+    };
+    let pair = pod_pair(mode, &example_options("rdma-hostnet"), &place).expect("the example options suit every mode");
+    pairs_yaml(&[pair]).expect("serializes")
+}
+
+#[test]
+fn every_mode_matches_its_snapshot() {
+    let dir = repo().join("orchestrator/tests/snapshots/manifests");
+    let failures: Vec<String> = Mode::ALL
+        .into_iter()
+        .filter_map(|m| check(&dir.join(format!("{m}.yaml")), &snapshot(m)).err())
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn deploy_examples_are_up_to_date() {
+    let dir = repo().join("deploy/examples");
+    let files = examples().expect("examples build");
+    let mut failures: Vec<String> = files
+        .iter()
+        .filter_map(|(name, text)| check(&dir.join(name), text).err())
+        .collect();
+    // No stale example may stay behind.
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    for entry in std::fs::read_dir(&dir).expect("deploy/examples exists").flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".yaml") && !names.contains(&name.as_str()) {
+            failures.push(format!("deploy/examples/{name} is not generated any more: delete it"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn snapshots_say_what_each_mode_needs() {
+    let host = snapshot(Mode::HostNetwork);
+    assert!(host.contains("hostNetwork: true") && host.contains("dnsPolicy: ClusterFirstWithHostNet"));
+    assert!(host.contains("privileged: true"));
+    assert!(host.contains("# Pod Security: the namespace must allow privileged"));
+    let crio = snapshot(Mode::HostNetworkCrio);
+    assert!(crio.contains("runtimeClassName: runc-nohostdev") && !crio.contains("privileged: true"));
+    assert!(crio.contains("/dev/infiniband/uverbs17,/dev/infiniband/rdma_cm"));
+    assert!(crio.contains("- IPC_LOCK"));
+    let ipvlan = snapshot(Mode::Ipvlan);
+    assert!(ipvlan.contains("k8s.v1.cni.cncf.io/networks: rdma-ipvlan-0,rdma-ipvlan-1,"));
+    assert!(ipvlan.contains("nvidia.com/hostdev: '16'") || ipvlan.contains("nvidia.com/hostdev: \"16\""), "{ipvlan}");
+    let sriov = snapshot(Mode::Sriov);
+    assert!(sriov.contains("nvidia.com/sriov_rdma_rail15:"));
+    // Node names that look like numbers stay strings.
+    assert!(host.contains("kubernetes.io/hostname: 10.140.82.106"), "{host}");
+}
