@@ -13,4 +13,5 @@ pub mod error;
 pub mod ffi;
 pub mod gid;
 pub mod sysfs;
+pub mod topology;
 pub mod verbs;
