@@ -527,9 +527,15 @@ fn read_gid_table(roots: &SysRoots, addrs: &LocalAddrs, port_dir: &Path) -> Vec<
             let gid = read_attr(&port_dir.join(format!("gids/{index}")))
                 .and_then(|s| s.parse::<Gid>().ok())
                 .unwrap_or_default();
-            let gid_type = read_attr(&port_dir.join(format!("gid_attrs/types/{index}")))
+            // An entry that reads as zeros has no readable type or netdev: skip those reads,
+            // which are most of a 1024-entry rxe table (seconds under the lab's emulation).
+            let gid_type = (!gid.is_zero())
+                .then(|| read_attr(&port_dir.join(format!("gid_attrs/types/{index}"))))
+                .flatten()
                 .map(|s| GidType::parse(&s));
-            let netdev = read_attr(&port_dir.join(format!("gid_attrs/ndevs/{index}")))
+            let netdev = (!gid.is_zero())
+                .then(|| read_attr(&port_dir.join(format!("gid_attrs/ndevs/{index}"))))
+                .flatten()
                 .filter(|s| !s.is_empty());
             let netdev_here = !gid.is_zero()
                 && netdev.as_deref().is_some_and(|n| {
