@@ -323,7 +323,7 @@ pub enum Error {
     },
 
     /// The device cannot register dma-buf memory.
-    #[error("device {device} cannot register dma-buf memory ({why}); use a NIC with dma-buf support (mlx5 with a recent driver)")]
+    #[error("device {device} cannot register dma-buf memory ({why}); what can: an mlx5 NIC with a recent driver on the dma-buf path (kernel >= 5.12 and a GPU driver with dma-buf support), or the peermem path (--cuda-mem peermem) with nvidia_peermem loaded")]
     DmabufUnsupported {
         /// Device name.
         device: String,
@@ -436,4 +436,18 @@ pub enum Error {
     /// Parameters that cannot work (e.g. a message larger than the buffer).
     #[error("invalid parameters: {0}")]
     InvalidParams(String),
+
+    /// GPU memory for the buffer could not be had or registered (`--use_cuda`).
+    #[error("{0}")]
+    Gpu(Box<crate::gpu::GpuError>),
+}
+
+impl From<crate::gpu::GpuError> for Error {
+    fn from(e: crate::gpu::GpuError) -> Error {
+        match e {
+            // A verbs error met while registering GPU memory stays what it is.
+            crate::gpu::GpuError::Verbs(v) => v,
+            other => Error::Gpu(Box::new(other)),
+        }
+    }
 }

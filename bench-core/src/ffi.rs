@@ -1,5 +1,6 @@
-//! The only module with `unsafe` code: four small safe wrappers around calls that sideway or
-//! libc mark unsafe. Each states the invariant that makes it sound.
+//! The only module with `unsafe` code: small safe wrappers around calls that sideway, cudarc
+//! or libc mark unsafe. Each states the invariant that makes it sound. The [`cuda`] and
+//! [`dmabuf`] sections serve [`crate::gpu`].
 #![allow(unsafe_code)]
 
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -48,6 +49,23 @@ pub(crate) fn reg_dmabuf(
     unsafe { pd.reg_dmabuf_mr(offset, len, iova, fd.as_raw_fd(), access) }
 }
 
+/// Registers GPU memory by its device address, for the peer-memory path (`nvidia_peermem`).
+///
+/// Sound because this process never dereferences `addr`: the kernel resolves the range
+/// through a peer-memory client (nvidia_peermem pins the GPU pages) or fails the call (EFAULT
+/// when no client claims it). The caller (`gpu`) keeps the CUDA allocation alive until the
+/// region is deregistered (it is the owner of the `verbs::Buffer`, dropped after the region).
+pub(crate) fn reg_device_va(
+    pd: &Arc<ProtectionDomain>,
+    addr: u64,
+    len: usize,
+    access: AccessFlags,
+) -> Result<Arc<MemoryRegion>, RegisterMemoryRegionError> {
+    let ptr = usize::try_from(addr).unwrap_or(usize::MAX);
+    // SAFETY: see above.
+    unsafe { pd.reg_mr(ptr, len, access) }
+}
+
 /// A local scatter/gather element inside a registered memory region. Only
 /// `verbs::buffer::Buffer` makes these, with bounds checked against its region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,4 +99,296 @@ pub fn process_cpu_time() -> Duration {
             + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
     };
     tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// CUDA driver calls (through cudarc's raw API), each behind a safe signature, for
+/// [`crate::gpu`].
+///
+/// The invariant that makes cudarc usable at all: cudarc loads `libcuda.so` on the first call
+/// and *panics* when it cannot. So every call here is a method of [`cuda::Driver`], which only
+/// [`cuda::Driver::load`] makes, after `is_culib_present()` has found the library and
+/// `cuInit` has succeeded. Calls that need a newer driver than the oldest one we accept check
+/// [`cuda::Driver::version`] first (cudarc panics on a missing symbol too).
+pub(crate) mod cuda {
+    use std::ffi::{c_int, c_void, CStr};
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::sync::Arc;
+
+    use cudarc::driver::result::{self, DriverError};
+    use cudarc::driver::{sys, CudaContext};
+
+    /// `cuMemGetHandleForAddressRange` (dma-buf export) appeared in CUDA 11.7.
+    pub(crate) const DMABUF_EXPORT_MIN_VERSION: i32 = 11070;
+
+    /// Proof that libcuda is loaded and initialised.
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) struct Driver {
+        version: i32,
+    }
+
+    /// Why the driver could not be loaded.
+    #[derive(Debug)]
+    pub(crate) enum LoadError {
+        /// No `libcuda.so`/`libcuda.so.1` could be opened.
+        NoLibrary,
+        /// It loaded but `cuDriverGetVersion` or `cuInit` failed.
+        Init(&'static str, DriverError),
+    }
+
+    impl Driver {
+        /// Loads libcuda and calls `cuInit(0)`.
+        pub(crate) fn load() -> Result<Driver, LoadError> {
+            // SAFETY: is_culib_present only tries to dlopen the library names and drops them.
+            if !unsafe { sys::is_culib_present() } {
+                return Err(LoadError::NoLibrary);
+            }
+            let mut version: c_int = 0;
+            // SAFETY: the library is present (checked above); the pointer is a live c_int.
+            unsafe { sys::cuDriverGetVersion(&mut version) }
+                .result()
+                .map_err(|e| LoadError::Init("cuDriverGetVersion", e))?;
+            result::init().map_err(|e| LoadError::Init("cuInit", e))?;
+            Ok(Driver { version })
+        }
+
+        /// The driver's CUDA version, e.g. 13000 for 13.0.
+        pub(crate) fn version(&self) -> i32 {
+            self.version
+        }
+
+        /// Number of devices this process sees.
+        pub(crate) fn device_count(&self) -> Result<i32, DriverError> {
+            result::device::get_count()
+        }
+
+        /// Name of device `ordinal`.
+        pub(crate) fn name(&self, ordinal: i32) -> Result<String, DriverError> {
+            result::device::get_name(result::device::get(ordinal)?)
+        }
+
+        /// An attribute of device `ordinal`.
+        pub(crate) fn attribute(
+            &self,
+            ordinal: i32,
+            attr: sys::CUdevice_attribute,
+        ) -> Result<i32, DriverError> {
+            let dev = result::device::get(ordinal)?;
+            // SAFETY: `dev` was just returned by cuDeviceGet.
+            unsafe { result::device::get_attribute(dev, attr) }
+        }
+
+        /// Total memory of device `ordinal` in bytes.
+        pub(crate) fn total_mem(&self, ordinal: i32) -> Result<usize, DriverError> {
+            let dev = result::device::get(ordinal)?;
+            // SAFETY: `dev` was just returned by cuDeviceGet.
+            unsafe { result::device::total_mem(dev) }
+        }
+
+        /// PCI bus id of device `ordinal` as the driver spells it (`0000:0F:00.0`).
+        pub(crate) fn pci_bus_id(&self, ordinal: i32) -> Result<String, DriverError> {
+            let dev = result::device::get(ordinal)?;
+            let mut buf = [0u8; 32];
+            // SAFETY: `buf` is writable for its full length, which is passed; the driver
+            // writes a NUL-terminated string of at most that many bytes.
+            unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr().cast(), buf.len() as c_int, dev) }
+                .result()?;
+            Ok(CStr::from_bytes_until_nul(&buf)
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_default())
+        }
+
+        /// Retains the primary context of device `ordinal`.
+        pub(crate) fn context(&self, ordinal: usize) -> Result<Arc<CudaContext>, DriverError> {
+            CudaContext::new(ordinal)
+        }
+    }
+
+    /// Device memory from `cuMemAlloc`, freed (in its context) on drop.
+    #[derive(Debug)]
+    pub(crate) struct DeviceAlloc {
+        ctx: Arc<CudaContext>,
+        ptr: sys::CUdeviceptr,
+        len: usize,
+    }
+
+    impl DeviceAlloc {
+        /// `cuMemAlloc(len)` in `ctx`.
+        pub(crate) fn new(
+            _driver: &Driver,
+            ctx: &Arc<CudaContext>,
+            len: usize,
+        ) -> Result<DeviceAlloc, DriverError> {
+            ctx.bind_to_thread()?;
+            // SAFETY: the context is current; the memory is only ever accessed through the
+            // bounds-checked copies below (its contents being uninitialised is fine for bytes).
+            let ptr = unsafe { result::malloc_sync(len) }?;
+            Ok(DeviceAlloc {
+                ctx: Arc::clone(ctx),
+                ptr,
+                len,
+            })
+        }
+
+        /// The device address of the first byte.
+        pub(crate) fn addr(&self) -> u64 {
+            self.ptr
+        }
+
+        /// Bytes allocated.
+        pub(crate) fn len(&self) -> usize {
+            self.len
+        }
+
+        /// Sets `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS` (as perftest does): copies to and from this
+        /// memory complete before the NIC may touch it.
+        pub(crate) fn set_sync_memops(&self) -> Result<(), DriverError> {
+            self.ctx.bind_to_thread()?;
+            let flag: u32 = 1;
+            // SAFETY: `ptr` is a live allocation of this context; `flag` outlives the call.
+            unsafe {
+                sys::cuPointerSetAttribute(
+                    (&flag as *const u32).cast::<c_void>(),
+                    sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+                    self.ptr,
+                )
+            }
+            .result()
+        }
+
+        /// Exports the whole allocation as a dma-buf file descriptor
+        /// (`cuMemGetHandleForAddressRange`, `CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD`). The caller
+        /// has checked [`Driver::version`] against [`DMABUF_EXPORT_MIN_VERSION`].
+        pub(crate) fn export_dmabuf(&self) -> Result<OwnedFd, DriverError> {
+            self.ctx.bind_to_thread()?;
+            let mut fd: c_int = -1;
+            // SAFETY: `ptr..ptr+len` is one live allocation; `fd` is a live c_int the driver
+            // writes the new descriptor into.
+            unsafe {
+                sys::cuMemGetHandleForAddressRange(
+                    (&mut fd as *mut c_int).cast::<c_void>(),
+                    self.ptr,
+                    self.len,
+                    sys::CUmemRangeHandleType::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+                    0,
+                )
+            }
+            .result()?;
+            if fd < 0 {
+                return Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_HANDLE));
+            }
+            // SAFETY: the driver just opened `fd` for us and nothing else owns it.
+            Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        }
+
+        /// Copies `data` to `offset` (`cuMemcpyHtoD`); `false` when it does not fit.
+        pub(crate) fn write(&self, offset: usize, data: &[u8]) -> Result<bool, DriverError> {
+            if offset.checked_add(data.len()).is_none_or(|end| end > self.len) {
+                return Ok(false);
+            }
+            self.ctx.bind_to_thread()?;
+            // SAFETY: the range lies inside the live allocation (checked above).
+            unsafe { result::memcpy_htod_sync(self.ptr + offset as u64, data) }?;
+            Ok(true)
+        }
+
+        /// Copies from `offset` into `out` (`cuMemcpyDtoH`); `false` when it does not fit.
+        pub(crate) fn read(&self, offset: usize, out: &mut [u8]) -> Result<bool, DriverError> {
+            if offset.checked_add(out.len()).is_none_or(|end| end > self.len) {
+                return Ok(false);
+            }
+            self.ctx.bind_to_thread()?;
+            // SAFETY: the range lies inside the live allocation (checked above).
+            unsafe { result::memcpy_dtoh_sync(out, self.ptr + offset as u64) }?;
+            Ok(true)
+        }
+
+        /// Frees the memory now and reports the driver's answer (drop frees it silently).
+        pub(crate) fn free(mut self) -> Result<(), DriverError> {
+            self.free_inner()
+        }
+
+        fn free_inner(&mut self) -> Result<(), DriverError> {
+            if self.ptr == 0 {
+                return Ok(());
+            }
+            self.ctx.bind_to_thread()?;
+            let ptr = std::mem::replace(&mut self.ptr, 0);
+            // SAFETY: `ptr` came from cuMemAlloc in this context and is freed once (zeroed
+            // above). Whoever registered it with a NIC has deregistered it first: the owner of
+            // a `verbs::Buffer` is dropped after its memory region.
+            unsafe { result::free_sync(ptr) }
+        }
+    }
+
+    impl Drop for DeviceAlloc {
+        fn drop(&mut self) {
+            let _ = self.free_inner();
+        }
+    }
+}
+
+/// File descriptors for dma-buf registration tests without a GPU: a sealed memfd, and a
+/// dma-buf made of it by the kernel's udmabuf device.
+pub(crate) mod dmabuf {
+    use std::fs::File;
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::path::Path;
+
+    /// `struct udmabuf_create` of `<linux/udmabuf.h>`.
+    #[repr(C)]
+    struct UdmabufCreate {
+        memfd: u32,
+        flags: u32,
+        offset: u64,
+        size: u64,
+    }
+
+    /// `_IOW('u', 0x42, struct udmabuf_create)`.
+    const UDMABUF_CREATE: libc::c_ulong = 0x4018_7542;
+    /// `UDMABUF_FLAGS_CLOEXEC`.
+    const UDMABUF_FLAGS_CLOEXEC: u32 = 1;
+
+    /// A memfd of `len` bytes, sealed against shrinking (what udmabuf requires).
+    pub(crate) fn sealed_memfd(len: u64) -> io::Result<File> {
+        // SAFETY: the name is a NUL-terminated literal; the flags are valid.
+        let fd = unsafe {
+            libc::memfd_create(
+                c"railbench-dmabuf".as_ptr(),
+                libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: memfd_create just returned this descriptor and nothing else owns it.
+        let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        file.set_len(len)?;
+        // SAFETY: F_ADD_SEALS on a descriptor we own, with a valid seal mask.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, libc::F_SEAL_SHRINK) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(file)
+    }
+
+    /// A dma-buf over all of `memfd` (page-multiple length), from the udmabuf device at `dev`
+    /// (`/dev/udmabuf`).
+    pub(crate) fn udmabuf(dev: &Path, memfd: &File, len: u64) -> io::Result<OwnedFd> {
+        let ctl = File::options().read(true).write(true).open(dev)?;
+        let fd = u32::try_from(memfd.as_raw_fd()).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+        let arg = UdmabufCreate {
+            memfd: fd,
+            flags: UDMABUF_FLAGS_CLOEXEC,
+            offset: 0,
+            size: len,
+        };
+        // SAFETY: UDMABUF_CREATE reads one `struct udmabuf_create`, which `arg` is (repr(C),
+        // live for the call); the kernel returns a new descriptor or -1.
+        let out = unsafe { libc::ioctl(ctl.as_raw_fd(), UDMABUF_CREATE, &arg as *const UdmabufCreate) };
+        if out < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the kernel just opened `out` for us and nothing else owns it.
+        Ok(unsafe { OwnedFd::from_raw_fd(out) })
+    }
 }

@@ -5,6 +5,7 @@
 #![deny(unsafe_code)]
 
 pub mod control;
+pub mod gpu;
 pub mod params;
 pub mod report;
 pub mod session;

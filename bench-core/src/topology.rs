@@ -400,7 +400,7 @@ pub fn rdma_devices_near(
             .collect(),
         Err(_) => Vec::new(),
     };
-    names.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+    names.sort_by_key(|a| natural_key(a));
     let mut v: Vec<(String, Distance)> = names
         .into_iter()
         .filter_map(|n| {
