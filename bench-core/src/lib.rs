@@ -7,6 +7,8 @@
 pub mod control;
 pub mod gpu;
 pub mod params;
+pub mod probe;
+pub mod rails;
 pub mod report;
 pub mod session;
 pub mod engine;
