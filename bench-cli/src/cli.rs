@@ -87,6 +87,10 @@ pub enum Cmd {
     Client(ClientCmd),
     /// List every RDMA device and port: state, link layer, rate, MTU and GID table.
     Devices(DevicesCmd),
+    /// List GPUs (index, name, PCI bus id, NUMA node, dma-buf support, nearest rails); test a
+    /// GPU buffer step by step (--selftest); check whether a NIC takes dma-buf memory
+    /// (--dmabuf-check).
+    Gpus(GpusCmd),
 }
 
 #[derive(Debug, Args)]
@@ -102,6 +106,33 @@ pub struct ClientCmd {
     /// The server's control address (host name or IP).
     #[arg(value_name = "HOST")]
     pub host: String,
+}
+
+#[derive(Debug, Args)]
+pub struct GpusCmd {
+    /// One JSON document instead of the table (or the steps).
+    #[arg(long)]
+    pub json: bool,
+    /// Test a GPU buffer: allocate, export a dma-buf, write and read a pattern through CUDA,
+    /// (with -d) register the dma-buf with that RDMA device, free; each step is reported.
+    #[arg(long)]
+    pub selftest: bool,
+    /// Register a host dma-buf (from /dev/udmabuf) on -d DEV: does this NIC take dma-buf memory
+    /// at all? No GPU needed.
+    #[arg(long = "dmabuf-check")]
+    pub dmabuf_check: bool,
+    /// --selftest: the GPU, an index or auto (nearest -d DEV); default 0.
+    #[arg(long = "use_cuda", alias = "use-cuda", value_name = "GPU")]
+    pub use_cuda: Option<String>,
+    /// --selftest: the GPU by PCI bus id.
+    #[arg(long = "cuda-bus-id", alias = "cuda_bus_id", value_name = "BUS_ID")]
+    pub cuda_bus_id: Option<String>,
+    /// The RDMA device to register on.
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
+    pub ib_dev: Option<String>,
+    /// Bytes of the test buffer (default 2M).
+    #[arg(short = 's', long = "size", value_name = "BYTES")]
+    pub size: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -232,9 +263,19 @@ pub struct TestArgs {
     #[arg(long, value_name = "SECONDS")]
     pub cooldown: Option<f64>,
 
-    /// GPU memory buffers (reserved: not built yet).
-    #[arg(long = "use_cuda", alias = "use-cuda", value_name = "GPU")]
+    /// Put this side's buffer in GPU memory (ib_write_bw --use_cuda): a CUDA GPU index, or auto:
+    /// the GPU nearest this side's NIC (same PCIe switch, else root port, host bridge, NUMA node).
+    #[arg(long = "use_cuda", alias = "use-cuda", value_name = "GPU", help_heading = "GPU")]
     pub use_cuda: Option<String>,
+
+    /// The GPU by PCI bus id (0000:0f:00.0; nvidia-smi's spelling works too); implies --use_cuda.
+    #[arg(long = "cuda-bus-id", alias = "cuda_bus_id", value_name = "BUS_ID", help_heading = "GPU")]
+    pub cuda_bus_id: Option<String>,
+
+    /// How GPU memory is registered with the NIC: dmabuf (export a dma-buf, ibv_reg_dmabuf_mr),
+    /// peermem (nvidia_peermem), or auto (dma-buf when the GPU and NIC can, else peermem).
+    #[arg(long = "cuda-mem", alias = "cuda_mem", value_name = "PATH", help_heading = "GPU")]
+    pub cuda_mem: Option<String>,
 
     /// Name the rail by its network interface; also picks the device and the GID.
     #[arg(long, value_name = "IFACE", help_heading = "Rail")]

@@ -63,6 +63,7 @@ pub enum Config {
     Devices {
         json: bool,
     },
+    Gpus(crate::gpus::GpusConfig),
 }
 
 /// `ulimit -l` bytes a test needs: two halves of the largest message, page-rounded, plus slack
@@ -123,6 +124,7 @@ enum Role {
 pub fn resolve(cli: Cli) -> Result<Config, Usage> {
     let (role, args, host) = match cli.cmd {
         Some(Cmd::Devices(d)) => return Ok(Config::Devices { json: d.json }),
+        Some(Cmd::Gpus(g)) => return crate::gpus::resolve(g).map(Config::Gpus),
         Some(Cmd::Server(s)) => (Role::Server, s.test, None),
         Some(Cmd::Client(c)) => (Role::Client, c.test, Some(c.host)),
         None => match cli.host {
@@ -131,12 +133,6 @@ pub fn resolve(cli: Cli) -> Result<Config, Usage> {
         },
     };
     let a = args;
-    if let Some(gpu) = &a.use_cuda {
-        return usage(format!(
-            "--use_cuda {gpu}: GPUDirect buffers are not built yet (another issue adds them); \
-             run without --use_cuda to test with host memory"
-        ));
-    }
     let (params, pinned) = test_params(&a)?;
     let tuning = tuning(&a)?;
     let out = output(&a)?;
@@ -388,6 +384,7 @@ fn tuning(a: &TestArgs) -> Result<LocalTuning, Usage> {
         mtu_bytes: a.mtu,
         ack_timeout: a.qp_timeout.unwrap_or(d.ack_timeout),
         retry_count: a.retry_count.unwrap_or(d.retry_count),
+        memory: crate::gpus::memory_request(a)?,
     })
 }
 
@@ -483,7 +480,12 @@ mod tests {
         assert!(e(&["-s", "2G", "h"]).contains("largest buffer"));
         assert!(e(&["-m", "1500", "h"]).contains("256, 512"));
         assert!(e(&["-n", "5", "-D", "2", "h"]).contains("conflict"));
-        assert!(e(&["--use_cuda", "0", "h"]).contains("GPUDirect buffers are not built yet"));
+        assert!(e(&["--use_cuda", "x", "h"]).contains("give a CUDA GPU index"));
+        assert!(e(&["--cuda-mem", "peermem", "h"]).contains("add --use_cuda"));
+        // Without a CUDA driver (CI), --use_cuda fails before any work, naming the flag.
+        if let Err(u) = cfg(&["--use_cuda", "0", "h"]) {
+            assert!(u.to_string().starts_with("--use_cuda 0: "), "{u}");
+        }
         assert!(e(&["--server-netdev", "net1"]).contains("client flag"));
         assert!(e(&["client", "--daemon", "h"]).contains("server flag"));
         assert!(e(&["--json", "--csv", "h"]).contains("conflict"));

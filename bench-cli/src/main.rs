@@ -8,6 +8,7 @@
 mod cli;
 mod config;
 mod devices;
+mod gpus;
 mod output;
 
 use std::io::ErrorKind;
@@ -69,6 +70,7 @@ fn main() -> ExitCode {
     }
     let code = match cfg {
         Config::Devices { json } => devices(json),
+        Config::Gpus(g) => return ExitCode::from(gpus::run(&g)),
         Config::Client(c, out) => client(&c, &out, &stop),
         Config::Server { cfg, bind, out } => server(&cfg, bind, &out, &stop),
     };

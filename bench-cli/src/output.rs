@@ -85,7 +85,8 @@ pub fn report(o: &Outcome, out: &Output) -> BwReport {
         params: o.params.clone(),
         tuning: o.tuning.clone(),
         path_mtu_bytes: Some(o.path_mtu_bytes),
-        memory: "host".to_string(),
+        memory: o.memory.kind.label().to_string(),
+        gpu: o.memory.gpu.clone(),
         local: Some(local_report(&host(o), &o.rail, o.active_mtu_bytes)),
         remote: Some(o.remote.report()),
         results: rows.clone(),
@@ -134,7 +135,13 @@ pub fn failed_report(
         params: params.clone(),
         tuning: tuning.clone(),
         path_mtu_bytes: None,
-        memory: "host".to_string(),
+        memory: if tuning.memory.is_host() {
+            "host"
+        } else {
+            "cuda"
+        }
+        .to_string(),
+        gpu: None,
         local: None,
         remote: None,
         results: Vec::new(),

@@ -41,6 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, GidUnusable};
 use crate::gid::Rail;
+use crate::gpu::{MemoryRequest, MemoryUse};
 use crate::params::{LocalTuning, SizeResult, TestLength, TestParams};
 use crate::verbs::buffer::PAGE;
 use crate::verbs::{
@@ -127,6 +128,7 @@ pub struct Prepared {
     max_msg: u64,
     landing: u64,
     inline_bytes: u32,
+    memory: MemoryUse,
 }
 
 impl Prepared {
@@ -207,7 +209,12 @@ impl Prepared {
 
         let pd = device.alloc_pd()?;
         let half = round_up_page(max_msg);
-        let buffer = pd.alloc_host_buffer(2 * half)?;
+        let (buffer, memory) = match &tuning.memory {
+            MemoryRequest::Host => (pd.alloc_host_buffer(2 * half)?, MemoryUse::host()),
+            // CUDA memory on the GPU asked for (or nearest this NIC), registered by dma-buf or
+            // nvidia_peermem: see `crate::gpu`.
+            MemoryRequest::Cuda { gpu, path } => crate::gpu::alloc_buffer(&pd, 2 * half, gpu, *path)?,
+        };
 
         let signaled_per_qp = k.depth / k.cq_mod + 2;
         let needed = u64::from(params.qps) * signaled_per_qp;
@@ -248,6 +255,7 @@ impl Prepared {
             max_msg,
             landing: half,
             inline_bytes: tuning.inline_bytes,
+            memory,
         })
     }
 
@@ -266,6 +274,11 @@ impl Prepared {
             )));
         }
         Self::new(device, rail.port, rail.gid_index, params, tuning)
+    }
+
+    /// The memory the buffer is in (host, or which GPU and registration path).
+    pub fn memory(&self) -> &MemoryUse {
+        &self.memory
     }
 
     /// The active MTU of the port.

@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::gpu::MemoryRequest;
+
 /// How long a test runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -146,6 +148,11 @@ pub struct LocalTuning {
     pub ack_timeout: u8,
     /// Retry count.
     pub retry_count: u8,
+    /// Where this side's buffer lives (`--use_cuda`, `--cuda-bus-id`, `--cuda-mem`); host
+    /// memory by default. Per side, as ib_write_bw's flags are: a server never takes it from
+    /// the client.
+    #[serde(default, skip_serializing_if = "MemoryRequest::is_host")]
+    pub memory: MemoryRequest,
 }
 
 impl Default for LocalTuning {
@@ -161,6 +168,7 @@ impl Default for LocalTuning {
             mtu_bytes: None,
             ack_timeout: 14,
             retry_count: 7,
+            memory: MemoryRequest::Host,
         }
     }
 }

@@ -70,8 +70,12 @@ pub struct BwReport {
     pub tuning: LocalTuning,
     /// Path MTU the QPs used.
     pub path_mtu_bytes: Option<u32>,
-    /// Memory the buffers were in: `host`, `cuda-dmabuf` or `cuda-peermem`.
+    /// Memory the buffers were in: `host`, `cuda-dmabuf` or `cuda-peermem` (`cuda` in the
+    /// report of a test that failed before its GPU buffer was registered).
     pub memory: String,
+    /// The GPU this side's buffer was on (`--use_cuda`), and how it was chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<crate::gpu::GpuUse>,
     /// This end.
     pub local: Option<EndpointReport>,
     /// The other end, as it reported itself.

@@ -31,6 +31,7 @@ use crate::control::{
     RDMABW_VERSION,
 };
 use crate::engine::{Connected, Prepared, SideInfo};
+use crate::gpu::MemoryUse;
 use crate::error::Error;
 use crate::gid::{resolve_rail, Gid, Rail, RailRequest};
 use crate::params::{LocalTuning, SizeResult, TestParams};
@@ -202,6 +203,8 @@ pub struct Outcome {
     pub client_results: Vec<SizeResult>,
     /// What the server measured writing (server -> client; empty unless bidirectional).
     pub server_results: Vec<SizeResult>,
+    /// The memory this side's buffer was in (host, or which GPU and path).
+    pub memory: MemoryUse,
 }
 
 impl Outcome {
@@ -610,6 +613,7 @@ pub fn run_client(
     ));
     let ours = Endpoints::from(&side.info);
     let theirs = ch.exchange_endpoints(&ours).map_err(control)?;
+    let memory = side.prepared.memory().clone();
     let (mut conn, rail, mtu, local_mtu) = match connect_qps(side, &theirs, &cfg.tuning) {
         Ok(c) => c,
         Err(e) => {
@@ -658,6 +662,7 @@ pub fn run_client(
         path_mtu_bytes: mtu.bytes(),
         client_results,
         server_results,
+        memory,
     })
 }
 
@@ -896,6 +901,7 @@ pub fn serve_one(
     ch.send(&Msg::Accept(accept)).map_err(control)?;
     let ours = Endpoints::from(&side.info);
     let theirs = ch.exchange_endpoints(&ours).map_err(control)?;
+    let memory = side.prepared.memory().clone();
     let (mut conn, rail, mtu, local_mtu) = match connect_qps(side, &theirs, &tuning) {
         Ok(c) => c,
         Err(e) => {
@@ -944,6 +950,7 @@ pub fn serve_one(
         path_mtu_bytes: mtu.bytes(),
         client_results,
         server_results,
+        memory,
     })
 }
 

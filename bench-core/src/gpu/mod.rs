@@ -362,3 +362,23 @@ pub fn check_dmabuf_registration(
         .map_err(GpuError::from);
     Ok((source, reg))
 }
+
+/// Checks before any work starts that `sel` can work here: the CUDA driver loads and, for an
+/// index or bus id, that GPU exists (`auto` needs the test's NIC and is resolved later; it
+/// only needs some GPU). Returns the GPUs CUDA sees.
+pub fn preflight(sel: &GpuSelect) -> Result<Vec<GpuInfo>, GpuError> {
+    let cuda = Cuda::load()?;
+    match sel {
+        GpuSelect::Auto => {
+            let gpus = cuda.gpus()?;
+            if gpus.is_empty() {
+                return Err(GpuError::NoGpus);
+            }
+            Ok(gpus)
+        }
+        other => {
+            cuda.select(other, &crate::sysfs::SysRoots::default(), None)?;
+            cuda.gpus()
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! `rdmabw gpus`: the GPUs of this host (or pod) with their nearest rails, the GPU buffer
+//! self-test (`--selftest`), and the dma-buf check of a NIC (`--dmabuf-check`); and the
+//! resolution of the test flags `--use_cuda`, `--cuda-bus-id` and `--cuda-mem`.
+
+use std::fmt::Write as _;
+
+use bench_core::gpu::list::{gpus_report, GpusReport};
+use bench_core::gpu::selftest::{self, SelftestOptions, Step};
+use bench_core::gpu::{self, CudaMemPath, GpuError, GpuSelect, MemoryRequest};
+use bench_core::sysfs::SysRoots;
+use bench_core::topology::{normalize_bus_id, TopologyError};
+use bench_core::verbs::Device;
+use serde::Serialize;
+
+use crate::cli::{GpusCmd, TestArgs};
+use crate::config::{parse_size, Usage};
+
+/// Exit statuses, as the rest of rdmabw: 0 worked, 1 a GPU step failed, 2 set-up error.
+const OK: u8 = 0;
+const FAILED: u8 = 1;
+const USAGE: u8 = 2;
+
+/// The self-test's default buffer: 2 MiB.
+const SELFTEST_BYTES: u64 = 2 << 20;
+
+/// What `rdmabw gpus` does.
+#[derive(Debug)]
+pub enum GpusMode {
+    /// List the GPUs.
+    List,
+    /// The GPU buffer self-test.
+    Selftest {
+        gpu: GpuSelect,
+        bytes: u64,
+        register_on: Option<String>,
+    },
+    /// Register a host dma-buf on an RDMA device.
+    DmabufCheck { device: String, bytes: u64 },
+}
+
+/// `rdmabw gpus` resolved.
+#[derive(Debug)]
+pub struct GpusConfig {
+    pub json: bool,
+    pub mode: GpusMode,
+}
+
+fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
+    Err(Usage(msg.into()))
+}
+
+fn gpu_select(use_cuda: Option<&str>, bus_id: Option<&str>) -> Result<Option<GpuSelect>, Usage> {
+    match (use_cuda, bus_id) {
+        (Some(_), Some(_)) => usage(
+            "--use_cuda and --cuda-bus-id both name a GPU: give one (--cuda-bus-id alone implies \
+             --use_cuda)",
+        ),
+        (Some(v), None) => match GpuSelect::parse(v) {
+            Some(s) => Ok(Some(s)),
+            None => usage(format!(
+                "--use_cuda {v}: give a CUDA GPU index (0, 1, ...; see rdmabw gpus) or auto (the GPU \
+                 nearest the rail's NIC)"
+            )),
+        },
+        (None, Some(b)) => match normalize_bus_id(b) {
+            Some(n) => Ok(Some(GpuSelect::BusId(n))),
+            None => usage(format!(
+                "--cuda-bus-id {b}: {}",
+                TopologyError::BadBusId { text: b.to_string() }
+            )),
+        },
+        (None, None) => Ok(None),
+    }
+}
+
+fn flag_of(sel: &GpuSelect) -> String {
+    match sel {
+        GpuSelect::BusId(b) => format!("--cuda-bus-id {b}"),
+        other => format!("--use_cuda {other}"),
+    }
+}
+
+/// The memory a test's buffer is in, from `--use_cuda N|auto`, `--cuda-bus-id` and
+/// `--cuda-mem`. A GPU is checked for here, before any work starts: no CUDA driver library, no
+/// such GPU, are usage errors (exit 2).
+pub fn memory_request(a: &TestArgs) -> Result<MemoryRequest, Usage> {
+    let sel = gpu_select(a.use_cuda.as_deref(), a.cuda_bus_id.as_deref())?;
+    let path = match a.cuda_mem.as_deref() {
+        None => CudaMemPath::Auto,
+        Some(p) => match CudaMemPath::parse(p) {
+            Some(p) => p,
+            None => {
+                return usage(format!(
+                    "--cuda-mem {p}: use dmabuf (export a dma-buf, ibv_reg_dmabuf_mr), peermem \
+                     (nvidia_peermem) or auto"
+                ))
+            }
+        },
+    };
+    let Some(gpu) = sel else {
+        if a.cuda_mem.is_some() {
+            return usage("--cuda-mem applies to GPU memory: add --use_cuda N|auto or --cuda-bus-id");
+        }
+        return Ok(MemoryRequest::Host);
+    };
+    if let Err(e) = gpu::preflight(&gpu) {
+        return usage(format!("{}: {e}", flag_of(&gpu)));
+    }
+    Ok(MemoryRequest::Cuda { gpu, path })
+}
+
+/// Resolves `rdmabw gpus`' flags.
+pub fn resolve(c: GpusCmd) -> Result<GpusConfig, Usage> {
+    let bytes = match c.size.as_deref() {
+        None => SELFTEST_BYTES,
+        Some(s) => match parse_size(s) {
+            Some(n) if n > 0 => n,
+            _ => return usage(format!("-s/--size {s}: give a size in bytes, e.g. 2M")),
+        },
+    };
+    let sel = gpu_select(c.use_cuda.as_deref(), c.cuda_bus_id.as_deref())?;
+    let mode = match (c.selftest, c.dmabuf_check) {
+        (true, true) => return usage("--selftest and --dmabuf-check: pick one"),
+        (true, false) => {
+            let gpu = sel.unwrap_or(GpuSelect::Index(0));
+            if gpu == GpuSelect::Auto && c.ib_dev.is_none() {
+                return usage(
+                    "--selftest --use_cuda auto needs -d DEV: the RDMA device the GPU should be near",
+                );
+            }
+            GpusMode::Selftest {
+                gpu,
+                bytes,
+                register_on: c.ib_dev,
+            }
+        }
+        (false, true) => {
+            if sel.is_some() {
+                return usage("--dmabuf-check needs no GPU: leave out --use_cuda/--cuda-bus-id");
+            }
+            let Some(device) = c.ib_dev else {
+                return usage("--dmabuf-check needs -d DEV: the RDMA device to register on");
+            };
+            GpusMode::DmabufCheck { device, bytes }
+        }
+        (false, false) => {
+            if sel.is_some() || c.ib_dev.is_some() || c.size.is_some() {
+                return usage(
+                    "--use_cuda, --cuda-bus-id, -d and -s go with --selftest or --dmabuf-check",
+                );
+            }
+            GpusMode::List
+        }
+    };
+    Ok(GpusConfig { json: c.json, mode })
+}
+
+/// Runs `rdmabw gpus`; returns the exit status.
+pub fn run(c: &GpusConfig) -> u8 {
+    let roots = SysRoots::default();
+    match &c.mode {
+        GpusMode::List => list(&roots, c.json),
+        GpusMode::Selftest {
+            gpu,
+            bytes,
+            register_on,
+        } => run_selftest(
+            &SelftestOptions {
+                gpu: gpu.clone(),
+                bytes: *bytes,
+                register_on: register_on.clone(),
+                roots,
+            },
+            c.json,
+        ),
+        GpusMode::DmabufCheck { device, bytes } => dmabuf_check(&roots, device, *bytes, c.json),
+    }
+}
+
+fn print_json<T: Serialize>(v: &T) {
+    match serde_json::to_string_pretty(v) {
+        Ok(s) => println!("{s}"),
+        Err(e) => eprintln!("rdmabw: error: {e}"),
+    }
+}
+
+fn yes_no(v: Option<bool>) -> &'static str {
+    match v {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "-",
+    }
+}
+
+/// The table `rdmabw gpus` prints.
+pub fn table(r: &GpusReport) -> String {
+    let mut rows = vec![[
+        "GPU".to_string(),
+        "NAME".into(),
+        "PCI BUS ID".into(),
+        "NUMA".into(),
+        "DMA-BUF".into(),
+        "GDR".into(),
+        "MEMORY".into(),
+        "NEAREST RAILS".into(),
+    ]];
+    for g in &r.gpus {
+        let rails = if g.nearest_rails.is_empty() {
+            "-".to_string()
+        } else {
+            let names: Vec<String> = g
+                .nearest_rails
+                .iter()
+                .map(|n| {
+                    if n.netdevs.is_empty() {
+                        n.device.clone()
+                    } else {
+                        format!("{} ({})", n.device, n.netdevs.join(","))
+                    }
+                })
+                .collect();
+            format!(
+                "{} [{}]",
+                names.join(", "),
+                g.nearest_rails[0].proximity.nvidia_smi()
+            )
+        };
+        rows.push([
+            g.index.map_or("-".into(), |i| i.to_string()),
+            g.name.clone().unwrap_or_else(|| "-".into()),
+            g.pci_bus_id.clone(),
+            g.numa_node.map_or("-".into(), |n| n.to_string()),
+            yes_no(g.dmabuf_supported).into(),
+            yes_no(g.gpudirect_rdma_supported).into(),
+            g.total_mem_bytes
+                .map_or("-".into(), |b| format!("{} MiB", b >> 20)),
+            rails,
+        ]);
+    }
+    let mut w = [0usize; 8];
+    for r in &rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for r in &rows {
+        let mut line = String::new();
+        for (i, c) in r.iter().enumerate() {
+            if i == 7 {
+                line.push_str(c);
+            } else {
+                let _ = write!(line, "{c:<width$}  ", width = w[i]);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn list(roots: &SysRoots, json: bool) -> u8 {
+    let (report, err) = gpus_report(roots);
+    if json {
+        print_json(&report);
+    } else {
+        if let Some(v) = &report.cuda_driver {
+            println!("CUDA driver: supports CUDA {v}");
+        }
+        if report.gpus.is_empty() {
+            println!("no GPU (neither CUDA nor {} shows one)", roots.sys.join("bus/pci/devices").display());
+        } else {
+            print!("{}", table(&report));
+            if report.gpus.iter().any(|g| g.index.is_none()) {
+                println!("(GPU -: in sysfs but not visible to CUDA in this process)");
+            }
+        }
+    }
+    match err {
+        Some(e) => {
+            eprintln!("rdmabw: error: {e}");
+            USAGE
+        }
+        None if report.gpus.is_empty() => {
+            eprintln!("rdmabw: error: {}", GpuError::NoGpus);
+            USAGE
+        }
+        None => OK,
+    }
+}
+
+fn print_step(s: &Step) {
+    println!(
+        "[{}] {:<8} {} ({:.1} ms)",
+        if s.ok { "ok" } else { "FAILED" },
+        s.step,
+        s.detail,
+        s.ms
+    );
+}
+
+fn run_selftest(opts: &SelftestOptions, json: bool) -> u8 {
+    let (report, err) = if json {
+        selftest::run(opts, &mut |_| {})
+    } else {
+        println!(
+            "GPU buffer self-test: {} bytes on GPU {}{}",
+            opts.bytes,
+            opts.gpu,
+            opts.register_on
+                .as_deref()
+                .map(|d| format!(", registered on {d}"))
+                .unwrap_or_default()
+        );
+        selftest::run(opts, &mut print_step)
+    };
+    if json {
+        print_json(&report);
+    }
+    match err {
+        None => {
+            if !json {
+                println!("self-test passed");
+            }
+            OK
+        }
+        Some(e) => {
+            eprintln!("rdmabw: error: {e}");
+            if e.is_setup() {
+                USAGE
+            } else {
+                FAILED
+            }
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct DmabufCheck {
+    device: String,
+    driver: Option<String>,
+    source: Option<String>,
+    registered: bool,
+    error: Option<String>,
+}
+
+fn dmabuf_check(roots: &SysRoots, device: &str, bytes: u64, json: bool) -> u8 {
+    let mut out = DmabufCheck {
+        device: device.to_string(),
+        driver: bench_core::sysfs::read_device(roots, device)
+            .ok()
+            .map(|d| d.driver_label()),
+        source: None,
+        registered: false,
+        error: None,
+    };
+    let r = (|| -> Result<(), GpuError> {
+        let dev = Device::open_with(roots, device)?;
+        let pd = dev.alloc_pd()?;
+        let (source, reg) = gpu::check_dmabuf_registration(&pd, bytes)?;
+        out.source = Some(source.to_string());
+        if !json {
+            println!("dma-buf check on {device}: registering {bytes} bytes of {source}");
+        }
+        let buf = reg?;
+        out.registered = true;
+        if !json {
+            println!(
+                "registered: lkey {:#x}, rkey {:#x}, {} bytes; {device} takes dma-buf memory",
+                buf.lkey(),
+                buf.rkey(),
+                buf.len()
+            );
+        }
+        Ok(())
+    })();
+    if let Err(e) = &r {
+        out.error = Some(e.to_string());
+    }
+    if json {
+        print_json(&out);
+    }
+    match r {
+        Ok(()) => OK,
+        Err(e) => {
+            eprintln!("rdmabw: error: {e}");
+            if e.is_setup() {
+                USAGE
+            } else {
+                FAILED
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bench_core::gpu::list::{GpuRow, NearRail};
+    use bench_core::topology::Proximity;
+
+    #[test]
+    fn gpu_flags_parse_and_conflict() {
+        assert_eq!(gpu_select(Some("3"), None).ok().flatten(), Some(GpuSelect::Index(3)));
+        assert_eq!(gpu_select(Some("auto"), None).ok().flatten(), Some(GpuSelect::Auto));
+        assert_eq!(
+            gpu_select(None, Some("00000000:0F:00.0")).ok().flatten(),
+            Some(GpuSelect::BusId("0000:0f:00.0".into()))
+        );
+        let e = |u: Option<&str>, b: Option<&str>| gpu_select(u, b).err().map(|e| e.0).unwrap_or_default();
+        assert!(e(Some("x"), None).starts_with("--use_cuda x: give a CUDA GPU index"));
+        assert!(e(Some("0"), Some("0f:00.0")).contains("give one"));
+        assert!(e(None, Some("gpu0")).starts_with("--cuda-bus-id gpu0: "));
+    }
+
+    #[test]
+    fn the_table_names_the_nearest_rails() {
+        let r = GpusReport {
+            cuda_driver: Some("13.0".into()),
+            cuda_error: None,
+            gpus: vec![GpuRow {
+                index: Some(0),
+                name: Some("NVIDIA H200".into()),
+                pci_bus_id: "0000:19:00.0".into(),
+                numa_node: Some(0),
+                dmabuf_supported: Some(true),
+                gpudirect_rdma_supported: Some(true),
+                total_mem_bytes: Some(150_000 << 20),
+                compute_capability: Some("9.0".into()),
+                nearest_rails: vec![
+                    NearRail {
+                        device: "mlx5_0".into(),
+                        netdevs: vec!["rdma0".into()],
+                        proximity: Proximity::SameSwitch,
+                    },
+                    NearRail {
+                        device: "mlx5_1".into(),
+                        netdevs: vec![],
+                        proximity: Proximity::SameSwitch,
+                    },
+                ],
+            }],
+        };
+        let t = table(&r);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].starts_with("GPU  NAME"), "{t}");
+        assert!(lines[1].contains("NVIDIA H200  0000:19:00.0  0     yes"), "{t}");
+        assert!(lines[1].ends_with("mlx5_0 (rdma0), mlx5_1 [PIX]"), "{t}");
+    }
+}
