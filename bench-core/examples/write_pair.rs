@@ -349,7 +349,27 @@ fn run() -> Result<(), String> {
     });
     if initiator {
         let t_run = Instant::now();
-        let res = conn.run_writes(&params, &a.tuning, &stop);
+        // Size by size (what run_writes does), to log progress as it happens.
+        let mut done = Vec::new();
+        let mut res = Ok(());
+        for size in params.sizes.list() {
+            match conn.run_size(size, &params.length, &a.tuning, &stop) {
+                Ok(r) => {
+                    log(
+                        &role,
+                        t0,
+                        format!("size {size} done: {:.3} Gb/s", r.bw_avg_gbps),
+                    );
+                    done.push(r);
+                }
+                Err(e) => {
+                    log(&role, t0, format!("size {size} failed"));
+                    res = Err(e);
+                    break;
+                }
+            }
+        }
+        let res = res.map(|()| done);
         let wall = t_run.elapsed().as_secs_f64();
         match res {
             Ok(results) => {

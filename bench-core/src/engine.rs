@@ -213,7 +213,9 @@ impl Prepared {
             MemoryRequest::Host => (pd.alloc_host_buffer(2 * half)?, MemoryUse::host()),
             // CUDA memory on the GPU asked for (or nearest this NIC), registered by dma-buf or
             // nvidia_peermem: see `crate::gpu`.
-            MemoryRequest::Cuda { gpu, path } => crate::gpu::alloc_buffer(&pd, 2 * half, gpu, *path)?,
+            MemoryRequest::Cuda { gpu, path } => {
+                crate::gpu::alloc_buffer(&pd, 2 * half, gpu, *path)?
+            }
         };
 
         let signaled_per_qp = k.depth / k.cq_mod + 2;
@@ -355,6 +357,7 @@ impl Prepared {
             inline_src: vec![0u8; inline_bytes as usize],
             stall_limit,
             stall_hint,
+            rate_est: None,
             poisoned: false,
         })
     }
@@ -374,6 +377,9 @@ pub struct Connected {
     inline_src: Vec<u8>,
     stall_limit: Duration,
     stall_hint: String,
+    /// Bytes per second seen so far on this connection (the last finished size), for the
+    /// stall guard.
+    rate_est: Option<f64>,
     poisoned: bool,
 }
 
@@ -425,6 +431,30 @@ fn plan_posts(
             wrs.push(((qi as u64) << 32, false));
         }
     }
+}
+
+/// How long to wait without any completion before declaring a stall: at least `base`, and
+/// four times the time one signaled completion's worth of data (`batch_bytes`: cq_mod writes
+/// on every QP) takes at the rate seen so far. The rate is what this size moved up to its last
+/// completion (`done_bytes` in `active`), else `rate_est` from the previous size, else a
+/// pessimistic 1 MB/s. Measuring up to the last completion matters: a rate measured up to
+/// *now* shrinks while the stall lasts, and the limit would grow with it and never be reached.
+fn stall_limit_for(
+    base: Duration,
+    batch_bytes: u64,
+    done_bytes: u64,
+    active: Duration,
+    rate_est: Option<f64>,
+) -> Duration {
+    let active_s = active.as_secs_f64();
+    let rate = (done_bytes > 0 && active_s > 0.0)
+        .then(|| done_bytes as f64 / active_s)
+        .or(rate_est)
+        .filter(|r| *r > 0.0)
+        .unwrap_or(1e6);
+    base.max(Duration::from_secs_f64(
+        (4.0 * batch_bytes as f64 / rate).min(3600.0),
+    ))
 }
 
 /// One QP's cumulative completed bytes over time: `(t, bytes)` events starting at `(0, 0)`.
@@ -657,8 +687,11 @@ impl Connected {
         }
         self.poisoned = true;
         let r = self.run_size_inner(size, length, tuning, stop);
-        if r.is_ok() {
+        if let Ok(res) = &r {
             self.poisoned = false;
+            if res.bw_avg_gbps > 0.0 {
+                self.rate_est = Some(res.bw_avg_gbps * 1e9 / 8.0);
+            }
         }
         r
     }
@@ -683,6 +716,7 @@ impl Connected {
             inline_src,
             stall_limit,
             stall_hint,
+            rate_est,
             ..
         } = self;
         let spec = if size32 as usize <= inline_src.len() {
@@ -692,6 +726,12 @@ impl Connected {
         };
 
         let nq = qps.len();
+        // The stall guard must outlast the wait for one signaled completion: up to cq_mod
+        // writes on every QP at the rate seen so far (this size, else the last one, else a
+        // pessimistic 1 MB/s). On a slow link with big messages that is many seconds: 100
+        // writes of 1 MiB at 0.09 Gb/s (the lab's emulated rxe) take 9 s.
+        let batch_bytes = k.cq_mod * size * nq as u64;
+        let mut size_bytes_done: u64 = 0;
         let mut st = vec![QpRun::default(); nq];
         let mut wrs: Vec<(u64, bool)> = Vec::with_capacity(k.post_list as usize);
         let mut wcs: Vec<Completion> = Vec::with_capacity(POLL_MAX);
@@ -793,6 +833,7 @@ impl Connected {
                 if t >= ws && t < we {
                     window_msgs += msgs;
                 }
+                size_bytes_done += msgs * size;
                 last_progress = now;
             }
 
@@ -830,7 +871,14 @@ impl Connected {
                     });
                 }
                 let outstanding: u64 = st.iter().map(QpRun::outstanding).sum();
-                if outstanding > 0 && now.duration_since(last_progress) > *stall_limit {
+                let limit = stall_limit_for(
+                    *stall_limit,
+                    batch_bytes,
+                    size_bytes_done,
+                    last_progress.duration_since(t0),
+                    *rate_est,
+                );
+                if outstanding > 0 && now.duration_since(last_progress) > limit {
                     return Err(Error::Stalled {
                         device: device.name().to_string(),
                         port: *port,
@@ -1047,6 +1095,27 @@ mod tests {
         assert!(p1 < 1.0, "p1 {p1}");
         assert!((p50 - 10.0).abs() < 0.05, "p50 {p50}");
         assert!(peak < 10.5, "peak {peak}");
+    }
+
+    #[test]
+    fn stall_limit_scales_with_batch_and_rate() {
+        let ten = Duration::from_secs(10);
+        // 100 x 1 MiB per completion at the lab's 0.09 Gb/s (~11 MB/s): about 37 s.
+        let batch = 100 * (1 << 20);
+        let l = stall_limit_for(ten, batch, 0, Duration::ZERO, Some(11.25e6));
+        assert!((l.as_secs_f64() - 37.3).abs() < 0.5, "{l:?}");
+        // Fast link, small batch: the base.
+        assert_eq!(
+            stall_limit_for(ten, 6_553_600, 1 << 30, Duration::from_secs(1), None),
+            ten
+        );
+        // Unknown rate: 1 MB/s.
+        let l = stall_limit_for(ten, 6_553_600, 0, Duration::ZERO, None);
+        assert!((l.as_secs_f64() - 26.2).abs() < 0.1, "{l:?}");
+        // The regression found in the lab: the rate comes from the time up to the last
+        // completion (2 s here), whatever time it is now, so the limit stays put.
+        let a = stall_limit_for(ten, 6_553_600, 13_107_200, Duration::from_secs(2), None);
+        assert_eq!(a, ten);
     }
 
     #[test]
