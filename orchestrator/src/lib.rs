@@ -6,9 +6,11 @@
 //! * [`plan`]: `--rails` lists and the pairing of two pods' rails;
 //! * [`sweep`]: set-up, the server daemon, the rails, deadlines, retries, Ctrl-C;
 //! * [`output`] and [`progress`]: the table, the summary lines and the bars;
-//! * [`run`]: the `railsweep run` command line.
+//! * [`run`]: the `railsweep run` command line;
+//! * [`fleet`]: `railsweep fleet`, every pair of a set of nodes in rounds, and the culprits.
 #![forbid(unsafe_code)]
 
+pub mod fleet;
 pub mod modes;
 pub mod output;
 pub mod plan;

@@ -1,0 +1,399 @@
+//! Outliers and likely culprits, from the rows of a fleet run.
+//!
+//! Per rail, the fleet median of the average bandwidth of the measured pairs is the reference.
+//! A (pair, rail) below the threshold (90 % of that median by default, or a percentage of the
+//! rail's line rate) or failed is an outlier; the fleet measures outliers once more and judges
+//! the latest row of each (pair, rail). A node's rail that is slow in every pair it joins on
+//! that rail is the likely culprit: a bad rail of one node drags down each of its `N-1` pairs,
+//! while each of its partners is slow in only one of theirs. A node slow on every rail is named
+//! as a whole, and a rail slow in every pair of the fleet (only visible against the line rate)
+//! is named as the rail. With two nodes nothing tells them apart, and both are named.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use results::{RailResult, RailStatus};
+
+/// What makes a (pair, rail) an outlier.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Threshold {
+    /// Below this percentage of the rail's fleet median.
+    MedianPct(f64),
+    /// Below this percentage of the row's line rate (rows without one use the median rule at
+    /// the same percentage).
+    LineRatePct(f64),
+}
+
+impl Default for Threshold {
+    fn default() -> Self {
+        Threshold::MedianPct(90.0)
+    }
+}
+
+/// The node names of a row: the pod names where there are pods, else the node names.
+pub fn row_nodes(r: &RailResult) -> (String, String) {
+    (
+        r.client_pod.clone().unwrap_or_else(|| r.client_node.clone()),
+        r.server_pod.clone().unwrap_or_else(|| r.server_node.clone()),
+    )
+}
+
+/// A (pair, rail) whatever the roles: the two node names in order, and the rail.
+pub type PairRail = (String, String, u32);
+
+fn key(r: &RailResult) -> PairRail {
+    let (a, b) = row_nodes(r);
+    if a <= b {
+        (a, b, r.rail)
+    } else {
+        (b, a, r.rail)
+    }
+}
+
+/// The latest row of each (pair, rail), in the order rows came.
+pub fn latest(rows: &[RailResult]) -> BTreeMap<PairRail, &RailResult> {
+    let mut m = BTreeMap::new();
+    for r in rows {
+        m.insert(key(r), r);
+    }
+    m
+}
+
+/// The median of the measured average bandwidths, per rail (failed rows left out).
+pub fn rail_medians(rows: &[RailResult]) -> BTreeMap<u32, f64> {
+    let mut per: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    for r in latest(rows).values() {
+        if let (true, Some(bw)) = (r.status != RailStatus::Failed, r.bw_avg_gbps) {
+            per.entry(r.rail).or_default().push(bw);
+        }
+    }
+    per.into_iter()
+        .map(|(rail, mut v)| {
+            v.sort_by(f64::total_cmp);
+            let n = v.len();
+            let m = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+            (rail, m)
+        })
+        .collect()
+}
+
+/// The Gb/s under which a row is an outlier, if there is a reference for it.
+pub fn limit_of(r: &RailResult, medians: &BTreeMap<u32, f64>, t: Threshold) -> Option<f64> {
+    match t {
+        Threshold::LineRatePct(p) => r
+            .line_rate_gbps
+            .map(|l| l * p / 100.0)
+            .or_else(|| medians.get(&r.rail).map(|m| m * p / 100.0)),
+        Threshold::MedianPct(p) => medians.get(&r.rail).map(|m| m * p / 100.0),
+    }
+}
+
+/// True when the row failed or is under its limit.
+pub fn is_slow(r: &RailResult, medians: &BTreeMap<u32, f64>, t: Threshold) -> bool {
+    if r.status == RailStatus::Failed {
+        return true;
+    }
+    match (r.bw_avg_gbps, limit_of(r, medians, t)) {
+        (Some(bw), Some(limit)) => bw < limit,
+        (None, _) => true,
+        (Some(_), None) => false,
+    }
+}
+
+/// The outliers among the latest rows: (pair, rail) keys, in order.
+pub fn outliers(rows: &[RailResult], t: Threshold) -> Vec<PairRail> {
+    let medians = rail_medians(rows);
+    latest(rows)
+        .into_iter()
+        .filter(|(_, r)| is_slow(r, &medians, t))
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// What is named as a likely culprit.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Suspect {
+    /// One rail of one node: slow in every pair that node joins on that rail.
+    NodeRail {
+        /// The node (or pod).
+        node: String,
+        /// The rail.
+        rail: u32,
+        /// Pairs it joined on that rail (all slow).
+        pairs: usize,
+        /// Median Gb/s of its pairs on that rail (0 when all failed).
+        median_gbps: f64,
+        /// The fleet median of that rail, if any pair was measured.
+        fleet_median_gbps: Option<f64>,
+    },
+    /// A node slow on every rail in every pair.
+    Node {
+        /// The node (or pod).
+        node: String,
+        /// Its rails.
+        rails: Vec<u32>,
+    },
+    /// A rail slow in every pair of the fleet.
+    Rail {
+        /// The rail.
+        rail: u32,
+        /// Pairs measured on it.
+        pairs: usize,
+    },
+}
+
+impl fmt::Display for Suspect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Suspect::NodeRail {
+                node,
+                rail,
+                pairs,
+                median_gbps,
+                fleet_median_gbps,
+            } => {
+                write!(f, "node {node} rail {rail}: slow in all {pairs} of its pairs on rail {rail} (median {median_gbps:.3} Gb/s")?;
+                match fleet_median_gbps {
+                    Some(m) => write!(f, ", fleet median {m:.3} Gb/s)"),
+                    None => f.write_str(")"),
+                }
+            }
+            Suspect::Node { node, rails } => {
+                write!(f, "node {node}: slow on every rail ({rails:?}) in every pair it joins")
+            }
+            Suspect::Rail { rail, pairs } => {
+                write!(f, "rail {rail}: slow in all {pairs} pairs of the fleet (the rail's switch or its settings)")
+            }
+        }
+    }
+}
+
+/// What the rows say: the suspects, and the outliers no suspect explains.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Verdict {
+    /// Likely culprits, nodes by name then rails.
+    pub suspects: Vec<Suspect>,
+    /// Slow (pair, rail)s that involve no suspect.
+    pub unexplained: Vec<PairRail>,
+    /// Slow (pair, rail)s in all.
+    pub outliers: usize,
+}
+
+/// Judge the latest row of every (pair, rail).
+pub fn judge(rows: &[RailResult], t: Threshold) -> Verdict {
+    let medians = rail_medians(rows);
+    let last = latest(rows);
+    // (node, rail) -> (pairs joined, slow pairs, bandwidths)
+    let mut per: BTreeMap<(String, u32), (usize, usize, Vec<f64>)> = BTreeMap::new();
+    let mut rail_counts: BTreeMap<u32, (usize, usize)> = BTreeMap::new();
+    let mut slow_keys = Vec::new();
+    for (k, r) in &last {
+        let slow = is_slow(r, &medians, t);
+        if slow {
+            slow_keys.push(k.clone());
+        }
+        let rc = rail_counts.entry(k.2).or_default();
+        rc.0 += 1;
+        rc.1 += usize::from(slow);
+        for node in [&k.0, &k.1] {
+            let e = per.entry((node.clone(), k.2)).or_default();
+            e.0 += 1;
+            e.1 += usize::from(slow);
+            e.2.push(if r.status == RailStatus::Failed { 0.0 } else { r.bw_avg_gbps.unwrap_or(0.0) });
+        }
+    }
+    let bad_rails: BTreeSet<u32> = rail_counts
+        .iter()
+        .filter(|(_, (n, s))| *n > 0 && n == s)
+        .map(|(r, _)| *r)
+        .collect();
+    let mut suspects = Vec::new();
+    let mut node_rails: BTreeMap<String, (Vec<u32>, usize)> = BTreeMap::new();
+    for ((node, rail), (n, s, _)) in &per {
+        let e = node_rails.entry(node.clone()).or_default();
+        e.1 += 1;
+        if *n > 0 && n == s && !bad_rails.contains(rail) {
+            e.0.push(*rail);
+        }
+    }
+    let all_rails: BTreeSet<u32> = rail_counts.keys().copied().collect();
+    let mut named: BTreeSet<(String, Option<u32>)> = BTreeSet::new();
+    for (node, (rails, _)) in &node_rails {
+        if rails.is_empty() {
+            continue;
+        }
+        if all_rails.len() > 1 && rails.len() == all_rails.len() {
+            suspects.push(Suspect::Node {
+                node: node.clone(),
+                rails: rails.clone(),
+            });
+            named.insert((node.clone(), None));
+            continue;
+        }
+        for rail in rails {
+            let (n, _, bws) = &per[&(node.clone(), *rail)];
+            let mut v = bws.clone();
+            v.sort_by(f64::total_cmp);
+            suspects.push(Suspect::NodeRail {
+                node: node.clone(),
+                rail: *rail,
+                pairs: *n,
+                median_gbps: v[v.len() / 2],
+                fleet_median_gbps: medians.get(rail).copied(),
+            });
+            named.insert((node.clone(), Some(*rail)));
+        }
+    }
+    for rail in &bad_rails {
+        suspects.push(Suspect::Rail {
+            rail: *rail,
+            pairs: rail_counts[rail].0,
+        });
+    }
+    let explained = |k: &PairRail| {
+        bad_rails.contains(&k.2)
+            || [&k.0, &k.1].iter().any(|n| {
+                named.contains(&((*n).clone(), None)) || named.contains(&((*n).clone(), Some(k.2)))
+            })
+    };
+    let unexplained = slow_keys.iter().filter(|k| !explained(k)).cloned().collect();
+    Verdict {
+        suspects,
+        unexplained,
+        outliers: slow_keys.len(),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::fleet::schedule::all_pairs;
+    use results::{MemoryKind, NetworkMode};
+
+    /// A measured row between two nodes.
+    pub(crate) fn row(client: &str, server: &str, rail: u32, bw: Option<f64>) -> RailResult {
+        RailResult {
+            run_id: "t".into(),
+            time_utc: "2026-01-01T00:00:00Z".into(),
+            network_mode: NetworkMode::Lab,
+            cluster: "c".into(),
+            client_pod: Some(client.into()),
+            client_node: client.into(),
+            server_pod: Some(server.into()),
+            server_node: server.into(),
+            rail,
+            client_interface: format!("net{}", rail + 1),
+            client_rdma_device: "d".into(),
+            client_gid_index: Some(1),
+            server_interface: format!("net{}", rail + 1),
+            server_rdma_device: "d".into(),
+            server_gid_index: Some(1),
+            traffic_class: None,
+            mtu_bytes: None,
+            msg_size_bytes: 65536,
+            qps: 1,
+            duration_s: Some(1.0),
+            iterations: None,
+            memory: MemoryKind::Host,
+            status: if bw.is_some() { RailStatus::Ok } else { RailStatus::Failed },
+            bw_avg_gbps: bw,
+            bw_peak_gbps: bw,
+            msg_rate_mpps: None,
+            bw_p1_gbps: None,
+            bw_p50_gbps: None,
+            bw_p99_gbps: None,
+            line_rate_gbps: Some(400.0),
+            line_rate_pct: None,
+            threshold_gbps: None,
+            error: bw.is_none().then(|| "failed".into()),
+        }
+    }
+
+    /// 64 nodes, 8 rails, every pair; rail 5 of node n17 at 60 %, and a little noise.
+    fn fleet(bad: Option<(&str, u32, Option<f64>)>) -> Vec<RailResult> {
+        let names: Vec<String> = (0..64).map(|i| format!("n{i}")).collect();
+        let mut rows = Vec::new();
+        for (i, p) in all_pairs(64).pairs().enumerate() {
+            for rail in 0..8 {
+                let (c, s) = (&names[p.client], &names[p.server]);
+                #[allow(clippy::cast_precision_loss)]
+                let noise = ((i * 7 + rail as usize * 13) % 11) as f64 * 0.5; // 0..5 Gb/s
+                let mut bw = Some(390.0 - noise);
+                if let Some((node, r, v)) = bad {
+                    if rail == r && (c == node || s == node) {
+                        bw = v;
+                    }
+                }
+                rows.push(row(c, s, rail, bw));
+            }
+        }
+        rows
+    }
+
+    #[test]
+    fn one_bad_rail_among_64_nodes_is_named_and_nothing_else() {
+        let rows = fleet(Some(("n17", 5, Some(235.0))));
+        let v = judge(&rows, Threshold::default());
+        assert_eq!(v.suspects.len(), 1, "{:?}", v.suspects);
+        match &v.suspects[0] {
+            Suspect::NodeRail { node, rail, pairs, .. } => {
+                assert_eq!((node.as_str(), *rail, *pairs), ("n17", 5, 63));
+            }
+            other => panic!("named {other}"),
+        }
+        assert_eq!(v.outliers, 63);
+        assert!(v.unexplained.is_empty());
+    }
+
+    #[test]
+    fn a_failed_rail_is_named_too() {
+        let rows = fleet(Some(("n3", 0, None)));
+        let v = judge(&rows, Threshold::default());
+        assert_eq!(v.suspects.len(), 1, "{:?}", v.suspects);
+        assert!(matches!(&v.suspects[0], Suspect::NodeRail { node, rail: 0, .. } if node == "n3"));
+    }
+
+    #[test]
+    fn a_healthy_fleet_has_no_suspect() {
+        let v = judge(&fleet(None), Threshold::default());
+        assert_eq!(v, Verdict::default());
+    }
+
+    #[test]
+    fn a_remeasured_outlier_that_recovered_is_not_slow() {
+        let mut rows = fleet(None);
+        rows.push(row("n1", "n2", 3, Some(100.0)));
+        assert_eq!(outliers(&rows, Threshold::default()).len(), 1);
+        let v = judge(&rows, Threshold::default());
+        assert!(v.suspects.is_empty());
+        assert_eq!(v.unexplained, vec![("n1".into(), "n2".into(), 3)]);
+        rows.push(row("n2", "n1", 3, Some(389.0)));
+        assert!(outliers(&rows, Threshold::default()).is_empty());
+    }
+
+    #[test]
+    fn line_rate_threshold_names_a_whole_rail() {
+        let mut rows = fleet(None);
+        for r in &mut rows {
+            if r.rail == 2 {
+                r.bw_avg_gbps = Some(200.0);
+            }
+        }
+        assert!(judge(&rows, Threshold::default()).suspects.is_empty());
+        let v = judge(&rows, Threshold::LineRatePct(90.0));
+        assert_eq!(v.suspects, vec![Suspect::Rail { rail: 2, pairs: 64 * 63 / 2 }]);
+    }
+
+    #[test]
+    fn a_node_slow_everywhere_is_named_as_the_node() {
+        let mut rows = fleet(None);
+        for r in &mut rows {
+            if r.client_node == "n9" || r.server_node == "n9" {
+                r.bw_avg_gbps = Some(10.0);
+            }
+        }
+        let v = judge(&rows, Threshold::default());
+        assert_eq!(v.suspects.len(), 1, "{:?}", v.suspects);
+        assert!(matches!(&v.suspects[0], Suspect::Node { node, rails } if node == "n9" && rails.len() == 8));
+    }
+}

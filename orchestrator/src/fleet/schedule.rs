@@ -1,0 +1,310 @@
+//! Which pairs of nodes are measured in which round.
+//!
+//! A round is a set of disjoint pairs: no node is in two pairs of one round, because a node
+//! runs one client or one server daemon at a time (a node's rails are shared by every test
+//! it takes part in, so two tests on one node would measure each other). The rounds of
+//! `all-pairs` come from the circle method of round-robin tournaments: node 0 stays put,
+//! the others turn one place per round, and position `i` meets position `M-1-i`. With `N`
+//! even that gives `N-1` rounds of `N/2` pairs, every pair exactly once; with `N` odd a
+//! phantom node makes `N` even, and whoever meets it sits the round out (a bye).
+//!
+//! Everything here works on node indexes; [`Schedule::named`] maps them back to names.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Which pairs a fleet run measures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pattern {
+    /// Every pair of nodes once (`N(N-1)/2` pairs).
+    AllPairs,
+    /// Each node with its neighbour in the node order, the last with the first (`N` pairs;
+    /// one for two nodes).
+    Ring,
+    /// Every other node against one reference node, one pair per round (the reference can
+    /// only take part in one test at a time).
+    OneToAll(String),
+}
+
+impl FromStr for Pattern {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "all-pairs" => Ok(Pattern::AllPairs),
+            "ring" => Ok(Pattern::Ring),
+            _ => match s.strip_prefix("one-to-all") {
+                Some(rest) => {
+                    let node = rest.trim_start_matches(['=', ':', ' ']).trim();
+                    if node.is_empty() {
+                        Err("one-to-all needs the reference node: `one-to-all=NODE`".into())
+                    } else {
+                        Ok(Pattern::OneToAll(node.to_string()))
+                    }
+                }
+                None => Err(format!(
+                    "unknown pattern `{s}`: expected all-pairs, ring or one-to-all=NODE"
+                )),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Pattern::AllPairs => f.write_str("all-pairs"),
+            Pattern::Ring => f.write_str("ring"),
+            Pattern::OneToAll(n) => write!(f, "one-to-all={n}"),
+        }
+    }
+}
+
+/// One measured pair: `client` runs the rdmabw clients against `server`'s daemon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Pair {
+    /// Index of the client node.
+    pub client: usize,
+    /// Index of the server node.
+    pub server: usize,
+}
+
+impl Pair {
+    /// The pair with the smaller index first, whatever the roles.
+    pub fn key(self) -> (usize, usize) {
+        (self.client.min(self.server), self.client.max(self.server))
+    }
+}
+
+/// The rounds of a fleet run over `nodes` nodes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    /// How many nodes.
+    pub nodes: usize,
+    /// Rounds in order; the pairs of a round are disjoint.
+    pub rounds: Vec<Vec<Pair>>,
+}
+
+/// Why no schedule can be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScheduleError {
+    /// Fewer than two nodes.
+    #[error("a fleet needs at least two nodes, got {0}")]
+    TooFew(usize),
+    /// `one-to-all` names a node that is not in the fleet.
+    #[error("the reference node {0} of one-to-all is not one of the fleet's nodes")]
+    UnknownReference(String),
+}
+
+impl Schedule {
+    /// The schedule of `pattern` over `names` (the node order is the order given).
+    pub fn build(pattern: &Pattern, names: &[String]) -> Result<Schedule, ScheduleError> {
+        let n = names.len();
+        if n < 2 {
+            return Err(ScheduleError::TooFew(n));
+        }
+        Ok(match pattern {
+            Pattern::AllPairs => all_pairs(n),
+            Pattern::Ring => ring(n),
+            Pattern::OneToAll(reference) => {
+                let r = names
+                    .iter()
+                    .position(|x| x == reference)
+                    .ok_or_else(|| ScheduleError::UnknownReference(reference.clone()))?;
+                one_to_all(n, r)
+            }
+        })
+    }
+
+    /// Every pair, round by round.
+    pub fn pairs(&self) -> impl Iterator<Item = Pair> + '_ {
+        self.rounds.iter().flatten().copied()
+    }
+
+    /// How many pairs in all.
+    pub fn len(&self) -> usize {
+        self.rounds.iter().map(Vec::len).sum()
+    }
+
+    /// True when there is no pair at all.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The nodes sitting round `r` out.
+    pub fn byes(&self, r: usize) -> Vec<usize> {
+        let mut busy = vec![false; self.nodes];
+        for p in &self.rounds[r] {
+            busy[p.client] = true;
+            busy[p.server] = true;
+        }
+        (0..self.nodes).filter(|&i| !busy[i]).collect()
+    }
+}
+
+/// The circle method: `N-1` rounds of `N/2` pairs for `N` even, `N` rounds with one bye each
+/// for `N` odd. Every node is client about as often as server (within one).
+pub fn all_pairs(n: usize) -> Schedule {
+    let m = n + n % 2; // with a phantom node `n` when odd
+    let mut circle: Vec<usize> = (0..m).collect();
+    let mut rounds = Vec::with_capacity(m - 1);
+    for r in 0..m - 1 {
+        let mut round = Vec::with_capacity(m / 2);
+        for i in 0..m / 2 {
+            let (a, b) = (circle[i], circle[m - 1 - i]);
+            if a == n || b == n {
+                continue; // the bye
+            }
+            // The fixed node alternates; the others are client in the top half of the circle,
+            // which each passes through about half of the time.
+            let (client, server) = if i > 0 || r % 2 == 0 { (a, b) } else { (b, a) };
+            round.push(Pair { client, server });
+        }
+        rounds.push(round);
+        // Keep position 0, turn the others one place.
+        circle[1..].rotate_right(1);
+    }
+    Schedule { nodes: n, rounds }
+}
+
+/// Neighbours in a ring: edge `i` joins `i` and `i+1`. Even edges in one round and odd edges
+/// in another; for `N` odd the edge closing the ring meets both, and gets a third round.
+pub fn ring(n: usize) -> Schedule {
+    if n == 2 {
+        return Schedule {
+            nodes: n,
+            rounds: vec![vec![Pair { client: 0, server: 1 }]],
+        };
+    }
+    let mut rounds: Vec<Vec<Pair>> = vec![Vec::new(), Vec::new()];
+    for i in 0..n {
+        let p = Pair {
+            client: i,
+            server: (i + 1) % n,
+        };
+        if n % 2 == 1 && i == n - 1 {
+            rounds.push(vec![p]);
+        } else {
+            rounds[i % 2].push(p);
+        }
+    }
+    Schedule { nodes: n, rounds }
+}
+
+/// Every node against `reference`, one pair per round; the reference runs the daemon.
+pub fn one_to_all(n: usize, reference: usize) -> Schedule {
+    let rounds = (0..n)
+        .filter(|&i| i != reference)
+        .map(|i| {
+            vec![Pair {
+                client: i,
+                server: reference,
+            }]
+        })
+        .collect();
+    Schedule { nodes: n, rounds }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// No node twice in a round; returns how many pairs each round has.
+    fn check_rounds(s: &Schedule) {
+        let mut seen_in = vec![usize::MAX; s.nodes];
+        for (r, round) in s.rounds.iter().enumerate() {
+            for p in round {
+                assert_ne!(p.client, p.server, "N={}: a node paired with itself", s.nodes);
+                for x in [p.client, p.server] {
+                    assert!(x < s.nodes);
+                    assert_ne!(seen_in[x], r, "N={}: node {x} twice in round {r}", s.nodes);
+                    seen_in[x] = r;
+                }
+            }
+        }
+    }
+
+    fn check_all_pairs(n: usize) {
+        let s = all_pairs(n);
+        check_rounds(&s);
+        // Every pair exactly once: a bit per unordered pair.
+        let mut met = vec![false; n * n];
+        for p in s.pairs() {
+            let (a, b) = p.key();
+            assert!(!met[a * n + b], "N={n}: pair {a}-{b} twice");
+            met[a * n + b] = true;
+        }
+        assert_eq!(s.len(), n * (n - 1) / 2, "N={n}: not every pair");
+        if n % 2 == 0 {
+            assert_eq!(s.rounds.len(), n - 1, "N={n}: rounds");
+            assert!(s.rounds.iter().all(|r| r.len() == n / 2), "N={n}: a round is not full");
+            assert!((0..s.rounds.len()).all(|r| s.byes(r).is_empty()));
+        } else {
+            assert_eq!(s.rounds.len(), n, "N={n}: rounds");
+            assert!((0..n).all(|r| s.byes(r).len() == 1), "N={n}: one bye per round");
+        }
+    }
+
+    #[test]
+    fn all_pairs_every_n_from_2_to_1024() {
+        for n in 2..=1024 {
+            check_all_pairs(n);
+        }
+    }
+
+    #[test]
+    fn all_pairs_balances_roles() {
+        let s = all_pairs(64);
+        let mut clients = [0usize; 64];
+        for p in s.pairs() {
+            clients[p.client] += 1;
+        }
+        let (lo, hi) = (clients.iter().min().unwrap(), clients.iter().max().unwrap());
+        assert!(hi - lo <= 1, "client counts {lo}..{hi}");
+    }
+
+    #[test]
+    fn four_nodes_three_rounds_of_two() {
+        let s = all_pairs(4);
+        assert_eq!(s.rounds.len(), 3);
+        assert!(s.rounds.iter().all(|r| r.len() == 2));
+    }
+
+    #[test]
+    fn ring_neighbours_once_no_node_twice() {
+        for n in 2..=300 {
+            let s = ring(n);
+            check_rounds(&s);
+            let want = if n == 2 { 1 } else { n };
+            assert_eq!(s.len(), want, "N={n}");
+            for p in s.pairs() {
+                let (a, b) = p.key();
+                assert!(b == a + 1 || (a == 0 && b == n - 1), "N={n}: {a}-{b} are not neighbours");
+            }
+            assert!(s.rounds.len() <= 3);
+        }
+    }
+
+    #[test]
+    fn one_to_all_one_pair_per_round() {
+        let names: Vec<String> = (0..10).map(|i| format!("n{i}")).collect();
+        let s = Schedule::build(&Pattern::OneToAll("n3".into()), &names).unwrap();
+        assert_eq!(s.rounds.len(), 9);
+        assert!(s.rounds.iter().all(|r| r.len() == 1 && r[0].server == 3 && r[0].client != 3));
+        check_rounds(&s);
+        assert_eq!(
+            Schedule::build(&Pattern::OneToAll("x".into()), &names),
+            Err(ScheduleError::UnknownReference("x".into()))
+        );
+    }
+
+    #[test]
+    fn patterns_parse() {
+        assert_eq!("all-pairs".parse(), Ok(Pattern::AllPairs));
+        assert_eq!("ring".parse(), Ok(Pattern::Ring));
+        assert_eq!("one-to-all=podA".parse(), Ok(Pattern::OneToAll("podA".into())));
+        assert!("one-to-all".parse::<Pattern>().is_err());
+        assert!("mesh".parse::<Pattern>().is_err());
+        assert_eq!(Schedule::build(&Pattern::AllPairs, &["a".into()]), Err(ScheduleError::TooFew(1)));
+    }
+}
