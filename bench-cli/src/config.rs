@@ -158,8 +158,11 @@ pub fn resolve(cli: Cli) -> Result<Config, Usage> {
                 );
             }
             let connect = seconds("--connect-timeout", a.connect_timeout, false)?;
+            // The server discovers its rail, opens the device and creates its QPs before it
+            // answers the hello: allow for slow hosts (and a daemon busy with other rails).
             let timeouts = PhaseTimeouts {
                 connect: Duration::from_secs_f64(connect),
+                handshake: Duration::from_secs(30),
                 ..PhaseTimeouts::default()
             };
             Ok(Config::Client(

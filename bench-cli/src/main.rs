@@ -25,7 +25,8 @@ use bench_core::gid::resolve_rail;
 use bench_core::params::TestParams;
 use bench_core::report::{Role, TestStatus};
 use bench_core::session::{
-    self, ClientConfig, Daemon, Listener, Log, OnTest, Outcome, ServerConfig, SessionError,
+    self, ClientConfig, Daemon, Listener, Log, OnTest, Outcome, ServerConfig, ServerShared,
+    SessionError,
 };
 use bench_core::sysfs::{self, SysRoots};
 use clap::Parser;
@@ -225,6 +226,19 @@ fn print_outcome(o: &Outcome, out: &Output) -> Exit {
     if out.format == Format::Table && !out.quiet {
         eprint!("{}", output::preamble(o));
     }
+    if let bench_core::params::TestLength::Duration { .. } = o.params.length {
+        let batch = u64::from(o.tuning.cq_mod.max(1));
+        for r in o.client_results.iter().chain(&o.server_results) {
+            if r.iterations < 10 * batch && !out.quiet {
+                eprintln!(
+                    "rdmabw: warning: {} B: only {} writes completed in the window, counted in \
+                     completions of {batch} (-Q): the average is coarse; use a longer -D or a \
+                     smaller -Q",
+                    r.msg_size_bytes, r.iterations
+                );
+            }
+        }
+    }
     if let Err(e) = output::print(o, &rep, out) {
         if e.kind() != ErrorKind::BrokenPipe {
             eprintln!("rdmabw: error: writing the results: {e}");
@@ -311,11 +325,18 @@ fn server(
     stop: &Arc<AtomicBool>,
 ) -> Exit {
     // The server's own rail must be usable before it waits for anyone.
+    let shared = ServerShared::new();
     let own =
         cfg.rail.device.is_some() || cfg.rail.netdev.is_some() || cfg.rail.gid_index.is_some();
     if own || !cfg.daemon {
-        let r =
-            sysfs::discover(&cfg.roots).and_then(|inv| resolve_rail(&inv, &cfg.roots, &cfg.rail));
+        let full = cfg.rail.device.is_none() || cfg.rail.netdev.is_some();
+        let r = session::inventory_for(&cfg.roots, &cfg.rail).and_then(|inv| {
+            let rail = resolve_rail(&inv, &cfg.roots, &cfg.rail);
+            if full {
+                shared.seed(inv);
+            }
+            rail
+        });
         if let Err(e) = r {
             print_failure(
                 Role::Server,
@@ -361,7 +382,6 @@ fn server(
     if cfg.daemon {
         return daemon(cfg, &listener, out, stop, &log);
     }
-    let claims = bench_core::control::DeviceClaims::new();
     loop {
         let stream = match listener.accept(stop) {
             Ok(Some(s)) => s,
@@ -381,7 +401,7 @@ fn server(
             }
         };
         let peer = stream.peer_addr().ok();
-        match session::serve_one(cfg, stream, &claims, stop, &log) {
+        match session::serve_one(cfg, stream, &shared, stop, &log) {
             Ok(o) => return print_outcome(&o, out),
             // A connection that closes before saying anything (a port probe) is not a test.
             Err(SessionError::Control(ControlError::PeerClosed { .. })) => {

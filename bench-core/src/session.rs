@@ -31,12 +31,12 @@ use crate::control::{
     RDMABW_VERSION,
 };
 use crate::engine::{Connected, Prepared, SideInfo};
-use crate::gpu::MemoryUse;
 use crate::error::Error;
 use crate::gid::{resolve_rail, Gid, Rail, RailRequest};
+use crate::gpu::MemoryUse;
 use crate::params::{LocalTuning, SizeResult, TestParams};
 use crate::report::{EndpointReport, Role};
-use crate::sysfs::{self, SysRoots};
+use crate::sysfs::{self, Inventory, SysRoots};
 use crate::verbs::{Device, PathMtu, PathParams};
 
 /// How long a failed RDMA run waits for the control channel to explain it (a dead peer's TCP
@@ -44,6 +44,77 @@ use crate::verbs::{Device, PathMtu, PathParams};
 const EXPLAIN_WAIT: Duration = Duration::from_millis(400);
 /// Poll interval of the server's wait for the client's `Done` and of the listeners.
 const POLL: Duration = Duration::from_millis(50);
+/// How long a server reuses one discovery for the next hellos (a daemon receiving one hello per
+/// rail at once discovers once; sysfs discovery reads every GID table).
+const INVENTORY_TTL: Duration = Duration::from_secs(5);
+
+/// The inventory `req` needs: with a device named and no netdev, only that device is read
+/// (what ib_write_bw -d reads); otherwise every device, since a netdev or the default choice
+/// may be on any of them.
+pub fn inventory_for(roots: &SysRoots, req: &RailRequest) -> Result<Inventory, Error> {
+    match (&req.device, &req.netdev) {
+        (Some(dev), None) => Ok(Inventory {
+            devices: vec![sysfs::read_device(roots, dev)?],
+            netdevs: Vec::new(),
+        }),
+        _ => sysfs::discover(roots),
+    }
+}
+
+/// What the tests of one server share: which devices are busy, and a short-lived inventory.
+#[derive(Debug, Clone, Default)]
+pub struct ServerShared {
+    /// Devices running a test.
+    pub claims: DeviceClaims,
+    inventory: Arc<Mutex<Option<(Instant, Arc<Inventory>)>>>,
+}
+
+impl ServerShared {
+    /// Fresh claims, no inventory yet.
+    pub fn new() -> ServerShared {
+        ServerShared::default()
+    }
+
+    /// Sharing `claims` (tests pre-claim devices through it).
+    pub fn with_claims(claims: DeviceClaims) -> ServerShared {
+        ServerShared {
+            claims,
+            ..ServerShared::default()
+        }
+    }
+
+    /// Hands over a discovery just made (the server's start-up check), to be reused while fresh.
+    pub fn seed(&self, inv: Inventory) {
+        *self.inventory.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((Instant::now(), Arc::new(inv)));
+    }
+
+    /// [`inventory_for`], with full discoveries shared while fresh.
+    pub fn inventory_for(
+        &self,
+        roots: &SysRoots,
+        req: &RailRequest,
+    ) -> Result<Arc<Inventory>, Error> {
+        match (&req.device, &req.netdev) {
+            (Some(_), None) => inventory_for(roots, req).map(Arc::new),
+            _ => self.inventory(roots),
+        }
+    }
+
+    /// The inventory: the last one while younger than a few seconds, else a new discovery.
+    /// Concurrent callers wait for the discovery in flight instead of repeating it.
+    pub fn inventory(&self, roots: &SysRoots) -> Result<Arc<Inventory>, Error> {
+        let mut slot = self.inventory.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((at, inv)) = slot.as_ref() {
+            if at.elapsed() < INVENTORY_TTL {
+                return Ok(Arc::clone(inv));
+            }
+        }
+        let inv = Arc::new(sysfs::discover(roots)?);
+        *slot = Some((Instant::now(), Arc::clone(&inv)));
+        Ok(inv)
+    }
+}
 
 /// A progress logger: one line per call, for stderr.
 pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
@@ -280,6 +351,12 @@ pub enum SessionError {
         /// The port's state now, when it is not ACTIVE (the rail went down).
         port_note: Option<String>,
     },
+    /// This side's port went down during the window.
+    #[error("{note}")]
+    RailDown {
+        /// Which port, and its state.
+        note: String,
+    },
     /// SIGINT/SIGTERM (the caller's stop flag) ended the test.
     #[error("interrupted: the test was stopped on this side{}", if *.told_peer { " (the peer was told)" } else { "" })]
     Interrupted {
@@ -330,6 +407,7 @@ impl SessionError {
             ),
             SessionError::NotRdmabw(_) | SessionError::ServerSetup(_) => true,
             SessionError::PeerFailed { .. }
+            | SessionError::RailDown { .. }
             | SessionError::Run { .. }
             | SessionError::Interrupted { .. } => false,
         }
@@ -447,11 +525,11 @@ fn window(
         writer,
         measure_timeout,
     } = *spec;
-    // A fresh flag for the engine that the watch raises; the caller's `stop` is forwarded to
-    // it by the loops below and by the engine check through `either`.
+    // A fresh flag for the engine, raised by the watch (peer failed) and by the guard (the
+    // caller's `stop`, or this side's rail went down).
     let engine_stop = Arc::new(AtomicBool::new(stop.load(Ordering::Relaxed)));
     let watch = PeerWatch::start_with_stop(ch, watch_cfg, Arc::clone(&engine_stop))?;
-    let forward = Forward::start(Arc::clone(stop), Arc::clone(&engine_stop));
+    let guard = Guard::start(Arc::clone(stop), Arc::clone(&engine_stop), roots, rail);
     let run = if writer {
         conn.run_writes(params, tuning, &engine_stop).map_err(Some)
     } else {
@@ -460,7 +538,7 @@ fn window(
             match watch.wait_peer_done(POLL) {
                 Ok(()) => break Ok(Vec::new()),
                 Err(ControlError::Timeout { .. }) if Instant::now() < deadline => {
-                    if stop.load(Ordering::Relaxed) {
+                    if engine_stop.load(Ordering::Relaxed) {
                         break Err(None);
                     }
                 }
@@ -468,7 +546,7 @@ fn window(
             }
         }
     };
-    drop(forward);
+    let rail_down = guard.stop();
     match run {
         Ok(results) => match watch.finish() {
             Ok(ch) => Ok((ch, results)),
@@ -483,10 +561,18 @@ fn window(
                     let local = local.filter(|e| !matches!(e, Error::Stopped { .. }));
                     return Err(SessionError::PeerFailed { cause, local });
                 }
-                if local.is_none() || stop.load(Ordering::Relaxed) || Instant::now() >= deadline {
+                if local.is_none()
+                    || rail_down.is_some()
+                    || stop.load(Ordering::Relaxed)
+                    || Instant::now() >= deadline
+                {
                     break;
                 }
                 thread::sleep(Duration::from_millis(10));
+            }
+            if let Some(note) = rail_down {
+                watch.abort(&format!("the other side's rail: {note}"));
+                return Err(SessionError::RailDown { note });
             }
             if stop.load(Ordering::Relaxed) {
                 watch.abort("the test was interrupted on the other side (SIGINT/SIGTERM)");
@@ -528,44 +614,90 @@ fn watch_peer(w: &PeerWatch) -> SocketAddr {
     }
 }
 
-/// Copies the caller's stop flag into the engine's while the window runs.
-struct Forward {
+/// How often the guard reads the rail's port state during the window.
+const RAIL_CHECK: Duration = Duration::from_millis(200);
+
+/// During the window: copies the caller's stop flag (SIGINT) into the engine's, and watches
+/// this side's port: a rail that goes down stops the run at once (rxe, for one, retries
+/// forever and would only show a stall much later).
+struct Guard {
     quit: Arc<AtomicBool>,
+    rail_down: Arc<Mutex<Option<String>>>,
     thread: Option<thread::JoinHandle<()>>,
 }
 
-impl Forward {
-    fn start(from: Arc<AtomicBool>, to: Arc<AtomicBool>) -> Forward {
+impl Guard {
+    fn start(from: Arc<AtomicBool>, to: Arc<AtomicBool>, roots: &SysRoots, rail: &Rail) -> Guard {
         let quit = Arc::new(AtomicBool::new(false));
-        let q = Arc::clone(&quit);
+        let rail_down = Arc::new(Mutex::new(None));
+        let port_dir = roots
+            .sys
+            .join("class/infiniband")
+            .join(&rail.device)
+            .join("ports")
+            .join(rail.port.to_string());
+        let what = format!(
+            "port {} of {}{}",
+            rail.port,
+            rail.device,
+            rail.netdev
+                .as_deref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default()
+        );
+        let (q, down) = (Arc::clone(&quit), Arc::clone(&rail_down));
         let thread = thread::Builder::new()
-            .name("rdmabw-stop".into())
+            .name("rdmabw-guard".into())
             .spawn(move || {
+                let mut last_rail = Instant::now();
                 while !q.load(Ordering::Relaxed) {
                     if from.load(Ordering::Relaxed) {
                         to.store(true, Ordering::Relaxed);
                         return;
                     }
+                    if last_rail.elapsed() >= RAIL_CHECK {
+                        last_rail = Instant::now();
+                        if let Some(state) = sysfs::read_attr(&port_dir.join("state")) {
+                            if sysfs::PortState::parse(&state) != sysfs::PortState::Active {
+                                let phys = sysfs::read_attr(&port_dir.join("phys_state"))
+                                    .unwrap_or_else(|| "unknown".into());
+                                *down.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!(
+                                    "{what} went {} (physical state {phys}) during the test: the \
+                                     rail is down",
+                                    sysfs::PortState::parse(&state).name()
+                                ));
+                                to.store(true, Ordering::Relaxed);
+                                return;
+                            }
+                        }
+                    }
                     thread::sleep(Duration::from_millis(20));
                 }
             })
             .ok();
-        Forward { quit, thread }
+        Guard {
+            quit,
+            rail_down,
+            thread,
+        }
     }
-}
 
-impl Drop for Forward {
-    fn drop(&mut self) {
+    /// Stops the thread; what it saw of the rail.
+    fn stop(mut self) -> Option<String> {
         self.quit.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        self.rail_down
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 }
 
-impl std::fmt::Debug for Forward {
+impl std::fmt::Debug for Guard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Forward")
+        f.write_str("Guard")
     }
 }
 
@@ -576,7 +708,7 @@ pub fn run_client(
     stop: &Arc<AtomicBool>,
     log: &Log,
 ) -> Result<Outcome, SessionError> {
-    let inv = sysfs::discover(&cfg.roots)?;
+    let inv = inventory_for(&cfg.roots, &cfg.rail)?;
     let rail = resolve_rail(&inv, &cfg.roots, &cfg.rail)?;
     log(&format!(
         "local rail: {} port {} GID index {} ({}){}",
@@ -622,6 +754,10 @@ pub fn run_client(
         }
     };
     ch.sync_ready().map_err(control)?;
+    log(&format!(
+        "QPs connected, path MTU {}; measuring",
+        mtu.bytes()
+    ));
     let spec = WindowSpec {
         roots: &cfg.roots,
         rail: &rail,
@@ -708,10 +844,11 @@ impl Listener {
 
 /// The rail the server uses for `hello`: the client's request where it made one, the server's
 /// own flags otherwise. A server started with a device (or netdev) serves only that device.
-fn server_rail(cfg: &ServerConfig, hello: &Hello) -> Result<Rail, RejectReason> {
-    let inv = sysfs::discover(&cfg.roots).map_err(|e| RejectReason::Other {
-        message: format!("{SERVER_SETUP}{e}"),
-    })?;
+fn server_rail(
+    cfg: &ServerConfig,
+    shared: &ServerShared,
+    hello: &Hello,
+) -> Result<Rail, RejectReason> {
     let asked = hello.device.is_some() || hello.netdev.is_some() || hello.gid_index.is_some();
     let own_pinned = cfg.rail.device.is_some() || cfg.rail.netdev.is_some();
     let req = if asked {
@@ -733,19 +870,24 @@ fn server_rail(cfg: &ServerConfig, hello: &Hello) -> Result<Rail, RejectReason> 
     } else {
         req
     };
-    let rail = resolve_rail(&inv, &cfg.roots, &req).map_err(|e| match e {
-        Error::UnknownDevice { name, available } => RejectReason::UnknownDevice {
-            device: name,
-            available,
-        },
-        e => RejectReason::Other {
-            message: format!("{SERVER_SETUP}{e}"),
-        },
-    })?;
-    if asked && own_pinned {
-        let own = resolve_rail(&inv, &cfg.roots, &cfg.rail).map_err(|e| RejectReason::Other {
-            message: format!("{SERVER_SETUP}{e}"),
+    let setup = |e: Error| RejectReason::Other {
+        message: format!("{SERVER_SETUP}{e}"),
+    };
+    let rail = shared
+        .inventory_for(&cfg.roots, &req)
+        .and_then(|inv| resolve_rail(&inv, &cfg.roots, &req))
+        .map_err(|e| match e {
+            Error::UnknownDevice { name, available } => RejectReason::UnknownDevice {
+                device: name,
+                available,
+            },
+            e => setup(e),
         })?;
+    if asked && own_pinned {
+        let own = shared
+            .inventory_for(&cfg.roots, &cfg.rail)
+            .and_then(|inv| resolve_rail(&inv, &cfg.roots, &cfg.rail))
+            .map_err(setup)?;
         if own.device != rail.device {
             return Err(RejectReason::UnknownDevice {
                 device: rail.device,
@@ -806,12 +948,12 @@ fn server_tuning(cfg: &ServerConfig, hello: &Hello) -> LocalTuning {
     t
 }
 
-/// Serves one test on an accepted connection. `claims` is shared by every test of a daemon;
+/// Serves one test on an accepted connection. `shared` is shared by every test of a daemon;
 /// `stop` ends the test early (SIGINT/SIGTERM).
 pub fn serve_one(
     cfg: &ServerConfig,
     stream: TcpStream,
-    claims: &DeviceClaims,
+    shared: &ServerShared,
     stop: &Arc<AtomicBool>,
     log: &Log,
 ) -> Result<Outcome, SessionError> {
@@ -845,12 +987,12 @@ pub fn serve_one(
         return Err(reject(ch, RejectReason::from_server_mismatch(&m)));
     }
     let params = hello.params.clone();
-    let rail = match server_rail(cfg, &hello) {
+    let rail = match server_rail(cfg, shared, &hello) {
         Ok(r) => r,
         Err(reason) => return Err(reject(ch, reason)),
     };
     let by = format!("{} ({peer})", hello.client_host);
-    let _claim: DeviceClaim = match claims.try_claim(&rail.device, &by) {
+    let _claim: DeviceClaim = match shared.claims.try_claim(&rail.device, &by) {
         Ok(c) => c,
         Err(busy) => {
             log(&format!("busy: {busy}; answered busy to {by}"));
@@ -910,6 +1052,10 @@ pub fn serve_one(
         }
     };
     ch.sync_ready().map_err(control)?;
+    log(&format!(
+        "QPs connected, path MTU {}; measuring",
+        mtu.bytes()
+    ));
     let spec = WindowSpec {
         roots: &cfg.roots,
         rail: &rail,
@@ -961,14 +1107,14 @@ pub type OnTest = Arc<dyn Fn(&SocketAddr, &Result<Outcome, SessionError>) + Send
 /// device at a time.
 pub struct Daemon {
     cfg: Arc<ServerConfig>,
-    claims: DeviceClaims,
+    shared: ServerShared,
     max_tests: usize,
 }
 
 impl std::fmt::Debug for Daemon {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Daemon")
-            .field("claims", &self.claims)
+            .field("shared", &self.shared)
             .field("max_tests", &self.max_tests)
             .finish()
     }
@@ -984,7 +1130,7 @@ impl Daemon {
     pub fn with_claims(cfg: ServerConfig, claims: DeviceClaims) -> Daemon {
         Daemon {
             cfg: Arc::new(cfg),
-            claims,
+            shared: ServerShared::with_claims(claims),
             max_tests: 64,
         }
     }
@@ -1019,9 +1165,9 @@ impl Daemon {
                 f.push(Arc::downgrade(&test_stop));
             }
             running.fetch_add(1, Ordering::SeqCst);
-            let (cfg, claims, log2, on_test) = (
+            let (cfg, shared, log2, on_test) = (
                 Arc::clone(&self.cfg),
-                self.claims.clone(),
+                self.shared.clone(),
                 Arc::clone(log),
                 Arc::clone(on_test),
             );
@@ -1033,7 +1179,7 @@ impl Daemon {
                         let log2 = Arc::clone(&log2);
                         Arc::new(move |m: &str| log2(&format!("[{peer}] {m}")))
                     };
-                    let r = serve_one(&cfg, stream, &claims, &test_stop, &tagged);
+                    let r = serve_one(&cfg, stream, &shared, &test_stop, &tagged);
                     on_test(&peer, &r);
                     running2.fetch_sub(1, Ordering::SeqCst);
                 });

@@ -1,0 +1,280 @@
+//! The session drivers' server side over loopback TCP, on the sysfs fixture trees: admission
+//! (parameters, devices, busy), perftest and silent peers, and a daemon that keeps serving.
+//! No RDMA device is needed: every admitted test here ends at device opening, which fails on a
+//! machine without RDMA (and is answered to the client as a server set-up failure).
+#![allow(clippy::unwrap_used)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use bench_core::control::{
+    ControlChannel, ControlError, DeviceClaims, Hello, PhaseTimeouts, RejectReason, WatchConfig,
+};
+use bench_core::gid::RailRequest;
+use bench_core::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
+use bench_core::session::{
+    inventory_for, quiet, serve_one, Daemon, Listener, OnTest, Pinned, ServerConfig,
+    ServerShared, SessionError,
+};
+use bench_core::sysfs::SysRoots;
+
+fn fixture(tree: &str) -> SysRoots {
+    SysRoots::under(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(tree),
+    )
+}
+
+fn params(qps: u32) -> TestParams {
+    TestParams {
+        sizes: Sizes::One {
+            msg_size_bytes: 65536,
+        },
+        length: TestLength::Iterations { iterations: 100 },
+        qps,
+        connection: Connection::RC,
+        bidirectional: false,
+    }
+}
+
+fn server_cfg(daemon: bool, pinned: Pinned, rail: RailRequest) -> ServerConfig {
+    ServerConfig {
+        rail,
+        params: params(2),
+        pinned,
+        tuning: LocalTuning::default(),
+        timeouts: PhaseTimeouts::uniform(Duration::from_secs(3)),
+        watch: WatchConfig::default(),
+        host: "server-pod".into(),
+        roots: fixture("rxe-pods/podB"),
+        daemon,
+    }
+}
+
+/// Serves one connection on a thread; returns the address and the result's handle.
+fn serve(
+    cfg: ServerConfig,
+    shared: ServerShared,
+) -> (
+    SocketAddr,
+    thread::JoinHandle<Result<bench_core::session::Outcome, SessionError>>,
+) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let h = thread::spawn(move || {
+        let (s, _) = l.accept().unwrap();
+        serve_one(&cfg, s, &shared, &Arc::new(AtomicBool::new(false)), &quiet())
+    });
+    (addr, h)
+}
+
+fn client(addr: SocketAddr) -> ControlChannel {
+    ControlChannel::connect(addr, PhaseTimeouts::uniform(Duration::from_secs(5))).unwrap()
+}
+
+#[test]
+fn a_pinned_parameter_that_differs_is_named_with_both_values() {
+    let pinned = Pinned {
+        qps: true,
+        ..Pinned::default()
+    };
+    let (addr, h) = serve(server_cfg(false, pinned, RailRequest::default()), ServerShared::new());
+    let mut ch = client(addr);
+    let e = ch
+        .client_handshake(&Hello::new(params(1), None, "pod-a"))
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "server at {addr} rejected the test: parameter --qp/-q differs: the server has 2, \
+             the client has 1"
+        )
+    );
+    let server = h.join().unwrap().unwrap_err();
+    assert!(server.is_setup(), "{server}");
+}
+
+#[test]
+fn unpinned_parameters_follow_the_client() {
+    // Nothing pinned: the client's -q 1 passes admission; the test then stops at device
+    // opening (no RDMA here), which the client hears as a server set-up failure.
+    let (addr, h) = serve(
+        server_cfg(false, Pinned::default(), RailRequest::default()),
+        ServerShared::new(),
+    );
+    let mut ch = client(addr);
+    let e = ch
+        .client_handshake(&Hello::new(params(1), None, "pod-a"))
+        .unwrap_err();
+    match &e {
+        ControlError::Rejected {
+            reason: RejectReason::Other { message },
+            ..
+        } => assert!(message.starts_with("server set-up: "), "{message}"),
+        other => panic!("{other}"),
+    }
+    let _ = h.join().unwrap().unwrap_err();
+}
+
+#[test]
+fn the_client_names_the_server_rail_by_netdev() {
+    // podB's net2 is rxe_b1; an unknown interface is refused with the server's own words.
+    let (addr, h) = serve(
+        server_cfg(true, Pinned::default(), RailRequest::default()),
+        ServerShared::new(),
+    );
+    let mut ch = client(addr);
+    let hello = Hello::new(params(1), None, "pod-a").with_server_rail(Some("net9".into()), None);
+    let e = ch.client_handshake(&hello).unwrap_err().to_string();
+    assert!(e.contains("net9") && e.contains("maps to no RDMA device"), "{e}");
+    let _ = h.join().unwrap();
+
+    // A known one gets past the rail choice and the claim (to device opening).
+    let shared = ServerShared::new();
+    let (addr, h) = serve(
+        server_cfg(true, Pinned::default(), RailRequest::default()),
+        shared.clone(),
+    );
+    let mut ch = client(addr);
+    let hello = Hello::new(params(1), None, "pod-a").with_server_rail(Some("net2".into()), None);
+    let e = ch.client_handshake(&hello).unwrap_err().to_string();
+    assert!(e.contains("server set-up"), "{e}");
+    let _ = h.join().unwrap();
+    assert!(shared.claims.is_empty(), "the claim is released after the test");
+}
+
+#[test]
+fn a_server_pinned_to_a_device_refuses_another() {
+    let rail = RailRequest {
+        device: Some("rxe_b0".into()),
+        ..RailRequest::default()
+    };
+    let (addr, h) = serve(server_cfg(false, Pinned::default(), rail), ServerShared::new());
+    let mut ch = client(addr);
+    let hello = Hello::new(params(1), Some("rxe_b1".into()), "pod-a");
+    match ch.client_handshake(&hello).unwrap_err() {
+        ControlError::Rejected {
+            reason: RejectReason::UnknownDevice { device, available },
+            ..
+        } => {
+            assert_eq!(device, "rxe_b1");
+            assert_eq!(available, vec!["rxe_b0".to_string()]);
+        }
+        other => panic!("{other}"),
+    }
+    let _ = h.join().unwrap();
+}
+
+#[test]
+fn a_busy_device_is_answered_busy_with_its_holder() {
+    let claims = DeviceClaims::new();
+    let _held = claims.try_claim("rxe_b0", "pod-x (10.0.0.9:4000)").unwrap();
+    let (addr, h) = serve(
+        server_cfg(true, Pinned::default(), RailRequest::default()),
+        ServerShared::with_claims(claims),
+    );
+    let mut ch = client(addr);
+    let hello = Hello::new(params(1), None, "pod-a").with_server_rail(Some("net1".into()), None);
+    match ch.client_handshake(&hello).unwrap_err() {
+        ControlError::Busy { device, by, .. } => {
+            assert_eq!(device, "rxe_b0");
+            assert_eq!(by, "pod-x (10.0.0.9:4000)");
+        }
+        other => panic!("{other}"),
+    }
+    let e = h.join().unwrap().unwrap_err();
+    assert!(!e.is_setup(), "busy is a failed run, not a usage error: {e}");
+}
+
+#[test]
+fn a_perftest_client_is_named() {
+    let (addr, h) = serve(
+        server_cfg(false, Pinned::default(), RailRequest::default()),
+        ServerShared::new(),
+    );
+    let mut s = TcpStream::connect(addr).unwrap();
+    // What ib_write_bw sends first: its version string, then its QP data as text.
+    s.write_all(b"5.60\0\0\0\0\0\0").unwrap();
+    s.write_all(b"0000:000011:001a2b:00000000:0000000000000000:0000:0000:0000:0000:0000:ffff:0ae0:0001")
+        .unwrap();
+    let e = h.join().unwrap().unwrap_err();
+    assert!(matches!(e, SessionError::NotRdmabw(_)), "{e:?}");
+    assert!(e.is_setup());
+    assert!(e.to_string().contains("perftest"), "{e}");
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+}
+
+#[test]
+fn a_silent_client_times_out_in_the_handshake() {
+    let mut cfg = server_cfg(false, Pinned::default(), RailRequest::default());
+    cfg.timeouts = PhaseTimeouts::uniform(Duration::from_millis(400));
+    let (addr, h) = serve(cfg, ServerShared::new());
+    let _s = TcpStream::connect(addr).unwrap();
+    let t0 = Instant::now();
+    let e = h.join().unwrap().unwrap_err();
+    assert!(
+        matches!(e, SessionError::Control(ControlError::Timeout { .. })),
+        "{e:?}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(3));
+}
+
+#[test]
+fn a_daemon_serves_test_after_test_and_stops_on_request() {
+    let listener = Listener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen: Arc<Mutex<Vec<bool>>> = Arc::new(Mutex::new(Vec::new()));
+    let seen2 = Arc::clone(&seen);
+    let on_test: OnTest = Arc::new(move |_, r| seen2.lock().unwrap().push(r.is_ok()));
+    let stop2 = Arc::clone(&stop);
+    let d = thread::spawn(move || {
+        let daemon = Daemon::new(server_cfg(true, Pinned::default(), RailRequest::default()));
+        daemon.run(&listener, &stop2, &quiet(), &on_test)
+    });
+    // A client that dies before its hello does not stop the daemon.
+    drop(TcpStream::connect(addr).unwrap());
+    for nd in ["net1", "net2", "net1"] {
+        let mut ch = client(addr);
+        let hello = Hello::new(params(1), None, "pod-a").with_server_rail(Some(nd.into()), None);
+        let e = ch.client_handshake(&hello).unwrap_err().to_string();
+        assert!(e.contains("server set-up"), "{nd}: {e}");
+    }
+    let t0 = Instant::now();
+    while seen.lock().unwrap().len() < 4 && t0.elapsed() < Duration::from_secs(10) {
+        thread::sleep(Duration::from_millis(20));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    d.join().unwrap().unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 4);
+}
+
+#[test]
+fn a_named_device_reads_only_that_device() {
+    let roots = fixture("rxe-pods/podA");
+    let req = RailRequest {
+        device: Some("rxe_a1".into()),
+        ..RailRequest::default()
+    };
+    let inv = inventory_for(&roots, &req).unwrap();
+    assert_eq!(inv.device_names(), vec!["rxe_a1".to_string()]);
+    let e = inventory_for(
+        &roots,
+        &RailRequest {
+            device: Some("nosuch".into()),
+            ..RailRequest::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("nosuch") && e.contains("rxe_a0"), "{e}");
+    let all = inventory_for(&roots, &RailRequest::default()).unwrap();
+    assert!(all.devices.len() >= 4);
+}
