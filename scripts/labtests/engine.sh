@@ -1,0 +1,307 @@
+# lab: --layout pods --rails 4
+# rdmabw client and server (issue 3) between podA and podB over real rxe and libibverbs:
+# every rail, the daemon, the traffic class on the wire, peers and rails that die mid-run,
+# perftest on the other end, and every bad input the issue lists.
+
+SRV=$(ctl_ip podB)   # the server pod's control address (eth0)
+# Under emulation every rdmabw start (sysfs discovery, device open, QP creation) takes seconds.
+TEST_TIMEOUT=${TEST_TIMEOUT:-300}
+
+# json_get FILE EXPR: evaluate a Python expression over the parsed document `d`.
+json_get() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
+
+# now: seconds since the epoch with fractions.
+now() { date +%s.%N; }
+# elapsed T0 [T1]: seconds between two `now` readings (T1 defaults to now).
+elapsed() { awk -v a="$1" -v b="${2:-$(now)}" 'BEGIN { printf "%.2f", b - a }'; }
+
+# expect_rc WANT NAME CMD...: run CMD, capture stdout+stderr in $T_OUT/NAME.out, check the exit.
+expect_rc() {
+  local want=$1 name=$2 rc=0; shift 2
+  "$@" >"$T_OUT/$name.out" 2>&1 || rc=$?
+  echo "$name: exit $rc: $(grep -m1 'error' "$T_OUT/$name.out" || head -c 300 "$T_OUT/$name.out")"
+  [ "$rc" -eq "$want" ] || { cat "$T_OUT/$name.out"; fail "$name: expected exit $want, got $rc"; }
+}
+
+# wait_measuring FILE: wait up to 90 s until an rdmabw log says the measured window began.
+wait_measuring() {
+  local i
+  for i in $(seq 1 900); do grep -q 'measuring' "$1" 2>/dev/null && return 0; sleep 0.1; done
+  cat "$1"; fail "no 'measuring' in $1 after 90 s"
+}
+
+# must_say NAME REGEX: the output of an expect_rc run matches REGEX.
+must_say() { grep -Eq -- "$2" "$T_OUT/$1.out" || { cat "$T_OUT/$1.out"; fail "$1: output does not match /$2/"; }; }
+
+# rdmabw client to rdmabw server (the bare ib_write_bw form on the server) on every rail: the
+# bandwidth is above zero, the JSON parses, and the GID chosen without -x is the pod's own.
+test_every_rail_client_server() {
+  local i port nd ip_a ip_b bw gi
+  for ((i = 0; i < LAB_RAILS; i++)); do
+    port=$((18515 + i)); nd=$(topo podA "$i" iface)
+    ip_a=$(topo podA "$i" ipv4); ip_b=$(topo podB "$i" ipv4)
+    in_pod podB timeout 240 "$RDMABW" --netdev "$nd" -F --report_gbits -D 2 -p "$port" \
+      >"$T_OUT/server$i.txt" 2>"$T_OUT/server$i.err" &
+    wait_port podB "$port"
+    in_pod podA timeout 150 "$RDMABW" client --json --netdev "$nd" -D 2 -p "$port" "$SRV" \
+      >"$T_OUT/client$i.json" 2>"$T_OUT/client$i.err" || { cat "$T_OUT/client$i.err"; fail "rail $i: client failed"; }
+    wait $! || { cat "$T_OUT/server$i.err"; fail "rail $i: server failed"; }
+    bw=$(json_get "$T_OUT/client$i.json" 'd["results"][-1]["bw_avg_gbps"]') || fail "rail $i: JSON does not parse"
+    gi=$(json_get "$T_OUT/client$i.json" 'd["local"]["gid_index"]')
+    echo "rail $i $nd: $bw Gb/s, client GID index $gi, status $(json_get "$T_OUT/client$i.json" 'd["status"]')"
+    gt "$bw" 0 || fail "rail $i: bandwidth $bw is not above zero"
+    [ "$gi" = "$(gid_index "$(topo podA "$i" rdma_dev)" "$ip_a")" ] || fail "rail $i: GID index $gi is not podA's own"
+    [ "$(json_get "$T_OUT/client$i.json" 'd["remote"]["ipv4"]')" = "$ip_b" ] || fail "rail $i: remote GID is not podB's $ip_b"
+    # The server printed ib_write_bw's table.
+    bw_of "$T_OUT/server$i.txt" >/dev/null || { cat "$T_OUT/server$i.txt"; fail "rail $i: no table on the server"; }
+  done
+}
+
+# The table keeps ib_write_bw's layout: awk '/^ 65536/ {print $4}' reads the average; MB/sec
+# without --report_gbits; CSV and -b and -a work.
+test_table_csv_bidir_sweep() {
+  local v
+  in_pod podB timeout 240 "$RDMABW" server --daemon -p 18610 2>"$T_OUT/daemon.err" &
+  wait_port podB 18610
+  in_pod podA timeout 150 "$RDMABW" -d rxe_a1 --server-dev rxe_b1 -F --report_gbits -n 300 -p 18610 "$SRV" >"$T_OUT/gbits.txt" \
+    || fail "table run failed"
+  cat "$T_OUT/gbits.txt"
+  v=$(awk '/^ 65536/ {print $4}' "$T_OUT/gbits.txt"); gt "$v" 0 || fail "awk read '$v' as the average"
+  grep -q '^ #bytes     #iterations    BW peak\[Gb/sec\]    BW average\[Gb/sec\]   MsgRate\[Mpps\]$' "$T_OUT/gbits.txt" || fail "header differs"
+  [ "$(grep -c '^-\{87\}$' "$T_OUT/gbits.txt")" -eq 2 ] || fail "no 87-dash lines"
+  in_pod podA timeout 150 "$RDMABW" -d rxe_a1 --server-dev rxe_b1 -n 300 -p 18610 "$SRV" >"$T_OUT/mb.txt" || fail "MB run failed"
+  grep -q 'BW average\[MB/sec\]' "$T_OUT/mb.txt" || fail "no MB/sec header without --report_gbits"
+  v=$(awk '/^ 65536/ {print $4}' "$T_OUT/mb.txt"); gt "$v" 0 || fail "MB/sec average '$v'"
+  in_pod podA timeout 150 "$RDMABW" client --csv --netdev net2 --server-netdev net2 -n 200 -s 4096 -p 18610 "$SRV" >"$T_OUT/run.csv" || fail "CSV run failed"
+  head -1 "$T_OUT/run.csv" | grep -q '^role,local_device' || fail "CSV header"
+  [ "$(wc -l <"$T_OUT/run.csv")" -eq 2 ] || fail "CSV rows"
+  in_pod podA timeout 150 "$RDMABW" client --json -b --netdev net2 --server-netdev net2 -D 3 -Q 10 -p 18610 "$SRV" >"$T_OUT/bidir.json" || fail "-b failed"
+  json_get "$T_OUT/bidir.json" '(d["directions"]["client_to_server"][0]["bw_avg_gbps"], d["directions"]["server_to_client"][0]["bw_avg_gbps"], d["results"][0]["bw_avg_gbps"])'
+  v=$(json_get "$T_OUT/bidir.json" 'min(d["directions"]["client_to_server"][0]["bw_avg_gbps"], d["directions"]["server_to_client"][0]["bw_avg_gbps"])')
+  gt "$v" 0 || fail "a direction of -b moved nothing"
+  in_pod podA timeout 150 "$RDMABW" client --json -a -n 4 --netdev net2 --server-netdev net2 -p 18610 "$SRV" >"$T_OUT/sweep.json" || fail "-a failed"
+  [ "$(json_get "$T_OUT/sweep.json" 'len(d["results"])')" -eq 23 ] || fail "-a did not sweep 23 sizes"
+  [ "$(json_get "$T_OUT/sweep.json" 'd["results"][-1]["msg_size_bytes"]')" -eq 8388608 ] || fail "-a does not end at 8 MiB"
+}
+
+# One daemon per pod serves all four rails at once (railsweep's path), then the next test.
+test_daemon_all_rails_at_once() {
+  local i pids=() bw
+  in_pod podB timeout 240 "$RDMABW" server --daemon --json -p 18620 >"$T_OUT/daemon.jsonl" 2>"$T_OUT/daemon.err" &
+  wait_port podB 18620
+  for ((i = 0; i < LAB_RAILS; i++)); do
+    in_pod podA timeout 150 "$RDMABW" client --json --netdev "net$((i + 1))" --server-netdev "net$((i + 1))" -D 4 -Q 10 -p 18620 "$SRV" \
+      >"$T_OUT/rail$i.json" 2>"$T_OUT/rail$i.err" &
+    pids+=($!)
+  done
+  for ((i = 0; i < LAB_RAILS; i++)); do
+    wait "${pids[$i]}" || { cat "$T_OUT/rail$i.err"; fail "rail $i failed under the daemon"; }
+    bw=$(json_get "$T_OUT/rail$i.json" 'd["results"][0]["bw_avg_gbps"]')
+    echo "rail $i concurrently: $bw Gb/s on $(json_get "$T_OUT/rail$i.json" 'd["remote"]["device"]')"
+    gt "$bw" 0 || fail "rail $i: $bw"
+    [ "$(json_get "$T_OUT/rail$i.json" 'd["remote"]["device"]')" = "$(topo podB "$i" rdma_dev)" ] || fail "rail $i: wrong server device"
+  done
+  in_pod podA timeout 150 "$RDMABW" client --json --netdev net1 --server-netdev net1 -n 200 -p 18620 "$SRV" >"$T_OUT/next.json" \
+    || fail "the daemon did not serve the next test"
+  [ "$(wc -l <"$T_OUT/daemon.jsonl")" -ge 5 ] || fail "the daemon printed $(wc -l <"$T_OUT/daemon.jsonl") reports, expected 5"
+}
+
+# A second client for a device in use is told the device is busy; the first is unharmed.
+test_daemon_busy_device() {
+  local rc=0
+  in_pod podB timeout 240 "$RDMABW" server --daemon -p 18630 2>"$T_OUT/daemon.err" &
+  wait_port podB 18630
+  in_pod podA timeout 150 "$RDMABW" client --json --netdev net3 --server-netdev net3 -D 25 -p 18630 "$SRV" >"$T_OUT/first.json" 2>"$T_OUT/first.err" &
+  local first=$!
+  wait_measuring "$T_OUT/first.err"
+  expect_rc 1 second in_pod podA timeout 150 "$RDMABW" client -d rxe_a3 --server-netdev net3 -D 1 -p 18630 "$SRV"
+  must_say second 'busy: device rxe_b2 is running a test for'
+  wait "$first" || rc=$?
+  [ "$rc" -eq 0 ] || { cat "$T_OUT/first.err"; fail "the first client failed ($rc)"; }
+}
+
+# --tclass 41 shows as TOS 0x29 in the IPv4 header of rdmabw's RoCE v2 packets, both ways
+# (the server takes the client's traffic class for its ACKs when not given its own).
+test_tclass_in_tos() {
+  local nd; nd=$(topo podB 1 iface)
+  in_pod podB timeout 20 tcpdump -l -n -v -c 30 -i "$nd" udp port 4791 >"$T_OUT/tcpdump.txt" 2>"$T_OUT/tcpdump.err" &
+  local tpid=$!
+  sleep 1
+  in_pod podB timeout 240 "$RDMABW" --netdev "$nd" -p 18640 >/dev/null 2>"$T_OUT/server.err" &
+  wait_port podB 18640
+  in_pod podA timeout 240 "$RDMABW" --netdev net2 --tclass 41 -n 300 -p 18640 "$SRV" >"$T_OUT/client.txt" 2>&1 \
+    || { cat "$T_OUT/client.txt"; fail "rdmabw --tclass 41 failed"; }
+  wait "$tpid" || true
+  grep -m3 'tos 0x' "$T_OUT/tcpdump.txt" || true
+  grep -q 'tos 0x29' "$T_OUT/tcpdump.txt" || fail "no packet with tos 0x29 ($(grep -c . "$T_OUT/tcpdump.txt") lines)"
+  ! grep -q 'tos 0x0, .*proto UDP' "$T_OUT/tcpdump.txt" || fail "a RoCE packet with tos 0x0 during the --tclass 41 run"
+}
+
+# kill -9 of the server in the middle of the measured window: the client exits non-zero and says
+# the server is gone, within the window plus 10 s; the time is reported.
+test_server_sigkill_mid_run() {
+  local rc=0 tm tk t1
+  ip netns exec podB "$RDMABW" server --netdev net1 -p 18650 >/dev/null 2>"$T_OUT/server.err" &
+  local spid=$!
+  wait_port podB 18650
+  ip netns exec podA "$RDMABW" client --netdev net1 -D 8 -p 18650 "$SRV" >"$T_OUT/client.out" 2>&1 &
+  local cpid=$!
+  wait_measuring "$T_OUT/client.out"; tm=$(now)
+  sleep 3
+  tk=$(now); kill -9 "$spid"
+  wait "$cpid" || rc=$?
+  t1=$(now)
+  echo "client exit $rc, $(elapsed "$tk" "$t1") s after the kill, $(elapsed "$tm" "$t1") s after the window began (-D 8)"
+  grep 'error' "$T_OUT/client.out" || true
+  [ "$rc" -eq 1 ] || { cat "$T_OUT/client.out"; fail "the client exited $rc, expected 1"; }
+  grep -Eq 'closed the control connection.*(died|killed)' "$T_OUT/client.out" || { cat "$T_OUT/client.out"; fail "no message about the dead server"; }
+  gt 18 "$(elapsed "$tm" "$t1")" || fail "took $(elapsed "$tm" "$t1") s from the window's start: more than -D 8 + 10 s"
+  elapsed "$tk" "$t1" >"$T_OUT/time_to_error_s"
+}
+
+# The rail goes down (ip link set ... down) mid-window: the client exits non-zero with a message
+# that says so, within the window plus 10 s; the server also ends, with the reason.
+test_link_down_mid_run() {
+  local rc=0 src=0 tm tk t1 nd; nd=$(topo podB 2 iface)
+  ip netns exec podB "$RDMABW" server --netdev "$nd" -p 18660 >/dev/null 2>"$T_OUT/server.err" &
+  local spid=$!
+  wait_port podB 18660
+  ip netns exec podA "$RDMABW" client --netdev net3 -D 8 -p 18660 "$SRV" >"$T_OUT/client.out" 2>&1 &
+  local cpid=$!
+  wait_measuring "$T_OUT/client.out"; tm=$(now)
+  sleep 3
+  tk=$(now); in_pod podB ip link set "$nd" down
+  wait "$cpid" || rc=$?
+  t1=$(now)
+  wait "$spid" || src=$?
+  in_pod podB ip link set "$nd" up
+  echo "client exit $rc, $(elapsed "$tk" "$t1") s after the link went down, $(elapsed "$tm" "$t1") s after the window began (-D 8); server exit $src"
+  grep 'error' "$T_OUT/client.out" "$T_OUT/server.err" || true
+  [ "$rc" -eq 1 ] || { cat "$T_OUT/client.out"; fail "the client exited $rc, expected 1"; }
+  [ "$src" -eq 1 ] || { cat "$T_OUT/server.err"; fail "the server exited $src, expected 1"; }
+  grep -Eqi 'retry|stopped responding|down' "$T_OUT/client.out" || { cat "$T_OUT/client.out"; fail "no message about the rail"; }
+  gt 18 "$(elapsed "$tm" "$t1")" || fail "took $(elapsed "$tm" "$t1") s from the window's start: more than -D 8 + 10 s"
+  elapsed "$tk" "$t1" >"$T_OUT/time_to_error_s"
+  sleep 1   # let rxe's port come back before later tests use this rail
+}
+
+# A client killed (-9) under a daemon: the daemon logs the failure, frees the device, and
+# serves the next test on it.
+test_client_killed_under_daemon() {
+  local tk i
+  in_pod podB timeout 240 "$RDMABW" server --daemon -p 18670 2>"$T_OUT/daemon.err" &
+  wait_port podB 18670
+  ip netns exec podA "$RDMABW" client --netdev net4 --server-netdev net4 -D 8 -p 18670 "$SRV" >/dev/null 2>"$T_OUT/victim.err" &
+  local vpid=$!
+  wait_measuring "$T_OUT/victim.err"
+  sleep 2
+  tk=$(now); kill -9 "$vpid"; wait "$vpid" 2>/dev/null || true
+  for i in $(seq 1 150); do grep -q 'test failed' "$T_OUT/daemon.err" && break; sleep 0.1; done
+  echo "daemon noticed after $(elapsed "$tk") s: $(grep 'test failed' "$T_OUT/daemon.err")"
+  grep -q 'test failed: .*closed the control connection during the measurement' "$T_OUT/daemon.err" \
+    || { cat "$T_OUT/daemon.err"; fail "the daemon did not notice the dead client"; }
+  in_pod podA timeout 150 "$RDMABW" client --json --netdev net4 --server-netdev net4 -n 200 -p 18670 "$SRV" >"$T_OUT/next.json" 2>"$T_OUT/next.err" \
+    || { cat "$T_OUT/next.err" "$T_OUT/daemon.err"; fail "the daemon did not serve the next test"; }
+  gt "$(json_get "$T_OUT/next.json" 'd["results"][0]["bw_avg_gbps"]')" 0 || fail "next test moved nothing"
+}
+
+# SIGINT on the client mid-run: it stops within seconds and the server is told why.
+test_sigint_stops_both_sides() {
+  local rc=0 src=0 tk t1
+  in_pod podB timeout 240 "$RDMABW" server --netdev net1 -p 18680 >/dev/null 2>"$T_OUT/server.err" &
+  local spid=$!
+  wait_port podB 18680
+  ip netns exec podA "$RDMABW" client --netdev net1 -D 10 -p 18680 "$SRV" >"$T_OUT/client.out" 2>&1 &
+  local cpid=$!
+  wait_measuring "$T_OUT/client.out"
+  sleep 2
+  tk=$(now); kill -INT "$cpid"
+  wait "$cpid" || rc=$?
+  t1=$(now)
+  wait "$spid" || src=$?
+  echo "client exit $rc after $(elapsed "$tk" "$t1") s; server exit $src: $(grep error "$T_OUT/server.err")"
+  [ "$rc" -eq 130 ] || { cat "$T_OUT/client.out"; fail "client exit $rc, expected 130"; }
+  [ "$src" -eq 1 ] || { cat "$T_OUT/server.err"; fail "server exit $src, expected 1"; }
+  grep -q 'interrupted' "$T_OUT/server.err" || { cat "$T_OUT/server.err"; fail "the server was not told"; }
+  gt 5 "$(elapsed "$tk" "$t1")" || fail "took $(elapsed "$tk" "$t1") s"
+}
+
+# Parameters given on both ends must match: the mismatch names the flag and both values.
+test_param_mismatch_named() {
+  in_pod podB timeout 240 "$RDMABW" server --netdev net1 -q 2 -p 18690 >/dev/null 2>"$T_OUT/server.err" &
+  wait_port podB 18690
+  expect_rc 2 mismatch in_pod podA timeout 150 "$RDMABW" client --netdev net1 -q 1 -n 10 -p 18690 "$SRV"
+  must_say mismatch 'parameter --qp/-q differs: the server has 2, the client has 1'
+}
+
+# perftest on the other end is named as such, both ways, with exit 2 and no hang.
+test_perftest_peer_is_named() {
+  local dev_b ip_b
+  dev_b=$(topo podB 0 rdma_dev); ip_b=$(topo podB 0 ipv4)
+  in_pod podB timeout 20 ib_write_bw -d "$dev_b" -x "$(gid_index "$dev_b" "$ip_b")" -F -p 18700 >"$T_OUT/ib_server.txt" 2>&1 &
+  wait_port podB 18700
+  expect_rc 2 to_perftest in_pod podA timeout 150 "$RDMABW" client --netdev net1 -n 10 -p 18700 "$SRV"
+  must_say to_perftest "perftest"
+  in_pod podB timeout 240 "$RDMABW" server --netdev net1 -p 18701 >/dev/null 2>"$T_OUT/rdmabw_server.err" &
+  local spid=$!
+  wait_port podB 18701
+  in_pod podA timeout 10 ib_write_bw -d "$(topo podA 0 rdma_dev)" -x "$(gid_index "$(topo podA 0 rdma_dev)" "$(topo podA 0 ipv4)")" -F -p 18701 "$SRV" >"$T_OUT/ib_client.txt" 2>&1 || true
+  local rc=0; wait "$spid" || rc=$?
+  echo "rdmabw server with an ib_write_bw client: exit $rc: $(grep error "$T_OUT/rdmabw_server.err")"
+  [ "$rc" -eq 2 ] || { cat "$T_OUT/rdmabw_server.err"; fail "server exit $rc"; }
+  grep -q perftest "$T_OUT/rdmabw_server.err" || fail "the server does not name perftest"
+}
+
+# `rdmabw devices` lists every device, port and GID table, marking other pods' GIDs.
+test_devices_listing() {
+  in_pod podB "$RDMABW" devices >"$T_OUT/devices.txt" 2>&1 || fail "rdmabw devices failed"
+  cat "$T_OUT/devices.txt"
+  grep -q '^rxe_b0 port 1: ACTIVE' "$T_OUT/devices.txt" || fail "rxe_b0 port 1 not listed ACTIVE"
+  grep -Eq '^ +1 +0000:0000:0000:0000:0000:ffff:0ae0:0002 +RoCE v2 +net1 +10.224.0.2 +default' "$T_OUT/devices.txt" || fail "podB's GID not marked default"
+  grep -q 'not usable here' "$T_OUT/devices.txt" || fail "no GID marked as another namespace's"
+  in_pod podB "$RDMABW" devices --json >"$T_OUT/devices.json" || fail "devices --json"
+  # podA's GID (10.224.0.1 on rxe_a0) must not count as usable in podB, even though the kernel
+  # may name its netdev net1 there too.
+  [ "$(json_get "$T_OUT/devices.json" '[g["usable_here"] for p in d["ports"] if p["device"]=="rxe_a0" for g in p["gids"] if g["ip"]=="10.224.0.1"]')" = "[False]" ] \
+    || fail "podA's GID counts as usable in podB"
+  [ "$(json_get "$T_OUT/devices.json" '[p["active_mtu_bytes"] for p in d["ports"] if p["device"]=="rxe_b0"][0]')" -gt 0 ] || fail "no active MTU"
+}
+
+# Every bad input of the issue: exit 2 and a message that names the flag and what would work.
+test_bad_inputs() {
+  expect_rc 2 unknown_device in_pod podA "$RDMABW" -d nosuch -n 10 "$SRV"
+  must_say unknown_device '-d/--ib-dev nosuch: RDMA device nosuch not found; devices here: .*rxe_a0'
+  expect_rc 2 gid_out_of_range in_pod podA "$RDMABW" -d rxe_a0 -x 9999 -n 10 "$SRV"
+  must_say gid_out_of_range '-x/--gid-index 9999: .*out of range.*usable here: 1 \(net1 10.224.0.1\)'
+  expect_rc 2 gid_empty in_pod podA "$RDMABW" -d rxe_a0 -x 9 -n 10 "$SRV"
+  must_say gid_empty '-x/--gid-index 9: .*(all zeros|empty)'
+  expect_rc 2 gid_foreign in_pod podA "$RDMABW" -d rxe_b0 -x 1 -n 10 "$SRV"
+  must_say gid_foreign '-x/--gid-index 1: .*another network namespace'
+  expect_rc 2 tclass in_pod podA "$RDMABW" --tclass 256 -n 10 "$SRV"
+  must_say tclass '--tclass 256: .*0-255'
+  expect_rc 2 size_zero in_pod podA "$RDMABW" -s 0 "$SRV"
+  must_say size_zero '-s/--size 0: .*at least 1 byte'
+  expect_rc 2 size_big in_pod podA "$RDMABW" -s 4G "$SRV"
+  must_say size_big '-s/--size 4294967296: above the largest buffer'
+  expect_rc 2 cuda in_pod podA "$RDMABW" --use_cuda 0 "$SRV"
+  must_say cuda 'GPUDirect buffers are not built yet'
+  # A control port in use.
+  in_pod podB timeout 240 "$RDMABW" server --netdev net1 -p 18710 >/dev/null 2>&1 &
+  wait_port podB 18710
+  expect_rc 2 port_busy in_pod podB "$RDMABW" server --netdev net1 -p 18710
+  must_say port_busy '-p/--port 18710: control port 18710 is in use'
+  # A port that is down.
+  in_pod podA ip link set net4 down
+  local rc=0; in_pod podA "$RDMABW" -d rxe_a3 -n 10 "$SRV" >"$T_OUT/port_down.out" 2>&1 || rc=$?
+  in_pod podA ip link set net4 up
+  echo "port_down: exit $rc: $(cat "$T_OUT/port_down.out")"
+  [ "$rc" -eq 2 ] || fail "port down: exit $rc"
+  must_say port_down 'port 1 of RDMA device rxe_a3 is DOWN'
+  # Memlock too low (root's CAP_IPC_LOCK dropped, as in a container without it).
+  expect_rc 2 memlock in_pod podA setpriv --bounding-set -ipc_lock -- bash -c "ulimit -l 64; exec $RDMABW -d rxe_a0 -s 1M -n 10 $SRV"
+  must_say memlock 'ulimit -l is 64 KiB.*ulimit -l unlimited'
+  # No libibverbs: hide it in a private mount namespace.
+  local lib; lib=$(readlink -f /usr/lib/x86_64-linux-gnu/libibverbs.so.1)
+  expect_rc 2 no_libibverbs in_pod podA unshare -m bash -c "mount --bind /dev/null $lib && exec $RDMABW -d rxe_a0 -n 10 $SRV"
+  must_say no_libibverbs 'libibverbs could not be loaded.*install'
+}
