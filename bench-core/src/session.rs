@@ -571,7 +571,7 @@ fn window(
                 thread::sleep(Duration::from_millis(10));
             }
             if let Some(note) = rail_down {
-                watch.abort(&format!("the other side's rail: {note}"));
+                watch.abort(&format!("its rail went down: {note}"));
                 return Err(SessionError::RailDown { note });
             }
             if stop.load(Ordering::Relaxed) {
