@@ -223,7 +223,13 @@ fn reason_for(v: &IfView<'_>, err: &Error) -> String {
             port,
             state,
             phys_state,
-        } => format!("port {port} of {device} is {state} ({phys_state})"),
+        } => {
+            let phys = phys_state
+                .split_once(':')
+                .map(|(_, t)| t.trim())
+                .unwrap_or(phys_state);
+            format!("port {port} of {device} is {state} ({phys})")
+        }
         Error::NoUsableGid { device, port, .. } => match v.ipv4 {
             Some(ip) => format!(
                 "no RoCE v2 GID of {name}'s address {ip} on {device} port {port} in this namespace"
