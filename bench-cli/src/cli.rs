@@ -91,6 +91,12 @@ pub enum Cmd {
     /// GPU buffer step by step (--selftest); check whether a NIC takes dma-buf memory
     /// (--dmabuf-check).
     Gpus(GpusCmd),
+    /// List the rails of this network namespace: interface, address, RDMA device, port, GID
+    /// index, state, rate, MTU, PCI, NUMA, nearby GPUs and how the rail reaches the pod.
+    Rails(crate::rails::RailsCmd),
+    /// Check whether an RDMA test can run here (devices, memlock, GIDs, DNS, /dev/shm, GPUs):
+    /// PASS, WARN or FAIL with the fix; exit 1 when any check fails.
+    Probe(crate::probe::ProbeCmd),
 }
 
 #[derive(Debug, Args)]

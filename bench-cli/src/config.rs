@@ -64,6 +64,8 @@ pub enum Config {
         json: bool,
     },
     Gpus(crate::gpus::GpusConfig),
+    Rails(crate::rails::RailsCmd),
+    Probe(crate::probe::ProbeCmd),
 }
 
 /// `ulimit -l` bytes a test needs: two halves of the largest message, page-rounded, plus slack
@@ -125,6 +127,8 @@ pub fn resolve(cli: Cli) -> Result<Config, Usage> {
     let (role, args, host) = match cli.cmd {
         Some(Cmd::Devices(d)) => return Ok(Config::Devices { json: d.json }),
         Some(Cmd::Gpus(g)) => return crate::gpus::resolve(g).map(Config::Gpus),
+        Some(Cmd::Rails(r)) => return Ok(Config::Rails(r)),
+        Some(Cmd::Probe(p)) => return Ok(Config::Probe(p)),
         Some(Cmd::Server(s)) => (Role::Server, s.test, None),
         Some(Cmd::Client(c)) => (Role::Client, c.test, Some(c.host)),
         None => match cli.host {

@@ -10,6 +10,8 @@ mod config;
 mod devices;
 mod gpus;
 mod output;
+mod probe;
+mod rails;
 
 use std::io::ErrorKind;
 use std::process::ExitCode;
@@ -72,6 +74,8 @@ fn main() -> ExitCode {
     let code = match cfg {
         Config::Devices { json } => devices(json),
         Config::Gpus(g) => return ExitCode::from(gpus::run(&g)),
+        Config::Rails(r) => return ExitCode::from(rails::run(&r)),
+        Config::Probe(p) => return ExitCode::from(probe::run(&p)),
         Config::Client(c, out) => client(&c, &out, &stop),
         Config::Server { cfg, bind, out } => server(&cfg, bind, &out, &stop),
     };

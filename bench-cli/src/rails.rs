@@ -1,0 +1,145 @@
+//! `rdmabw rails`: one row per rail of this network namespace (see `bench_core::rails`).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use bench_core::rails::{self, PortQuery, SysfsOnly, VerbsQuery};
+use bench_core::report::{Attachment, RailRow, RailsReport};
+use bench_core::sysfs::SysRoots;
+use clap::Args;
+use comfy_table::{presets, Table};
+
+/// Flags of `rdmabw rails`.
+#[derive(Debug, Args)]
+pub struct RailsCmd {
+    /// One JSON document (a RailsReport, what railsweep reads) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Do not open the devices: the active MTU is derived from the interface MTU.
+    #[arg(long = "no-verbs")]
+    pub no_verbs: bool,
+
+    /// Read ROOT/sys, ROOT/proc and ROOT/dev instead of /sys, /proc and /dev (fixture trees,
+    /// or a copy of a pod's view); implies --no-verbs.
+    #[arg(long, value_name = "ROOT")]
+    pub root: Option<PathBuf>,
+}
+
+fn dash<T: ToString>(v: Option<T>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_else(|| "-".to_string())
+}
+
+fn rate(r: &RailRow) -> String {
+    match r.rate_gbps {
+        Some(g) if g.fract() == 0.0 => format!("{g:.0}"),
+        Some(g) => format!("{g}"),
+        None => "-".into(),
+    }
+}
+
+/// The attachment as `--json` spells it.
+fn attachment(a: Attachment) -> &'static str {
+    match a {
+        Attachment::HostNetwork => "host_network",
+        Attachment::Ipvlan => "ipvlan",
+        Attachment::Sriov => "sriov",
+        Attachment::Software => "software",
+        Attachment::Unknown => "unknown",
+    }
+}
+
+/// The table: one line per rail, fields separated by spaces (`awk '$2 == "net3"'` works), the
+/// reason last; then the devices that are not rails.
+pub fn render(r: &RailsReport) -> String {
+    let mut t = Table::new();
+    t.load_preset(presets::NOTHING);
+    t.set_header(vec![
+        "RAIL", "IFACE", "IPV4", "DEVICE", "PORT", "GID_INDEX", "STATE", "GBPS", "MTU", "PCI",
+        "NUMA", "GPUS", "ATTACHMENT", "USABLE",
+    ]);
+    for row in &r.rails {
+        t.add_row(vec![
+            row.rail.to_string(),
+            row.iface.clone(),
+            dash(row.ipv4.as_deref()),
+            dash(row.device.as_deref()),
+            dash(row.port),
+            dash(row.gid_index),
+            dash(row.state.as_deref()),
+            rate(row),
+            dash(row.active_mtu_bytes),
+            dash(row.pci.as_deref()),
+            dash(row.numa_node),
+            if row.gpus.is_empty() {
+                "-".into()
+            } else {
+                row.gpus.join(",")
+            },
+            attachment(row.attachment).to_string(),
+            match (&row.usable, &row.reason) {
+                (true, _) => "yes".to_string(),
+                (false, Some(why)) => format!("no: {why}"),
+                (false, None) => "no".to_string(),
+            },
+        ]);
+    }
+    let mut s = String::new();
+    if r.rails.is_empty() {
+        s.push_str("no rails (no rdmaN or netN interface, and no RDMA interface with an address) in this network namespace\n");
+    } else {
+        s.push_str(&t.trim_fmt());
+        s.push('\n');
+    }
+    if !r.not_rails.is_empty() {
+        let mut n = Table::new();
+        n.load_preset(presets::NOTHING);
+        n.set_header(vec!["NOT A RAIL", "WHY"]);
+        for x in &r.not_rails {
+            n.add_row(vec![x.name.clone(), x.reason.clone()]);
+        }
+        s.push('\n');
+        s.push_str(&n.trim_fmt());
+        s.push('\n');
+    }
+    s
+}
+
+/// Collects the report.
+pub fn collect(cmd: &RailsCmd) -> Result<RailsReport> {
+    let roots = match &cmd.root {
+        Some(r) => SysRoots::under(r),
+        None => SysRoots::default(),
+    };
+    let verbs = VerbsQuery::new(&roots);
+    let ports: &dyn PortQuery = if cmd.no_verbs || cmd.root.is_some() {
+        &SysfsOnly
+    } else {
+        &verbs
+    };
+    rails::discover(&roots, ports).context("listing the rails")
+}
+
+/// Runs `rdmabw rails`; the exit status: 0 listed (whatever the rails' state), 1 when sysfs
+/// could not be read.
+pub fn run(cmd: &RailsCmd) -> u8 {
+    let r = match collect(cmd) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rdmabw: error: {e:#}");
+            return 1;
+        }
+    };
+    if cmd.json {
+        match serde_json::to_string_pretty(&r) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("rdmabw: error: {e}");
+                return 1;
+            }
+        }
+    } else {
+        print!("{}", render(&r));
+    }
+    0
+}
