@@ -1,0 +1,448 @@
+//! The fleet run: rounds of pairs, each pair swept by [`crate::sweep`] exactly as `railsweep
+//! run` sweeps two pods, outliers measured once more, then heatmaps and suspects.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use futures::stream::StreamExt;
+use results::{RailResult, RailStatus, RowSink};
+use tokio_util::sync::CancellationToken;
+
+use super::culprit::{self, Threshold};
+use super::schedule::{Pair, Schedule};
+use super::{heatmap, FleetArgs};
+use crate::run::{RunnerKind, EXIT_INTERRUPTED, GENERATED_BY};
+use crate::runner::{KubeRunner, KubeTarget, LocalRunner, Runner};
+use crate::sweep::{self, SweepConfig, SweepRun};
+
+/// One pair to sweep: client and server pod, and the rails (`None`: all of them).
+#[derive(Debug, Clone)]
+struct Job {
+    round: usize,
+    client: String,
+    server: String,
+    rails: Option<Vec<u32>>,
+}
+
+/// How one pair's sweep ended.
+#[derive(Debug)]
+struct PairEnd {
+    job: Job,
+    rows: Vec<RailResult>,
+    interrupted: Vec<u32>,
+    error: Option<String>,
+    start: f64,
+    end: f64,
+}
+
+fn now_s() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+fn file_part(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect()
+}
+
+struct Fleet<'a, R: Runner> {
+    runner: &'a R,
+    base: SweepConfig,
+    run_id: String,
+    dir: PathBuf,
+    explicit_mode: Option<results::NetworkMode>,
+}
+
+impl<R: Runner> Fleet<'_, R> {
+    /// Sweep one pair with the sweep of `railsweep run`, its rows in a file of its own.
+    async fn pair(&self, job: Job, attempt: &str, cancel: CancellationToken) -> PairEnd {
+        let start = now_s();
+        let mut cfg = self.base.clone();
+        cfg.client_pod = job.client.clone();
+        cfg.server_pod = job.server.clone();
+        if job.rails.is_some() {
+            cfg.rails = job.rails.clone();
+        }
+        let mut end = PairEnd {
+            job,
+            rows: Vec::new(),
+            interrupted: Vec::new(),
+            error: None,
+            start,
+            end: start,
+        };
+        let prep = tokio::select! {
+            p = sweep::prepare(self.runner, &cfg) => p,
+            () = cancel.cancelled() => {
+                end.error = Some("interrupted before the pair was set up".into());
+                end.end = now_s();
+                return end;
+            }
+        };
+        let prep = match prep {
+            Ok(p) => p,
+            Err(e) => {
+                end.error = Some(format!("{e:#}"));
+                end.end = now_s();
+                return end;
+            }
+        };
+        let mode = sweep::infer_mode(self.explicit_mode.as_ref(), self.runner.kind(), &prep);
+        let path = self.dir.join("pairs").join(format!(
+            "{attempt}-r{}-{}-{}.csv",
+            end.job.round + 1,
+            file_part(&end.job.client),
+            file_part(&end.job.server)
+        ));
+        let mut sink = match RowSink::create(&path, None, GENERATED_BY) {
+            Ok(s) => s,
+            Err(e) => {
+                end.error = Some(format!("cannot open {}: {e}", path.display()));
+                end.end = now_s();
+                return end;
+            }
+        };
+        let outcome = sweep::run(
+            self.runner,
+            &cfg,
+            &prep,
+            SweepRun {
+                sink: &mut sink,
+                skip: BTreeSet::new(),
+                run_id: self.run_id.clone(),
+                mode,
+                cancel,
+                quiet: true,
+            },
+        )
+        .await;
+        match outcome {
+            Ok(o) => {
+                end.rows = o.rows;
+                end.interrupted = o.interrupted;
+            }
+            Err(e) => end.error = Some(format!("{e:#}")),
+        }
+        end.end = now_s();
+        end
+    }
+}
+
+/// Runs rounds of jobs, writing rows, the rounds table and problems as pairs end.
+struct Rounds<'a, 'b, R: Runner> {
+    fleet: &'a Fleet<'b, R>,
+    args: &'a FleetArgs,
+    cancel: &'a CancellationToken,
+    max_pairs: usize,
+    tsv: &'a mut std::fs::File,
+    problems: &'a mut Vec<String>,
+}
+
+impl<R: Runner> Rounds<'_, '_, R> {
+    /// Each round's pairs at the same time (at most `max_pairs`), under the round's deadline.
+    async fn run(&mut self, attempt: &'static str, rounds: Vec<Vec<Job>>, sink: &mut RowSink) -> Result<()> {
+        let n_rounds = rounds.len();
+        for (r, jobs) in rounds.into_iter().enumerate() {
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            let deadline = self.args.round_deadline(&jobs.iter().map(|j| j.rails.as_ref().map(Vec::len)).collect::<Vec<_>>(), self.max_pairs);
+            let round_cancel = self.cancel.child_token();
+            let timer = {
+                let t = round_cancel.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(deadline).await;
+                    t.cancel();
+                })
+            };
+            eprintln!(
+                "railsweep: {attempt} round {}/{n_rounds}: {} (deadline {:.0} s)",
+                r + 1,
+                jobs.iter().map(|j| format!("{}->{}", j.client, j.server)).collect::<Vec<_>>().join(", "),
+                deadline.as_secs_f64()
+            );
+            let fleet = self.fleet;
+            let mut ends = futures::stream::iter(jobs.into_iter().map(|j| fleet.pair(j, attempt, round_cancel.clone())))
+                .buffer_unordered(self.max_pairs);
+            while let Some(end) = ends.next().await {
+                for row in &end.rows {
+                    sink.append(row.clone()).with_context(|| format!("cannot write to {}", sink.csv_path().display()))?;
+                }
+                let what = format!("{} -> {}", end.job.client, end.job.server);
+                let timed_out = round_cancel.is_cancelled() && !self.cancel.is_cancelled();
+                if let Some(e) = &end.error {
+                    self.problems.push(format!("{what}: {e}"));
+                }
+                if !end.interrupted.is_empty() {
+                    self.problems.push(format!(
+                        "{what}: rail(s) {:?} not measured ({})",
+                        end.interrupted,
+                        if timed_out { "round deadline" } else { "interrupted" }
+                    ));
+                }
+                writeln!(
+                    self.tsv,
+                    "{attempt}\t{}\t{}\t{}\t{:.3}\t{:.3}\t{}\t{}",
+                    end.job.round + 1,
+                    end.job.client,
+                    end.job.server,
+                    end.start,
+                    end.end,
+                    end.rows.len(),
+                    end.error.as_deref().unwrap_or("").replace(['\t', '\n'], " ")
+                )?;
+                eprintln!(
+                    "railsweep: {attempt} round {}: {what}: {} row(s), {} .. {}{}",
+                    r + 1,
+                    end.rows.len(),
+                    clock(end.start),
+                    clock(end.end),
+                    end.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default()
+                );
+            }
+            timer.abort();
+        }
+        Ok(())
+    }
+}
+
+/// Put jobs into rounds greedily so that no pod is in two jobs of a round.
+fn pack(jobs: Vec<Job>) -> Vec<Vec<Job>> {
+    let mut rounds: Vec<(BTreeSet<String>, Vec<Job>)> = Vec::new();
+    for mut j in jobs {
+        let slot = rounds.iter().position(|(busy, _)| !busy.contains(&j.client) && !busy.contains(&j.server));
+        let i = slot.unwrap_or_else(|| {
+            rounds.push((BTreeSet::new(), Vec::new()));
+            rounds.len() - 1
+        });
+        j.round = i;
+        rounds[i].0.insert(j.client.clone());
+        rounds[i].0.insert(j.server.clone());
+        rounds[i].1.push(j);
+    }
+    rounds.into_iter().map(|(_, j)| j).collect()
+}
+
+/// The pods of the fleet: `--pods`, or those `--pods-selector` finds through the API.
+async fn kube_pods(runner: &KubeRunner, selector: &str) -> Result<Vec<String>> {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, ListParams};
+    let api: Api<Pod> = Api::namespaced(runner.client(), runner.namespace());
+    let list = api
+        .list(&ListParams::default().labels(selector))
+        .await
+        .with_context(|| format!("cannot list the pods with labels {selector}"))?;
+    let mut names: Vec<String> = list
+        .items
+        .iter()
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .filter_map(|p| p.metadata.name.clone())
+        .collect();
+    names.sort();
+    if names.is_empty() {
+        bail!("no running pod in namespace {} has the labels {selector}", runner.namespace());
+    }
+    Ok(names)
+}
+
+/// `railsweep fleet`.
+pub async fn run(args: FleetArgs) -> Result<ExitCode> {
+    if args.nodes.is_some() {
+        bail!("--nodes (railsweep creating one pod per node) is not built yet: create the pods (a DaemonSet) and give --pods-selector label=value");
+    }
+    match args.runner {
+        RunnerKind::Local => {
+            let pods = args.pods.clone().context("--runner local needs --pods POD,POD,... (network namespaces)")?;
+            fleet_with(LocalRunner::new(), &args, pods).await
+        }
+        RunnerKind::Kube => {
+            let target = KubeTarget {
+                kubeconfig: args.kubeconfig.clone(),
+                context: args.context.clone(),
+                namespace: args.namespace.clone(),
+                container: args.container.clone(),
+            };
+            let runner = KubeRunner::connect(&target).await?;
+            eprintln!("railsweep: cluster {}, namespace {}", runner.cluster(), runner.namespace());
+            let pods = match (&args.pods, &args.pods_selector) {
+                (Some(p), _) => p.clone(),
+                (None, Some(sel)) => kube_pods(&runner, sel).await?,
+                (None, None) => bail!("give the fleet's pods: --pods-selector label=value, or --pods POD,POD,..."),
+            };
+            fleet_with(runner, &args, pods).await
+        }
+    }
+}
+
+/// Ctrl-C once: cancel (remote processes are ended, rows kept). Twice: leave at once.
+fn watch_ctrl_c(cancel: CancellationToken) {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_err() {
+            return;
+        }
+        eprintln!("\nrailsweep: interrupted: ending the remote processes (Ctrl-C again to leave at once)");
+        cancel.cancel();
+        if tokio::signal::ctrl_c().await.is_ok() {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+    });
+}
+
+fn clock(t: f64) -> String {
+    let secs = t.floor();
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let base = results::rfc3339_utc(UNIX_EPOCH + Duration::from_secs(secs as u64));
+    format!("{}.{:03}Z", base.trim_end_matches('Z'), ((t - secs) * 1000.0).floor())
+}
+
+async fn fleet_with<R: Runner>(runner: R, args: &FleetArgs, pods: Vec<String>) -> Result<ExitCode> {
+    let mut seen = BTreeSet::new();
+    for p in &pods {
+        if !seen.insert(p) {
+            bail!("pod {p} is given twice");
+        }
+    }
+    let schedule = Schedule::build(&args.pattern, &pods)?;
+    let base = args.sweep_config()?;
+    let threshold = match args.min_line_rate_pct {
+        Some(p) => Threshold::LineRatePct(p),
+        None => Threshold::MedianPct(args.outlier_pct),
+    };
+    let run_id = sweep::new_run_id();
+    let dir = args.out_dir.clone().unwrap_or_else(|| PathBuf::from(format!("railsweep-fleet-{run_id}")));
+    if dir.join("fleet.csv").exists() {
+        bail!("{} already has a fleet.csv; give another --out-dir", dir.display());
+    }
+    std::fs::create_dir_all(dir.join("pairs")).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut sink = RowSink::create(dir.join("fleet.csv"), args.json.as_deref(), GENERATED_BY)
+        .with_context(|| format!("cannot open {}", dir.join("fleet.csv").display()))?;
+    let mut rounds_tsv = std::fs::File::create(dir.join("rounds.tsv"))?;
+    writeln!(rounds_tsv, "attempt\tround\tclient\tserver\tstart_unix\tend_unix\trows\terror")?;
+
+    let max_pairs = if args.max_pairs == 0 { usize::MAX } else { args.max_pairs };
+    let explicit_mode = match &args.mode {
+        Some(m) => Some(m.parse::<results::NetworkMode>().context("--mode")?),
+        None => None,
+    };
+    let fleet = Fleet {
+        runner: &runner,
+        base: base.clone(),
+        run_id: run_id.clone(),
+        dir: dir.clone(),
+        explicit_mode,
+    };
+    eprintln!(
+        "railsweep: fleet of {} pods ({} runner), pattern {}: {} pairs in {} rounds, at most {} pairs at once; run {run_id}, results in {}",
+        pods.len(),
+        runner.kind(),
+        args.pattern,
+        schedule.len(),
+        schedule.rounds.len(),
+        if args.max_pairs == 0 { "all".to_string() } else { args.max_pairs.to_string() },
+        dir.display()
+    );
+    let cancel = CancellationToken::new();
+    watch_ctrl_c(cancel.clone());
+
+    let first: Vec<Vec<Job>> = schedule
+        .rounds
+        .iter()
+        .enumerate()
+        .map(|(r, round)| {
+            round
+                .iter()
+                .map(|&Pair { client, server }| Job {
+                    round: r,
+                    client: pods[client].clone(),
+                    server: pods[server].clone(),
+                    rails: None,
+                })
+                .collect()
+        })
+        .collect();
+    let mut problems: Vec<String> = Vec::new();
+    let t0 = Instant::now();
+    let mut rt = Rounds { fleet: &fleet, args, cancel: &cancel, max_pairs, tsv: &mut rounds_tsv, problems: &mut problems };
+    rt.run("first", first, &mut sink).await?;
+
+    // Outliers: measured once more, in rounds of their own.
+    let rows_now: Vec<RailResult> = sink.rows().to_vec();
+    let slow = culprit::outliers(&rows_now, threshold);
+    let mut remeasured = 0;
+    if !slow.is_empty() && !cancel.is_cancelled() && !args.no_remeasure {
+        let last = culprit::latest(&rows_now);
+        let mut by_pair: BTreeMap<(String, String), Vec<u32>> = BTreeMap::new();
+        for k in &slow {
+            if let Some(r) = last.get(k) {
+                let (c, s) = culprit::row_nodes(r);
+                by_pair.entry((c, s)).or_default().push(k.2);
+            }
+        }
+        remeasured = slow.len();
+        eprintln!("railsweep: {} outlier(s) among {} pair-rails: measuring them again", slow.len(), last.len());
+        let jobs = by_pair
+            .into_iter()
+            .map(|((client, server), rails)| Job { round: 0, client, server, rails: Some(rails) })
+            .collect();
+        rt.run("again", pack(jobs), &mut sink).await?;
+    }
+    let wall = t0.elapsed().as_secs_f64();
+
+    let rows: Vec<RailResult> = sink.rows().to_vec();
+    let verdict = culprit::judge(&rows, threshold);
+    let rails: BTreeSet<u32> = rows.iter().map(|r| r.rail).collect();
+    for rail in &rails {
+        let path = dir.join(format!("heatmap-rail{rail}.svg"));
+        match heatmap::heatmap(&pods, &rows, *rail, threshold) {
+            Ok(svg) => std::fs::write(&path, svg).with_context(|| format!("cannot write {}", path.display()))?,
+            Err(e) => eprintln!("railsweep: warning: no heatmap for rail {rail}: {e:#}"),
+        }
+    }
+    let medians = culprit::rail_medians(&rows);
+    let mut out = std::io::stdout().lock();
+    let measured_pairs: BTreeSet<(String, String)> = culprit::latest(&rows).keys().map(|k| (k.0.clone(), k.1.clone())).collect();
+    writeln!(
+        out,
+        "fleet: {} pods, {} of {} pairs measured in {} rounds, {} rail(s), {} row(s) in {:.1} s; {} outlier(s) measured again",
+        pods.len(),
+        measured_pairs.len(),
+        schedule.len(),
+        schedule.rounds.len(),
+        rails.len(),
+        rows.len(),
+        wall,
+        remeasured
+    )?;
+    for (rail, m) in &medians {
+        writeln!(out, "rail {rail}: fleet median {m:.3} Gb/s")?;
+    }
+    let mut suspects_txt = String::new();
+    if verdict.suspects.is_empty() {
+        writeln!(out, "suspects: none")?;
+    }
+    for s in &verdict.suspects {
+        suspects_txt.push_str(&format!("suspect: {s}\n"));
+    }
+    for (a, b, rail) in &verdict.unexplained {
+        suspects_txt.push_str(&format!("outlier: {a} <-> {b} rail {rail} (no node or rail slow in all its pairs)\n"));
+    }
+    out.write_all(suspects_txt.as_bytes())?;
+    std::fs::write(dir.join("suspects.txt"), &suspects_txt)?;
+    writeln!(out, "results: {} (rows), {}/heatmap-rail*.svg, {}", sink.csv_path().display(), dir.display(), dir.join("rounds.tsv").display())?;
+    out.flush()?;
+    for p in &problems {
+        eprintln!("railsweep: {p}");
+    }
+    if cancel.is_cancelled() {
+        eprintln!("railsweep: interrupted; what was measured is in {}", sink.csv_path().display());
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    let failed = rows.iter().any(|r| r.status != RailStatus::Ok);
+    Ok(if verdict.outliers > 0 || !problems.is_empty() || failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
