@@ -10,6 +10,12 @@
 //! `NonZeroExitCode` and the code in `details.causes[reason=ExitCode]`, as the kubelet sends it.
 //!
 //! Like a kubelet, it does not end a process when its exec stream closes.
+//!
+//! With a [`cluster::Cluster`] ([`start_with`]), it also creates, watches and deletes pods,
+//! with the status and events of a simulated scheduler and kubelet (see `cluster.rs`).
+
+#[path = "cluster.rs"]
+pub mod cluster;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -168,6 +174,15 @@ pub fn exec_status(code: i32) -> Value {
 /// Bind `addr` and serve until the process ends. Returns the bound address at once (the
 /// serving goes on in a task).
 pub async fn start(server: ApiServer, addr: SocketAddr) -> std::io::Result<SocketAddr> {
+    start_with(server, None, addr).await
+}
+
+/// [`start`], with a simulated cluster that creates, runs and deletes pods.
+pub async fn start_with(
+    server: ApiServer,
+    cluster: Option<Arc<cluster::Cluster>>,
+    addr: SocketAddr,
+) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     let server = Arc::new(server);
@@ -175,10 +190,12 @@ pub async fn start(server: ApiServer, addr: SocketAddr) -> std::io::Result<Socke
         loop {
             let Ok((stream, _)) = listener.accept().await else { continue };
             let server = server.clone();
+            let cluster = cluster.clone();
             tokio::spawn(async move {
                 let svc = service_fn(move |req| {
                     let server = server.clone();
-                    async move { Ok::<_, Infallible>(handle(server, req).await) }
+                    let cluster = cluster.clone();
+                    async move { Ok::<_, Infallible>(handle(server, cluster, req).await) }
                 });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), svc)
@@ -203,17 +220,27 @@ pub fn kubeconfig(url: &str, namespace: &str, token: Option<&str>) -> String {
     )
 }
 
-async fn handle(server: Arc<ApiServer>, mut req: Request<hyper::body::Incoming>) -> Response<Body> {
+async fn handle(
+    server: Arc<ApiServer>,
+    cluster: Option<Arc<cluster::Cluster>>,
+    mut req: Request<hyper::body::Incoming>,
+) -> Response<Body> {
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
-    let resp = route(&server, &mut req, &path, &query).await;
+    let resp = route(&server, cluster.as_ref(), &mut req, &path, &query).await;
     if server.verbose {
         eprintln!("kube-testserver: {} {path} -> {}", req.method(), resp.status().as_u16());
     }
     resp
 }
 
-async fn route(server: &ApiServer, req: &mut Request<hyper::body::Incoming>, path: &str, query: &str) -> Response<Body> {
+async fn route(
+    server: &ApiServer,
+    cluster: Option<&Arc<cluster::Cluster>>,
+    req: &mut Request<hyper::body::Incoming>,
+    path: &str,
+    query: &str,
+) -> Response<Body> {
     if let Some(t) = &server.token {
         let want = format!("Bearer {t}");
         if req.headers().get("authorization").and_then(|h| h.to_str().ok()) != Some(want.as_str()) {
@@ -221,6 +248,12 @@ async fn route(server: &ApiServer, req: &mut Request<hyper::body::Incoming>, pat
         }
     }
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    if let Some(c) = cluster {
+        let fixed: Vec<Value> = server.pods.iter().map(|p| p.object(&server.namespace)).collect();
+        if let Some(r) = c.route(req, &segs, query, &fixed).await {
+            return r;
+        }
+    }
     match (req.method().clone(), segs.as_slice()) {
         (Method::GET, ["version"]) => json_response(
             StatusCode::OK,
@@ -233,8 +266,8 @@ async fn route(server: &ApiServer, req: &mut Request<hyper::body::Incoming>, pat
             None => not_found(name),
         },
         (Method::GET | Method::POST, ["api", "v1", "namespaces", ns, "pods", name, "exec"]) => {
-            match find(server, ns, name) {
-                Some(p) => exec(server, p.clone(), req, query),
+            match find(server, ns, name).cloned().or_else(|| cluster.and_then(|c| c.test_pod(ns, name))) {
+                Some(p) => exec(server, p, req, query),
                 None => not_found(name),
             }
         }

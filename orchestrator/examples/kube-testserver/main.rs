@@ -7,6 +7,14 @@
 //!   POD: NAME[,netns=NS|-][,node=NODE][,ip=IP][,hostnet][,container=NAME]
 //!        (netns defaults to NAME; `-` runs commands on this machine without entering one)
 //!
+//! Simulated cluster (pods that railsweep creates; see `cluster.rs`):
+//!   --node NAME[,netns=NS|-][,ip=IP][,cap=RES=N][,taint=K[=V]:EFFECT][,numa=K][,ipam=N][,port=P]
+//!                          a node; created pods pinned to it run their commands in its netns
+//!   --pod-security LEVEL   the namespace enforces baseline or restricted
+//!   --runtime-class NAME   a RuntimeClass that exists (repeatable; default runc-nohostdev)
+//!   --pull-fails IMAGE     an image that cannot be pulled (repeatable)
+//!   --step-ms N            time between the steps of a pod's start (default 40)
+//!
 //! Prints `listening on http://ADDR` on stdout once it accepts connections, writes a
 //! kubeconfig for it if asked, and serves until killed.
 #![forbid(unsafe_code)]
@@ -16,11 +24,13 @@ mod apiserver;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
+use apiserver::cluster::{Cluster, ClusterSpec, NodeSpec};
 use apiserver::{ApiServer, TestPod};
 
 fn usage() -> ExitCode {
     eprintln!(
         "usage: kube-testserver [--listen ADDR] [--namespace NS] [--token T] [--kubeconfig-out FILE] [--verbose] \
+         [--node SPEC]... [--pod-security LEVEL] [--runtime-class NAME]... [--pull-fails IMAGE]... [--step-ms N] \
          NAME[,netns=NS|-][,node=NODE][,ip=IP][,hostnet][,container=NAME]..."
     );
     ExitCode::from(2)
@@ -36,6 +46,8 @@ async fn main() -> ExitCode {
         verbose: false,
     };
     let mut kubeconfig_out = None;
+    let mut cluster = ClusterSpec::default();
+    let mut runtime_classes = vec![];
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -50,6 +62,30 @@ async fn main() -> ExitCode {
             "--token" => server.token = args.next(),
             "--kubeconfig-out" => kubeconfig_out = args.next(),
             "--verbose" => server.verbose = true,
+            "--node" => match args.next().map(|v| NodeSpec::parse(&v)) {
+                Some(Ok(n)) => cluster.nodes.push(n),
+                Some(Err(e)) => {
+                    eprintln!("kube-testserver: {e}");
+                    return usage();
+                }
+                None => return usage(),
+            },
+            "--pod-security" => match args.next() {
+                Some(v) if v == "baseline" || v == "restricted" => cluster.pod_security = Some(v),
+                _ => return usage(),
+            },
+            "--runtime-class" => match args.next() {
+                Some(v) => runtime_classes.push(v),
+                None => return usage(),
+            },
+            "--pull-fails" => match args.next() {
+                Some(v) => cluster.pull_fails.push(v),
+                None => return usage(),
+            },
+            "--step-ms" => match args.next().and_then(|v| v.parse().ok()) {
+                Some(ms) => cluster.step = std::time::Duration::from_millis(ms),
+                None => return usage(),
+            },
             "-h" | "--help" => {
                 let _ = usage();
                 return ExitCode::SUCCESS;
@@ -65,7 +101,15 @@ async fn main() -> ExitCode {
         }
     }
     let (namespace, token) = (server.namespace.clone(), server.token.clone());
-    let addr = match apiserver::start(server, listen).await {
+    if !runtime_classes.is_empty() {
+        cluster.runtime_classes = runtime_classes;
+    }
+    let cluster = (!cluster.nodes.is_empty()).then(|| Cluster::new(cluster, &namespace, server.verbose));
+    let started = match cluster {
+        Some(c) => apiserver::start_with(server, Some(c), listen).await,
+        None => apiserver::start(server, listen).await,
+    };
+    let addr = match started {
         Ok(a) => a,
         Err(e) => {
             eprintln!("kube-testserver: cannot listen on {listen}: {e}");
