@@ -51,6 +51,10 @@ pub struct PodArgs {
     /// `kubectl delete pods -l app.kubernetes.io/managed-by=railsweep`.
     #[arg(long)]
     pub keep_pods: bool,
+    /// Name the pods railsweep-RUN-MODE-ROLE and label them with this run id (lowercase
+    /// letters, digits, `-`) [default: the run's timestamp].
+    #[arg(long, value_name = "RUN")]
+    pub run_id: Option<String>,
     /// Seconds to wait for both pods to be ready before giving up (image pulls can be slow).
     #[arg(long, value_name = "S", default_value_t = 300.0)]
     pub pod_timeout: f64,

@@ -18,10 +18,12 @@
 //! * [`security`]: the Pod Security level a pod needs;
 //! * [`yaml`]: the `--dry-run -o yaml` printer;
 //! * [`explain`]: why a pod does not start, in words a user can act on;
+//! * [`lifecycle`]: create, wait for and delete the pods;
 //! * [`cli`]: the command-line options that fill [`PodOptions`].
 
 pub mod cli;
 pub mod explain;
+pub mod lifecycle;
 pub mod pattern;
 pub mod security;
 pub mod yaml;

@@ -1,0 +1,247 @@
+//! Create railsweep's pod pair, wait until both pods are ready, and delete them: one typed
+//! `Api<Pod>` for the pods and one `Api<Event>` for what the cluster says about them.
+//!
+//! Waiting watches each pod with `kube::runtime::wait::await_condition` until it is ready or
+//! its status shows a failure, under the caller's timeout; a second beat reads the pod's
+//! Events each second, because some failures (a CNI error, a scheduling failure before the
+//! condition is written) appear only there. A failure stops the wait at once with a
+//! [`Diagnosis`].
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Api, Client};
+use tokio_util::sync::CancellationToken;
+
+use super::explain::{explain_create_error, explain_pod, explain_timeout, Diagnosis};
+use super::PodPair;
+
+/// What can stop the pods from getting ready.
+#[derive(Debug, thiserror::Error)]
+pub enum LifecycleError {
+    /// A pod will not start (or was refused), and why.
+    #[error("{0}")]
+    NotStarted(Box<Diagnosis>),
+    /// Ctrl-C while creating or waiting.
+    #[error("interrupted while the pods were starting")]
+    Interrupted,
+    /// An API call failed for a reason that is not about the pod.
+    #[error("cannot {action} pod {pod}: {source}")]
+    Api {
+        /// What was being done (`create`, `read`, `watch`, `delete`).
+        action: &'static str,
+        /// The pod.
+        pod: String,
+        /// The client's error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The watch of a pod failed.
+    #[error("cannot watch pod {pod}: {source}")]
+    Watch {
+        /// The pod.
+        pod: String,
+        /// The watcher's error.
+        #[source]
+        source: kube::runtime::wait::Error,
+    },
+}
+
+/// A pod railsweep created: its name and uid (to tell it from a later pod of the same name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Created {
+    /// Pod name.
+    pub name: String,
+    /// Pod uid.
+    pub uid: Option<String>,
+}
+
+/// The pods of one pair, through one namespace's API.
+#[derive(Clone)]
+pub struct PodSet {
+    pods: Api<Pod>,
+    events: Api<Event>,
+    namespace: String,
+    created: Arc<Mutex<Vec<Created>>>,
+}
+
+impl std::fmt::Debug for PodSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PodSet")
+            .field("namespace", &self.namespace)
+            .field("created", &self.created())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Ready: phase Running and the `Ready` condition true.
+pub fn is_ready(p: &Pod) -> bool {
+    let Some(s) = p.status.as_ref() else { return false };
+    s.phase.as_deref() == Some("Running")
+        && s.conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+impl PodSet {
+    /// Pods of `namespace` through `client`.
+    pub fn new(client: Client, namespace: &str) -> PodSet {
+        PodSet {
+            pods: Api::namespaced(client.clone(), namespace),
+            events: Api::namespaced(client, namespace),
+            namespace: namespace.to_string(),
+            created: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// The pods created so far, in creation order.
+    pub fn created(&self) -> Vec<Created> {
+        self.created.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// Create the server pod, then the client pod. A refusal is explained; the pods created
+    /// before it stay recorded, for [`PodSet::delete_all`].
+    pub async fn create(&self, pair: &PodPair) -> Result<(), LifecycleError> {
+        for (_, pod) in pair.pods() {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            match self.pods.create(&PostParams::default(), pod).await {
+                Ok(made) => {
+                    if let Ok(mut c) = self.created.lock() {
+                        c.push(Created {
+                            name,
+                            uid: made.metadata.uid.clone(),
+                        });
+                    }
+                }
+                Err(kube::Error::Api(status)) => {
+                    return Err(LifecycleError::NotStarted(Box::new(explain_create_error(pod, &status))))
+                }
+                Err(source) => {
+                    return Err(LifecycleError::Api {
+                        action: "create",
+                        pod: name,
+                        source,
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The Events about pod `name`, oldest first.
+    pub async fn events_of(&self, name: &str) -> Vec<Event> {
+        let lp = ListParams::default().fields(&format!("involvedObject.name={name}"));
+        self.events.list(&lp).await.map(|l| l.items).unwrap_or_default()
+    }
+
+    /// Wait until every created pod is ready, at most `timeout`; stop at the first pod that
+    /// will not start, or at `cancel`.
+    pub async fn wait_ready(&self, timeout: Duration, cancel: &CancellationToken) -> Result<Vec<Pod>, LifecycleError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let waits = self
+            .created()
+            .into_iter()
+            .map(|c| self.wait_one(c.name, deadline, timeout, cancel.clone()));
+        futures::future::try_join_all(waits).await
+    }
+
+    async fn wait_one(
+        &self,
+        name: String,
+        deadline: tokio::time::Instant,
+        timeout: Duration,
+        cancel: CancellationToken,
+    ) -> Result<Pod, LifecycleError> {
+        // Ready, or a failure that the status alone shows.
+        let settled = |p: Option<&Pod>| p.is_some_and(|p| is_ready(p) || explain_pod(p, &[]).is_some());
+        let watch = await_condition(self.pods.clone(), &name, settled);
+        tokio::pin!(watch);
+        let mut beat = tokio::time::interval(Duration::from_secs(1));
+        let mut last: Option<Pod> = None;
+        let mut watching = true;
+        loop {
+            tokio::select! {
+                r = &mut watch, if watching => {
+                    watching = false;
+                    let pod = r.map_err(|source| LifecycleError::Watch { pod: name.clone(), source })?;
+                    if let Some(p) = pod {
+                        if is_ready(&p) {
+                            return Ok(p);
+                        }
+                        let events = self.events_of(&name).await;
+                        if let Some(d) = explain_pod(&p, &events) {
+                            return Err(LifecycleError::NotStarted(Box::new(d)));
+                        }
+                    }
+                    // A failure gone by the time it was read: go on with the beat alone.
+                }
+                _ = beat.tick() => {
+                    let pod = self.pods.get_opt(&name).await.map_err(|source| LifecycleError::Api {
+                        action: "read", pod: name.clone(), source,
+                    })?;
+                    if let Some(p) = pod {
+                        if is_ready(&p) {
+                            return Ok(p);
+                        }
+                        let events = self.events_of(&name).await;
+                        if let Some(d) = explain_pod(&p, &events) {
+                            return Err(LifecycleError::NotStarted(Box::new(d)));
+                        }
+                        last = Some(p);
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    let events = self.events_of(&name).await;
+                    let mut d = explain_timeout(last.as_ref(), &events, timeout);
+                    if last.is_none() {
+                        d.pod = format!("{}/{name}", self.namespace);
+                    }
+                    return Err(LifecycleError::NotStarted(Box::new(d)));
+                }
+                _ = cancel.cancelled() => return Err(LifecycleError::Interrupted),
+            }
+        }
+    }
+
+    /// Delete every pod this set created (the client first), and wait up to `wait` for them
+    /// to be gone (`None`: do not wait). Returns the names deleted; errors are collected, not
+    /// fatal, so that one failure does not leave the other pod behind.
+    pub async fn delete_all(&self, wait: Option<Duration>) -> (Vec<String>, Vec<LifecycleError>) {
+        let mut deleted = Vec::new();
+        let mut errors = Vec::new();
+        let created = self.created();
+        for c in created.iter().rev() {
+            match self.pods.delete(&c.name, &DeleteParams::default()).await {
+                Ok(_) => deleted.push(c.name.clone()),
+                Err(kube::Error::Api(s)) if s.code == 404 => deleted.push(c.name.clone()),
+                Err(source) => errors.push(LifecycleError::Api {
+                    action: "delete",
+                    pod: c.name.clone(),
+                    source,
+                }),
+            }
+        }
+        if let Some(limit) = wait {
+            for c in &created {
+                let Some(uid) = c.uid.as_deref() else { continue };
+                let gone = await_condition(self.pods.clone(), &c.name, conditions::is_deleted(uid));
+                match tokio::time::timeout(limit, gone).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(source)) => errors.push(LifecycleError::Watch {
+                        pod: c.name.clone(),
+                        source,
+                    }),
+                    Err(_) => {} // Terminating still: deleted as far as railsweep is concerned.
+                }
+            }
+        }
+        if let Ok(mut c) = self.created.lock() {
+            c.retain(|x| !deleted.contains(&x.name));
+        }
+        (deleted, errors)
+    }
+}
