@@ -7,10 +7,13 @@
 //! * [`sweep`]: set-up, the server daemon, the rails, deadlines, retries, Ctrl-C;
 //! * [`output`] and [`progress`]: the table, the summary lines and the bars;
 //! * [`run`]: the `railsweep run` command line;
+//! * [`modes`], [`managed`] and [`compare`]: the pods railsweep creates for each network mode,
+//!   `railsweep run --nodes`, and `railsweep compare`;
 //! * [`fleet`]: `railsweep fleet`, every pair of a set of nodes in rounds, and the culprits.
 #![forbid(unsafe_code)]
 
 pub mod fleet;
+pub mod managed;
 pub mod modes;
 pub mod output;
 pub mod plan;

@@ -74,7 +74,7 @@ fn mtu(s: &str) -> Result<u32, String> {
 }
 
 /// Arguments of `railsweep run`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = "\
 Per rail, the client pod runs `rdmabw client` against the server pod's address on that rail, \
 using the rail's interface, RDMA device and GID on each side; one `rdmabw server --daemon` in \
@@ -85,12 +85,12 @@ Exit status: 0 every rail ok; 1 a rail failed or fell below a threshold; 2 usage
 error (pods, kubeconfig, rdmabw missing or of another version); 130 interrupted (Ctrl-C: remote \
 processes are ended, rows written so far are kept, --resume continues).")]
 pub struct RunArgs {
-    /// Pod that runs the rdmabw server daemon.
-    #[arg(long, value_name = "POD")]
-    pub server_pod: String,
-    /// Pod that runs the rdmabw clients.
-    #[arg(long, value_name = "POD")]
-    pub client_pod: String,
+    /// Pod that runs the rdmabw server daemon (not with --nodes, which creates it).
+    #[arg(long, value_name = "POD", required_unless_present_any = ["nodes", "dry_run"], conflicts_with = "nodes")]
+    pub server_pod: Option<String>,
+    /// Pod that runs the rdmabw clients (not with --nodes, which creates it).
+    #[arg(long, value_name = "POD", required_unless_present_any = ["nodes", "dry_run"], conflicts_with = "nodes")]
+    pub client_pod: Option<String>,
     /// Namespace of the pods [default: the kubeconfig context's, else `default`].
     #[arg(short = 'n', long, value_name = "NS")]
     pub namespace: Option<String>,
@@ -181,6 +181,10 @@ pub struct RunArgs {
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
+
+    /// The pods railsweep creates itself with `--nodes` and `--mode` (see `modes`).
+    #[command(flatten)]
+    pub pods: crate::modes::cli::PodArgs,
 }
 
 fn sibling_rdmabw() -> Option<PathBuf> {
@@ -190,7 +194,7 @@ fn sibling_rdmabw() -> Option<PathBuf> {
 }
 
 impl RunArgs {
-    fn sweep_config(&self) -> Result<SweepConfig> {
+    pub(crate) fn sweep_config(&self) -> Result<SweepConfig> {
         if self.size == 0 {
             bail!("--size must be at least 1 byte");
         }
@@ -219,8 +223,8 @@ impl RunArgs {
             (None, RunnerKind::Kube) => "rdmabw".into(),
         };
         Ok(SweepConfig {
-            client_pod: self.client_pod.clone(),
-            server_pod: self.server_pod.clone(),
+            client_pod: self.client_pod.clone().unwrap_or_default(),
+            server_pod: self.server_pod.clone().unwrap_or_default(),
             rdmabw,
             inject,
             rails: self.rails.clone().map(|r| r.0),
@@ -243,6 +247,9 @@ impl RunArgs {
 
 /// Run `railsweep run`. `Err` is a usage or set-up error (exit code 2).
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
+    if args.pods.nodes.is_some() || args.pods.dry_run {
+        return crate::managed::run(args).await;
+    }
     let cfg = args.sweep_config()?;
     if cfg.tclass.is_none() {
         eprintln!(
@@ -296,7 +303,7 @@ fn watch_ctrl_c(cancel: CancellationToken) {
     });
 }
 
-async fn sweep_with<R: Runner>(runner: R, args: &RunArgs, cfg: SweepConfig) -> Result<ExitCode> {
+pub(crate) async fn sweep_with<R: Runner>(runner: R, args: &RunArgs, cfg: SweepConfig) -> Result<ExitCode> {
     // Refuse before any pod work whatever would fail at the end.
     let (skip, resume_id, resume_mode) = match &args.resume {
         Some(p) => read_resume(p)?,

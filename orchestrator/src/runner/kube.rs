@@ -125,6 +125,11 @@ impl KubeRunner {
         &self.namespace
     }
 
+    /// The API client, for the pods railsweep creates itself (`--nodes`).
+    pub fn client(&self) -> Client {
+        self.pods.clone().into_client()
+    }
+
     fn attach_params(&self, stdin: bool) -> AttachParams {
         let mut ap = AttachParams::default()
             .stdin(stdin)
