@@ -27,6 +27,8 @@ enum Command {
     Run(Box<orchestrator::run::RunArgs>),
     /// Merge saved runs (CSV or JSON) and print or write the per-rail comparison.
     Report(report::ReportArgs),
+    /// Create the pod pair of each network mode in turn, sweep it, and compare the modes.
+    Compare(Box<orchestrator::compare::CompareArgs>),
     /// Every rail of every pair of a set of pods, in rounds of disjoint pairs, and the suspects.
     Fleet(Box<orchestrator::fleet::FleetArgs>),
 }
@@ -47,6 +49,12 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Report(args) => report::run(&args),
         Command::Run(args) => run_async(*args),
+        Command::Compare(args) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(anyhow::Error::from)
+            .and_then(|rt| rt.block_on(orchestrator::compare::run(*args))),
         Command::Fleet(args) => tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()

@@ -1,0 +1,153 @@
+//! `railsweep compare --modes hostnetwork,ipvlan,sriov --nodes A,B`: the pod pair of each
+//! mode in turn, with the same sweep parameters, then one comparison of all of them.
+//!
+//! Files, from `-o FILE.csv` (default `railsweep-compare-RUN.csv`): each mode's rows as
+//! `FILE.MODE.csv` while it runs (as `railsweep run` writes them, so a crash loses nothing),
+//! then every mode's rows in `FILE.csv`, the markdown comparison in `FILE.md` (also on
+//! stdout) and the chart in `FILE.svg`. A mode whose pods do not start is explained and
+//! skipped; the others still run.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use results::{Format, Report};
+
+use crate::managed;
+use crate::modes::Mode;
+use crate::run::{RunArgs, RunnerKind, EXIT_INTERRUPTED, GENERATED_BY};
+use crate::sweep;
+
+/// Arguments of `railsweep compare`: the modes, and every `railsweep run` option for the
+/// pods and the sweep (`--nodes` is required; `--mode` is replaced by `--modes`).
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Each mode needs its own settings where it has any: give them all at once, with a MODE: prefix \
+where they differ, e.g. --uverbs 0-17 --networks 'ipvlan:rdma-ipvlan-{0..15}' --rdma-resource \
+'ipvlan:nvidia.com/hostdev=16' --networks 'sriov:sriov-rdma-rail-{0..15}' --rdma-resource \
+'sriov:nvidia.com/sriov_rdma_rail{0..15}=1'.
+
+Exit status: 0 every mode ran and every rail is ok; 1 a mode did not start, or a rail failed or \
+fell below a threshold; 2 usage or set-up error; 130 interrupted (the pods are deleted).")]
+pub struct CompareArgs {
+    /// The modes, run one after the other in this order.
+    #[arg(long, value_delimiter = ',', required = true, value_name = "MODE,...")]
+    pub modes: Vec<Mode>,
+    /// Everything `railsweep run` takes.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// `FILE.csv` -> `FILE.EXT`.
+fn sibling(csv: &Path, ext: &str) -> PathBuf {
+    csv.with_extension(ext)
+}
+
+/// Run `railsweep compare`.
+pub async fn run(args: CompareArgs) -> Result<ExitCode> {
+    let base = &args.run;
+    if base.pods.nodes.is_none() && !base.pods.dry_run {
+        bail!("compare creates its pods: give --nodes NODE_A,NODE_B (client on A, server on B)");
+    }
+    if base.mode.is_some() {
+        bail!("compare takes --modes, not --mode");
+    }
+    if base.resume.is_some() || base.json.is_some() {
+        bail!("compare writes its own files: --resume and --json are for railsweep run");
+    }
+    if base.runner != RunnerKind::Kube {
+        bail!("compare creates pods through the Kubernetes API: it cannot go with --runner local");
+    }
+    let mut modes = args.modes.clone();
+    modes.dedup();
+    if base.pods.dry_run {
+        for m in &modes {
+            let mut a = base.clone();
+            a.mode = Some(m.as_str().into());
+            managed::run(a).await?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let run_id = sweep::new_run_id();
+    let csv = base
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("railsweep-compare-{run_id}.csv")));
+    let per_mode = |m: Mode| sibling(&csv, &format!("{m}.csv"));
+    for p in std::iter::once(csv.clone())
+        .chain([sibling(&csv, "md"), sibling(&csv, "svg")])
+        .chain(modes.iter().map(|m| per_mode(*m)))
+    {
+        if p.exists() {
+            bail!("{} exists; give another -o", p.display());
+        }
+    }
+    // Every mode's options are checked before the first pod is made.
+    for m in &modes {
+        let opts = base.pods.pod_options("default", base.port, base.inject)?;
+        crate::modes::check(*m, &opts).with_context(|| format!("mode {m}"))?;
+    }
+
+    let runner = managed::connect(base).await?;
+    let mut failed_modes = Vec::new();
+    let mut interrupted = false;
+    for (i, m) in modes.iter().enumerate() {
+        eprintln!("railsweep: compare: mode {} of {}: {m}", i + 1, modes.len());
+        let mut a = base.clone();
+        a.mode = Some(m.as_str().into());
+        a.output = Some(per_mode(*m));
+        match managed::run_mode(&runner, &a, *m).await {
+            Ok(code) if code == ExitCode::from(EXIT_INTERRUPTED) => {
+                interrupted = true;
+                break;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!("railsweep: error: {e:#}");
+                failed_modes.push(*m);
+            }
+        }
+    }
+
+    let mut rows = Vec::new();
+    for m in &modes {
+        let p = per_mode(*m);
+        if p.exists() {
+            rows.extend(results::read_path(&p).with_context(|| format!("cannot read {}", p.display()))?);
+        }
+    }
+    let report = Report::new(GENERATED_BY, rows);
+    for (format, path) in [
+        (Format::Csv, csv.clone()),
+        (Format::Markdown, sibling(&csv, "md")),
+        (Format::Svg, sibling(&csv, "svg")),
+    ] {
+        let bytes = format
+            .exporter()
+            .serialize(&report)
+            .with_context(|| format!("cannot produce {format} output"))?;
+        std::fs::write(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
+        if format == Format::Markdown {
+            print!("{}", String::from_utf8_lossy(&bytes));
+        }
+    }
+    eprintln!(
+        "railsweep: compare: {} rows of {} mode(s) in {}; comparison in {} and {}",
+        report.rows.len(),
+        modes.len() - failed_modes.len(),
+        csv.display(),
+        sibling(&csv, "md").display(),
+        sibling(&csv, "svg").display()
+    );
+    if interrupted {
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    if !failed_modes.is_empty() {
+        let names: Vec<&str> = failed_modes.iter().map(|m| m.as_str()).collect();
+        eprintln!("railsweep: compare: mode(s) {} did not run (see above)", names.join(", "));
+        return Ok(ExitCode::from(1));
+    }
+    Ok(if report.has_problems() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
