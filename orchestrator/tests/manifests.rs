@@ -101,3 +101,36 @@ fn snapshots_say_what_each_mode_needs() {
     // Node names that look like numbers stay strings.
     assert!(host.contains("kubernetes.io/hostname: 10.140.82.106"), "{host}");
 }
+
+/// `railsweep run --dry-run` prints exactly the snapshot: the command line reaches the same
+/// typed pods as the library.
+#[test]
+fn dry_run_prints_the_snapshots() {
+    let dir = repo().join("orchestrator/tests/snapshots/manifests");
+    for mode in Mode::ALL {
+        let m = mode.to_string();
+        let mut args = vec![
+            "run", "--dry-run", "--mode", m.as_str(), "--nodes", "10.140.66.66,10.140.82.106", "-n", "rdma-hostnet",
+            "--run-id", "20261129T101500Z", "--uverbs", "0-17",
+            "--networks", "ipvlan:rdma-ipvlan-{0..15}", "--rdma-resource", "ipvlan:nvidia.com/hostdev=16",
+            "--networks", "sriov:sriov-rdma-rail-{0..15}", "--rdma-resource", "sriov:nvidia.com/sriov_rdma_rail{0..15}=1",
+        ];
+        let yaml = std::process::Command::new(env!("CARGO_BIN_EXE_railsweep")).args(&args).output().expect("runs");
+        assert_eq!(yaml.status.code(), Some(0), "{}", String::from_utf8_lossy(&yaml.stderr));
+        let expected = std::fs::read_to_string(dir.join(format!("{m}.yaml"))).expect("snapshot");
+        assert_eq!(String::from_utf8_lossy(&yaml.stdout), expected, "{m}: railsweep run --dry-run -o yaml");
+        args.extend(["-o", "json"]);
+        let json = std::process::Command::new(env!("CARGO_BIN_EXE_railsweep")).args(&args).output().expect("runs");
+        let list: serde_json::Value = serde_json::from_slice(&json.stdout).expect("-o json is JSON");
+        assert_eq!(list["kind"], "List");
+        assert_eq!(list["items"][0]["metadata"]["name"], format!("railsweep-20261129t101500z-{m}-server"));
+    }
+    // A mode that lacks what it needs says what to give.
+    let r = std::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
+        .args(["run", "--dry-run", "--mode", "ipvlan"])
+        .output()
+        .expect("runs");
+    assert_eq!(r.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("mode ipvlan needs --networks") && err.contains("rdma-ipvlan-{0..15}"), "{err}");
+}
