@@ -93,7 +93,7 @@ fn install_signals(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
         .name("rdmabw-signal".into())
         .spawn(move || {
             while !s.load(Ordering::Relaxed) {
-                thread::sleep(Duration::from_millis(50));
+                thread::sleep(Duration::from_millis(200));
             }
             thread::sleep(Duration::from_secs(6));
             eprintln!("rdmabw: interrupted");

@@ -44,6 +44,9 @@ use crate::verbs::{Device, PathMtu, PathParams};
 const EXPLAIN_WAIT: Duration = Duration::from_millis(400);
 /// Poll interval of the server's wait for the client's `Done` and of the listeners.
 const POLL: Duration = Duration::from_millis(50);
+/// How often a passive server looks at its stop flag while it waits for the client's `Done`
+/// (the peer's `Done` or failure wakes it at once).
+const PASSIVE_POLL: Duration = Duration::from_millis(100);
 /// How long a server reuses one discovery for the next hellos (a daemon receiving one hello per
 /// rail at once discovers once; sysfs discovery reads every GID table).
 const INVENTORY_TTL: Duration = Duration::from_secs(5);
@@ -535,7 +538,7 @@ fn window(
     } else {
         let deadline = Instant::now() + measure_timeout;
         loop {
-            match watch.wait_peer_done(POLL) {
+            match watch.wait_peer_done(PASSIVE_POLL) {
                 Ok(()) => break Ok(Vec::new()),
                 Err(ControlError::Timeout { .. }) if Instant::now() < deadline => {
                     if engine_stop.load(Ordering::Relaxed) {
@@ -616,6 +619,8 @@ fn watch_peer(w: &PeerWatch) -> SocketAddr {
 
 /// How often the guard reads the rail's port state during the window.
 const RAIL_CHECK: Duration = Duration::from_millis(200);
+/// How often the guard wakes (the caller's stop flag reaches the engine within this).
+const GUARD_TICK: Duration = Duration::from_millis(100);
 
 /// During the window: copies the caller's stop flag (SIGINT) into the engine's, and watches
 /// this side's port: a rail that goes down stops the run at once (rxe, for one, retries
@@ -671,7 +676,7 @@ impl Guard {
                             }
                         }
                     }
-                    thread::sleep(Duration::from_millis(20));
+                    thread::sleep(GUARD_TICK);
                 }
             })
             .ok();
