@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, Client, Config};
 use results::{read_path, NetworkMode, RailStatus};
-use support::fake::{Behave, Fake};
+use support::fake::{alive, Behave, Fake};
 
 /// Two GPU nodes like the field reports': 16 rail PFs, 8 GPUs, the GPU taint, an IP pool of
 /// 32 addresses, and one SR-IOV VF resource per rail (2 rails here).
@@ -123,6 +123,7 @@ async fn run_creates_waits_sweeps_and_deletes() {
     let rows = read_path(&out).expect("rows");
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|r| r.status == RailStatus::Ok && r.network_mode == NetworkMode::Ipvlan));
+    assert!(f.client_log().contains("--netdev net2"), "the clients ran in the created client pod");
     assert_eq!(rows[0].client_pod.as_deref(), Some("railsweep-t1-ipvlan-client"));
     assert_eq!((rows[0].client_node.as_str(), rows[0].server_node.as_str()), ("node-a", "node-b"));
     assert!(pods_left(addr).await.is_empty());
@@ -350,6 +351,8 @@ async fn ctrl_c_during_the_sweep_deletes_the_pods() {
     let stderr = text(&code.1.stderr);
     assert_eq!(code.0, Some(130), "{stderr}");
     assert!(stderr.contains("deleted pods"), "{stderr}");
+    let (hang, daemon) = (f.pid_in("hang-net2.pid").expect("pid"), f.pid_in("server.pid").expect("pid"));
+    assert!(!alive(hang) && !alive(daemon), "the client and the daemon in the pods ended");
     assert!(pods_left(addr).await.is_empty(), "{stderr}");
 }
 
