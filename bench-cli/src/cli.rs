@@ -271,16 +271,31 @@ pub struct TestArgs {
 
     /// Put this side's buffer in GPU memory (ib_write_bw --use_cuda): a CUDA GPU index, or auto:
     /// the GPU nearest this side's NIC (same PCIe switch, else root port, host bridge, NUMA node).
-    #[arg(long = "use_cuda", alias = "use-cuda", value_name = "GPU", help_heading = "GPU")]
+    #[arg(
+        long = "use_cuda",
+        alias = "use-cuda",
+        value_name = "GPU",
+        help_heading = "GPU"
+    )]
     pub use_cuda: Option<String>,
 
     /// The GPU by PCI bus id (0000:0f:00.0; nvidia-smi's spelling works too); implies --use_cuda.
-    #[arg(long = "cuda-bus-id", alias = "cuda_bus_id", value_name = "BUS_ID", help_heading = "GPU")]
+    #[arg(
+        long = "cuda-bus-id",
+        alias = "cuda_bus_id",
+        value_name = "BUS_ID",
+        help_heading = "GPU"
+    )]
     pub cuda_bus_id: Option<String>,
 
     /// How GPU memory is registered with the NIC: dmabuf (export a dma-buf, ibv_reg_dmabuf_mr),
     /// peermem (nvidia_peermem), or auto (dma-buf when the GPU and NIC can, else peermem).
-    #[arg(long = "cuda-mem", alias = "cuda_mem", value_name = "PATH", help_heading = "GPU")]
+    #[arg(
+        long = "cuda-mem",
+        alias = "cuda_mem",
+        value_name = "PATH",
+        help_heading = "GPU"
+    )]
     pub cuda_mem: Option<String>,
 
     /// Name the rail by its network interface; also picks the device and the GID.

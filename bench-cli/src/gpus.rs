@@ -99,7 +99,9 @@ pub fn memory_request(a: &TestArgs) -> Result<MemoryRequest, Usage> {
     };
     let Some(gpu) = sel else {
         if a.cuda_mem.is_some() {
-            return usage("--cuda-mem applies to GPU memory: add --use_cuda N|auto or --cuda-bus-id");
+            return usage(
+                "--cuda-mem applies to GPU memory: add --use_cuda N|auto or --cuda-bus-id",
+            );
         }
         return Ok(MemoryRequest::Host);
     };
@@ -268,7 +270,10 @@ fn list(roots: &SysRoots, json: bool) -> u8 {
             println!("CUDA driver: supports CUDA {v}");
         }
         if report.gpus.is_empty() {
-            println!("no GPU (neither CUDA nor {} shows one)", roots.sys.join("bus/pci/devices").display());
+            println!(
+                "no GPU (neither CUDA nor {} shows one)",
+                roots.sys.join("bus/pci/devices").display()
+            );
         } else {
             print!("{}", table(&report));
             if report.gpus.iter().any(|g| g.index.is_none()) {
@@ -401,13 +406,21 @@ mod tests {
 
     #[test]
     fn gpu_flags_parse_and_conflict() {
-        assert_eq!(gpu_select(Some("3"), None).ok().flatten(), Some(GpuSelect::Index(3)));
-        assert_eq!(gpu_select(Some("auto"), None).ok().flatten(), Some(GpuSelect::Auto));
+        assert_eq!(
+            gpu_select(Some("3"), None).ok().flatten(),
+            Some(GpuSelect::Index(3))
+        );
+        assert_eq!(
+            gpu_select(Some("auto"), None).ok().flatten(),
+            Some(GpuSelect::Auto)
+        );
         assert_eq!(
             gpu_select(None, Some("00000000:0F:00.0")).ok().flatten(),
             Some(GpuSelect::BusId("0000:0f:00.0".into()))
         );
-        let e = |u: Option<&str>, b: Option<&str>| gpu_select(u, b).err().map(|e| e.0).unwrap_or_default();
+        let e = |u: Option<&str>, b: Option<&str>| {
+            gpu_select(u, b).err().map(|e| e.0).unwrap_or_default()
+        };
         assert!(e(Some("x"), None).starts_with("--use_cuda x: give a CUDA GPU index"));
         assert!(e(Some("0"), Some("0f:00.0")).contains("give one"));
         assert!(e(None, Some("gpu0")).starts_with("--cuda-bus-id gpu0: "));
@@ -444,7 +457,10 @@ mod tests {
         let t = table(&r);
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[0].starts_with("GPU  NAME"), "{t}");
-        assert!(lines[1].contains("NVIDIA H200  0000:19:00.0  0     yes"), "{t}");
+        assert!(
+            lines[1].contains("NVIDIA H200  0000:19:00.0  0     yes"),
+            "{t}"
+        );
         assert!(lines[1].ends_with("mlx5_0 (rdma0), mlx5_1 [PIX]"), "{t}");
     }
 }

@@ -282,7 +282,10 @@ pub(crate) mod cuda {
 
         /// Copies `data` to `offset` (`cuMemcpyHtoD`); `false` when it does not fit.
         pub(crate) fn write(&self, offset: usize, data: &[u8]) -> Result<bool, DriverError> {
-            if offset.checked_add(data.len()).is_none_or(|end| end > self.len) {
+            if offset
+                .checked_add(data.len())
+                .is_none_or(|end| end > self.len)
+            {
                 return Ok(false);
             }
             self.ctx.bind_to_thread()?;
@@ -293,7 +296,10 @@ pub(crate) mod cuda {
 
         /// Copies from `offset` into `out` (`cuMemcpyDtoH`); `false` when it does not fit.
         pub(crate) fn read(&self, offset: usize, out: &mut [u8]) -> Result<bool, DriverError> {
-            if offset.checked_add(out.len()).is_none_or(|end| end > self.len) {
+            if offset
+                .checked_add(out.len())
+                .is_none_or(|end| end > self.len)
+            {
                 return Ok(false);
             }
             self.ctx.bind_to_thread()?;
@@ -375,7 +381,8 @@ pub(crate) mod dmabuf {
     /// (`/dev/udmabuf`).
     pub(crate) fn udmabuf(dev: &Path, memfd: &File, len: u64) -> io::Result<OwnedFd> {
         let ctl = File::options().read(true).write(true).open(dev)?;
-        let fd = u32::try_from(memfd.as_raw_fd()).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+        let fd = u32::try_from(memfd.as_raw_fd())
+            .map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
         let arg = UdmabufCreate {
             memfd: fd,
             flags: UDMABUF_FLAGS_CLOEXEC,
@@ -384,7 +391,13 @@ pub(crate) mod dmabuf {
         };
         // SAFETY: UDMABUF_CREATE reads one `struct udmabuf_create`, which `arg` is (repr(C),
         // live for the call); the kernel returns a new descriptor or -1.
-        let out = unsafe { libc::ioctl(ctl.as_raw_fd(), UDMABUF_CREATE, &arg as *const UdmabufCreate) };
+        let out = unsafe {
+            libc::ioctl(
+                ctl.as_raw_fd(),
+                UDMABUF_CREATE,
+                &arg as *const UdmabufCreate,
+            )
+        };
         if out < 0 {
             return Err(io::Error::last_os_error());
         }

@@ -156,7 +156,11 @@ impl PciLocation {
     /// Reads the location of RDMA device `device`'s PCI function from
     /// `<sys>/class/infiniband/<device>/device`.
     pub fn of_rdma_device(roots: &SysRoots, device: &str) -> Result<PciLocation, TopologyError> {
-        let link = roots.sys.join("class/infiniband").join(device).join("device");
+        let link = roots
+            .sys
+            .join("class/infiniband")
+            .join(device)
+            .join("device");
         if fs::symlink_metadata(&link).is_err() {
             return Err(TopologyError::NotPci {
                 device: device.to_string(),
@@ -178,7 +182,8 @@ impl PciLocation {
             source,
         };
         let real = fs::canonicalize(link).map_err(unreadable)?;
-        let devices = fs::canonicalize(roots.sys.join("devices")).unwrap_or_else(|_| roots.sys.join("devices"));
+        let devices = fs::canonicalize(roots.sys.join("devices"))
+            .unwrap_or_else(|_| roots.sys.join("devices"));
         let rel = real.strip_prefix(&devices).unwrap_or(&real);
         let parts: Vec<String> = rel
             .components()
@@ -474,11 +479,20 @@ mod tests {
 
     #[test]
     fn bus_ids_in_every_spelling() {
-        assert_eq!(normalize_bus_id("0000:0F:00.0").as_deref(), Some("0000:0f:00.0"));
-        assert_eq!(normalize_bus_id("00000000:0F:00.0").as_deref(), Some("0000:0f:00.0"));
+        assert_eq!(
+            normalize_bus_id("0000:0F:00.0").as_deref(),
+            Some("0000:0f:00.0")
+        );
+        assert_eq!(
+            normalize_bus_id("00000000:0F:00.0").as_deref(),
+            Some("0000:0f:00.0")
+        );
         assert_eq!(normalize_bus_id("0f:00.1").as_deref(), Some("0000:0f:00.1"));
         assert_eq!(normalize_bus_id("0f:00").as_deref(), Some("0000:0f:00.0"));
-        assert_eq!(normalize_bus_id(" 0001:c3:1f.7 ").as_deref(), Some("0001:c3:1f.7"));
+        assert_eq!(
+            normalize_bus_id(" 0001:c3:1f.7 ").as_deref(),
+            Some("0001:c3:1f.7")
+        );
         assert_eq!(normalize_bus_id("0000:0f:20.0"), None);
         assert_eq!(normalize_bus_id("0000:0f:00.8"), None);
         assert_eq!(normalize_bus_id("gpu0"), None);
@@ -492,16 +506,34 @@ mod tests {
         // One switch: upstream port u, downstream ports a and b.
         let g = loc("pci0000:00", &[rp, "u", "a"], "g", Some(0));
         let n = loc("pci0000:00", &[rp, "u", "b"], "n", Some(0));
-        assert_eq!(distance(&g, &n), Distance { proximity: Proximity::SameSwitch, bridges: 3 });
+        assert_eq!(
+            distance(&g, &n),
+            Distance {
+                proximity: Proximity::SameSwitch,
+                bridges: 3
+            }
+        );
         // Two functions of one device.
         let n2 = loc("pci0000:00", &[rp, "u", "b"], "n2", Some(0));
         assert_eq!(distance(&n, &n2).proximity, Proximity::SameSwitch);
         // Two switch levels.
         let far = loc("pci0000:00", &[rp, "u", "c", "u2", "d"], "f", Some(0));
-        assert_eq!(distance(&g, &far), Distance { proximity: Proximity::SameRootPort, bridges: 5 });
+        assert_eq!(
+            distance(&g, &far),
+            Distance {
+                proximity: Proximity::SameRootPort,
+                bridges: 5
+            }
+        );
         // Another root port of the same host bridge.
         let other_rp = loc("pci0000:00", &["0000:00:03.1"], "o", Some(0));
-        assert_eq!(distance(&g, &other_rp), Distance { proximity: Proximity::SameHostBridge, bridges: 5 });
+        assert_eq!(
+            distance(&g, &other_rp),
+            Distance {
+                proximity: Proximity::SameHostBridge,
+                bridges: 5
+            }
+        );
         // Another host bridge, same NUMA node; then another node; then unknown.
         let hb = loc("pci0000:40", &["0000:40:01.1"], "h", Some(0));
         assert_eq!(distance(&g, &hb).proximity, Proximity::SameNuma);

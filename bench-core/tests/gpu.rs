@@ -8,7 +8,7 @@ use bench_core::error::Error;
 use bench_core::gpu::list::gpus_report;
 use bench_core::gpu::selftest::{self, SelftestOptions};
 use bench_core::gpu::{
-    host_dmabuf, CudaMemPath, Cuda, GpuError, GpuSelect, HostDmabufSource, MemoryKind,
+    host_dmabuf, Cuda, CudaMemPath, GpuError, GpuSelect, HostDmabufSource, MemoryKind,
     MemoryRequest,
 };
 use bench_core::sysfs::SysRoots;
@@ -72,7 +72,11 @@ fn without_libcuda_gpus_lists_what_sysfs_shows_with_the_nearest_rails() {
     let (report, err) = gpus_report(&roots("gpu-node"));
     assert!(matches!(err, Some(GpuError::NoDriverLibrary)));
     assert!(report.cuda_driver.is_none());
-    assert!(report.cuda_error.as_deref().unwrap_or("").contains("no CUDA driver library"));
+    assert!(report
+        .cuda_error
+        .as_deref()
+        .unwrap_or("")
+        .contains("no CUDA driver library"));
     assert_eq!(report.gpus.len(), 8);
     for (i, g) in report.gpus.iter().enumerate() {
         assert_eq!(g.index, None);
@@ -121,7 +125,10 @@ fn memory_requests_round_trip_and_default_to_host() {
         path: CudaMemPath::Dmabuf,
     };
     let j = serde_json::to_string(&r).expect("json");
-    assert_eq!(j, r#"{"cuda":{"gpu":{"bus_id":"0000:0f:00.0"},"path":"dmabuf"}}"#);
+    assert_eq!(
+        j,
+        r#"{"cuda":{"gpu":{"bus_id":"0000:0f:00.0"},"path":"dmabuf"}}"#
+    );
     assert_eq!(serde_json::from_str::<MemoryRequest>(&j).expect("back"), r);
     assert!(MemoryRequest::default().is_host());
     assert_eq!(

@@ -48,7 +48,13 @@ fn a_nic_location_names_its_host_bridge_and_every_bridge() {
     assert_eq!(loc.host_bridge.as_deref(), Some("pci0000:00"));
     assert_eq!(
         loc.bridges,
-        ["0000:00:01.1", "0000:01:00.0", "0000:02:00.0", "0000:03:00.0", "0000:04:08.0"]
+        [
+            "0000:00:01.1",
+            "0000:01:00.0",
+            "0000:02:00.0",
+            "0000:03:00.0",
+            "0000:04:08.0"
+        ]
     );
     assert_eq!(loc.numa_node, Some(0));
     // The same function by its bus id, in CUDA's spelling.
@@ -66,7 +72,10 @@ fn every_rail_gets_the_gpu_under_its_own_switch() {
         assert_eq!(c.sysfs_index, rail / 2, "{dev}");
         assert_eq!(
             c.distance,
-            Distance { proximity: Proximity::SameSwitch, bridges: 3 },
+            Distance {
+                proximity: Proximity::SameSwitch,
+                bridges: 3
+            },
             "{dev}"
         );
     }
@@ -76,10 +85,16 @@ fn every_rail_gets_the_gpu_under_its_own_switch() {
 fn the_other_gpu_of_the_root_is_next_and_the_rest_are_farther() {
     let r = roots("gpu-node");
     let near = gpus_near(&r, "mlx5_2", Proximity::SameRootPort).expect("mlx5_2");
-    let v: Vec<(&str, Proximity)> = near.iter().map(|(g, d)| (g.address(), d.proximity)).collect();
+    let v: Vec<(&str, Proximity)> = near
+        .iter()
+        .map(|(g, d)| (g.address(), d.proximity))
+        .collect();
     assert_eq!(
         v,
-        [("0000:13:00.0", Proximity::SameSwitch), ("0000:0f:00.0", Proximity::SameRootPort)]
+        [
+            ("0000:13:00.0", Proximity::SameSwitch),
+            ("0000:0f:00.0", Proximity::SameRootPort)
+        ]
     );
     // Everything, nearest first: the root's two GPUs, then the other root of NUMA node 0, then
     // NUMA node 1.
@@ -144,8 +159,11 @@ fn each_gpu_lists_its_two_rails_first() {
     for (i, gpu) in GPUS.iter().enumerate() {
         let near = rdma_devices_near(&r, gpu).expect("devices");
         assert_eq!(near.len(), 18, "16 rails and 2 front-end NICs");
-        let first: Vec<(&str, Proximity)> =
-            near.iter().take(3).map(|(n, d)| (n.as_str(), d.proximity)).collect();
+        let first: Vec<(&str, Proximity)> = near
+            .iter()
+            .take(3)
+            .map(|(n, d)| (n.as_str(), d.proximity))
+            .collect();
         let a = format!("mlx5_{}", 2 * i);
         let b = format!("mlx5_{}", 2 * i + 1);
         assert_eq!(first[0], (a.as_str(), Proximity::SameSwitch), "GPU {i}");

@@ -112,10 +112,13 @@ impl Cuda {
 
     /// Every GPU CUDA sees, in CUDA order.
     pub fn gpus(&self) -> Result<Vec<GpuInfo>, GpuError> {
-        let n = self.driver.device_count().map_err(|e| GpuError::DriverInit {
-            call: "cuDeviceGetCount",
-            code: code(&e),
-        })?;
+        let n = self
+            .driver
+            .device_count()
+            .map_err(|e| GpuError::DriverInit {
+                call: "cuDeviceGetCount",
+                code: code(&e),
+            })?;
         (0..n).map(|i| self.info(i)).collect()
     }
 
@@ -126,7 +129,9 @@ impl Cuda {
             gpu: ordinal.to_string(),
             code: code(&e),
         };
-        let raw_bus = d.pci_bus_id(ordinal).map_err(|e| fail("cuDeviceGetPCIBusId", e))?;
+        let raw_bus = d
+            .pci_bus_id(ordinal)
+            .map_err(|e| fail("cuDeviceGetPCIBusId", e))?;
         let attr = |a| d.attribute(ordinal, a).unwrap_or(0);
         Ok(GpuInfo {
             index: u32::try_from(ordinal).unwrap_or(0),
@@ -251,13 +256,12 @@ impl Gpu {
         let len = bytes.max(1).div_ceil(GPU_PAGE) * GPU_PAGE;
         let ulen = usize::try_from(len)
             .map_err(|_| GpuError::Invalid(format!("{bytes} bytes cannot be allocated here")))?;
-        let alloc = DeviceAlloc::new(&self.cuda.driver, &self.ctx, ulen).map_err(|e| {
-            GpuError::Cuda {
+        let alloc =
+            DeviceAlloc::new(&self.cuda.driver, &self.ctx, ulen).map_err(|e| GpuError::Cuda {
                 what: format!("cuMemAlloc of {len} bytes"),
                 gpu: self.info.label(),
                 code: code(&e),
-            }
-        })?;
+            })?;
         alloc.set_sync_memops().map_err(|e| GpuError::Cuda {
             what: "cuPointerSetAttribute(SYNC_MEMOPS)".into(),
             gpu: self.info.label(),
@@ -306,10 +310,12 @@ impl GpuMemory {
                 why: "CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0, or the driver is older than CUDA 11.7".into(),
             });
         }
-        self.alloc.export_dmabuf().map_err(|e| GpuError::DmabufExportUnsupported {
-            gpu: self.gpu.label(),
-            why: format!("cuMemGetHandleForAddressRange failed with {}", code(&e)),
-        })
+        self.alloc
+            .export_dmabuf()
+            .map_err(|e| GpuError::DmabufExportUnsupported {
+                gpu: self.gpu.label(),
+                why: format!("cuMemGetHandleForAddressRange failed with {}", code(&e)),
+            })
     }
 
     /// Copies `data` in at `offset`.

@@ -30,7 +30,9 @@ pub enum GpuError {
     },
 
     /// CUDA sees no GPU.
-    #[error("CUDA sees no GPU in this process (check CUDA_VISIBLE_DEVICES and the container's GPUs)")]
+    #[error(
+        "CUDA sees no GPU in this process (check CUDA_VISIBLE_DEVICES and the container's GPUs)"
+    )]
     NoGpus,
 
     /// The GPU asked for does not exist here.
@@ -124,6 +126,9 @@ impl GpuError {
     /// no registration path, bad arguments. False when set-up worked and the GPU then failed
     /// (a CUDA call, a pattern that did not read back): exit 1.
     pub fn is_setup(&self) -> bool {
-        !matches!(self, GpuError::Cuda { .. } | GpuError::PatternMismatch { .. })
+        !matches!(
+            self,
+            GpuError::Cuda { .. } | GpuError::PatternMismatch { .. }
+        )
     }
 }

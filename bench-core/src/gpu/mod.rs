@@ -182,7 +182,11 @@ impl fmt::Display for MemoryUse {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.kind.label())?;
         if let Some(g) = &self.gpu {
-            write!(f, " on GPU {} ({} {}, {})", g.index, g.pci_bus_id, g.name, g.chosen_by)?;
+            write!(
+                f,
+                " on GPU {} ({} {}, {})",
+                g.index, g.pci_bus_id, g.name, g.chosen_by
+            )?;
         }
         Ok(())
     }
@@ -231,7 +235,12 @@ fn register_peermem(pd: &Pd, mem: &GpuMemory) -> Result<Buffer, GpuError> {
             },
         }
     })?;
-    Ok(Buffer::dmabuf(mr, mem.addr(), mem.len(), Arc::clone(&pd.meta)))
+    Ok(Buffer::dmabuf(
+        mr,
+        mem.addr(),
+        mem.len(),
+        Arc::clone(&pd.meta),
+    ))
 }
 
 fn errno_text(e: &std::io::Error) -> String {
@@ -268,19 +277,19 @@ pub fn alloc_buffer(
         CudaMemPath::Peermem => (register_peermem(pd, &mem)?, None, MemoryKind::CudaPeermem),
         CudaMemPath::Auto => match register_dmabuf(pd, &mem) {
             Ok((b, fd)) => (b, Some(fd), MemoryKind::CudaDmabuf),
-            Err(e @ (GpuError::DmabufExportUnsupported { .. }
-            | GpuError::Verbs(Error::DmabufUnsupported { .. }))) => {
-                match register_peermem(pd, &mem) {
-                    Ok(b) => (b, None, MemoryKind::CudaPeermem),
-                    Err(p) => {
-                        return Err(GpuError::NoPath {
-                            device: pd.device_name().to_string(),
-                            dmabuf: e.to_string(),
-                            peermem: p.to_string(),
-                        })
-                    }
+            Err(
+                e @ (GpuError::DmabufExportUnsupported { .. }
+                | GpuError::Verbs(Error::DmabufUnsupported { .. })),
+            ) => match register_peermem(pd, &mem) {
+                Ok(b) => (b, None, MemoryKind::CudaPeermem),
+                Err(p) => {
+                    return Err(GpuError::NoPath {
+                        device: pd.device_name().to_string(),
+                        dmabuf: e.to_string(),
+                        peermem: p.to_string(),
+                    })
                 }
-            }
+            },
             Err(e) => return Err(e),
         },
     };

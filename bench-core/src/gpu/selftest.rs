@@ -68,7 +68,8 @@ fn dmabuf_facts(fd: &OwnedFd) -> String {
         .ok()
         .map(File::from)
         .and_then(|mut f| f.seek(SeekFrom::End(0)).ok());
-    let info = fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).unwrap_or_default();
+    let info =
+        fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).unwrap_or_default();
     let exp = info
         .lines()
         .find_map(|l| l.strip_prefix("exp_name:"))
@@ -158,7 +159,10 @@ fn body(
         let c = Cuda::load()?;
         let n = c.gpus()?.len();
         let (ma, mi) = c.driver_version();
-        Ok((c, format!("libcuda loaded; the driver supports CUDA {ma}.{mi}; {n} GPU(s) visible")))
+        Ok((
+            c,
+            format!("libcuda loaded; the driver supports CUDA {ma}.{mi}; {n} GPU(s) visible"),
+        ))
     })?;
     let gpu = run.step("select", || {
         let (info, how) = cuda.select(&opts.gpu, &opts.roots, opts.register_on.as_deref())?;
@@ -212,7 +216,10 @@ fn body(
                 read: got[i],
             });
         }
-        Ok(((), format!("cuMemcpyDtoH of {len} bytes: identical to what was written")))
+        Ok((
+            (),
+            format!("cuMemcpyDtoH of {len} bytes: identical to what was written"),
+        ))
     })?;
     if let Some(dev) = &opts.register_on {
         run.step("register", || {
@@ -234,7 +241,10 @@ fn body(
         drop(fd);
         mem.free()?;
         drop(gpu);
-        Ok(((), "dma-buf fd closed; cuMemFree done; context released".to_string()))
+        Ok((
+            (),
+            "dma-buf fd closed; cuMemFree done; context released".to_string(),
+        ))
     })?;
     Ok(())
 }
