@@ -4,8 +4,18 @@
 # json_get FILE EXPR: evaluate a Python expression over the parsed document `d`.
 json_get() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 
+# sysfs_gid_index DEV IPV4: what lib.sh's gid_index reads (the index of the IPv4-mapped GID of
+# IPV4 on DEV, from sysfs), the lowest such index, in one grep: rxe's GID table has 1024
+# entries, and one `cat` per entry takes minutes under emulation when the GID sits at index 4.
+sysfs_gid_index() {
+  local want
+  want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ })
+  grep -lx "$want" /sys/class/infiniband/"$1"/ports/1/gids/* 2>/dev/null | sed 's#.*/##' | sort -n | head -1 | grep . \
+    || fail "no GID $want on $1"
+}
+
 # check_rails_of POD ATTACHMENT: `rdmabw rails` in POD lists every rail of the topology with its
-# interface, address, device and GID index (lib.sh's gid_index, an independent sysfs read), as
+# interface, address, device and GID index (sysfs_gid_index, an independent sysfs read), as
 # usable, with ATTACHMENT; prints the table.
 check_rails_of() {
   local pod=$1 want_att=$2 i row iface ip dev gi
@@ -14,7 +24,7 @@ check_rails_of() {
   echo "--- $pod"; cat "$T_OUT/rails-$pod.txt"
   for ((i = 0; i < LAB_RAILS; i++)); do
     iface=$(topo "$pod" "$i" iface); ip=$(topo "$pod" "$i" ipv4); dev=$(topo "$pod" "$i" rdma_dev)
-    gi=$(gid_index "$dev" "$ip")
+    gi=$(sysfs_gid_index "$dev" "$ip")
     # RAIL IFACE IPV4 DEVICE PORT GID_INDEX STATE GBPS MTU PCI NUMA GPUS ATTACHMENT USABLE
     row=$(awk -v r="$i" 'NR > 1 && $1 == r' "$T_OUT/rails-$pod.txt")
     [ -n "$row" ] || fail "$pod: no row for rail $i"

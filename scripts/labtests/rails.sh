@@ -20,7 +20,7 @@ test_rails_json_rows() {
   [ "$(json_get "$T_OUT/podA.json" 'len([r for r in d["rails"] if r["usable"]])')" = "$LAB_RAILS" ] || fail "not $LAB_RAILS usable rails"
   for ((i = 0; i < LAB_RAILS; i++)); do
     gi=$(json_get "$T_OUT/podA.json" "[r['gid_index'] for r in d['rails'] if r['rail'] == $i][0]")
-    [ "$gi" = "$(gid_index "$(topo podA "$i" rdma_dev)" "$(topo podA "$i" ipv4)")" ] || fail "rail $i: JSON GID index $gi"
+    [ "$gi" = "$(sysfs_gid_index "$(topo podA "$i" rdma_dev)" "$(topo podA "$i" ipv4)")" ] || fail "rail $i: JSON GID index $gi"
   done
   # podB's rxe devices are listed in podA's namespace too: as no rails, with the reason.
   json_get "$T_OUT/podA.json" '"\n".join(n["name"] + ": " + n["reason"] for n in d["not_rails"])'
