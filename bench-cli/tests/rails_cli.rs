@@ -1,0 +1,91 @@
+//! `rdmabw rails` and `rdmabw probe` as a user runs them: the built binary on bench-core's
+//! fixture trees (`--root`), its exit statuses and its two output forms.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use bench_core::report::{Attachment, RailsReport};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../bench-core/tests/fixtures")
+        .join(name)
+}
+
+fn rdmabw(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rdmabw"))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running rdmabw: {e}"))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn rails_json_is_the_report_railsweep_reads() {
+    let root = fixture("rails-ipvlan/pod2");
+    let out = rdmabw(&["rails", "--json", "--root", &root.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let r: RailsReport = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+    assert_eq!(r.rails.len(), 16);
+    assert!(r
+        .rails
+        .iter()
+        .all(|x| x.gid_index == Some(7) && x.attachment == Attachment::Ipvlan && x.usable));
+}
+
+#[test]
+fn rails_table_reads_with_awk_and_lists_what_is_not_a_rail() {
+    let root = fixture("rails-hostnet");
+    let out = rdmabw(&["rails", "--root", &root.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    let lines: Vec<&str> = t.lines().collect();
+    let header: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(
+        header,
+        vec![
+            "RAIL", "IFACE", "IPV4", "DEVICE", "PORT", "GID_INDEX", "STATE", "GBPS", "MTU", "PCI",
+            "NUMA", "GPUS", "ATTACHMENT", "USABLE"
+        ]
+    );
+    let row0: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(
+        row0,
+        vec![
+            "0", "rdma0", "10.224.0.1", "mlx5_5", "1", "3", "ACTIVE", "100", "4096",
+            "0000:0c:00.0", "3", "0000:0f:00.0,0000:15:00.0", "host_network", "yes"
+        ]
+    );
+    assert!(t.contains("NOT A RAIL"), "{t}");
+    assert!(t.contains("mlx5_0") && t.contains("front-end NIC"), "{t}");
+    // Machine output on stdout only.
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(rdmabw(&["rails", "--bogus"]).status.code(), Some(2));
+    assert_eq!(rdmabw(&["probe", "--bogus"]).status.code(), Some(2));
+}
+
+#[test]
+fn probe_prints_eleven_checks_and_exits_1_on_a_fail_0_otherwise() {
+    // This machine's own view: whatever it is, the exit status follows the FAIL count.
+    let out = rdmabw(&["probe", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+    let checks = v["checks"].as_array().cloned().unwrap_or_default();
+    assert_eq!(checks.len(), 11);
+    let fails = checks.iter().filter(|c| c["status"] == "FAIL").count();
+    assert_eq!(out.status.code(), Some(if fails > 0 { 1 } else { 0 }));
+    let table = rdmabw(&["probe"]);
+    let t = text(&table.stdout);
+    for c in &checks {
+        assert!(t.contains(c["name"].as_str().unwrap_or("?")), "{t}");
+    }
+    assert!(t.contains("11 checks"), "{t}");
+}
