@@ -106,6 +106,10 @@ pub struct ClientTest {
     pub min_gbps: Option<f64>,
     /// Threshold in percent of line rate.
     pub min_line_rate_pct: Option<f64>,
+    /// Seconds of traffic before the measured window, if not rdmabw's default.
+    pub warmup_s: Option<f64>,
+    /// Seconds of traffic after the measured window, if not rdmabw's default.
+    pub cooldown_s: Option<f64>,
 }
 
 /// `rdmabw client --json ...` for one rail.
@@ -138,6 +142,12 @@ pub fn client_argv(bin: &str, t: &ClientTest) -> Vec<String> {
     }
     if let Some(p) = t.min_line_rate_pct {
         v.extend(["--min-line-rate-pct".into(), fmt_num(p)]);
+    }
+    if let Some(w) = t.warmup_s {
+        v.extend(["--warmup".into(), fmt_num(w)]);
+    }
+    if let Some(c) = t.cooldown_s {
+        v.extend(["--cooldown".into(), fmt_num(c)]);
     }
     v.push(t.server_addr.clone());
     v
@@ -175,6 +185,17 @@ pub fn parse_client(out: &Output) -> ClientOutcome {
     let tail = out.stderr_tail(3);
     match report {
         Some(r) => match r.status {
+            // A window in which not one RDMA WRITE completed is no measurement of the rail,
+            // whatever the status says: record it as failed rather than as 0 Gb/s.
+            TestStatus::Ok | TestStatus::BelowThreshold
+                if r.results.last().is_some_and(|x| x.iterations == 0) =>
+            {
+                let secs = r.results.last().map_or(0.0, |x| x.measured_s);
+                ClientOutcome::Failed(
+                    format!("no RDMA WRITE completed in the {secs} s measured window (0 iterations)"),
+                    Some(Box::new(r)),
+                )
+            }
             TestStatus::Ok | TestStatus::BelowThreshold if !r.results.is_empty() => {
                 ClientOutcome::Measured(Box::new(r))
             }
@@ -192,9 +213,8 @@ pub fn parse_client(out: &Output) -> ClientOutcome {
         },
         None => {
             let what = match &out.exit {
-                Exit::Code(2) => "rdmabw client failed".to_string(),
-                Exit::Code(c) if *c >= 128 => format!("rdmabw client killed by signal {}", c - 128),
-                e => format!("rdmabw client ended with {e}"),
+                Exit::Code(c) if *c > 128 => format!("rdmabw client killed by signal {}", c - 128),
+                e => format!("rdmabw client failed ({e})"),
             };
             ClientOutcome::Failed(
                 if tail.is_empty() {
@@ -237,13 +257,15 @@ mod tests {
             mtu: Some(4096),
             min_gbps: Some(90.5),
             min_line_rate_pct: None,
+            warmup_s: Some(0.2),
+            cooldown_s: None,
         };
         let v = client_argv("rdmabw", &t);
         let s = v.join(" ");
         assert_eq!(
             s,
             "rdmabw client --json -D 3 -s 65536 -q 4 --netdev net1 --server-netdev net1 -p 18515 \
-             --tclass 41 -m 4096 --min-gbps 90.5 10.224.0.2"
+             --tclass 41 -m 4096 --min-gbps 90.5 --warmup 0.2 10.224.0.2"
         );
     }
 

@@ -147,6 +147,12 @@ pub struct RunArgs {
     /// Rails under this percentage of their line rate count as below threshold (exit code 1).
     #[arg(long, value_name = "PCT", value_parser = positive)]
     pub min_line_rate_pct: Option<f64>,
+    /// rdmabw's seconds of traffic before each measured window [default: rdmabw's, 0.5].
+    #[arg(long, value_name = "S", value_parser = non_negative)]
+    pub warmup: Option<f64>,
+    /// rdmabw's seconds of traffic after each measured window [default: rdmabw's, 0.25].
+    #[arg(long, value_name = "S", value_parser = non_negative)]
+    pub cooldown: Option<f64>,
     /// Run a failed rail again up to N more times.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub retries: u32,
@@ -236,6 +242,8 @@ impl RunArgs {
             mtu: self.mtu,
             min_gbps: self.min_gbps,
             min_line_rate_pct: self.min_line_rate_pct,
+            warmup_s: self.warmup,
+            cooldown_s: self.cooldown,
             parallel: self.parallel,
             retries: self.retries,
             margin: Duration::from_secs_f64(self.margin),
@@ -380,15 +388,18 @@ pub(crate) async fn sweep_with<R: Runner>(runner: R, args: &RunArgs, cfg: SweepC
     print_rows(&rows, args.format, cfg.parallel)?;
 
     let n = outcome.rows.len();
-    if n > 0 {
+    if n > 0 && outcome.interrupted.is_empty() {
         let measured_s = if cfg.parallel { cfg.duration_s } else { cfg.duration_s * n as f64 };
         let total = prep.setup_s + outcome.rails_wall_s;
         eprintln!(
-            "railsweep: {n} rail(s) in {total:.2} s (set-up {:.2} s, rails {:.2} s): {:.2} s per rail beyond the {} s measured",
+            "railsweep: {n} rail(s) in {total:.2} s (set-up {:.2} s, rails {:.2} s, rdmabw clients {:.2} s): \
+             {:.2} s per rail beyond the {} s measured, {:.2} s of it outside the rdmabw clients",
             prep.setup_s,
             outcome.rails_wall_s,
+            outcome.clients_s,
             (total - measured_s) / n as f64,
-            cfg.duration_s
+            cfg.duration_s,
+            (total - if cfg.parallel { outcome.clients_s / n as f64 } else { outcome.clients_s }) / n as f64
         );
     }
     eprintln!("railsweep: results in {}", sink.csv_path().display());

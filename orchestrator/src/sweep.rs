@@ -47,6 +47,10 @@ pub struct SweepConfig {
     pub min_gbps: Option<f64>,
     /// Threshold in percent of line rate.
     pub min_line_rate_pct: Option<f64>,
+    /// rdmabw's warm-up before the measured window, if not its default.
+    pub warmup_s: Option<f64>,
+    /// rdmabw's cool-down after the measured window, if not its default.
+    pub cooldown_s: Option<f64>,
     /// All rails at once.
     pub parallel: bool,
     /// Extra attempts for a failed rail.
@@ -120,14 +124,36 @@ async fn inject<R: Runner>(runner: &R, pod: &str, local: &std::path::Path) -> Re
     Ok(dest)
 }
 
-async fn check_version<R: Runner>(runner: &R, pod: &str, bin: &str, injected: bool) -> Result<String> {
-    let out = runner.exec(pod, &rdmabw::version_argv(bin), None).await?;
-    let hint = if injected {
-        String::new()
+fn install_hint(injected: bool) -> &'static str {
+    if injected {
+        ""
     } else {
         " Install rdmabw in the image, give its path with --rdmabw, or let railsweep copy its own with --inject."
-            .to_string()
-    };
+    }
+}
+
+/// Refuse an rdmabw that does not speak our documents and protocol; note a different patch.
+fn check_compatible(version: &str, pod: &str, injected: bool) -> Result<()> {
+    if !rdmabw::compatible(version, rdmabw::OWN_VERSION) {
+        bail!(
+            "pod {pod} has rdmabw {version}, which does not speak this railsweep's protocol ({}).{}",
+            rdmabw::OWN_VERSION,
+            install_hint(injected)
+        );
+    }
+    if version != rdmabw::OWN_VERSION {
+        eprintln!(
+            "railsweep: note: pod {pod} has rdmabw {version}, this railsweep was built with {}",
+            rdmabw::OWN_VERSION
+        );
+    }
+    Ok(())
+}
+
+/// `rdmabw --version` in the pod: is it there, and which version is it.
+async fn check_version<R: Runner>(runner: &R, pod: &str, bin: &str, injected: bool) -> Result<String> {
+    let out = runner.exec(pod, &rdmabw::version_argv(bin), None).await?;
+    let hint = install_hint(injected);
     match &out.exit {
         Exit::Code(0) => {}
         Exit::Code(126 | 127 | 255) | Exit::Error(_) => bail!(
@@ -141,18 +167,7 @@ async fn check_version<R: Runner>(runner: &R, pod: &str, bin: &str, injected: bo
         e => bail!("`{bin} --version` in pod {pod} failed: {e} {}", out.stderr_tail(2)),
     }
     let version = rdmabw::parse_version(&out.stdout).with_context(|| format!("in pod {pod}"))?;
-    if !rdmabw::compatible(&version, rdmabw::OWN_VERSION) {
-        bail!(
-            "pod {pod} has rdmabw {version}, which does not speak this railsweep's protocol ({}).{hint}",
-            rdmabw::OWN_VERSION
-        );
-    }
-    if version != rdmabw::OWN_VERSION {
-        eprintln!(
-            "railsweep: note: pod {pod} has rdmabw {version}, this railsweep was built with {}",
-            rdmabw::OWN_VERSION
-        );
-    }
+    check_compatible(&version, pod, injected)?;
     Ok(version)
 }
 
@@ -166,10 +181,21 @@ async fn prepare_pod<R: Runner>(
         Some(local) => inject(runner, pod, local).await?,
         None => cfg.rdmabw.clone(),
     };
-    check_version(runner, pod, &bin, cfg.inject.is_some()).await?;
+    let injected = cfg.inject.is_some();
+    // One exec when all is well: the rails report names the rdmabw version that printed it.
+    // Only when it fails does `--version` run, to tell a missing or foreign rdmabw apart from
+    // a failing `rails`.
     let out = runner.exec(pod, &rdmabw::rails_argv(&bin), None).await?;
-    let rails = rdmabw::parse_rails(&out).with_context(|| format!("in pod {pod}"))?;
-    Ok((info, bin, rails))
+    match rdmabw::parse_rails(&out) {
+        Ok(rails) => {
+            check_compatible(&rails.rdmabw_version, pod, injected)?;
+            Ok((info, bin, rails))
+        }
+        Err(e) => {
+            check_version(runner, pod, &bin, injected).await?;
+            Err(e.context(format!("in pod {pod}")))
+        }
+    }
 }
 
 /// Set-up: look both pods up, check (or inject) rdmabw, and read their rails, both pods at once.
@@ -248,6 +274,8 @@ pub struct SweepOutcome {
     pub interrupted: Vec<u32>,
     /// Wall time of the rails (set-up excluded), seconds.
     pub rails_wall_s: f64,
+    /// Seconds the rdmabw client processes ran, summed over rails and attempts.
+    pub clients_s: f64,
 }
 
 struct Daemon {
@@ -294,20 +322,13 @@ impl<'a, R: Runner> Server<'a, R> {
                 self.pod
             );
         }
-        let mut spawned = self
+        // A daemon that cannot start (port in use) ends at once; the first rail's client then
+        // fails to connect and `ended` adds the daemon's own words to that rail's error.
+        let spawned = self
             .runner
             .spawn(&self.pod, &self.argv)
             .await
             .map_err(|e| format!("cannot start the rdmabw server daemon in pod {}: {e:#}", self.pod))?;
-        // A daemon that cannot start (port in use, bad flag) ends at once: say so here rather
-        // than as a connection error on every rail.
-        if let Ok(r) = tokio::time::timeout(Duration::from_millis(250), &mut spawned.done).await {
-            return Err(format!(
-                "the rdmabw server daemon in pod {} ended at once: {}",
-                self.pod,
-                describe_end(r)
-            ));
-        }
         *st = Some(Daemon {
             pid: spawned.pid,
             done: spawned.done,
@@ -331,37 +352,50 @@ impl<'a, R: Runner> Server<'a, R> {
         let Some(mut d) = self.state.lock().await.take() else {
             return;
         };
-        stop_process(self.runner, &self.pod, d.pid, &mut d.done, "server daemon").await;
+        let _ = stop_process(self.runner, &self.pod, d.pid, &mut d.done, "server daemon").await;
     }
 }
 
-/// Stop a spawned process: TERM, wait 3 s, KILL, wait 2 s. Only while it is known to run (its
-/// exec session has not reported an end), so a recycled PID is never signalled.
+/// Stop a spawned process: TERM, wait 3 s, KILL, wait 2 s; its output if it ended. Only while
+/// it is known to run (its exec session has not reported an end), so a recycled PID is never
+/// signalled.
 async fn stop_process<R: Runner>(
     runner: &R,
     pod: &str,
     pid: u32,
     done: &mut JoinHandle<Result<Output>>,
     what: &str,
-) {
+) -> Option<Output> {
     for (signal, wait) in [(Signal::Term, 3.0), (Signal::Kill, 2.0)] {
         if done.is_finished() {
-            return;
+            break;
         }
         if let Err(e) = runner.kill(pod, pid, signal).await {
             if !done.is_finished() {
                 eprintln!("railsweep: warning: stopping the {what} (pid {pid}) in pod {pod}: {e:#}");
             }
         }
-        if tokio::time::timeout(Duration::from_secs_f64(wait), &mut *done)
-            .await
-            .is_ok()
-        {
-            return;
+        if let Ok(r) = tokio::time::timeout(Duration::from_secs_f64(wait), &mut *done).await {
+            return r.ok().and_then(Result::ok);
         }
+    }
+    if done.is_finished() {
+        return done.await.ok().and_then(Result::ok);
     }
     eprintln!("railsweep: warning: the {what} (pid {pid}) in pod {pod} did not end after SIGKILL");
     done.abort();
+    None
+}
+
+/// Adds the time since its start to a total when dropped (however the attempt ends).
+struct CountTime<'a>(&'a std::sync::Mutex<f64>, Instant);
+
+impl Drop for CountTime<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut t) = self.0.lock() {
+            *t += self.1.elapsed().as_secs_f64();
+        }
+    }
 }
 
 enum Attempt {
@@ -395,6 +429,7 @@ struct Sweep<'a, R: Runner> {
     server: Server<'a, R>,
     cancel: CancellationToken,
     progress: Progress,
+    clients_s: std::sync::Mutex<f64>,
 }
 
 fn pod_field(name: &str) -> Option<String> {
@@ -418,6 +453,8 @@ impl<'a, R: Runner> Sweep<'a, R> {
             mtu: self.cfg.mtu,
             min_gbps: self.cfg.min_gbps,
             min_line_rate_pct: self.cfg.min_line_rate_pct,
+            warmup_s: self.cfg.warmup_s,
+            cooldown_s: self.cfg.cooldown_s,
         };
         let argv = rdmabw::client_argv(&self.prep.client_bin, &test);
         let deadline = self.cfg.deadline();
@@ -435,6 +472,8 @@ impl<'a, R: Runner> Sweep<'a, R> {
             Err(e) => return Attempt::Failed(format!("{e:#}"), None),
         };
         let left = deadline.saturating_sub(t0.elapsed());
+        let started = Instant::now();
+        let _count = CountTime(&self.clients_s, started);
         tokio::select! {
             r = &mut spawned.done => match r {
                 Ok(Ok(out)) => match rdmabw::parse_client(&out) {
@@ -445,16 +484,21 @@ impl<'a, R: Runner> Sweep<'a, R> {
                 Err(e) => Attempt::Failed(format!("lost the client in pod {pod}: {e}"), None),
             },
             _ = tokio::time::sleep(left) => {
-                stop_process(self.runner, pod, spawned.pid, &mut spawned.done, "client").await;
+                let last = stop_process(self.runner, pod, spawned.pid, &mut spawned.done, "client")
+                    .await
+                    .map(|o| o.stderr_tail(2))
+                    .filter(|t| !t.is_empty())
+                    .map(|t| format!("; its last words: {t}"))
+                    .unwrap_or_default();
                 Attempt::Failed(format!(
-                    "no result within the rail's deadline of {:.0} s ({} s test + {} s margin); railsweep stopped the client",
+                    "no result within the rail's deadline of {:.0} s ({} s test + {} s margin); railsweep stopped the client{last}",
                     deadline.as_secs_f64(),
                     self.cfg.duration_s,
                     self.cfg.margin.as_secs_f64()
                 ), None)
             }
             _ = self.cancel.cancelled() => {
-                stop_process(self.runner, pod, spawned.pid, &mut spawned.done, "client").await;
+                let _ = stop_process(self.runner, pod, spawned.pid, &mut spawned.done, "client").await;
                 Attempt::Interrupted
             }
         }
@@ -681,11 +725,13 @@ pub async fn run<R: Runner>(
         },
         cancel: run.cancel.clone(),
         progress: progress.clone(),
+        clients_s: std::sync::Mutex::new(0.0),
     };
     let mut outcome = SweepOutcome {
         rows: Vec::new(),
         interrupted: Vec::new(),
         rails_wall_s: 0.0,
+        clients_s: 0.0,
     };
     // Start the daemon before the first rail; if it cannot start, every rail says why.
     if !pairs.is_empty() {
@@ -725,6 +771,7 @@ pub async fn run<R: Runner>(
     .await;
     sweep.server.stop().await;
     outcome.rails_wall_s = t0.elapsed().as_secs_f64();
+    outcome.clients_s = sweep.clients_s.lock().map(|t| *t).unwrap_or(0.0);
     result?;
     Ok(outcome)
 }

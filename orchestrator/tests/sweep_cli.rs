@@ -99,6 +99,20 @@ fn a_failed_rail_is_recorded_and_the_others_are_measured() {
 }
 
 #[test]
+fn a_window_without_a_completed_write_is_no_measurement() {
+    let f = Fake::new(2);
+    f.write("report-net2.json", &support::fake::report_iters(1, 0.0, None, 0).to_string());
+    let out = f.file("sweep.csv");
+    let (bin, o) = (s(&f.path()), s(&out));
+    let r = railsweep(&local_args(&bin, &o));
+    assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
+    let rows = read_path(&out).expect("csv reads");
+    assert_eq!(rows[1].status, RailStatus::Failed);
+    assert!(rows[1].error.as_deref().unwrap_or("").contains("0 iterations"), "{:?}", rows[1].error);
+    assert!(text(&r.stdout).contains("rail 1 failed: "), "{}", text(&r.stdout));
+}
+
+#[test]
 fn a_hanging_rail_ends_at_its_deadline() {
     let f = Fake::new(3);
     f.behave("net2", Behave::Hang);
@@ -209,11 +223,18 @@ fn missing_or_foreign_rdmabw_is_a_setup_error() {
     assert!(text(&r.stderr).contains("--inject"), "{}", text(&r.stderr));
     assert!(!out.exists(), "no results file for a sweep that never started");
 
-    f.write("version", "rdmabw 9.0.0\n");
+    f.set_version("9.0.0");
     let bin = s(&f.path());
     let r = railsweep(&local_args(&bin, &o));
     assert_eq!(r.status.code(), Some(2));
     assert!(text(&r.stderr).contains("rdmabw 9.0.0"), "{}", text(&r.stderr));
+
+    // An rdmabw without `rails` (or whose rails fails): --version tells which it is.
+    f.set_version("0.1.0");
+    f.write("rails.json", "not json");
+    let r = railsweep(&local_args(&bin, &o));
+    assert_eq!(r.status.code(), Some(2));
+    assert!(text(&r.stderr).contains("not a rails report"), "{}", text(&r.stderr));
 }
 
 #[test]

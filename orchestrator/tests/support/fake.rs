@@ -90,11 +90,15 @@ fn endpoint(host: &str, rail: u32, gid: u32) -> Value {
 }
 
 pub fn report(rail: u32, gbps: f64, failed: Option<&str>) -> Value {
+    report_iters(rail, gbps, failed, 1000)
+}
+
+pub fn report_iters(rail: u32, gbps: f64, failed: Option<&str>, iterations: u64) -> Value {
     let results = if failed.is_some() {
         json!([])
     } else {
         json!([{
-            "msg_size_bytes": 65536, "iterations": 1000, "bw_peak_gbps": gbps + 0.5,
+            "msg_size_bytes": 65536, "iterations": iterations, "bw_peak_gbps": gbps + 0.5,
             "bw_avg_gbps": gbps, "msg_rate_mpps": 0.18, "bw_p1_gbps": gbps - 1.0,
             "bw_p50_gbps": gbps, "bw_p99_gbps": gbps + 0.2, "interval_ms": 100,
             "measured_s": 1.0, "cpu_s": 0.9,
@@ -156,6 +160,16 @@ impl Fake {
             "schema_version": 1, "rdmabw_version": "0.1.0", "host": "fake", "rails": rails, "not_rails": [],
         });
         self.write("rails.json", &doc.to_string());
+    }
+
+    /// Make the fake claim another version, in `--version` and in its rails report.
+    #[allow(dead_code)]
+    pub fn set_version(&self, v: &str) {
+        self.write("version", &format!("rdmabw {v}\n"));
+        let path = self.dir.path().join("rails.json");
+        let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("reads")).expect("json");
+        doc["rdmabw_version"] = json!(v);
+        std::fs::write(path, doc.to_string()).expect("writes");
     }
 
     pub fn behave(&self, iface: &str, b: Behave) {
