@@ -64,12 +64,15 @@ pub fn inventory_for(roots: &SysRoots, req: &RailRequest) -> Result<Inventory, E
     }
 }
 
+/// A discovery and when it was made.
+type CachedInventory = Arc<Mutex<Option<(Instant, Arc<Inventory>)>>>;
+
 /// What the tests of one server share: which devices are busy, and a short-lived inventory.
 #[derive(Debug, Clone, Default)]
 pub struct ServerShared {
     /// Devices running a test.
     pub claims: DeviceClaims,
-    inventory: Arc<Mutex<Option<(Instant, Arc<Inventory>)>>>,
+    inventory: CachedInventory,
 }
 
 impl ServerShared {
