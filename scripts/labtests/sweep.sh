@@ -1,0 +1,186 @@
+# lab: --layout pods --rails 4
+# railsweep run (issue 6) between podA and podB over real rxe: the local runner (ip netns exec)
+# and the Kubernetes runner through kube-testserver (real HTTP and WebSocket, exec in the pods'
+# namespaces), every rail, --parallel, a rail down, a server pod killed mid-sweep, Ctrl-C.
+# Bandwidths are only checked to be above zero: rxe under emulation is slow. So is everything
+# else there: one rdmabw client of -D 2 takes 8 to 18 s of wall time in the guest, hence the
+# generous --margin (railsweep's default of 15 s is sized for real machines).
+
+MARGIN=${MARGIN:-60}
+# rdmabw counts a write when its completion arrives, one per 100 (cq_mod): at 64 KiB that is
+# 6.5 MB, more than rxe moves in a second or two under emulation, so a -D 2 window can count 0.
+# 4 KiB writes make the count fine-grained enough for a short window.
+SIZE=${SIZE:-4096}
+# A sweep of 4 rails takes a minute or two in the guest: more than the runner's default of 120 s.
+TEST_TIMEOUT=${TEST_TIMEOUT:-400}
+
+TESTSERVER=${TESTSERVER:-$LAB_REPO/target/release/examples/kube-testserver}
+
+# sweep NAME ARGS...: railsweep run with the local runner between podA (clients) and podB
+# (daemon); stdout in $T_OUT/NAME.out, stderr in $T_OUT/NAME.err, results in $T_OUT/NAME.csv;
+# sets $rc.
+sweep() {
+  local name=$1; shift
+  rc=0
+  "$RAILSWEEP" run --runner local --client-pod podA --server-pod podB --rdmabw "$RDMABW" \
+    --tclass 41 --quiet -s "$SIZE" --margin "$MARGIN" -o "$T_OUT/$name.csv" "$@" >"$T_OUT/$name.out" 2>"$T_OUT/$name.err" || rc=$?
+  cat "$T_OUT/$name.out"; tail -5 "$T_OUT/$name.err"
+}
+
+# rows_in FILE: how many rows a results CSV has so far (no python: it starts slowly in the guest).
+rows_in() { [ -f "$1" ] || { echo 0; return; }; local n; n=$(wc -l <"$1"); echo $((n > 0 ? n - 1 : 0)); }
+
+# csv_rows FILE: one line per row: rail status bw_avg_gbps error (tab-separated).
+csv_rows() {
+  python3 - "$1" <<'PY'
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    print("\t".join([r["rail"], r["status"], r["bw_avg_gbps"], r["error"]]))
+PY
+}
+
+# expect_rows FILE N: the file has N rows, one per rail 0..N-1.
+expect_rows() {
+  local n
+  n=$(csv_rows "$1" | wc -l)
+  [ "$n" -eq "$2" ] || { csv_rows "$1"; fail "$1 has $n rows, expected $2"; }
+  [ "$(csv_rows "$1" | cut -f1 | sort -n | tr '\n' ' ')" = "$(seq -s ' ' 0 $(($2 - 1))) " ] \
+    || fail "$1 does not have one row per rail: $(csv_rows "$1" | cut -f1 | tr '\n' ' ')"
+}
+
+# expect_traffic FILE RAIL...: each listed rail is ok with a bandwidth above zero.
+expect_traffic() {
+  local f=$1 r line; shift
+  for r in "$@"; do
+    line=$(csv_rows "$f" | awk -F'\t' -v r="$r" '$1 == r')
+    [ "$(cut -f2 <<<"$line")" = ok ] || fail "rail $r is not ok: $line"
+    gt "$(cut -f3 <<<"$line")" 0 || fail "rail $r: no traffic: $line"
+  done
+}
+
+# A sweep gives a row per rail, each with traffic, and the table and summary on stdout.
+test_sweep_every_rail() {
+  sweep seq -D 2 --mode sriov
+  [ "$rc" -eq 0 ] || { cat "$T_OUT/seq.err"; fail "railsweep exit $rc"; }
+  expect_rows "$T_OUT/seq.csv" 4
+  expect_traffic "$T_OUT/seq.csv" 0 1 2 3
+  grep -q 'sriov: 4 rails' "$T_OUT/seq.out" || fail "no summary line"
+  # Each rail used its own devices on both sides.
+  for i in 0 1 2 3; do
+    grep -q "rxe_a$i .*rxe_b$i" "$T_OUT/seq.out" || fail "rail $i: not rxe_a$i -> rxe_b$i in the table"
+  done
+  ! pgrep -x rdmabw >/dev/null || { pgrep -a rdmabw; fail "rdmabw processes left behind"; }
+}
+
+# All rails at once: a row per rail with traffic, and the sum.
+test_sweep_parallel() {
+  sweep par -D 3 --parallel --mode sriov
+  [ "$rc" -eq 0 ] || { cat "$T_OUT/par.err"; fail "railsweep exit $rc"; }
+  expect_rows "$T_OUT/par.csv" 4
+  expect_traffic "$T_OUT/par.csv" 0 1 2 3
+  grep -q '│ *sum ┆ 4 rails at once' "$T_OUT/par.out" || fail "no sum line"
+}
+
+# A rail taken down before the sweep is a failed row with a clear error; the others are measured.
+test_sweep_rail_down() {
+  in_pod podB ip link set net3 down
+  sweep down -D 2
+  in_pod podB ip link set net3 up
+  [ "$rc" -eq 1 ] || { cat "$T_OUT/down.err"; fail "expected exit 1 (a rail failed), got $rc"; }
+  expect_rows "$T_OUT/down.csv" 4
+  expect_traffic "$T_OUT/down.csv" 0 1 3
+  csv_rows "$T_OUT/down.csv" | awk -F'\t' '$1 == 2' | tee "$T_OUT/rail2.txt"
+  [ "$(cut -f2 "$T_OUT/rail2.txt")" = failed ] || fail "rail 2 is not failed"
+  [ -n "$(cut -f4 "$T_OUT/rail2.txt")" ] || fail "rail 2 has no error text"
+  grep -q 'rail 2 failed: ' "$T_OUT/down.out" || fail "the summary does not name rail 2"
+}
+
+# The server pod killed mid-sweep: the rail in flight ends within its deadline (duration +
+# margin) and is recorded failed, naming the server daemon; the sweep goes on (a new daemon for
+# the next rails) and reports it.
+test_sweep_server_pod_killed() {
+  local t0 pid took line killed_rail
+  t0=$(date +%s.%N)
+  MARGIN=40 sweep killed -D 6 &
+  pid=$!
+  # Wait until rail 0's row is written and the next rail's test is under way (its control
+  # connection to the daemon is up), let it get into its measured window, then kill
+  # everything in podB.
+  for _ in $(seq 1 1200); do
+    [ "$(rows_in "$T_OUT/killed.csv")" -ge 1 ] \
+      && in_pod podB ss -Htn state established '( sport = :18515 )' | grep -q . && break
+    sleep 0.2
+  done
+  sleep 3
+  echo "killing every process in podB: $(ip netns pids podB | tr '\n' ' ')"
+  ip netns pids podB | xargs -r kill -9
+  wait "$pid" || true
+  took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  csv_rows "$T_OUT/killed.csv" | tee "$T_OUT/rows.txt"
+  echo "sweep took $took s"
+  expect_rows "$T_OUT/killed.csv" 4
+  [ "$(awk -F'\t' '$2 == "failed"' "$T_OUT/rows.txt" | wc -l)" -eq 1 ] || fail "expected exactly one failed rail"
+  line=$(awk -F'\t' '$2 == "failed"' "$T_OUT/rows.txt")
+  killed_rail=$(cut -f1 <<<"$line")
+  [ "$killed_rail" -ge 1 ] || fail "rail 0 was already measured when podB was killed: $line"
+  grep -q 'server daemon in pod podB had ended' <<<"$line" || fail "the failed rail's error does not name the server daemon: $line"
+  # The rails after it ran against a new daemon.
+  for ((r = killed_rail + 1; r < 4; r++)); do expect_traffic "$T_OUT/killed.csv" "$r"; done
+  # Every rail within its deadline: 4 rails x (6 s + 40 s margin) at the very most.
+  gt 184 "$took" || fail "the sweep took $took s"
+  grep -q "rail $killed_rail failed: " "$T_OUT/killed.out" || fail "the summary does not report rail $killed_rail"
+}
+
+# Ctrl-C: remote processes ended, the rows so far kept, --resume measures the rest.
+test_sweep_ctrl_c_and_resume() {
+  local pid code=0
+  "$RAILSWEEP" run --runner local --client-pod podA --server-pod podB --rdmabw "$RDMABW" --tclass 41 \
+    --quiet -s "$SIZE" -D 3 --margin "$MARGIN" -o "$T_OUT/int.csv" >"$T_OUT/int.out" 2>"$T_OUT/int.err" &
+  pid=$!
+  for _ in $(seq 1 600); do
+    [ "$(rows_in "$T_OUT/int.csv")" -ge 1 ] && break
+    sleep 0.1
+  done
+  sleep 1
+  kill -INT "$pid"
+  wait "$pid" || code=$?
+  cat "$T_OUT/int.err"
+  [ "$code" -eq 130 ] || fail "expected exit 130 after Ctrl-C, got $code"
+  sleep 0.5
+  ! pgrep -x rdmabw >/dev/null || { pgrep -a rdmabw; fail "rdmabw processes left behind"; }
+  local kept
+  kept=$(csv_rows "$T_OUT/int.csv" | wc -l)
+  [ "$kept" -ge 1 ] && [ "$kept" -lt 4 ] || fail "$kept rows kept"
+  "$RAILSWEEP" run --runner local --client-pod podA --server-pod podB --rdmabw "$RDMABW" --tclass 41 \
+    --quiet -s "$SIZE" -D 2 --margin "$MARGIN" --resume "$T_OUT/int.csv" >"$T_OUT/res.out" 2>"$T_OUT/res.err" || { cat "$T_OUT/res.err"; fail "resume failed"; }
+  cat "$T_OUT/res.out"
+  expect_rows "$T_OUT/int.csv" 4
+  expect_traffic "$T_OUT/int.csv" 0 1 2 3
+}
+
+# The same sweep through the Kubernetes runner: kube-rs over HTTP and WebSocket to kube-testserver,
+# which execs each argument vector in the pod's namespace; rdmabw injected through exec.
+test_sweep_kubernetes_runner() {
+  "$TESTSERVER" --namespace lab --token lab-token --kubeconfig-out "$T_OUT/kubeconfig" \
+    "podA,netns=podA,node=lab-node-a,ip=$(ctl_ip podA)" "podB,netns=podB,node=lab-node-b,ip=$(ctl_ip podB)" \
+    >"$T_OUT/apiserver.out" 2>"$T_OUT/apiserver.err" &
+  local api=$!
+  for _ in $(seq 1 100); do grep -q listening "$T_OUT/apiserver.out" && break; sleep 0.1; done
+  cat "$T_OUT/apiserver.out"
+  rc=0
+  KUBECONFIG=$T_OUT/kubeconfig "$RAILSWEEP" run --client-pod podA --server-pod podB \
+    --inject --inject-binary "$RDMABW" --tclass 41 --quiet -s "$SIZE" -D 2 --margin "$MARGIN" --mode sriov -o "$T_OUT/kube.csv" \
+    >"$T_OUT/kube.out" 2>"$T_OUT/kube.err" || rc=$?
+  kill "$api"
+  cat "$T_OUT/kube.out" "$T_OUT/kube.err"
+  [ "$rc" -eq 0 ] || fail "railsweep through the API server: exit $rc"
+  expect_rows "$T_OUT/kube.csv" 4
+  expect_traffic "$T_OUT/kube.csv" 0 1 2 3
+  python3 - "$T_OUT/kube.csv" <<'PY' || fail "rows do not name the pods, nodes and cluster"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert all(r["client_pod"] == "podA" and r["server_node"] == "lab-node-b" and r["cluster"] == "railbench-lab" for r in rows), rows[0]
+PY
+  grep -q 'namespace lab' "$T_OUT/kube.err" || fail "namespace not taken from the kubeconfig context"
+  ! pgrep -f railsweep-rdmabw >/dev/null || { pgrep -af railsweep-rdmabw; fail "injected rdmabw processes left behind"; }
+}
