@@ -56,7 +56,10 @@ fn every_rail_gets_a_row_and_the_daemon_is_ended() {
     assert!(stdout.contains("96.20") && stdout.contains("sriov: 4 rails"), "{stdout}");
     // The client got each rail's interfaces and the server's rail address.
     let log = f.client_log();
-    assert!(log.contains("--netdev net3 --server-netdev net3 -p 18999 --tclass 41 10.224.2.2"), "{log}");
+    assert!(
+        log.contains("-d mlx5_2 -x 3 --server-dev mlx5_2 --server-gid-index 3 -p 18999 --tclass 41 10.224.2.2"),
+        "{log}"
+    );
     // One daemon served every rail, and it is gone.
     let server_args = std::fs::read_to_string(f.file("server-args")).expect("daemon ran");
     assert_eq!(server_args.trim(), "server --daemon -p 18999");
@@ -94,7 +97,7 @@ fn a_failed_rail_is_recorded_and_the_others_are_measured() {
     assert!(err(1).contains("device busy"), "{}", err(1));
     assert!(err(2).contains("not usable") && err(2).contains("port state DOWN"), "{}", err(2));
     assert!(err(3).contains("connection refused"), "{}", err(3));
-    assert!(!f.client_log().contains("--netdev net3 "), "the unusable rail was not run");
+    assert!(!f.client_log().contains("-d mlx5_2 "), "the unusable rail was not run");
     assert!(text(&r.stdout).contains("rail 2 failed: "), "{}", text(&r.stdout));
 }
 
@@ -161,7 +164,7 @@ fn retries_run_a_failed_rail_again() {
     args.extend(["--retries", "1"]);
     let r = railsweep(&args);
     assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
-    assert_eq!(f.client_log().matches("--netdev net1 ").count(), 2);
+    assert_eq!(f.client_log().matches("-d mlx5_0 ").count(), 2);
     assert!(text(&r.stderr).contains("attempt 2 of 2"), "{}", text(&r.stderr));
 }
 
@@ -185,8 +188,8 @@ fn resume_measures_only_the_missing_rails() {
     let r = railsweep(&args);
     assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
     let log = f.client_log();
-    assert!(!log.contains("net1 ") && !log.contains("net2 "), "{log}");
-    assert!(log.contains("net3 ") && log.contains("net4 "), "{log}");
+    assert!(!log.contains("mlx5_0 ") && !log.contains("mlx5_1 "), "{log}");
+    assert!(log.contains("mlx5_2 ") && log.contains("mlx5_3 "), "{log}");
     let rows = read_path(&out).expect("reads");
     assert_eq!(rows.iter().map(|r| r.rail).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
     assert!(rows.iter().all(|r| r.run_id == rows[0].run_id), "one run id");
@@ -333,7 +336,7 @@ async fn the_same_sweep_through_the_kubernetes_runner() {
     assert_eq!(printed, rows);
     assert_eq!(read_path(&json).expect("snapshot"), rows);
     // The injected copy ran (the client log is the fake's), and the daemon is gone.
-    assert!(f.client_log().contains("--netdev net1"));
+    assert!(f.client_log().contains("-d mlx5_0"));
     let daemon = f.pid_in("server.pid").expect("pid");
     assert!(!alive(daemon), "daemon {daemon} ended through a second exec");
 }

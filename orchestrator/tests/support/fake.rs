@@ -54,7 +54,11 @@ case "$1" in
   server) echo $$ >"$dir/server.pid"; echo "$*" >"$dir/server-args"; exec sleep 600 ;;
   client)
     nd=""; prev=""
-    for a in "$@"; do [ "$prev" = "--netdev" ] && nd=$a; prev=$a; done
+    for a in "$@"; do
+      [ "$prev" = "--netdev" ] && nd=$a
+      [ "$prev" = "-d" ] && nd=net$(( ${a#mlx5_} + 1 ))
+      prev=$a
+    done
     echo "$*" >>"$dir/client-args.log"
     b=$(cat "$dir/behave-$nd" 2>/dev/null || echo ok)
     case "$b" in
