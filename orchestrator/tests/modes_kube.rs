@@ -123,7 +123,8 @@ async fn run_creates_waits_sweeps_and_deletes() {
     let rows = read_path(&out).expect("rows");
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|r| r.status == RailStatus::Ok && r.network_mode == NetworkMode::Ipvlan));
-    assert!(f.client_log().contains("--netdev net2"), "the clients ran in the created client pod");
+    // Rail 1 of the fake is net2 on mlx5_1; railsweep names the device (-d), not the interface.
+    assert!(f.client_log().contains("-d mlx5_1 "), "the clients ran in the created client pod");
     assert_eq!(rows[0].client_pod.as_deref(), Some("railsweep-t1-ipvlan-client"));
     assert_eq!((rows[0].client_node.as_str(), rows[0].server_node.as_str()), ("node-a", "node-b"));
     assert!(pods_left(addr).await.is_empty());

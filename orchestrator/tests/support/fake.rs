@@ -1,6 +1,7 @@
 //! A fake rdmabw (a shell script) for sweep tests without RDMA: it answers `--version`,
 //! `rails --json` from a file, runs `server --daemon` as a sleeping process whose PID it
-//! records, and for `client` prints a canned report chosen per rail interface (`--netdev`).
+//! records, and for `client` prints a canned report chosen per rail (`-d mlx5_N` is rail N,
+//! `--netdev netN` rail N-1).
 
 use std::path::{Path, PathBuf};
 
