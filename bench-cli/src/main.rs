@@ -23,7 +23,6 @@ use std::time::Duration;
 use anyhow::Context;
 use bench_core::control::{ControlError, RejectReason};
 use bench_core::error::Error;
-use bench_core::gid::resolve_rail;
 use bench_core::params::TestParams;
 use bench_core::report::{Role, TestStatus};
 use bench_core::session::{
@@ -334,8 +333,7 @@ fn server(
         cfg.rail.device.is_some() || cfg.rail.netdev.is_some() || cfg.rail.gid_index.is_some();
     if own || !cfg.daemon {
         let full = cfg.rail.device.is_none() || cfg.rail.netdev.is_some();
-        let r = session::inventory_for(&cfg.roots, &cfg.rail).and_then(|inv| {
-            let rail = resolve_rail(&inv, &cfg.roots, &cfg.rail);
+        let r = session::resolve_request(&cfg.roots, &cfg.rail).map(|(rail, inv)| {
             if full {
                 shared.seed(inv);
             }

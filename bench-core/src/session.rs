@@ -64,6 +64,39 @@ pub fn inventory_for(roots: &SysRoots, req: &RailRequest) -> Result<Inventory, E
     }
 }
 
+/// Resolves `req` into a rail, with the inventory it was resolved from. With a device and a GID
+/// index named (what railsweep and most scripts pass), only that GID entry is read; the whole
+/// table is read only when that entry is refused, so that the error can list the usable ones.
+pub fn resolve_request(roots: &SysRoots, req: &RailRequest) -> Result<(Rail, Inventory), Error> {
+    if let (Some(dev), None, Some(index)) = (&req.device, &req.netdev, req.gid_index) {
+        let inv = Inventory {
+            devices: vec![sysfs::read_device_scoped(
+                roots,
+                dev,
+                sysfs::GidScope::One(index),
+            )?],
+            netdevs: Vec::new(),
+        };
+        if let Ok(rail) = resolve_rail(&inv, roots, req) {
+            return Ok((with_netdev_mtu(roots, rail), inv));
+        }
+    }
+    let inv = inventory_for(roots, req)?;
+    let rail = resolve_rail(&inv, roots, req)?;
+    Ok((with_netdev_mtu(roots, rail), inv))
+}
+
+/// A device-only inventory knows no netdev bindings: read the rail's interface MTU directly.
+fn with_netdev_mtu(roots: &SysRoots, mut rail: Rail) -> Rail {
+    if rail.netdev_mtu.is_none() {
+        rail.netdev_mtu = rail
+            .netdev
+            .as_deref()
+            .and_then(|n| sysfs::interface_mtu(roots, n));
+    }
+    rail
+}
+
 /// A discovery and when it was made.
 type CachedInventory = Arc<Mutex<Option<(Instant, Arc<Inventory>)>>>;
 
@@ -95,15 +128,11 @@ impl ServerShared {
             Some((Instant::now(), Arc::new(inv)));
     }
 
-    /// [`inventory_for`], with full discoveries shared while fresh.
-    pub fn inventory_for(
-        &self,
-        roots: &SysRoots,
-        req: &RailRequest,
-    ) -> Result<Arc<Inventory>, Error> {
+    /// [`resolve_request`], with full discoveries shared while fresh.
+    pub fn resolve(&self, roots: &SysRoots, req: &RailRequest) -> Result<Rail, Error> {
         match (&req.device, &req.netdev) {
-            (Some(_), None) => inventory_for(roots, req).map(Arc::new),
-            _ => self.inventory(roots),
+            (Some(_), None) => resolve_request(roots, req).map(|(rail, _)| rail),
+            _ => resolve_rail(&*self.inventory(roots)?, roots, req),
         }
     }
 
@@ -481,7 +510,7 @@ fn connect_qps(
 
 /// A note on the port's state when it is no longer ACTIVE (after a failed run).
 fn port_note(roots: &SysRoots, rail: &Rail) -> Option<String> {
-    let dev = sysfs::read_device(roots, &rail.device).ok()?;
+    let dev = sysfs::read_device_scoped(roots, &rail.device, sysfs::GidScope::Skip).ok()?;
     let port = dev.port(rail.port)?;
     let state = port.state.as_ref()?;
     if port.is_active() {
@@ -716,8 +745,7 @@ pub fn run_client(
     stop: &Arc<AtomicBool>,
     log: &Log,
 ) -> Result<Outcome, SessionError> {
-    let inv = inventory_for(&cfg.roots, &cfg.rail)?;
-    let rail = resolve_rail(&inv, &cfg.roots, &cfg.rail)?;
+    let (rail, _) = resolve_request(&cfg.roots, &cfg.rail)?;
     log(&format!(
         "local rail: {} port {} GID index {} ({}){}",
         rail.device,
@@ -881,21 +909,15 @@ fn server_rail(
     let setup = |e: Error| RejectReason::Other {
         message: format!("{SERVER_SETUP}{e}"),
     };
-    let rail = shared
-        .inventory_for(&cfg.roots, &req)
-        .and_then(|inv| resolve_rail(&inv, &cfg.roots, &req))
-        .map_err(|e| match e {
-            Error::UnknownDevice { name, available } => RejectReason::UnknownDevice {
-                device: name,
-                available,
-            },
-            e => setup(e),
-        })?;
+    let rail = shared.resolve(&cfg.roots, &req).map_err(|e| match e {
+        Error::UnknownDevice { name, available } => RejectReason::UnknownDevice {
+            device: name,
+            available,
+        },
+        e => setup(e),
+    })?;
     if asked && own_pinned {
-        let own = shared
-            .inventory_for(&cfg.roots, &cfg.rail)
-            .and_then(|inv| resolve_rail(&inv, &cfg.roots, &cfg.rail))
-            .map_err(setup)?;
+        let own = shared.resolve(&cfg.roots, &cfg.rail).map_err(setup)?;
         if own.device != rail.device {
             return Err(RejectReason::UnknownDevice {
                 device: rail.device,

@@ -514,14 +514,39 @@ pub fn parse_if_inet6(text: &str) -> Vec<(Ipv6Addr, String)> {
         .collect()
 }
 
-fn read_gid_table(roots: &SysRoots, addrs: &LocalAddrs, port_dir: &Path) -> Vec<GidEntry> {
+/// Which entries of a port's GID table to read. A rxe port has 1024 entries, each its own
+/// sysfs file: a third of a second under the lab's emulation, for nothing when the GID index
+/// is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GidScope {
+    /// Every entry.
+    All,
+    /// Only this index (the table's length is still counted).
+    One(u32),
+    /// None (device and port facts only).
+    Skip,
+}
+
+/// The table's length and the entries of `scope`, in index order.
+fn read_gid_table(
+    roots: &SysRoots,
+    addrs: &LocalAddrs,
+    port_dir: &Path,
+    scope: GidScope,
+) -> (u32, Vec<GidEntry>) {
     let net = roots.net_class();
     let mut indices: Vec<u32> = dir_names(&port_dir.join("gids"))
         .iter()
         .filter_map(|n| n.parse().ok())
         .collect();
     indices.sort_unstable();
-    indices
+    let len = u32::try_from(indices.len()).unwrap_or(u32::MAX);
+    match scope {
+        GidScope::All => {}
+        GidScope::One(i) => indices.retain(|&x| x == i),
+        GidScope::Skip => indices.clear(),
+    }
+    let entries = indices
         .into_iter()
         .map(|index| {
             let gid = read_attr(&port_dir.join(format!("gids/{index}")))
@@ -549,13 +574,20 @@ fn read_gid_table(roots: &SysRoots, addrs: &LocalAddrs, port_dir: &Path) -> Vec<
                 netdev_here,
             }
         })
-        .collect()
+        .collect();
+    (len, entries)
 }
 
-fn read_port(roots: &SysRoots, addrs: &LocalAddrs, dev_dir: &Path, num: u8) -> Port {
+fn read_port(
+    roots: &SysRoots,
+    addrs: &LocalAddrs,
+    dev_dir: &Path,
+    num: u8,
+    scope: GidScope,
+) -> Port {
     let dir = dev_dir.join(format!("ports/{num}"));
     let rate = read_attr(&dir.join("rate"));
-    let gids = read_gid_table(roots, addrs, &dir);
+    let (gid_table_len, gids) = read_gid_table(roots, addrs, &dir, scope);
     Port {
         num,
         state: read_attr(&dir.join("state")).map(|s| PortState::parse(&s)),
@@ -566,7 +598,7 @@ fn read_port(roots: &SysRoots, addrs: &LocalAddrs, dev_dir: &Path, num: u8) -> P
         lid: read_attr(&dir.join("lid"))
             .and_then(|s| u16::from_str_radix(s.trim_start_matches("0x"), 16).ok())
             .unwrap_or(0),
-        gid_table_len: u32::try_from(gids.len()).unwrap_or(u32::MAX),
+        gid_table_len,
         gids,
     }
 }
@@ -583,6 +615,15 @@ fn uverbs_map(roots: &SysRoots) -> Vec<(String, String)> {
 
 /// Reads one device. Fails only when the device directory does not exist.
 pub fn read_device(roots: &SysRoots, name: &str) -> Result<RdmaDevice, Error> {
+    read_device_scoped(roots, name, GidScope::All)
+}
+
+/// [`read_device`], reading only the GID entries of `scope`.
+pub fn read_device_scoped(
+    roots: &SysRoots,
+    name: &str,
+    scope: GidScope,
+) -> Result<RdmaDevice, Error> {
     let dir = roots.ib_class().join(name);
     if !dir.is_dir() {
         return Err(Error::UnknownDevice {
@@ -600,6 +641,7 @@ pub fn read_device(roots: &SysRoots, name: &str) -> Result<RdmaDevice, Error> {
         name,
         &dir,
         uverbs,
+        scope,
     ))
 }
 
@@ -609,6 +651,7 @@ fn read_device_dir(
     name: &str,
     dir: &Path,
     uverbs: Option<String>,
+    scope: GidScope,
 ) -> RdmaDevice {
     let pci_address = link_basename(&dir.join("device")).filter(|s| is_pci_address(s));
     let numa_node = if pci_address.is_some() {
@@ -624,7 +667,7 @@ fn read_device_dir(
     let ports = dir_names(&dir.join("ports"))
         .iter()
         .filter_map(|n| n.parse::<u8>().ok())
-        .map(|n| read_port(roots, addrs, dir, n))
+        .map(|n| read_port(roots, addrs, dir, n, scope))
         .collect();
     let uverbs_present = uverbs
         .as_deref()
@@ -642,7 +685,8 @@ fn read_device_dir(
     }
 }
 
-fn interface_mtu(roots: &SysRoots, netdev: &str) -> Option<u32> {
+/// The MTU of a network interface of this namespace.
+pub fn interface_mtu(roots: &SysRoots, netdev: &str) -> Option<u32> {
     read_attr(&roots.net_class().join(netdev).join("mtu")).and_then(|s| s.parse().ok())
 }
 
@@ -659,7 +703,14 @@ pub fn discover(roots: &SysRoots) -> Result<Inventory, Error> {
                 .iter()
                 .find(|(ib, _)| *ib == name)
                 .map(|(_, u)| u.clone());
-            read_device_dir(roots, &addrs, &name, &class.join(&name), uverbs)
+            read_device_dir(
+                roots,
+                &addrs,
+                &name,
+                &class.join(&name),
+                uverbs,
+                GidScope::All,
+            )
         })
         .collect();
 

@@ -215,3 +215,38 @@ fn no_devices_at_all() {
          name one with --ib-dev/-d or --netdev"
     );
 }
+
+#[test]
+fn a_named_gid_index_reads_only_that_entry_and_the_whole_table_to_explain_a_refusal() {
+    let r = roots("rxe-pods/podA");
+    // Only entry 1 is read; the table's length is still counted.
+    let dev = sysfs::read_device_scoped(&r, "rxe_a0", sysfs::GidScope::One(1)).expect("device");
+    let port = dev.port(1).expect("port 1");
+    assert_eq!(
+        port.gids.iter().map(|g| g.index).collect::<Vec<_>>(),
+        vec![1]
+    );
+    let full = sysfs::read_device(&r, "rxe_a0").expect("device");
+    assert_eq!(
+        port.gid_table_len,
+        full.port(1).expect("port 1").gid_table_len
+    );
+    assert!(full.port(1).expect("port 1").gids.len() > 1);
+    let none = sysfs::read_device_scoped(&r, "rxe_a0", sysfs::GidScope::Skip).expect("device");
+    assert!(none.port(1).expect("port 1").gids.is_empty());
+
+    // The fast path gives the same rail as a full discovery.
+    let (fast, _) = bench_core::session::resolve_request(&r, &req(Some("rxe_a0"), None, Some(1)))
+        .expect("rail");
+    assert_eq!(
+        fast,
+        resolve("rxe-pods/podA", req(Some("rxe_a0"), None, Some(1))).expect("rail")
+    );
+    // A refused index is explained from the whole table: the usable GIDs are listed.
+    let e = bench_core::session::resolve_request(&r, &req(Some("rxe_a0"), None, Some(5)))
+        .expect_err("entry 5 is empty");
+    let full_err =
+        resolve("rxe-pods/podA", req(Some("rxe_a0"), None, Some(5))).expect_err("refused");
+    assert_eq!(e.to_string(), full_err.to_string());
+    assert!(e.to_string().contains("1 (net1 10.224.0.1)"), "{e}");
+}

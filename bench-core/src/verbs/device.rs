@@ -127,7 +127,7 @@ impl Device {
                 available: names,
             });
         };
-        let sys = sysfs::read_device(roots, name).ok();
+        let sys = sysfs::read_device_scoped(roots, name, sysfs::GidScope::Skip).ok();
         let ctx = dev.open().map_err(|e| Error::OpenDevice {
             device: name.to_string(),
             uverbs: sys
