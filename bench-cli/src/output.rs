@@ -202,7 +202,7 @@ pub fn print(o: &Outcome, rep: &BwReport, out: &Output) -> std::io::Result<()> {
     if !out.quiet && out.format == Format::Table {
         for r in &rep.results {
             eprintln!(
-                " {} B: p1 {:.3} p50 {:.3} p99 {:.3} Gb/s, peak {:.3}, average {:.3} Gb/s{}",
+                " intervals at {} B: p1 {:.3} p50 {:.3} p99 {:.3} Gb/s, peak {:.3}, average {:.3} Gb/s{}",
                 r.msg_size_bytes,
                 r.bw_p1_gbps,
                 r.bw_p50_gbps,
