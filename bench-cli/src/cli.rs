@@ -215,6 +215,14 @@ pub struct TestArgs {
     #[arg(short = 'Q', long = "cq-mod", value_name = "N")]
     pub cq_mod: Option<u32>,
 
+    /// How to wait for completions: `spin` busy-polls, as ib_write_bw does (the default: the
+    /// highest bandwidth); `adaptive` spins while completions come often and sleeps in short
+    /// steps when the next one is over a millisecond away, never letting the send queue run
+    /// dry: for slow links or huge messages on a shared CPU (on Soft-RoCE it saves most of the
+    /// CPU but costs bandwidth).
+    #[arg(long = "poll", value_name = "MODE", value_enum, default_value_t = PollArg::Spin)]
+    pub poll: PollArg,
+
     /// Writes per post call (ib_write_bw -l).
     #[arg(short = 'l', long = "post_list", alias = "post-list", value_name = "N")]
     pub post_list: Option<u32>,
@@ -361,4 +369,14 @@ pub struct TestArgs {
     /// No progress lines on stderr (errors are still shown).
     #[arg(long, help_heading = "Output")]
     pub quiet: bool,
+}
+
+/// `--poll` values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum PollArg {
+    /// Always busy-poll (ib_write_bw's way).
+    #[default]
+    Spin,
+    /// Spin, and sleep briefly when completions are far apart.
+    Adaptive,
 }

@@ -392,6 +392,10 @@ fn tuning(a: &TestArgs) -> Result<LocalTuning, Usage> {
         ack_timeout: a.qp_timeout.unwrap_or(d.ack_timeout),
         retry_count: a.retry_count.unwrap_or(d.retry_count),
         memory: crate::gpus::memory_request(a)?,
+        poll: match a.poll {
+            crate::cli::PollArg::Adaptive => bench_core::params::PollMode::Adaptive,
+            crate::cli::PollArg::Spin => bench_core::params::PollMode::Spin,
+        },
     })
 }
 

@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, GidUnusable};
 use crate::gid::Rail;
 use crate::gpu::{MemoryRequest, MemoryUse};
-use crate::params::{LocalTuning, SizeResult, TestLength, TestParams};
+use crate::params::{LocalTuning, PollMode, SizeResult, TestLength, TestParams};
 use crate::verbs::buffer::PAGE;
 use crate::verbs::{
     Buffer, Completion, Cq, Device, Init, MrInfo, PathMtu, PathParams, Pd, Qp, QpConfig,
@@ -57,6 +57,29 @@ pub const DURATION_INTERVAL: Duration = Duration::from_millis(10);
 pub const ITERATION_INTERVAL: Duration = Duration::from_millis(1);
 /// Completions asked for per poll.
 const POLL_MAX: usize = 64;
+/// Adaptive polling: how long the CQ must have been empty before the poller may sleep.
+const BACKOFF_AFTER: Duration = Duration::from_millis(1);
+/// Adaptive polling: the longest single sleep.
+const BACKOFF_MAX: Duration = Duration::from_millis(1);
+/// Adaptive polling: sleeps shorter than this are not worth a system call; spin instead.
+const BACKOFF_MIN: Duration = Duration::from_micros(50);
+
+/// How long an adaptive poller may sleep after a poll found nothing and nothing could be
+/// posted. `idle` is the time since the last completion; `drain` how long the writes in flight
+/// last at the rate seen so far (unknown before the first completion); `spare` the part of the
+/// send queue still in flight right after a signaled completion ((depth - cq_mod) / depth),
+/// i.e. what keeps the link busy while the poller is late. A sleep never exceeds half of that
+/// margin, so the queue never runs dry because of it; `None` means spin.
+fn backoff(idle: Duration, drain: Option<Duration>, spare: f64) -> Option<Duration> {
+    if idle < BACKOFF_AFTER {
+        return None;
+    }
+    let mut q = (idle / 8).min(BACKOFF_MAX);
+    if let Some(d) = drain {
+        q = q.min(d.mul_f64((spare / 2.0).clamp(0.0, 0.5)));
+    }
+    (q >= BACKOFF_MIN).then_some(q)
+}
 
 /// What one side tells the other so that both can connect and write.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,6 +121,7 @@ struct Knobs {
     depth: u64,
     cq_mod: u64,
     post_list: u64,
+    poll: PollMode,
 }
 
 fn knobs(t: &LocalTuning) -> Result<Knobs, Error> {
@@ -111,6 +135,7 @@ fn knobs(t: &LocalTuning) -> Result<Knobs, Error> {
         depth,
         cq_mod: u64::from(t.cq_mod.max(1)).min(depth),
         post_list: u64::from(t.post_list.max(1)).min(depth),
+        poll: t.poll,
     })
 }
 
@@ -775,9 +800,11 @@ impl Connected {
         }
         let mut last_progress = t0;
         let mut last_stop_check = t0;
+        let spare = (k.depth - k.cq_mod) as f64 / k.depth as f64;
 
         loop {
             // Post, round-robin starting one QP further each pass.
+            let mut posted = false;
             for off in 0..nq {
                 let qi = (rr + off) % nq;
                 let s = &mut st[qi];
@@ -792,6 +819,7 @@ impl Connected {
                 }
                 if !wrs.is_empty() {
                     qps[qi].post_writes(&spec, wrs.iter().copied())?;
+                    posted = true;
                 }
             }
             rr = (rr + 1) % nq.max(1);
@@ -888,6 +916,23 @@ impl Connected {
                     });
                 }
             }
+
+            if n == 0 && !posted && k.poll == PollMode::Adaptive {
+                // The rate of this size so far, else of the last one.
+                let elapsed = last_progress.duration_since(t0).as_secs_f64();
+                let rate = if size_bytes_done > 0 && elapsed > 0.0 {
+                    Some(size_bytes_done as f64 / elapsed)
+                } else {
+                    *rate_est
+                };
+                let in_flight: u64 = st.iter().map(QpRun::outstanding).sum::<u64>() * size;
+                let drain = rate
+                    .filter(|r| *r > 0.0)
+                    .map(|r| Duration::from_secs_f64(in_flight as f64 / r));
+                if let Some(q) = backoff(now.duration_since(last_progress), drain, spare) {
+                    std::thread::sleep(q);
+                }
+            }
         }
 
         let (measured_s, msgs) = match target {
@@ -934,7 +979,36 @@ mod tests {
             depth,
             cq_mod,
             post_list,
+            poll: PollMode::Adaptive,
         }
+    }
+
+    #[test]
+    fn backoff_spins_while_completions_come_often() {
+        let ms = Duration::from_millis;
+        // A NIC at line rate completes a batch every ~100 us: the CQ is never idle for 1 ms.
+        assert_eq!(backoff(Duration::from_micros(900), Some(ms(1)), 0.22), None);
+        // Idle long enough, but the writes in flight drain in 200 us: sleeping could starve
+        // the queue, so spin.
+        assert_eq!(backoff(ms(5), Some(Duration::from_micros(200)), 0.22), None);
+        // A queue that empties at every signaled completion (-Q equal to -t) has no margin.
+        assert_eq!(backoff(ms(5), Some(ms(500)), 0.0), None);
+    }
+
+    #[test]
+    fn backoff_sleeps_in_steps_that_end_before_the_queue_runs_dry() {
+        let ms = Duration::from_millis;
+        // Soft-RoCE: a batch of 64 KiB writes every ~0.4 s, the queue lasts ~0.5 s.
+        assert_eq!(
+            backoff(ms(2), Some(ms(500)), 0.22),
+            Some(Duration::from_micros(250))
+        );
+        assert_eq!(backoff(ms(100), Some(ms(500)), 0.22), Some(BACKOFF_MAX));
+        // Never more than half the margin left after a completion.
+        let q = backoff(ms(100), Some(ms(4)), 0.22).unwrap();
+        assert!(q <= Duration::from_micros(440), "{q:?}");
+        // Before the first completion the rate is unknown: grow with the idle time.
+        assert_eq!(backoff(ms(4), None, 0.22), Some(Duration::from_micros(500)));
     }
 
     /// Simulates the post/complete protocol and checks it never deadlocks, never exceeds the
