@@ -25,19 +25,40 @@ const DELETE_WAIT: Duration = Duration::from_secs(60);
 
 /// The mode `--mode` names, for `--nodes` and `--dry-run`.
 pub fn mode_of(args: &RunArgs) -> Result<Mode> {
-    let m = args
-        .mode
-        .as_deref()
-        .context("--nodes and --dry-run need --mode: hostnetwork, hostnetwork-crio, ipvlan or sriov")?;
+    let m = args.mode.as_deref().context(
+        "--nodes and --dry-run need --mode: hostnetwork, hostnetwork-crio, ipvlan or sriov",
+    )?;
     Ok(m.parse::<Mode>()?)
 }
 
 fn placement(args: &RunArgs, run_id: &str) -> Placement {
     Placement {
-        run: args.pods.run_id.clone().unwrap_or_else(|| run_id.to_string()),
+        run: args
+            .pods
+            .run_id
+            .clone()
+            .unwrap_or_else(|| run_id.to_string()),
         client_node: args.pods.nodes.as_ref().map(|n| n.client.clone()),
         server_node: args.pods.nodes.as_ref().map(|n| n.server.clone()),
     }
+}
+
+/// How many GPUs a pod asks for with `--gpu auto` when `--resource` does not say: every GPU of
+/// the usual 8-GPU node, so that each rail's nearest GPU is in the pod.
+const GPUS_PER_POD: u32 = 8;
+
+/// The pod options of `args`; with `--gpu auto` the pods ask for GPUs.
+fn pod_options(args: &RunArgs, namespace: &str, log: bool) -> Result<modes::PodOptions> {
+    let mut opts = args.pods.pod_options(namespace, args.port, args.inject)?;
+    if args.gpu.is_some() && opts.ensure_gpus(GPUS_PER_POD) && log {
+        eprintln!(
+            "railsweep: --gpu auto: the pods ask for {}={GPUS_PER_POD} (every GPU of an \
+             8-GPU node); give --resource {}=N for another count",
+            modes::GPU_RESOURCE,
+            modes::GPU_RESOURCE
+        );
+    }
+    Ok(opts)
 }
 
 /// `railsweep run` with `--nodes` or `--dry-run`.
@@ -65,7 +86,11 @@ pub async fn connect(args: &RunArgs) -> Result<KubeRunner> {
         container: None,
     };
     let runner = KubeRunner::connect(&target).await?;
-    eprintln!("railsweep: cluster {}, namespace {}", runner.cluster(), runner.namespace());
+    eprintln!(
+        "railsweep: cluster {}, namespace {}",
+        runner.cluster(),
+        runner.namespace()
+    );
     Ok(runner)
 }
 
@@ -80,7 +105,7 @@ fn dry_run(args: &RunArgs, mode: Mode) -> Result<ExitCode> {
         ),
     };
     let namespace = args.namespace.clone().unwrap_or_else(|| "default".into());
-    let opts = args.pods.pod_options(&namespace, args.port, args.inject)?;
+    let opts = pod_options(args, &namespace, false)?;
     let pair = modes::pod_pair(mode, &opts, &placement(args, &sweep::new_run_id()))?;
     let text = if format == "yaml" {
         yaml::pairs_yaml(std::slice::from_ref(&pair))?
@@ -142,7 +167,7 @@ async fn clean_up(set: &PodSet, args: &RunArgs, namespace: &str, wait: Option<Du
 /// --nodes`, and one mode of `railsweep compare`).
 pub async fn run_mode(runner: &KubeRunner, args: &RunArgs, mode: Mode) -> Result<ExitCode> {
     let namespace = runner.namespace().to_string();
-    let opts = args.pods.pod_options(&namespace, args.port, args.inject)?;
+    let opts = pod_options(args, &namespace, true)?;
     let pair = modes::pod_pair(mode, &opts, &placement(args, &sweep::new_run_id()))?;
     let set = PodSet::new(runner.client(), &namespace);
 
@@ -173,7 +198,10 @@ pub async fn run_mode(runner: &KubeRunner, args: &RunArgs, mode: Mode) -> Result
                     format!(
                         "{} ({})",
                         p.metadata.name.as_deref().unwrap_or("?"),
-                        p.status.as_ref().and_then(|s| s.pod_ip.as_deref()).unwrap_or("no IP")
+                        p.status
+                            .as_ref()
+                            .and_then(|s| s.pod_ip.as_deref())
+                            .unwrap_or("no IP")
                     )
                 })
                 .collect();
@@ -188,7 +216,9 @@ pub async fn run_mode(runner: &KubeRunner, args: &RunArgs, mode: Mode) -> Result
         Err(e) => {
             listener.abort();
             clean_up(&set, args, &namespace, Some(DELETE_WAIT)).await;
-            return Err(anyhow::Error::new(e).context(format!("mode {mode}: the pods did not start")));
+            return Err(
+                anyhow::Error::new(e).context(format!("mode {mode}: the pods did not start"))
+            );
         }
     }
     listener.abort();
@@ -205,6 +235,12 @@ pub async fn run_mode(runner: &KubeRunner, args: &RunArgs, mode: Mode) -> Result
         Err(e) => Err(e),
     };
     let interrupted = matches!(&outcome, Ok(code) if *code == ExitCode::from(EXIT_INTERRUPTED));
-    clean_up(&set, args, &namespace, if interrupted { None } else { Some(DELETE_WAIT) }).await;
+    clean_up(
+        &set,
+        args,
+        &namespace,
+        if interrupted { None } else { Some(DELETE_WAIT) },
+    )
+    .await;
     outcome
 }

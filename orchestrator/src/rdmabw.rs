@@ -69,16 +69,48 @@ pub fn parse_rails(out: &Output) -> Result<RailsReport> {
     Ok(report)
 }
 
+/// `rdmabw gpus --json`.
+pub fn gpus_argv(bin: &str) -> Vec<String> {
+    vec![bin.to_string(), "gpus".to_string(), "--json".to_string()]
+}
+
+/// Read what `rdmabw gpus --json` printed: the number of GPUs CUDA can use in the pod, or why
+/// there are none (the CUDA error rdmabw gave, else the end of its stderr).
+pub fn parse_gpus(out: &Output) -> Result<usize> {
+    let report = serde_json::from_slice::<bench_core::gpu::list::GpusReport>(&out.stdout).ok();
+    if let Some(e) = report.as_ref().and_then(|r| r.cuda_error.clone()) {
+        bail!("{e}");
+    }
+    if !out.exit.success() {
+        bail!("`rdmabw gpus --json` failed: {} {}", out.exit, out.stderr_tail(3));
+    }
+    let n = report
+        .context("`rdmabw gpus --json` printed something that is not a GPU report")?
+        .gpus
+        .len();
+    if n == 0 {
+        bail!("CUDA works but sees no GPU (does the pod ask for nvidia.com/gpu?)");
+    }
+    Ok(n)
+}
+
 /// `rdmabw server --daemon -p PORT`: one server for every rail, test after test, several at once
 /// on different devices.
-pub fn server_argv(bin: &str, port: u16) -> Vec<String> {
-    vec![
+///
+/// With `gpu_auto`, every test's buffer on the server side is CUDA memory of the GPU nearest
+/// that test's RDMA device (`--use_cuda auto`, resolved per test by the daemon).
+pub fn server_argv(bin: &str, port: u16, gpu_auto: bool) -> Vec<String> {
+    let mut v = vec![
         bin.to_string(),
         "server".to_string(),
         "--daemon".to_string(),
         "-p".to_string(),
         port.to_string(),
-    ]
+    ];
+    if gpu_auto {
+        v.extend(["--use_cuda".to_string(), "auto".to_string()]);
+    }
+    v
 }
 
 /// The test one client runs.
@@ -114,6 +146,8 @@ pub struct ClientTest {
     pub warmup_s: Option<f64>,
     /// Seconds of traffic after the measured window, if not rdmabw's default.
     pub cooldown_s: Option<f64>,
+    /// The client's buffer in the GPU nearest its RDMA device (`--use_cuda auto`).
+    pub gpu_auto: bool,
 }
 
 /// `rdmabw client --json ...` for one rail.
@@ -171,6 +205,9 @@ pub fn client_argv(bin: &str, t: &ClientTest) -> Vec<String> {
     if let Some(c) = t.cooldown_s {
         v.extend(["--cooldown".into(), fmt_num(c)]);
     }
+    if t.gpu_auto {
+        v.extend(["--use_cuda".into(), "auto".into()]);
+    }
     v.push(t.server_addr.clone());
     v
 }
@@ -214,7 +251,9 @@ pub fn parse_client(out: &Output) -> ClientOutcome {
             {
                 let secs = r.results.last().map_or(0.0, |x| x.measured_s);
                 ClientOutcome::Failed(
-                    format!("no RDMA WRITE completed in the {secs} s measured window (0 iterations)"),
+                    format!(
+                        "no RDMA WRITE completed in the {secs} s measured window (0 iterations)"
+                    ),
                     Some(Box::new(r)),
                 )
             }
@@ -283,6 +322,7 @@ mod tests {
             min_line_rate_pct: None,
             warmup_s: Some(0.2),
             cooldown_s: None,
+            gpu_auto: false,
         };
         let v = client_argv("rdmabw", &t);
         let s = v.join(" ");
@@ -297,9 +337,54 @@ mod tests {
             ..t
         };
         let s = client_argv("rdmabw", &t).join(" ");
-        assert!(s.contains("-d mlx5_0 -x 3 -i 2 --server-netdev net1 -p"), "{s}");
+        assert!(
+            s.contains("-d mlx5_0 -x 3 -i 2 --server-netdev net1 -p"),
+            "{s}"
+        );
         let t = ClientTest { device: None, ..t };
-        assert!(client_argv("rdmabw", &t).join(" ").contains("--netdev net1 --server-netdev net1"));
+        assert!(client_argv("rdmabw", &t)
+            .join(" ")
+            .contains("--netdev net1 --server-netdev net1"));
+        // --gpu auto: the client's buffer in the GPU nearest its device, flag before the address.
+        let t = ClientTest {
+            gpu_auto: true,
+            ..t
+        };
+        assert!(client_argv("rdmabw", &t)
+            .join(" ")
+            .ends_with("--use_cuda auto 10.224.0.2"));
+    }
+
+    #[test]
+    fn server_daemon_takes_the_gpu_nearest_each_tests_device() {
+        assert_eq!(
+            server_argv("rdmabw", 18515, false).join(" "),
+            "rdmabw server --daemon -p 18515"
+        );
+        assert_eq!(
+            server_argv("/tmp/rdmabw", 18600, true).join(" "),
+            "/tmp/rdmabw server --daemon -p 18600 --use_cuda auto"
+        );
+    }
+
+    #[test]
+    fn gpu_check_gives_cudas_reason_or_the_gpu_count() {
+        let out = |code, json: &str| Output {
+            exit: Exit::Code(code),
+            stdout: json.as_bytes().to_vec(),
+            stderr: b"rdmabw: error: see the report\n".to_vec(),
+        };
+        let e = parse_gpus(&out(
+            2,
+            r#"{"cuda_driver":null,"cuda_error":"no CUDA driver library: libcuda.so","gpus":[]}"#,
+        ))
+        .expect_err("no CUDA");
+        assert_eq!(e.to_string(), "no CUDA driver library: libcuda.so");
+        let e = parse_gpus(&out(0, r#"{"cuda_driver":"13.0","cuda_error":null,"gpus":[]}"#))
+            .expect_err("no GPU");
+        assert!(e.to_string().contains("nvidia.com/gpu"), "{e}");
+        let e = parse_gpus(&out(127, "")).expect_err("no rdmabw");
+        assert!(e.to_string().contains("exit code 127"), "{e}");
     }
 
     #[test]
@@ -307,7 +392,8 @@ mod tests {
         let out = Output {
             exit: Exit::Code(2),
             stdout: vec![],
-            stderr: b"rdmabw: error: cannot connect to 10.224.2.2:18515: no route to host\n".to_vec(),
+            stderr: b"rdmabw: error: cannot connect to 10.224.2.2:18515: no route to host\n"
+                .to_vec(),
         };
         match parse_client(&out) {
             ClientOutcome::Failed(why, None) => assert!(why.contains("no route to host"), "{why}"),

@@ -125,6 +125,11 @@ pub struct RunArgs {
     /// Measure all rails at once (the node's aggregate), with the per-rail numbers and the sum.
     #[arg(long)]
     pub parallel: bool,
+    /// GPUDirect: `auto` puts each rail's buffers, on both sides, in CUDA memory of the GPU
+    /// nearest that rail's NIC (rdmabw --use_cuda auto: same PCIe switch, else root port, else
+    /// NUMA node). With --mode the pods ask for nvidia.com/gpu (8 unless --resource says).
+    #[arg(long, value_enum, value_name = "auto")]
+    pub gpu: Option<GpuArg>,
     /// Measured seconds per rail.
     #[arg(short = 'D', long, value_name = "S", default_value_t = 5.0, value_parser = positive)]
     pub duration: f64,
@@ -211,16 +216,14 @@ impl RunArgs {
             Some(m) => Some(m.parse::<NetworkMode>().context("--mode")?),
             None => None,
         };
-        let inject = if self.inject {
-            Some(
-                self.inject_binary
-                    .clone()
-                    .or_else(sibling_rdmabw)
-                    .context("--inject: no rdmabw next to railsweep; give one with --inject-binary")?,
-            )
-        } else {
-            None
-        };
+        let inject =
+            if self.inject {
+                Some(self.inject_binary.clone().or_else(sibling_rdmabw).context(
+                    "--inject: no rdmabw next to railsweep; give one with --inject-binary",
+                )?)
+            } else {
+                None
+            };
         let rdmabw = match (&self.rdmabw, self.runner) {
             (Some(p), _) => p.clone(),
             (None, RunnerKind::Local) => sibling_rdmabw()
@@ -249,8 +252,16 @@ impl RunArgs {
             margin: Duration::from_secs_f64(self.margin),
             mode,
             cluster: self.cluster.clone(),
+            gpu_auto: self.gpu == Some(GpuArg::Auto),
         })
     }
+}
+
+/// `--gpu` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GpuArg {
+    /// Each rail's buffers in the GPU nearest that rail's NIC, on both sides.
+    Auto,
 }
 
 /// Run `railsweep run`. `Err` is a usage or set-up error (exit code 2).
@@ -303,7 +314,9 @@ fn watch_ctrl_c(cancel: CancellationToken) {
         if tokio::signal::ctrl_c().await.is_err() {
             return;
         }
-        eprintln!("\nrailsweep: interrupted: ending the remote processes (Ctrl-C again to leave at once)");
+        eprintln!(
+            "\nrailsweep: interrupted: ending the remote processes (Ctrl-C again to leave at once)"
+        );
         cancel.cancel();
         if tokio::signal::ctrl_c().await.is_ok() {
             std::process::exit(i32::from(EXIT_INTERRUPTED));
@@ -311,7 +324,11 @@ fn watch_ctrl_c(cancel: CancellationToken) {
     });
 }
 
-pub(crate) async fn sweep_with<R: Runner>(runner: R, args: &RunArgs, cfg: SweepConfig) -> Result<ExitCode> {
+pub(crate) async fn sweep_with<R: Runner>(
+    runner: R,
+    args: &RunArgs,
+    cfg: SweepConfig,
+) -> Result<ExitCode> {
     // Refuse before any pod work whatever would fail at the end.
     let (skip, resume_id, resume_mode) = match &args.resume {
         Some(p) => read_resume(p)?,
@@ -389,7 +406,11 @@ pub(crate) async fn sweep_with<R: Runner>(runner: R, args: &RunArgs, cfg: SweepC
 
     let n = outcome.rows.len();
     if n > 0 && outcome.interrupted.is_empty() {
-        let measured_s = if cfg.parallel { cfg.duration_s } else { cfg.duration_s * n as f64 };
+        let measured_s = if cfg.parallel {
+            cfg.duration_s
+        } else {
+            cfg.duration_s * n as f64
+        };
         let total = prep.setup_s + outcome.rails_wall_s;
         eprintln!(
             "railsweep: {n} rail(s) in {total:.2} s (set-up {:.2} s, rails {:.2} s, rdmabw clients {:.2} s): \
@@ -412,7 +433,11 @@ pub(crate) async fn sweep_with<R: Runner>(runner: R, args: &RunArgs, cfg: SweepC
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     let bad = rows.iter().filter(|r| r.status != RailStatus::Ok).count();
-    Ok(if bad > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if bad > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn print_rows(rows: &[results::RailResult], format: OutFormat, parallel: bool) -> Result<()> {

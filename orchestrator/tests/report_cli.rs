@@ -240,3 +240,75 @@ fn svg_output_takes_its_format_from_the_extension() {
         assert!(svg.contains(needle), "svg lacks {needle:?}");
     }
 }
+
+/// `run --gpu auto --mode M`: both pods ask for every GPU of the node, unless --resource says.
+#[test]
+fn gpu_auto_pods_ask_for_gpus() {
+    let base = [
+        "run",
+        "--mode",
+        "sriov",
+        "--nodes",
+        "node-a,node-b",
+        "--dry-run",
+        "-o",
+        "yaml",
+        "--rdma-resource",
+        "nvidia.com/sriov_rdma=1",
+        "--networks",
+        "sriov-rail-{0..1}",
+    ];
+    let out = railsweep(&base);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plain = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        !plain.contains("nvidia.com/gpu: "),
+        "no GPUs without --gpu:\n{plain}"
+    );
+
+    let mut args = base.to_vec();
+    args.extend(["--gpu", "auto"]);
+    let out = railsweep(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let y = String::from_utf8_lossy(&out.stdout).to_string();
+    // Both pods (extended resources are asked for in limits).
+    assert_eq!(y.matches("nvidia.com/gpu: '8'").count(), 2, "{y}");
+
+    args.extend(["--resource", "nvidia.com/gpu=2"]);
+    let out = railsweep(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let y = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        !y.contains("nvidia.com/gpu: '8'") && !y.contains("nvidia.com/gpu: \"8\""),
+        "{y}"
+    );
+    assert!(y.contains("nvidia.com/gpu"), "{y}");
+
+    let out = railsweep(&[
+        "run",
+        "--server-pod",
+        "b",
+        "--client-pod",
+        "a",
+        "--gpu",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("auto"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

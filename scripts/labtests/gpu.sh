@@ -72,3 +72,13 @@ test_dmabuf_registration_refused_on_rxe() {
   in_pod podA "$RDMABW" gpus --dmabuf-check -d "$dev" --json >"$T_OUT/check.json" 2>/dev/null || true
   grep -q '"registered": false' "$T_OUT/check.json" || fail "--json: not registered false"
 }
+
+# railsweep run --gpu auto: the server daemon and every client get --use_cuda auto; without a
+# CUDA driver the daemon refuses to start, and railsweep stops at once with its reason, exit 2.
+test_railsweep_gpu_auto_without_cuda_driver() {
+  ulimit -l unlimited
+  expect_exit2 sweep timeout 60 "$RAILSWEEP" run --runner local --server-pod podB --client-pod podA \
+    --gpu auto -D 1 -o "$T_OUT/gpu.csv"
+  grep -q 'no CUDA driver library' "$T_OUT/sweep.err" || fail "railsweep does not pass on the daemon's reason"
+  grep -q -- '--use_cuda auto' "$T_OUT/sweep.err" || fail "the message does not name --use_cuda auto"
+}

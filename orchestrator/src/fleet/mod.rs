@@ -167,6 +167,7 @@ impl FleetArgs {
             margin: Duration::from_secs_f64(self.margin),
             mode: None,
             cluster: None,
+            gpu_auto: false,
         })
     }
 
@@ -184,7 +185,11 @@ impl FleetArgs {
             .max()
             .unwrap_or(1);
         #[allow(clippy::cast_precision_loss)]
-        let pair_s = if self.parallel { per_rail } else { per_rail * longest as f64 };
+        let pair_s = if self.parallel {
+            per_rail
+        } else {
+            per_rail * longest as f64
+        };
         let waves = rails.len().div_ceil(max_pairs.max(1)).max(1);
         #[allow(clippy::cast_precision_loss)]
         Duration::from_secs_f64(60.0 + pair_s * waves as f64)

@@ -79,7 +79,9 @@ impl std::fmt::Debug for PodSet {
 
 /// Ready: phase Running and the `Ready` condition true.
 pub fn is_ready(p: &Pod) -> bool {
-    let Some(s) = p.status.as_ref() else { return false };
+    let Some(s) = p.status.as_ref() else {
+        return false;
+    };
     s.phase.as_deref() == Some("Running")
         && s.conditions
             .iter()
@@ -118,7 +120,9 @@ impl PodSet {
                     }
                 }
                 Err(kube::Error::Api(status)) => {
-                    return Err(LifecycleError::NotStarted(Box::new(explain_create_error(pod, &status))))
+                    return Err(LifecycleError::NotStarted(Box::new(explain_create_error(
+                        pod, &status,
+                    ))))
                 }
                 Err(source) => {
                     return Err(LifecycleError::Api {
@@ -135,12 +139,20 @@ impl PodSet {
     /// The Events about pod `name`, oldest first.
     pub async fn events_of(&self, name: &str) -> Vec<Event> {
         let lp = ListParams::default().fields(&format!("involvedObject.name={name}"));
-        self.events.list(&lp).await.map(|l| l.items).unwrap_or_default()
+        self.events
+            .list(&lp)
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
     }
 
     /// Wait until every created pod is ready, at most `timeout`; stop at the first pod that
     /// will not start, or at `cancel`.
-    pub async fn wait_ready(&self, timeout: Duration, cancel: &CancellationToken) -> Result<Vec<Pod>, LifecycleError> {
+    pub async fn wait_ready(
+        &self,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Pod>, LifecycleError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let waits = self
             .created()
@@ -157,7 +169,8 @@ impl PodSet {
         cancel: CancellationToken,
     ) -> Result<Pod, LifecycleError> {
         // Ready, or a failure that the status alone shows.
-        let settled = |p: Option<&Pod>| p.is_some_and(|p| is_ready(p) || explain_pod(p, &[]).is_some());
+        let settled =
+            |p: Option<&Pod>| p.is_some_and(|p| is_ready(p) || explain_pod(p, &[]).is_some());
         let watch = await_condition(self.pods.clone(), &name, settled);
         tokio::pin!(watch);
         let mut beat = tokio::time::interval(Duration::from_secs(1));
@@ -227,7 +240,9 @@ impl PodSet {
         }
         if let Some(limit) = wait {
             for c in &created {
-                let Some(uid) = c.uid.as_deref() else { continue };
+                let Some(uid) = c.uid.as_deref() else {
+                    continue;
+                };
                 let gone = await_condition(self.pods.clone(), &c.name, conditions::is_deleted(uid));
                 match tokio::time::timeout(limit, gone).await {
                     Ok(Ok(_)) => {}

@@ -37,9 +37,15 @@ pub fn pod_header(pair: &PodPair, role: Role) -> Vec<String> {
         .map(|n| format!("on node {n}"))
         .unwrap_or_else(|| "on a node the scheduler picks".into());
     let (level, why) = security::required_level(pod);
-    let mut lines = vec![format!("railsweep: {} {} pod, {node}.", pair.mode, role.as_str())];
+    let mut lines = vec![format!(
+        "railsweep: {} {} pod, {node}.",
+        pair.mode,
+        role.as_str()
+    )];
     if why.is_empty() {
-        lines.push(format!("Pod Security: the namespace may enforce up to {level}."));
+        lines.push(format!(
+            "Pod Security: the namespace may enforce up to {level}."
+        ));
     } else {
         lines.push(format!(
             "Pod Security: the namespace must allow {level} (pod-security.kubernetes.io/enforce={level}), for:"
@@ -95,7 +101,9 @@ pub fn runtime_class(name: &str) -> k8s_openapi::api::node::v1::RuntimeClass {
         },
         handler: name.to_string(),
         scheduling: Some(Scheduling {
-            node_selector: Some([("nvidia.com/gpu.present".to_string(), "true".to_string())].into()),
+            node_selector: Some(
+                [("nvidia.com/gpu.present".to_string(), "true".to_string())].into(),
+            ),
             ..Scheduling::default()
         }),
         ..RuntimeClass::default()
@@ -136,7 +144,9 @@ pub fn examples() -> Result<Vec<(String, String)>, YamlError> {
     let mut files = Vec::new();
     for mode in super::Mode::ALL {
         let pair = super::pod_pair(mode, &opts, &place).map_err(|e| {
-            YamlError(serde::ser::Error::custom(format!("example options of {mode}: {e}")))
+            YamlError(serde::ser::Error::custom(format!(
+                "example options of {mode}: {e}"
+            )))
         })?;
         let mut text = format!(
             "# The rdmabw pod pair of railsweep's `{mode}` mode, for `kubectl apply -f`.\n\
@@ -169,7 +179,12 @@ pub fn examples() -> Result<Vec<(String, String)>, YamlError> {
         rc.push('\n');
     }
     rc.push_str("---\n");
-    rc.push_str(&serde_yaml::to_string(&runtime_class(super::DEFAULT_RUNTIME_CLASS))?);
-    files.push((format!("runtimeclass-{}.yaml", super::DEFAULT_RUNTIME_CLASS), rc));
+    rc.push_str(&serde_yaml::to_string(&runtime_class(
+        super::DEFAULT_RUNTIME_CLASS,
+    ))?);
+    files.push((
+        format!("runtimeclass-{}.yaml", super::DEFAULT_RUNTIME_CLASS),
+        rc,
+    ));
     Ok(files)
 }
