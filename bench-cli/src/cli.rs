@@ -215,11 +215,12 @@ pub struct TestArgs {
     #[arg(short = 'Q', long = "cq-mod", value_name = "N")]
     pub cq_mod: Option<u32>,
 
-    /// How to wait for completions: `spin` busy-polls, as ib_write_bw does (the default: the
-    /// highest bandwidth); `adaptive` spins while completions come often and sleeps in short
-    /// steps when the next one is over a millisecond away, never letting the send queue run
-    /// dry: for slow links or huge messages on a shared CPU (on Soft-RoCE it saves most of the
-    /// CPU but costs bandwidth).
+    /// How to wait for completions: `spin` busy-polls through the measured window, as
+    /// ib_write_bw does (the default: the highest bandwidth); `adaptive` spins while
+    /// completions come often and sleeps in short steps when the next one is over a
+    /// millisecond away, never letting the send queue run dry: for slow links or huge messages
+    /// on a shared CPU (on Soft-RoCE it saves most of the CPU but costs bandwidth). A -D
+    /// test's warm-up and cool-down are always polled adaptively: they are not measured.
     #[arg(long = "poll", value_name = "MODE", value_enum, default_value_t = PollArg::Spin)]
     pub poll: PollArg,
 

@@ -917,7 +917,10 @@ impl Connected {
                 }
             }
 
-            if n == 0 && !posted && k.poll == PollMode::Adaptive {
+            // Warm-up and cool-down only keep the link loaded around the measured window:
+            // there, completions are waited for adaptively whatever --poll says.
+            let outside_window = target.is_none() && (t < ws || t >= we);
+            if n == 0 && !posted && (k.poll == PollMode::Adaptive || outside_window) {
                 // The rate of this size so far, else of the last one.
                 let elapsed = last_progress.duration_since(t0).as_secs_f64();
                 let rate = if size_bytes_done > 0 && elapsed > 0.0 {

@@ -166,7 +166,9 @@ pub struct LocalTuning {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PollMode {
-    /// Always spin, as ib_write_bw does: the highest bandwidth, one busy core per side.
+    /// Spin during the measured window, as ib_write_bw does: the highest bandwidth, one busy
+    /// core per side. The warm-up and cool-down of a `-D` test, which only keep the link
+    /// loaded around the window, are polled adaptively.
     #[default]
     Spin,
     /// Spin while completions come often; when the CQ has been empty for over a millisecond
