@@ -55,8 +55,20 @@ pub fn render(r: &RailsReport) -> String {
     let mut t = Table::new();
     t.load_preset(presets::NOTHING);
     t.set_header(vec![
-        "RAIL", "IFACE", "IPV4", "DEVICE", "PORT", "GID_INDEX", "STATE", "GBPS", "MTU", "PCI",
-        "NUMA", "GPUS", "ATTACHMENT", "USABLE",
+        "RAIL",
+        "IFACE",
+        "IPV4",
+        "DEVICE",
+        "PORT",
+        "GID_INDEX",
+        "STATE",
+        "GBPS",
+        "MTU",
+        "PCI",
+        "NUMA",
+        "GPUS",
+        "ATTACHMENT",
+        "USABLE",
     ]);
     for row in &r.rails {
         t.add_row(vec![

@@ -48,16 +48,40 @@ fn rails_table_reads_with_awk_and_lists_what_is_not_a_rail() {
     assert_eq!(
         header,
         vec![
-            "RAIL", "IFACE", "IPV4", "DEVICE", "PORT", "GID_INDEX", "STATE", "GBPS", "MTU", "PCI",
-            "NUMA", "GPUS", "ATTACHMENT", "USABLE"
+            "RAIL",
+            "IFACE",
+            "IPV4",
+            "DEVICE",
+            "PORT",
+            "GID_INDEX",
+            "STATE",
+            "GBPS",
+            "MTU",
+            "PCI",
+            "NUMA",
+            "GPUS",
+            "ATTACHMENT",
+            "USABLE"
         ]
     );
     let row0: Vec<&str> = lines[1].split_whitespace().collect();
     assert_eq!(
         row0,
         vec![
-            "0", "rdma0", "10.224.0.1", "mlx5_5", "1", "3", "ACTIVE", "100", "4096",
-            "0000:0c:00.0", "3", "0000:0f:00.0,0000:15:00.0", "host_network", "yes"
+            "0",
+            "rdma0",
+            "10.224.0.1",
+            "mlx5_5",
+            "1",
+            "3",
+            "ACTIVE",
+            "100",
+            "4096",
+            "0000:0c:00.0",
+            "3",
+            "0000:0f:00.0,0000:15:00.0",
+            "host_network",
+            "yes"
         ]
     );
     assert!(t.contains("NOT A RAIL"), "{t}");

@@ -5,16 +5,16 @@
 #![deny(unsafe_code)]
 
 pub mod control;
+pub mod engine;
+pub mod error;
+pub mod ffi;
+pub mod gid;
 pub mod gpu;
 pub mod params;
 pub mod probe;
 pub mod rails;
 pub mod report;
 pub mod session;
-pub mod engine;
-pub mod error;
-pub mod ffi;
-pub mod gid;
 pub mod sysfs;
 pub mod topology;
 pub mod verbs;

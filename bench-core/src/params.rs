@@ -120,7 +120,11 @@ impl TestParams {
         differ("--iters/-n or --duration/-D", &self.length, &peer.length)?;
         differ("--qp/-q", &self.qps, &peer.qps)?;
         differ("--connection/-c", &self.connection, &peer.connection)?;
-        differ("--bidirectional/-b", &self.bidirectional, &peer.bidirectional)?;
+        differ(
+            "--bidirectional/-b",
+            &self.bidirectional,
+            &peer.bidirectional,
+        )?;
         Ok(())
     }
 }

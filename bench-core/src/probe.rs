@@ -210,7 +210,9 @@ impl ProbeSystem for LiveSystem {
     fn register_memory(&self, device: &str, bytes: u64) -> Result<(), String> {
         let dev = Device::open_with(&self.roots, device).map_err(|e| e.to_string())?;
         let pd = dev.alloc_pd().map_err(|e| e.to_string())?;
-        pd.alloc_host_buffer(bytes).map(drop).map_err(|e| e.to_string())
+        pd.alloc_host_buffer(bytes)
+            .map(drop)
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -744,7 +746,10 @@ fn check_netns_mode(roots: &SysRoots, inv: &sysfs::Inventory, rails: &RailsRepor
             Status::Warn,
             format!(
                 "{} unreadable: ib_core not loaded, or sysfs not mounted",
-                roots.sys.join("module/ib_core/parameters/netns_mode").display()
+                roots
+                    .sys
+                    .join("module/ib_core/parameters/netns_mode")
+                    .display()
             ),
             None,
         ),
@@ -878,8 +883,16 @@ fn check_cluster_dns(
     let (ns, search) = resolv_conf(&roots.etc);
     let conf = format!(
         "nameserver {}, search {}",
-        if ns.is_empty() { "none".into() } else { ns.join(" ") },
-        if search.is_empty() { "none".into() } else { search.join(" ") }
+        if ns.is_empty() {
+            "none".into()
+        } else {
+            ns.join(" ")
+        },
+        if search.is_empty() {
+            "none".into()
+        } else {
+            search.join(" ")
+        }
     );
     if !in_k8s {
         return check(
@@ -900,7 +913,10 @@ fn check_cluster_dns(
             Status::Pass,
             format!(
                 "{name} resolves to {} ({conf})",
-                a.iter().map(IpAddr::to_string).collect::<Vec<_>>().join(" ")
+                a.iter()
+                    .map(IpAddr::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" ")
             ),
             None,
         ),
@@ -955,7 +971,10 @@ with a sizeLimit of several GiB)";
                 check(
                     "dev-shm",
                     Status::Warn,
-                    format!("/dev/shm is {} ({source}): NCCL asks for at least 1 GiB", human(b)),
+                    format!(
+                        "/dev/shm is {} ({source}): NCCL asks for at least 1 GiB",
+                        human(b)
+                    ),
                     Some(FIX),
                 )
             } else {
@@ -1027,10 +1046,13 @@ fn check_gpus(roots: &SysRoots, sys: &dyn ProbeSystem) -> Check {
     let open_n = openable.len();
     let given_text = match (&nvd, given) {
         (Some(v), Some(k)) => format!("given {k} (NVIDIA_VISIBLE_DEVICES={v})"),
-        (Some(v), None) => format!("which were given is not said (NVIDIA_VISIBLE_DEVICES={v}: CDI)"),
+        (Some(v), None) => {
+            format!("which were given is not said (NVIDIA_VISIBLE_DEVICES={v}: CDI)")
+        }
         (None, _) => "which were given is not said (NVIDIA_VISIBLE_DEVICES unset)".to_string(),
     };
-    const RISK: &str = "CUDA uses every GPU it can open, so CUDA device 0 here is the node's first \
+    const RISK: &str =
+        "CUDA uses every GPU it can open, so CUDA device 0 here is the node's first \
 GPU whatever the device plugin gave: two jobs on one node run on the same GPUs";
     const FIX: &str = "drop privileged: true (it adds every device of the node); give the RDMA \
 devices through a device plugin or CRI-O's io.kubernetes.cri-o.Devices annotation with \

@@ -144,7 +144,9 @@ fn status(r: &ProbeReport, check: &str) -> Status {
 }
 
 fn detail<'r>(r: &'r ProbeReport, check: &str) -> &'r str {
-    r.check(check).map(|c| c.detail.as_str()).unwrap_or_default()
+    r.check(check)
+        .map(|c| c.detail.as_str())
+        .unwrap_or_default()
 }
 
 fn fix<'r>(r: &'r ProbeReport, check: &str) -> &'r str {
@@ -174,7 +176,11 @@ fn every_check_has_a_name_a_status_a_line_and_a_fix_unless_it_passed() {
         let r = run(t);
         assert_eq!(r.checks.len(), 11, "{t}");
         for c in &r.checks {
-            assert!(!c.detail.is_empty() && !c.detail.contains('\n'), "{t} {}", c.name);
+            assert!(
+                !c.detail.is_empty() && !c.detail.contains('\n'),
+                "{t} {}",
+                c.name
+            );
             if c.status == Status::Fail {
                 assert!(c.fix.is_some(), "{t} {} FAIL without a fix", c.name);
             }
@@ -193,7 +199,12 @@ fn hostpath_mount_files_present_but_the_device_cgroup_says_eperm() {
     let d = detail(&r, "uverbs-open");
     assert!(d.contains("EPERM") && d.contains("device cgroup"), "{d}");
     let f = fix(&r, "uverbs-open");
-    for w in ["hostPath", "device plugin", "privileged", "io.kubernetes.cri-o.Devices"] {
+    for w in [
+        "hostPath",
+        "device plugin",
+        "privileged",
+        "io.kubernetes.cri-o.Devices",
+    ] {
         assert!(f.contains(w), "fix lacks {w}: {f}");
     }
     // Nothing opened, so no registration was tried.
@@ -207,29 +218,56 @@ fn memlock_64_kib_without_ipc_lock_fails() {
     let r = run("probe-hostpath");
     assert_eq!(status(&r, "memlock"), Status::Fail, "{}", table(&r));
     let d = detail(&r, "memlock");
-    assert!(d.contains("64 KiB") && d.contains("no IPC_LOCK") && d.contains("a80425fb"), "{d}");
+    assert!(
+        d.contains("64 KiB") && d.contains("no IPC_LOCK") && d.contains("a80425fb"),
+        "{d}"
+    );
     assert!(fix(&r, "memlock").contains("IPC_LOCK"));
     // The same limit with IPC_LOCK effective passes (the SR-IOV pod: 8 MiB, IPC_LOCK).
     let s = run("rails-sriov");
-    assert_eq!(status(&s, "memlock"), Status::Pass, "{}", detail(&s, "memlock"));
+    assert_eq!(
+        status(&s, "memlock"),
+        Status::Pass,
+        "{}",
+        detail(&s, "memlock")
+    );
     assert!(detail(&s, "memlock").contains("IPC_LOCK is effective"));
     // And the kernel's 8 MiB default without IPC_LOCK fails too.
     let e = run("probe-ipvlan-exclusive");
-    assert_eq!(status(&e, "memlock"), Status::Fail, "{}", detail(&e, "memlock"));
+    assert_eq!(
+        status(&e, "memlock"),
+        Status::Fail,
+        "{}",
+        detail(&e, "memlock")
+    );
 }
 
 #[test]
 fn dev_shm_of_64_mib_fails_and_a_memory_backed_one_passes() {
     let r = run("probe-hostpath");
     assert_eq!(status(&r, "dev-shm"), Status::Fail);
-    assert!(detail(&r, "dev-shm").contains("64 MiB"), "{}", detail(&r, "dev-shm"));
+    assert!(
+        detail(&r, "dev-shm").contains("64 MiB"),
+        "{}",
+        detail(&r, "dev-shm")
+    );
     assert!(fix(&r, "dev-shm").contains("medium: Memory"));
     let ok = run("rails-ipvlan/pod1");
-    assert_eq!(status(&ok, "dev-shm"), Status::Pass, "{}", detail(&ok, "dev-shm"));
+    assert_eq!(
+        status(&ok, "dev-shm"),
+        Status::Pass,
+        "{}",
+        detail(&ok, "dev-shm")
+    );
     assert!(detail(&ok, "dev-shm").contains("32 GiB"));
     // No size= on the tmpfs: half the memory (SR-IOV pod: about 1 TiB of 2 TiB).
     let s = run("rails-sriov");
-    assert_eq!(status(&s, "dev-shm"), Status::Pass, "{}", detail(&s, "dev-shm"));
+    assert_eq!(
+        status(&s, "dev-shm"),
+        Status::Pass,
+        "{}",
+        detail(&s, "dev-shm")
+    );
     assert!(detail(&s, "dev-shm").contains("half of the memory"));
 }
 
@@ -238,14 +276,27 @@ fn privileged_pod_sees_every_gpu_of_the_node() {
     let r = run("rails-hostnet");
     assert_eq!(status(&r, "gpu-isolation"), Status::Warn, "{}", table(&r));
     let d = detail(&r, "gpu-isolation");
-    assert!(d.contains("can open 8 GPUs") && d.contains("given 4"), "{d}");
+    assert!(
+        d.contains("can open 8 GPUs") && d.contains("given 4"),
+        "{d}"
+    );
     assert!(d.contains("privileged") && d.contains("same GPUs"), "{d}");
     assert!(fix(&r, "gpu-isolation").contains("privileged"));
     // Given what it can open: pass.
     let ok = run("rails-ipvlan/pod1");
-    assert_eq!(status(&ok, "gpu-isolation"), Status::Pass, "{}", detail(&ok, "gpu-isolation"));
+    assert_eq!(
+        status(&ok, "gpu-isolation"),
+        Status::Pass,
+        "{}",
+        detail(&ok, "gpu-isolation")
+    );
     let hp = run("probe-hostpath");
-    assert_eq!(status(&hp, "gpu-isolation"), Status::Pass, "{}", detail(&hp, "gpu-isolation"));
+    assert_eq!(
+        status(&hp, "gpu-isolation"),
+        Status::Pass,
+        "{}",
+        detail(&hp, "gpu-isolation")
+    );
 }
 
 #[test]
@@ -253,19 +304,39 @@ fn hostnetwork_pod_with_the_nodes_dns_cannot_resolve_cluster_names() {
     let r = run("rails-hostnet");
     assert_eq!(status(&r, "host-network"), Status::Warn, "{}", table(&r));
     let d = detail(&r, "host-network");
-    assert!(d.contains("PF rdma0") && d.contains("oke-cbuyudv52dq"), "{d}");
+    assert!(
+        d.contains("PF rdma0") && d.contains("oke-cbuyudv52dq"),
+        "{d}"
+    );
     assert_eq!(status(&r, "cluster-dns"), Status::Fail);
     assert!(detail(&r, "cluster-dns").contains("kubernetes.default.svc.cluster.local"));
     assert!(fix(&r, "cluster-dns").contains("ClusterFirstWithHostNet"));
     // The rest of that privileged pod works.
-    for c in ["rails", "uverbs-files", "uverbs-open", "memlock", "memory-registration", "rdma-netns-mode", "rail-gids"] {
+    for c in [
+        "rails",
+        "uverbs-files",
+        "uverbs-open",
+        "memlock",
+        "memory-registration",
+        "rdma-netns-mode",
+        "rail-gids",
+    ] {
         assert_eq!(status(&r, c), Status::Pass, "{c}: {}", detail(&r, c));
     }
-    assert!(detail(&r, "rails").starts_with("16 rails (hostNetwork)"), "{}", detail(&r, "rails"));
+    assert!(
+        detail(&r, "rails").starts_with("16 rails (hostNetwork)"),
+        "{}",
+        detail(&r, "rails")
+    );
     assert!(detail(&r, "uverbs-files").contains("18 uverbs files"));
     // With ClusterFirstWithHostNet (the hostPath pod), cluster names resolve.
     let hp = run("probe-hostpath");
-    assert_eq!(status(&hp, "cluster-dns"), Status::Pass, "{}", detail(&hp, "cluster-dns"));
+    assert_eq!(
+        status(&hp, "cluster-dns"),
+        Status::Pass,
+        "{}",
+        detail(&hp, "cluster-dns")
+    );
 }
 
 #[test]
@@ -276,7 +347,11 @@ fn ipvlan_pod_passes_everything() {
         assert!(!r.failed());
     }
     let r = run("rails-ipvlan/pod2");
-    assert!(detail(&r, "rail-gids").contains("GID index 7"), "{}", detail(&r, "rail-gids"));
+    assert!(
+        detail(&r, "rail-gids").contains("GID index 7"),
+        "{}",
+        detail(&r, "rail-gids")
+    );
     assert!(detail(&r, "rails").contains("IPvlan"));
     assert!(detail(&r, "host-network").starts_with("own network namespace"));
     assert!(detail(&r, "rdma-netns-mode").starts_with("shared"));
@@ -334,7 +409,12 @@ fn lab_pod_passes_and_says_warn_for_what_does_not_apply() {
         .collect();
     assert!(!r.failed(), "{}", table(&r));
     // Outside Kubernetes, without GPUs, with a tmpfs of half of 1 GiB on /dev/shm.
-    assert_eq!(warn, vec!["cluster-dns", "dev-shm", "gpu-isolation"], "{}", table(&r));
+    assert_eq!(
+        warn,
+        vec!["cluster-dns", "dev-shm", "gpu-isolation"],
+        "{}",
+        table(&r)
+    );
     assert!(detail(&r, "cluster-dns").starts_with("not applicable"));
 }
 

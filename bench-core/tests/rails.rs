@@ -9,7 +9,11 @@ use bench_core::report::{Attachment, RailRow, RailsReport};
 use bench_core::sysfs::{self, SysRoots};
 
 fn roots(tree: &str) -> SysRoots {
-    SysRoots::under(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(tree))
+    SysRoots::under(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(tree),
+    )
 }
 
 fn report(tree: &str) -> RailsReport {
@@ -46,7 +50,12 @@ fn assert_rows_match_netdev_resolution(tree: &str, r: &RailsReport) {
         assert_eq!(Some(got.device.clone()), row.device, "{tree} {}", row.iface);
         assert_eq!(Some(got.port), row.port, "{tree} {}", row.iface);
         assert_eq!(Some(got.gid_index), row.gid_index, "{tree} {}", row.iface);
-        assert_eq!(got.ip.map(|a| a.to_string()), row.ipv4, "{tree} {}", row.iface);
+        assert_eq!(
+            got.ip.map(|a| a.to_string()),
+            row.ipv4,
+            "{tree} {}",
+            row.iface
+        );
     }
 }
 
@@ -58,11 +67,18 @@ fn hostnet_sixteen_rails_of_eighteen_devices_and_two_front_end_nics() {
     for (i, row) in r.rails.iter().enumerate() {
         assert_eq!(row.rail as usize, i);
         assert_eq!(row.iface, format!("rdma{i}"));
-        assert_eq!(row.device.as_deref(), Some(NODE_RAIL_DEVICES[i]), "rail {i}");
+        assert_eq!(
+            row.device.as_deref(),
+            Some(NODE_RAIL_DEVICES[i]),
+            "rail {i}"
+        );
         assert_eq!(row.port, Some(1));
         // The host's index: 0-1 link-local, 2 RoCE v1, 3 RoCE v2 IPv4 (NCCL_IB_GID_INDEX=3).
         assert_eq!(row.gid_index, Some(3), "rail {i}");
-        assert_eq!(row.ipv4.as_deref(), Some(format!("10.224.0.{}", i + 1).as_str()));
+        assert_eq!(
+            row.ipv4.as_deref(),
+            Some(format!("10.224.0.{}", i + 1).as_str())
+        );
         assert_eq!(row.attachment, Attachment::HostNetwork);
         assert!(row.usable, "rail {i}: {:?}", row.reason);
         assert_eq!(row.reason, None);
@@ -79,7 +95,10 @@ fn hostnet_sixteen_rails_of_eighteen_devices_and_two_front_end_nics() {
     assert_eq!(r0.gpus, vec!["0000:0f:00.0", "0000:15:00.0"]);
     assert_eq!(rail(&r, "rdma5").gpus, vec!["0000:50:00.0", "0000:53:00.0"]);
     assert_eq!(rail(&r, "rdma5").numa_node, Some(1));
-    assert_eq!(rail(&r, "rdma15").gpus, vec!["0000:d6:00.0", "0000:da:00.0"]);
+    assert_eq!(
+        rail(&r, "rdma15").gpus,
+        vec!["0000:d6:00.0", "0000:da:00.0"]
+    );
 
     // 18 RDMA devices: 16 rails and the two front-end NICs, listed apart with the reason.
     let names: Vec<&str> = r.not_rails.iter().map(|n| n.name.as_str()).collect();
@@ -92,7 +111,9 @@ fn hostnet_sixteen_rails_of_eighteen_devices_and_two_front_end_nics() {
         r.not_rails[0].reason
     );
     assert!(
-        r.not_rails[1].reason.contains("ens800f0 has no IPv4 address"),
+        r.not_rails[1]
+            .reason
+            .contains("ens800f0 has no IPv4 address"),
         "{}",
         r.not_rails[1].reason
     );
@@ -109,7 +130,11 @@ fn ipvlan_each_pod_gets_its_own_childs_gid_index_and_never_the_hosts() {
         assert_eq!(r.rails.len(), 16, "{:#?}", r.rails);
         for (i, row) in r.rails.iter().enumerate() {
             assert_eq!(row.rail as usize, i);
-            assert_eq!(row.iface, format!("net{}", i + 1), "rail order follows net1..net16");
+            assert_eq!(
+                row.iface,
+                format!("net{}", i + 1),
+                "rail order follows net1..net16"
+            );
             assert_eq!(row.device.as_deref(), Some(NODE_RAIL_DEVICES[i]));
             assert_eq!(row.gid_index, Some(index), "{} of {}", row.iface, r.host);
             assert_eq!(
@@ -122,7 +147,9 @@ fn ipvlan_each_pod_gets_its_own_childs_gid_index_and_never_the_hosts() {
         // The front-end NICs are no rails: no interface here, and not given to the pod.
         let names: Vec<&str> = r.not_rails.iter().map(|n| n.name.as_str()).collect();
         assert_eq!(names, vec!["mlx5_0", "mlx5_13"]);
-        assert!(r.not_rails[0].reason.contains("no interface of this network namespace"));
+        assert!(r.not_rails[0]
+            .reason
+            .contains("no interface of this network namespace"));
         assert!(r.not_rails[0].reason.contains("not in this container"));
     }
     // The field report: net1 of the first pod at index 5, of the second at 7, one device.
@@ -150,7 +177,10 @@ fn sriov_vfs_have_their_own_devices_and_a_down_vf_is_listed_with_the_reason() {
     let ifaces: Vec<&str> = r.rails.iter().map(|x| x.iface.as_str()).collect();
     assert_eq!(ifaces, vec!["net1", "net2", "net3", "net4"]);
     for (i, row) in r.rails.iter().enumerate() {
-        assert_eq!(row.device.as_deref(), Some(format!("mlx5_{}", 18 + i).as_str()));
+        assert_eq!(
+            row.device.as_deref(),
+            Some(format!("mlx5_{}", 18 + i).as_str())
+        );
         assert_eq!(row.attachment, Attachment::Sriov);
         assert_eq!(row.gid_index, Some(3));
         assert_eq!(row.active_mtu_bytes, Some(4096));
@@ -163,7 +193,10 @@ fn sriov_vfs_have_their_own_devices_and_a_down_vf_is_listed_with_the_reason() {
     assert!(!n4.usable);
     assert_eq!(n4.state.as_deref(), Some("DOWN"));
     let reason = n4.reason.as_deref().unwrap_or_default();
-    assert!(reason.contains("DOWN") && reason.contains("mlx5_21"), "{reason}");
+    assert!(
+        reason.contains("DOWN") && reason.contains("mlx5_21"),
+        "{reason}"
+    );
     assert_eq!(n4.ipv4.as_deref(), Some("10.56.0.13"));
     // Exclusive mode: only the pod's own devices, so nothing else to list.
     assert!(r.not_rails.is_empty(), "{:#?}", r.not_rails);
@@ -190,7 +223,10 @@ fn lab_pods_each_pod_its_own_rxe_device_classified_as_software() {
         // The other pod's rxe devices are listed in every namespace, and are no rails here.
         let other = if pod == "a" { "b" } else { "a" };
         let names: Vec<String> = r.not_rails.iter().map(|n| n.name.clone()).collect();
-        assert_eq!(names, vec![format!("rxe_{other}0"), format!("rxe_{other}1")]);
+        assert_eq!(
+            names,
+            vec![format!("rxe_{other}0"), format!("rxe_{other}1")]
+        );
     }
     assert_rows_match_netdev_resolution("rails-lab-pods/podA", &a);
 }
@@ -204,7 +240,12 @@ fn lab_ipvlan_two_pods_on_one_rail_get_different_indexes() {
             assert_eq!(row.device, Some(format!("rxe{i}")));
             assert_eq!(row.gid_index, Some(index));
             assert_eq!(row.ipv4, Some(format!("10.224.{i}.{k}")));
-            assert_eq!(row.attachment, Attachment::Ipvlan, "rxe parent is rdma{i}, not net{}", i + 1);
+            assert_eq!(
+                row.attachment,
+                Attachment::Ipvlan,
+                "rxe parent is rdma{i}, not net{}",
+                i + 1
+            );
             assert!(row.usable);
         }
         assert!(r.not_rails.is_empty(), "{:#?}", r.not_rails);
@@ -221,8 +262,21 @@ fn json_keeps_the_orchestrators_contract() {
     let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     let row = &v["rails"][0];
     for key in [
-        "rail", "iface", "ipv4", "device", "port", "gid_index", "state", "link_layer",
-        "rate_gbps", "active_mtu_bytes", "pci", "numa_node", "gpus", "attachment", "usable",
+        "rail",
+        "iface",
+        "ipv4",
+        "device",
+        "port",
+        "gid_index",
+        "state",
+        "link_layer",
+        "rate_gbps",
+        "active_mtu_bytes",
+        "pci",
+        "numa_node",
+        "gpus",
+        "attachment",
+        "usable",
         "reason",
     ] {
         assert!(row.get(key).is_some(), "missing {key} in {row}");

@@ -18,8 +18,8 @@ use bench_core::control::{
 use bench_core::gid::RailRequest;
 use bench_core::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
 use bench_core::session::{
-    inventory_for, quiet, serve_one, Daemon, Listener, OnTest, Pinned, ServerConfig,
-    ServerShared, SessionError,
+    inventory_for, quiet, serve_one, Daemon, Listener, OnTest, Pinned, ServerConfig, ServerShared,
+    SessionError,
 };
 use bench_core::sysfs::SysRoots;
 
@@ -69,7 +69,13 @@ fn serve(
     let addr = l.local_addr().unwrap();
     let h = thread::spawn(move || {
         let (s, _) = l.accept().unwrap();
-        serve_one(&cfg, s, &shared, &Arc::new(AtomicBool::new(false)), &quiet())
+        serve_one(
+            &cfg,
+            s,
+            &shared,
+            &Arc::new(AtomicBool::new(false)),
+            &quiet(),
+        )
     });
     (addr, h)
 }
@@ -84,7 +90,10 @@ fn a_pinned_parameter_that_differs_is_named_with_both_values() {
         qps: true,
         ..Pinned::default()
     };
-    let (addr, h) = serve(server_cfg(false, pinned, RailRequest::default()), ServerShared::new());
+    let (addr, h) = serve(
+        server_cfg(false, pinned, RailRequest::default()),
+        ServerShared::new(),
+    );
     let mut ch = client(addr);
     let e = ch
         .client_handshake(&Hello::new(params(1), None, "pod-a"))
@@ -132,7 +141,10 @@ fn the_client_names_the_server_rail_by_netdev() {
     let mut ch = client(addr);
     let hello = Hello::new(params(1), None, "pod-a").with_server_rail(Some("net9".into()), None);
     let e = ch.client_handshake(&hello).unwrap_err().to_string();
-    assert!(e.contains("net9") && e.contains("maps to no RDMA device"), "{e}");
+    assert!(
+        e.contains("net9") && e.contains("maps to no RDMA device"),
+        "{e}"
+    );
     let _ = h.join().unwrap();
 
     // A known one gets past the rail choice and the claim (to device opening).
@@ -146,7 +158,10 @@ fn the_client_names_the_server_rail_by_netdev() {
     let e = ch.client_handshake(&hello).unwrap_err().to_string();
     assert!(e.contains("server set-up"), "{e}");
     let _ = h.join().unwrap();
-    assert!(shared.claims.is_empty(), "the claim is released after the test");
+    assert!(
+        shared.claims.is_empty(),
+        "the claim is released after the test"
+    );
 }
 
 #[test]
@@ -155,7 +170,10 @@ fn a_server_pinned_to_a_device_refuses_another() {
         device: Some("rxe_b0".into()),
         ..RailRequest::default()
     };
-    let (addr, h) = serve(server_cfg(false, Pinned::default(), rail), ServerShared::new());
+    let (addr, h) = serve(
+        server_cfg(false, Pinned::default(), rail),
+        ServerShared::new(),
+    );
     let mut ch = client(addr);
     let hello = Hello::new(params(1), Some("rxe_b1".into()), "pod-a");
     match ch.client_handshake(&hello).unwrap_err() {
@@ -189,7 +207,10 @@ fn a_busy_device_is_answered_busy_with_its_holder() {
         other => panic!("{other}"),
     }
     let e = h.join().unwrap().unwrap_err();
-    assert!(!e.is_setup(), "busy is a failed run, not a usage error: {e}");
+    assert!(
+        !e.is_setup(),
+        "busy is a failed run, not a usage error: {e}"
+    );
 }
 
 #[test]
@@ -201,8 +222,10 @@ fn a_perftest_client_is_named() {
     let mut s = TcpStream::connect(addr).unwrap();
     // What ib_write_bw sends first: its version string, then its QP data as text.
     s.write_all(b"5.60\0\0\0\0\0\0").unwrap();
-    s.write_all(b"0000:000011:001a2b:00000000:0000000000000000:0000:0000:0000:0000:0000:ffff:0ae0:0001")
-        .unwrap();
+    s.write_all(
+        b"0000:000011:001a2b:00000000:0000000000000000:0000:0000:0000:0000:0000:ffff:0ae0:0001",
+    )
+    .unwrap();
     let e = h.join().unwrap().unwrap_err();
     assert!(matches!(e, SessionError::NotRdmabw(_)), "{e:?}");
     assert!(e.is_setup());

@@ -115,7 +115,9 @@ pub async fn run(args: CompareArgs) -> Result<ExitCode> {
     for m in &modes {
         let p = per_mode(*m);
         if p.exists() {
-            rows.extend(results::read_path(&p).with_context(|| format!("cannot read {}", p.display()))?);
+            rows.extend(
+                results::read_path(&p).with_context(|| format!("cannot read {}", p.display()))?,
+            );
         }
     }
     let report = Report::new(GENERATED_BY, rows);
@@ -128,7 +130,8 @@ pub async fn run(args: CompareArgs) -> Result<ExitCode> {
             .exporter()
             .serialize(&report)
             .with_context(|| format!("cannot produce {format} output"))?;
-        std::fs::write(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(&path, &bytes)
+            .with_context(|| format!("cannot write {}", path.display()))?;
         if format == Format::Markdown {
             print!("{}", String::from_utf8_lossy(&bytes));
         }
@@ -146,8 +149,15 @@ pub async fn run(args: CompareArgs) -> Result<ExitCode> {
     }
     if !failed_modes.is_empty() {
         let names: Vec<&str> = failed_modes.iter().map(|m| m.as_str()).collect();
-        eprintln!("railsweep: compare: mode(s) {} did not run (see above)", names.join(", "));
+        eprintln!(
+            "railsweep: compare: mode(s) {} did not run (see above)",
+            names.join(", ")
+        );
         return Ok(ExitCode::from(1));
     }
-    Ok(if report.has_problems() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if report.has_problems() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

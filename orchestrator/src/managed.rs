@@ -25,16 +25,19 @@ pub(crate) const DELETE_WAIT: Duration = Duration::from_secs(60);
 
 /// The mode `--mode` names, for `--nodes` and `--dry-run`.
 pub fn mode_of(args: &RunArgs) -> Result<Mode> {
-    let m = args
-        .mode
-        .as_deref()
-        .context("--nodes and --dry-run need --mode: hostnetwork, hostnetwork-crio, ipvlan or sriov")?;
+    let m = args.mode.as_deref().context(
+        "--nodes and --dry-run need --mode: hostnetwork, hostnetwork-crio, ipvlan or sriov",
+    )?;
     Ok(m.parse::<Mode>()?)
 }
 
 fn placement(args: &RunArgs, run_id: &str) -> Placement {
     Placement {
-        run: args.pods.run_id.clone().unwrap_or_else(|| run_id.to_string()),
+        run: args
+            .pods
+            .run_id
+            .clone()
+            .unwrap_or_else(|| run_id.to_string()),
         client_node: args.nodes.as_ref().map(|n| n.client.clone()),
         server_node: args.nodes.as_ref().map(|n| n.server.clone()),
     }
@@ -65,7 +68,11 @@ pub async fn connect(args: &RunArgs) -> Result<KubeRunner> {
         container: None,
     };
     let runner = KubeRunner::connect(&target).await?;
-    eprintln!("railsweep: cluster {}, namespace {}", runner.cluster(), runner.namespace());
+    eprintln!(
+        "railsweep: cluster {}, namespace {}",
+        runner.cluster(),
+        runner.namespace()
+    );
     Ok(runner)
 }
 
@@ -173,7 +180,10 @@ pub async fn run_mode(runner: &KubeRunner, args: &RunArgs, mode: Mode) -> Result
                     format!(
                         "{} ({})",
                         p.metadata.name.as_deref().unwrap_or("?"),
-                        p.status.as_ref().and_then(|s| s.pod_ip.as_deref()).unwrap_or("no IP")
+                        p.status
+                            .as_ref()
+                            .and_then(|s| s.pod_ip.as_deref())
+                            .unwrap_or("no IP")
                     )
                 })
                 .collect();
@@ -188,7 +198,9 @@ pub async fn run_mode(runner: &KubeRunner, args: &RunArgs, mode: Mode) -> Result
         Err(e) => {
             listener.abort();
             clean_up(&set, args.pods.keep_pods, &namespace, Some(DELETE_WAIT)).await;
-            return Err(anyhow::Error::new(e).context(format!("mode {mode}: the pods did not start")));
+            return Err(
+                anyhow::Error::new(e).context(format!("mode {mode}: the pods did not start"))
+            );
         }
     }
     listener.abort();
@@ -205,6 +217,12 @@ pub async fn run_mode(runner: &KubeRunner, args: &RunArgs, mode: Mode) -> Result
         Err(e) => Err(e),
     };
     let interrupted = matches!(&outcome, Ok(code) if *code == ExitCode::from(EXIT_INTERRUPTED));
-    clean_up(&set, args.pods.keep_pods, &namespace, if interrupted { None } else { Some(DELETE_WAIT) }).await;
+    clean_up(
+        &set,
+        args.pods.keep_pods,
+        &namespace,
+        if interrupted { None } else { Some(DELETE_WAIT) },
+    )
+    .await;
     outcome
 }

@@ -40,8 +40,10 @@ pub fn table(rows: &[RailResult], sum: bool) -> Table {
             side(&r.client_interface, &r.client_rdma_device),
             side(&r.server_interface, &r.server_rdma_device),
             format!("{}/{}", gid(r.client_gid_index), gid(r.server_gid_index)),
-            r.bw_avg_gbps.map_or_else(|| "-".into(), |b| format!("{b:.2}")),
-            r.line_rate_pct.map_or_else(|| "-".into(), |p| format!("{p:.1}")),
+            r.bw_avg_gbps
+                .map_or_else(|| "-".into(), |b| format!("{b:.2}")),
+            r.line_rate_pct
+                .map_or_else(|| "-".into(), |p| format!("{p:.1}")),
             r.status.to_string(),
         ]);
     }
@@ -85,7 +87,10 @@ pub fn summary_lines(rows: &[RailResult], generated_by: &str) -> Vec<String> {
         Ok(c) => c.summaries().iter().map(ToString::to_string).collect(),
         Err(e) => vec![format!("(no summary: {e})")],
     };
-    let mut failed: Vec<&RailResult> = rows.iter().filter(|r| r.status == RailStatus::Failed).collect();
+    let mut failed: Vec<&RailResult> = rows
+        .iter()
+        .filter(|r| r.status == RailStatus::Failed)
+        .collect();
     failed.sort_by_key(|r| r.rail);
     for r in failed {
         lines.push(format!(
@@ -126,7 +131,11 @@ mod tests {
             duration_s: bw.map(|_| 3.0),
             iterations: None,
             memory: MemoryKind::Host,
-            status: if bw.is_some() { RailStatus::Ok } else { RailStatus::Failed },
+            status: if bw.is_some() {
+                RailStatus::Ok
+            } else {
+                RailStatus::Failed
+            },
             bw_avg_gbps: bw,
             bw_peak_gbps: bw,
             msg_rate_mpps: None,
@@ -147,12 +156,25 @@ mod tests {
         let rows = vec![row(1, Some(96.87)), row(0, Some(96.88)), row(2, None)];
         let text = table(&rows, true).to_string();
         let lines: Vec<&str> = text.lines().collect();
-        assert!(lines.iter().any(|l| l.contains("96.88") && l.contains("mlx5_0")), "{text}");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("96.88") && l.contains("mlx5_0")),
+            "{text}"
+        );
         assert!(lines.iter().any(|l| l.contains("3/5")), "{text}");
-        assert!(lines.iter().any(|l| l.contains("sum") && l.contains("193.75")), "{text}");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("sum") && l.contains("193.75")),
+            "{text}"
+        );
         assert!(lines.iter().any(|l| l.contains("failed")), "{text}");
         let s = summary_lines(&rows, "t");
-        assert!(s[0].starts_with("sriov: 3 rails, 96.87 to 96.88 Gb/s"), "{s:?}");
+        assert!(
+            s[0].starts_with("sriov: 3 rails, 96.87 to 96.88 Gb/s"),
+            "{s:?}"
+        );
         assert_eq!(s[1], "rail 2 failed: port down");
     }
 }

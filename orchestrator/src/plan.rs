@@ -66,10 +66,13 @@ impl RailPair {
             }
             None
         };
-        let mut problems: Vec<String> = [side(&self.client, client_pod), side(&self.server, server_pod)]
-            .into_iter()
-            .flatten()
-            .collect();
+        let mut problems: Vec<String> = [
+            side(&self.client, client_pod),
+            side(&self.server, server_pod),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         if problems.is_empty() {
             if let Some(s) = &self.server {
                 if s.ipv4.is_none() {
@@ -87,7 +90,11 @@ impl RailPair {
 /// Pair two rail tables by rail number: every rail either side has (or only the `select`ed
 /// ones, which are listed even when neither pod has them, so that a typo shows as a failed
 /// rail rather than silence).
-pub fn pair_rails(client: &RailsReport, server: &RailsReport, select: Option<&[u32]>) -> Vec<RailPair> {
+pub fn pair_rails(
+    client: &RailsReport,
+    server: &RailsReport,
+    select: Option<&[u32]>,
+) -> Vec<RailPair> {
     let numbers: BTreeSet<u32> = match select {
         Some(list) => list.iter().copied().collect(),
         None => client
@@ -157,25 +164,41 @@ pub(crate) mod tests {
     fn pairs_by_rail_number_and_names_what_is_missing() {
         let a = report(
             "podA",
-            vec![row(0, "net1", "mlx5_0", "10.0.0.1"), row(1, "net2", "mlx5_1", "10.0.1.1")],
+            vec![
+                row(0, "net1", "mlx5_0", "10.0.0.1"),
+                row(1, "net2", "mlx5_1", "10.0.1.1"),
+            ],
         );
         let mut down = row(1, "net2", "mlx5_5", "10.0.1.2");
         down.usable = false;
         down.reason = Some("port state DOWN".into());
         let b = report(
             "podB",
-            vec![row(0, "net1", "mlx5_4", "10.0.0.2"), down, row(2, "net3", "mlx5_6", "10.0.2.2")],
+            vec![
+                row(0, "net1", "mlx5_4", "10.0.0.2"),
+                down,
+                row(2, "net3", "mlx5_6", "10.0.2.2"),
+            ],
         );
         let pairs = pair_rails(&a, &b, None);
-        assert_eq!(pairs.iter().map(|p| p.rail).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!(
+            pairs.iter().map(|p| p.rail).collect::<Vec<_>>(),
+            vec![0, 1, 2]
+        );
         assert_eq!(pairs[0].problem("podA", "podB"), None);
         let p1 = pairs[1].problem("podA", "podB").expect("down");
-        assert!(p1.contains("port state DOWN") && p1.contains("podB"), "{p1}");
+        assert!(
+            p1.contains("port state DOWN") && p1.contains("podB"),
+            "{p1}"
+        );
         let p2 = pairs[2].problem("podA", "podB").expect("missing");
         assert_eq!(p2, "pod podA has no rail 2");
 
         let sel = pair_rails(&a, &b, Some(&[0, 9]));
         assert_eq!(sel.len(), 2);
-        assert!(sel[1].problem("podA", "podB").expect("absent").contains("no rail 9"));
+        assert!(sel[1]
+            .problem("podA", "podB")
+            .expect("absent")
+            .contains("no rail 9"));
     }
 }

@@ -214,7 +214,9 @@ pub fn parse_client(out: &Output) -> ClientOutcome {
             {
                 let secs = r.results.last().map_or(0.0, |x| x.measured_s);
                 ClientOutcome::Failed(
-                    format!("no RDMA WRITE completed in the {secs} s measured window (0 iterations)"),
+                    format!(
+                        "no RDMA WRITE completed in the {secs} s measured window (0 iterations)"
+                    ),
                     Some(Box::new(r)),
                 )
             }
@@ -297,9 +299,14 @@ mod tests {
             ..t
         };
         let s = client_argv("rdmabw", &t).join(" ");
-        assert!(s.contains("-d mlx5_0 -x 3 -i 2 --server-netdev net1 -p"), "{s}");
+        assert!(
+            s.contains("-d mlx5_0 -x 3 -i 2 --server-netdev net1 -p"),
+            "{s}"
+        );
         let t = ClientTest { device: None, ..t };
-        assert!(client_argv("rdmabw", &t).join(" ").contains("--netdev net1 --server-netdev net1"));
+        assert!(client_argv("rdmabw", &t)
+            .join(" ")
+            .contains("--netdev net1 --server-netdev net1"));
     }
 
     #[test]
@@ -307,7 +314,8 @@ mod tests {
         let out = Output {
             exit: Exit::Code(2),
             stdout: vec![],
-            stderr: b"rdmabw: error: cannot connect to 10.224.2.2:18515: no route to host\n".to_vec(),
+            stderr: b"rdmabw: error: cannot connect to 10.224.2.2:18515: no route to host\n"
+                .to_vec(),
         };
         match parse_client(&out) {
             ClientOutcome::Failed(why, None) => assert!(why.contains("no route to host"), "{why}"),

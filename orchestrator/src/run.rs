@@ -190,7 +190,11 @@ pub struct RunArgs {
 
     /// Create the pods: the client pod on NODE_A and the server pod on NODE_B (by
     /// kubernetes.io/hostname), wait until both are ready, sweep, and delete them.
-    #[arg(long, value_name = "NODE_A,NODE_B", help_heading = "Pods railsweep creates (--nodes)")]
+    #[arg(
+        long,
+        value_name = "NODE_A,NODE_B",
+        help_heading = "Pods railsweep creates (--nodes)"
+    )]
     pub nodes: Option<crate::modes::cli::NodePair>,
     /// The pods railsweep creates itself with `--nodes` and `--mode` (see `modes`).
     #[command(flatten)]
@@ -215,16 +219,14 @@ impl RunArgs {
             Some(m) => Some(m.parse::<NetworkMode>().context("--mode")?),
             None => None,
         };
-        let inject = if self.inject {
-            Some(
-                self.inject_binary
-                    .clone()
-                    .or_else(sibling_rdmabw)
-                    .context("--inject: no rdmabw next to railsweep; give one with --inject-binary")?,
-            )
-        } else {
-            None
-        };
+        let inject =
+            if self.inject {
+                Some(self.inject_binary.clone().or_else(sibling_rdmabw).context(
+                    "--inject: no rdmabw next to railsweep; give one with --inject-binary",
+                )?)
+            } else {
+                None
+            };
         let rdmabw = match (&self.rdmabw, self.runner) {
             (Some(p), _) => p.clone(),
             (None, RunnerKind::Local) => sibling_rdmabw()
@@ -307,7 +309,9 @@ fn watch_ctrl_c(cancel: CancellationToken) {
         if tokio::signal::ctrl_c().await.is_err() {
             return;
         }
-        eprintln!("\nrailsweep: interrupted: ending the remote processes (Ctrl-C again to leave at once)");
+        eprintln!(
+            "\nrailsweep: interrupted: ending the remote processes (Ctrl-C again to leave at once)"
+        );
         cancel.cancel();
         if tokio::signal::ctrl_c().await.is_ok() {
             std::process::exit(i32::from(EXIT_INTERRUPTED));
@@ -315,7 +319,11 @@ fn watch_ctrl_c(cancel: CancellationToken) {
     });
 }
 
-pub(crate) async fn sweep_with<R: Runner>(runner: R, args: &RunArgs, cfg: SweepConfig) -> Result<ExitCode> {
+pub(crate) async fn sweep_with<R: Runner>(
+    runner: R,
+    args: &RunArgs,
+    cfg: SweepConfig,
+) -> Result<ExitCode> {
     // Refuse before any pod work whatever would fail at the end.
     let (skip, resume_id, resume_mode) = match &args.resume {
         Some(p) => read_resume(p)?,
@@ -393,7 +401,11 @@ pub(crate) async fn sweep_with<R: Runner>(runner: R, args: &RunArgs, cfg: SweepC
 
     let n = outcome.rows.len();
     if n > 0 && outcome.interrupted.is_empty() {
-        let measured_s = if cfg.parallel { cfg.duration_s } else { cfg.duration_s * n as f64 };
+        let measured_s = if cfg.parallel {
+            cfg.duration_s
+        } else {
+            cfg.duration_s * n as f64
+        };
         let total = prep.setup_s + outcome.rails_wall_s;
         eprintln!(
             "railsweep: {n} rail(s) in {total:.2} s (set-up {:.2} s, rails {:.2} s, rdmabw clients {:.2} s): \
@@ -416,7 +428,11 @@ pub(crate) async fn sweep_with<R: Runner>(runner: R, args: &RunArgs, cfg: SweepC
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     let bad = rows.iter().filter(|r| r.status != RailStatus::Ok).count();
-    Ok(if bad > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if bad > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn print_rows(rows: &[results::RailResult], format: OutFormat, parallel: bool) -> Result<()> {

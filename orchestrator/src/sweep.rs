@@ -151,7 +151,12 @@ fn check_compatible(version: &str, pod: &str, injected: bool) -> Result<()> {
 }
 
 /// `rdmabw --version` in the pod: is it there, and which version is it.
-async fn check_version<R: Runner>(runner: &R, pod: &str, bin: &str, injected: bool) -> Result<String> {
+async fn check_version<R: Runner>(
+    runner: &R,
+    pod: &str,
+    bin: &str,
+    injected: bool,
+) -> Result<String> {
     let out = runner.exec(pod, &rdmabw::version_argv(bin), None).await?;
     let hint = install_hint(injected);
     match &out.exit {
@@ -164,7 +169,10 @@ async fn check_version<R: Runner>(runner: &R, pod: &str, bin: &str, injected: bo
                 t => format!(" ({t})"),
             }
         ),
-        e => bail!("`{bin} --version` in pod {pod} failed: {e} {}", out.stderr_tail(2)),
+        e => bail!(
+            "`{bin} --version` in pod {pod} failed: {e} {}",
+            out.stderr_tail(2)
+        ),
     }
     let version = rdmabw::parse_version(&out.stdout).with_context(|| format!("in pod {pod}"))?;
     check_compatible(&version, pod, injected)?;
@@ -203,7 +211,10 @@ async fn prepare_pod<R: Runner>(
 pub async fn prepare<R: Runner>(runner: &R, cfg: &SweepConfig) -> Result<Prepared> {
     let t0 = Instant::now();
     if cfg.client_pod == cfg.server_pod {
-        eprintln!("railsweep: warning: client and server are the same pod ({})", cfg.client_pod);
+        eprintln!(
+            "railsweep: warning: client and server are the same pod ({})",
+            cfg.client_pod
+        );
     }
     let (c, s) = tokio::join!(
         prepare_pod(runner, cfg, &cfg.client_pod),
@@ -225,7 +236,11 @@ pub async fn prepare<R: Runner>(runner: &R, cfg: &SweepConfig) -> Result<Prepare
 /// The network mode rows are recorded under: `--mode`, else hostNetwork pods, else the rails'
 /// common attachment (SR-IOV, IPvlan, host network), else `lab` for the local runner and `pods`
 /// for Kubernetes.
-pub fn infer_mode(explicit: Option<&NetworkMode>, runner_kind: &str, prep: &Prepared) -> NetworkMode {
+pub fn infer_mode(
+    explicit: Option<&NetworkMode>,
+    runner_kind: &str,
+    prep: &Prepared,
+) -> NetworkMode {
     if let Some(m) = explicit {
         return m.clone();
     }
@@ -328,7 +343,12 @@ impl<'a, R: Runner> Server<'a, R> {
             .runner
             .spawn(&self.pod, &self.argv)
             .await
-            .map_err(|e| format!("cannot start the rdmabw server daemon in pod {}: {e:#}", self.pod))?;
+            .map_err(|e| {
+                format!(
+                    "cannot start the rdmabw server daemon in pod {}: {e:#}",
+                    self.pod
+                )
+            })?;
         *st = Some(Daemon {
             pid: spawned.pid,
             done: spawned.done,
@@ -372,7 +392,9 @@ async fn stop_process<R: Runner>(
         }
         if let Err(e) = runner.kill(pod, pid, signal).await {
             if !done.is_finished() {
-                eprintln!("railsweep: warning: stopping the {what} (pid {pid}) in pod {pod}: {e:#}");
+                eprintln!(
+                    "railsweep: warning: stopping the {what} (pid {pid}) in pod {pod}: {e:#}"
+                );
             }
         }
         if let Ok(r) = tokio::time::timeout(Duration::from_secs_f64(wait), &mut *done).await {
@@ -445,7 +467,11 @@ impl<'a, R: Runner> Sweep<'a, R> {
             server_addr: s.ipv4.clone().unwrap_or_default(),
             port: self.cfg.port,
             netdev: c.iface.clone(),
-            device: c.device.clone().zip(c.gid_index).map(|(d, g)| (d, c.port, g)),
+            device: c
+                .device
+                .clone()
+                .zip(c.gid_index)
+                .map(|(d, g)| (d, c.port, g)),
             server_netdev: s.iface.clone(),
             server_device: s.device.clone().zip(s.gid_index),
             duration_s: self.cfg.duration_s,
@@ -532,16 +558,18 @@ impl<'a, R: Runner> Sweep<'a, R> {
                 last = (e, None);
                 continue;
             }
-            self.progress
-                .start(rail, &if n == 1 { "measuring".to_string() } else { format!("attempt {n}") });
+            self.progress.start(
+                rail,
+                &if n == 1 {
+                    "measuring".to_string()
+                } else {
+                    format!("attempt {n}")
+                },
+            );
             match self.attempt(&pair).await {
                 Attempt::Measured(rep) => {
                     let row = self.measured_row(&pair, &rep);
-                    let msg = format!(
-                        "{:.2} Gb/s {}",
-                        row.bw_avg_gbps.unwrap_or(0.0),
-                        row.status
-                    );
+                    let msg = format!("{:.2} Gb/s {}", row.bw_avg_gbps.unwrap_or(0.0), row.status);
                     self.progress.finish(rail, &msg);
                     return RailEnd::Row(Box::new(row));
                 }
@@ -586,7 +614,8 @@ impl<'a, R: Runner> Sweep<'a, R> {
         };
         let (ci, cd, cg) = side(local, &pair.client);
         let (si, sd, sg) = side(remote, &pair.server);
-        let rate = |row: &Option<bench_core::report::RailRow>| row.as_ref().and_then(|r| r.rate_gbps);
+        let rate =
+            |row: &Option<bench_core::report::RailRow>| row.as_ref().and_then(|r| r.rate_gbps);
         let line_rate = rep.and_then(|r| r.line_rate_gbps).or_else(|| {
             match (rate(&pair.client), rate(&pair.server)) {
                 (Some(a), Some(b)) => Some(a.min(b)),
@@ -637,7 +666,12 @@ impl<'a, R: Runner> Sweep<'a, R> {
     fn threshold(&self, rep: Option<&BwReport>, line_rate: Option<f64>) -> Option<f64> {
         rep.and_then(|r| r.threshold_gbps)
             .or(self.cfg.min_gbps)
-            .or_else(|| self.cfg.min_line_rate_pct.zip(line_rate).map(|(p, l)| p * l / 100.0))
+            .or_else(|| {
+                self.cfg
+                    .min_line_rate_pct
+                    .zip(line_rate)
+                    .map(|(p, l)| p * l / 100.0)
+            })
     }
 
     fn measured_row(&self, pair: &RailPair, rep: &BwReport) -> RailResult {
@@ -659,7 +693,11 @@ impl<'a, R: Runner> Sweep<'a, R> {
 
     fn failed_row(&self, pair: &RailPair, error: String, rep: Option<&BwReport>) -> RailResult {
         let mut row = self.base_row(pair, rep);
-        row.error = Some(if error.is_empty() { "failed".into() } else { error });
+        row.error = Some(if error.is_empty() {
+            "failed".into()
+        } else {
+            error
+        });
         let t = self.threshold(rep, row.line_rate_gbps);
         row.classify(t);
         row
@@ -748,8 +786,13 @@ pub async fn run<R: Runner>(
                 if !progress.visible() {
                     eprintln!("railsweep: {}", one_line(&row));
                 }
-                sink.append((*row).clone())
-                    .with_context(|| format!("cannot write rail {} to {}", row.rail, sink.csv_path().display()))?;
+                sink.append((*row).clone()).with_context(|| {
+                    format!(
+                        "cannot write rail {} to {}",
+                        row.rail,
+                        sink.csv_path().display()
+                    )
+                })?;
                 outcome.rows.push(*row);
             }
             RailEnd::Interrupted(r) => outcome.interrupted.push(r),
@@ -758,7 +801,8 @@ pub async fn run<R: Runner>(
     };
     let result: Result<()> = async {
         if cfg.parallel {
-            let mut running: FuturesUnordered<_> = pairs.into_iter().map(|p| sweep.rail(p)).collect();
+            let mut running: FuturesUnordered<_> =
+                pairs.into_iter().map(|p| sweep.rail(p)).collect();
             while let Some(end) = running.next().await {
                 record(end, &mut outcome)?;
             }

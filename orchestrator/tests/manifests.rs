@@ -20,10 +20,12 @@ fn bless() -> bool {
 /// Compare `actual` with the committed file, or write it when blessing.
 fn check(path: &Path, actual: &str) -> Result<(), String> {
     if bless() {
-        std::fs::write(path, actual).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(path, actual)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         return Ok(());
     }
-    let expected = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let expected = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if expected == actual {
         return Ok(());
     }
@@ -50,7 +52,8 @@ fn snapshot(mode: Mode) -> String {
         client_node: Some("10.140.66.66".into()),
         server_node: Some("10.140.82.106".into()),
     };
-    let pair = pod_pair(mode, &example_options("rdma-hostnet"), &place).expect("the example options suit every mode");
+    let pair = pod_pair(mode, &example_options("rdma-hostnet"), &place)
+        .expect("the example options suit every mode");
     pairs_yaml(&[pair]).expect("serializes")
 }
 
@@ -74,10 +77,15 @@ fn deploy_examples_are_up_to_date() {
         .collect();
     // No stale example may stay behind.
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
-    for entry in std::fs::read_dir(&dir).expect("deploy/examples exists").flatten() {
+    for entry in std::fs::read_dir(&dir)
+        .expect("deploy/examples exists")
+        .flatten()
+    {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.ends_with(".yaml") && !names.contains(&name.as_str()) {
-            failures.push(format!("deploy/examples/{name} is not generated any more: delete it"));
+            failures.push(format!(
+                "deploy/examples/{name} is not generated any more: delete it"
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -86,20 +94,31 @@ fn deploy_examples_are_up_to_date() {
 #[test]
 fn snapshots_say_what_each_mode_needs() {
     let host = snapshot(Mode::HostNetwork);
-    assert!(host.contains("hostNetwork: true") && host.contains("dnsPolicy: ClusterFirstWithHostNet"));
+    assert!(
+        host.contains("hostNetwork: true") && host.contains("dnsPolicy: ClusterFirstWithHostNet")
+    );
     assert!(host.contains("privileged: true"));
     assert!(host.contains("# Pod Security: the namespace must allow privileged"));
     let crio = snapshot(Mode::HostNetworkCrio);
-    assert!(crio.contains("runtimeClassName: runc-nohostdev") && !crio.contains("privileged: true"));
+    assert!(
+        crio.contains("runtimeClassName: runc-nohostdev") && !crio.contains("privileged: true")
+    );
     assert!(crio.contains("/dev/infiniband/uverbs17,/dev/infiniband/rdma_cm"));
     assert!(crio.contains("- IPC_LOCK"));
     let ipvlan = snapshot(Mode::Ipvlan);
     assert!(ipvlan.contains("k8s.v1.cni.cncf.io/networks: rdma-ipvlan-0,rdma-ipvlan-1,"));
-    assert!(ipvlan.contains("nvidia.com/hostdev: '16'") || ipvlan.contains("nvidia.com/hostdev: \"16\""), "{ipvlan}");
+    assert!(
+        ipvlan.contains("nvidia.com/hostdev: '16'")
+            || ipvlan.contains("nvidia.com/hostdev: \"16\""),
+        "{ipvlan}"
+    );
     let sriov = snapshot(Mode::Sriov);
     assert!(sriov.contains("nvidia.com/sriov_rdma_rail15:"));
     // Node names that look like numbers stay strings.
-    assert!(host.contains("kubernetes.io/hostname: 10.140.82.106"), "{host}");
+    assert!(
+        host.contains("kubernetes.io/hostname: 10.140.82.106"),
+        "{host}"
+    );
 }
 
 /// `railsweep run --dry-run` prints exactly the snapshot: the command line reaches the same
@@ -110,20 +129,55 @@ fn dry_run_prints_the_snapshots() {
     for mode in Mode::ALL {
         let m = mode.to_string();
         let mut args = vec![
-            "run", "--dry-run", "--mode", m.as_str(), "--nodes", "10.140.66.66,10.140.82.106", "-n", "rdma-hostnet",
-            "--run-id", "20261129T101500Z", "--uverbs", "0-17",
-            "--networks", "ipvlan:rdma-ipvlan-{0..15}", "--rdma-resource", "ipvlan:nvidia.com/hostdev=16",
-            "--networks", "sriov:sriov-rdma-rail-{0..15}", "--rdma-resource", "sriov:nvidia.com/sriov_rdma_rail{0..15}=1",
+            "run",
+            "--dry-run",
+            "--mode",
+            m.as_str(),
+            "--nodes",
+            "10.140.66.66,10.140.82.106",
+            "-n",
+            "rdma-hostnet",
+            "--run-id",
+            "20261129T101500Z",
+            "--uverbs",
+            "0-17",
+            "--networks",
+            "ipvlan:rdma-ipvlan-{0..15}",
+            "--rdma-resource",
+            "ipvlan:nvidia.com/hostdev=16",
+            "--networks",
+            "sriov:sriov-rdma-rail-{0..15}",
+            "--rdma-resource",
+            "sriov:nvidia.com/sriov_rdma_rail{0..15}=1",
         ];
-        let yaml = std::process::Command::new(env!("CARGO_BIN_EXE_railsweep")).args(&args).output().expect("runs");
-        assert_eq!(yaml.status.code(), Some(0), "{}", String::from_utf8_lossy(&yaml.stderr));
+        let yaml = std::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
+            .args(&args)
+            .output()
+            .expect("runs");
+        assert_eq!(
+            yaml.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&yaml.stderr)
+        );
         let expected = std::fs::read_to_string(dir.join(format!("{m}.yaml"))).expect("snapshot");
-        assert_eq!(String::from_utf8_lossy(&yaml.stdout), expected, "{m}: railsweep run --dry-run -o yaml");
+        assert_eq!(
+            String::from_utf8_lossy(&yaml.stdout),
+            expected,
+            "{m}: railsweep run --dry-run -o yaml"
+        );
         args.extend(["-o", "json"]);
-        let json = std::process::Command::new(env!("CARGO_BIN_EXE_railsweep")).args(&args).output().expect("runs");
-        let list: serde_json::Value = serde_json::from_slice(&json.stdout).expect("-o json is JSON");
+        let json = std::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
+            .args(&args)
+            .output()
+            .expect("runs");
+        let list: serde_json::Value =
+            serde_json::from_slice(&json.stdout).expect("-o json is JSON");
         assert_eq!(list["kind"], "List");
-        assert_eq!(list["items"][0]["metadata"]["name"], format!("railsweep-20261129t101500z-{m}-server"));
+        assert_eq!(
+            list["items"][0]["metadata"]["name"],
+            format!("railsweep-20261129t101500z-{m}-server")
+        );
     }
     // A mode that lacks what it needs says what to give.
     let r = std::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
@@ -132,5 +186,8 @@ fn dry_run_prints_the_snapshots() {
         .expect("runs");
     assert_eq!(r.status.code(), Some(2));
     let err = String::from_utf8_lossy(&r.stderr);
-    assert!(err.contains("mode ipvlan needs --networks") && err.contains("rdma-ipvlan-{0..15}"), "{err}");
+    assert!(
+        err.contains("mode ipvlan needs --networks") && err.contains("rdma-ipvlan-{0..15}"),
+        "{err}"
+    );
 }

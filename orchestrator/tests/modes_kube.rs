@@ -54,23 +54,46 @@ fn cluster(extra_b: &str) -> ClusterSpec {
 
 fn kubeconfig(f: &Fake, addr: SocketAddr) -> String {
     let kc = f.file("kubeconfig");
-    std::fs::write(&kc, apiserver::kubeconfig(&format!("http://{addr}"), "lab", None)).expect("writes");
+    std::fs::write(
+        &kc,
+        apiserver::kubeconfig(&format!("http://{addr}"), "lab", None),
+    )
+    .expect("writes");
     kc.display().to_string()
 }
 
 /// Every option the four modes need, as one command line (MODE: prefixes keep them apart).
 const MODE_OPTIONS: [&str; 10] = [
-    "--uverbs", "0-17",
-    "--networks", "ipvlan:rdma-ipvlan-{0..15}",
-    "--rdma-resource", "ipvlan:nvidia.com/hostdev=16",
-    "--networks", "sriov:sriov-rdma-rail-{0..1}",
-    "--rdma-resource", "sriov:nvidia.com/sriov_rdma_rail{0..1}=1",
+    "--uverbs",
+    "0-17",
+    "--networks",
+    "ipvlan:rdma-ipvlan-{0..15}",
+    "--rdma-resource",
+    "ipvlan:nvidia.com/hostdev=16",
+    "--networks",
+    "sriov:sriov-rdma-rail-{0..1}",
+    "--rdma-resource",
+    "sriov:nvidia.com/sriov_rdma_rail{0..1}=1",
 ];
 
 fn args(cmd: &str, kc: &str, fake: &Fake, out: &Path, extra: &[&str]) -> Vec<String> {
     let mut v: Vec<String> = [
-        cmd, "--kubeconfig", kc, "--nodes", "node-a,node-b", "--rdmabw", &fake.path().display().to_string(),
-        "-D", "1", "--tclass", "41", "-o", &out.display().to_string(), "--quiet", "--pod-timeout", "20",
+        cmd,
+        "--kubeconfig",
+        kc,
+        "--nodes",
+        "node-a,node-b",
+        "--rdmabw",
+        &fake.path().display().to_string(),
+        "-D",
+        "1",
+        "--tclass",
+        "41",
+        "-o",
+        &out.display().to_string(),
+        "--quiet",
+        "--pod-timeout",
+        "20",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -114,19 +137,40 @@ async fn run_creates_waits_sweeps_and_deletes() {
     let f = Fake::new(2);
     let kc = kubeconfig(&f, addr);
     let out = f.file("ipvlan.csv");
-    let r = railsweep(&args("run", &kc, &f, &out, &["--mode", "ipvlan", "--run-id", "t1"])).await;
+    let r = railsweep(&args(
+        "run",
+        &kc,
+        &f,
+        &out,
+        &["--mode", "ipvlan", "--run-id", "t1"],
+    ))
+    .await;
     let stderr = text(&r.stderr);
     assert_eq!(r.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("creating client pod railsweep-t1-ipvlan-client on node-a, server pod railsweep-t1-ipvlan-server on node-b"), "{stderr}");
     assert!(stderr.contains("pods ready"), "{stderr}");
-    assert!(stderr.contains("deleted pods railsweep-t1-ipvlan-client, railsweep-t1-ipvlan-server"), "{stderr}");
+    assert!(
+        stderr.contains("deleted pods railsweep-t1-ipvlan-client, railsweep-t1-ipvlan-server"),
+        "{stderr}"
+    );
     let rows = read_path(&out).expect("rows");
     assert_eq!(rows.len(), 2);
-    assert!(rows.iter().all(|r| r.status == RailStatus::Ok && r.network_mode == NetworkMode::Ipvlan));
+    assert!(rows
+        .iter()
+        .all(|r| r.status == RailStatus::Ok && r.network_mode == NetworkMode::Ipvlan));
     // Rail 1 of the fake is net2 on mlx5_1; railsweep names the device (-d), not the interface.
-    assert!(f.client_log().contains("-d mlx5_1 "), "the clients ran in the created client pod");
-    assert_eq!(rows[0].client_pod.as_deref(), Some("railsweep-t1-ipvlan-client"));
-    assert_eq!((rows[0].client_node.as_str(), rows[0].server_node.as_str()), ("node-a", "node-b"));
+    assert!(
+        f.client_log().contains("-d mlx5_1 "),
+        "the clients ran in the created client pod"
+    );
+    assert_eq!(
+        rows[0].client_pod.as_deref(),
+        Some("railsweep-t1-ipvlan-client")
+    );
+    assert_eq!(
+        (rows[0].client_node.as_str(), rows[0].server_node.as_str()),
+        ("node-a", "node-b")
+    );
     assert!(pods_left(addr).await.is_empty());
 }
 
@@ -136,13 +180,29 @@ async fn keep_pods_keeps_them() {
     let f = Fake::new(1);
     let kc = kubeconfig(&f, addr);
     let out = f.file("keep.csv");
-    let r = railsweep(&args("run", &kc, &f, &out, &["--mode", "hostnetwork", "--run-id", "k", "--keep-pods"])).await;
+    let r = railsweep(&args(
+        "run",
+        &kc,
+        &f,
+        &out,
+        &["--mode", "hostnetwork", "--run-id", "k", "--keep-pods"],
+    ))
+    .await;
     let stderr = text(&r.stderr);
     assert_eq!(r.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("keeping pods") && stderr.contains("kubectl delete pods -n lab"), "{stderr}");
+    assert!(
+        stderr.contains("keeping pods") && stderr.contains("kubectl delete pods -n lab"),
+        "{stderr}"
+    );
     let mut left = pods_left(addr).await;
     left.sort();
-    assert_eq!(left, ["railsweep-k-hostnetwork-client", "railsweep-k-hostnetwork-server"]);
+    assert_eq!(
+        left,
+        [
+            "railsweep-k-hostnetwork-client",
+            "railsweep-k-hostnetwork-server"
+        ]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -152,7 +212,10 @@ async fn compare_runs_every_mode_into_one_file() {
     let kc = kubeconfig(&f, addr);
     let out = f.file("cmp.csv");
     let r = railsweep(&args(
-        "compare", &kc, &f, &out,
+        "compare",
+        &kc,
+        &f,
+        &out,
         &["--modes", "hostnetwork,hostnetwork-crio,ipvlan,sriov"],
     ))
     .await;
@@ -161,16 +224,29 @@ async fn compare_runs_every_mode_into_one_file() {
     let rows = read_path(&out).expect("one file with every mode");
     let mut modes: Vec<String> = rows.iter().map(|r| r.network_mode.to_string()).collect();
     modes.dedup();
-    assert_eq!(modes, ["hostnetwork", "hostnetwork-crio", "ipvlan", "sriov"]);
+    assert_eq!(
+        modes,
+        ["hostnetwork", "hostnetwork-crio", "ipvlan", "sriov"]
+    );
     assert_eq!(rows.len(), 8);
     for m in ["hostnetwork", "hostnetwork-crio", "ipvlan", "sriov"] {
-        assert!(stdout.contains(m), "the markdown comparison names {m}:\n{stdout}");
+        assert!(
+            stdout.contains(m),
+            "the markdown comparison names {m}:\n{stdout}"
+        );
     }
     let svg = std::fs::read_to_string(f.file("cmp.svg")).expect("chart");
-    assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"), "{}", &svg[..40.min(svg.len())]);
+    assert!(
+        svg.starts_with("<svg") || svg.starts_with("<?xml"),
+        "{}",
+        &svg[..40.min(svg.len())]
+    );
     // Each mode's table as it is measured, then the comparison, which is also in FILE.md.
     let md = std::fs::read_to_string(f.file("cmp.md")).expect("markdown");
-    assert!(md.contains("| rail | hostnetwork | hostnetwork-crio | ipvlan | sriov |"), "{md}");
+    assert!(
+        md.contains("| rail | hostnetwork | hostnetwork-crio | ipvlan | sriov |"),
+        "{md}"
+    );
     assert!(stdout.ends_with(&md), "{stdout}");
     assert_eq!(stderr.matches("deleted pods").count(), 4, "{stderr}");
     assert!(pods_left(addr).await.is_empty());
@@ -188,7 +264,10 @@ async fn must_not_start(spec: ClusterSpec, mode: &str, extra: &[&str], expect: &
     let r = railsweep(&args("run", &kc, &f, &out, &a)).await;
     let stderr = text(&r.stderr);
     assert_eq!(r.status.code(), Some(2), "{stderr}");
-    assert!(t0.elapsed() < Duration::from_secs(15), "explained at once, not at the timeout: {stderr}");
+    assert!(
+        t0.elapsed() < Duration::from_secs(15),
+        "explained at once, not at the timeout: {stderr}"
+    );
     for e in expect {
         assert!(stderr.contains(e), "expected {e:?} in:\n{stderr}");
     }
@@ -204,7 +283,10 @@ async fn insufficient_resources_are_explained() {
         cluster(""),
         "ipvlan",
         &["--rdma-resource", "ipvlan:nvidia.com/hostdev=32"],
-        &["Insufficient nvidia.com/hostdev", "not enough free nvidia.com/hostdev (the pod asks for 32)"],
+        &[
+            "Insufficient nvidia.com/hostdev",
+            "not enough free nvidia.com/hostdev (the pod asks for 32)",
+        ],
     )
     .await;
 }
@@ -215,7 +297,11 @@ async fn a_used_host_port_is_explained() {
         cluster(",port=18515"),
         "hostnetwork",
         &[],
-        &["didn't have free ports for the requested pod ports", "already declares host port 18515", "another --port"],
+        &[
+            "didn't have free ports for the requested pod ports",
+            "already declares host port 18515",
+            "another --port",
+        ],
     )
     .await;
 }
@@ -225,10 +311,15 @@ async fn an_unknown_node_and_a_taint_are_explained() {
     let mut spec = cluster("");
     spec.nodes[1].name = "node-c".into();
     must_not_start(spec, "sriov", &[], &["no node is named node-b"]).await;
-    must_not_start(cluster(""), "hostnetwork", &["--no-gpu-toleration"], &[
-        "untolerated taint {nvidia.com/gpu: }",
-        "--toleration nvidia.com/gpu",
-    ])
+    must_not_start(
+        cluster(""),
+        "hostnetwork",
+        &["--no-gpu-toleration"],
+        &[
+            "untolerated taint {nvidia.com/gpu: }",
+            "--toleration nvidia.com/gpu",
+        ],
+    )
     .await;
 }
 
@@ -239,7 +330,11 @@ async fn topology_affinity_error_is_explained() {
         cluster(",numa=4"),
         "ipvlan",
         &["--resource", "nvidia.com/gpu=4"],
-        &["TopologyAffinityError", "Resources cannot be allocated with Topology locality", "NUMA"],
+        &[
+            "TopologyAffinityError",
+            "Resources cannot be allocated with Topology locality",
+            "NUMA",
+        ],
     )
     .await;
 }
@@ -252,7 +347,11 @@ async fn image_pull_failure_is_explained() {
         spec,
         "sriov",
         &["--image", "registry.invalid/rdma:1"],
-        &["the image cannot be pulled", "registry.invalid/rdma:1", "imagePullSecret"],
+        &[
+            "the image cannot be pulled",
+            "registry.invalid/rdma:1",
+            "imagePullSecret",
+        ],
     )
     .await;
 }
@@ -287,25 +386,56 @@ async fn pod_security_names_the_level_each_mode_needs() {
         pod_security: Some("baseline".into()),
         ..cluster("")
     };
-    must_not_start(baseline(), "hostnetwork", &[], &[
-        "violates PodSecurity \"baseline:latest\"",
-        "host namespaces (hostNetwork=true)",
-        "this pod needs privileged",
-        "pod-security.kubernetes.io/enforce=privileged",
-    ])
+    must_not_start(
+        baseline(),
+        "hostnetwork",
+        &[],
+        &[
+            "violates PodSecurity \"baseline:latest\"",
+            "host namespaces (hostNetwork=true)",
+            "this pod needs privileged",
+            "pod-security.kubernetes.io/enforce=privileged",
+        ],
+    )
     .await;
-    must_not_start(baseline(), "ipvlan", &[], &["must not include \"IPC_LOCK\"", "--no-ipc-lock", "passes baseline"]).await;
+    must_not_start(
+        baseline(),
+        "ipvlan",
+        &[],
+        &[
+            "must not include \"IPC_LOCK\"",
+            "--no-ipc-lock",
+            "passes baseline",
+        ],
+    )
+    .await;
     // And without IPC_LOCK, IPvlan does pass Baseline.
     let addr = server(baseline()).await;
     let f = Fake::new(1);
     let kc = kubeconfig(&f, addr);
     let out = f.file("ok.csv");
-    let r = railsweep(&args("run", &kc, &f, &out, &["--mode", "ipvlan", "--no-ipc-lock"])).await;
+    let r = railsweep(&args(
+        "run",
+        &kc,
+        &f,
+        &out,
+        &["--mode", "ipvlan", "--no-ipc-lock"],
+    ))
+    .await;
     assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
     // A missing RuntimeClass for the CRI-O mode.
     let mut no_rc = cluster("");
     no_rc.runtime_classes = vec![];
-    must_not_start(no_rc, "hostnetwork-crio", &[], &["RuntimeClass \"runc-nohostdev\" not found", "--runtime-class"]).await;
+    must_not_start(
+        no_rc,
+        "hostnetwork-crio",
+        &[],
+        &[
+            "RuntimeClass \"runc-nohostdev\" not found",
+            "--runtime-class",
+        ],
+    )
+    .await;
 }
 
 fn wait_exit(child: &mut std::process::Child, limit: Duration) -> Option<i32> {
@@ -338,11 +468,21 @@ async fn ctrl_c_during_the_sweep_deletes_the_pods() {
         .expect("starts");
     let t0 = Instant::now();
     while f.pid_in("hang-net2.pid").is_none() {
-        assert!(t0.elapsed() < Duration::from_secs(30), "rail 1 never started");
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "rail 1 never started"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(pods_left(addr).await.len(), 2, "both pods run during the sweep");
-    Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
+    assert_eq!(
+        pods_left(addr).await.len(),
+        2,
+        "both pods run during the sweep"
+    );
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
     let code = tokio::task::spawn_blocking(move || {
         let c = wait_exit(&mut child, Duration::from_secs(20));
         (c, child.wait_with_output().expect("output"))
@@ -352,8 +492,14 @@ async fn ctrl_c_during_the_sweep_deletes_the_pods() {
     let stderr = text(&code.1.stderr);
     assert_eq!(code.0, Some(130), "{stderr}");
     assert!(stderr.contains("deleted pods"), "{stderr}");
-    let (hang, daemon) = (f.pid_in("hang-net2.pid").expect("pid"), f.pid_in("server.pid").expect("pid"));
-    assert!(!alive(hang) && !alive(daemon), "the client and the daemon in the pods ended");
+    let (hang, daemon) = (
+        f.pid_in("hang-net2.pid").expect("pid"),
+        f.pid_in("server.pid").expect("pid"),
+    );
+    assert!(
+        !alive(hang) && !alive(daemon),
+        "the client and the daemon in the pods ended"
+    );
     assert!(pods_left(addr).await.is_empty(), "{stderr}");
 }
 
@@ -384,7 +530,10 @@ async fn ctrl_c_while_the_pods_start_deletes_them() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
     let (code, o) = tokio::task::spawn_blocking(move || {
         let c = wait_exit(&mut child, Duration::from_secs(20));
         (c, child.wait_with_output().expect("output"))
@@ -393,6 +542,10 @@ async fn ctrl_c_while_the_pods_start_deletes_them() {
     .expect("joins");
     let stderr = text(&o.stderr);
     assert_eq!(code, Some(130), "{stderr}");
-    assert!(stderr.contains("interrupted while the pods were starting") && stderr.contains("deleted pods"), "{stderr}");
+    assert!(
+        stderr.contains("interrupted while the pods were starting")
+            && stderr.contains("deleted pods"),
+        "{stderr}"
+    );
     assert!(pods_left(addr).await.is_empty(), "{stderr}");
 }

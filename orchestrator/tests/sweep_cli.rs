@@ -28,8 +28,23 @@ fn text(b: &[u8]) -> String {
 
 fn local_args<'a>(fake: &'a str, out: &'a str) -> Vec<&'a str> {
     vec![
-        "run", "--runner", "local", "--client-pod", "-", "--server-pod", "-", "--rdmabw", fake,
-        "-D", "1", "--tclass", "41", "-o", out, "--port", "18999",
+        "run",
+        "--runner",
+        "local",
+        "--client-pod",
+        "-",
+        "--server-pod",
+        "-",
+        "--rdmabw",
+        fake,
+        "-D",
+        "1",
+        "--tclass",
+        "41",
+        "-o",
+        out,
+        "--port",
+        "18999",
     ]
 }
 
@@ -44,16 +59,30 @@ fn every_rail_gets_a_row_and_the_daemon_is_ended() {
     let (bin, o) = (s(&f.path()), s(&out));
     let r = railsweep(&local_args(&bin, &o));
     let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
-    assert_eq!(r.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
     let rows = read_path(&out).expect("csv reads");
-    assert_eq!(rows.iter().map(|r| r.rail).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+    assert_eq!(
+        rows.iter().map(|r| r.rail).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
     assert!(rows.iter().all(|r| r.status == RailStatus::Ok));
     assert_eq!(rows[2].bw_avg_gbps, Some(96.2));
     assert_eq!(rows[0].client_gid_index, Some(3));
     assert_eq!(rows[0].server_gid_index, Some(5));
     assert_eq!(rows[0].traffic_class, Some(41));
-    assert_eq!(rows[0].network_mode.as_str(), "sriov", "inferred from the rails' attachment");
-    assert!(stdout.contains("96.20") && stdout.contains("sriov: 4 rails"), "{stdout}");
+    assert_eq!(
+        rows[0].network_mode.as_str(),
+        "sriov",
+        "inferred from the rails' attachment"
+    );
+    assert!(
+        stdout.contains("96.20") && stdout.contains("sriov: 4 rails"),
+        "{stdout}"
+    );
     // The client got each rail's interfaces and the server's rail address.
     let log = f.client_log();
     assert!(
@@ -77,13 +106,22 @@ fn no_tclass_warns() {
     args.retain(|a| *a != "--tclass" && *a != "41");
     let r = railsweep(&args);
     assert_eq!(r.status.code(), Some(0));
-    assert!(text(&r.stderr).contains("warning: no --tclass"), "{}", text(&r.stderr));
+    assert!(
+        text(&r.stderr).contains("warning: no --tclass"),
+        "{}",
+        text(&r.stderr)
+    );
 }
 
 #[test]
 fn a_failed_rail_is_recorded_and_the_others_are_measured() {
     let f = Fake::new(4);
-    f.set_rails(vec![rail(0, true), rail(1, true), rail(2, false), rail(3, true)]);
+    f.set_rails(vec![
+        rail(0, true),
+        rail(1, true),
+        rail(2, false),
+        rail(3, true),
+    ]);
     f.behave("net4", Behave::Crash);
     f.behave("net2", Behave::Fail);
     let out = f.file("sweep.csv");
@@ -92,27 +130,61 @@ fn a_failed_rail_is_recorded_and_the_others_are_measured() {
     assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
     let rows = read_path(&out).expect("csv reads");
     let st: Vec<RailStatus> = rows.iter().map(|r| r.status).collect();
-    assert_eq!(st, vec![RailStatus::Ok, RailStatus::Failed, RailStatus::Failed, RailStatus::Failed]);
+    assert_eq!(
+        st,
+        vec![
+            RailStatus::Ok,
+            RailStatus::Failed,
+            RailStatus::Failed,
+            RailStatus::Failed
+        ]
+    );
     let err = |i: usize| rows[i].error.clone().unwrap_or_default();
     assert!(err(1).contains("device busy"), "{}", err(1));
-    assert!(err(2).contains("not usable") && err(2).contains("port state DOWN"), "{}", err(2));
+    assert!(
+        err(2).contains("not usable") && err(2).contains("port state DOWN"),
+        "{}",
+        err(2)
+    );
     assert!(err(3).contains("connection refused"), "{}", err(3));
-    assert!(!f.client_log().contains("-d mlx5_2 "), "the unusable rail was not run");
-    assert!(text(&r.stdout).contains("rail 2 failed: "), "{}", text(&r.stdout));
+    assert!(
+        !f.client_log().contains("-d mlx5_2 "),
+        "the unusable rail was not run"
+    );
+    assert!(
+        text(&r.stdout).contains("rail 2 failed: "),
+        "{}",
+        text(&r.stdout)
+    );
 }
 
 #[test]
 fn a_window_without_a_completed_write_is_no_measurement() {
     let f = Fake::new(2);
-    f.write("report-net2.json", &support::fake::report_iters(1, 0.0, None, 0).to_string());
+    f.write(
+        "report-net2.json",
+        &support::fake::report_iters(1, 0.0, None, 0).to_string(),
+    );
     let out = f.file("sweep.csv");
     let (bin, o) = (s(&f.path()), s(&out));
     let r = railsweep(&local_args(&bin, &o));
     assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
     let rows = read_path(&out).expect("csv reads");
     assert_eq!(rows[1].status, RailStatus::Failed);
-    assert!(rows[1].error.as_deref().unwrap_or("").contains("0 iterations"), "{:?}", rows[1].error);
-    assert!(text(&r.stdout).contains("rail 1 failed: "), "{}", text(&r.stdout));
+    assert!(
+        rows[1]
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("0 iterations"),
+        "{:?}",
+        rows[1].error
+    );
+    assert!(
+        text(&r.stdout).contains("rail 1 failed: "),
+        "{}",
+        text(&r.stdout)
+    );
 }
 
 #[test]
@@ -148,8 +220,15 @@ fn a_server_killed_mid_sweep_is_reported_and_restarted() {
     assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
     let rows = read_path(&out).expect("reads");
     let e = rows[1].error.clone().unwrap_or_default();
-    assert!(e.contains("no heartbeat") && e.contains("server daemon") && e.contains("had ended"), "{e}");
-    assert_eq!(rows[2].status, RailStatus::Ok, "a new daemon served the next rail");
+    assert!(
+        e.contains("no heartbeat") && e.contains("server daemon") && e.contains("had ended"),
+        "{e}"
+    );
+    assert_eq!(
+        rows[2].status,
+        RailStatus::Ok,
+        "a new daemon served the next rail"
+    );
     assert!(text(&r.stderr).contains("starting it again") || e.contains("had ended"));
     assert!(!alive(first_daemon().expect("pid")));
 }
@@ -165,7 +244,11 @@ fn retries_run_a_failed_rail_again() {
     let r = railsweep(&args);
     assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
     assert_eq!(f.client_log().matches("-d mlx5_0 ").count(), 2);
-    assert!(text(&r.stderr).contains("attempt 2 of 2"), "{}", text(&r.stderr));
+    assert!(
+        text(&r.stderr).contains("attempt 2 of 2"),
+        "{}",
+        text(&r.stderr)
+    );
 }
 
 #[test]
@@ -179,7 +262,11 @@ fn resume_measures_only_the_missing_rails() {
     // Without --resume an existing file is refused.
     let again = railsweep(&local_args(&bin, &o));
     assert_eq!(again.status.code(), Some(2));
-    assert!(text(&again.stderr).contains("--resume"), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stderr).contains("--resume"),
+        "{}",
+        text(&again.stderr)
+    );
 
     std::fs::remove_file(f.file("client-args.log")).expect("rm");
     let mut args = local_args(&bin, &o);
@@ -188,12 +275,24 @@ fn resume_measures_only_the_missing_rails() {
     let r = railsweep(&args);
     assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
     let log = f.client_log();
-    assert!(!log.contains("mlx5_0 ") && !log.contains("mlx5_1 "), "{log}");
+    assert!(
+        !log.contains("mlx5_0 ") && !log.contains("mlx5_1 "),
+        "{log}"
+    );
     assert!(log.contains("mlx5_2 ") && log.contains("mlx5_3 "), "{log}");
     let rows = read_path(&out).expect("reads");
-    assert_eq!(rows.iter().map(|r| r.rail).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
-    assert!(rows.iter().all(|r| r.run_id == rows[0].run_id), "one run id");
-    assert!(text(&r.stdout).contains("4 rails"), "the table covers the whole run");
+    assert_eq!(
+        rows.iter().map(|r| r.rail).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
+    assert!(
+        rows.iter().all(|r| r.run_id == rows[0].run_id),
+        "one run id"
+    );
+    assert!(
+        text(&r.stdout).contains("4 rails"),
+        "the table covers the whole run"
+    );
 }
 
 #[test]
@@ -210,9 +309,15 @@ fn parallel_runs_all_rails_at_once_and_sums_them() {
     let r = railsweep(&args);
     let took = t0.elapsed();
     assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
-    assert!(took < Duration::from_secs(4), "4 rails of 1 s at once took {took:?}");
+    assert!(
+        took < Duration::from_secs(4),
+        "4 rails of 1 s at once took {took:?}"
+    );
     let stdout = text(&r.stdout);
-    assert!(stdout.contains("sum") && stdout.contains("384.60"), "{stdout}");
+    assert!(
+        stdout.contains("sum") && stdout.contains("384.60"),
+        "{stdout}"
+    );
     assert_eq!(read_path(&out).expect("reads").len(), 4);
 }
 
@@ -224,20 +329,31 @@ fn missing_or_foreign_rdmabw_is_a_setup_error() {
     let r = railsweep(&local_args("/nonexistent/rdmabw", &o));
     assert_eq!(r.status.code(), Some(2));
     assert!(text(&r.stderr).contains("--inject"), "{}", text(&r.stderr));
-    assert!(!out.exists(), "no results file for a sweep that never started");
+    assert!(
+        !out.exists(),
+        "no results file for a sweep that never started"
+    );
 
     f.set_version("9.0.0");
     let bin = s(&f.path());
     let r = railsweep(&local_args(&bin, &o));
     assert_eq!(r.status.code(), Some(2));
-    assert!(text(&r.stderr).contains("rdmabw 9.0.0"), "{}", text(&r.stderr));
+    assert!(
+        text(&r.stderr).contains("rdmabw 9.0.0"),
+        "{}",
+        text(&r.stderr)
+    );
 
     // An rdmabw without `rails` (or whose rails fails): --version tells which it is.
     f.set_version("0.1.0");
     f.write("rails.json", "not json");
     let r = railsweep(&local_args(&bin, &o));
     assert_eq!(r.status.code(), Some(2));
-    assert!(text(&r.stderr).contains("not a rails report"), "{}", text(&r.stderr));
+    assert!(
+        text(&r.stderr).contains("not a rails report"),
+        "{}",
+        text(&r.stderr)
+    );
 }
 
 #[test]
@@ -256,10 +372,16 @@ fn ctrl_c_ends_remote_processes_and_keeps_rows() {
     // Wait for the hanging rail to start, then interrupt.
     let t0 = Instant::now();
     while f.pid_in("hang-net2.pid").is_none() {
-        assert!(t0.elapsed() < Duration::from_secs(20), "rail 1 never started");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "rail 1 never started"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
-    Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
     let status = wait_timeout(&mut child, Duration::from_secs(15));
     let o = child.wait_with_output().expect("output");
     assert_eq!(status, Some(130), "{}", text(&o.stderr));
@@ -304,13 +426,34 @@ async fn the_same_sweep_through_the_kubernetes_runner() {
     .await
     .expect("binds");
     let kc = f.file("kubeconfig");
-    std::fs::write(&kc, apiserver::kubeconfig(&format!("http://{addr}"), "lab", None)).expect("writes");
+    std::fs::write(
+        &kc,
+        apiserver::kubeconfig(&format!("http://{addr}"), "lab", None),
+    )
+    .expect("writes");
     let out = f.file("sweep.csv");
     let json = f.file("sweep.json");
     let args: Vec<String> = [
-        "run", "--kubeconfig", &s(&kc), "--client-pod", "pod-a", "--server-pod", "pod-b",
-        "--inject", "--inject-binary", &s(&f.path()), "-D", "1", "--tclass", "41",
-        "-o", &s(&out), "--json", &s(&json), "--format", "json",
+        "run",
+        "--kubeconfig",
+        &s(&kc),
+        "--client-pod",
+        "pod-a",
+        "--server-pod",
+        "pod-b",
+        "--inject",
+        "--inject-binary",
+        &s(&f.path()),
+        "-D",
+        "1",
+        "--tclass",
+        "41",
+        "-o",
+        &s(&out),
+        "--json",
+        &s(&json),
+        "--format",
+        "json",
     ]
     .iter()
     .map(|a| a.to_string())
@@ -330,7 +473,11 @@ async fn the_same_sweep_through_the_kubernetes_runner() {
     assert_eq!(rows[0].client_node, "node-1");
     assert_eq!(rows[0].server_node, "node-2");
     assert_eq!(rows[0].cluster, "railbench-lab");
-    assert!(rows[1].error.as_deref().unwrap_or("").contains("connection refused"));
+    assert!(rows[1]
+        .error
+        .as_deref()
+        .unwrap_or("")
+        .contains("connection refused"));
     // stdout is the results JSON; the snapshot file is the same rows.
     let printed = results::read_str(&text(&r.stdout), "stdout").expect("json on stdout");
     assert_eq!(printed, rows);
@@ -338,5 +485,8 @@ async fn the_same_sweep_through_the_kubernetes_runner() {
     // The injected copy ran (the client log is the fake's), and the daemon is gone.
     assert!(f.client_log().contains("-d mlx5_0"));
     let daemon = f.pid_in("server.pid").expect("pid");
-    assert!(!alive(daemon), "daemon {daemon} ended through a second exec");
+    assert!(
+        !alive(daemon),
+        "daemon {daemon} ended through a second exec"
+    );
 }

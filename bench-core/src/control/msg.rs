@@ -519,7 +519,9 @@ pub(crate) mod tests {
         assert!(!obj.contains_key("netdev") && !obj.contains_key("tuning"));
         obj.remove("netdev");
         let back: Msg = serde_json::from_value(v).unwrap();
-        let Msg::Hello(h) = back else { panic!("not a hello") };
+        let Msg::Hello(h) = back else {
+            panic!("not a hello")
+        };
         assert_eq!((h.netdev, h.gid_index, h.tuning), (None, None, None));
     }
 

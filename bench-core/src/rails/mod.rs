@@ -147,14 +147,11 @@ fn view<'a>(inv: &Inventory, nif: &'a NetIf, routes: &[Route], addrs: &LocalAddr
             }
         }
     }
-    let ipv4 = own_gid
-        .as_ref()
-        .and_then(|(_, _, g)| g.ipv4())
-        .or_else(|| {
-            netif::ipv4_by_routes(routes, &addrs.v4, &nif.name)
-                .first()
-                .copied()
-        });
+    let ipv4 = own_gid.as_ref().and_then(|(_, _, g)| g.ipv4()).or_else(|| {
+        netif::ipv4_by_routes(routes, &addrs.v4, &nif.name)
+            .first()
+            .copied()
+    });
     IfView {
         nif,
         bindings,
@@ -234,7 +231,9 @@ fn reason_for(v: &IfView<'_>, err: &Error) -> String {
             Some(ip) => format!(
                 "no RoCE v2 GID of {name}'s address {ip} on {device} port {port} in this namespace"
             ),
-            None => format!("{name} has no IPv4 address, so {device} port {port} has no RoCE v2 IPv4 GID of it"),
+            None => format!(
+                "{name} has no IPv4 address, so {device} port {port} has no RoCE v2 IPv4 GID of it"
+            ),
         },
         _ => {
             // Keep it to one line.
@@ -328,7 +327,11 @@ fn row(
     });
     let gpus = match &device {
         Some(d) => gpus_near(roots, d, Proximity::SameRootPort)
-            .map(|v| v.into_iter().map(|(g, _)| g.address().to_string()).collect())
+            .map(|v| {
+                v.into_iter()
+                    .map(|(g, _)| g.address().to_string())
+                    .collect()
+            })
             .unwrap_or_default(),
         None => Vec::new(),
     };
@@ -339,7 +342,9 @@ fn row(
         device,
         port,
         gid_index,
-        state: p.and_then(|p| p.state.as_ref()).map(|s| s.name().to_string()),
+        state: p
+            .and_then(|p| p.state.as_ref())
+            .map(|s| s.name().to_string()),
         link_layer: p.and_then(|p| p.link_layer.as_ref()).map(link_layer_name),
         rate_gbps: p.and_then(|p| p.line_rate_gbps),
         active_mtu_bytes,
@@ -376,7 +381,12 @@ pub fn discover(roots: &SysRoots, ports: &dyn PortQuery) -> Result<RailsReport, 
     Ok(build(roots, &inv, ports, &views))
 }
 
-fn build(roots: &SysRoots, inv: &Inventory, ports: &dyn PortQuery, views: &[IfView<'_>]) -> RailsReport {
+fn build(
+    roots: &SysRoots,
+    inv: &Inventory,
+    ports: &dyn PortQuery,
+    views: &[IfView<'_>],
+) -> RailsReport {
     let named: Vec<(u32, &IfView<'_>)> = views
         .iter()
         .filter_map(|v| rail_number(&v.nif.name).map(|n| (n, v)))
@@ -389,9 +399,9 @@ fn build(roots: &SysRoots, inv: &Inventory, ports: &dyn PortQuery, views: &[IfVi
             .iter()
             .filter(|v| {
                 v.ipv4.is_some()
-                    && v.bindings.iter().any(|(d, p)| {
-                        port_of(inv, d, *p).is_some_and(|(_, port)| port.is_active())
-                    })
+                    && v.bindings
+                        .iter()
+                        .any(|(d, p)| port_of(inv, d, *p).is_some_and(|(_, port)| port.is_active()))
             })
             .enumerate()
             .map(|(i, v)| (u32::try_from(i).unwrap_or(u32::MAX), v))
@@ -401,7 +411,11 @@ fn build(roots: &SysRoots, inv: &Inventory, ports: &dyn PortQuery, views: &[IfVi
         .iter()
         .map(|(n, v)| row(roots, inv, ports, v, *n))
         .collect();
-    rails.sort_by(|a, b| a.rail.cmp(&b.rail).then(netif::natural_cmp(&a.iface, &b.iface)));
+    rails.sort_by(|a, b| {
+        a.rail
+            .cmp(&b.rail)
+            .then(netif::natural_cmp(&a.iface, &b.iface))
+    });
 
     let rail_ifaces: BTreeSet<&str> = chosen.iter().map(|(_, v)| v.nif.name.as_str()).collect();
     let mut seen: BTreeSet<(String, u8)> = rails
@@ -411,7 +425,10 @@ fn build(roots: &SysRoots, inv: &Inventory, ports: &dyn PortQuery, views: &[IfVi
     let mut not_rails: Vec<NotARail> = Vec::new();
 
     // Interfaces with an RDMA port that are not rails.
-    for v in views.iter().filter(|v| !rail_ifaces.contains(v.nif.name.as_str())) {
+    for v in views
+        .iter()
+        .filter(|v| !rail_ifaces.contains(v.nif.name.as_str()))
+    {
         for (d, pn) in &v.bindings {
             if !seen.insert((d.clone(), *pn)) {
                 continue;

@@ -239,7 +239,8 @@ mod tests {
     #[test]
     fn route_table_of_the_lab() {
         // From capture_rails.sh in the lab's ipvlan podA (x86: host order is little-endian).
-        let text = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
+        let text =
+            "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
 eth0\t0000630A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n\
 net1\t0000E00A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n\
 net2\t0001E00A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";

@@ -25,7 +25,10 @@ use std::sync::Arc;
 use futures::{SinkExt, StreamExt};
 use http_body_util::Full;
 use hyper::body::Bytes;
-use hyper::header::{HeaderValue, CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_PROTOCOL, UPGRADE};
+use hyper::header::{
+    HeaderValue, CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_PROTOCOL,
+    UPGRADE,
+};
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -60,7 +63,10 @@ impl TestPod {
     /// Parse `NAME[,netns=NS|-][,node=N][,ip=IP][,hostnet][,container=C]`.
     pub fn parse(spec: &str) -> Result<TestPod, String> {
         let mut parts = spec.split(',');
-        let name = parts.next().filter(|n| !n.is_empty()).ok_or("empty pod spec")?;
+        let name = parts
+            .next()
+            .filter(|n| !n.is_empty())
+            .ok_or("empty pod spec")?;
         let mut pod = TestPod {
             name: name.to_string(),
             netns: Some(name.to_string()),
@@ -117,9 +123,9 @@ impl TestPod {
 }
 
 fn fnv(s: &str) -> u64 {
-    s.bytes()
-        .fold(0xcbf29ce484222325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3))
-        & 0xffff_ffff_ffff
+    s.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
+    }) & 0xffff_ffff_ffff
 }
 
 /// What the server serves.
@@ -188,7 +194,9 @@ pub async fn start_with(
     let server = Arc::new(server);
     tokio::spawn(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else { continue };
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
             let server = server.clone();
             let cluster = cluster.clone();
             tokio::spawn(async move {
@@ -229,7 +237,11 @@ async fn handle(
     let query = req.uri().query().unwrap_or("").to_string();
     let resp = route(&server, cluster.as_ref(), &mut req, &path, &query).await;
     if server.verbose {
-        eprintln!("kube-testserver: {} {path} -> {}", req.method(), resp.status().as_u16());
+        eprintln!(
+            "kube-testserver: {} {path} -> {}",
+            req.method(),
+            resp.status().as_u16()
+        );
     }
     resp
 }
@@ -243,13 +255,22 @@ async fn route(
 ) -> Response<Body> {
     if let Some(t) = &server.token {
         let want = format!("Bearer {t}");
-        if req.headers().get("authorization").and_then(|h| h.to_str().ok()) != Some(want.as_str()) {
+        if req
+            .headers()
+            .get("authorization")
+            .and_then(|h| h.to_str().ok())
+            != Some(want.as_str())
+        {
             return error(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized");
         }
     }
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     if let Some(c) = cluster {
-        let fixed: Vec<Value> = server.pods.iter().map(|p| p.object(&server.namespace)).collect();
+        let fixed: Vec<Value> = server
+            .pods
+            .iter()
+            .map(|p| p.object(&server.namespace))
+            .collect();
         if let Some(r) = c.route(req, &segs, query, &fixed).await {
             return r;
         }
@@ -261,22 +282,35 @@ async fn route(
         ),
         (Method::GET, ["api", "v1", "pods"]) => list(server, None),
         (Method::GET, ["api", "v1", "namespaces", ns, "pods"]) => list(server, Some(ns)),
-        (Method::GET, ["api", "v1", "namespaces", ns, "pods", name]) => match find(server, ns, name) {
-            Some(p) => json_response(StatusCode::OK, &p.object(&server.namespace)),
-            None => not_found(name),
-        },
+        (Method::GET, ["api", "v1", "namespaces", ns, "pods", name]) => {
+            match find(server, ns, name) {
+                Some(p) => json_response(StatusCode::OK, &p.object(&server.namespace)),
+                None => not_found(name),
+            }
+        }
         (Method::GET | Method::POST, ["api", "v1", "namespaces", ns, "pods", name, "exec"]) => {
-            match find(server, ns, name).cloned().or_else(|| cluster.and_then(|c| c.test_pod(ns, name))) {
+            match find(server, ns, name)
+                .cloned()
+                .or_else(|| cluster.and_then(|c| c.test_pod(ns, name)))
+            {
                 Some(p) => exec(server, p, req, query),
                 None => not_found(name),
             }
         }
-        _ => error(StatusCode::NOT_FOUND, "NotFound", &format!("the server could not find the requested resource ({path})")),
+        _ => error(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            &format!("the server could not find the requested resource ({path})"),
+        ),
     }
 }
 
 fn not_found(name: &str) -> Response<Body> {
-    error(StatusCode::NOT_FOUND, "NotFound", &format!("pods \"{name}\" not found"))
+    error(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        &format!("pods \"{name}\" not found"),
+    )
 }
 
 fn find<'a>(server: &'a ApiServer, ns: &str, name: &str) -> Option<&'a TestPod> {
@@ -287,7 +321,11 @@ fn find<'a>(server: &'a ApiServer, ns: &str, name: &str) -> Option<&'a TestPod> 
 
 fn list(server: &ApiServer, ns: Option<&str>) -> Response<Body> {
     let items: Vec<Value> = if ns.is_none_or(|n| n == server.namespace) {
-        server.pods.iter().map(|p| p.object(&server.namespace)).collect()
+        server
+            .pods
+            .iter()
+            .map(|p| p.object(&server.namespace))
+            .collect()
     } else {
         vec![]
     };
@@ -327,10 +365,19 @@ fn exec_params(query: &str) -> ExecParams {
 
 const PROTOCOLS: [&str; 2] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
 
-fn exec(server: &ApiServer, pod: TestPod, req: &mut Request<hyper::body::Incoming>, query: &str) -> Response<Body> {
+fn exec(
+    server: &ApiServer,
+    pod: TestPod,
+    req: &mut Request<hyper::body::Incoming>,
+    query: &str,
+) -> Response<Body> {
     let params = exec_params(query);
     if params.command.is_empty() {
-        return error(StatusCode::BAD_REQUEST, "BadRequest", "you must specify at least 1 command");
+        return error(
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            "you must specify at least 1 command",
+        );
     }
     if let Some(c) = &params.container {
         if *c != pod.container {
@@ -342,14 +389,30 @@ fn exec(server: &ApiServer, pod: TestPod, req: &mut Request<hyper::body::Incomin
         }
     }
     if params.tty {
-        return error(StatusCode::BAD_REQUEST, "BadRequest", "tty is not supported by this test server");
+        return error(
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            "tty is not supported by this test server",
+        );
     }
-    let upgrade = req.headers().get(UPGRADE).and_then(|h| h.to_str().ok()).unwrap_or("");
+    let upgrade = req
+        .headers()
+        .get(UPGRADE)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
     let Some(key) = req.headers().get(SEC_WEBSOCKET_KEY).cloned() else {
-        return error(StatusCode::BAD_REQUEST, "BadRequest", "exec needs a WebSocket upgrade (no Sec-WebSocket-Key)");
+        return error(
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            "exec needs a WebSocket upgrade (no Sec-WebSocket-Key)",
+        );
     };
     if !upgrade.eq_ignore_ascii_case("websocket") {
-        return error(StatusCode::BAD_REQUEST, "BadRequest", "exec needs `Upgrade: websocket`");
+        return error(
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            "exec needs `Upgrade: websocket`",
+        );
     }
     let offered: Vec<String> = req
         .headers()
@@ -362,7 +425,9 @@ fn exec(server: &ApiServer, pod: TestPod, req: &mut Request<hyper::body::Incomin
         return error(
             StatusCode::BAD_REQUEST,
             "BadRequest",
-            &format!("no supported exec subprotocol in {offered:?} (this server speaks {PROTOCOLS:?})"),
+            &format!(
+                "no supported exec subprotocol in {offered:?} (this server speaks {PROTOCOLS:?})"
+            ),
         );
     };
     let v5 = *protocol == PROTOCOLS[0];
@@ -371,7 +436,9 @@ fn exec(server: &ApiServer, pod: TestPod, req: &mut Request<hyper::body::Incomin
     tokio::spawn(async move {
         match on_upgrade.await {
             Ok(upgraded) => {
-                let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+                let ws =
+                    WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None)
+                        .await;
                 run_exec(ws, pod, params, v5, verbose).await;
             }
             Err(e) => eprintln!("kube-testserver: upgrade failed: {e}"),
@@ -447,10 +514,22 @@ where
             c
         }
     };
-    cmd.stdin(if p.stdin { Stdio::piped() } else { Stdio::null() })
-        .stdout(if p.stdout { Stdio::piped() } else { Stdio::null() })
-        .stderr(if p.stderr { Stdio::piped() } else { Stdio::null() })
-        .kill_on_drop(false);
+    cmd.stdin(if p.stdin {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(if p.stdout {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stderr(if p.stderr {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .kill_on_drop(false);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -468,11 +547,22 @@ where
         }
     };
     if verbose {
-        eprintln!("kube-testserver: exec in {} (pid {:?}): {:?}", pod.name, child.id(), p.command);
+        eprintln!(
+            "kube-testserver: exec in {} (pid {:?}): {:?}",
+            pod.name,
+            child.id(),
+            p.command
+        );
     }
     let mut stdin = child.stdin.take();
-    let out = child.stdout.take().map(|o| tokio::spawn(pump(o, 1, tx.clone())));
-    let err = child.stderr.take().map(|e| tokio::spawn(pump(e, 2, tx.clone())));
+    let out = child
+        .stdout
+        .take()
+        .map(|o| tokio::spawn(pump(o, 1, tx.clone())));
+    let err = child
+        .stderr
+        .take()
+        .map(|e| tokio::spawn(pump(e, 2, tx.clone())));
 
     // The client's side: stdin data, v5 close of stdin, or the end of the connection.
     let reader = tokio::spawn(async move {

@@ -59,7 +59,10 @@ impl NodeSpec {
     /// Parse a node spec (see the module documentation).
     pub fn parse(spec: &str) -> Result<NodeSpec, String> {
         let mut parts = spec.split(',');
-        let name = parts.next().filter(|n| !n.is_empty()).ok_or("empty node spec")?;
+        let name = parts
+            .next()
+            .filter(|n| !n.is_empty())
+            .ok_or("empty node spec")?;
         let mut n = NodeSpec {
             name: name.to_string(),
             netns: None,
@@ -72,20 +75,28 @@ impl NodeSpec {
             labels: BTreeMap::new(),
             cordoned: false,
         };
-        let num = |v: &str| v.parse::<u64>().map_err(|_| format!("`{v}` is not a number in `{spec}`"));
+        let num = |v: &str| {
+            v.parse::<u64>()
+                .map_err(|_| format!("`{v}` is not a number in `{spec}`"))
+        };
         for p in parts {
             match p.split_once('=') {
                 Some(("netns", "-")) => n.netns = None,
                 Some(("netns", v)) => n.netns = Some(v.to_string()),
                 Some(("ip", v)) => n.ip = Some(v.to_string()),
                 Some(("cap", v)) => {
-                    let (r, q) = v.rsplit_once('=').ok_or(format!("cap=RESOURCE=N in `{spec}`"))?;
+                    let (r, q) = v
+                        .rsplit_once('=')
+                        .ok_or(format!("cap=RESOURCE=N in `{spec}`"))?;
                     n.capacity.insert(r.to_string(), num(q)?);
                 }
                 Some(("taint", v)) => {
-                    let (kv, effect) = v.rsplit_once(':').ok_or(format!("taint=KEY[=VALUE]:EFFECT in `{spec}`"))?;
+                    let (kv, effect) = v
+                        .rsplit_once(':')
+                        .ok_or(format!("taint=KEY[=VALUE]:EFFECT in `{spec}`"))?;
                     let (k, val) = kv.split_once('=').unwrap_or((kv, ""));
-                    n.taints.push((k.to_string(), val.to_string(), effect.to_string()));
+                    n.taints
+                        .push((k.to_string(), val.to_string(), effect.to_string()));
                 }
                 Some(("numa", v)) => n.numa = Some(num(v)?.max(1)),
                 Some(("ipam", v)) => n.ipam = Some(num(v)?),
@@ -168,7 +179,8 @@ fn node_labels(n: &NodeSpec) -> BTreeMap<String, String> {
 
 /// A node as the API serves it: labels, taints, capacity, address, Ready.
 fn node_value(n: &NodeSpec) -> Value {
-    let capacity: BTreeMap<&String, String> = n.capacity.iter().map(|(k, v)| (k, v.to_string())).collect();
+    let capacity: BTreeMap<&String, String> =
+        n.capacity.iter().map(|(k, v)| (k, v.to_string())).collect();
     let taints: Vec<Value> = n
         .taints
         .iter()
@@ -194,24 +206,36 @@ fn pod_value(p: &Pod) -> Value {
 
 /// `k=v,k2=v2` (and bare `k`: the label exists) against a pod's labels.
 fn labels_match(selector: &str, labels: Option<&BTreeMap<String, String>>) -> bool {
-    selector.split(',').filter(|s| !s.is_empty()).all(|term| match term.split_once('=') {
-        Some((k, v)) => labels.and_then(|l| l.get(k.trim_end_matches('='))) == Some(&v.to_string()),
-        None => labels.is_some_and(|l| l.contains_key(term)),
-    })
+    selector
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .all(|term| match term.split_once('=') {
+            Some((k, v)) => {
+                labels.and_then(|l| l.get(k.trim_end_matches('='))) == Some(&v.to_string())
+            }
+            None => labels.is_some_and(|l| l.contains_key(term)),
+        })
 }
 
 /// `metadata.name=X`, `spec.nodeName=X` (comma-separated) against a pod.
 fn pod_fields_match(selector: &str, p: &Pod) -> bool {
-    selector.split(',').filter(|s| !s.is_empty()).all(|term| match term.split_once('=') {
-        Some(("metadata.name", v)) => p.metadata.name.as_deref() == Some(v),
-        Some(("metadata.namespace", v)) => p.metadata.namespace.as_deref() == Some(v),
-        Some(("spec.nodeName", v)) => p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(v),
-        _ => true,
-    })
+    selector
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .all(|term| match term.split_once('=') {
+            Some(("metadata.name", v)) => p.metadata.name.as_deref() == Some(v),
+            Some(("metadata.namespace", v)) => p.metadata.namespace.as_deref() == Some(v),
+            Some(("spec.nodeName", v)) => {
+                p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(v)
+            }
+            _ => true,
+        })
 }
 
 fn query_map(query: &str) -> BTreeMap<String, String> {
-    form_urlencoded::parse(query.as_bytes()).into_owned().collect()
+    form_urlencoded::parse(query.as_bytes())
+        .into_owned()
+        .collect()
 }
 
 impl Cluster {
@@ -220,7 +244,10 @@ impl Cluster {
         Arc::new(Cluster {
             spec,
             namespace: namespace.to_string(),
-            state: Mutex::new(State { rv: 1, ..State::default() }),
+            state: Mutex::new(State {
+                rv: 1,
+                ..State::default()
+            }),
             changed: watch::channel(1).0,
             verbose,
         })
@@ -236,7 +263,11 @@ impl Cluster {
         pod.metadata.resource_version = Some(st.rv.to_string());
         let name = pod.metadata.name.clone().unwrap_or_default();
         let rv = st.rv;
-        st.history.push(Change { rv, kind, object: pod_value(&pod) });
+        st.history.push(Change {
+            rv,
+            kind,
+            object: pod_value(&pod),
+        });
         if kind == "DELETED" {
             st.pods.remove(&name);
         } else {
@@ -245,7 +276,15 @@ impl Cluster {
         self.changed.send_replace(rv);
     }
 
-    fn event(&self, st: &mut State, pod: &Pod, type_: &str, reason: &str, component: &str, message: &str) {
+    fn event(
+        &self,
+        st: &mut State,
+        pod: &Pod,
+        type_: &str,
+        reason: &str,
+        component: &str,
+        message: &str,
+    ) {
         st.rv += 1;
         let name = pod.metadata.name.clone().unwrap_or_default();
         if self.verbose {
@@ -271,14 +310,22 @@ impl Cluster {
         let st = self.lock();
         let p = st.pods.get(name)?;
         let spec = p.spec.as_ref()?;
-        let node = self.spec.nodes.iter().find(|n| Some(&n.name) == spec.node_name.as_ref())?;
+        let node = self
+            .spec
+            .nodes
+            .iter()
+            .find(|n| Some(&n.name) == spec.node_name.as_ref())?;
         Some(TestPod {
             name: name.to_string(),
             netns: node.netns.clone(),
             node: node.name.clone(),
             ip: node.ip.clone(),
             host_network: spec.host_network == Some(true),
-            container: spec.containers.first().map(|c| c.name.clone()).unwrap_or_default(),
+            container: spec
+                .containers
+                .first()
+                .map(|c| c.name.clone())
+                .unwrap_or_default(),
         })
     }
 
@@ -295,25 +342,45 @@ impl Cluster {
             (Method::POST, ["api", "v1", "namespaces", ns, "pods"]) => {
                 let body = match req.body_mut().collect().await {
                     Ok(b) => b.to_bytes(),
-                    Err(e) => return Some(error(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string())),
+                    Err(e) => {
+                        return Some(error(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string()))
+                    }
                 };
                 Some(self.create(ns, &body))
             }
-            (Method::GET, ["api", "v1", "namespaces", ns, "pods", name]) if *ns == self.namespace => {
+            (Method::GET, ["api", "v1", "namespaces", ns, "pods", name])
+                if *ns == self.namespace =>
+            {
                 let st = self.lock();
-                st.pods.get(*name).map(|p| json_response(StatusCode::OK, &pod_value(p)))
+                st.pods
+                    .get(*name)
+                    .map(|p| json_response(StatusCode::OK, &pod_value(p)))
             }
-            (Method::DELETE, ["api", "v1", "namespaces", ns, "pods", name]) if *ns == self.namespace => {
+            (Method::DELETE, ["api", "v1", "namespaces", ns, "pods", name])
+                if *ns == self.namespace =>
+            {
                 Some(self.delete(name))
             }
-            (Method::GET, ["api", "v1", "namespaces", ns, "pods"]) => Some(self.list_or_watch(Some(ns), query, fixed).await),
-            (Method::GET, ["api", "v1", "pods"]) => Some(self.list_or_watch(None, query, fixed).await),
-            (Method::GET, ["api", "v1", "namespaces", ns, "events"]) => Some(self.events(ns, query)),
+            (Method::GET, ["api", "v1", "namespaces", ns, "pods"]) => {
+                Some(self.list_or_watch(Some(ns), query, fixed).await)
+            }
+            (Method::GET, ["api", "v1", "pods"]) => {
+                Some(self.list_or_watch(None, query, fixed).await)
+            }
+            (Method::GET, ["api", "v1", "namespaces", ns, "events"]) => {
+                Some(self.events(ns, query))
+            }
             (Method::GET, ["api", "v1", "nodes"]) => Some(self.nodes(query)),
-            (Method::GET, ["api", "v1", "nodes", name]) => Some(match self.spec.nodes.iter().find(|n| n.name == *name) {
-                Some(n) => json_response(StatusCode::OK, &node_value(n)),
-                None => error(StatusCode::NOT_FOUND, "NotFound", &format!("nodes \"{name}\" not found")),
-            }),
+            (Method::GET, ["api", "v1", "nodes", name]) => {
+                Some(match self.spec.nodes.iter().find(|n| n.name == *name) {
+                    Some(n) => json_response(StatusCode::OK, &node_value(n)),
+                    None => error(
+                        StatusCode::NOT_FOUND,
+                        "NotFound",
+                        &format!("nodes \"{name}\" not found"),
+                    ),
+                })
+            }
             _ => None,
         }
     }
@@ -322,23 +389,29 @@ impl Cluster {
     fn nodes(&self, query: &str) -> Response<Body> {
         let q = query_map(query);
         if q.get("watch").is_some_and(|w| w == "true" || w == "1") {
-            return error(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "the test server does not watch nodes");
+            return error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "MethodNotAllowed",
+                "the test server does not watch nodes",
+            );
         }
         let labels = q.get("labelSelector").cloned().unwrap_or_default();
         let fields = q.get("fieldSelector").cloned().unwrap_or_default();
-        let items: Vec<Value> = self
-            .spec
-            .nodes
-            .iter()
-            .filter(|n| labels_match(&labels, Some(&node_labels(n))))
-            .filter(|n| {
-                fields.split(',').filter(|s| !s.is_empty()).all(|term| match term.split_once('=') {
-                    Some(("metadata.name", v)) => n.name == v,
-                    _ => true,
+        let items: Vec<Value> =
+            self.spec
+                .nodes
+                .iter()
+                .filter(|n| labels_match(&labels, Some(&node_labels(n))))
+                .filter(|n| {
+                    fields.split(',').filter(|s| !s.is_empty()).all(|term| {
+                        match term.split_once('=') {
+                            Some(("metadata.name", v)) => n.name == v,
+                            _ => true,
+                        }
+                    })
                 })
-            })
-            .map(node_value)
-            .collect();
+                .map(node_value)
+                .collect();
         json_response(
             StatusCode::OK,
             &json!({ "kind": "NodeList", "apiVersion": "v1", "metadata": { "resourceVersion": "1" }, "items": items }),
@@ -354,12 +427,14 @@ impl Cluster {
             .iter()
             .filter(|e| ns == self.namespace && e["metadata"]["namespace"] == ns)
             .filter(|e| {
-                sel.split(',').filter(|s| !s.is_empty()).all(|term| match term.split_once('=') {
-                    Some(("involvedObject.name", v)) => e["involvedObject"]["name"] == v,
-                    Some(("involvedObject.uid", v)) => e["involvedObject"]["uid"] == v,
-                    Some(("involvedObject.kind", v)) => e["involvedObject"]["kind"] == v,
-                    _ => true,
-                })
+                sel.split(',')
+                    .filter(|s| !s.is_empty())
+                    .all(|term| match term.split_once('=') {
+                        Some(("involvedObject.name", v)) => e["involvedObject"]["name"] == v,
+                        Some(("involvedObject.uid", v)) => e["involvedObject"]["uid"] == v,
+                        Some(("involvedObject.kind", v)) => e["involvedObject"]["kind"] == v,
+                        _ => true,
+                    })
             })
             .cloned()
             .collect();
@@ -370,12 +445,20 @@ impl Cluster {
         )
     }
 
-    async fn list_or_watch(self: &Arc<Self>, ns: Option<&str>, query: &str, fixed: &[Value]) -> Response<Body> {
+    async fn list_or_watch(
+        self: &Arc<Self>,
+        ns: Option<&str>,
+        query: &str,
+        fixed: &[Value],
+    ) -> Response<Body> {
         let q = query_map(query);
         let fields = q.get("fieldSelector").cloned().unwrap_or_default();
         let labels = q.get("labelSelector").cloned().unwrap_or_default();
         let ours = ns.is_none_or(|n| n == self.namespace);
-        let keep = |p: &Pod| ours && pod_fields_match(&fields, p) && labels_match(&labels, p.metadata.labels.as_ref());
+        let keep = |p: &Pod| {
+            ours && pod_fields_match(&fields, p)
+                && labels_match(&labels, p.metadata.labels.as_ref())
+        };
         let watching = q.get("watch").is_some_and(|w| w == "true" || w == "1");
         if !watching {
             let st = self.lock();
@@ -391,7 +474,10 @@ impl Cluster {
                          "metadata": { "resourceVersion": st.rv.to_string() }, "items": items }),
             );
         }
-        let since: u64 = q.get("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let since: u64 = q
+            .get("resourceVersion")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
         let limit = q
             .get("timeoutSeconds")
             .and_then(|v| v.parse::<u64>().ok())
@@ -405,17 +491,26 @@ impl Cluster {
                 st.history
                     .iter()
                     .filter(|c| c.rv > since)
-                    .filter(|c| serde_json::from_value::<Pod>(c.object.clone()).is_ok_and(|p| keep(&p)))
+                    .filter(|c| {
+                        serde_json::from_value::<Pod>(c.object.clone()).is_ok_and(|p| keep(&p))
+                    })
                     .map(|c| json!({ "type": c.kind, "object": c.object }).to_string())
                     .collect()
             };
             if !lines.is_empty() {
-                let mut r = Response::new(http_body_util::Full::new(hyper::body::Bytes::from(lines.join("\n") + "\n")));
-                r.headers_mut()
-                    .insert("content-type", hyper::header::HeaderValue::from_static("application/json"));
+                let mut r = Response::new(http_body_util::Full::new(hyper::body::Bytes::from(
+                    lines.join("\n") + "\n",
+                )));
+                r.headers_mut().insert(
+                    "content-type",
+                    hyper::header::HeaderValue::from_static("application/json"),
+                );
                 return r;
             }
-            if tokio::time::timeout_at(deadline, rx.changed()).await.is_err() {
+            if tokio::time::timeout_at(deadline, rx.changed())
+                .await
+                .is_err()
+            {
                 return json_response_lines("");
             }
         }
@@ -423,14 +518,28 @@ impl Cluster {
 
     fn create(self: &Arc<Self>, ns: &str, body: &[u8]) -> Response<Body> {
         if ns != self.namespace {
-            return error(StatusCode::NOT_FOUND, "NotFound", &format!("namespaces \"{ns}\" not found"));
+            return error(
+                StatusCode::NOT_FOUND,
+                "NotFound",
+                &format!("namespaces \"{ns}\" not found"),
+            );
         }
         let mut pod: Pod = match serde_json::from_slice(body) {
             Ok(p) => p,
-            Err(e) => return error(StatusCode::BAD_REQUEST, "BadRequest", &format!("the pod does not decode: {e}")),
+            Err(e) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "BadRequest",
+                    &format!("the pod does not decode: {e}"),
+                )
+            }
         };
         let Some(name) = pod.metadata.name.clone() else {
-            return error(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", "Pod \"\" is invalid: metadata.name: Required value");
+            return error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Invalid",
+                "Pod \"\" is invalid: metadata.name: Required value",
+            );
         };
         if let Some(level) = &self.spec.pod_security {
             let why = pod_security_violations(&pod, level == "restricted");
@@ -438,7 +547,10 @@ impl Cluster {
                 return error(
                     StatusCode::FORBIDDEN,
                     "Forbidden",
-                    &format!("pods \"{name}\" is forbidden: violates PodSecurity \"{level}:latest\": {}", why.join(", ")),
+                    &format!(
+                        "pods \"{name}\" is forbidden: violates PodSecurity \"{level}:latest\": {}",
+                        why.join(", ")
+                    ),
                 );
             }
         }
@@ -453,7 +565,11 @@ impl Cluster {
         }
         let mut st = self.lock();
         if st.pods.contains_key(&name) {
-            return error(StatusCode::CONFLICT, "AlreadyExists", &format!("pods \"{name}\" already exists"));
+            return error(
+                StatusCode::CONFLICT,
+                "AlreadyExists",
+                &format!("pods \"{name}\" already exists"),
+            );
         }
         pod.metadata.namespace = Some(ns.to_string());
         pod.metadata.uid = Some(format!("00000000-0000-4000-8000-{:012x}", st.rv + 0x1000));
@@ -470,7 +586,11 @@ impl Cluster {
     fn delete(self: &Arc<Self>, name: &str) -> Response<Body> {
         let mut st = self.lock();
         let Some(mut pod) = st.pods.get(name).cloned() else {
-            return error(StatusCode::NOT_FOUND, "NotFound", &format!("pods \"{name}\" not found"));
+            return error(
+                StatusCode::NOT_FOUND,
+                "NotFound",
+                &format!("pods \"{name}\" not found"),
+            );
         };
         if pod.metadata.deletion_timestamp.is_none() {
             pod.metadata.deletion_timestamp = serde_json::from_value(json!(now())).ok();
@@ -493,7 +613,9 @@ impl Cluster {
     /// Change pod `name` with `f`, unless it is being deleted; false when it is gone.
     fn update(&self, name: &str, f: impl FnOnce(&mut State, &mut Pod)) -> bool {
         let mut st = self.lock();
-        let Some(mut pod) = st.pods.get(name).cloned() else { return false };
+        let Some(mut pod) = st.pods.get(name).cloned() else {
+            return false;
+        };
         if pod.metadata.deletion_timestamp.is_some() {
             return false;
         }
@@ -520,7 +642,11 @@ impl Cluster {
     /// The scheduler's verdict for one node: `None` fits, else its reason.
     fn misfit(&self, st: &State, node: &NodeSpec, pod: &Pod, name: &str) -> Option<String> {
         let spec = pod.spec.as_ref()?;
-        if let Some(want) = spec.node_selector.as_ref().and_then(|s| s.get("kubernetes.io/hostname")) {
+        if let Some(want) = spec
+            .node_selector
+            .as_ref()
+            .and_then(|s| s.get("kubernetes.io/hostname"))
+        {
             if *want != node.name {
                 return Some("node(s) didn't match Pod's node affinity/selector".into());
             }
@@ -529,7 +655,8 @@ impl Cluster {
             let tolerated = spec.tolerations.iter().flatten().any(|t| {
                 t.key.as_deref() == Some(k.as_str())
                     && t.effect.as_deref().is_none_or(|e| e == effect)
-                    && (t.operator.as_deref() == Some("Exists") || t.value.as_deref().unwrap_or("") == v)
+                    && (t.operator.as_deref() == Some("Exists")
+                        || t.value.as_deref().unwrap_or("") == v)
             });
             if !tolerated {
                 return Some(format!("node(s) had untolerated taint {{{k}: {v}}}"));
@@ -537,7 +664,10 @@ impl Cluster {
         }
         let others = Self::pods_on(st, &node.name, name);
         for (res, want) in limits(pod) {
-            let used: u64 = others.iter().map(|p| limits(p).get(&res).copied().unwrap_or(0)).sum();
+            let used: u64 = others
+                .iter()
+                .map(|p| limits(p).get(&res).copied().unwrap_or(0))
+                .sum();
             let cap = node.capacity.get(&res).copied().unwrap_or(0);
             if used + want > cap {
                 return Some(format!("Insufficient {res}"));
@@ -560,7 +690,9 @@ impl Cluster {
         // --- the scheduler.
         let (node, verdict) = {
             let st = self.lock();
-            let Some(pod) = st.pods.get(&name).cloned() else { return };
+            let Some(pod) = st.pods.get(&name).cloned() else {
+                return;
+            };
             let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
             let mut fit = None;
             for n in &self.spec.nodes {
@@ -645,7 +777,13 @@ impl Cluster {
             let st = self.lock();
             st.pods
                 .get(&name)
-                .and_then(|p| p.metadata.annotations.as_ref()?.get("k8s.v1.cni.cncf.io/networks").cloned())
+                .and_then(|p| {
+                    p.metadata
+                        .annotations
+                        .as_ref()?
+                        .get("k8s.v1.cni.cncf.io/networks")
+                        .cloned()
+                })
                 .map(|n| n.split(',').map(str::to_string).collect())
                 .unwrap_or_default()
         };
@@ -654,13 +792,24 @@ impl Cluster {
                 let st = self.lock();
                 Self::pods_on(&st, &node.name, &name)
                     .iter()
-                    .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-                    .filter_map(|p| p.metadata.annotations.as_ref()?.get("k8s.v1.cni.cncf.io/networks").cloned())
+                    .filter(|p| {
+                        p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+                    })
+                    .filter_map(|p| {
+                        p.metadata
+                            .annotations
+                            .as_ref()?
+                            .get("k8s.v1.cni.cncf.io/networks")
+                            .cloned()
+                    })
                     .map(|n| n.split(',').count())
                     .sum()
             };
             if used + networks.len() > pool as usize {
-                let net = networks.get(pool.saturating_sub(used as u64) as usize).cloned().unwrap_or_default();
+                let net = networks
+                    .get(pool.saturating_sub(used as u64) as usize)
+                    .cloned()
+                    .unwrap_or_default();
                 let msg = format!(
                     "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to create pod network \
                      sandbox k8s_{name}_{ns}: error adding pod {ns}_{name} to CNI network \"multus-cni-network\": \
@@ -670,7 +819,14 @@ impl Cluster {
                 );
                 self.update(&name, |st, pod| {
                     Self::set_status(pod, creating.clone());
-                    self.event(st, pod, "Warning", "FailedCreatePodSandBox", "kubelet", &msg);
+                    self.event(
+                        st,
+                        pod,
+                        "Warning",
+                        "FailedCreatePodSandBox",
+                        "kubelet",
+                        &msg,
+                    );
                 });
                 return;
             }
@@ -685,7 +841,14 @@ impl Cluster {
         };
         let alive = self.update(&name, |st, pod| {
             Self::set_status(pod, creating.clone());
-            self.event(st, pod, "Normal", "Pulling", "kubelet", &format!("Pulling image \"{image}\""));
+            self.event(
+                st,
+                pod,
+                "Normal",
+                "Pulling",
+                "kubelet",
+                &format!("Pulling image \"{image}\""),
+            );
         });
         if !alive {
             return;
@@ -697,10 +860,22 @@ impl Cluster {
                  pull access denied, repository does not exist or may require authorization"
             );
             for (reason, event_reason, message) in [
-                ("ErrImagePull", "Failed", format!("Failed to pull image \"{image}\": {why}")),
-                ("ImagePullBackOff", "BackOff", format!("Back-off pulling image \"{image}\"")),
+                (
+                    "ErrImagePull",
+                    "Failed",
+                    format!("Failed to pull image \"{image}\": {why}"),
+                ),
+                (
+                    "ImagePullBackOff",
+                    "BackOff",
+                    format!("Back-off pulling image \"{image}\""),
+                ),
             ] {
-                let waiting_message = if reason == "ErrImagePull" { why.clone() } else { message.clone() };
+                let waiting_message = if reason == "ErrImagePull" {
+                    why.clone()
+                } else {
+                    message.clone()
+                };
                 let alive = self.update(&name, |st, pod| {
                     Self::set_status(
                         pod,
@@ -752,9 +927,13 @@ impl Cluster {
 }
 
 fn json_response_lines(text: &str) -> Response<Body> {
-    let mut r = Response::new(http_body_util::Full::new(hyper::body::Bytes::from(text.to_string())));
-    r.headers_mut()
-        .insert("content-type", hyper::header::HeaderValue::from_static("application/json"));
+    let mut r = Response::new(http_body_util::Full::new(hyper::body::Bytes::from(
+        text.to_string(),
+    )));
+    r.headers_mut().insert(
+        "content-type",
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
     r
 }
 
@@ -762,7 +941,13 @@ fn json_response_lines(text: &str) -> Response<Body> {
 fn limits(p: &Pod) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
     for c in p.spec.iter().flat_map(|s| s.containers.iter()) {
-        for (k, q) in c.resources.as_ref().and_then(|r| r.limits.as_ref()).into_iter().flatten() {
+        for (k, q) in c
+            .resources
+            .as_ref()
+            .and_then(|r| r.limits.as_ref())
+            .into_iter()
+            .flatten()
+        {
             if k.contains('/') {
                 *m.entry(k.clone()).or_default() += q.0.parse::<u64>().unwrap_or(0);
             }
@@ -786,11 +971,24 @@ fn host_ports(p: &Pod) -> Vec<i32> {
 /// a second opinion.
 fn pod_security_violations(p: &Pod, restricted: bool) -> Vec<String> {
     const DEFAULT_CAPS: [&str; 13] = [
-        "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE", "SETFCAP",
-        "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+        "AUDIT_WRITE",
+        "CHOWN",
+        "DAC_OVERRIDE",
+        "FOWNER",
+        "FSETID",
+        "KILL",
+        "MKNOD",
+        "NET_BIND_SERVICE",
+        "SETFCAP",
+        "SETGID",
+        "SETPCAP",
+        "SETUID",
+        "SYS_CHROOT",
     ];
     let mut checks: Vec<(&str, String)> = Vec::new();
-    let Some(spec) = p.spec.as_ref() else { return vec![] };
+    let Some(spec) = p.spec.as_ref() else {
+        return vec![];
+    };
     for c in &spec.containers {
         let sc = c.security_context.as_ref();
         let add: Vec<String> = sc
@@ -807,11 +1005,31 @@ fn pod_security_violations(p: &Pod, restricted: bool) -> Vec<String> {
             ));
         }
         if sc.and_then(|s| s.privileged) == Some(true) {
-            checks.push(("privileged", format!("privileged (container \"{}\" must not set securityContext.privileged=true)", c.name)));
+            checks.push((
+                "privileged",
+                format!(
+                    "privileged (container \"{}\" must not set securityContext.privileged=true)",
+                    c.name
+                ),
+            ));
         }
-        let hp: Vec<String> = c.ports.iter().flatten().filter_map(|p| p.host_port).filter(|p| *p != 0).map(|p| p.to_string()).collect();
+        let hp: Vec<String> = c
+            .ports
+            .iter()
+            .flatten()
+            .filter_map(|p| p.host_port)
+            .filter(|p| *p != 0)
+            .map(|p| p.to_string())
+            .collect();
         if !hp.is_empty() {
-            checks.push(("hostPorts", format!("hostPort (container \"{}\" uses hostPort {})", c.name, hp.join(", "))));
+            checks.push((
+                "hostPorts",
+                format!(
+                    "hostPort (container \"{}\" uses hostPort {})",
+                    c.name,
+                    hp.join(", ")
+                ),
+            ));
         }
         if restricted {
             if sc.and_then(|s| s.allow_privilege_escalation) != Some(false) {
@@ -833,13 +1051,24 @@ fn pod_security_violations(p: &Pod, restricted: bool) -> Vec<String> {
         ns.push("hostIPC=true");
     }
     if !ns.is_empty() {
-        checks.push(("hostNamespaces", format!("host namespaces ({})", ns.join(", "))));
+        checks.push((
+            "hostNamespaces",
+            format!("host namespaces ({})", ns.join(", ")),
+        ));
     }
-    let hostpath: Vec<String> = spec.volumes.iter().flatten().filter(|v| v.host_path.is_some()).map(|v| format!("\"{}\"", v.name)).collect();
+    let hostpath: Vec<String> = spec
+        .volumes
+        .iter()
+        .flatten()
+        .filter(|v| v.host_path.is_some())
+        .map(|v| format!("\"{}\"", v.name))
+        .collect();
     if !hostpath.is_empty() {
-        checks.push(("hostPathVolumes", format!("hostPath volumes (volume {})", hostpath.join(", "))));
+        checks.push((
+            "hostPathVolumes",
+            format!("hostPath volumes (volume {})", hostpath.join(", ")),
+        ));
     }
     checks.sort_by(|a, b| a.0.cmp(b.0));
     checks.into_iter().map(|(_, w)| w).collect()
 }
-

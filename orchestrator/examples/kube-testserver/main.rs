@@ -106,7 +106,8 @@ async fn main() -> ExitCode {
     if !runtime_classes.is_empty() {
         cluster.runtime_classes = runtime_classes;
     }
-    let cluster = (!cluster.nodes.is_empty()).then(|| Cluster::new(cluster, &namespace, server.verbose));
+    let cluster =
+        (!cluster.nodes.is_empty()).then(|| Cluster::new(cluster, &namespace, server.verbose));
     let started = match cluster {
         Some(c) => apiserver::start_with(server, Some(c), listen).await,
         None => apiserver::start(server, listen).await,
@@ -120,7 +121,10 @@ async fn main() -> ExitCode {
     };
     let url = format!("http://{addr}");
     if let Some(path) = kubeconfig_out {
-        if let Err(e) = std::fs::write(&path, apiserver::kubeconfig(&url, &namespace, token.as_deref())) {
+        if let Err(e) = std::fs::write(
+            &path,
+            apiserver::kubeconfig(&url, &namespace, token.as_deref()),
+        ) {
             eprintln!("kube-testserver: cannot write {path}: {e}");
             return ExitCode::from(2);
         }

@@ -33,8 +33,12 @@ impl Default for Threshold {
 /// The node names of a row: the pod names where there are pods, else the node names.
 pub fn row_nodes(r: &RailResult) -> (String, String) {
     (
-        r.client_pod.clone().unwrap_or_else(|| r.client_node.clone()),
-        r.server_pod.clone().unwrap_or_else(|| r.server_node.clone()),
+        r.client_pod
+            .clone()
+            .unwrap_or_else(|| r.client_node.clone()),
+        r.server_pod
+            .clone()
+            .unwrap_or_else(|| r.server_node.clone()),
     )
 }
 
@@ -71,7 +75,11 @@ pub fn rail_medians(rows: &[RailResult]) -> BTreeMap<u32, f64> {
         .map(|(rail, mut v)| {
             v.sort_by(f64::total_cmp);
             let n = v.len();
-            let m = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+            let m = if n % 2 == 1 {
+                v[n / 2]
+            } else {
+                (v[n / 2 - 1] + v[n / 2]) / 2.0
+            };
             (rail, m)
         })
         .collect()
@@ -159,7 +167,10 @@ impl fmt::Display for Suspect {
                 }
             }
             Suspect::Node { node, rails } => {
-                write!(f, "node {node}: slow on every rail ({rails:?}) in every pair it joins")
+                write!(
+                    f,
+                    "node {node}: slow on every rail ({rails:?}) in every pair it joins"
+                )
             }
             Suspect::Rail { rail, pairs } => {
                 write!(f, "rail {rail}: slow in all {pairs} pairs of the fleet (the rail's switch or its settings)")
@@ -199,7 +210,11 @@ pub fn judge(rows: &[RailResult], t: Threshold) -> Verdict {
             let e = per.entry((node.clone(), k.2)).or_default();
             e.0 += 1;
             e.1 += usize::from(slow);
-            e.2.push(if r.status == RailStatus::Failed { 0.0 } else { r.bw_avg_gbps.unwrap_or(0.0) });
+            e.2.push(if r.status == RailStatus::Failed {
+                0.0
+            } else {
+                r.bw_avg_gbps.unwrap_or(0.0)
+            });
         }
     }
     let bad_rails: BTreeSet<u32> = rail_counts
@@ -256,7 +271,11 @@ pub fn judge(rows: &[RailResult], t: Threshold) -> Verdict {
                 named.contains(&((*n).clone(), None)) || named.contains(&((*n).clone(), Some(k.2)))
             })
     };
-    let unexplained = slow_keys.iter().filter(|k| !explained(k)).cloned().collect();
+    let unexplained = slow_keys
+        .iter()
+        .filter(|k| !explained(k))
+        .cloned()
+        .collect();
     Verdict {
         suspects,
         unexplained,
@@ -295,7 +314,11 @@ pub(crate) mod tests {
             duration_s: Some(1.0),
             iterations: None,
             memory: MemoryKind::Host,
-            status: if bw.is_some() { RailStatus::Ok } else { RailStatus::Failed },
+            status: if bw.is_some() {
+                RailStatus::Ok
+            } else {
+                RailStatus::Failed
+            },
             bw_avg_gbps: bw,
             bw_peak_gbps: bw,
             msg_rate_mpps: None,
@@ -336,7 +359,9 @@ pub(crate) mod tests {
         let v = judge(&rows, Threshold::default());
         assert_eq!(v.suspects.len(), 1, "{:?}", v.suspects);
         match &v.suspects[0] {
-            Suspect::NodeRail { node, rail, pairs, .. } => {
+            Suspect::NodeRail {
+                node, rail, pairs, ..
+            } => {
                 assert_eq!((node.as_str(), *rail, *pairs), ("n17", 5, 63));
             }
             other => panic!("named {other}"),
@@ -381,7 +406,13 @@ pub(crate) mod tests {
         }
         assert!(judge(&rows, Threshold::default()).suspects.is_empty());
         let v = judge(&rows, Threshold::LineRatePct(90.0));
-        assert_eq!(v.suspects, vec![Suspect::Rail { rail: 2, pairs: 64 * 63 / 2 }]);
+        assert_eq!(
+            v.suspects,
+            vec![Suspect::Rail {
+                rail: 2,
+                pairs: 64 * 63 / 2
+            }]
+        );
     }
 
     #[test]
@@ -394,6 +425,8 @@ pub(crate) mod tests {
         }
         let v = judge(&rows, Threshold::default());
         assert_eq!(v.suspects.len(), 1, "{:?}", v.suspects);
-        assert!(matches!(&v.suspects[0], Suspect::Node { node, rails } if node == "n9" && rails.len() == 8));
+        assert!(
+            matches!(&v.suspects[0], Suspect::Node { node, rails } if node == "n9" && rails.len() == 8)
+        );
     }
 }

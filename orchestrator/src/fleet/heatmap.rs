@@ -19,7 +19,9 @@ const FONT: &str = "sans-serif";
 /// exporter does (plotters needs font metrics to lay out text, even for SVG).
 fn ensure_font() -> Result<()> {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
-    if *REGISTERED.get_or_init(|| register_font(FONT, FontStyle::Normal, dejavu::sans::regular()).is_ok()) {
+    if *REGISTERED
+        .get_or_init(|| register_font(FONT, FontStyle::Normal, dejavu::sans::regular()).is_ok())
+    {
         Ok(())
     } else {
         Err(anyhow!("the bundled DejaVu Sans font could not be loaded"))
@@ -44,7 +46,11 @@ fn colour(bw: f64, limit: Option<f64>, median: Option<f64>) -> RGBColor {
 pub fn heatmap(nodes: &[String], rows: &[RailResult], rail: u32, t: Threshold) -> Result<String> {
     ensure_font()?;
     let medians = culprit::rail_medians(rows);
-    let index: BTreeMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
+    let index: BTreeMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
     let n = nodes.len();
     let cell: i32 = i32::try_from((900 / n.max(1)).clamp(6, 60)).unwrap_or(6);
     let label_w: i32 = 110;
@@ -53,21 +59,27 @@ pub fn heatmap(nodes: &[String], rows: &[RailResult], rail: u32, t: Threshold) -
     let (w, h) = (label_w + side + 20, top + label_w + side + 20);
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (w.unsigned_abs(), h.unsigned_abs())).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (w.unsigned_abs(), h.unsigned_abs()))
+            .into_drawing_area();
         let e = |e| anyhow!("heatmap: {e}");
         root.fill(&WHITE).map_err(e)?;
         let title = match medians.get(&rail) {
             Some(m) => format!("rail {rail}: average Gb/s per pair (fleet median {m:.3})"),
             None => format!("rail {rail}: no pair measured"),
         };
-        root.draw(&Text::new(title, (10, 15), (FONT, 16).into_font())).map_err(e)?;
+        root.draw(&Text::new(title, (10, 15), (FONT, 16).into_font()))
+            .map_err(e)?;
         let y0 = top + label_w;
         let small = (FONT, (cell - 2).clamp(6, 12)).into_font();
         for (i, name) in nodes.iter().enumerate() {
             let i = i32::try_from(i).unwrap_or(0);
             if cell >= 8 {
-                root.draw(&Text::new(name.clone(), (4, y0 + i * cell + cell / 4), small.clone()))
-                    .map_err(e)?;
+                root.draw(&Text::new(
+                    name.clone(),
+                    (4, y0 + i * cell + cell / 4),
+                    small.clone(),
+                ))
+                .map_err(e)?;
                 root.draw(&Text::new(
                     name.clone(),
                     (label_w + i * cell + cell / 4, top + label_w - 4),
@@ -77,8 +89,11 @@ pub fn heatmap(nodes: &[String], rows: &[RailResult], rail: u32, t: Threshold) -
             }
             for j in 0..i32::try_from(n).unwrap_or(0) {
                 let (x, y) = (label_w + j * cell, y0 + i * cell);
-                root.draw(&Rectangle::new([(x, y), (x + cell - 1, y + cell - 1)], RGBColor(235, 235, 235).filled()))
-                    .map_err(e)?;
+                root.draw(&Rectangle::new(
+                    [(x, y), (x + cell - 1, y + cell - 1)],
+                    RGBColor(235, 235, 235).filled(),
+                ))
+                .map_err(e)?;
             }
         }
         for r in culprit::latest(rows).values().filter(|r| r.rail == rail) {
@@ -91,21 +106,38 @@ pub fn heatmap(nodes: &[String], rows: &[RailResult], rail: u32, t: Threshold) -
             let c = if failed {
                 RGBColor(120, 0, 0)
             } else {
-                colour(bw, culprit::limit_of(r, &medians, t), medians.get(&rail).copied())
+                colour(
+                    bw,
+                    culprit::limit_of(r, &medians, t),
+                    medians.get(&rail).copied(),
+                )
             };
             for (p, q) in [(i, j), (j, i)] {
                 let (p, q) = (i32::try_from(p).unwrap_or(0), i32::try_from(q).unwrap_or(0));
                 let (x, y) = (label_w + q * cell, y0 + p * cell);
-                root.draw(&Rectangle::new([(x, y), (x + cell - 1, y + cell - 1)], c.filled()))
-                    .map_err(e)?;
+                root.draw(&Rectangle::new(
+                    [(x, y), (x + cell - 1, y + cell - 1)],
+                    c.filled(),
+                ))
+                .map_err(e)?;
                 if failed && cell >= 8 {
-                    root.draw(&PathElement::new(vec![(x + 2, y + 2), (x + cell - 3, y + cell - 3)], WHITE))
-                        .map_err(e)?;
-                    root.draw(&PathElement::new(vec![(x + cell - 3, y + 2), (x + 2, y + cell - 3)], WHITE))
-                        .map_err(e)?;
+                    root.draw(&PathElement::new(
+                        vec![(x + 2, y + 2), (x + cell - 3, y + cell - 3)],
+                        WHITE,
+                    ))
+                    .map_err(e)?;
+                    root.draw(&PathElement::new(
+                        vec![(x + cell - 3, y + 2), (x + 2, y + cell - 3)],
+                        WHITE,
+                    ))
+                    .map_err(e)?;
                 } else if cell >= 40 {
-                    root.draw(&Text::new(format!("{bw:.3}"), (x + 3, y + cell / 2 - 5), small.clone().color(&WHITE)))
-                        .map_err(e)?;
+                    root.draw(&Text::new(
+                        format!("{bw:.3}"),
+                        (x + 3, y + cell / 2 - 5),
+                        small.clone().color(&WHITE),
+                    ))
+                    .map_err(e)?;
                 }
             }
         }
@@ -123,7 +155,11 @@ mod tests {
     #[test]
     fn heatmap_marks_the_failed_pair() {
         let nodes: Vec<String> = ["a", "b", "c"].iter().map(|s| (*s).to_string()).collect();
-        let rows = vec![row("a", "b", 0, Some(1.0)), row("b", "c", 0, None), row("a", "c", 0, Some(1.0))];
+        let rows = vec![
+            row("a", "b", 0, Some(1.0)),
+            row("b", "c", 0, None),
+            row("a", "c", 0, Some(1.0)),
+        ];
         let svg = heatmap(&nodes, &rows, 0, Threshold::default()).unwrap();
         assert!(svg.starts_with("<svg"));
         assert!(svg.contains("rail 0"));

@@ -177,7 +177,9 @@ impl FleetArgs {
                 self.inject_binary
                     .clone()
                     .or_else(crate::run::sibling_rdmabw)
-                    .context("--inject: no rdmabw next to railsweep; give one with --inject-binary")?,
+                    .context(
+                        "--inject: no rdmabw next to railsweep; give one with --inject-binary",
+                    )?,
             )
         } else {
             None
@@ -220,7 +222,11 @@ impl FleetArgs {
             .max()
             .unwrap_or(1);
         #[allow(clippy::cast_precision_loss)]
-        let pair_s = if self.parallel { per_rail } else { per_rail * longest as f64 };
+        let pair_s = if self.parallel {
+            per_rail
+        } else {
+            per_rail * longest as f64
+        };
         let waves = rails.len().div_ceil(max_pairs.max(1)).max(1);
         #[allow(clippy::cast_precision_loss)]
         Duration::from_secs_f64(60.0 + pair_s * waves as f64)

@@ -40,11 +40,22 @@ struct PairEnd {
 }
 
 fn now_s() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 fn file_part(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect()
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 struct Fleet<'a, R: Runner> {
@@ -142,13 +153,24 @@ struct Rounds<'a, 'b, R: Runner> {
 
 impl<R: Runner> Rounds<'_, '_, R> {
     /// Each round's pairs at the same time (at most `max_pairs`), under the round's deadline.
-    async fn run(&mut self, attempt: &'static str, rounds: Vec<Vec<Job>>, sink: &mut RowSink) -> Result<()> {
+    async fn run(
+        &mut self,
+        attempt: &'static str,
+        rounds: Vec<Vec<Job>>,
+        sink: &mut RowSink,
+    ) -> Result<()> {
         let n_rounds = rounds.len();
         for (r, jobs) in rounds.into_iter().enumerate() {
             if self.cancel.is_cancelled() {
                 break;
             }
-            let deadline = self.args.round_deadline(&jobs.iter().map(|j| j.rails.as_ref().map(Vec::len)).collect::<Vec<_>>(), self.max_pairs);
+            let deadline = self.args.round_deadline(
+                &jobs
+                    .iter()
+                    .map(|j| j.rails.as_ref().map(Vec::len))
+                    .collect::<Vec<_>>(),
+                self.max_pairs,
+            );
             let round_cancel = self.cancel.child_token();
             let timer = {
                 let t = round_cancel.clone();
@@ -160,15 +182,23 @@ impl<R: Runner> Rounds<'_, '_, R> {
             eprintln!(
                 "railsweep: {attempt} round {}/{n_rounds}: {} (deadline {:.0} s)",
                 r + 1,
-                jobs.iter().map(|j| format!("{}->{}", j.client, j.server)).collect::<Vec<_>>().join(", "),
+                jobs.iter()
+                    .map(|j| format!("{}->{}", j.client, j.server))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 deadline.as_secs_f64()
             );
             let fleet = self.fleet;
-            let mut ends = futures::stream::iter(jobs.into_iter().map(|j| fleet.pair(j, attempt, round_cancel.clone())))
-                .buffer_unordered(self.max_pairs);
+            let mut ends = futures::stream::iter(
+                jobs.into_iter()
+                    .map(|j| fleet.pair(j, attempt, round_cancel.clone())),
+            )
+            .buffer_unordered(self.max_pairs);
             while let Some(end) = ends.next().await {
                 for row in &end.rows {
-                    sink.append(row.clone()).with_context(|| format!("cannot write to {}", sink.csv_path().display()))?;
+                    sink.append(row.clone()).with_context(|| {
+                        format!("cannot write to {}", sink.csv_path().display())
+                    })?;
                 }
                 let what = format!("{} -> {}", end.job.client, end.job.server);
                 let timed_out = round_cancel.is_cancelled() && !self.cancel.is_cancelled();
@@ -179,7 +209,11 @@ impl<R: Runner> Rounds<'_, '_, R> {
                     self.problems.push(format!(
                         "{what}: rail(s) {:?} not measured ({})",
                         end.interrupted,
-                        if timed_out { "round deadline" } else { "interrupted" }
+                        if timed_out {
+                            "round deadline"
+                        } else {
+                            "interrupted"
+                        }
                     ));
                 }
                 writeln!(
@@ -191,7 +225,10 @@ impl<R: Runner> Rounds<'_, '_, R> {
                     end.start,
                     end.end,
                     end.rows.len(),
-                    end.error.as_deref().unwrap_or("").replace(['\t', '\n'], " ")
+                    end.error
+                        .as_deref()
+                        .unwrap_or("")
+                        .replace(['\t', '\n'], " ")
                 )?;
                 eprintln!(
                     "railsweep: {attempt} round {}: {what}: {} row(s), {} .. {}{}",
@@ -199,7 +236,10 @@ impl<R: Runner> Rounds<'_, '_, R> {
                     end.rows.len(),
                     clock(end.start),
                     clock(end.end),
-                    end.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default()
+                    end.error
+                        .as_deref()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default()
                 );
             }
             timer.abort();
@@ -212,7 +252,9 @@ impl<R: Runner> Rounds<'_, '_, R> {
 fn pack(jobs: Vec<Job>) -> Vec<Vec<Job>> {
     let mut rounds: Vec<(BTreeSet<String>, Vec<Job>)> = Vec::new();
     for mut j in jobs {
-        let slot = rounds.iter().position(|(busy, _)| !busy.contains(&j.client) && !busy.contains(&j.server));
+        let slot = rounds
+            .iter()
+            .position(|(busy, _)| !busy.contains(&j.client) && !busy.contains(&j.server));
         let i = slot.unwrap_or_else(|| {
             rounds.push((BTreeSet::new(), Vec::new()));
             rounds.len() - 1
@@ -242,7 +284,10 @@ async fn kube_pods(runner: &KubeRunner, selector: &str) -> Result<Vec<String>> {
         .collect();
     names.sort();
     if names.is_empty() {
-        bail!("no running pod in namespace {} has the labels {selector}", runner.namespace());
+        bail!(
+            "no running pod in namespace {} has the labels {selector}",
+            runner.namespace()
+        );
     }
     Ok(names)
 }
@@ -257,7 +302,10 @@ pub async fn run(args: FleetArgs) -> Result<ExitCode> {
     }
     match args.runner {
         RunnerKind::Local => {
-            let pods = args.pods.clone().context("--runner local needs --pods POD,POD,... (network namespaces)")?;
+            let pods = args
+                .pods
+                .clone()
+                .context("--runner local needs --pods POD,POD,... (network namespaces)")?;
             let cancel = CancellationToken::new();
             watch_ctrl_c(cancel.clone());
             fleet_with(LocalRunner::new(), &args, pods, cancel).await
@@ -270,7 +318,11 @@ pub async fn run(args: FleetArgs) -> Result<ExitCode> {
                 container: args.container.clone(),
             };
             let runner = KubeRunner::connect(&target).await?;
-            eprintln!("railsweep: cluster {}, namespace {}", runner.cluster(), runner.namespace());
+            eprintln!(
+                "railsweep: cluster {}, namespace {}",
+                runner.cluster(),
+                runner.namespace()
+            );
             let pods = match (&args.pods, &args.pods_selector) {
                 (Some(p), _) => p.clone(),
                 (None, Some(sel)) => kube_pods(&runner, sel).await?,
@@ -292,7 +344,9 @@ pub(super) fn watch_ctrl_c(cancel: CancellationToken) {
         if tokio::signal::ctrl_c().await.is_err() {
             return;
         }
-        eprintln!("\nrailsweep: interrupted: ending the remote processes (Ctrl-C again to leave at once)");
+        eprintln!(
+            "\nrailsweep: interrupted: ending the remote processes (Ctrl-C again to leave at once)"
+        );
         cancel.cancel();
         if tokio::signal::ctrl_c().await.is_ok() {
             std::process::exit(i32::from(EXIT_INTERRUPTED));
@@ -304,7 +358,11 @@ fn clock(t: f64) -> String {
     let secs = t.floor();
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let base = results::rfc3339_utc(UNIX_EPOCH + Duration::from_secs(secs as u64));
-    format!("{}.{:03}Z", base.trim_end_matches('Z'), ((t - secs) * 1000.0).floor())
+    format!(
+        "{}.{:03}Z",
+        base.trim_end_matches('Z'),
+        ((t - secs) * 1000.0).floor()
+    )
 }
 
 /// The fleet over `pods`, in this order; `cancel` (Ctrl-C) stops it, keeping the rows.
@@ -327,17 +385,31 @@ pub(super) async fn fleet_with<R: Runner>(
         None => Threshold::MedianPct(args.outlier_pct),
     };
     let run_id = sweep::new_run_id();
-    let dir = args.out_dir.clone().unwrap_or_else(|| PathBuf::from(format!("railsweep-fleet-{run_id}")));
+    let dir = args
+        .out_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("railsweep-fleet-{run_id}")));
     if dir.join("fleet.csv").exists() {
-        bail!("{} already has a fleet.csv; give another --out-dir", dir.display());
+        bail!(
+            "{} already has a fleet.csv; give another --out-dir",
+            dir.display()
+        );
     }
-    std::fs::create_dir_all(dir.join("pairs")).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::create_dir_all(dir.join("pairs"))
+        .with_context(|| format!("cannot create {}", dir.display()))?;
     let mut sink = RowSink::create(dir.join("fleet.csv"), args.json.as_deref(), GENERATED_BY)
         .with_context(|| format!("cannot open {}", dir.join("fleet.csv").display()))?;
     let mut rounds_tsv = std::fs::File::create(dir.join("rounds.tsv"))?;
-    writeln!(rounds_tsv, "attempt\tround\tclient\tserver\tstart_unix\tend_unix\trows\terror")?;
+    writeln!(
+        rounds_tsv,
+        "attempt\tround\tclient\tserver\tstart_unix\tend_unix\trows\terror"
+    )?;
 
-    let max_pairs = if args.max_pairs == 0 { usize::MAX } else { args.max_pairs };
+    let max_pairs = if args.max_pairs == 0 {
+        usize::MAX
+    } else {
+        args.max_pairs
+    };
     let explicit_mode = match &args.mode {
         Some(m) => Some(m.parse::<results::NetworkMode>().context("--mode")?),
         None => None,
@@ -377,7 +449,14 @@ pub(super) async fn fleet_with<R: Runner>(
         .collect();
     let mut problems: Vec<String> = Vec::new();
     let t0 = Instant::now();
-    let mut rt = Rounds { fleet: &fleet, args, cancel: &cancel, max_pairs, tsv: &mut rounds_tsv, problems: &mut problems };
+    let mut rt = Rounds {
+        fleet: &fleet,
+        args,
+        cancel: &cancel,
+        max_pairs,
+        tsv: &mut rounds_tsv,
+        problems: &mut problems,
+    };
     rt.run("first", first, &mut sink).await?;
 
     // Outliers: measured once more, in rounds of their own.
@@ -394,10 +473,19 @@ pub(super) async fn fleet_with<R: Runner>(
             }
         }
         remeasured = slow.len();
-        eprintln!("railsweep: {} outlier(s) among {} pair-rails: measuring them again", slow.len(), last.len());
+        eprintln!(
+            "railsweep: {} outlier(s) among {} pair-rails: measuring them again",
+            slow.len(),
+            last.len()
+        );
         let jobs = by_pair
             .into_iter()
-            .map(|((client, server), rails)| Job { round: 0, client, server, rails: Some(rails) })
+            .map(|((client, server), rails)| Job {
+                round: 0,
+                client,
+                server,
+                rails: Some(rails),
+            })
             .collect();
         rt.run("again", pack(jobs), &mut sink).await?;
     }
@@ -409,13 +497,17 @@ pub(super) async fn fleet_with<R: Runner>(
     for rail in &rails {
         let path = dir.join(format!("heatmap-rail{rail}.svg"));
         match heatmap::heatmap(&pods, &rows, *rail, threshold) {
-            Ok(svg) => std::fs::write(&path, svg).with_context(|| format!("cannot write {}", path.display()))?,
+            Ok(svg) => std::fs::write(&path, svg)
+                .with_context(|| format!("cannot write {}", path.display()))?,
             Err(e) => eprintln!("railsweep: warning: no heatmap for rail {rail}: {e:#}"),
         }
     }
     let medians = culprit::rail_medians(&rows);
     let mut out = std::io::stdout().lock();
-    let measured_pairs: BTreeSet<(String, String)> = culprit::latest(&rows).keys().map(|k| (k.0.clone(), k.1.clone())).collect();
+    let measured_pairs: BTreeSet<(String, String)> = culprit::latest(&rows)
+        .keys()
+        .map(|k| (k.0.clone(), k.1.clone()))
+        .collect();
     writeln!(
         out,
         "fleet: {} pods, {} of {} pairs measured in {} rounds, {} rail(s), {} row(s) in {:.1} s; {} outlier(s) measured again",
@@ -439,17 +531,28 @@ pub(super) async fn fleet_with<R: Runner>(
         suspects_txt.push_str(&format!("suspect: {s}\n"));
     }
     for (a, b, rail) in &verdict.unexplained {
-        suspects_txt.push_str(&format!("outlier: {a} <-> {b} rail {rail} (no node or rail slow in all its pairs)\n"));
+        suspects_txt.push_str(&format!(
+            "outlier: {a} <-> {b} rail {rail} (no node or rail slow in all its pairs)\n"
+        ));
     }
     out.write_all(suspects_txt.as_bytes())?;
     std::fs::write(dir.join("suspects.txt"), &suspects_txt)?;
-    writeln!(out, "results: {} (rows), {}/heatmap-rail*.svg, {}", sink.csv_path().display(), dir.display(), dir.join("rounds.tsv").display())?;
+    writeln!(
+        out,
+        "results: {} (rows), {}/heatmap-rail*.svg, {}",
+        sink.csv_path().display(),
+        dir.display(),
+        dir.join("rounds.tsv").display()
+    )?;
     out.flush()?;
     for p in &problems {
         eprintln!("railsweep: {p}");
     }
     if cancel.is_cancelled() {
-        eprintln!("railsweep: interrupted; what was measured is in {}", sink.csv_path().display());
+        eprintln!(
+            "railsweep: interrupted; what was measured is in {}",
+            sink.csv_path().display()
+        );
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     let failed = rows.iter().any(|r| r.status != RailStatus::Ok);

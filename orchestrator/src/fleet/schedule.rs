@@ -173,7 +173,10 @@ pub fn ring(n: usize) -> Schedule {
     if n == 2 {
         return Schedule {
             nodes: n,
-            rounds: vec![vec![Pair { client: 0, server: 1 }]],
+            rounds: vec![vec![Pair {
+                client: 0,
+                server: 1,
+            }]],
         };
     }
     let mut rounds: Vec<Vec<Pair>> = vec![Vec::new(), Vec::new()];
@@ -214,7 +217,11 @@ mod tests {
         let mut seen_in = vec![usize::MAX; s.nodes];
         for (r, round) in s.rounds.iter().enumerate() {
             for p in round {
-                assert_ne!(p.client, p.server, "N={}: a node paired with itself", s.nodes);
+                assert_ne!(
+                    p.client, p.server,
+                    "N={}: a node paired with itself",
+                    s.nodes
+                );
                 for x in [p.client, p.server] {
                     assert!(x < s.nodes);
                     assert_ne!(seen_in[x], r, "N={}: node {x} twice in round {r}", s.nodes);
@@ -237,11 +244,17 @@ mod tests {
         assert_eq!(s.len(), n * (n - 1) / 2, "N={n}: not every pair");
         if n % 2 == 0 {
             assert_eq!(s.rounds.len(), n - 1, "N={n}: rounds");
-            assert!(s.rounds.iter().all(|r| r.len() == n / 2), "N={n}: a round is not full");
+            assert!(
+                s.rounds.iter().all(|r| r.len() == n / 2),
+                "N={n}: a round is not full"
+            );
             assert!((0..s.rounds.len()).all(|r| s.byes(r).is_empty()));
         } else {
             assert_eq!(s.rounds.len(), n, "N={n}: rounds");
-            assert!((0..n).all(|r| s.byes(r).len() == 1), "N={n}: one bye per round");
+            assert!(
+                (0..n).all(|r| s.byes(r).len() == 1),
+                "N={n}: one bye per round"
+            );
         }
     }
 
@@ -279,7 +292,10 @@ mod tests {
             assert_eq!(s.len(), want, "N={n}");
             for p in s.pairs() {
                 let (a, b) = p.key();
-                assert!(b == a + 1 || (a == 0 && b == n - 1), "N={n}: {a}-{b} are not neighbours");
+                assert!(
+                    b == a + 1 || (a == 0 && b == n - 1),
+                    "N={n}: {a}-{b} are not neighbours"
+                );
             }
             assert!(s.rounds.len() <= 3);
         }
@@ -290,7 +306,10 @@ mod tests {
         let names: Vec<String> = (0..10).map(|i| format!("n{i}")).collect();
         let s = Schedule::build(&Pattern::OneToAll("n3".into()), &names).unwrap();
         assert_eq!(s.rounds.len(), 9);
-        assert!(s.rounds.iter().all(|r| r.len() == 1 && r[0].server == 3 && r[0].client != 3));
+        assert!(s
+            .rounds
+            .iter()
+            .all(|r| r.len() == 1 && r[0].server == 3 && r[0].client != 3));
         check_rounds(&s);
         assert_eq!(
             Schedule::build(&Pattern::OneToAll("x".into()), &names),
@@ -302,9 +321,15 @@ mod tests {
     fn patterns_parse() {
         assert_eq!("all-pairs".parse(), Ok(Pattern::AllPairs));
         assert_eq!("ring".parse(), Ok(Pattern::Ring));
-        assert_eq!("one-to-all=podA".parse(), Ok(Pattern::OneToAll("podA".into())));
+        assert_eq!(
+            "one-to-all=podA".parse(),
+            Ok(Pattern::OneToAll("podA".into()))
+        );
         assert!("one-to-all".parse::<Pattern>().is_err());
         assert!("mesh".parse::<Pattern>().is_err());
-        assert_eq!(Schedule::build(&Pattern::AllPairs, &["a".into()]), Err(ScheduleError::TooFew(1)));
+        assert_eq!(
+            Schedule::build(&Pattern::AllPairs, &["a".into()]),
+            Err(ScheduleError::TooFew(1))
+        );
     }
 }

@@ -104,7 +104,12 @@ fn mode_prefix(s: &str) -> (Option<Mode>, &str) {
 
 impl PodArgs {
     /// The pod options for a namespace and server port; `inject` is railsweep's `--inject`.
-    pub fn pod_options(&self, namespace: &str, port: u16, inject: bool) -> Result<PodOptions, ModeError> {
+    pub fn pod_options(
+        &self,
+        namespace: &str,
+        port: u16,
+        inject: bool,
+    ) -> Result<PodOptions, ModeError> {
         let image = match (&self.image, inject) {
             (Some(i), _) => i.clone(),
             (None, false) => DEFAULT_IMAGE.to_string(),
@@ -197,17 +202,22 @@ mod tests {
     }
 
     fn parse(args: &[&str]) -> PodOptions {
-        let t = T::try_parse_from(std::iter::once("t").chain(args.iter().copied())).expect("parses");
+        let t =
+            T::try_parse_from(std::iter::once("t").chain(args.iter().copied())).expect("parses");
         t.pods.pod_options("rdma", 18515, false).expect("options")
     }
 
     #[test]
     fn mode_prefixes_keep_ipvlan_and_sriov_apart() {
         let o = parse(&[
-            "--networks", "ipvlan:rdma-ipvlan-{0..15}",
-            "--networks", "sriov:sriov-rail-{0..1}",
-            "--rdma-resource", "ipvlan:nvidia.com/hostdev=16",
-            "--rdma-resource", "sriov:nvidia.com/sriov_rdma_rail{0..1}=1",
+            "--networks",
+            "ipvlan:rdma-ipvlan-{0..15}",
+            "--networks",
+            "sriov:sriov-rail-{0..1}",
+            "--rdma-resource",
+            "ipvlan:nvidia.com/hostdev=16",
+            "--rdma-resource",
+            "sriov:nvidia.com/sriov_rdma_rail{0..1}=1",
         ]);
         assert_eq!(o.ipvlan.networks.len(), 16);
         assert_eq!(o.sriov.networks, ["sriov-rail-0", "sriov-rail-1"]);
@@ -223,7 +233,14 @@ mod tests {
         assert_eq!(o.tolerations, [TolerationSpec::gpu()]);
         assert!(o.ipc_lock);
         assert_eq!(o.image, DEFAULT_IMAGE);
-        let o = parse(&["--no-gpu-toleration", "--no-ipc-lock", "--uverbs", "0-3", "--resource", "nvidia.com/gpu=8"]);
+        let o = parse(&[
+            "--no-gpu-toleration",
+            "--no-ipc-lock",
+            "--uverbs",
+            "0-3",
+            "--resource",
+            "nvidia.com/gpu=8",
+        ]);
         assert!(o.tolerations.is_empty());
         assert!(!o.ipc_lock);
         assert_eq!(o.uverbs, [0, 1, 2, 3]);
@@ -232,6 +249,9 @@ mod tests {
         let t = T::try_parse_from(["t", "--networks", "hostnetwork:x"]).expect("parses");
         assert!(t.pods.pod_options("d", 1, false).is_err());
         let t = T::try_parse_from(["t"]).expect("parses");
-        assert!(t.pods.pod_options("d", 1, true).is_err(), "--inject needs --image");
+        assert!(
+            t.pods.pod_options("d", 1, true).is_err(),
+            "--inject needs --image"
+        );
     }
 }

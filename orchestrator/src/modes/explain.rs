@@ -68,7 +68,11 @@ pub struct Diagnosis {
 
 impl fmt::Display for Diagnosis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "pod {} does not start: {}\n  what to do: {}", self.pod, self.what, self.todo)
+        write!(
+            f,
+            "pod {} does not start: {}\n  what to do: {}",
+            self.pod, self.what, self.todo
+        )
     }
 }
 
@@ -97,11 +101,18 @@ fn node_of(pod: &Pod) -> Option<&str> {
 }
 
 fn node_words(pod: &Pod) -> String {
-    node_of(pod).map(|n| format!("node {n}")).unwrap_or_else(|| "the node".into())
+    node_of(pod)
+        .map(|n| format!("node {n}"))
+        .unwrap_or_else(|| "the node".into())
 }
 
 fn mode_of(pod: &Pod) -> Option<Mode> {
-    pod.metadata.labels.as_ref()?.get(labels::MODE)?.parse().ok()
+    pod.metadata
+        .labels
+        .as_ref()?
+        .get(labels::MODE)?
+        .parse()
+        .ok()
 }
 
 fn image_of(pod: &Pod) -> Option<&str> {
@@ -144,7 +155,9 @@ pub fn explain_pod(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
     // The kubelet's admission refusal: the pod is Failed with the reason.
     if let Some(s) = status {
         if s.reason.as_deref() == Some("TopologyAffinityError")
-            || events.iter().any(|e| e.reason.as_deref() == Some("TopologyAffinityError"))
+            || events
+                .iter()
+                .any(|e| e.reason.as_deref() == Some("TopologyAffinityError"))
         {
             return Some(topology(pod, s.message.as_deref(), events));
         }
@@ -170,7 +183,11 @@ pub fn explain_pod(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
                 pod,
                 Problem::Container,
                 format!("{} rejected or ended it: {what}", node_words(pod)),
-                format!("see `kubectl describe pod -n {} {}`", namespace(pod), name(pod)),
+                format!(
+                    "see `kubectl describe pod -n {} {}`",
+                    namespace(pod),
+                    name(pod)
+                ),
             ));
         }
         if s.phase.as_deref() == Some("Succeeded") {
@@ -217,7 +234,10 @@ fn topology(pod: &Pod, status_message: Option<&str>, events: &[Event]) -> Diagno
 /// free ports for the requested pod ports, 3 Insufficient nvidia.com/gpu. preemption: ...`,
 /// each without its node count.
 pub fn scheduling_reasons(message: &str) -> Vec<String> {
-    let body = message.split_once("are available:").map(|(_, b)| b).unwrap_or(message);
+    let body = message
+        .split_once("are available:")
+        .map(|(_, b)| b)
+        .unwrap_or(message);
     let body = body.split(" preemption:").next().unwrap_or(body);
     body.trim()
         .trim_end_matches('.')
@@ -238,7 +258,10 @@ fn unschedulable(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
         .status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.type_ == "PodScheduled" && c.status == "False"))
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+        })
         .filter(|c| c.reason.as_deref() == Some("Unschedulable"));
     let message = cond.and_then(|c| c.message.clone()).or_else(|| {
         // Before the condition is written, the scheduler's event says it.
@@ -265,7 +288,9 @@ fn unschedulable(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
         .any(|r| !r.contains("didn't match Pod's node affinity/selector"));
     for r in &reasons {
         if let Some(res) = r.strip_prefix("Insufficient ") {
-            let asks = limit_of(pod, res).map(|q| format!(" (the pod asks for {q})")).unwrap_or_default();
+            let asks = limit_of(pod, res)
+                .map(|q| format!(" (the pod asks for {q})"))
+                .unwrap_or_default();
             todo.push(format!(
                 "{node} has not enough free {res}{asks}: free them (its pods: kubectl get pods -A \
                  --field-selector spec.nodeName={node}; leftover railsweep pods: kubectl delete pods -A -l \
@@ -294,15 +319,23 @@ fn unschedulable(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
                 .next()
                 .unwrap_or("")
                 .trim();
-            todo.push(format!("{node} has the taint {taint}: tolerate it with --toleration {key}"));
+            todo.push(format!(
+                "{node} has the taint {taint}: tolerate it with --toleration {key}"
+            ));
         } else if r.contains("were unschedulable") || r.contains("unschedulable:") {
-            todo.push(format!("{node} is cordoned: kubectl uncordon {node}, or pick another node"));
+            todo.push(format!(
+                "{node} is cordoned: kubectl uncordon {node}, or pick another node"
+            ));
         } else {
             todo.push(format!("the scheduler says `{r}`"));
         }
     }
     if todo.is_empty() {
-        todo.push(format!("see `kubectl describe pod -n {} {}`", namespace(pod), name(pod)));
+        todo.push(format!(
+            "see `kubectl describe pod -n {} {}`",
+            namespace(pod),
+            name(pod)
+        ));
     }
     Some(make(
         pod,
@@ -319,7 +352,11 @@ fn containers(pod: &Pod) -> Option<Diagnosis> {
         if let Some(w) = state.and_then(|s| s.waiting.as_ref()) {
             let reason = w.reason.as_deref().unwrap_or("");
             let message = w.message.as_deref().unwrap_or("");
-            let quoted = if message.is_empty() { reason.to_string() } else { format!("{reason}: {message}") };
+            let quoted = if message.is_empty() {
+                reason.to_string()
+            } else {
+                format!("{reason}: {message}")
+            };
             match reason {
                 "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName" | "ErrImageNeverPull" => {
                     let image = image_of(pod).unwrap_or(&cs.image);
@@ -336,10 +373,20 @@ fn containers(pod: &Pod) -> Option<Diagnosis> {
                             node_words(pod)
                         )
                     };
-                    return Some(make(pod, Problem::ImagePull, format!("the image cannot be pulled: {quoted}"), todo));
+                    return Some(make(
+                        pod,
+                        Problem::ImagePull,
+                        format!("the image cannot be pulled: {quoted}"),
+                        todo,
+                    ));
                 }
-                "CreateContainerError" | "RunContainerError" | "CreateContainerConfigError" | "StartError" => {
-                    if message.contains("not a valid device") || message.contains("not a device node") {
+                "CreateContainerError"
+                | "RunContainerError"
+                | "CreateContainerConfigError"
+                | "StartError" => {
+                    if message.contains("not a valid device")
+                        || message.contains("not a device node")
+                    {
                         return Some(make(
                             pod,
                             Problem::DeviceAnnotation,
@@ -366,7 +413,11 @@ fn containers(pod: &Pod) -> Option<Diagnosis> {
                         pod,
                         Problem::Container,
                         format!("the container keeps ending: {quoted}"),
-                        format!("see `kubectl logs -n {} {} --previous`", namespace(pod), name(pod)),
+                        format!(
+                            "see `kubectl logs -n {} {} --previous`",
+                            namespace(pod),
+                            name(pod)
+                        ),
                     ));
                 }
                 _ => {}
@@ -379,9 +430,13 @@ fn containers(pod: &Pod) -> Option<Diagnosis> {
                 format!(
                     "the container ended with exit code {}{}",
                     t.exit_code,
-                    t.reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
+                    t.reason
+                        .as_ref()
+                        .map(|r| format!(" ({r})"))
+                        .unwrap_or_default()
                 ),
-                "the pods run `sleep infinity`: the image needs a `sleep` that takes `infinity`".into(),
+                "the pods run `sleep infinity`: the image needs a `sleep` that takes `infinity`"
+                    .into(),
             ));
         }
     }
@@ -403,7 +458,12 @@ fn sandbox(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
         .find(|e| e.reason.as_deref() == Some("FailedCreatePodSandBox"))?;
     let message = e.message.as_deref().unwrap_or("");
     let node = node_words(pod);
-    let exhausted = ["no free addresses", "ResourceExhausted", "no IP addresses available", "Could not allocate IP"];
+    let exhausted = [
+        "no free addresses",
+        "ResourceExhausted",
+        "no IP addresses available",
+        "Could not allocate IP",
+    ];
     if exhausted.iter().any(|k| message.contains(k)) {
         let pool = quoted_after(message, "pool \"")
             .map(|p| format!("the IP pool {p}"))
@@ -465,7 +525,10 @@ fn sandbox(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
 pub fn explain_create_error(pod: &Pod, status: &Status) -> Diagnosis {
     let message = status.message.as_str();
     let ns = namespace(pod);
-    if let Some(rest) = message.split_once("violates PodSecurity \"").map(|(_, r)| r) {
+    if let Some(rest) = message
+        .split_once("violates PodSecurity \"")
+        .map(|(_, r)| r)
+    {
         let enforced = rest
             .split(['"', ':'])
             .next()
@@ -517,7 +580,9 @@ pub fn explain_create_error(pod: &Pod, status: &Status) -> Diagnosis {
             problem: Problem::NamespaceMissing,
             pod: pod_ref(pod),
             what: format!("the API server refused it: {message}"),
-            todo: format!("create namespace {ns} (kubectl create namespace {ns}) or pick another with -n"),
+            todo: format!(
+                "create namespace {ns} (kubectl create namespace {ns}) or pick another with -n"
+            ),
         };
     }
     Diagnosis {
@@ -526,7 +591,11 @@ pub fn explain_create_error(pod: &Pod, status: &Status) -> Diagnosis {
         what: format!(
             "the API server refused it ({} {}): {message}",
             status.code,
-            if status.reason.is_empty() { "error" } else { status.reason.as_str() }
+            if status.reason.is_empty() {
+                "error"
+            } else {
+                status.reason.as_str()
+            }
         ),
         todo: if status.code == 409 {
             format!(
@@ -560,7 +629,10 @@ pub fn explain_timeout(pod: Option<&Pod>, events: &[Event], waited: Duration) ->
             format!(
                 ", container waiting: {}{}",
                 w.reason.as_deref().unwrap_or("?"),
-                w.message.as_ref().map(|m| format!(" ({m})")).unwrap_or_default()
+                w.message
+                    .as_ref()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default()
             )
         })
         .unwrap_or_default();
@@ -596,7 +668,7 @@ pub fn explain_timeout(pod: Option<&Pod>, events: &[Event], waited: Duration) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modes::{pod_pair, Attachment, PodOptions, Placement, ResourceSpec};
+    use crate::modes::{pod_pair, Attachment, Placement, PodOptions, ResourceSpec};
     use serde_json::json;
 
     fn pair(mode: Mode, ipc_lock: bool) -> crate::modes::PodPair {
@@ -638,7 +710,8 @@ mod tests {
     }
 
     // The field report's scheduler message (two hostNetwork jobs on port 2222, GPU nodes full).
-    const PORTS_AND_GPUS: &str = "0/5 nodes are available: 2 node(s) didn't have free ports for the requested \
+    const PORTS_AND_GPUS: &str =
+        "0/5 nodes are available: 2 node(s) didn't have free ports for the requested \
                                   pod ports, 3 Insufficient nvidia.com/gpu.";
 
     #[test]
@@ -652,14 +725,24 @@ mod tests {
         let d = explain_pod(&pod, &[]).expect("explained");
         assert_eq!(d.problem, Problem::Unschedulable);
         assert!(d.what.contains(PORTS_AND_GPUS), "{d}");
-        assert!(d.todo.contains("host port 18515") && d.todo.contains("--port"), "{d}");
-        assert!(d.todo.contains("not enough free nvidia.com/gpu (the pod asks for 4)"), "{d}");
+        assert!(
+            d.todo.contains("host port 18515") && d.todo.contains("--port"),
+            "{d}"
+        );
+        assert!(
+            d.todo
+                .contains("not enough free nvidia.com/gpu (the pod asks for 4)"),
+            "{d}"
+        );
         assert!(d.todo.contains("10.140.82.106"), "{d}");
     }
 
     #[test]
     fn unschedulable_from_the_event_before_the_condition() {
-        let pod = with_status(pair(Mode::Sriov, true).client, json!({ "phase": "Pending" }));
+        let pod = with_status(
+            pair(Mode::Sriov, true).client,
+            json!({ "phase": "Pending" }),
+        );
         let e = event(
             "FailedScheduling",
             "Warning",
@@ -683,11 +766,22 @@ mod tests {
             json!({ "phase": "Failed", "reason": "TopologyAffinityError",
                     "message": "Pod was rejected: Resources cannot be allocated with Topology locality" }),
         );
-        let e = event("TopologyAffinityError", "Warning", "Resources cannot be allocated with Topology locality");
+        let e = event(
+            "TopologyAffinityError",
+            "Warning",
+            "Resources cannot be allocated with Topology locality",
+        );
         let d = explain_pod(&pod, &[e]).expect("explained");
         assert_eq!(d.problem, Problem::TopologyAffinity);
-        assert!(d.what.contains("Resources cannot be allocated with Topology locality"), "{d}");
-        assert!(d.todo.contains("NUMA") && d.todo.contains("best-effort"), "{d}");
+        assert!(
+            d.what
+                .contains("Resources cannot be allocated with Topology locality"),
+            "{d}"
+        );
+        assert!(
+            d.todo.contains("NUMA") && d.todo.contains("best-effort"),
+            "{d}"
+        );
     }
 
     #[test]
@@ -701,8 +795,14 @@ mod tests {
         );
         let d = explain_pod(&pod, &[]).expect("explained");
         assert_eq!(d.problem, Problem::ImagePull);
-        assert!(d.what.contains("ImagePullBackOff: Back-off pulling image"), "{d}");
-        assert!(d.todo.contains("deploy/Containerfile") && d.todo.contains("--inject --image"), "{d}");
+        assert!(
+            d.what.contains("ImagePullBackOff: Back-off pulling image"),
+            "{d}"
+        );
+        assert!(
+            d.todo.contains("deploy/Containerfile") && d.todo.contains("--inject --image"),
+            "{d}"
+        );
     }
 
     // The IPvlan report's IPAM error, in the event Multus makes of it.
@@ -720,12 +820,27 @@ mod tests {
             json!({ "phase": "Pending", "containerStatuses": [{ "name": "rdmabw", "image": "x", "imageID": "",
                     "ready": false, "restartCount": 0, "state": { "waiting": { "reason": "ContainerCreating" } } }] }),
         );
-        assert_eq!(explain_pod(&pod, &[]), None, "ContainerCreating alone is no failure");
-        let d = explain_pod(&pod, &[event("FailedCreatePodSandBox", "Warning", IPAM)]).expect("explained");
+        assert_eq!(
+            explain_pod(&pod, &[]),
+            None,
+            "ContainerCreating alone is no failure"
+        );
+        let d = explain_pod(&pod, &[event("FailedCreatePodSandBox", "Warning", IPAM)])
+            .expect("explained");
         assert_eq!(d.problem, Problem::IpamExhausted);
-        assert!(d.what.starts_with("the IP pool rdma-ipvlan-pool has no free address on node 10.140.82.106"), "{d}");
-        assert!(d.what.contains("no free addresses in the pool \"rdma-ipvlan-pool\", poolType \"ippool\""));
-        assert!(d.todo.contains("(16 for this pod)") && d.todo.contains("perNodeBlockSize"), "{d}");
+        assert!(
+            d.what.starts_with(
+                "the IP pool rdma-ipvlan-pool has no free address on node 10.140.82.106"
+            ),
+            "{d}"
+        );
+        assert!(d
+            .what
+            .contains("no free addresses in the pool \"rdma-ipvlan-pool\", poolType \"ippool\""));
+        assert!(
+            d.todo.contains("(16 for this pod)") && d.todo.contains("perNodeBlockSize"),
+            "{d}"
+        );
     }
 
     #[test]
@@ -742,11 +857,19 @@ mod tests {
         );
         let d = explain_pod(&pod, &[e]).expect("explained");
         assert_eq!(d.problem, Problem::NetworkMissing);
-        assert!(d.todo.contains("create rdma-ipvlan-0 in rdma-hostnet"), "{d}");
+        assert!(
+            d.todo.contains("create rdma-ipvlan-0 in rdma-hostnet"),
+            "{d}"
+        );
     }
 
     fn forbidden(message: &str) -> Status {
-        Status { code: 403, reason: "Forbidden".into(), message: message.into(), ..Status::default() }
+        Status {
+            code: 403,
+            reason: "Forbidden".into(),
+            message: message.into(),
+            ..Status::default()
+        }
     }
 
     #[test]
@@ -758,8 +881,18 @@ mod tests {
              (container \"rdmabw\" must not set securityContext.privileged=true)",
         );
         let d = explain_create_error(&pod, &s);
-        assert_eq!(d.problem, Problem::PodSecurity { enforced: Level::Baseline, needed: Level::Privileged });
-        assert!(d.todo.contains("pod-security.kubernetes.io/enforce=privileged"), "{d}");
+        assert_eq!(
+            d.problem,
+            Problem::PodSecurity {
+                enforced: Level::Baseline,
+                needed: Level::Privileged
+            }
+        );
+        assert!(
+            d.todo
+                .contains("pod-security.kubernetes.io/enforce=privileged"),
+            "{d}"
+        );
         assert!(d.todo.contains("always need privileged"), "{d}");
         // Our own reading of the pod gives the same words as the admission plugin.
         let (_, why) = required_level(&pod);
@@ -775,8 +908,17 @@ mod tests {
              (container \"rdma\" must not include \"IPC_LOCK\" in securityContext.capabilities.add)",
         );
         let d = explain_create_error(&pod, &s);
-        assert_eq!(d.problem, Problem::PodSecurity { enforced: Level::Baseline, needed: Level::Privileged });
-        assert!(d.todo.contains("--no-ipc-lock") && d.todo.contains("passes baseline"), "{d}");
+        assert_eq!(
+            d.problem,
+            Problem::PodSecurity {
+                enforced: Level::Baseline,
+                needed: Level::Privileged
+            }
+        );
+        assert!(
+            d.todo.contains("--no-ipc-lock") && d.todo.contains("passes baseline"),
+            "{d}"
+        );
         // The CRI-O fix still needs privileged, for hostNetwork (the report's second refusal).
         let crio = pair(Mode::HostNetworkCrio, true).server;
         let s = forbidden(
@@ -785,16 +927,24 @@ mod tests {
              (hostNetwork=true)",
         );
         let d = explain_create_error(&crio, &s);
-        assert!(d.todo.contains("always need privileged") && !d.todo.contains("Or add --no-ipc-lock"), "{d}");
+        assert!(
+            d.todo.contains("always need privileged") && !d.todo.contains("Or add --no-ipc-lock"),
+            "{d}"
+        );
     }
 
     #[test]
     fn runtime_class_and_devices() {
         let pod = pair(Mode::HostNetworkCrio, true).server;
-        let s = forbidden("pods \"x\" is forbidden: pod rejected: RuntimeClass \"runc-nohostdev\" not found");
+        let s = forbidden(
+            "pods \"x\" is forbidden: pod rejected: RuntimeClass \"runc-nohostdev\" not found",
+        );
         let d = explain_create_error(&pod, &s);
         assert_eq!(d.problem, Problem::RuntimeClassMissing);
-        assert!(d.todo.contains("create the RuntimeClass runc-nohostdev"), "{d}");
+        assert!(
+            d.todo.contains("create the RuntimeClass runc-nohostdev"),
+            "{d}"
+        );
         let bad = with_status(
             pod,
             json!({ "phase": "Pending", "containerStatuses": [{ "name": "rdmabw", "image": "x", "imageID": "",
@@ -808,15 +958,28 @@ mod tests {
 
     #[test]
     fn running_pods_and_timeouts() {
-        let pod = with_status(pair(Mode::Sriov, true).server, json!({ "phase": "Running" }));
+        let pod = with_status(
+            pair(Mode::Sriov, true).server,
+            json!({ "phase": "Running" }),
+        );
         assert_eq!(explain_pod(&pod, &[]), None);
-        let pending = with_status(pair(Mode::Sriov, true).server, json!({ "phase": "Pending" }));
+        let pending = with_status(
+            pair(Mode::Sriov, true).server,
+            json!({ "phase": "Pending" }),
+        );
         let d = explain_timeout(
             Some(&pending),
-            &[event("Pulling", "Normal", "Pulling image \"railbench/rdmabw:0.1.0\"")],
+            &[event(
+                "Pulling",
+                "Normal",
+                "Pulling image \"railbench/rdmabw:0.1.0\"",
+            )],
             Duration::from_secs(300),
         );
         assert_eq!(d.problem, Problem::Timeout);
-        assert!(d.what.contains("still Pending after 300 s") && d.todo.contains("--pod-timeout"), "{d}");
+        assert!(
+            d.what.contains("still Pending after 300 s") && d.todo.contains("--pod-timeout"),
+            "{d}"
+        );
     }
 }

@@ -79,7 +79,9 @@ impl std::fmt::Debug for PodSet {
 
 /// Ready: phase Running and the `Ready` condition true.
 pub fn is_ready(p: &Pod) -> bool {
-    let Some(s) = p.status.as_ref() else { return false };
+    let Some(s) = p.status.as_ref() else {
+        return false;
+    };
     s.phase.as_deref() == Some("Running")
         && s.conditions
             .iter()
@@ -125,9 +127,9 @@ impl PodSet {
                 }
                 Ok(())
             }
-            Err(kube::Error::Api(status)) => {
-                Err(LifecycleError::NotStarted(Box::new(explain_create_error(pod, &status))))
-            }
+            Err(kube::Error::Api(status)) => Err(LifecycleError::NotStarted(Box::new(
+                explain_create_error(pod, &status),
+            ))),
             Err(source) => Err(LifecycleError::Api {
                 action: "create",
                 pod: name,
@@ -139,12 +141,20 @@ impl PodSet {
     /// The Events about pod `name`, oldest first.
     pub async fn events_of(&self, name: &str) -> Vec<Event> {
         let lp = ListParams::default().fields(&format!("involvedObject.name={name}"));
-        self.events.list(&lp).await.map(|l| l.items).unwrap_or_default()
+        self.events
+            .list(&lp)
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
     }
 
     /// Wait until every created pod is ready, at most `timeout`; stop at the first pod that
     /// will not start, or at `cancel`.
-    pub async fn wait_ready(&self, timeout: Duration, cancel: &CancellationToken) -> Result<Vec<Pod>, LifecycleError> {
+    pub async fn wait_ready(
+        &self,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Pod>, LifecycleError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let waits = self
             .created()
@@ -166,12 +176,20 @@ impl PodSet {
         use futures::stream::StreamExt;
         let deadline = tokio::time::Instant::now() + timeout;
         let waits = self.created().into_iter().map(|c| async move {
-            let r = self.wait_one(c.name.clone(), deadline, timeout, cancel.clone()).await;
+            let r = self
+                .wait_one(c.name.clone(), deadline, timeout, cancel.clone())
+                .await;
             (c.name, r)
         });
-        let ends: Vec<(String, Result<Pod, LifecycleError>)> =
-            futures::stream::iter(waits).buffered(parallel.max(1)).collect().await;
-        if cancel.is_cancelled() || ends.iter().any(|(_, r)| matches!(r, Err(LifecycleError::Interrupted))) {
+        let ends: Vec<(String, Result<Pod, LifecycleError>)> = futures::stream::iter(waits)
+            .buffered(parallel.max(1))
+            .collect()
+            .await;
+        if cancel.is_cancelled()
+            || ends
+                .iter()
+                .any(|(_, r)| matches!(r, Err(LifecycleError::Interrupted)))
+        {
             return Err(LifecycleError::Interrupted);
         }
         Ok(ends)
@@ -185,7 +203,8 @@ impl PodSet {
         cancel: CancellationToken,
     ) -> Result<Pod, LifecycleError> {
         // Ready, or a failure that the status alone shows.
-        let settled = |p: Option<&Pod>| p.is_some_and(|p| is_ready(p) || explain_pod(p, &[]).is_some());
+        let settled =
+            |p: Option<&Pod>| p.is_some_and(|p| is_ready(p) || explain_pod(p, &[]).is_some());
         let watch = await_condition(self.pods.clone(), &name, settled);
         tokio::pin!(watch);
         let mut beat = tokio::time::interval(Duration::from_secs(1));
@@ -244,12 +263,24 @@ impl PodSet {
 
     /// [`PodSet::delete_all`] for the created pods named in `names` only (a fleet's pods that
     /// did not start, deleted before the fleet goes on without them).
-    pub async fn delete_named(&self, names: &[String], wait: Option<Duration>) -> (Vec<String>, Vec<LifecycleError>) {
-        let these: Vec<Created> = self.created().into_iter().filter(|c| names.contains(&c.name)).collect();
+    pub async fn delete_named(
+        &self,
+        names: &[String],
+        wait: Option<Duration>,
+    ) -> (Vec<String>, Vec<LifecycleError>) {
+        let these: Vec<Created> = self
+            .created()
+            .into_iter()
+            .filter(|c| names.contains(&c.name))
+            .collect();
         self.delete_these(&these, wait).await
     }
 
-    async fn delete_these(&self, created: &[Created], wait: Option<Duration>) -> (Vec<String>, Vec<LifecycleError>) {
+    async fn delete_these(
+        &self,
+        created: &[Created],
+        wait: Option<Duration>,
+    ) -> (Vec<String>, Vec<LifecycleError>) {
         let mut deleted = Vec::new();
         let mut errors = Vec::new();
         for c in created.iter().rev() {
@@ -265,7 +296,9 @@ impl PodSet {
         }
         if let Some(limit) = wait {
             for c in created {
-                let Some(uid) = c.uid.as_deref() else { continue };
+                let Some(uid) = c.uid.as_deref() else {
+                    continue;
+                };
                 let gone = await_condition(self.pods.clone(), &c.name, conditions::is_deleted(uid));
                 match tokio::time::timeout(limit, gone).await {
                     Ok(Ok(_)) => {}

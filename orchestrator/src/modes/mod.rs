@@ -32,7 +32,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, Pod, PodSpec, ResourceRequirements, SecurityContext, Toleration,
+    Capabilities, Container, ContainerPort, Pod, PodSpec, ResourceRequirements, SecurityContext,
+    Toleration,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -60,7 +61,12 @@ pub enum Mode {
 
 impl Mode {
     /// Every mode, in comparison order.
-    pub const ALL: [Mode; 4] = [Mode::HostNetwork, Mode::HostNetworkCrio, Mode::Ipvlan, Mode::Sriov];
+    pub const ALL: [Mode; 4] = [
+        Mode::HostNetwork,
+        Mode::HostNetworkCrio,
+        Mode::Ipvlan,
+        Mode::Sriov,
+    ];
 
     /// The name on the command line, in pod names and in result rows.
     pub fn as_str(self) -> &'static str {
@@ -271,7 +277,8 @@ pub fn run_label(run_id: &str) -> Result<String, ModeError> {
     let s = run_id.to_ascii_lowercase();
     let ok = !s.is_empty()
         && s.len() <= 28
-        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && !s.starts_with('-')
         && !s.ends_with('-');
     if ok {
@@ -363,7 +370,9 @@ pub const FLEET_COMPONENT: &str = "fleet";
 /// in all, so it is also a valid hostname), else `railsweep-RUN-MODE-I` (I: its place, from 0).
 fn fleet_pod_name(run: &str, mode: Mode, node: &str, index: usize) -> String {
     let ok = !node.is_empty()
-        && node.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && node
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
         && node.starts_with(|c: char| c.is_ascii_alphanumeric())
         && node.ends_with(|c: char| c.is_ascii_alphanumeric());
     let by_node = format!("railsweep-{run}-{mode}-{node}");
@@ -378,7 +387,12 @@ fn fleet_pod_name(run: &str, mode: Mode, node: &str, index: usize) -> String {
 /// server pod of `mode` is (so it declares the daemon's port: on the host network a host
 /// port, which keeps two fleets off the same node and port) and pinned to its node, with the
 /// component label [`FLEET_COMPONENT`].
-pub fn fleet_pods(mode: Mode, opts: &PodOptions, run: &str, nodes: &[String]) -> Result<Vec<Pod>, ModeError> {
+pub fn fleet_pods(
+    mode: Mode,
+    opts: &PodOptions,
+    run: &str,
+    nodes: &[String],
+) -> Result<Vec<Pod>, ModeError> {
     check(mode, opts)?;
     let run = run_label(run)?;
     let mut names: Vec<String> = nodes
@@ -388,7 +402,9 @@ pub fn fleet_pods(mode: Mode, opts: &PodOptions, run: &str, nodes: &[String]) ->
         .collect();
     let unique: std::collections::BTreeSet<&String> = names.iter().collect();
     if unique.len() != names.len() {
-        names = (0..nodes.len()).map(|i| format!("railsweep-{run}-{mode}-{i}")).collect();
+        names = (0..nodes.len())
+            .map(|i| format!("railsweep-{run}-{mode}-{i}"))
+            .collect();
     }
     Ok(nodes
         .iter()
@@ -427,7 +443,10 @@ fn build_pod(mode: Mode, role: Role, opts: &PodOptions, run: &str, node: Option<
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
     let mut annotations = BTreeMap::new();
-    annotations.insert("kubectl.kubernetes.io/default-container".to_string(), CONTAINER.to_string());
+    annotations.insert(
+        "kubectl.kubernetes.io/default-container".to_string(),
+        CONTAINER.to_string(),
+    );
 
     let mut security = SecurityContext::default();
     let mut limits: BTreeMap<String, Quantity> = BTreeMap::new();
@@ -452,7 +471,10 @@ fn build_pod(mode: Mode, role: Role, opts: &PodOptions, run: &str, node: Option<
             spec.host_network = Some(true);
             spec.dns_policy = Some("ClusterFirstWithHostNet".into());
             spec.runtime_class_name = Some(opts.runtime_class.clone());
-            annotations.insert(CRIO_DEVICES_ANNOTATION.to_string(), crio_devices(&opts.uverbs));
+            annotations.insert(
+                CRIO_DEVICES_ANNOTATION.to_string(),
+                crio_devices(&opts.uverbs),
+            );
         }
         Mode::Ipvlan | Mode::Sriov => {
             let a = attachment(mode, opts);
@@ -472,7 +494,10 @@ fn build_pod(mode: Mode, role: Role, opts: &PodOptions, run: &str, node: Option<
         limits.insert(r.name.clone(), Quantity(r.quantity.clone()));
     }
     if let Some(n) = node {
-        spec.node_selector = Some(BTreeMap::from([("kubernetes.io/hostname".to_string(), n.to_string())]));
+        spec.node_selector = Some(BTreeMap::from([(
+            "kubernetes.io/hostname".to_string(),
+            n.to_string(),
+        )]));
     }
     if !opts.tolerations.is_empty() {
         spec.tolerations = Some(
@@ -560,14 +585,21 @@ mod tests {
         assert_eq!(spec.dns_policy.as_deref(), Some("ClusterFirstWithHostNet"));
         let sc = spec.containers[0].security_context.as_ref().expect("sc");
         assert_eq!(sc.privileged, Some(true));
-        assert!(sc.capabilities.is_none(), "privileged has every capability already");
+        assert!(
+            sc.capabilities.is_none(),
+            "privileged has every capability already"
+        );
         assert_eq!(
             p.server.metadata.name.as_deref(),
             Some("railsweep-20261129t101500z-hostnetwork-server")
         );
         let client = p.client.spec.as_ref().expect("spec");
         assert_eq!(
-            client.node_selector.as_ref().and_then(|s| s.get("kubernetes.io/hostname")).map(String::as_str),
+            client
+                .node_selector
+                .as_ref()
+                .and_then(|s| s.get("kubernetes.io/hostname"))
+                .map(String::as_str),
             Some("10.140.66.66")
         );
         assert_eq!(security::required_level(&p.server).0, Level::Privileged);
@@ -580,16 +612,29 @@ mod tests {
         let devices = &ann[CRIO_DEVICES_ANNOTATION];
         assert!(devices.starts_with("/dev/infiniband/uverbs0,/dev/infiniband/uverbs1,"));
         assert!(devices.ends_with(",/dev/infiniband/uverbs17,/dev/infiniband/rdma_cm"));
-        assert_eq!(devices.split(',').count(), 19, "18 uverbs devices and rdma_cm, as in the field report");
+        assert_eq!(
+            devices.split(',').count(),
+            19,
+            "18 uverbs devices and rdma_cm, as in the field report"
+        );
         let spec = p.client.spec.as_ref().expect("spec");
         assert_eq!(spec.runtime_class_name.as_deref(), Some("runc-nohostdev"));
         let sc = spec.containers[0].security_context.as_ref().expect("sc");
         assert_eq!(sc.privileged, None);
-        assert_eq!(sc.capabilities.as_ref().and_then(|c| c.add.clone()), Some(vec!["IPC_LOCK".to_string()]));
-        let no_uverbs = PodOptions { uverbs: vec![], ..opts() };
+        assert_eq!(
+            sc.capabilities.as_ref().and_then(|c| c.add.clone()),
+            Some(vec!["IPC_LOCK".to_string()])
+        );
+        let no_uverbs = PodOptions {
+            uverbs: vec![],
+            ..opts()
+        };
         assert!(matches!(
             pod_pair(Mode::HostNetworkCrio, &no_uverbs, &place()),
-            Err(ModeError::Missing { option: "--uverbs", .. })
+            Err(ModeError::Missing {
+                option: "--uverbs",
+                ..
+            })
         ));
     }
 
@@ -602,9 +647,25 @@ mod tests {
             why,
             ["non-default capabilities (container \"rdmabw\" must not include \"IPC_LOCK\" in securityContext.capabilities.add)"]
         );
-        let without = pod_pair(Mode::Ipvlan, &PodOptions { ipc_lock: false, ..opts() }, &place()).expect("builds");
-        assert_eq!(security::required_level(&without.server), (Level::Baseline, vec![]));
-        let ann = without.server.metadata.annotations.as_ref().expect("annotations");
+        let without = pod_pair(
+            Mode::Ipvlan,
+            &PodOptions {
+                ipc_lock: false,
+                ..opts()
+            },
+            &place(),
+        )
+        .expect("builds");
+        assert_eq!(
+            security::required_level(&without.server),
+            (Level::Baseline, vec![])
+        );
+        let ann = without
+            .server
+            .metadata
+            .annotations
+            .as_ref()
+            .expect("annotations");
         assert!(ann[NETWORKS_ANNOTATION].starts_with("rdma-ipvlan-0,rdma-ipvlan-1,"));
         let limits = without.server.spec.as_ref().expect("spec").containers[0]
             .resources
@@ -622,7 +683,10 @@ mod tests {
             assert!(err.to_string().contains("--networks"), "{err}");
         }
         let nets_only = PodOptions {
-            sriov: Attachment { networks: vec!["rdma-net".into()], resources: vec![] },
+            sriov: Attachment {
+                networks: vec!["rdma-net".into()],
+                resources: vec![],
+            },
             ..PodOptions::default()
         };
         let err = pod_pair(Mode::Sriov, &nets_only, &place()).expect_err("refused");
@@ -631,31 +695,66 @@ mod tests {
 
     #[test]
     fn fleet_pods_one_per_node_in_order() {
-        let nodes: Vec<String> = ["node-b", "node-a", "10.140.66.66"].map(String::from).to_vec();
+        let nodes: Vec<String> = ["node-b", "node-a", "10.140.66.66"]
+            .map(String::from)
+            .to_vec();
         let pods = fleet_pods(Mode::Sriov, &opts(), "f1", &nodes).expect("builds");
-        let names: Vec<&str> = pods.iter().filter_map(|p| p.metadata.name.as_deref()).collect();
-        assert_eq!(names, ["railsweep-f1-sriov-node-b", "railsweep-f1-sriov-node-a", "railsweep-f1-sriov-10.140.66.66"]);
+        let names: Vec<&str> = pods
+            .iter()
+            .filter_map(|p| p.metadata.name.as_deref())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "railsweep-f1-sriov-node-b",
+                "railsweep-f1-sriov-node-a",
+                "railsweep-f1-sriov-10.140.66.66"
+            ]
+        );
         for (p, n) in pods.iter().zip(&nodes) {
             let spec = p.spec.as_ref().expect("spec");
-            assert_eq!(spec.node_selector.as_ref().and_then(|s| s.get("kubernetes.io/hostname")), Some(n));
-            assert!(spec.containers[0].ports.is_some(), "every fleet pod serves in some pair");
-            assert_eq!(p.metadata.labels.as_ref().expect("labels")[labels::COMPONENT], FLEET_COMPONENT);
+            assert_eq!(
+                spec.node_selector
+                    .as_ref()
+                    .and_then(|s| s.get("kubernetes.io/hostname")),
+                Some(n)
+            );
+            assert!(
+                spec.containers[0].ports.is_some(),
+                "every fleet pod serves in some pair"
+            );
+            assert_eq!(
+                p.metadata.labels.as_ref().expect("labels")[labels::COMPONENT],
+                FLEET_COMPONENT
+            );
         }
         // Names that cannot be part of a pod name, or that would collide, become indexes.
         let odd: Vec<String> = ["Node_A", &"n".repeat(60)].map(String::from).to_vec();
         let pods = fleet_pods(Mode::HostNetwork, &opts(), "f1", &odd).expect("builds");
-        let names: Vec<&str> = pods.iter().filter_map(|p| p.metadata.name.as_deref()).collect();
-        assert_eq!(names, ["railsweep-f1-hostnetwork-0", "railsweep-f1-hostnetwork-1"]);
+        let names: Vec<&str> = pods
+            .iter()
+            .filter_map(|p| p.metadata.name.as_deref())
+            .collect();
+        assert_eq!(
+            names,
+            ["railsweep-f1-hostnetwork-0", "railsweep-f1-hostnetwork-1"]
+        );
         assert!(fleet_pods(Mode::Ipvlan, &PodOptions::default(), "f1", &nodes).is_err());
     }
 
     #[test]
     fn names_and_selectors() {
         assert!(run_label("Bad_Run").is_err());
-        assert_eq!(run_label("20261129T101500Z").expect("ok"), "20261129t101500z");
+        assert_eq!(
+            run_label("20261129T101500Z").expect("ok"),
+            "20261129t101500z"
+        );
         let longest = pod_name(&"x".repeat(28), Mode::HostNetworkCrio, Role::Server);
         assert!(longest.len() <= 63, "{}", longest.len());
-        assert_eq!(selector(Some("r1")), "app.kubernetes.io/managed-by=railsweep,app.kubernetes.io/instance=r1");
+        assert_eq!(
+            selector(Some("r1")),
+            "app.kubernetes.io/managed-by=railsweep,app.kubernetes.io/instance=r1"
+        );
         assert_eq!("sriov".parse::<Mode>().expect("ok"), Mode::Sriov);
         assert!("pods".parse::<Mode>().is_err());
     }

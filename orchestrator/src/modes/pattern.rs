@@ -66,7 +66,9 @@ pub fn expand_pattern(s: &str) -> Result<Vec<String>, ModeError> {
             return Err(bad("the range runs backwards"));
         }
         if b - a >= MAX_EXPANSION {
-            return Err(bad(&format!("a range may hold at most {MAX_EXPANSION} items")));
+            return Err(bad(&format!(
+                "a range may hold at most {MAX_EXPANSION} items"
+            )));
         }
         out.extend((a..=b).map(|i| format!("{head}{i}{tail}")));
     }
@@ -90,7 +92,9 @@ pub fn number_list(s: &str) -> Result<Vec<u32>, ModeError> {
             Some((a, b)) => {
                 let (a, b) = (num(a)?, num(b)?);
                 if a > b || b - a >= MAX_EXPANSION {
-                    return Err(bad(format!("`{part}` is not a range of at most {MAX_EXPANSION}")));
+                    return Err(bad(format!(
+                        "`{part}` is not a range of at most {MAX_EXPANSION}"
+                    )));
                 }
                 set.extend(a..=b);
             }
@@ -128,7 +132,9 @@ impl ResourceSpec {
         if !valid_qty {
             return Err(ModeError::Pattern {
                 pattern: s.to_string(),
-                why: format!("`{qty}` is not a positive whole number (device plugin resources are counted)"),
+                why: format!(
+                    "`{qty}` is not a positive whole number (device plugin resources are counted)"
+                ),
             });
         }
         let names = expand_pattern(name.trim())?;
@@ -202,7 +208,9 @@ impl std::str::FromStr for TolerationSpec {
         };
         if let Some(e) = effect {
             if !matches!(e, "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
-                return Err(bad("the effect is NoSchedule, PreferNoSchedule or NoExecute"));
+                return Err(bad(
+                    "the effect is NoSchedule, PreferNoSchedule or NoExecute",
+                ));
             }
         }
         let (key, value) = match kv.split_once('=') {
@@ -228,14 +236,28 @@ mod tests {
     fn rail_patterns_expand_in_order() {
         assert_eq!(
             expand_pattern("rdma-ipvlan-{0..3}").expect("ok"),
-            ["rdma-ipvlan-0", "rdma-ipvlan-1", "rdma-ipvlan-2", "rdma-ipvlan-3"]
+            [
+                "rdma-ipvlan-0",
+                "rdma-ipvlan-1",
+                "rdma-ipvlan-2",
+                "rdma-ipvlan-3"
+            ]
         );
         assert_eq!(
             expand_pattern("a, ns/b-{9..10}-x ,c").expect("ok"),
             ["a", "ns/b-9-x", "ns/b-10-x", "c"]
         );
         assert_eq!(expand_pattern("rdma-ipvlan-{0..15}").expect("ok").len(), 16);
-        for bad in ["", "a,,b", "x-{3..1}", "x-{0..15", "x-0..15}", "x-{a..b}", "x-{0..9}{0..9}", "x-{0..999}"] {
+        for bad in [
+            "",
+            "a,,b",
+            "x-{3..1}",
+            "x-{0..15",
+            "x-0..15}",
+            "x-{a..b}",
+            "x-{0..9}{0..9}",
+            "x-{0..999}",
+        ] {
             assert!(expand_pattern(bad).is_err(), "{bad:?} must be refused");
         }
     }
@@ -251,12 +273,27 @@ mod tests {
     #[test]
     fn resources() {
         let r = ResourceSpec::parse_many("nvidia.com/hostdev=16").expect("ok");
-        assert_eq!(r, [ResourceSpec { name: "nvidia.com/hostdev".into(), quantity: "16".into() }]);
+        assert_eq!(
+            r,
+            [ResourceSpec {
+                name: "nvidia.com/hostdev".into(),
+                quantity: "16".into()
+            }]
+        );
         let per_rail = ResourceSpec::parse_many("nvidia.com/sriov_rdma_rail{0..1}=1").expect("ok");
         assert_eq!(per_rail.len(), 2);
         assert_eq!(per_rail[1].name, "nvidia.com/sriov_rdma_rail1");
-        for bad in ["nvidia.com/hostdev", "nvidia.com/hostdev=0", "nvidia.com/hostdev=1.5", "hostdev=1", "=1"] {
-            assert!(ResourceSpec::parse_many(bad).is_err(), "{bad:?} must be refused");
+        for bad in [
+            "nvidia.com/hostdev",
+            "nvidia.com/hostdev=0",
+            "nvidia.com/hostdev=1.5",
+            "hostdev=1",
+            "=1",
+        ] {
+            assert!(
+                ResourceSpec::parse_many(bad).is_err(),
+                "{bad:?} must be refused"
+            );
         }
     }
 

@@ -95,7 +95,10 @@ pub fn required_level(pod: &Pod) -> (Level, Vec<String>) {
     for c in &spec.containers {
         let sc = c.security_context.as_ref();
         if sc.and_then(|s| s.privileged) == Some(true) {
-            privileged.push(format!("container \"{}\" must not set securityContext.privileged=true", c.name));
+            privileged.push(format!(
+                "container \"{}\" must not set securityContext.privileged=true",
+                c.name
+            ));
         }
         let added: Vec<String> = sc
             .and_then(|s| s.capabilities.as_ref())
@@ -121,8 +124,16 @@ pub fn required_level(pod: &Pod) -> (Level, Vec<String>) {
             .map(|p| p.to_string())
             .collect();
         if !hp.is_empty() {
-            let noun = if hp.len() == 1 { "hostPort" } else { "hostPorts" };
-            ports.push(format!("container \"{}\" uses {noun} {}", c.name, hp.join(", ")));
+            let noun = if hp.len() == 1 {
+                "hostPort"
+            } else {
+                "hostPorts"
+            };
+            ports.push(format!(
+                "container \"{}\" uses {noun} {}",
+                c.name,
+                hp.join(", ")
+            ));
         }
     }
     // In the order of the admission plugin's check IDs (capabilities_baseline,
@@ -134,8 +145,15 @@ pub fn required_level(pod: &Pod) -> (Level, Vec<String>) {
         why.push(format!("host namespaces ({})", ns.join(", ")));
     }
     if !host_paths.is_empty() {
-        let noun = if host_paths.len() == 1 { "volume" } else { "volumes" };
-        why.push(format!("hostPath volumes ({noun} {})", host_paths.join(", ")));
+        let noun = if host_paths.len() == 1 {
+            "volume"
+        } else {
+            "volumes"
+        };
+        why.push(format!(
+            "hostPath volumes ({noun} {})",
+            host_paths.join(", ")
+        ));
     }
     if !ports.is_empty() {
         why.push(format!("hostPort ({})", ports.join("; ")));
@@ -143,6 +161,10 @@ pub fn required_level(pod: &Pod) -> (Level, Vec<String>) {
     if !privileged.is_empty() {
         why.push(format!("privileged ({})", privileged.join("; ")));
     }
-    let level = if why.is_empty() { Level::Baseline } else { Level::Privileged };
+    let level = if why.is_empty() {
+        Level::Baseline
+    } else {
+        Level::Privileged
+    };
     (level, why)
 }

@@ -36,7 +36,10 @@ pub fn pod_header(pair: &PodPair, role: Role) -> Vec<String> {
 pub fn fleet_yaml(mode: Mode, pods: &[Pod]) -> Result<String, YamlError> {
     let mut out = String::new();
     for pod in pods {
-        out.push_str(&pod_document(pod, &header_of(pod, &format!("{mode} fleet pod")))?);
+        out.push_str(&pod_document(
+            pod,
+            &header_of(pod, &format!("{mode} fleet pod")),
+        )?);
     }
     Ok(out)
 }
@@ -52,7 +55,9 @@ fn header_of(pod: &Pod, what: &str) -> Vec<String> {
     let (level, why) = security::required_level(pod);
     let mut lines = vec![format!("railsweep: {what}, {node}.")];
     if why.is_empty() {
-        lines.push(format!("Pod Security: the namespace may enforce up to {level}."));
+        lines.push(format!(
+            "Pod Security: the namespace may enforce up to {level}."
+        ));
     } else {
         lines.push(format!(
             "Pod Security: the namespace must allow {level} (pod-security.kubernetes.io/enforce={level}), for:"
@@ -108,7 +113,9 @@ pub fn runtime_class(name: &str) -> k8s_openapi::api::node::v1::RuntimeClass {
         },
         handler: name.to_string(),
         scheduling: Some(Scheduling {
-            node_selector: Some([("nvidia.com/gpu.present".to_string(), "true".to_string())].into()),
+            node_selector: Some(
+                [("nvidia.com/gpu.present".to_string(), "true".to_string())].into(),
+            ),
             ..Scheduling::default()
         }),
         ..RuntimeClass::default()
@@ -149,7 +156,9 @@ pub fn examples() -> Result<Vec<(String, String)>, YamlError> {
     let mut files = Vec::new();
     for mode in super::Mode::ALL {
         let pair = super::pod_pair(mode, &opts, &place).map_err(|e| {
-            YamlError(serde::ser::Error::custom(format!("example options of {mode}: {e}")))
+            YamlError(serde::ser::Error::custom(format!(
+                "example options of {mode}: {e}"
+            )))
         })?;
         let mut text = format!(
             "# The rdmabw pod pair of railsweep's `{mode}` mode, for `kubectl apply -f`.\n\
@@ -182,7 +191,12 @@ pub fn examples() -> Result<Vec<(String, String)>, YamlError> {
         rc.push('\n');
     }
     rc.push_str("---\n");
-    rc.push_str(&serde_yaml::to_string(&runtime_class(super::DEFAULT_RUNTIME_CLASS))?);
-    files.push((format!("runtimeclass-{}.yaml", super::DEFAULT_RUNTIME_CLASS), rc));
+    rc.push_str(&serde_yaml::to_string(&runtime_class(
+        super::DEFAULT_RUNTIME_CLASS,
+    ))?);
+    files.push((
+        format!("runtimeclass-{}.yaml", super::DEFAULT_RUNTIME_CLASS),
+        rc,
+    ));
     Ok(files)
 }

@@ -15,7 +15,9 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use super::{kill_argv, spawn_trampoline, take_pid_line, Exit, Output, PodInfo, Runner, Signal, Spawned};
+use super::{
+    kill_argv, spawn_trampoline, take_pid_line, Exit, Output, PodInfo, Runner, Signal, Spawned,
+};
 
 /// Where the API server is and which namespace and container to use: resolved like kubectl
 /// (`--kubeconfig`, else `KUBECONFIG`, else `~/.kube/config`, else the in-cluster service
@@ -107,11 +109,21 @@ impl KubeRunner {
             .clone()
             .unwrap_or_else(|| config.default_namespace.clone());
         let client = Client::try_from(config).context("cannot build a Kubernetes client")?;
-        Ok(Self::from_client(client, &namespace, &cluster, target.container.clone()))
+        Ok(Self::from_client(
+            client,
+            &namespace,
+            &cluster,
+            target.container.clone(),
+        ))
     }
 
     /// A runner over an existing client (tests use one pointed at a test API server).
-    pub fn from_client(client: Client, namespace: &str, cluster: &str, container: Option<String>) -> Self {
+    pub fn from_client(
+        client: Client,
+        namespace: &str,
+        cluster: &str,
+        container: Option<String>,
+    ) -> Self {
         KubeRunner {
             pods: Api::namespaced(client, namespace),
             namespace: namespace.to_string(),
@@ -238,12 +250,20 @@ impl Runner for KubeRunner {
             .await
             .with_context(|| format!("cannot get pod {}/{pod}", self.namespace))?;
         let spec = p.spec.as_ref().context("the pod has no spec")?;
-        let phase = p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
+        let phase = p
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_default();
         if phase != "Running" {
             bail!(
                 "pod {}/{pod} is {} (needs to be Running)",
                 self.namespace,
-                if phase.is_empty() { "in no phase" } else { phase.as_str() }
+                if phase.is_empty() {
+                    "in no phase"
+                } else {
+                    phase.as_str()
+                }
             );
         }
         let names: Vec<&str> = spec.containers.iter().map(|c| c.name.as_str()).collect();

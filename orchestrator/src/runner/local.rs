@@ -88,7 +88,11 @@ impl Runner for LocalRunner {
         }
         Ok(PodInfo {
             name: pod.to_string(),
-            node: if pod == HOST { hostname() } else { pod.to_string() },
+            node: if pod == HOST {
+                hostname()
+            } else {
+                pod.to_string()
+            },
             host_network: None,
             container: None,
         })
@@ -96,7 +100,11 @@ impl Runner for LocalRunner {
 
     async fn exec(&self, pod: &str, argv: &[String], stdin: Option<Vec<u8>>) -> Result<Output> {
         let mut cmd = self.command(pod, argv)?;
-        cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+        cmd.stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
         cmd.kill_on_drop(true);
         let mut child = match cmd.spawn() {
             Ok(c) => c,
@@ -134,7 +142,9 @@ impl Runner for LocalRunner {
         let child = cmd
             .spawn()
             .with_context(|| format!("cannot start {} in {pod}", argv[0]))?;
-        let pid = child.id().context("the process ended before its PID was read")?;
+        let pid = child
+            .id()
+            .context("the process ended before its PID was read")?;
         let done = tokio::spawn(async move {
             let out = child.wait_with_output().await?;
             Ok(Output {
@@ -155,7 +165,10 @@ impl Runner for LocalRunner {
             .await
             .context("cannot run kill")?;
         if !status.success() {
-            bail!("kill -s {} {pid} failed (the process may be gone)", signal.name());
+            bail!(
+                "kill -s {} {pid} failed (the process may be gone)",
+                signal.name()
+            );
         }
         Ok(())
     }
@@ -173,7 +186,11 @@ mod tests {
     async fn exec_reports_exit_code_and_streams() {
         let r = LocalRunner::new();
         let out = r
-            .exec(HOST, &argv(&["sh", "-c", "echo out; echo err >&2; exit 3"]), None)
+            .exec(
+                HOST,
+                &argv(&["sh", "-c", "echo out; echo err >&2; exit 3"]),
+                None,
+            )
             .await
             .expect("runs");
         assert_eq!(out.exit, Exit::Code(3));
@@ -205,7 +222,10 @@ mod tests {
     #[tokio::test]
     async fn spawned_process_can_be_killed() {
         let r = LocalRunner::new();
-        let s = r.spawn(HOST, &argv(&["sleep", "30"])).await.expect("starts");
+        let s = r
+            .spawn(HOST, &argv(&["sleep", "30"]))
+            .await
+            .expect("starts");
         r.kill(HOST, s.pid, Signal::Term).await.expect("kills");
         let out = s.done.await.expect("joins").expect("output");
         assert_eq!(out.exit, Exit::Code(128 + 15));

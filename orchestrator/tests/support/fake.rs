@@ -137,14 +137,24 @@ impl Fake {
         let script = SCRIPT.replace("@DIR@", &dir.path().display().to_string());
         let bin = dir.path().join("rdmabw");
         std::fs::write(&bin, script).expect("writes");
-        std::process::Command::new("chmod").arg("755").arg(&bin).status().expect("chmod");
+        std::process::Command::new("chmod")
+            .arg("755")
+            .arg(&bin)
+            .status()
+            .expect("chmod");
         let f = Fake { dir };
         f.write("version", "rdmabw 0.1.0\n");
         f.set_rails((0..rails).map(|r| rail(r, true)).collect());
         for r in 0..rails {
-            f.write(&format!("report-net{}.json", r + 1), &report(r, 96.0 + f64::from(r) / 10.0, None).to_string());
+            f.write(
+                &format!("report-net{}.json", r + 1),
+                &report(r, 96.0 + f64::from(r) / 10.0, None).to_string(),
+            );
         }
-        f.write("report-fail.json", &report(0, 0.0, Some("the server refused the test: device busy")).to_string());
+        f.write(
+            "report-fail.json",
+            &report(0, 0.0, Some("the server refused the test: device busy")).to_string(),
+        );
         f
     }
 
@@ -172,7 +182,8 @@ impl Fake {
     pub fn set_version(&self, v: &str) {
         self.write("version", &format!("rdmabw {v}\n"));
         let path = self.dir.path().join("rails.json");
-        let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("reads")).expect("json");
+        let mut doc: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("reads")).expect("json");
         doc["rdmabw_version"] = json!(v);
         std::fs::write(path, doc.to_string()).expect("writes");
     }
@@ -196,7 +207,12 @@ impl Fake {
 /// Whether a process is still there (and not a zombie).
 pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+        Ok(s) => !s
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
         Err(_) => false,
     }
 }
