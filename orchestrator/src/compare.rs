@@ -47,7 +47,7 @@ fn sibling(csv: &Path, ext: &str) -> PathBuf {
 /// Run `railsweep compare`.
 pub async fn run(args: CompareArgs) -> Result<ExitCode> {
     let base = &args.run;
-    if base.pods.nodes.is_none() && !base.pods.dry_run {
+    if base.nodes.is_none() && !base.pods.dry_run {
         bail!("compare creates its pods: give --nodes NODE_A,NODE_B (client on A, server on B)");
     }
     if base.mode.is_some() {

@@ -21,7 +21,7 @@ use crate::sweep;
 
 /// How long railsweep waits for its deleted pods to be gone (so that the next mode of a
 /// comparison finds their devices, addresses and ports free).
-const DELETE_WAIT: Duration = Duration::from_secs(60);
+pub(crate) const DELETE_WAIT: Duration = Duration::from_secs(60);
 
 /// The mode `--mode` names, for `--nodes` and `--dry-run`.
 pub fn mode_of(args: &RunArgs) -> Result<Mode> {
@@ -38,8 +38,8 @@ fn placement(args: &RunArgs, run_id: &str) -> Placement {
             .run_id
             .clone()
             .unwrap_or_else(|| run_id.to_string()),
-        client_node: args.pods.nodes.as_ref().map(|n| n.client.clone()),
-        server_node: args.pods.nodes.as_ref().map(|n| n.server.clone()),
+        client_node: args.nodes.as_ref().map(|n| n.client.clone()),
+        server_node: args.nodes.as_ref().map(|n| n.server.clone()),
     }
 }
 
@@ -138,14 +138,14 @@ fn describe(pair: &PodPair) -> String {
     )
 }
 
-/// Delete what `set` created, or with `--keep-pods` say how to.
-async fn clean_up(set: &PodSet, args: &RunArgs, namespace: &str, wait: Option<Duration>) {
+/// Delete what `set` created, or with `--keep-pods` (`keep`) say how to.
+pub(crate) async fn clean_up(set: &PodSet, keep: bool, namespace: &str, wait: Option<Duration>) {
     let created = set.created();
     if created.is_empty() {
         return;
     }
     let names: Vec<String> = created.iter().map(|c| c.name.clone()).collect();
-    if args.pods.keep_pods {
+    if keep {
         eprintln!(
             "railsweep: keeping pods {} (--keep-pods); delete them with: kubectl delete pods -n {} {}",
             names.join(", "),
@@ -210,12 +210,12 @@ pub async fn run_mode(runner: &KubeRunner, args: &RunArgs, mode: Mode) -> Result
         Err(LifecycleError::Interrupted) => {
             listener.abort();
             eprintln!("\nrailsweep: interrupted while the pods were starting");
-            clean_up(&set, args, &namespace, None).await;
+            clean_up(&set, args.pods.keep_pods, &namespace, None).await;
             return Ok(ExitCode::from(EXIT_INTERRUPTED));
         }
         Err(e) => {
             listener.abort();
-            clean_up(&set, args, &namespace, Some(DELETE_WAIT)).await;
+            clean_up(&set, args.pods.keep_pods, &namespace, Some(DELETE_WAIT)).await;
             return Err(
                 anyhow::Error::new(e).context(format!("mode {mode}: the pods did not start"))
             );
@@ -237,7 +237,7 @@ pub async fn run_mode(runner: &KubeRunner, args: &RunArgs, mode: Mode) -> Result
     let interrupted = matches!(&outcome, Ok(code) if *code == ExitCode::from(EXIT_INTERRUPTED));
     clean_up(
         &set,
-        args,
+        args.pods.keep_pods,
         &namespace,
         if interrupted { None } else { Some(DELETE_WAIT) },
     )

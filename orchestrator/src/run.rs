@@ -193,12 +193,20 @@ pub struct RunArgs {
     #[arg(long)]
     pub quiet: bool,
 
+    /// Create the pods: the client pod on NODE_A and the server pod on NODE_B (by
+    /// kubernetes.io/hostname), wait until both are ready, sweep, and delete them.
+    #[arg(
+        long,
+        value_name = "NODE_A,NODE_B",
+        help_heading = "Pods railsweep creates (--nodes)"
+    )]
+    pub nodes: Option<crate::modes::cli::NodePair>,
     /// The pods railsweep creates itself with `--nodes` and `--mode` (see `modes`).
     #[command(flatten)]
     pub pods: crate::modes::cli::PodArgs,
 }
 
-fn sibling_rdmabw() -> Option<PathBuf> {
+pub(crate) fn sibling_rdmabw() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let p = exe.parent()?.join("rdmabw");
     p.is_file().then_some(p)
@@ -266,7 +274,7 @@ pub enum GpuArg {
 
 /// Run `railsweep run`. `Err` is a usage or set-up error (exit code 2).
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
-    if args.pods.nodes.is_some() || args.pods.dry_run {
+    if args.nodes.is_some() || args.pods.dry_run {
         return crate::managed::run(args).await;
     }
     let cfg = args.sweep_config()?;

@@ -5,13 +5,15 @@
 //! pods. Each step writes the Pod status and the Events a real cluster writes, in its words,
 //! so that railsweep's explanations are tested against what a cluster says.
 //!
-//! It serves create, get, list (label and field selectors), watch and delete of pods, and list
-//! of events. A watch is answered as soon as something newer than its `resourceVersion`
+//! It serves create, get, list (label and field selectors), watch and delete of pods, list
+//! of events, and get and list (label and field selectors) of the nodes. A watch is answered as soon as something newer than its `resourceVersion`
 //! exists (or after a few seconds with nothing), and the client watches again from there: a
 //! real API server may end a watch at any time, and kube-rs's watcher carries on.
 //!
 //! Nodes: `NAME[,netns=NS|-][,ip=IP][,cap=RESOURCE=N]...[,taint=KEY[=VALUE]:EFFECT]...
-//! [,numa=K][,ipam=N][,port=P]...`: capacity of extended resources, taints, `numa=K` for a
+//! [,numa=K][,ipam=N][,port=P]...[,label=KEY[=VALUE]]...[,cordoned]`: capacity of extended
+//! resources, taints, node labels (`kubernetes.io/hostname` is always set), `cordoned` for
+//! `spec.unschedulable`, `numa=K` for a
 //! Topology Manager with policy `restricted` over K NUMA nodes sharing each resource evenly,
 //! `ipam=N` addresses per node in the pool `rdma-ipvlan-pool` (one per network of a pod), and
 //! host ports something else on the node already uses.
@@ -47,6 +49,10 @@ pub struct NodeSpec {
     pub ipam: Option<u64>,
     /// Host ports already in use on the node.
     pub used_ports: Vec<i32>,
+    /// Node labels (besides `kubernetes.io/hostname`).
+    pub labels: BTreeMap<String, String>,
+    /// `spec.unschedulable` (cordoned).
+    pub cordoned: bool,
 }
 
 impl NodeSpec {
@@ -66,6 +72,8 @@ impl NodeSpec {
             numa: None,
             ipam: None,
             used_ports: vec![],
+            labels: BTreeMap::new(),
+            cordoned: false,
         };
         let num = |v: &str| {
             v.parse::<u64>()
@@ -93,6 +101,11 @@ impl NodeSpec {
                 Some(("numa", v)) => n.numa = Some(num(v)?.max(1)),
                 Some(("ipam", v)) => n.ipam = Some(num(v)?),
                 Some(("port", v)) => n.used_ports.push(num(v)? as i32),
+                Some(("label", v)) => {
+                    let (k, val) = v.split_once('=').unwrap_or((v, ""));
+                    n.labels.insert(k.to_string(), val.to_string());
+                }
+                None if p == "cordoned" => n.cordoned = true,
                 _ => return Err(format!("unknown node option `{p}` in `{spec}`")),
             }
         }
@@ -155,6 +168,36 @@ pub struct Cluster {
 
 fn now() -> String {
     results::rfc3339_utc(SystemTime::now())
+}
+
+/// A node's labels: its own and `kubernetes.io/hostname`.
+fn node_labels(n: &NodeSpec) -> BTreeMap<String, String> {
+    let mut l = n.labels.clone();
+    l.insert("kubernetes.io/hostname".into(), n.name.clone());
+    l
+}
+
+/// A node as the API serves it: labels, taints, capacity, address, Ready.
+fn node_value(n: &NodeSpec) -> Value {
+    let capacity: BTreeMap<&String, String> =
+        n.capacity.iter().map(|(k, v)| (k, v.to_string())).collect();
+    let taints: Vec<Value> = n
+        .taints
+        .iter()
+        .map(|(k, v, e)| json!({ "key": k, "value": if v.is_empty() { Value::Null } else { json!(v) }, "effect": e }))
+        .collect();
+    let mut addresses = vec![json!({ "type": "Hostname", "address": n.name })];
+    if let Some(ip) = &n.ip {
+        addresses.insert(0, json!({ "type": "InternalIP", "address": ip }));
+    }
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": { "name": n.name, "uid": format!("node-{}", n.name), "resourceVersion": "1",
+                      "labels": node_labels(n) },
+        "spec": { "taints": taints, "unschedulable": if n.cordoned { json!(true) } else { Value::Null } },
+        "status": { "capacity": capacity, "allocatable": capacity, "addresses": addresses,
+                    "conditions": [{ "type": "Ready", "status": "True", "reason": "KubeletReady" }] },
+    })
 }
 
 fn pod_value(p: &Pod) -> Value {
@@ -327,8 +370,52 @@ impl Cluster {
             (Method::GET, ["api", "v1", "namespaces", ns, "events"]) => {
                 Some(self.events(ns, query))
             }
+            (Method::GET, ["api", "v1", "nodes"]) => Some(self.nodes(query)),
+            (Method::GET, ["api", "v1", "nodes", name]) => {
+                Some(match self.spec.nodes.iter().find(|n| n.name == *name) {
+                    Some(n) => json_response(StatusCode::OK, &node_value(n)),
+                    None => error(
+                        StatusCode::NOT_FOUND,
+                        "NotFound",
+                        &format!("nodes \"{name}\" not found"),
+                    ),
+                })
+            }
             _ => None,
         }
+    }
+
+    /// `GET /api/v1/nodes` with `labelSelector` and `fieldSelector=metadata.name=X` (no watch).
+    fn nodes(&self, query: &str) -> Response<Body> {
+        let q = query_map(query);
+        if q.get("watch").is_some_and(|w| w == "true" || w == "1") {
+            return error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "MethodNotAllowed",
+                "the test server does not watch nodes",
+            );
+        }
+        let labels = q.get("labelSelector").cloned().unwrap_or_default();
+        let fields = q.get("fieldSelector").cloned().unwrap_or_default();
+        let items: Vec<Value> =
+            self.spec
+                .nodes
+                .iter()
+                .filter(|n| labels_match(&labels, Some(&node_labels(n))))
+                .filter(|n| {
+                    fields.split(',').filter(|s| !s.is_empty()).all(|term| {
+                        match term.split_once('=') {
+                            Some(("metadata.name", v)) => n.name == v,
+                            _ => true,
+                        }
+                    })
+                })
+                .map(node_value)
+                .collect();
+        json_response(
+            StatusCode::OK,
+            &json!({ "kind": "NodeList", "apiVersion": "v1", "metadata": { "resourceVersion": "1" }, "items": items }),
+        )
     }
 
     fn events(&self, ns: &str, query: &str) -> Response<Body> {

@@ -9,7 +9,9 @@
 //!
 //! Simulated cluster (pods that railsweep creates; see `cluster.rs`):
 //!   --node NAME[,netns=NS|-][,ip=IP][,cap=RES=N][,taint=K[=V]:EFFECT][,numa=K][,ipam=N][,port=P]
-//!                          a node; created pods pinned to it run their commands in its netns
+//!              [,label=K[=V]][,cordoned]
+//!                          a node (listed by GET /api/v1/nodes, with label selectors); created
+//!                          pods pinned to it run their commands in its netns
 //!   --pod-security LEVEL   the namespace enforces baseline or restricted
 //!   --runtime-class NAME   a RuntimeClass that exists (repeatable; default runc-nohostdev)
 //!   --pull-fails IMAGE     an image that cannot be pulled (repeatable)

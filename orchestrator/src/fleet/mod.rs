@@ -8,13 +8,14 @@
 
 pub mod culprit;
 pub mod heatmap;
+mod nodes;
 mod run;
 pub mod schedule;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 
 pub use self::run::run;
@@ -43,26 +44,37 @@ every pair it joins is named as a suspect. Files in --out-dir: fleet.csv (one ro
 rail, re-measured rows appended), rounds.tsv (when each pair ran), heatmap-railN.svg, \
 suspects.txt, pairs/*.csv.
 
+With --mode M --nodes SELECTOR, railsweep creates one pod of mode M per node (the pod options \
+of `railsweep run --nodes`: --image, --inject, --toleration, --resource, --networks, ...), waits \
+up to --pod-timeout for them, runs the fleet over the ready ones and deletes them at the end \
+(also on Ctrl-C; not with --keep-pods). A pod that does not start is explained and deleted, and \
+the fleet goes on without its node if at least 2 pods are ready (exit status then at least 1: \
+its pairs were not measured); with fewer than 2 ready it stops with exit status 2. --dry-run \
+prints the pods instead.
+
 Exit status: 0 every pair and rail ok; 1 an outlier, a failed rail or a pair not measured; 2 usage \
 or set-up error; 130 interrupted (what was measured is kept).")]
 pub struct FleetArgs {
     /// The fleet's pods (or network namespaces with --runner local), in this order.
-    #[arg(long, value_name = "POD,POD,...", value_delimiter = ',', num_args = 1.., conflicts_with = "pods_selector")]
+    #[arg(long, value_name = "POD,POD,...", value_delimiter = ',', num_args = 1.., conflicts_with_all = ["pods_selector", "nodes"])]
     pub pods: Option<Vec<String>>,
     /// Existing pods by label, `label=value` (Kubernetes label selector); running pods only.
-    #[arg(long, value_name = "SELECTOR")]
+    #[arg(long, value_name = "SELECTOR", conflicts_with = "nodes")]
     pub pods_selector: Option<String>,
-    /// Nodes to create one pod each on (not built yet: use --pods-selector).
-    #[arg(long, value_name = "SELECTOR")]
+    /// Create one pod of --mode on each node, run the fleet over them (in node order) and
+    /// delete them: the nodes with these labels (`rail-test=true`, sorted by name), or the nodes
+    /// named, `NODE,NODE,...` (a value without `=`).
+    #[arg(long, value_name = "SELECTOR|NODE,...")]
     pub nodes: Option<String>,
-    /// Network mode recorded in the rows [default: inferred, as railsweep run].
+    /// Network mode: with --nodes, the pods to create (hostnetwork, hostnetwork-crio, ipvlan,
+    /// sriov); otherwise recorded in the rows [default: inferred, as railsweep run].
     #[arg(long, value_name = "MODE")]
     pub mode: Option<String>,
     /// Namespace of the pods [default: the kubeconfig context's, else `default`].
     #[arg(short = 'n', long, value_name = "NS")]
     pub namespace: Option<String>,
-    /// Container to run in [default: the pod's default container].
-    #[arg(short = 'c', long, value_name = "NAME")]
+    /// Container to run in [default: the pod's default container; with --nodes, railsweep's].
+    #[arg(short = 'c', long, value_name = "NAME", conflicts_with = "nodes")]
     pub container: Option<String>,
     /// Kubeconfig context [default: the current context].
     #[arg(long, value_name = "NAME")]
@@ -76,6 +88,13 @@ pub struct FleetArgs {
     /// rdmabw inside the pods [default: `rdmabw`; for --runner local, the one next to railsweep].
     #[arg(long, value_name = "PATH")]
     pub rdmabw: Option<String>,
+    /// Copy this railsweep's own rdmabw into the pods of each pair (to /tmp) through exec, for
+    /// images that have libibverbs but no rdmabw. Needs `sh` and `head` in the image.
+    #[arg(long)]
+    pub inject: bool,
+    /// The local rdmabw binary --inject copies [default: the rdmabw next to railsweep].
+    #[arg(long, value_name = "FILE", requires = "inject")]
+    pub inject_binary: Option<PathBuf>,
 
     /// Which pairs: `all-pairs`, `ring` (each pod with the next), or `one-to-all=POD`.
     #[arg(long, value_name = "PATTERN", default_value = "all-pairs")]
@@ -126,6 +145,13 @@ pub struct FleetArgs {
     /// Also keep a results JSON snapshot of fleet.csv here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// With --dry-run: print the pods as `yaml` (the default) or as a JSON `List` (`json`).
+    #[arg(short = 'o', long, value_name = "FORMAT", requires = "dry_run", value_parser = ["yaml", "json"])]
+    pub output: Option<String>,
+
+    /// The pods railsweep creates with --nodes: the options of `railsweep run --nodes`.
+    #[command(flatten)]
+    pub pod_args: crate::modes::cli::PodArgs,
 }
 
 impl FleetArgs {
@@ -146,11 +172,23 @@ impl FleetArgs {
             (None, RunnerKind::Local, Some(s)) => s.display().to_string(),
             _ => "rdmabw".into(),
         };
+        let inject = if self.inject {
+            Some(
+                self.inject_binary
+                    .clone()
+                    .or_else(crate::run::sibling_rdmabw)
+                    .context(
+                        "--inject: no rdmabw next to railsweep; give one with --inject-binary",
+                    )?,
+            )
+        } else {
+            None
+        };
         Ok(SweepConfig {
             client_pod: String::new(),
             server_pod: String::new(),
             rdmabw,
-            inject: None,
+            inject,
             rails: self.rails.clone().map(|r| r.0),
             port: self.port,
             duration_s: self.duration,

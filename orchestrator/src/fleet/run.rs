@@ -294,8 +294,11 @@ async fn kube_pods(runner: &KubeRunner, selector: &str) -> Result<Vec<String>> {
 
 /// `railsweep fleet`.
 pub async fn run(args: FleetArgs) -> Result<ExitCode> {
-    if args.nodes.is_some() {
-        bail!("--nodes (railsweep creating one pod per node) is not built yet: create the pods (a DaemonSet) and give --pods-selector label=value");
+    if let Some(nodes) = args.nodes.clone() {
+        return super::nodes::run(&args, &nodes).await;
+    }
+    if args.pod_args.dry_run {
+        bail!("--dry-run prints the pods railsweep would create: give --mode M --nodes SELECTOR with it");
     }
     match args.runner {
         RunnerKind::Local => {
@@ -303,7 +306,9 @@ pub async fn run(args: FleetArgs) -> Result<ExitCode> {
                 .pods
                 .clone()
                 .context("--runner local needs --pods POD,POD,... (network namespaces)")?;
-            fleet_with(LocalRunner::new(), &args, pods).await
+            let cancel = CancellationToken::new();
+            watch_ctrl_c(cancel.clone());
+            fleet_with(LocalRunner::new(), &args, pods, cancel).await
         }
         RunnerKind::Kube => {
             let target = KubeTarget {
@@ -322,16 +327,19 @@ pub async fn run(args: FleetArgs) -> Result<ExitCode> {
                 (Some(p), _) => p.clone(),
                 (None, Some(sel)) => kube_pods(&runner, sel).await?,
                 (None, None) => bail!(
-                    "give the fleet's pods: --pods-selector label=value, or --pods POD,POD,..."
+                    "give the fleet's pods: --pods-selector label=value, --pods POD,POD,..., or --mode M --nodes SELECTOR \
+                     (railsweep creates one pod per node)"
                 ),
             };
-            fleet_with(runner, &args, pods).await
+            let cancel = CancellationToken::new();
+            watch_ctrl_c(cancel.clone());
+            fleet_with(runner, &args, pods, cancel).await
         }
     }
 }
 
 /// Ctrl-C once: cancel (remote processes are ended, rows kept). Twice: leave at once.
-fn watch_ctrl_c(cancel: CancellationToken) {
+pub(super) fn watch_ctrl_c(cancel: CancellationToken) {
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_err() {
             return;
@@ -357,7 +365,13 @@ fn clock(t: f64) -> String {
     )
 }
 
-async fn fleet_with<R: Runner>(runner: R, args: &FleetArgs, pods: Vec<String>) -> Result<ExitCode> {
+/// The fleet over `pods`, in this order; `cancel` (Ctrl-C) stops it, keeping the rows.
+pub(super) async fn fleet_with<R: Runner>(
+    runner: R,
+    args: &FleetArgs,
+    pods: Vec<String>,
+    cancel: CancellationToken,
+) -> Result<ExitCode> {
     let mut seen = BTreeSet::new();
     for p in &pods {
         if !seen.insert(p) {
@@ -417,9 +431,6 @@ async fn fleet_with<R: Runner>(runner: R, args: &FleetArgs, pods: Vec<String>) -
         if args.max_pairs == 0 { "all".to_string() } else { args.max_pairs.to_string() },
         dir.display()
     );
-    let cancel = CancellationToken::new();
-    watch_ctrl_c(cancel.clone());
-
     let first: Vec<Vec<Job>> = schedule
         .rounds
         .iter()

@@ -36,14 +36,11 @@ impl std::str::FromStr for NodePair {
     }
 }
 
-/// Options of the pods railsweep creates.
+/// Options of the pods railsweep creates (`railsweep run --nodes`, `compare`, `fleet --nodes`).
+/// `--nodes` itself is each command's own: a pair for `run`, a selector for `fleet`.
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Pods railsweep creates (--nodes)")]
 pub struct PodArgs {
-    /// Create the pods: the client pod on NODE_A and the server pod on NODE_B (by
-    /// kubernetes.io/hostname), wait until both are ready, sweep, and delete them.
-    #[arg(long, value_name = "NODE_A,NODE_B")]
-    pub nodes: Option<NodePair>,
     /// Print the pods' manifests instead of creating them (`-o yaml`, the default, or `-o json`).
     #[arg(long)]
     pub dry_run: bool,
@@ -51,11 +48,11 @@ pub struct PodArgs {
     /// `kubectl delete pods -l app.kubernetes.io/managed-by=railsweep`.
     #[arg(long)]
     pub keep_pods: bool,
-    /// Name the pods railsweep-RUN-MODE-ROLE and label them with this run id (lowercase
-    /// letters, digits, `-`) [default: the run's timestamp].
+    /// Name the pods railsweep-RUN-MODE-ROLE (fleet: railsweep-RUN-MODE-NODE) and label them
+    /// with this run id (lowercase letters, digits, `-`) [default: the run's timestamp].
     #[arg(long, value_name = "RUN")]
     pub run_id: Option<String>,
-    /// Seconds to wait for both pods to be ready before giving up (image pulls can be slow).
+    /// Seconds to wait for the pods to be ready before giving up (image pulls can be slow).
     #[arg(long, value_name = "S", default_value_t = 300.0)]
     pub pod_timeout: f64,
     /// Container image with rdmabw (built from deploy/Containerfile) [default: railbench/rdmabw:VERSION];
@@ -198,6 +195,8 @@ mod tests {
 
     #[derive(Debug, Parser)]
     struct T {
+        #[arg(long)]
+        nodes: Option<NodePair>,
         #[command(flatten)]
         pods: PodArgs,
     }

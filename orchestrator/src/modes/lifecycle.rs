@@ -109,31 +109,33 @@ impl PodSet {
     /// before it stay recorded, for [`PodSet::delete_all`].
     pub async fn create(&self, pair: &PodPair) -> Result<(), LifecycleError> {
         for (_, pod) in pair.pods() {
-            let name = pod.metadata.name.clone().unwrap_or_default();
-            match self.pods.create(&PostParams::default(), pod).await {
-                Ok(made) => {
-                    if let Ok(mut c) = self.created.lock() {
-                        c.push(Created {
-                            name,
-                            uid: made.metadata.uid.clone(),
-                        });
-                    }
-                }
-                Err(kube::Error::Api(status)) => {
-                    return Err(LifecycleError::NotStarted(Box::new(explain_create_error(
-                        pod, &status,
-                    ))))
-                }
-                Err(source) => {
-                    return Err(LifecycleError::Api {
-                        action: "create",
-                        pod: name,
-                        source,
-                    })
-                }
-            }
+            self.create_one(pod).await?;
         }
         Ok(())
+    }
+
+    /// Create one pod and record it; a refusal is explained.
+    pub async fn create_one(&self, pod: &Pod) -> Result<(), LifecycleError> {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        match self.pods.create(&PostParams::default(), pod).await {
+            Ok(made) => {
+                if let Ok(mut c) = self.created.lock() {
+                    c.push(Created {
+                        name,
+                        uid: made.metadata.uid.clone(),
+                    });
+                }
+                Ok(())
+            }
+            Err(kube::Error::Api(status)) => Err(LifecycleError::NotStarted(Box::new(
+                explain_create_error(pod, &status),
+            ))),
+            Err(source) => Err(LifecycleError::Api {
+                action: "create",
+                pod: name,
+                source,
+            }),
+        }
     }
 
     /// The Events about pod `name`, oldest first.
@@ -159,6 +161,38 @@ impl PodSet {
             .into_iter()
             .map(|c| self.wait_one(c.name, deadline, timeout, cancel.clone()));
         futures::future::try_join_all(waits).await
+    }
+
+    /// Wait for each created pod until it is ready, at most `timeout` in all, and say how
+    /// each one ended (in creation order): unlike [`PodSet::wait_ready`], a pod that will not
+    /// start does not stop the wait for the others. At most `parallel` pods are watched at
+    /// once (a fleet may have hundreds). `Err(Interrupted)` at `cancel`.
+    pub async fn wait_each(
+        &self,
+        timeout: Duration,
+        cancel: &CancellationToken,
+        parallel: usize,
+    ) -> Result<Vec<(String, Result<Pod, LifecycleError>)>, LifecycleError> {
+        use futures::stream::StreamExt;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let waits = self.created().into_iter().map(|c| async move {
+            let r = self
+                .wait_one(c.name.clone(), deadline, timeout, cancel.clone())
+                .await;
+            (c.name, r)
+        });
+        let ends: Vec<(String, Result<Pod, LifecycleError>)> = futures::stream::iter(waits)
+            .buffered(parallel.max(1))
+            .collect()
+            .await;
+        if cancel.is_cancelled()
+            || ends
+                .iter()
+                .any(|(_, r)| matches!(r, Err(LifecycleError::Interrupted)))
+        {
+            return Err(LifecycleError::Interrupted);
+        }
+        Ok(ends)
     }
 
     async fn wait_one(
@@ -224,9 +258,31 @@ impl PodSet {
     /// to be gone (`None`: do not wait). Returns the names deleted; errors are collected, not
     /// fatal, so that one failure does not leave the other pod behind.
     pub async fn delete_all(&self, wait: Option<Duration>) -> (Vec<String>, Vec<LifecycleError>) {
+        self.delete_these(&self.created(), wait).await
+    }
+
+    /// [`PodSet::delete_all`] for the created pods named in `names` only (a fleet's pods that
+    /// did not start, deleted before the fleet goes on without them).
+    pub async fn delete_named(
+        &self,
+        names: &[String],
+        wait: Option<Duration>,
+    ) -> (Vec<String>, Vec<LifecycleError>) {
+        let these: Vec<Created> = self
+            .created()
+            .into_iter()
+            .filter(|c| names.contains(&c.name))
+            .collect();
+        self.delete_these(&these, wait).await
+    }
+
+    async fn delete_these(
+        &self,
+        created: &[Created],
+        wait: Option<Duration>,
+    ) -> (Vec<String>, Vec<LifecycleError>) {
         let mut deleted = Vec::new();
         let mut errors = Vec::new();
-        let created = self.created();
         for c in created.iter().rev() {
             match self.pods.delete(&c.name, &DeleteParams::default()).await {
                 Ok(_) => deleted.push(c.name.clone()),
@@ -239,7 +295,7 @@ impl PodSet {
             }
         }
         if let Some(limit) = wait {
-            for c in &created {
+            for c in created {
                 let Some(uid) = c.uid.as_deref() else {
                     continue;
                 };

@@ -381,6 +381,64 @@ pub fn pod_pair(mode: Mode, opts: &PodOptions, place: &Placement) -> Result<PodP
     })
 }
 
+/// The component label of a fleet pod (it serves in some pairs and is the client in others).
+pub const FLEET_COMPONENT: &str = "fleet";
+
+/// The name of the fleet pod on `node`: `railsweep-RUN-MODE-NODE` when the node name makes a
+/// valid, short enough pod name (lowercase letters, digits, `-`, `.`; at most 63 characters
+/// in all, so it is also a valid hostname), else `railsweep-RUN-MODE-I` (I: its place, from 0).
+fn fleet_pod_name(run: &str, mode: Mode, node: &str, index: usize) -> String {
+    let ok = !node.is_empty()
+        && node
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && node.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && node.ends_with(|c: char| c.is_ascii_alphanumeric());
+    let by_node = format!("railsweep-{run}-{mode}-{node}");
+    if ok && by_node.len() <= 63 {
+        by_node
+    } else {
+        format!("railsweep-{run}-{mode}-{index}")
+    }
+}
+
+/// The pods of `railsweep fleet --nodes`: one per node, in node order, each built as the
+/// server pod of `mode` is (so it declares the daemon's port: on the host network a host
+/// port, which keeps two fleets off the same node and port) and pinned to its node, with the
+/// component label [`FLEET_COMPONENT`].
+pub fn fleet_pods(
+    mode: Mode,
+    opts: &PodOptions,
+    run: &str,
+    nodes: &[String],
+) -> Result<Vec<Pod>, ModeError> {
+    check(mode, opts)?;
+    let run = run_label(run)?;
+    let mut names: Vec<String> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| fleet_pod_name(&run, mode, n, i))
+        .collect();
+    let unique: std::collections::BTreeSet<&String> = names.iter().collect();
+    if unique.len() != names.len() {
+        names = (0..nodes.len())
+            .map(|i| format!("railsweep-{run}-{mode}-{i}"))
+            .collect();
+    }
+    Ok(nodes
+        .iter()
+        .zip(names)
+        .map(|(node, name)| {
+            let mut pod = build_pod(mode, Role::Server, opts, &run, Some(node));
+            pod.metadata.name = Some(name);
+            if let Some(l) = pod.metadata.labels.as_mut() {
+                l.insert(labels::COMPONENT.to_string(), FLEET_COMPONENT.to_string());
+            }
+            pod
+        })
+        .collect())
+}
+
 /// The device paths of the CRI-O annotation: each uverbs device, then `rdma_cm`. The
 /// annotation takes device nodes only (a directory is refused: "not a device node").
 pub fn crio_devices(uverbs: &[u32]) -> String {
@@ -652,6 +710,55 @@ mod tests {
         };
         let err = pod_pair(Mode::Sriov, &nets_only, &place()).expect_err("refused");
         assert!(err.to_string().contains("--rdma-resource"), "{err}");
+    }
+
+    #[test]
+    fn fleet_pods_one_per_node_in_order() {
+        let nodes: Vec<String> = ["node-b", "node-a", "10.140.66.66"]
+            .map(String::from)
+            .to_vec();
+        let pods = fleet_pods(Mode::Sriov, &opts(), "f1", &nodes).expect("builds");
+        let names: Vec<&str> = pods
+            .iter()
+            .filter_map(|p| p.metadata.name.as_deref())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "railsweep-f1-sriov-node-b",
+                "railsweep-f1-sriov-node-a",
+                "railsweep-f1-sriov-10.140.66.66"
+            ]
+        );
+        for (p, n) in pods.iter().zip(&nodes) {
+            let spec = p.spec.as_ref().expect("spec");
+            assert_eq!(
+                spec.node_selector
+                    .as_ref()
+                    .and_then(|s| s.get("kubernetes.io/hostname")),
+                Some(n)
+            );
+            assert!(
+                spec.containers[0].ports.is_some(),
+                "every fleet pod serves in some pair"
+            );
+            assert_eq!(
+                p.metadata.labels.as_ref().expect("labels")[labels::COMPONENT],
+                FLEET_COMPONENT
+            );
+        }
+        // Names that cannot be part of a pod name, or that would collide, become indexes.
+        let odd: Vec<String> = ["Node_A", &"n".repeat(60)].map(String::from).to_vec();
+        let pods = fleet_pods(Mode::HostNetwork, &opts(), "f1", &odd).expect("builds");
+        let names: Vec<&str> = pods
+            .iter()
+            .filter_map(|p| p.metadata.name.as_deref())
+            .collect();
+        assert_eq!(
+            names,
+            ["railsweep-f1-hostnetwork-0", "railsweep-f1-hostnetwork-1"]
+        );
+        assert!(fleet_pods(Mode::Ipvlan, &PodOptions::default(), "f1", &nodes).is_err());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::{security, PodPair, Role};
+use super::{security, Mode, PodPair, Role};
 
 /// The YAML printer's only failure: a pod that does not serialize.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +29,22 @@ pub fn pod_header(pair: &PodPair, role: Role) -> Vec<String> {
         Role::Server => &pair.server,
         Role::Client => &pair.client,
     };
+    header_of(pod, &format!("{} {} pod", pair.mode, role.as_str()))
+}
+
+/// The pods of `railsweep fleet --nodes` as one YAML stream, in node order.
+pub fn fleet_yaml(mode: Mode, pods: &[Pod]) -> Result<String, YamlError> {
+    let mut out = String::new();
+    for pod in pods {
+        out.push_str(&pod_document(
+            pod,
+            &header_of(pod, &format!("{mode} fleet pod")),
+        )?);
+    }
+    Ok(out)
+}
+
+fn header_of(pod: &Pod, what: &str) -> Vec<String> {
     let node = pod
         .spec
         .as_ref()
@@ -37,11 +53,7 @@ pub fn pod_header(pair: &PodPair, role: Role) -> Vec<String> {
         .map(|n| format!("on node {n}"))
         .unwrap_or_else(|| "on a node the scheduler picks".into());
     let (level, why) = security::required_level(pod);
-    let mut lines = vec![format!(
-        "railsweep: {} {} pod, {node}.",
-        pair.mode,
-        role.as_str()
-    )];
+    let mut lines = vec![format!("railsweep: {what}, {node}.")];
     if why.is_empty() {
         lines.push(format!(
             "Pod Security: the namespace may enforce up to {level}."

@@ -192,6 +192,7 @@ impl Fake {
         self.write(&format!("behave-{iface}"), b.word());
     }
 
+    #[allow(dead_code)]
     pub fn client_log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("client-args.log")).unwrap_or_default()
     }

@@ -1,0 +1,338 @@
+//! `railsweep fleet --mode M --nodes SELECTOR`: one pod of mode M per node, created from the
+//! mode's typed pod (as `railsweep run --nodes` creates its pair, with the same options),
+//! waited for under `--pod-timeout`, measured as a fleet in node order, and deleted.
+//!
+//! A pod that does not start is explained (as `railsweep run --nodes` explains it) and
+//! deleted at once; the fleet goes on without its node when at least 2 pods are ready, and
+//! its exit status is then at least 1 (that node's pairs were not measured). With fewer than
+//! 2 ready pods there is no fleet: every pod is deleted and the exit status is 2.
+//!
+//! Ctrl-C while the pods start deletes them at once (exit 130). Ctrl-C during the fleet
+//! stops it as `railsweep fleet` stops (remote processes ended, the rows written so far
+//! kept), then the pods are deleted (exit 130). `--keep-pods` keeps them in every case.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, ListParams};
+use tokio_util::sync::CancellationToken;
+
+use super::run::{fleet_with, watch_ctrl_c};
+use super::FleetArgs;
+use crate::managed::{clean_up, DELETE_WAIT};
+use crate::modes::lifecycle::{LifecycleError, PodSet};
+use crate::modes::{self, yaml, Mode};
+use crate::run::{RunnerKind, EXIT_INTERRUPTED};
+use crate::runner::{KubeRunner, KubeTarget, Runner};
+use crate::sweep;
+
+/// Pods watched at once while they start.
+const PARALLEL_WAITS: usize = 32;
+
+/// What `--nodes` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum NodeChoice {
+    /// A label selector: the nodes are listed through the API.
+    Selector(String),
+    /// Node names, in this order.
+    Names(Vec<String>),
+}
+
+impl NodeChoice {
+    /// A value with `=` (or a set-based `in (..)`, `!key`) is a label selector; else node names.
+    fn parse(s: &str) -> Result<NodeChoice> {
+        let s = s.trim();
+        if s.is_empty() {
+            bail!("--nodes is empty: give a label selector (--nodes rail-test=true) or node names (--nodes n1,n2,n3)");
+        }
+        if s.contains('=') || s.contains('(') || s.starts_with('!') {
+            return Ok(NodeChoice::Selector(s.to_string()));
+        }
+        let names: Vec<String> = s.split(',').map(str::trim).map(String::from).collect();
+        if names.iter().any(String::is_empty) {
+            bail!("--nodes {s}: an empty node name; give NODE,NODE,... or a label selector such as rail-test=true");
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(twice) = names.iter().find(|n| !seen.insert(*n)) {
+            bail!("--nodes: node {twice} is given twice (one pod per node)");
+        }
+        Ok(NodeChoice::Names(names))
+    }
+}
+
+/// The nodes whose labels match `selector`, schedulable ones only, sorted by name.
+async fn list_nodes(runner: &KubeRunner, selector: &str) -> Result<Vec<String>> {
+    let api: Api<Node> = Api::all(runner.client());
+    let list = api.list(&ListParams::default().labels(selector)).await.with_context(|| {
+        format!("--nodes {selector}: cannot list the nodes (railsweep needs `list` on nodes; or name them: --nodes n1,n2,...)")
+    })?;
+    let mut names = Vec::new();
+    for n in list.items {
+        let Some(name) = n.metadata.name.clone() else {
+            continue;
+        };
+        if n.spec.as_ref().and_then(|s| s.unschedulable) == Some(true) {
+            eprintln!("railsweep: node {name} is cordoned (unschedulable): left out of the fleet");
+            continue;
+        }
+        names.push(name);
+    }
+    names.sort();
+    if names.is_empty() {
+        bail!("--nodes {selector}: no schedulable node has these labels (kubectl get nodes -l '{selector}' lists them)");
+    }
+    Ok(names)
+}
+
+fn mode_of(args: &FleetArgs) -> Result<Mode> {
+    let m = args.mode.as_deref().context(
+        "--nodes creates the pods of a network mode: give --mode hostnetwork, hostnetwork-crio, ipvlan or sriov",
+    )?;
+    m.parse::<Mode>().map_err(|e| anyhow!("--mode: {e}"))
+}
+
+fn node_of(p: &Pod) -> String {
+    p.spec
+        .as_ref()
+        .and_then(|s| s.node_selector.as_ref())
+        .and_then(|s| s.get("kubernetes.io/hostname"))
+        .cloned()
+        .unwrap_or_else(|| "?".into())
+}
+
+fn name_of(p: &Pod) -> String {
+    p.metadata.name.clone().unwrap_or_default()
+}
+
+/// `railsweep fleet --mode M --nodes SELECTOR` (and its `--dry-run`).
+pub(super) async fn run(args: &FleetArgs, nodes: &str) -> Result<ExitCode> {
+    let mode = mode_of(args)?;
+    if args.runner != RunnerKind::Kube {
+        bail!("--nodes creates pods through the Kubernetes API: it cannot go with --runner local (give --pods instead)");
+    }
+    let choice = NodeChoice::parse(nodes)?;
+    let run_id = args
+        .pod_args
+        .run_id
+        .clone()
+        .unwrap_or_else(sweep::new_run_id);
+    let target = KubeTarget {
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+        namespace: args.namespace.clone(),
+        container: Some(modes::CONTAINER.to_string()),
+    };
+
+    if args.pod_args.dry_run {
+        // Node names need no cluster; a selector is listed through the API.
+        let (nodes, namespace) = match choice {
+            NodeChoice::Names(n) => (
+                n,
+                args.namespace.clone().unwrap_or_else(|| "default".into()),
+            ),
+            NodeChoice::Selector(s) => {
+                let runner = KubeRunner::connect(&target).await?;
+                (
+                    list_nodes(&runner, &s).await?,
+                    runner.namespace().to_string(),
+                )
+            }
+        };
+        let opts = args
+            .pod_args
+            .pod_options(&namespace, args.port, args.inject)?;
+        let pods = modes::fleet_pods(mode, &opts, &run_id, &nodes)?;
+        let text = if args.output.as_deref() == Some("json") {
+            let list = serde_json::json!({ "apiVersion": "v1", "kind": "List", "items": pods });
+            serde_json::to_string_pretty(&list)? + "\n"
+        } else {
+            yaml::fleet_yaml(mode, &pods)?
+        };
+        print!("{text}");
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    if let Some(dir) = &args.out_dir {
+        if dir.join("fleet.csv").exists() {
+            bail!(
+                "{} already has a fleet.csv; give another --out-dir",
+                dir.display()
+            );
+        }
+    }
+    let runner = KubeRunner::connect(&target).await?;
+    let namespace = runner.namespace().to_string();
+    eprintln!(
+        "railsweep: cluster {}, namespace {namespace}",
+        runner.cluster()
+    );
+    let nodes = match choice {
+        NodeChoice::Names(n) => n,
+        NodeChoice::Selector(s) => list_nodes(&runner, &s).await?,
+    };
+    if nodes.len() < 2 {
+        bail!(
+            "--nodes {}: a fleet needs at least 2 nodes, found only {}",
+            args.nodes.as_deref().unwrap_or(""),
+            nodes.join(", ")
+        );
+    }
+    let opts = args
+        .pod_args
+        .pod_options(&namespace, args.port, args.inject)?;
+    let pods = modes::fleet_pods(mode, &opts, &run_id, &nodes)?;
+    let set = PodSet::new(runner.client(), &namespace);
+    let keep = args.pod_args.keep_pods;
+
+    // One Ctrl-C watch for the whole command: it stops the start of the pods, then the fleet.
+    let cancel = CancellationToken::new();
+    watch_ctrl_c(cancel.clone());
+
+    eprintln!(
+        "railsweep: mode {mode}: creating {} pods: {}",
+        pods.len(),
+        pods.iter()
+            .map(|p| format!("{} on {}", name_of(p), node_of(p)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    // (pod, node, why it did not start)
+    let mut not_started: Vec<(String, String, String)> = Vec::new();
+    for pod in &pods {
+        let made = tokio::select! {
+            r = set.create_one(pod) => r,
+            () = cancel.cancelled() => Err(LifecycleError::Interrupted),
+        };
+        match made {
+            Ok(()) => {}
+            Err(LifecycleError::NotStarted(d)) => {
+                not_started.push((name_of(pod), node_of(pod), d.to_string()))
+            }
+            Err(LifecycleError::Interrupted) => {
+                eprintln!("\nrailsweep: interrupted while the pods were starting");
+                clean_up(&set, keep, &namespace, None).await;
+                return Ok(ExitCode::from(EXIT_INTERRUPTED));
+            }
+            Err(e) => {
+                clean_up(&set, keep, &namespace, Some(DELETE_WAIT)).await;
+                return Err(anyhow::Error::new(e)
+                    .context(format!("mode {mode}: cannot create the fleet's pods")));
+            }
+        }
+    }
+
+    let timeout = Duration::from_secs_f64(args.pod_args.pod_timeout.max(1.0));
+    let ends = match set.wait_each(timeout, &cancel, PARALLEL_WAITS).await {
+        Ok(e) => e,
+        Err(LifecycleError::Interrupted) => {
+            eprintln!("\nrailsweep: interrupted while the pods were starting");
+            clean_up(&set, keep, &namespace, None).await;
+            return Ok(ExitCode::from(EXIT_INTERRUPTED));
+        }
+        Err(e) => {
+            clean_up(&set, keep, &namespace, Some(DELETE_WAIT)).await;
+            return Err(anyhow::Error::new(e)
+                .context(format!("mode {mode}: the fleet's pods did not start")));
+        }
+    };
+    let mut ready: Vec<String> = Vec::new();
+    let mut failed_names: Vec<String> = Vec::new();
+    for pod in &pods {
+        let name = name_of(pod);
+        match ends.iter().find(|(n, _)| *n == name).map(|(_, r)| r) {
+            Some(Ok(_)) => ready.push(name),
+            Some(Err(e)) => {
+                not_started.push((name.clone(), node_of(pod), e.to_string()));
+                failed_names.push(name);
+            }
+            None => {} // refused at create: already in not_started
+        }
+    }
+    for (pod, node, why) in &not_started {
+        eprintln!("railsweep: pod {pod} on node {node} did not start: {why}");
+    }
+    if ready.len() < 2 {
+        clean_up(&set, keep, &namespace, Some(DELETE_WAIT)).await;
+        bail!(
+            "mode {mode}: {} of {} pods started; a fleet needs at least 2 (the reasons are above)",
+            ready.len(),
+            pods.len()
+        );
+    }
+    if !failed_names.is_empty() && !keep {
+        let (deleted, errors) = set.delete_named(&failed_names, None).await;
+        if !deleted.is_empty() {
+            eprintln!(
+                "railsweep: deleted pods that did not start: {}",
+                deleted.join(", ")
+            );
+        }
+        for e in errors {
+            eprintln!("railsweep: warning: {e}; delete it with kubectl delete pod");
+        }
+    }
+    if !not_started.is_empty() {
+        eprintln!(
+            "railsweep: going on with {} of {} pods; the pairs of node(s) {} are not measured",
+            ready.len(),
+            pods.len(),
+            not_started
+                .iter()
+                .map(|(_, n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    eprintln!(
+        "railsweep: mode {mode}: {} pods ready: {}",
+        ready.len(),
+        ready.join(", ")
+    );
+
+    // The fleet, exactly as over existing pods, in node order, in railsweep's container.
+    let mut fleet_args = args.clone();
+    fleet_args.mode = Some(mode.as_str().to_string());
+    fleet_args.namespace = Some(namespace.clone());
+    let outcome = fleet_with(runner, &fleet_args, ready, cancel.clone()).await;
+    clean_up(
+        &set,
+        keep,
+        &namespace,
+        if cancel.is_cancelled() {
+            None
+        } else {
+            Some(DELETE_WAIT)
+        },
+    )
+    .await;
+    match outcome {
+        Ok(code) if code == ExitCode::SUCCESS && !not_started.is_empty() => Ok(ExitCode::from(1)),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selectors_and_names() {
+        assert_eq!(
+            NodeChoice::parse("rail-test=true").expect("ok"),
+            NodeChoice::Selector("rail-test=true".into())
+        );
+        assert_eq!(
+            NodeChoice::parse("env in (a,b)").expect("ok"),
+            NodeChoice::Selector("env in (a,b)".into())
+        );
+        assert_eq!(
+            NodeChoice::parse("n1, n2,n3").expect("ok"),
+            NodeChoice::Names(vec!["n1".into(), "n2".into(), "n3".into()])
+        );
+        assert!(NodeChoice::parse("n1,,n2").is_err());
+        assert!(NodeChoice::parse("n1,n1").is_err());
+        assert!(NodeChoice::parse(" ").is_err());
+    }
+}

@@ -1,0 +1,578 @@
+//! `railsweep fleet --mode M --nodes SELECTOR` on the built binary, against the test API
+//! server with its simulated cluster (real HTTP and WebSocket, kube-rs's own client): the
+//! nodes are listed by label, one pod per node is created and watched until ready, the fleet
+//! runs over them with a fake rdmabw, and the pods are deleted, also on Ctrl-C and when a
+//! round runs past its deadline.
+
+#[path = "../examples/kube-testserver/apiserver.rs"]
+#[allow(dead_code)]
+mod apiserver;
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use apiserver::cluster::{Cluster, ClusterSpec, NodeSpec};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ListParams;
+use kube::{Api, Client, Config};
+use results::{read_path, NetworkMode, RailResult, RailStatus};
+use support::fake::{alive, Behave, Fake};
+
+/// A GPU node as in modes_kube.rs, with extra options (labels).
+fn node(name: &str, extra: &str) -> NodeSpec {
+    NodeSpec::parse(&format!(
+        "{name},netns=-,ip=127.0.0.1,cap=nvidia.com/hostdev=16,cap=nvidia.com/gpu=8,\
+         taint=nvidia.com/gpu:NoSchedule,ipam=32{extra}"
+    ))
+    .expect("node spec")
+}
+
+/// Four nodes labelled rail-test=true, and one that is not (it must not join the fleet).
+fn four_nodes() -> ClusterSpec {
+    let mut nodes: Vec<NodeSpec> = (1..=4)
+        .map(|i| node(&format!("node-{i}"), ",label=rail-test=true"))
+        .collect();
+    nodes.insert(2, node("node-x", ",label=rail-test=false"));
+    ClusterSpec {
+        nodes,
+        ..ClusterSpec::default()
+    }
+}
+
+async fn server(spec: ClusterSpec) -> SocketAddr {
+    let api = apiserver::ApiServer {
+        namespace: "lab".into(),
+        pods: vec![],
+        token: None,
+        verbose: false,
+    };
+    let cluster = Cluster::new(spec, "lab", false);
+    apiserver::start_with(api, Some(cluster), SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .expect("binds")
+}
+
+fn kubeconfig(f: &Fake, addr: SocketAddr) -> String {
+    let kc = f.file("kubeconfig");
+    std::fs::write(
+        &kc,
+        apiserver::kubeconfig(&format!("http://{addr}"), "lab", None),
+    )
+    .expect("writes");
+    kc.display().to_string()
+}
+
+/// `railsweep fleet --mode hostnetwork --nodes rail-test=true ...` into `out`.
+fn args(kc: &str, fake: &Fake, out: &Path, extra: &[&str]) -> Vec<String> {
+    args_nodes(kc, fake, out, "rail-test=true", extra)
+}
+
+fn args_nodes(kc: &str, fake: &Fake, out: &Path, nodes: &str, extra: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "fleet",
+        "--kubeconfig",
+        kc,
+        "--mode",
+        "hostnetwork",
+        "--nodes",
+        nodes,
+        "--rdmabw",
+        &fake.path().display().to_string(),
+        "-D",
+        "1",
+        "--tclass",
+        "41",
+        "--pod-timeout",
+        "20",
+        "--run-id",
+        "t1",
+        "--out-dir",
+        &out.display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+async fn railsweep(args: &[String]) -> Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("railsweep runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+async fn pods_left(addr: SocketAddr) -> Vec<String> {
+    let mut config = Config::new(format!("http://{addr}").parse().expect("uri"));
+    config.default_namespace = "lab".into();
+    let pods: Api<Pod> = Api::namespaced(Client::try_from(config).expect("client"), "lab");
+    let lp = ListParams::default().labels("app.kubernetes.io/managed-by=railsweep");
+    let mut names: Vec<String> = pods
+        .list(&lp)
+        .await
+        .expect("lists")
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    names.sort();
+    names
+}
+
+/// One line of rounds.tsv.
+#[derive(Debug, Clone)]
+struct Ran {
+    attempt: String,
+    round: usize,
+    client: String,
+    server: String,
+    start: f64,
+    end: f64,
+    rows: usize,
+}
+
+fn rounds(out: &Path) -> Vec<Ran> {
+    let tsv = std::fs::read_to_string(out.join("rounds.tsv")).expect("rounds.tsv");
+    let mut lines = tsv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("attempt\tround\tclient\tserver\tstart_unix\tend_unix\trows\terror")
+    );
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            Ran {
+                attempt: f[0].into(),
+                round: f[1].parse().expect("round"),
+                client: f[2].into(),
+                server: f[3].into(),
+                start: f[4].parse().expect("start"),
+                end: f[5].parse().expect("end"),
+                rows: f[6].parse().expect("rows"),
+            }
+        })
+        .collect()
+}
+
+fn rows(out: &Path) -> Vec<RailResult> {
+    read_path(out.join("fleet.csv")).expect("fleet.csv")
+}
+
+fn pod(n: u32) -> String {
+    format!("railsweep-t1-hostnetwork-node-{n}")
+}
+
+fn wait_exit(child: &mut std::process::Child, limit: Duration) -> Option<i32> {
+    let t0 = Instant::now();
+    loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            return st.code();
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn out_dir(f: &Fake) -> PathBuf {
+    f.file("fleet")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fleet_over_labelled_nodes_creates_measures_and_deletes() {
+    let addr = server(four_nodes()).await;
+    let f = Fake::new(2);
+    // Each pair takes a second at least, so that the pairs of a round visibly overlap.
+    f.behave("net1", Behave::Slow);
+    let kc = kubeconfig(&f, addr);
+    let out = out_dir(&f);
+    let r = railsweep(&args(&kc, &f, &out, &[])).await;
+    let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
+    assert_eq!(r.status.code(), Some(0), "{stderr}");
+    let want: Vec<String> = (1..=4).map(pod).collect();
+    assert!(
+        stderr.contains(&format!(
+            "creating 4 pods: {} on node-1, {} on node-2",
+            want[0], want[1]
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("4 pods ready: {}", want.join(", "))),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("fleet: 4 pods, 6 of 6 pairs measured in 3 rounds"),
+        "{stdout}"
+    );
+
+    // 6 pairs x 2 rails, every pair of the 4 pods once, none with node-x.
+    let rows = rows(&out);
+    assert_eq!(rows.len(), 12, "{stderr}");
+    assert!(rows
+        .iter()
+        .all(|r| r.status == RailStatus::Ok && r.network_mode == NetworkMode::HostNetwork));
+    let pairs: BTreeSet<(String, String)> = rows
+        .iter()
+        .map(|r| {
+            let (a, b) = (
+                r.client_pod.clone().expect("client"),
+                r.server_pod.clone().expect("server"),
+            );
+            if a < b {
+                (a, b)
+            } else {
+                (b, a)
+            }
+        })
+        .collect();
+    assert_eq!(pairs.len(), 6);
+    let pods_in_rows: BTreeSet<&String> = pairs.iter().flat_map(|(a, b)| [a, b]).collect();
+    assert_eq!(pods_in_rows.into_iter().cloned().collect::<Vec<_>>(), want);
+    assert!(rows
+        .iter()
+        .all(|r| r.client_node != "node-x" && r.server_node != "node-x"));
+    for r in &rows {
+        // The pod on node-N runs on node-N.
+        assert_eq!(
+            r.client_pod.as_deref().map(|p| p.ends_with(&r.client_node)),
+            Some(true),
+            "{r:?}"
+        );
+    }
+
+    // 3 rounds of 2 disjoint pairs, which ran at the same time.
+    let ran = rounds(&out);
+    assert_eq!(ran.len(), 6);
+    let mut by_round: BTreeMap<usize, Vec<&Ran>> = BTreeMap::new();
+    for x in &ran {
+        assert_eq!(x.attempt, "first");
+        assert_eq!(x.rows, 2);
+        by_round.entry(x.round).or_default().push(x);
+    }
+    assert_eq!(by_round.keys().copied().collect::<Vec<_>>(), [1, 2, 3]);
+    for (round, pairs) in &by_round {
+        assert_eq!(pairs.len(), 2, "round {round}");
+        let busy: BTreeSet<&String> = pairs.iter().flat_map(|p| [&p.client, &p.server]).collect();
+        assert_eq!(busy.len(), 4, "round {round}: the pairs are disjoint");
+        let (a, b) = (pairs[0], pairs[1]);
+        assert!(
+            a.start < b.end && b.start < a.end,
+            "round {round}: the pairs overlap: {a:?} {b:?}"
+        );
+    }
+    assert!(stderr.contains("deleted pods"), "{stderr}");
+    assert!(pods_left(addr).await.is_empty(), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_pairs_one_runs_one_pair_at_a_time() {
+    let addr = server(four_nodes()).await;
+    let f = Fake::new(2);
+    f.behave("net1", Behave::Slow);
+    let kc = kubeconfig(&f, addr);
+    let out = out_dir(&f);
+    let r = railsweep(&args_nodes(
+        &kc,
+        &f,
+        &out,
+        "node-4,node-1,node-2,node-3",
+        &["--max-pairs", "1"],
+    ))
+    .await;
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(0), "{stderr}");
+    // Node names: the pods in this order.
+    assert!(
+        stderr.contains(&format!(
+            "4 pods ready: {}, {}, {}, {}",
+            pod(4),
+            pod(1),
+            pod(2),
+            pod(3)
+        )),
+        "{stderr}"
+    );
+    let mut ran = rounds(&out);
+    assert_eq!(ran.len(), 6);
+    ran.sort_by(|a, b| a.start.total_cmp(&b.start));
+    for w in ran.windows(2) {
+        assert!(
+            w[1].start >= w[0].end,
+            "two pairs at once: {:?} and {:?}",
+            w[0],
+            w[1]
+        );
+    }
+    assert_eq!(rows(&out).len(), 12);
+    assert!(pods_left(addr).await.is_empty(), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_during_the_fleet_keeps_rows_and_deletes_the_pods() {
+    let addr = server(four_nodes()).await;
+    let f = Fake::new(2);
+    f.behave("net2", Behave::Hang);
+    let kc = kubeconfig(&f, addr);
+    let out = out_dir(&f);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_railsweep"))
+        .args(args(&kc, &f, &out, &[]))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let t0 = Instant::now();
+    while f.pid_in("hang-net2.pid").is_none() {
+        if t0.elapsed() > Duration::from_secs(40) {
+            let _ = child.kill();
+            let o = child.wait_with_output().expect("output");
+            panic!("rail 1 never started: {}", text(&o.stderr));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        pods_left(addr).await.len(),
+        4,
+        "the 4 pods run during the fleet"
+    );
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    let (code, o) = tokio::task::spawn_blocking(move || {
+        let c = wait_exit(&mut child, Duration::from_secs(30));
+        (c, child.wait_with_output().expect("output"))
+    })
+    .await
+    .expect("joins");
+    let stderr = text(&o.stderr);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(stderr.contains("deleted pods"), "{stderr}");
+    assert!(pods_left(addr).await.is_empty(), "{stderr}");
+    let hang = f.pid_in("hang-net2.pid").expect("pid");
+    assert!(!alive(hang), "the hanging client in the pod ended");
+    // What was measured before Ctrl-C is kept: rail 0 of round 1's pairs, nothing after.
+    let rows = rows(&out);
+    assert!(
+        !rows.is_empty(),
+        "rows measured before Ctrl-C are kept: {stderr}"
+    );
+    assert!(
+        rows.iter()
+            .all(|r| r.rail == 0 && r.status == RailStatus::Ok),
+        "{rows:?}"
+    );
+    let ran = rounds(&out);
+    assert!(
+        ran.iter().all(|x| x.round == 1),
+        "no round after Ctrl-C: {ran:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_past_its_deadline_is_stopped_and_reported() {
+    let addr = server(four_nodes()).await;
+    let f = Fake::new(2);
+    f.behave("net2", Behave::Hang);
+    let kc = kubeconfig(&f, addr);
+    let out = out_dir(&f);
+    let t0 = Instant::now();
+    let r = railsweep(&args(
+        &kc,
+        &f,
+        &out,
+        &["--round-deadline", "5", "--no-remeasure"],
+    ))
+    .await;
+    let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
+    assert_eq!(r.status.code(), Some(1), "{stderr}");
+    // 3 rounds of 5 s, pods and clean-up: far under the 600 s of the hanging clients.
+    assert!(
+        t0.elapsed() < Duration::from_secs(60),
+        "took {:?}: {stderr}",
+        t0.elapsed()
+    );
+    assert_eq!(
+        stderr
+            .matches("rail(s) [1] not measured (round deadline)")
+            .count(),
+        6,
+        "{stderr}"
+    );
+    let rows = rows(&out);
+    assert!(
+        rows.iter().all(|r| r.rail == 0),
+        "rail 1 never measured: {rows:?}"
+    );
+    assert_eq!(rounds(&out).len(), 6, "every pair was started and stopped");
+    assert!(stdout.contains("fleet: 4 pods"), "{stdout}");
+    let hang = f.pid_in("hang-net2.pid").expect("pid");
+    assert!(!alive(hang), "the hanging client was ended");
+    assert!(pods_left(addr).await.is_empty(), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_that_does_not_start_is_explained_and_left_out() {
+    // node-3's host port 18515 is taken: its hostnetwork pod cannot be scheduled.
+    let spec = ClusterSpec {
+        nodes: vec![
+            node("node-1", ",label=rail-test=true"),
+            node("node-2", ",label=rail-test=true"),
+            node("node-3", ",label=rail-test=true,port=18515"),
+        ],
+        ..ClusterSpec::default()
+    };
+    let addr = server(spec).await;
+    let f = Fake::new(2);
+    let kc = kubeconfig(&f, addr);
+    let out = out_dir(&f);
+    let r = railsweep(&args(&kc, &f, &out, &[])).await;
+    let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
+    assert_eq!(r.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("pod {} on node node-3 did not start", pod(3))),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("already declares host port 18515"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("fleet: 2 pods, 1 of 1 pairs measured"),
+        "{stdout}"
+    );
+    assert_eq!(rows(&out).len(), 2);
+    assert!(pods_left(addr).await.is_empty(), "{stderr}");
+
+    // Only one pod can start on one node: no fleet, exit 2, nothing left behind.
+    let spec = ClusterSpec {
+        nodes: vec![
+            node("node-1", ",label=rail-test=true"),
+            node("node-3", ",label=rail-test=true,port=18515"),
+        ],
+        ..ClusterSpec::default()
+    };
+    let addr = server(spec).await;
+    let out = f.file("fleet2");
+    let r = railsweep(&args(&kc_for(&f, addr), &f, &out, &[])).await;
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("1 of 2 pods started; a fleet needs at least 2"),
+        "{stderr}"
+    );
+    assert!(pods_left(addr).await.is_empty(), "{stderr}");
+    assert!(!out.join("fleet.csv").exists());
+}
+
+fn kc_for(f: &Fake, addr: SocketAddr) -> String {
+    let kc = f.file("kubeconfig2");
+    std::fs::write(
+        &kc,
+        apiserver::kubeconfig(&format!("http://{addr}"), "lab", None),
+    )
+    .expect("writes");
+    kc.display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_lists_the_nodes_and_prints_the_pods() {
+    let addr = server(four_nodes()).await;
+    let f = Fake::new(1);
+    let kc = kubeconfig(&f, addr);
+    let out = out_dir(&f);
+    let r = railsweep(&args(&kc, &f, &out, &["--dry-run", "-o", "json"])).await;
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(0), "{stderr}");
+    let list: serde_json::Value = serde_json::from_slice(&r.stdout).expect("a JSON List");
+    assert_eq!(list["kind"], "List");
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|p| p["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, (1..=4).map(pod).collect::<Vec<_>>());
+    assert_eq!(
+        list["items"][0]["spec"]["nodeSelector"]["kubernetes.io/hostname"],
+        "node-1"
+    );
+    assert!(
+        pods_left(addr).await.is_empty(),
+        "a dry run creates nothing"
+    );
+    assert!(!out.exists());
+
+    let r = railsweep(&args_nodes(&kc, &f, &out, "a,b", &["--dry-run"])).await;
+    let yaml = text(&r.stdout);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    assert_eq!(yaml.matches("\n---\n").count() + 1, 2, "{yaml}");
+    assert!(
+        yaml.contains("# railsweep: hostnetwork fleet pod, on node b."),
+        "{yaml}"
+    );
+}
+
+#[test]
+fn nodes_usage_errors_name_the_flags() {
+    let run = |a: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_railsweep"))
+            .args(a)
+            .stdin(Stdio::null())
+            .output()
+            .expect("runs");
+        (o.status.code(), text(&o.stderr))
+    };
+    let (code, e) = run(&[
+        "fleet",
+        "--mode",
+        "hostnetwork",
+        "--nodes",
+        "a,b",
+        "--pods",
+        "p,q",
+    ]);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(e.contains("--nodes") && e.contains("--pods"), "{e}");
+    let (code, e) = run(&[
+        "fleet",
+        "--mode",
+        "hostnetwork",
+        "--nodes",
+        "a,b",
+        "--pods-selector",
+        "app=x",
+    ]);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(
+        e.contains("--nodes") && e.contains("--pods-selector"),
+        "{e}"
+    );
+    let (code, e) = run(&["fleet", "--nodes", "a,b"]);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(
+        e.contains("--mode hostnetwork, hostnetwork-crio, ipvlan or sriov"),
+        "{e}"
+    );
+    let (code, e) = run(&["fleet", "--mode", "pods", "--nodes", "a,b"]);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(
+        e.contains("modes: hostnetwork, hostnetwork-crio, ipvlan, sriov"),
+        "{e}"
+    );
+}
