@@ -12,15 +12,13 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use apiserver::cluster::{Cluster, ClusterSpec, NodeSpec};
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::ListParams;
-use kube::{Api, Client, Config};
 use results::{read_path, NetworkMode, RailResult, RailStatus};
 use support::fake::{alive, Behave, Fake};
+use support::kube::{pods_left, railsweep, text};
 
 /// A GPU node as in modes_kube.rs, with extra options (labels).
 fn node(name: &str, extra: &str) -> NodeSpec {
@@ -98,37 +96,6 @@ fn args_nodes(kc: &str, fake: &Fake, out: &Path, nodes: &str, extra: &[&str]) ->
     .collect();
     v.extend(extra.iter().map(|s| s.to_string()));
     v
-}
-
-async fn railsweep(args: &[String]) -> Output {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .expect("railsweep runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-async fn pods_left(addr: SocketAddr) -> Vec<String> {
-    let mut config = Config::new(format!("http://{addr}").parse().expect("uri"));
-    config.default_namespace = "lab".into();
-    let pods: Api<Pod> = Api::namespaced(Client::try_from(config).expect("client"), "lab");
-    let lp = ListParams::default().labels("app.kubernetes.io/managed-by=railsweep");
-    let mut names: Vec<String> = pods
-        .list(&lp)
-        .await
-        .expect("lists")
-        .items
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter_map(|p| p.metadata.name)
-        .collect();
-    names.sort();
-    names
 }
 
 /// One line of rounds.tsv.

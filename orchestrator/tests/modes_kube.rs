@@ -11,15 +11,13 @@ mod support;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use apiserver::cluster::{Cluster, ClusterSpec, NodeSpec};
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::ListParams;
-use kube::{Api, Client, Config};
 use results::{read_path, NetworkMode, RailStatus};
 use support::fake::{alive, Behave, Fake};
+use support::kube::{pods_left, railsweep, text};
 
 /// Two GPU nodes like the field reports': 16 rail PFs, 8 GPUs, the GPU taint, an IP pool of
 /// 32 addresses, and one SR-IOV VF resource per rail (2 rails here).
@@ -101,34 +99,6 @@ fn args(cmd: &str, kc: &str, fake: &Fake, out: &Path, extra: &[&str]) -> Vec<Str
     v.extend(MODE_OPTIONS.iter().map(|s| s.to_string()));
     v.extend(extra.iter().map(|s| s.to_string()));
     v
-}
-
-async fn railsweep(args: &[String]) -> Output {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .expect("railsweep runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-async fn pods_left(addr: SocketAddr) -> Vec<String> {
-    let mut config = Config::new(format!("http://{addr}").parse().expect("uri"));
-    config.default_namespace = "lab".into();
-    let pods: Api<Pod> = Api::namespaced(Client::try_from(config).expect("client"), "lab");
-    let lp = ListParams::default().labels("app.kubernetes.io/managed-by=railsweep");
-    pods.list(&lp)
-        .await
-        .expect("lists")
-        .items
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter_map(|p| p.metadata.name)
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,1 +1,2 @@
 pub mod fake;
+pub mod kube;
