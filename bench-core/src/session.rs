@@ -489,6 +489,16 @@ fn prepare(
     })
 }
 
+/// What this side tells the peer in the exchange: its QPs and memory, its GID index and
+/// interface.
+fn endpoints_of(side: &Side) -> Endpoints {
+    Endpoints {
+        gid_index: Some(side.rail.gid_index),
+        netdev: side.rail.netdev.clone(),
+        ..Endpoints::from(&side.info)
+    }
+}
+
 fn connect_qps(
     side: Side,
     theirs: &Endpoints,
@@ -779,7 +789,7 @@ pub fn run_client(
         "server accepted: {} port {} GID index {}, rdmabw {}",
         accept.device, accept.port, accept.gid_index, accept.rdmabw_version
     ));
-    let ours = Endpoints::from(&side.info);
+    let ours = endpoints_of(&side);
     let theirs = ch.exchange_endpoints(&ours).map_err(control)?;
     let memory = side.prepared.memory().clone();
     let (mut conn, rail, mtu, local_mtu) = match connect_qps(side, &theirs, &cfg.tuning) {
@@ -1071,7 +1081,7 @@ pub fn serve_one(
         rdmabw_version: RDMABW_VERSION.to_string(),
     };
     ch.send(&Msg::Accept(accept)).map_err(control)?;
-    let ours = Endpoints::from(&side.info);
+    let ours = endpoints_of(&side);
     let theirs = ch.exchange_endpoints(&ours).map_err(control)?;
     let memory = side.prepared.memory().clone();
     let (mut conn, rail, mtu, local_mtu) = match connect_qps(side, &theirs, &tuning) {
@@ -1114,9 +1124,9 @@ pub fn serve_one(
             addr: peer,
             device: theirs.device.clone(),
             port: theirs.port,
-            gid_index: None,
+            gid_index: theirs.gid_index,
             gid: theirs.qps.first().map(|q| q.gid).unwrap_or_default(),
-            netdev: None,
+            netdev: theirs.netdev.clone(),
             active_mtu_bytes: theirs.mtu_bytes,
             line_rate_gbps: None,
             rdmabw_version: Some(hello.rdmabw_version),

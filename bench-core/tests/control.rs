@@ -49,6 +49,8 @@ fn result(size: u64) -> SizeResult {
 
 fn endpoints(n: usize, seed: u32) -> Endpoints {
     Endpoints {
+        gid_index: None,
+        netdev: None,
         device: format!("mlx5_{seed}"),
         port: 1,
         max_msg_bytes: 65536,

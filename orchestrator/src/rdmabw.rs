@@ -82,7 +82,11 @@ pub fn parse_gpus(out: &Output) -> Result<usize> {
         bail!("{e}");
     }
     if !out.exit.success() {
-        bail!("`rdmabw gpus --json` failed: {} {}", out.exit, out.stderr_tail(3));
+        bail!(
+            "`rdmabw gpus --json` failed: {} {}",
+            out.exit,
+            out.stderr_tail(3)
+        );
     }
     let n = report
         .context("`rdmabw gpus --json` printed something that is not a GPU report")?
@@ -380,8 +384,11 @@ mod tests {
         ))
         .expect_err("no CUDA");
         assert_eq!(e.to_string(), "no CUDA driver library: libcuda.so");
-        let e = parse_gpus(&out(0, r#"{"cuda_driver":"13.0","cuda_error":null,"gpus":[]}"#))
-            .expect_err("no GPU");
+        let e = parse_gpus(&out(
+            0,
+            r#"{"cuda_driver":"13.0","cuda_error":null,"gpus":[]}"#,
+        ))
+        .expect_err("no GPU");
         assert!(e.to_string().contains("nvidia.com/gpu"), "{e}");
         let e = parse_gpus(&out(127, "")).expect_err("no rdmabw");
         assert!(e.to_string().contains("exit code 127"), "{e}");

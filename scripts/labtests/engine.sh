@@ -57,6 +57,24 @@ test_every_rail_client_server() {
   done
 }
 
+# The server's JSON names the client's side as the client's names the server's: device, GID
+# index (told in the endpoints exchange) and interface.
+test_server_report_names_the_clients_gid() {
+  local ip_a gi
+  ip_a=$(topo podA 0 ipv4)
+  in_pod podB timeout 120 "$RDMABW" --netdev "$(topo podB 0 iface)" -D 1 -s 4096 -p 18530 --json \
+    >"$T_OUT/server.json" 2>"$T_OUT/server.err" &
+  wait_port podB 18530
+  in_pod podA timeout 60 "$RDMABW" client --netdev "$(topo podA 0 iface)" -D 1 -s 4096 -p 18530 "$SRV" \
+    >/dev/null 2>"$T_OUT/client.err" || { cat "$T_OUT/client.err"; fail "client failed"; }
+  wait $! || { cat "$T_OUT/server.err"; fail "server failed"; }
+  cat "$T_OUT/server.json"
+  gi=$(json_get "$T_OUT/server.json" 'd["remote"]["gid_index"]') || fail "server JSON does not parse"
+  [ "$gi" = "$(gid_index "$(topo podA 0 rdma_dev)" "$ip_a")" ] || fail "the server reports the client's GID index as $gi"
+  [ "$(json_get "$T_OUT/server.json" 'd["remote"]["netdev"]')" = "$(topo podA 0 iface)" ] \
+    || fail "the server does not name the client's interface"
+}
+
 # The table keeps ib_write_bw's layout: awk '/^ 65536/ {print $4}' reads the average; MB/sec
 # without --report_gbits; CSV and -b and -a work.
 test_table_csv_bidir_sweep() {

@@ -275,6 +275,13 @@ pub struct Endpoints {
     pub mtu_bytes: u32,
     /// The largest message this side prepared its buffer for.
     pub max_msg_bytes: u64,
+    /// This side's GID index (so that the server's report names the client's too); absent
+    /// from older peers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gid_index: Option<u32>,
+    /// The interface of this side's rail, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netdev: Option<String>,
 }
 
 impl From<&verbs::QpEndpoint> for QpEndpoint {
@@ -328,6 +335,8 @@ impl From<&SideInfo> for Endpoints {
             mr: MrInfo::from(&s.mr),
             mtu_bytes: s.active_mtu_bytes,
             max_msg_bytes: s.max_msg_bytes,
+            gid_index: None,
+            netdev: None,
         }
     }
 }
@@ -465,6 +474,8 @@ pub(crate) mod tests {
             Msg::Endpoints(Endpoints {
                 device: "mlx5_3".into(),
                 port: 1,
+                gid_index: Some(3),
+                netdev: Some("net4".into()),
                 max_msg_bytes: 1 << 23,
                 qps: vec![
                     QpEndpoint {
@@ -532,7 +543,15 @@ pub(crate) mod tests {
                 let side = SideInfo::from(&e);
                 assert_eq!(side.qps[1].gid, [0xff; 16]);
                 assert_eq!(side.active_mtu_bytes, 4096);
-                assert_eq!(Endpoints::from(&side), e);
+                // The rail's GID index and interface are the session's to add.
+                assert_eq!(
+                    Endpoints {
+                        gid_index: e.gid_index,
+                        netdev: e.netdev.clone(),
+                        ..Endpoints::from(&side)
+                    },
+                    e
+                );
             }
         }
     }
