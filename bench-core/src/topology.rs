@@ -52,6 +52,14 @@ pub enum TopologyError {
         /// Device name.
         device: String,
     },
+    /// There is no such RDMA device.
+    #[error("no RDMA device {device} (devices here: {}); see `rdmabw devices`", if .available.is_empty() { "none".to_string() } else { .available.join(", ") })]
+    NoDevice {
+        /// Device name.
+        device: String,
+        /// The devices there are.
+        available: Vec<String>,
+    },
     /// A sysfs link could not be resolved.
     #[error("cannot resolve {}: {source}", .path.display())]
     Unreadable {
@@ -161,6 +169,21 @@ impl PciLocation {
             .join("class/infiniband")
             .join(device)
             .join("device");
+        let class = roots.sys.join("class/infiniband");
+        if !class.join(device).exists() {
+            let mut available: Vec<String> = fs::read_dir(&class)
+                .map(|d| {
+                    d.filter_map(|e| e.ok())
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            available.sort();
+            return Err(TopologyError::NoDevice {
+                device: device.to_string(),
+                available,
+            });
+        }
         if fs::symlink_metadata(&link).is_err() {
             return Err(TopologyError::NotPci {
                 device: device.to_string(),

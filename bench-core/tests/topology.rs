@@ -177,8 +177,15 @@ fn rxe_is_near_no_gpu() {
     let e = nearest_gpu(&roots("rxe-pods/podA"), "rxe_a0", None).expect_err("rxe");
     assert!(matches!(e, TopologyError::NotPci { .. }), "{e}");
     assert!(e.to_string().contains("--use_cuda N"), "{e}");
+    // A device that does not exist is said to be missing (seen on the H200 machine, where
+    // `--use_cuda auto -d mlx5_0` was told mlx5_0 was "not a PCI function").
     let e = nearest_gpu(&roots("gpu-node"), "mlx5_99", None).expect_err("no such device");
-    assert!(matches!(e, TopologyError::NotPci { .. }), "{e}");
+    assert!(matches!(e, TopologyError::NoDevice { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("no RDMA device mlx5_99 (devices here: mlx5_0, mlx5_1"),
+        "{e}"
+    );
 }
 
 #[test]
