@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::modes::lifecycle::{LifecycleError, PodSet};
 use crate::modes::{self, yaml, Mode, Placement, PodPair};
 use crate::run::{RunArgs, RunnerKind, EXIT_INTERRUPTED};
-use crate::runner::{KubeRunner, KubeTarget, Runner};
+use crate::runner::{KubeRunner, KubeTarget};
 use crate::sweep;
 
 /// How long railsweep waits for its deleted pods to be gone (so that the next mode of a
@@ -85,13 +85,7 @@ pub async fn connect(args: &RunArgs) -> Result<KubeRunner> {
         namespace: args.namespace.clone(),
         container: None,
     };
-    let runner = KubeRunner::connect(&target).await?;
-    eprintln!(
-        "railsweep: cluster {}, namespace {}",
-        runner.cluster(),
-        runner.namespace()
-    );
-    Ok(runner)
+    KubeRunner::connect_announced(&target).await
 }
 
 /// Print the pods of `mode` as YAML (`-o yaml`, the default) or as a JSON `List` (`-o json`).

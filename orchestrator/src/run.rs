@@ -293,12 +293,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
                 namespace: args.namespace.clone(),
                 container: args.container.clone(),
             };
-            let runner = KubeRunner::connect(&target).await?;
-            eprintln!(
-                "railsweep: cluster {}, namespace {}",
-                runner.cluster(),
-                runner.namespace()
-            );
+            let runner = KubeRunner::connect_announced(&target).await?;
             sweep_with(runner, &args, cfg).await
         }
     }

@@ -25,7 +25,7 @@ use crate::managed::{clean_up, DELETE_WAIT};
 use crate::modes::lifecycle::{LifecycleError, PodSet};
 use crate::modes::{self, yaml, Mode};
 use crate::run::{RunnerKind, EXIT_INTERRUPTED};
-use crate::runner::{KubeRunner, KubeTarget, Runner};
+use crate::runner::{KubeRunner, KubeTarget};
 use crate::sweep;
 
 /// Pods watched at once while they start.
@@ -162,12 +162,8 @@ pub(super) async fn run(args: &FleetArgs, nodes: &str) -> Result<ExitCode> {
             );
         }
     }
-    let runner = KubeRunner::connect(&target).await?;
+    let runner = KubeRunner::connect_announced(&target).await?;
     let namespace = runner.namespace().to_string();
-    eprintln!(
-        "railsweep: cluster {}, namespace {namespace}",
-        runner.cluster()
-    );
     let nodes = match choice {
         NodeChoice::Names(n) => n,
         NodeChoice::Selector(s) => list_nodes(&runner, &s).await?,

@@ -317,12 +317,7 @@ pub async fn run(args: FleetArgs) -> Result<ExitCode> {
                 namespace: args.namespace.clone(),
                 container: args.container.clone(),
             };
-            let runner = KubeRunner::connect(&target).await?;
-            eprintln!(
-                "railsweep: cluster {}, namespace {}",
-                runner.cluster(),
-                runner.namespace()
-            );
+            let runner = KubeRunner::connect_announced(&target).await?;
             let pods = match (&args.pods, &args.pods_selector) {
                 (Some(p), _) => p.clone(),
                 (None, Some(sel)) => kube_pods(&runner, sel).await?,

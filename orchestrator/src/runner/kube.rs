@@ -65,6 +65,17 @@ fn cluster_name(kc: &Kubeconfig, context: Option<&str>) -> Option<String> {
 }
 
 impl KubeRunner {
+    /// [`KubeRunner::connect`], then say on stderr which cluster and namespace it reached.
+    pub async fn connect_announced(target: &KubeTarget) -> Result<Self> {
+        let runner = Self::connect(target).await?;
+        eprintln!(
+            "railsweep: cluster {}, namespace {}",
+            runner.cluster(),
+            runner.namespace()
+        );
+        Ok(runner)
+    }
+
     /// Resolve the configuration like kubectl and build a client.
     pub async fn connect(target: &KubeTarget) -> Result<Self> {
         let options = KubeConfigOptions {
