@@ -171,6 +171,10 @@ impl PortQuery for LiveSystem {
     fn active_mtu(&self, device: &str, port: u8) -> Option<u32> {
         rails::VerbsQuery::new(&self.roots).active_mtu(device, port)
     }
+
+    fn populated_gids(&self, device: &str) -> Option<Vec<(u8, u32)>> {
+        rails::VerbsQuery::new(&self.roots).populated_gids(device)
+    }
 }
 
 impl ProbeSystem for LiveSystem {

@@ -263,3 +263,58 @@ fn memlock_limit_from_proc() {
     let dir = tempfile::tempdir().expect("tempdir");
     assert_eq!(sysfs::memlock_limit_kib(&SysRoots::under(dir.path())), None);
 }
+
+/// What `ibv_query_gid_table` would list for the fixture: every entry that does not read as
+/// zeros.
+fn populated(inv: &sysfs::Inventory, device: &str) -> Option<Vec<(u8, u32)>> {
+    let d = inv.device(device)?;
+    Some(
+        d.ports
+            .iter()
+            .flat_map(|p| {
+                p.gids
+                    .iter()
+                    .filter(|g| !g.gid.is_zero())
+                    .map(move |g| (p.num, g.index))
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn a_listed_gid_table_reads_only_the_populated_entries_and_finds_the_same_rails() {
+    let r = roots("rxe-pods/podA");
+    let full = sysfs::discover(&r).expect("discover");
+    let hinted = sysfs::discover_with(&r, &|d| populated(&full, d)).expect("discover");
+    assert_eq!(hinted.netdevs, full.netdevs);
+    for d in &full.devices {
+        let h = hinted.device(&d.name).expect("same devices");
+        for p in &d.ports {
+            let hp = h.port(p.num).expect("same ports");
+            assert_eq!(hp.gid_table_len, p.gid_table_len, "{} table length", d.name);
+            let nonzero: Vec<_> = p.gids.iter().filter(|g| !g.gid.is_zero()).collect();
+            assert_eq!(hp.gids.iter().collect::<Vec<_>>(), nonzero, "{}", d.name);
+        }
+    }
+    // Entries the list leaves out are not read at all.
+    let only0 =
+        sysfs::discover_with(&r, &|d| (d == "rxe_a0").then(|| vec![(1, 0)])).expect("discover");
+    let a0 = only0
+        .device("rxe_a0")
+        .expect("rxe_a0")
+        .port(1)
+        .expect("port 1");
+    assert_eq!(a0.gids.iter().map(|g| g.index).collect::<Vec<_>>(), [0]);
+    assert!(a0.gid(1).is_none());
+    // Devices the list says nothing about are read in full.
+    assert_eq!(
+        only0
+            .device("rxe_b0")
+            .expect("rxe_b0")
+            .port(1)
+            .expect("port")
+            .gids
+            .len(),
+        8
+    );
+}

@@ -57,6 +57,12 @@ use netif::{NetIf, Route};
 pub trait PortQuery {
     /// The active MTU in bytes of `device` port `port`, when it can be asked.
     fn active_mtu(&self, device: &str, port: u8) -> Option<u32>;
+
+    /// The populated `(port, index)` entries of `device`'s GID table, when it can be asked
+    /// faster than sysfs reads every entry (`None`: read them all).
+    fn populated_gids(&self, _device: &str) -> Option<Vec<(u8, u32)>> {
+        None
+    }
 }
 
 /// Asks nothing: the active MTU is derived from the interface MTU as the kernel does for RoCE.
@@ -88,6 +94,13 @@ impl PortQuery for VerbsQuery {
     fn active_mtu(&self, device: &str, port: u8) -> Option<u32> {
         let dev = Device::open_with(&self.roots, device).ok()?;
         dev.port(port).ok()?.active_mtu.map(|m| m.bytes())
+    }
+
+    fn populated_gids(&self, device: &str) -> Option<Vec<(u8, u32)>> {
+        Device::open_with(&self.roots, device)
+            .ok()?
+            .populated_gids()
+            .ok()
     }
 }
 
@@ -373,7 +386,7 @@ fn port_state_text(p: &Port) -> String {
 
 /// Lists the rails of this network namespace and everything else that was looked at.
 pub fn discover(roots: &SysRoots, ports: &dyn PortQuery) -> Result<RailsReport, RailsError> {
-    let inv = sysfs::discover(roots)?;
+    let inv = sysfs::discover_with(roots, &|d| ports.populated_gids(d))?;
     let addrs = LocalAddrs::read(roots);
     let routes = netif::routes(roots);
     let ifs = netif::interfaces(roots);

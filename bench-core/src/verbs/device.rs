@@ -261,6 +261,23 @@ impl Device {
             })
     }
 
+    /// The populated entries of every port's GID table, as `(port, index)`, in one call
+    /// (`ibv_query_gid_table`) where sysfs needs a file read per entry.
+    pub fn populated_gids(&self) -> Result<Vec<(u8, u32)>, Error> {
+        let table = self.ctx.query_gid_table().map_err(|e| Error::Query {
+            device: self.meta.name.clone(),
+            what: "the GID table".into(),
+            source: match e.0 {
+                sideway::ibverbs::device_context::QueryGidTableErrorKind::Ibverbs(e) => e,
+                other => io::Error::other(other.to_string()),
+            },
+        })?;
+        Ok(table
+            .iter()
+            .filter_map(|g| Some((u8::try_from(g.port_num()).ok()?, g.gid_index())))
+            .collect())
+    }
+
     /// Allocates a protection domain.
     pub fn alloc_pd(&self) -> Result<Pd, Error> {
         let pd = self.ctx.alloc_pd().map_err(|e| Error::Create {
