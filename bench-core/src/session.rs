@@ -42,8 +42,8 @@ use crate::verbs::{Device, PathMtu, PathParams};
 /// How long a failed RDMA run waits for the control channel to explain it (a dead peer's TCP
 /// reset usually arrives within a millisecond of its QPs vanishing).
 const EXPLAIN_WAIT: Duration = Duration::from_millis(400);
-/// Poll interval of the server's wait for the client's `Done` and of the listeners.
-const POLL: Duration = Duration::from_millis(50);
+/// Poll interval of the listeners (a new test waits for it) and of the daemon's shutdown.
+const POLL: Duration = Duration::from_millis(10);
 /// How often a passive server looks at its stop flag while it waits for the client's `Done`
 /// (the peer's `Done` or failure wakes it at once).
 const PASSIVE_POLL: Duration = Duration::from_millis(100);
