@@ -274,7 +274,8 @@ pub struct TestArgs {
     #[arg(long, value_name = "SECONDS")]
     pub warmup: Option<f64>,
 
-    /// Seconds of traffic after each -D window (default 0.25).
+    /// Seconds of traffic after each -D window (default 0.25 with -b; 0 otherwise: one
+    /// direction's window closes with its queue still full).
     #[arg(long, value_name = "SECONDS")]
     pub cooldown: Option<f64>,
 

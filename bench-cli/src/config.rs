@@ -293,7 +293,11 @@ fn test_params(a: &TestArgs) -> Result<(TestParams, Pinned), Usage> {
             };
             let cooldown = match a.cooldown {
                 Some(c) => seconds("--cooldown", c, true)?,
-                None => margin.unwrap_or(0.25),
+                // One direction: the window closes on this side's completions, with the
+                // queue still full, so nothing after it changes the figure. Both directions:
+                // keep loading the link while the peer's window (started a moment apart)
+                // closes.
+                None => margin.unwrap_or(if a.bidirectional { 0.25 } else { 0.0 }),
             };
             TestLength::Duration {
                 duration_s: d,

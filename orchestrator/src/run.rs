@@ -155,7 +155,7 @@ pub struct RunArgs {
     /// rdmabw's seconds of traffic before each measured window [default: rdmabw's, 0.5].
     #[arg(long, value_name = "S", value_parser = non_negative)]
     pub warmup: Option<f64>,
-    /// rdmabw's seconds of traffic after each measured window [default: rdmabw's, 0.25].
+    /// rdmabw's seconds of traffic after each measured window [default: rdmabw's, 0 one way].
     #[arg(long, value_name = "S", value_parser = non_negative)]
     pub cooldown: Option<f64>,
     /// Run a failed rail again up to N more times.
