@@ -270,7 +270,7 @@ pub struct TestArgs {
     #[arg(short = 'f', long = "margin", value_name = "SECONDS")]
     pub margin: Option<f64>,
 
-    /// Seconds of traffic before each -D window (default 0.5).
+    /// Seconds of traffic before each -D window (default 0.2).
     #[arg(long, value_name = "SECONDS")]
     pub warmup: Option<f64>,
 
