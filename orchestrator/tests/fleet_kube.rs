@@ -19,6 +19,7 @@ use apiserver::cluster::{Cluster, ClusterSpec, NodeSpec};
 use results::{read_path, NetworkMode, RailResult, RailStatus};
 use support::fake::{alive, Behave, Fake};
 use support::kube::{pods_left, railsweep, text};
+use support::process;
 
 /// A GPU node as in modes_kube.rs, with extra options (labels).
 fn node(name: &str, extra: &str) -> NodeSpec {
@@ -139,20 +140,6 @@ fn rows(out: &Path) -> Vec<RailResult> {
 
 fn pod(n: u32) -> String {
     format!("railsweep-t1-hostnetwork-node-{n}")
-}
-
-fn wait_exit(child: &mut std::process::Child, limit: Duration) -> Option<i32> {
-    let t0 = Instant::now();
-    loop {
-        if let Ok(Some(st)) = child.try_wait() {
-            return st.code();
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn out_dir(f: &Fake) -> PathBuf {
@@ -296,13 +283,7 @@ async fn ctrl_c_during_the_fleet_keeps_rows_and_deletes_the_pods() {
     f.behave("net2", Behave::Hang);
     let kc = kubeconfig(&f, addr);
     let out = out_dir(&f);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_railsweep"))
-        .args(args(&kc, &f, &out, &[]))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starts");
+    let mut child = process::start(&args(&kc, &f, &out, &[]));
     let t0 = Instant::now();
     while f.pid_in("hang-net2.pid").is_none() {
         if t0.elapsed() > Duration::from_secs(40) {
@@ -317,16 +298,7 @@ async fn ctrl_c_during_the_fleet_keeps_rows_and_deletes_the_pods() {
         4,
         "the 4 pods run during the fleet"
     );
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    let (code, o) = tokio::task::spawn_blocking(move || {
-        let c = wait_exit(&mut child, Duration::from_secs(30));
-        (c, child.wait_with_output().expect("output"))
-    })
-    .await
-    .expect("joins");
+    let (code, o) = process::interrupt_async(child, Duration::from_secs(30)).await;
     let stderr = text(&o.stderr);
     assert_eq!(code, Some(130), "{stderr}");
     assert!(stderr.contains("deleted pods"), "{stderr}");

@@ -11,13 +11,14 @@ mod support;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Stdio};
+
 use std::time::{Duration, Instant};
 
 use apiserver::cluster::{Cluster, ClusterSpec, NodeSpec};
 use results::{read_path, NetworkMode, RailStatus};
 use support::fake::{alive, Behave, Fake};
 use support::kube::{pods_left, railsweep, text};
+use support::process;
 
 /// Two GPU nodes like the field reports': 16 rail PFs, 8 GPUs, the GPU taint, an IP pool of
 /// 32 addresses, and one SR-IOV VF resource per rail (2 rails here).
@@ -408,20 +409,6 @@ async fn pod_security_names_the_level_each_mode_needs() {
     .await;
 }
 
-fn wait_exit(child: &mut std::process::Child, limit: Duration) -> Option<i32> {
-    let t0 = Instant::now();
-    loop {
-        if let Ok(Some(st)) = child.try_wait() {
-            return st.code();
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_during_the_sweep_deletes_the_pods() {
     let addr = server(cluster("")).await;
@@ -429,13 +416,7 @@ async fn ctrl_c_during_the_sweep_deletes_the_pods() {
     f.behave("net2", Behave::Hang);
     let kc = kubeconfig(&f, addr);
     let out = f.file("int.csv");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_railsweep"))
-        .args(args("run", &kc, &f, &out, &["--mode", "sriov"]))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starts");
+    let child = process::start(&args("run", &kc, &f, &out, &["--mode", "sriov"]));
     let t0 = Instant::now();
     while f.pid_in("hang-net2.pid").is_none() {
         assert!(
@@ -449,16 +430,7 @@ async fn ctrl_c_during_the_sweep_deletes_the_pods() {
         2,
         "both pods run during the sweep"
     );
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    let code = tokio::task::spawn_blocking(move || {
-        let c = wait_exit(&mut child, Duration::from_secs(20));
-        (c, child.wait_with_output().expect("output"))
-    })
-    .await
-    .expect("joins");
+    let code = process::interrupt_async(child, Duration::from_secs(20)).await;
     let stderr = text(&code.1.stderr);
     assert_eq!(code.0, Some(130), "{stderr}");
     assert!(stderr.contains("deleted pods"), "{stderr}");
@@ -484,13 +456,7 @@ async fn ctrl_c_while_the_pods_start_deletes_them() {
     let f = Fake::new(1);
     let kc = kubeconfig(&f, addr);
     let out = f.file("int.csv");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_railsweep"))
-        .args(args("run", &kc, &f, &out, &["--mode", "hostnetwork"]))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starts");
+    let mut child = process::start(&args("run", &kc, &f, &out, &["--mode", "hostnetwork"]));
     let t0 = Instant::now();
     while pods_left(addr).await.len() < 2 {
         if t0.elapsed() > Duration::from_secs(20) {
@@ -500,16 +466,7 @@ async fn ctrl_c_while_the_pods_start_deletes_them() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    let (code, o) = tokio::task::spawn_blocking(move || {
-        let c = wait_exit(&mut child, Duration::from_secs(20));
-        (c, child.wait_with_output().expect("output"))
-    })
-    .await
-    .expect("joins");
+    let (code, o) = process::interrupt_async(child, Duration::from_secs(20)).await;
     let stderr = text(&o.stderr);
     assert_eq!(code, Some(130), "{stderr}");
     assert!(

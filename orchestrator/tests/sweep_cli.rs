@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use results::{read_path, RailStatus};
 use support::fake::{alive, rail, Behave, Fake};
+use support::process;
 
 fn railsweep(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_railsweep"))
@@ -362,13 +363,7 @@ fn ctrl_c_ends_remote_processes_and_keeps_rows() {
     f.behave("net2", Behave::Hang);
     let out = f.file("sweep.csv");
     let (bin, o) = (s(&f.path()), s(&out));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_railsweep"))
-        .args(local_args(&bin, &o))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starts");
+    let child = process::start(&local_args(&bin, &o));
     // Wait for the hanging rail to start, then interrupt.
     let t0 = Instant::now();
     while f.pid_in("hang-net2.pid").is_none() {
@@ -378,12 +373,7 @@ fn ctrl_c_ends_remote_processes_and_keeps_rows() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    let status = wait_timeout(&mut child, Duration::from_secs(15));
-    let o = child.wait_with_output().expect("output");
+    let (status, o) = process::interrupt(child, Duration::from_secs(15));
     assert_eq!(status, Some(130), "{}", text(&o.stderr));
     let rows = read_path(&out).expect("reads");
     assert_eq!(rows.len(), 1, "rail 0 kept, rail 1 not recorded");
@@ -391,20 +381,6 @@ fn ctrl_c_ends_remote_processes_and_keeps_rows() {
     let daemon = f.pid_in("server.pid").expect("pid");
     assert!(!alive(hang) && !alive(daemon), "client and daemon ended");
     assert!(text(&o.stderr).contains("--resume"), "{}", text(&o.stderr));
-}
-
-fn wait_timeout(child: &mut std::process::Child, limit: Duration) -> Option<i32> {
-    let t0 = Instant::now();
-    loop {
-        if let Ok(Some(st)) = child.try_wait() {
-            return st.code();
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,2 +1,3 @@
 pub mod fake;
 pub mod kube;
+pub mod process;
