@@ -56,7 +56,7 @@ pub async fn run(args: CompareArgs) -> Result<ExitCode> {
     if base.resume.is_some() || base.json.is_some() {
         bail!("compare writes its own files: --resume and --json are for railsweep run");
     }
-    if base.runner != RunnerKind::Kube {
+    if base.access.runner != RunnerKind::Kube {
         bail!("compare creates pods through the Kubernetes API: it cannot go with --runner local");
     }
     let mut modes = args.modes.clone();

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::modes::lifecycle::{LifecycleError, PodSet};
 use crate::modes::{self, yaml, Mode, Placement, PodPair};
 use crate::run::{RunArgs, RunnerKind, EXIT_INTERRUPTED};
-use crate::runner::{KubeRunner, KubeTarget};
+use crate::runner::KubeRunner;
 use crate::sweep;
 
 /// How long railsweep waits for its deleted pods to be gone (so that the next mode of a
@@ -67,7 +67,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     if args.pods.dry_run {
         return dry_run(&args, mode);
     }
-    if args.runner != RunnerKind::Kube {
+    if args.access.runner != RunnerKind::Kube {
         bail!("--nodes creates pods through the Kubernetes API: it cannot go with --runner local");
     }
     if args.resume.is_some() {
@@ -79,12 +79,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
 
 /// Connect as `railsweep run` does.
 pub async fn connect(args: &RunArgs) -> Result<KubeRunner> {
-    let target = KubeTarget {
-        kubeconfig: args.kubeconfig.clone(),
-        context: args.context.clone(),
-        namespace: args.namespace.clone(),
-        container: None,
-    };
+    let target = args.access.kube_target(None);
     KubeRunner::connect_announced(&target).await
 }
 
@@ -98,7 +93,11 @@ fn dry_run(args: &RunArgs, mode: Mode) -> Result<ExitCode> {
             other.unwrap_or("a non-UTF-8 name")
         ),
     };
-    let namespace = args.namespace.clone().unwrap_or_else(|| "default".into());
+    let namespace = args
+        .access
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
     let opts = pod_options(args, &namespace, false)?;
     let pair = modes::pod_pair(mode, &opts, &placement(args, &sweep::new_run_id()))?;
     let text = if format == "yaml" {
@@ -221,7 +220,7 @@ pub async fn run_mode(runner: &KubeRunner, args: &RunArgs, mode: Mode) -> Result
     let mut sweep_args = args.clone();
     sweep_args.client_pod = pair.client.metadata.name.clone();
     sweep_args.server_pod = pair.server.metadata.name.clone();
-    sweep_args.namespace = Some(namespace.clone());
+    sweep_args.access.namespace = Some(namespace.clone());
     sweep_args.container = Some(modes::CONTAINER.to_string());
     sweep_args.mode = Some(mode.as_str().to_string());
     let outcome = match sweep_args.sweep_config() {

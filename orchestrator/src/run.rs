@@ -31,6 +31,35 @@ pub enum RunnerKind {
     Local,
 }
 
+/// Where the pods are and how commands reach them (`railsweep run` and `railsweep fleet`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClusterArgs {
+    /// Namespace of the pods [default: the kubeconfig context's, else `default`].
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Kubeconfig context [default: the current context].
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Kubeconfig file [default: $KUBECONFIG, else ~/.kube/config, else in-cluster].
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// How to reach the pods: `kube` (API server exec) or `local` (network namespaces here).
+    #[arg(long, value_enum, default_value_t = RunnerKind::Kube)]
+    pub runner: RunnerKind,
+}
+
+impl ClusterArgs {
+    /// The Kubernetes API target these flags name, running in `container`.
+    pub fn kube_target(&self, container: Option<String>) -> KubeTarget {
+        KubeTarget {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            namespace: self.namespace.clone(),
+            container,
+        }
+    }
+}
+
 /// What goes to stdout at the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutFormat {
@@ -91,21 +120,11 @@ pub struct RunArgs {
     /// Pod that runs the rdmabw clients (not with --nodes, which creates it).
     #[arg(long, value_name = "POD", required_unless_present_any = ["nodes", "dry_run"], conflicts_with = "nodes")]
     pub client_pod: Option<String>,
-    /// Namespace of the pods [default: the kubeconfig context's, else `default`].
-    #[arg(short = 'n', long, value_name = "NS")]
-    pub namespace: Option<String>,
+    #[command(flatten)]
+    pub access: ClusterArgs,
     /// Container to run in [default: the pod's default container].
     #[arg(short = 'c', long, value_name = "NAME")]
     pub container: Option<String>,
-    /// Kubeconfig context [default: the current context].
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
-    /// Kubeconfig file [default: $KUBECONFIG, else ~/.kube/config, else in-cluster].
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-    /// How to reach the pods: `kube` (API server exec) or `local` (network namespaces here).
-    #[arg(long, value_enum, default_value_t = RunnerKind::Kube)]
-    pub runner: RunnerKind,
 
     /// rdmabw inside the pods: a path, or a name looked up in PATH
     /// [default: `rdmabw`; for --runner local, the rdmabw next to railsweep if there is one].
@@ -232,7 +251,7 @@ impl RunArgs {
             } else {
                 None
             };
-        let rdmabw = match (&self.rdmabw, self.runner) {
+        let rdmabw = match (&self.rdmabw, self.access.runner) {
             (Some(p), _) => p.clone(),
             (None, RunnerKind::Local) => sibling_rdmabw()
                 .map(|p| p.display().to_string())
@@ -284,15 +303,10 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
              lossless queue (often --tclass 41, NCCL_IB_TC); without it a field report lost 40% of the bandwidth"
         );
     }
-    match args.runner {
+    match args.access.runner {
         RunnerKind::Local => sweep_with(LocalRunner::new(), &args, cfg).await,
         RunnerKind::Kube => {
-            let target = KubeTarget {
-                kubeconfig: args.kubeconfig.clone(),
-                context: args.context.clone(),
-                namespace: args.namespace.clone(),
-                container: args.container.clone(),
-            };
+            let target = args.access.kube_target(args.container.clone());
             let runner = KubeRunner::connect_announced(&target).await?;
             sweep_with(runner, &args, cfg).await
         }

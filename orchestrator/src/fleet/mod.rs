@@ -19,7 +19,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 pub use self::run::run;
-use crate::run::{RailList, RunnerKind};
+use crate::run::{ClusterArgs, RailList, RunnerKind};
 use crate::sweep::SweepConfig;
 
 fn positive(s: &str) -> Result<f64, String> {
@@ -70,21 +70,11 @@ pub struct FleetArgs {
     /// sriov); otherwise recorded in the rows [default: inferred, as railsweep run].
     #[arg(long, value_name = "MODE")]
     pub mode: Option<String>,
-    /// Namespace of the pods [default: the kubeconfig context's, else `default`].
-    #[arg(short = 'n', long, value_name = "NS")]
-    pub namespace: Option<String>,
+    #[command(flatten)]
+    pub access: ClusterArgs,
     /// Container to run in [default: the pod's default container; with --nodes, railsweep's].
     #[arg(short = 'c', long, value_name = "NAME", conflicts_with = "nodes")]
     pub container: Option<String>,
-    /// Kubeconfig context [default: the current context].
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
-    /// Kubeconfig file [default: $KUBECONFIG, else ~/.kube/config, else in-cluster].
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-    /// How to reach the pods: `kube` (API server exec) or `local` (network namespaces here).
-    #[arg(long, value_enum, default_value_t = RunnerKind::Kube)]
-    pub runner: RunnerKind,
     /// rdmabw inside the pods [default: `rdmabw`; for --runner local, the one next to railsweep].
     #[arg(long, value_name = "PATH")]
     pub rdmabw: Option<String>,
@@ -167,7 +157,7 @@ impl FleetArgs {
             .ok()
             .and_then(|e| e.parent().map(|p| p.join("rdmabw")))
             .filter(|p| p.is_file());
-        let rdmabw = match (&self.rdmabw, self.runner, sibling) {
+        let rdmabw = match (&self.rdmabw, self.access.runner, sibling) {
             (Some(p), _, _) => p.clone(),
             (None, RunnerKind::Local, Some(s)) => s.display().to_string(),
             _ => "rdmabw".into(),

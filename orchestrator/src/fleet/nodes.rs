@@ -25,7 +25,7 @@ use crate::managed::{clean_up, DELETE_WAIT};
 use crate::modes::lifecycle::{LifecycleError, PodSet};
 use crate::modes::{self, yaml, Mode};
 use crate::run::{RunnerKind, EXIT_INTERRUPTED};
-use crate::runner::{KubeRunner, KubeTarget};
+use crate::runner::KubeRunner;
 use crate::sweep;
 
 /// Pods watched at once while they start.
@@ -109,7 +109,7 @@ fn name_of(p: &Pod) -> String {
 /// `railsweep fleet --mode M --nodes SELECTOR` (and its `--dry-run`).
 pub(super) async fn run(args: &FleetArgs, nodes: &str) -> Result<ExitCode> {
     let mode = mode_of(args)?;
-    if args.runner != RunnerKind::Kube {
+    if args.access.runner != RunnerKind::Kube {
         bail!("--nodes creates pods through the Kubernetes API: it cannot go with --runner local (give --pods instead)");
     }
     let choice = NodeChoice::parse(nodes)?;
@@ -118,19 +118,17 @@ pub(super) async fn run(args: &FleetArgs, nodes: &str) -> Result<ExitCode> {
         .run_id
         .clone()
         .unwrap_or_else(sweep::new_run_id);
-    let target = KubeTarget {
-        kubeconfig: args.kubeconfig.clone(),
-        context: args.context.clone(),
-        namespace: args.namespace.clone(),
-        container: Some(modes::CONTAINER.to_string()),
-    };
+    let target = args.access.kube_target(Some(modes::CONTAINER.to_string()));
 
     if args.pod_args.dry_run {
         // Node names need no cluster; a selector is listed through the API.
         let (nodes, namespace) = match choice {
             NodeChoice::Names(n) => (
                 n,
-                args.namespace.clone().unwrap_or_else(|| "default".into()),
+                args.access
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| "default".into()),
             ),
             NodeChoice::Selector(s) => {
                 let runner = KubeRunner::connect(&target).await?;
@@ -290,7 +288,7 @@ pub(super) async fn run(args: &FleetArgs, nodes: &str) -> Result<ExitCode> {
     // The fleet, exactly as over existing pods, in node order, in railsweep's container.
     let mut fleet_args = args.clone();
     fleet_args.mode = Some(mode.as_str().to_string());
-    fleet_args.namespace = Some(namespace.clone());
+    fleet_args.access.namespace = Some(namespace.clone());
     let outcome = fleet_with(runner, &fleet_args, ready, cancel.clone()).await;
     clean_up(
         &set,

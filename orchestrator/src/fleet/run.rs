@@ -16,7 +16,7 @@ use super::culprit::{self, Threshold};
 use super::schedule::{Pair, Schedule};
 use super::{heatmap, FleetArgs};
 use crate::run::{RunnerKind, EXIT_INTERRUPTED, GENERATED_BY};
-use crate::runner::{KubeRunner, KubeTarget, LocalRunner, Runner};
+use crate::runner::{KubeRunner, LocalRunner, Runner};
 use crate::sweep::{self, SweepConfig, SweepRun};
 
 /// One pair to sweep: client and server pod, and the rails (`None`: all of them).
@@ -300,7 +300,7 @@ pub async fn run(args: FleetArgs) -> Result<ExitCode> {
     if args.pod_args.dry_run {
         bail!("--dry-run prints the pods railsweep would create: give --mode M --nodes SELECTOR with it");
     }
-    match args.runner {
+    match args.access.runner {
         RunnerKind::Local => {
             let pods = args
                 .pods
@@ -311,12 +311,7 @@ pub async fn run(args: FleetArgs) -> Result<ExitCode> {
             fleet_with(LocalRunner::new(), &args, pods, cancel).await
         }
         RunnerKind::Kube => {
-            let target = KubeTarget {
-                kubeconfig: args.kubeconfig.clone(),
-                context: args.context.clone(),
-                namespace: args.namespace.clone(),
-                container: args.container.clone(),
-            };
+            let target = args.access.kube_target(args.container.clone());
             let runner = KubeRunner::connect_announced(&target).await?;
             let pods = match (&args.pods, &args.pods_selector) {
                 (Some(p), _) => p.clone(),
