@@ -153,9 +153,10 @@ pub trait ProbeSystem: PortQuery {
 }
 
 /// The real system: the process environment, `open(2)`, the system resolver and libibverbs.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct LiveSystem {
     roots: SysRoots,
+    verbs: rails::VerbsQuery,
 }
 
 impl LiveSystem {
@@ -163,17 +164,18 @@ impl LiveSystem {
     pub fn new(roots: &SysRoots) -> LiveSystem {
         LiveSystem {
             roots: roots.clone(),
+            verbs: rails::VerbsQuery::new(roots),
         }
     }
 }
 
 impl PortQuery for LiveSystem {
     fn active_mtu(&self, device: &str, port: u8) -> Option<u32> {
-        rails::VerbsQuery::new(&self.roots).active_mtu(device, port)
+        self.verbs.active_mtu(device, port)
     }
 
     fn populated_gids(&self, device: &str) -> Option<Vec<(u8, u32)>> {
-        rails::VerbsQuery::new(&self.roots).populated_gids(device)
+        self.verbs.populated_gids(device)
     }
 }
 

@@ -40,7 +40,8 @@
 
 pub mod netif;
 
-use std::collections::BTreeSet;
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr};
 
 use crate::error::Error;
@@ -75,10 +76,11 @@ impl PortQuery for SysfsOnly {
     }
 }
 
-/// Asks libibverbs (`ibv_query_port`), opening each device once per question.
-#[derive(Debug, Clone)]
+/// Asks libibverbs (`ibv_query_port`, `ibv_query_gid_table`), opening each device once and
+/// keeping it open for the next question (a listing asks two per device).
 pub struct VerbsQuery {
     roots: SysRoots,
+    open: RefCell<HashMap<String, Option<Device>>>,
 }
 
 impl VerbsQuery {
@@ -86,21 +88,35 @@ impl VerbsQuery {
     pub fn new(roots: &SysRoots) -> VerbsQuery {
         VerbsQuery {
             roots: roots.clone(),
+            open: RefCell::default(),
         }
+    }
+
+    /// `f` on the open device, opening it on first use; `None` when it cannot be opened.
+    fn with_device<T>(&self, name: &str, f: impl FnOnce(&Device) -> Option<T>) -> Option<T> {
+        let mut open = self.open.borrow_mut();
+        let dev = open
+            .entry(name.to_string())
+            .or_insert_with(|| Device::open_with(&self.roots, name).ok());
+        f(dev.as_ref()?)
+    }
+}
+
+impl std::fmt::Debug for VerbsQuery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VerbsQuery")
+            .field("roots", &self.roots)
+            .finish_non_exhaustive()
     }
 }
 
 impl PortQuery for VerbsQuery {
     fn active_mtu(&self, device: &str, port: u8) -> Option<u32> {
-        let dev = Device::open_with(&self.roots, device).ok()?;
-        dev.port(port).ok()?.active_mtu.map(|m| m.bytes())
+        self.with_device(device, |d| d.port(port).ok()?.active_mtu.map(|m| m.bytes()))
     }
 
     fn populated_gids(&self, device: &str) -> Option<Vec<(u8, u32)>> {
-        Device::open_with(&self.roots, device)
-            .ok()?
-            .populated_gids()
-            .ok()
+        self.with_device(device, |d| d.populated_gids().ok())
     }
 }
 
