@@ -19,6 +19,11 @@ pub fn render(r: &ProbeReport) -> String {
         .set_content_arrangement(ContentArrangement::Dynamic)
         .set_header(vec!["CHECK", "STATUS", "DETAIL"]);
     let colors = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    // Fit a terminal; anything else (a pipe, kubectl exec without -t, a serial console that
+    // reports no width) gets 120 columns, never one character per line.
+    if !colors || t.width().is_none_or(|w| w < 40) {
+        t.set_width(120);
+    }
     for c in &r.checks {
         let mut status = Cell::new(c.status.as_str());
         if colors {
@@ -60,4 +65,39 @@ pub fn run(cmd: &ProbeCmd) -> u8 {
         print!("{}", render(&r));
     }
     u8::from(r.failed())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use bench_core::probe::{Check, Summary};
+
+    #[test]
+    fn without_a_terminal_the_table_is_120_columns_wide() {
+        let long = "word ".repeat(60);
+        let r = ProbeReport {
+            schema_version: 1,
+            rdmabw_version: "0".into(),
+            host: "pod".into(),
+            checks: vec![Check {
+                name: "rails".into(),
+                status: Status::Fail,
+                detail: long.clone(),
+                fix: Some(long),
+            }],
+            summary: Summary::default(),
+        };
+        let text = render(&r);
+        let widths: Vec<usize> = text.lines().map(|l| l.chars().count()).collect();
+        assert!(widths.iter().all(|w| *w <= 120), "{text}");
+        assert!(
+            text.lines().next().unwrap().chars().count() > 100,
+            "wrapped to the width, not one character a line: {text}"
+        );
+        assert!(
+            text.contains("CHECK") && text.contains("fix: word"),
+            "{text}"
+        );
+    }
 }
