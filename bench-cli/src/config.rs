@@ -183,7 +183,7 @@ pub fn resolve(cli: Cli) -> Result<Config, Usage> {
                     params,
                     tuning,
                     timeouts,
-                    watch: watch_config(),
+                    watch: WatchConfig::default(),
                     host: host_name,
                     roots: SysRoots::default(),
                 }),
@@ -221,7 +221,7 @@ pub fn resolve(cli: Cli) -> Result<Config, Usage> {
                     pinned,
                     tuning,
                     timeouts: PhaseTimeouts::default(),
-                    watch: watch_config(),
+                    watch: WatchConfig::default(),
                     host: host_name,
                     roots: SysRoots::default(),
                     daemon: a.daemon,
@@ -434,16 +434,6 @@ fn output(a: &TestArgs) -> Result<Output, Usage> {
         min_line_rate_pct: a.min_line_rate_pct,
         quiet: a.quiet,
     })
-}
-
-/// The peer watch: heartbeats every 500 ms, 3 s of silence fails the peer; the heartbeat
-/// thread wakes every 200 ms at most (a closed connection wakes it at once), so that it costs
-/// next to nothing beside the measuring loop.
-fn watch_config() -> WatchConfig {
-    WatchConfig {
-        poll_every: Duration::from_millis(200),
-        ..WatchConfig::default()
-    }
 }
 
 /// This host's (pod's) name.

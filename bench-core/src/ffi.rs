@@ -85,6 +85,33 @@ pub(crate) fn set_sge<G: PostSendGuard>(handle: LocalBufferHandle<'_, G>, sge: L
     unsafe { handle.setup_sge(sge.lkey, sge.addr, sge.len) }
 }
 
+/// Waits until `a` or `b` can be read from (data, end of stream or an error), or `timeout`
+/// has passed (`poll(2)`): whether each can. A signal ends the wait early with neither.
+pub(crate) fn wait_readable(
+    a: BorrowedFd<'_>,
+    b: BorrowedFd<'_>,
+    timeout: Duration,
+) -> std::io::Result<(bool, bool)> {
+    let mut fds = [a, b].map(|fd| libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: `fds` is an array of two initialised pollfd that outlives the call, and the
+    // borrowed descriptors stay open for it.
+    let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+    if rc < 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.kind() {
+            std::io::ErrorKind::Interrupted => Ok((false, false)),
+            _ => Err(e),
+        };
+    }
+    let ready = |p: &libc::pollfd| p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0;
+    Ok((ready(&fds[0]), ready(&fds[1])))
+}
+
 /// User plus system CPU time this process has used so far (`getrusage(RUSAGE_SELF)`).
 pub fn process_cpu_time() -> Duration {
     // SAFETY: `rusage` is plain old data for which all-zero bytes are a valid value.

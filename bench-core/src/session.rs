@@ -659,10 +659,12 @@ fn watch_peer(w: &PeerWatch) -> SocketAddr {
     }
 }
 
-/// How often the guard reads the rail's port state during the window.
-const RAIL_CHECK: Duration = Duration::from_millis(200);
-/// How often the guard wakes (the caller's stop flag reaches the engine within this).
-const GUARD_TICK: Duration = Duration::from_millis(100);
+/// How often the guard reads the rail's port state during the window (on rxe the read takes
+/// the RTNL lock to ask the netdev its speed: not something to do in a tight loop).
+const RAIL_CHECK: Duration = Duration::from_millis(500);
+/// How often the guard wakes (the caller's stop flag reaches the engine within this). The end
+/// of the window wakes it at once.
+const GUARD_TICK: Duration = Duration::from_millis(250);
 
 /// During the window: copies the caller's stop flag (SIGINT) into the engine's, and watches
 /// this side's port: a rail that goes down stops the run at once (rxe, for one, retries
@@ -697,7 +699,7 @@ impl Guard {
             .name("rdmabw-guard".into())
             .spawn(move || {
                 let mut last_rail = Instant::now();
-                while !q.load(Ordering::Relaxed) {
+                while !q.load(Ordering::Acquire) {
                     if from.load(Ordering::Relaxed) {
                         to.store(true, Ordering::Relaxed);
                         return;
@@ -718,7 +720,7 @@ impl Guard {
                             }
                         }
                     }
-                    thread::sleep(GUARD_TICK);
+                    thread::park_timeout(GUARD_TICK);
                 }
             })
             .ok();
@@ -731,8 +733,9 @@ impl Guard {
 
     /// Stops the thread; what it saw of the rail.
     fn stop(mut self) -> Option<String> {
-        self.quit.store(true, Ordering::Relaxed);
+        self.quit.store(true, Ordering::Release);
         if let Some(t) = self.thread.take() {
+            t.thread().unpark();
             let _ = t.join();
         }
         self.rail_down

@@ -834,3 +834,31 @@ fn a_send_to_a_peer_that_hung_up_reports_the_peers_last_words() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Ending the window does not wait for the watch thread's next timeout: with heartbeats and
+/// waits of 5 s, finish (and a peer's Done) still come back at once.
+#[test]
+fn finish_and_done_do_not_wait_for_the_watch_timeout() {
+    let slow = WatchConfig {
+        heartbeat_every: Duration::from_secs(5),
+        silence_limit: Duration::from_secs(30),
+        poll_every: Duration::from_secs(5),
+        write_timeout: Duration::from_secs(1),
+    };
+    let (a, b) = pair(PhaseTimeouts::uniform(Duration::from_secs(10)));
+    let wa = PeerWatch::start(a, slow).unwrap();
+    let wb = PeerWatch::start(b, slow).unwrap();
+    // Both threads are now in their 5 s wait.
+    thread::sleep(Duration::from_millis(200));
+    let t0 = Instant::now();
+    let mut a = wa.finish().unwrap();
+    a.send(&Msg::Done {
+        results: vec![result(65536)],
+    })
+    .unwrap();
+    wb.wait_peer_done(Duration::from_secs(10)).unwrap();
+    let mut b = wb.finish().unwrap();
+    assert_eq!(b.expect_done(Phase::Results).unwrap(), vec![result(65536)]);
+    let took = t0.elapsed();
+    assert!(took < Duration::from_secs(1), "ending took {took:?}");
+}

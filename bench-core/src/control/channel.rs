@@ -242,6 +242,11 @@ impl ControlChannel {
         Ok(ch.with_timeouts(timeouts))
     }
 
+    /// The socket, for a wait on it together with something else ([`crate::ffi::wait_readable`]).
+    pub(super) fn socket_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(&self.stream)
+    }
+
     /// Wraps an accepted (or otherwise connected) stream, with default timeouts.
     pub fn from_stream(stream: TcpStream) -> io::Result<ControlChannel> {
         let peer = stream.peer_addr()?;

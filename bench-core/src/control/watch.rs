@@ -2,15 +2,18 @@
 //!
 //! The RDMA loop must not touch the control socket, yet must stop within seconds when the peer
 //! dies. [`PeerWatch`] takes the channel for the window and runs one thread that sends a
-//! heartbeat every `heartbeat_every`, reads the peer's messages with a short poll, and
+//! heartbeat every `heartbeat_every`, reads the peer's messages as they arrive, and
 //! publishes the peer's state in atomics the data path can read for the price of a load: the
 //! engine's stop flag ([`PeerWatch::stop_flag`], set when the peer fails; pass `&*flag` to
 //! `Connected::run_writes`) and [`PeerAlive::is_ok`].
 //!
-//! The peer counts as failed when its connection closes or resets (seen within one poll), when
+//! The peer counts as failed when its connection closes or resets (seen at once), when
 //! it sends `Error`, when it sends something other than `Heartbeat`/`Done`/`Error`, or when
 //! nothing arrives for `silence_limit` (a frozen process, a lost host or link).
 
+use std::io::Write;
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
@@ -31,8 +34,9 @@ pub struct WatchConfig {
     pub heartbeat_every: Duration,
     /// The peer fails after this long without any message from it (default 3 s).
     pub silence_limit: Duration,
-    /// The longest single socket wait, which bounds how fast a closed connection or a stop
-    /// request is noticed (default 50 ms).
+    /// The longest single wait of the thread (default 500 ms). A message, a closed
+    /// connection and a stop end the wait at once; this only bounds how late the silence
+    /// limit can be noticed.
     pub poll_every: Duration,
     /// Write timeout of one heartbeat (default 2 s).
     pub write_timeout: Duration,
@@ -43,7 +47,7 @@ impl Default for WatchConfig {
         WatchConfig {
             heartbeat_every: Duration::from_millis(500),
             silence_limit: Duration::from_secs(3),
-            poll_every: Duration::from_millis(50),
+            poll_every: Duration::from_millis(500),
             write_timeout: Duration::from_secs(2),
         }
     }
@@ -142,6 +146,9 @@ pub struct PeerWatch {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<ControlChannel>>,
     peer: std::net::SocketAddr,
+    /// Written to on stop: the thread's wait ends at once, not at its next timeout (which
+    /// every test's end would otherwise wait for, on both sides).
+    wake: UnixStream,
 }
 
 impl PeerWatch {
@@ -171,14 +178,17 @@ impl PeerWatch {
             changed: Condvar::new(),
         });
         let for_thread = Arc::clone(&shared);
+        let io_err = |e: std::io::Error| ControlError::from_io(Arc::new(e), peer, Phase::Measure);
+        let (wake, woken) = UnixStream::pair().map_err(io_err)?;
         let thread = thread::Builder::new()
             .name("rdmabw-heartbeat".into())
-            .spawn(move || run(channel, &for_thread, config))
-            .map_err(|e| ControlError::from_io(Arc::new(e), peer, Phase::Measure))?;
+            .spawn(move || run(channel, &for_thread, config, &woken))
+            .map_err(io_err)?;
         Ok(PeerWatch {
             shared,
             thread: Some(thread),
             peer,
+            wake,
         })
     }
 
@@ -238,6 +248,8 @@ impl PeerWatch {
 
     fn stop(&mut self) -> Option<ControlChannel> {
         self.shared.quit.store(true, Ordering::Release);
+        // Best effort: without the byte the thread still ends at its next timeout.
+        let _ = (&self.wake).write(&[1]);
         self.thread.take().and_then(|t| t.join().ok())
     }
 
@@ -273,7 +285,28 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn run(mut ch: ControlChannel, shared: &Shared, cfg: WatchConfig) -> ControlChannel {
+/// Waits up to `wait` for the peer's next message or a stop: the message, if one came.
+fn next_message(
+    ch: &mut ControlChannel,
+    woken: &UnixStream,
+    wait: Duration,
+) -> Result<Option<Msg>, ControlError> {
+    match crate::ffi::wait_readable(ch.socket_fd(), woken.as_fd(), wait) {
+        // Data, or end of stream: read it (a short read timeout, the bytes are there).
+        Ok((true, _)) => ch.poll(Phase::Measure, Duration::from_millis(1)),
+        // Stopped, or nothing within `wait`: the loop looks at the quit flag and the time.
+        Ok((false, _)) => Ok(None),
+        // poll(2) itself failed: wait on the socket alone, as a plain read would.
+        Err(_) => ch.poll(Phase::Measure, wait),
+    }
+}
+
+fn run(
+    mut ch: ControlChannel,
+    shared: &Shared,
+    cfg: WatchConfig,
+    woken: &UnixStream,
+) -> ControlChannel {
     let peer = ch.peer_addr();
     let start = Instant::now();
     let mut last_heard = start;
@@ -301,7 +334,7 @@ fn run(mut ch: ControlChannel, shared: &Shared, cfg: WatchConfig) -> ControlChan
         let wait = next_beat
             .saturating_duration_since(Instant::now())
             .min(cfg.poll_every);
-        match ch.poll(Phase::Measure, wait) {
+        match next_message(&mut ch, woken, wait) {
             Ok(None) => {}
             Ok(Some(Msg::Heartbeat { elapsed_ms })) => {
                 last_heard = Instant::now();
