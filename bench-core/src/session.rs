@@ -46,7 +46,7 @@ const EXPLAIN_WAIT: Duration = Duration::from_millis(400);
 const POLL: Duration = Duration::from_millis(10);
 /// How often a passive server looks at its stop flag while it waits for the client's `Done`
 /// (the peer's `Done` or failure wakes it at once).
-const PASSIVE_POLL: Duration = Duration::from_millis(100);
+const PASSIVE_POLL: Duration = Duration::from_millis(250);
 /// How long a server reuses one discovery for the next hellos (a daemon receiving one hello per
 /// rail at once discovers once; sysfs discovery reads every GID table).
 const INVENTORY_TTL: Duration = Duration::from_secs(5);
