@@ -15,8 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use apiserver::cluster::{Cluster, ClusterSpec, NodeSpec};
+use apiserver::cluster::{ClusterSpec, NodeSpec};
 use results::{read_path, NetworkMode, RailResult, RailStatus};
+use support::cluster::{kubeconfig, server};
 use support::fake::{alive, Behave, Fake};
 use support::kube::{pods_left, railsweep, text};
 use support::process;
@@ -40,29 +41,6 @@ fn four_nodes() -> ClusterSpec {
         nodes,
         ..ClusterSpec::default()
     }
-}
-
-async fn server(spec: ClusterSpec) -> SocketAddr {
-    let api = apiserver::ApiServer {
-        namespace: "lab".into(),
-        pods: vec![],
-        token: None,
-        verbose: false,
-    };
-    let cluster = Cluster::new(spec, "lab", false);
-    apiserver::start_with(api, Some(cluster), SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await
-        .expect("binds")
-}
-
-fn kubeconfig(f: &Fake, addr: SocketAddr) -> String {
-    let kc = f.file("kubeconfig");
-    std::fs::write(
-        &kc,
-        apiserver::kubeconfig(&format!("http://{addr}"), "lab", None),
-    )
-    .expect("writes");
-    kc.display().to_string()
 }
 
 /// `railsweep fleet --mode hostnetwork --nodes rail-test=true ...` into `out`.

@@ -9,13 +9,13 @@
 mod apiserver;
 mod support;
 
-use std::net::SocketAddr;
 use std::path::Path;
 
 use std::time::{Duration, Instant};
 
-use apiserver::cluster::{Cluster, ClusterSpec, NodeSpec};
+use apiserver::cluster::{ClusterSpec, NodeSpec};
 use results::{read_path, NetworkMode, RailStatus};
+use support::cluster::{kubeconfig, server};
 use support::fake::{alive, Behave, Fake};
 use support::kube::{pods_left, railsweep, text};
 use support::process;
@@ -31,34 +31,11 @@ fn gpu_node(name: &str, extra: &str) -> NodeSpec {
     .expect("node spec")
 }
 
-async fn server(spec: ClusterSpec) -> SocketAddr {
-    let api = apiserver::ApiServer {
-        namespace: "lab".into(),
-        pods: vec![],
-        token: None,
-        verbose: false,
-    };
-    let cluster = Cluster::new(spec, "lab", false);
-    apiserver::start_with(api, Some(cluster), SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await
-        .expect("binds")
-}
-
 fn cluster(extra_b: &str) -> ClusterSpec {
     ClusterSpec {
         nodes: vec![gpu_node("node-a", ""), gpu_node("node-b", extra_b)],
         ..ClusterSpec::default()
     }
-}
-
-fn kubeconfig(f: &Fake, addr: SocketAddr) -> String {
-    let kc = f.file("kubeconfig");
-    std::fs::write(
-        &kc,
-        apiserver::kubeconfig(&format!("http://{addr}"), "lab", None),
-    )
-    .expect("writes");
-    kc.display().to_string()
 }
 
 /// Every option the four modes need, as one command line (MODE: prefixes keep them apart).

@@ -1,3 +1,4 @@
+pub mod cluster;
 pub mod fake;
 pub mod kube;
 pub mod process;
