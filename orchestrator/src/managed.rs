@@ -156,6 +156,24 @@ pub(crate) async fn clean_up(set: &PodSet, keep: bool, namespace: &str, wait: Op
     }
 }
 
+/// The end of a command whose pods did not start: their clean-up, then exit 130 after Ctrl-C
+/// or the error, with `what` as its context (e.g. `mode sriov: the pods did not start`).
+pub(crate) async fn pods_not_started(
+    e: LifecycleError,
+    set: &PodSet,
+    keep: bool,
+    namespace: &str,
+    what: String,
+) -> Result<ExitCode> {
+    if let LifecycleError::Interrupted = e {
+        eprintln!("\nrailsweep: interrupted while the pods were starting");
+        clean_up(set, keep, namespace, None).await;
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    clean_up(set, keep, namespace, Some(DELETE_WAIT)).await;
+    Err(anyhow::Error::new(e).context(what))
+}
+
 /// Create, wait for, sweep and delete the pods of `mode` (the whole of `railsweep run
 /// --nodes`, and one mode of `railsweep compare`).
 pub async fn run_mode(runner: &KubeRunner, args: &RunArgs, mode: Mode) -> Result<ExitCode> {
@@ -200,18 +218,10 @@ pub async fn run_mode(runner: &KubeRunner, args: &RunArgs, mode: Mode) -> Result
                 .collect();
             eprintln!("railsweep: mode {mode}: pods ready: {}", ips.join(", "));
         }
-        Err(LifecycleError::Interrupted) => {
-            listener.abort();
-            eprintln!("\nrailsweep: interrupted while the pods were starting");
-            clean_up(&set, args.pods.keep_pods, &namespace, None).await;
-            return Ok(ExitCode::from(EXIT_INTERRUPTED));
-        }
         Err(e) => {
             listener.abort();
-            clean_up(&set, args.pods.keep_pods, &namespace, Some(DELETE_WAIT)).await;
-            return Err(
-                anyhow::Error::new(e).context(format!("mode {mode}: the pods did not start"))
-            );
+            let what = format!("mode {mode}: the pods did not start");
+            return pods_not_started(e, &set, args.pods.keep_pods, &namespace, what).await;
         }
     }
     listener.abort();

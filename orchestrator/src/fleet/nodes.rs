@@ -21,10 +21,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::run::{fleet_with, watch_ctrl_c};
 use super::FleetArgs;
-use crate::managed::{clean_up, DELETE_WAIT};
+use crate::managed::{clean_up, pods_not_started, DELETE_WAIT};
 use crate::modes::lifecycle::{LifecycleError, PodSet};
 use crate::modes::{self, yaml, Mode};
-use crate::run::{RunnerKind, EXIT_INTERRUPTED};
+use crate::run::RunnerKind;
 use crate::runner::KubeRunner;
 use crate::sweep;
 
@@ -204,15 +204,9 @@ pub(super) async fn run(args: &FleetArgs, nodes: &str) -> Result<ExitCode> {
             Err(LifecycleError::NotStarted(d)) => {
                 not_started.push((name_of(pod), node_of(pod), d.to_string()))
             }
-            Err(LifecycleError::Interrupted) => {
-                eprintln!("\nrailsweep: interrupted while the pods were starting");
-                clean_up(&set, keep, &namespace, None).await;
-                return Ok(ExitCode::from(EXIT_INTERRUPTED));
-            }
             Err(e) => {
-                clean_up(&set, keep, &namespace, Some(DELETE_WAIT)).await;
-                return Err(anyhow::Error::new(e)
-                    .context(format!("mode {mode}: cannot create the fleet's pods")));
+                let what = format!("mode {mode}: cannot create the fleet's pods");
+                return pods_not_started(e, &set, keep, &namespace, what).await;
             }
         }
     }
@@ -220,15 +214,9 @@ pub(super) async fn run(args: &FleetArgs, nodes: &str) -> Result<ExitCode> {
     let timeout = Duration::from_secs_f64(args.pod_args.pod_timeout.max(1.0));
     let ends = match set.wait_each(timeout, &cancel, PARALLEL_WAITS).await {
         Ok(e) => e,
-        Err(LifecycleError::Interrupted) => {
-            eprintln!("\nrailsweep: interrupted while the pods were starting");
-            clean_up(&set, keep, &namespace, None).await;
-            return Ok(ExitCode::from(EXIT_INTERRUPTED));
-        }
         Err(e) => {
-            clean_up(&set, keep, &namespace, Some(DELETE_WAIT)).await;
-            return Err(anyhow::Error::new(e)
-                .context(format!("mode {mode}: the fleet's pods did not start")));
+            let what = format!("mode {mode}: the fleet's pods did not start");
+            return pods_not_started(e, &set, keep, &namespace, what).await;
         }
     };
     let mut ready: Vec<String> = Vec::new();
