@@ -93,11 +93,7 @@ fn dry_run(args: &RunArgs, mode: Mode) -> Result<ExitCode> {
             other.unwrap_or("a non-UTF-8 name")
         ),
     };
-    let namespace = args
-        .access
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".into());
+    let namespace = args.access.namespace_or_default();
     let opts = pod_options(args, &namespace, false)?;
     let pair = modes::pod_pair(mode, &opts, &placement(args, &sweep::new_run_id()))?;
     let text = if format == "yaml" {

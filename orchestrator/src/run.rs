@@ -58,6 +58,12 @@ impl ClusterArgs {
             container,
         }
     }
+
+    /// The namespace without asking a cluster (dry runs print pods for it): `--namespace`,
+    /// else `default`.
+    pub fn namespace_or_default(&self) -> String {
+        self.namespace.clone().unwrap_or_else(|| "default".into())
+    }
 }
 
 /// What goes to stdout at the end.

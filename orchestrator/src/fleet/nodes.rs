@@ -123,13 +123,7 @@ pub(super) async fn run(args: &FleetArgs, nodes: &str) -> Result<ExitCode> {
     if args.pod_args.dry_run {
         // Node names need no cluster; a selector is listed through the API.
         let (nodes, namespace) = match choice {
-            NodeChoice::Names(n) => (
-                n,
-                args.access
-                    .namespace
-                    .clone()
-                    .unwrap_or_else(|| "default".into()),
-            ),
+            NodeChoice::Names(n) => (n, args.access.namespace_or_default()),
             NodeChoice::Selector(s) => {
                 let runner = KubeRunner::connect(&target).await?;
                 (
