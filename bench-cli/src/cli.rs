@@ -97,7 +97,30 @@ pub enum Cmd {
     /// Check whether an RDMA test can run here (devices, memlock, GIDs, DNS, /dev/shm, GPUs):
     /// PASS, WARN or FAIL with the fix; exit 1 when any check fails.
     Probe(crate::probe::ProbeCmd),
+    /// Run client tests one after another in this one process, for orchestrators: read a JSON
+    /// array of `rdmabw client` arguments per line on stdin, run it, then print
+    /// `rdmabw-batch-end {"test":N,"exit_code":C}` on stdout and on stderr; end at end of input.
+    #[command(long_about = BATCH_ABOUT)]
+    Batch,
 }
+
+const BATCH_ABOUT: &str = "\
+Run client tests one after another in this one process, for orchestrators (railsweep uses it to
+sweep rails without starting a process, and an exec through the Kubernetes API, per rail).
+
+Each line of standard input is a JSON array of the arguments of one `rdmabw client` command,
+without the program name: [\"client\",\"--json\",\"-D\",\"3\",\"--netdev\",\"net1\",\"10.0.0.2\"]. The test
+runs as that command would, printing what it would print, and then this line goes to standard
+output and to standard error, so that both streams can be split per test:
+
+  rdmabw-batch-end {\"test\":1,\"exit_code\":0}
+
+(test counts lines from 1; exit_code is what the command would have exited with). Only client
+commands are accepted. SIGINT or SIGTERM ends the test in progress and the batch (exit 130); end
+of input ends the batch (exit 0).
+
+  printf '%s\\n' '[\"client\",\"--json\",\"--netdev\",\"net1\",\"-D\",\"3\",\"10.224.0.2\"]' \\
+                '[\"client\",\"--json\",\"--netdev\",\"net2\",\"-D\",\"3\",\"10.224.1.2\"]' | rdmabw batch";
 
 #[derive(Debug, Args)]
 pub struct ServerCmd {

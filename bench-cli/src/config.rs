@@ -66,6 +66,7 @@ pub enum Config {
     Gpus(crate::gpus::GpusConfig),
     Rails(crate::rails::RailsCmd),
     Probe(crate::probe::ProbeCmd),
+    Batch,
 }
 
 /// `ulimit -l` bytes a test needs: two halves of the largest message, page-rounded, plus slack
@@ -129,6 +130,7 @@ pub fn resolve(cli: Cli) -> Result<Config, Usage> {
         Some(Cmd::Gpus(g)) => return crate::gpus::resolve(g).map(Config::Gpus),
         Some(Cmd::Rails(r)) => return Ok(Config::Rails(r)),
         Some(Cmd::Probe(p)) => return Ok(Config::Probe(p)),
+        Some(Cmd::Batch) => return Ok(Config::Batch),
         Some(Cmd::Server(s)) => (Role::Server, s.test, None),
         Some(Cmd::Client(c)) => (Role::Client, c.test, Some(c.host)),
         None => match cli.host {

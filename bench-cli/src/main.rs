@@ -24,7 +24,7 @@ use anyhow::Context;
 use bench_core::control::{ControlError, RejectReason};
 use bench_core::error::Error;
 use bench_core::params::TestParams;
-use bench_core::report::{Role, TestStatus};
+use bench_core::report::{BatchEnd, Role, TestStatus};
 use bench_core::session::{
     self, ClientConfig, Daemon, Listener, Log, OnTest, Outcome, ServerConfig, ServerShared,
     SessionError,
@@ -76,6 +76,7 @@ fn main() -> ExitCode {
         Config::Rails(r) => return ExitCode::from(rails::run(&r)),
         Config::Probe(p) => return ExitCode::from(probe::run(&p)),
         Config::Client(c, out) => client(&c, &out, &stop),
+        Config::Batch => batch(std::io::stdin().lock(), &stop),
         Config::Server { cfg, bind, out } => server(&cfg, bind, &out, &stop),
     };
     code.into()
@@ -295,6 +296,70 @@ fn client(c: &ClientConfig, out: &Output, stop: &Arc<AtomicBool>) -> Exit {
                 &explain(&e, c.port),
             );
             exit_for(&e)
+        }
+    }
+}
+
+/// `rdmabw batch`: each input line is the argument vector of one client test, run here in
+/// turn; after each, the [`BatchEnd`] line on stdout and on stderr. Exit 0 at end of input, 130
+/// when interrupted, 2 when the input cannot be read.
+fn batch(input: impl std::io::BufRead, stop: &Arc<AtomicBool>) -> Exit {
+    use std::io::Write;
+    for (n, line) in input.lines().enumerate() {
+        let line = match line {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("rdmabw: error: batch: cannot read standard input: {e}");
+                return Exit::Usage;
+            }
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let code = batch_test(&line, stop);
+        let end = BatchEnd {
+            test: n as u64 + 1,
+            exit_code: code as i32,
+        }
+        .line();
+        println!("{end}");
+        eprintln!("{end}");
+        let _ = std::io::stdout().flush();
+        if stop.load(Ordering::Relaxed) {
+            return Exit::Interrupted;
+        }
+    }
+    Exit::Ok
+}
+
+/// One line of `rdmabw batch`: parse it as `rdmabw ARGS...` would be, refuse all but client
+/// tests, run it.
+fn batch_test(line: &str, stop: &Arc<AtomicBool>) -> Exit {
+    let args: Vec<String> = match serde_json::from_str(line) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!(
+                "rdmabw: error: batch: each line must be a JSON array of strings, the arguments                  of `rdmabw client` (e.g. [\"client\",\"--json\",\"10.0.0.2\"]): {e}"
+            );
+            return Exit::Usage;
+        }
+    };
+    let cli = match cli::Cli::try_parse_from(std::iter::once("rdmabw".to_string()).chain(args)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprint!("{}", e.render());
+            return Exit::Usage;
+        }
+    };
+    match config::resolve(cli) {
+        Ok(Config::Client(c, out)) => client(&c, &out, stop),
+        Ok(_) => {
+            eprintln!("rdmabw: error: batch runs client tests only (`client ... HOST`)");
+            Exit::Usage
+        }
+        Err(Usage(msg)) => {
+            eprintln!("rdmabw: error: {msg}");
+            Exit::Usage
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod error;
 pub mod ffi;
 pub mod gid;
 pub mod gpu;
+pub mod neigh;
 pub mod params;
 pub mod probe;
 pub mod rails;

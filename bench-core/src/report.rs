@@ -212,3 +212,65 @@ mod tests {
         assert_eq!(rail_number("net1a"), None);
     }
 }
+
+/// The word that starts the line `rdmabw batch` prints, on stdout and on stderr, after each
+/// test: `rdmabw-batch-end {"test":1,"exit_code":0}`.
+pub const BATCH_END: &str = "rdmabw-batch-end";
+
+/// The end of one test of `rdmabw batch`: which input line it was and how it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchEnd {
+    /// The input line, counted from 1.
+    pub test: u64,
+    /// What `rdmabw client` with those arguments would have exited with.
+    pub exit_code: i32,
+}
+
+impl BatchEnd {
+    /// The line, without its newline.
+    pub fn line(&self) -> String {
+        format!(
+            "{BATCH_END} {}",
+            serde_json::to_string(self).unwrap_or_default()
+        )
+    }
+
+    /// Reads a line [`BatchEnd::line`] wrote; `None` for any other line.
+    pub fn parse(line: &str) -> Option<BatchEnd> {
+        let rest = line.trim_end().strip_prefix(BATCH_END)?.strip_prefix(' ')?;
+        serde_json::from_str(rest).ok()
+    }
+
+    /// Splits a line that ends with an end line (output that did not end with a newline comes
+    /// before it) into that output and the end; `(line, None)` when there is no end in it.
+    pub fn split(line: &str) -> (&str, Option<BatchEnd>) {
+        match line.rfind(BATCH_END) {
+            Some(at) => match BatchEnd::parse(&line[at..]) {
+                Some(end) => (&line[..at], Some(end)),
+                None => (line, None),
+            },
+            None => (line, None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod batch_tests {
+    use super::*;
+
+    #[test]
+    fn batch_end_lines_round_trip_and_other_lines_are_not_ends() {
+        let e = BatchEnd {
+            test: 3,
+            exit_code: 2,
+        };
+        assert_eq!(e.line(), r#"rdmabw-batch-end {"test":3,"exit_code":2}"#);
+        assert_eq!(BatchEnd::parse(&format!("{}\n", e.line())), Some(e));
+        assert_eq!(BatchEnd::parse("rdmabw: error: x"), None);
+        assert_eq!(BatchEnd::parse("rdmabw-batch-endless"), None);
+        assert_eq!(BatchEnd::parse("rdmabw-batch-end {\"test\":1}"), None);
+        assert_eq!(BatchEnd::split(&format!("{{}}{}", e.line())), ("{}", Some(e)));
+        assert_eq!(BatchEnd::split(&e.line()), ("", Some(e)));
+        assert_eq!(BatchEnd::split("plain"), ("plain", None));
+    }
+}

@@ -500,10 +500,18 @@ fn endpoints_of(side: &Side) -> Endpoints {
 }
 
 fn connect_qps(
+    roots: &SysRoots,
     side: Side,
     theirs: &Endpoints,
     tuning: &LocalTuning,
 ) -> Result<(Connected, Rail, PathMtu, u32), Error> {
+    if let Some(peer) = theirs
+        .qps
+        .first()
+        .and_then(|q| Gid::from(q.gid).ipv4_mapped())
+    {
+        crate::neigh::resolve(roots, peer, crate::neigh::WAIT);
+    }
     let remote_mtu = PathMtu::from_bytes(theirs.mtu_bytes).ok_or_else(|| {
         Error::PeerMismatch(format!(
             "the peer's active MTU {} is not an InfiniBand MTU",
@@ -795,7 +803,7 @@ pub fn run_client(
     let ours = endpoints_of(&side);
     let theirs = ch.exchange_endpoints(&ours).map_err(control)?;
     let memory = side.prepared.memory().clone();
-    let (mut conn, rail, mtu, local_mtu) = match connect_qps(side, &theirs, &cfg.tuning) {
+    let (mut conn, rail, mtu, local_mtu) = match connect_qps(&cfg.roots, side, &theirs, &cfg.tuning) {
         Ok(c) => c,
         Err(e) => {
             ch.fail(&format!("the client could not connect its QPs: {e}"));
@@ -1087,7 +1095,7 @@ pub fn serve_one(
     let ours = endpoints_of(&side);
     let theirs = ch.exchange_endpoints(&ours).map_err(control)?;
     let memory = side.prepared.memory().clone();
-    let (mut conn, rail, mtu, local_mtu) = match connect_qps(side, &theirs, &tuning) {
+    let (mut conn, rail, mtu, local_mtu) = match connect_qps(&cfg.roots, side, &theirs, &tuning) {
         Ok(c) => c,
         Err(e) => {
             ch.fail(&format!("the server could not connect its QPs: {e}"));

@@ -12,6 +12,7 @@
 //! * [`fleet`]: `railsweep fleet`, every pair of a set of nodes in rounds, and the culprits.
 #![forbid(unsafe_code)]
 
+pub mod batch;
 pub mod compare;
 pub mod fleet;
 pub mod managed;

@@ -13,6 +13,7 @@ use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::batch::{self, BatchClient, TestEnd};
 use crate::plan::{pair_rails, RailPair};
 use crate::progress::Progress;
 use crate::rdmabw::{self, ClientOutcome, ClientTest};
@@ -388,13 +389,13 @@ impl<'a, R: Runner> Server<'a, R> {
 /// Stop a spawned process: TERM, wait 3 s, KILL, wait 2 s; its output if it ended. Only while
 /// it is known to run (its exec session has not reported an end), so a recycled PID is never
 /// signalled.
-async fn stop_process<R: Runner>(
+async fn stop_process<R: Runner, T>(
     runner: &R,
     pod: &str,
     pid: u32,
-    done: &mut JoinHandle<Result<Output>>,
+    done: &mut JoinHandle<Result<T>>,
     what: &str,
-) -> Option<Output> {
+) -> Option<T> {
     for (signal, wait) in [(Signal::Term, 3.0), (Signal::Kill, 2.0)] {
         if done.is_finished() {
             break;
@@ -461,6 +462,19 @@ struct Sweep<'a, R: Runner> {
     cancel: CancellationToken,
     progress: Progress,
     clients_s: std::sync::Mutex<f64>,
+    /// The client pod's `rdmabw batch`, for rails measured one at a time.
+    batch: Mutex<Batch>,
+}
+
+/// Where the sequential sweep's client runs.
+#[derive(Debug)]
+enum Batch {
+    /// No batch running: the next rail starts one.
+    Idle,
+    /// This one takes the next rail.
+    Running(BatchClient),
+    /// The pod's rdmabw has no `batch`: one client process per rail.
+    Unsupported,
 }
 
 fn pod_field(name: &str) -> Option<String> {
@@ -495,6 +509,11 @@ impl<'a, R: Runner> Sweep<'a, R> {
             gpu_auto: self.cfg.gpu_auto,
         };
         let argv = rdmabw::client_argv(&self.prep.client_bin, &test);
+        if !self.cfg.parallel {
+            if let Some(a) = self.attempt_batched(&argv).await {
+                return a;
+            }
+        }
         let deadline = self.cfg.deadline();
         let pod = &self.cfg.client_pod;
         let t0 = Instant::now();
@@ -522,24 +541,111 @@ impl<'a, R: Runner> Sweep<'a, R> {
                 Err(e) => Attempt::Failed(format!("lost the client in pod {pod}: {e}"), None),
             },
             _ = tokio::time::sleep(left) => {
-                let last = stop_process(self.runner, pod, spawned.pid, &mut spawned.done, "client")
-                    .await
-                    .map(|o| o.stderr_tail(2))
-                    .filter(|t| !t.is_empty())
-                    .map(|t| format!("; its last words: {t}"))
-                    .unwrap_or_default();
-                Attempt::Failed(format!(
-                    "no result within the rail's deadline of {:.0} s ({} s test + {} s margin); railsweep stopped the client{last}",
-                    deadline.as_secs_f64(),
-                    self.cfg.duration_s,
-                    self.cfg.margin.as_secs_f64()
-                ), None)
+                let words = stop_process(self.runner, pod, spawned.pid, &mut spawned.done, "client").await;
+                self.deadline_failure(words)
             }
             _ = self.cancel.cancelled() => {
                 let _ = stop_process(self.runner, pod, spawned.pid, &mut spawned.done, "client").await;
                 Attempt::Interrupted
             }
         }
+    }
+
+    /// The deadline message of a rail whose client railsweep stopped.
+    fn deadline_failure(&self, last_words: Option<Output>) -> Attempt {
+        let last = last_words
+            .map(|o| o.stderr_tail(2))
+            .filter(|t| !t.is_empty())
+            .map(|t| format!("; its last words: {t}"))
+            .unwrap_or_default();
+        Attempt::Failed(
+            format!(
+                "no result within the rail's deadline of {:.0} s ({} s test + {} s margin); railsweep stopped the client{last}",
+                self.cfg.deadline().as_secs_f64(),
+                self.cfg.duration_s,
+                self.cfg.margin.as_secs_f64()
+            ),
+            None,
+        )
+    }
+
+    /// One attempt through the client pod's `rdmabw batch` (started on first use, and again
+    /// after one was stopped or died). `None`: this rdmabw has no `batch`, use a process.
+    async fn attempt_batched(&self, argv: &[String]) -> Option<Attempt> {
+        let mut slot = self.batch.lock().await;
+        let pod = &self.cfg.client_pod;
+        let deadline = self.cfg.deadline();
+        let t0 = Instant::now();
+        if matches!(*slot, Batch::Unsupported) {
+            return None;
+        }
+        if !matches!(*slot, Batch::Running(_)) {
+            let started = tokio::select! {
+                r = BatchClient::start(self.runner, pod, &self.prep.client_bin) => r,
+                _ = tokio::time::sleep(deadline) => {
+                    return Some(Attempt::Failed(format!("could not start the client in pod {pod} within the rail's deadline of {:.0} s", deadline.as_secs_f64()), None));
+                }
+                _ = self.cancel.cancelled() => return Some(Attempt::Interrupted),
+            };
+            match started {
+                Ok(b) => *slot = Batch::Running(b),
+                Err(e) => return Some(Attempt::Failed(format!("{e:#}"), None)),
+            }
+        }
+        let Batch::Running(b) = &mut *slot else {
+            return None;
+        };
+        let left = deadline.saturating_sub(t0.elapsed());
+        let _count = CountTime(&self.clients_s, Instant::now());
+        let end = tokio::select! {
+            end = b.run(&argv[1..]) => Some(end),
+            _ = tokio::time::sleep(left) => None,
+            _ = self.cancel.cancelled() => {
+                let pid = b.pid();
+                let _ = stop_process(self.runner, pod, pid, b.done_mut(), "client").await;
+                *slot = Batch::Idle;
+                return Some(Attempt::Interrupted);
+            }
+        };
+        let out = match end {
+            Some(TestEnd::Ended(out)) => out,
+            Some(TestEnd::Gone(out)) => {
+                let first = b.sent() == 1;
+                *slot = Batch::Idle;
+                if first && batch::lacks_batch(&out) {
+                    eprintln!(
+                        "railsweep: note: the rdmabw in pod {pod} has no `batch` command (an older build); starting one client per rail"
+                    );
+                    *slot = Batch::Unsupported;
+                    return None;
+                }
+                out
+            }
+            None => {
+                let pid = b.pid();
+                let stopped = stop_process(self.runner, pod, pid, b.done_mut(), "client").await;
+                let words = stopped.map(|_| b.last_words());
+                *slot = Batch::Idle;
+                return Some(self.deadline_failure(words));
+            }
+        };
+        Some(match rdmabw::parse_client(&out) {
+            ClientOutcome::Measured(rep) => Attempt::Measured(rep),
+            ClientOutcome::Failed(why, rep) => Attempt::Failed(why, rep),
+        })
+    }
+
+    /// End the batch at the end of the sweep: close its input, else stop it.
+    async fn close_batch(&self) {
+        let mut slot = self.batch.lock().await;
+        if let Batch::Running(b) = &mut *slot {
+            if !b.close(Duration::from_secs(3)).await {
+                let pid = b.pid();
+                let _ = stop_process(self.runner, &self.cfg.client_pod, pid, b.done_mut(), "client")
+                    .await;
+            }
+        }
+        *slot = Batch::Idle;
     }
 
     async fn rail(&self, pair: RailPair) -> RailEnd {
@@ -776,6 +882,7 @@ pub async fn run<R: Runner>(
         cancel: run.cancel.clone(),
         progress: progress.clone(),
         clients_s: std::sync::Mutex::new(0.0),
+        batch: Mutex::new(Batch::Idle),
     };
     let mut outcome = SweepOutcome {
         rows: Vec::new(),
@@ -825,6 +932,7 @@ pub async fn run<R: Runner>(
         Ok(())
     }
     .await;
+    sweep.close_batch().await;
     sweep.server.stop().await;
     outcome.rails_wall_s = t0.elapsed().as_secs_f64();
     outcome.clients_s = sweep.clients_s.lock().map(|t| *t).unwrap_or(0.0);

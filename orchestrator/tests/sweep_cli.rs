@@ -96,6 +96,39 @@ fn every_rail_gets_a_row_and_the_daemon_is_ended() {
     let pid = f.pid_in("server.pid").expect("pid");
     assert!(!alive(pid), "the server daemon {pid} was ended");
     assert!(!stderr.contains("no --tclass"), "{stderr}");
+    // One client process (`rdmabw batch`) ran the four tests, and it is gone too.
+    let batches = batch_pids(&f);
+    assert_eq!(batches.len(), 1, "{batches:?}");
+    assert!(!alive(batches[0]), "the batch {} ended", batches[0]);
+    assert_eq!(log.lines().count(), 4, "{log}");
+}
+
+fn batch_pids(f: &Fake) -> Vec<u32> {
+    std::fs::read_to_string(f.file("batch.pids"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+#[test]
+fn an_rdmabw_without_batch_gets_one_client_per_rail() {
+    let f = Fake::new(3);
+    f.write("no-batch", "");
+    let out = f.file("sweep.csv");
+    let (bin, o) = (s(&f.path()), s(&out));
+    let r = railsweep(&local_args(&bin, &o));
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(0), "{stderr}");
+    let rows = read_path(&out).expect("csv reads");
+    assert_eq!(rows.len(), 3);
+    assert!(rows.iter().all(|r| r.status == RailStatus::Ok), "{rows:?}");
+    assert_eq!(
+        stderr.matches("has no `batch` command").count(),
+        1,
+        "said once: {stderr}"
+    );
+    assert_eq!(f.client_log().lines().count(), 3);
 }
 
 #[test]
@@ -208,6 +241,11 @@ fn a_hanging_rail_ends_at_its_deadline() {
     assert_eq!(rows[2].status, RailStatus::Ok, "the sweep went on");
     let pid = f.pid_in("hang-net2.pid").expect("hung client pid");
     assert!(!alive(pid), "the hung client {pid} was stopped");
+    // The batch that hung was stopped; a new one took the next rail.
+    let batches = batch_pids(&f);
+    assert_eq!(batches.len(), 2, "{batches:?}");
+    assert_eq!(batches[0], pid);
+    assert!(batches.iter().all(|p| !alive(*p)), "{batches:?}");
 }
 
 #[test]

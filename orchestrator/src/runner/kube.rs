@@ -16,7 +16,8 @@ use kube::{Api, Client, Config};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::{
-    kill_argv, spawn_trampoline, take_pid_line, Exit, Output, PodInfo, Runner, Signal, Spawned,
+    kill_argv, spawn_trampoline, take_pid_line, Exit, Output, PodInfo, Piped, Runner, Signal,
+    Spawned,
 };
 
 /// Where the API server is and which namespace and container to use: resolved like kubectl
@@ -173,6 +174,49 @@ impl KubeRunner {
             .await
             .with_context(|| format!("exec in pod {}/{pod} failed", self.namespace))
     }
+
+    /// Exec `argv` behind [`spawn_trampoline`] and read its PID line: the process, its PID, what
+    /// came on stdout after that line, and the rest of stdout.
+    async fn attach_with_pid(
+        &self,
+        pod: &str,
+        argv: &[String],
+        stdin: bool,
+    ) -> Result<(
+        AttachedProcess,
+        u32,
+        Vec<u8>,
+        impl AsyncRead + Unpin + Send + 'static,
+    )> {
+        let mut proc = self.attach(pod, &spawn_trampoline(argv), stdin).await?;
+        let mut stdout = proc.stdout().context("no stdout")?;
+        let mut head = Vec::new();
+        let mut chunk = [0u8; 4096];
+        // The first line is the PID; if the stream ends first, the status says why.
+        let pid = loop {
+            match take_pid_line(&mut head) {
+                Ok(Some(pid)) => break pid,
+                Ok(None) => {}
+                Err(e) => bail!("cannot start {} in pod {pod}: {e}", argv[0]),
+            }
+            let n = stdout.read(&mut chunk).await.unwrap_or(0);
+            if n == 0 {
+                let out = finish(proc, head, None::<tokio::io::Empty>, None).await;
+                bail!(
+                    "cannot start {} in pod {pod}: {}{}",
+                    argv[0],
+                    out.exit,
+                    match out.stderr_tail(3) {
+                        t if t.is_empty() => String::new(),
+                        t => format!(" ({t})"),
+                    }
+                );
+            }
+            head.extend_from_slice(&chunk[..n]);
+        };
+        Ok((proc, pid, head, stdout))
+    }
+
 }
 
 /// The exit a status-channel `Status` stands for (see the module documentation).
@@ -310,34 +354,31 @@ impl Runner for KubeRunner {
     }
 
     async fn spawn(&self, pod: &str, argv: &[String]) -> Result<Spawned> {
-        let mut proc = self.attach(pod, &spawn_trampoline(argv), false).await?;
-        let mut stdout = proc.stdout().context("no stdout")?;
-        let mut head = Vec::new();
-        let mut chunk = [0u8; 4096];
-        // The first line is the PID; if the stream ends first, the status says why.
-        let pid = loop {
-            match take_pid_line(&mut head) {
-                Ok(Some(pid)) => break pid,
-                Ok(None) => {}
-                Err(e) => bail!("cannot start {} in pod {pod}: {e}", argv[0]),
-            }
-            let n = stdout.read(&mut chunk).await.unwrap_or(0);
-            if n == 0 {
-                let out = finish(proc, head, None::<tokio::io::Empty>, None).await;
-                bail!(
-                    "cannot start {} in pod {pod}: {}{}",
-                    argv[0],
-                    out.exit,
-                    match out.stderr_tail(3) {
-                        t if t.is_empty() => String::new(),
-                        t => format!(" ({t})"),
-                    }
-                );
-            }
-            head.extend_from_slice(&chunk[..n]);
-        };
+        let (proc, pid, head, stdout) = self.attach_with_pid(pod, argv, false).await?;
         let done = tokio::spawn(async move { Ok(finish(proc, head, Some(stdout), None).await) });
         Ok(Spawned { pid, done })
+    }
+
+    async fn start(&self, pod: &str, argv: &[String]) -> Result<Piped> {
+        let (mut proc, pid, head, stdout) = self.attach_with_pid(pod, argv, true).await?;
+        let stdin = proc.stdin().context("no stdin")?;
+        let stderr = proc.stderr().context("no stderr")?;
+        let status = proc.take_status();
+        let done = tokio::spawn(async move {
+            let status = match status {
+                Some(s) => s.await,
+                None => None,
+            };
+            let _ = proc.join().await;
+            Ok(exit_of_status(status.as_ref()))
+        });
+        Ok(Piped {
+            pid,
+            stdin: Box::pin(stdin),
+            stdout: Box::pin(std::io::Cursor::new(head).chain(stdout)),
+            stderr: Box::pin(stderr),
+            done,
+        })
     }
 
     async fn kill(&self, pod: &str, pid: u32, signal: Signal) -> Result<()> {

@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-use super::{Exit, Output, PodInfo, Runner, Signal, Spawned};
+use super::{Exit, Output, PodInfo, Piped, Runner, Signal, Spawned};
 
 /// The pod name that means "this machine's own network namespace".
 pub const HOST: &str = "-";
@@ -154,6 +154,31 @@ impl Runner for LocalRunner {
             })
         });
         Ok(Spawned { pid, done })
+    }
+
+    async fn start(&self, pod: &str, argv: &[String]) -> Result<Piped> {
+        let mut cmd = self.command(pod, argv)?;
+        cmd.stdin(Stdio::piped());
+        cmd.kill_on_drop(true);
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {} in {pod}", argv[0]))?;
+        let pid = child
+            .id()
+            .context("the process ended before its PID was read")?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            bail!("{} in {pod} has no pipes", argv[0]);
+        };
+        let done = tokio::spawn(async move { Ok(exit_of(child.wait().await?)) });
+        Ok(Piped {
+            pid,
+            stdin: Box::pin(stdin),
+            stdout: Box::pin(stdout),
+            stderr: Box::pin(stderr),
+            done,
+        })
     }
 
     async fn kill(&self, _pod: &str, pid: u32, signal: Signal) -> Result<()> {

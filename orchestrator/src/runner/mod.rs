@@ -11,8 +11,10 @@ pub mod local;
 
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 
 use anyhow::Result;
+use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use self::kube::{KubeRunner, KubeTarget};
 pub use local::LocalRunner;
@@ -91,6 +93,27 @@ pub struct Spawned {
     pub done: tokio::task::JoinHandle<Result<Output>>,
 }
 
+/// A command started with [`Runner::start`]: its process id in the pod, its three streams, and
+/// its end. Dropping `stdin` closes the command's standard input.
+pub struct Piped {
+    /// The process id, as the pod's PID namespace sees it.
+    pub pid: u32,
+    /// The command's standard input.
+    pub stdin: Pin<Box<dyn AsyncWrite + Send>>,
+    /// Its standard output, as it comes.
+    pub stdout: Pin<Box<dyn AsyncRead + Send>>,
+    /// Its standard error, as it comes.
+    pub stderr: Pin<Box<dyn AsyncRead + Send>>,
+    /// Resolves once the process has ended, with how.
+    pub done: tokio::task::JoinHandle<Result<Exit>>,
+}
+
+impl fmt::Debug for Piped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Piped").field("pid", &self.pid).finish_non_exhaustive()
+    }
+}
+
 /// Signals the sweep sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Signal {
@@ -132,6 +155,10 @@ pub trait Runner: Send + Sync + 'static {
     /// Start `argv` in `pod` and return at once with its process id, so that it can be stopped
     /// with [`Runner::kill`] even when the connection to it is gone.
     fn spawn(&self, pod: &str, argv: &[String]) -> impl Future<Output = Result<Spawned>> + Send;
+
+    /// Start `argv` in `pod` with its standard streams connected, to talk to it while it runs
+    /// (`rdmabw batch`); like [`Runner::spawn`], it can be stopped with [`Runner::kill`].
+    fn start(&self, pod: &str, argv: &[String]) -> impl Future<Output = Result<Piped>> + Send;
 
     /// Send `signal` to process `pid` in `pod`.
     fn kill(&self, pod: &str, pid: u32, signal: Signal) -> impl Future<Output = Result<()>> + Send;

@@ -1,7 +1,8 @@
 //! A fake rdmabw (a shell script) for sweep tests without RDMA: it answers `--version`,
 //! `rails --json` from a file, runs `server --daemon` as a sleeping process whose PID it
 //! records, and for `client` prints a canned report chosen per rail (`-d mlx5_N` is rail N,
-//! `--netdev netN` rail N-1).
+//! `--netdev netN` rail N-1); `batch` runs clients from its input lines the way rdmabw's does
+//! (recording its PID in batch.pids), unless a file `no-batch` says it is an older build.
 
 use std::path::{Path, PathBuf};
 
@@ -49,11 +50,7 @@ pub struct Fake {
 
 const SCRIPT: &str = r#"#!/bin/sh
 dir=@DIR@
-case "$1" in
-  --version) cat "$dir/version" ;;
-  rails) cat "$dir/rails.json" ;;
-  server) echo $$ >"$dir/server.pid"; echo "$*" >"$dir/server-args"; exec sleep 600 ;;
-  client)
+client() {
     nd=""; prev=""
     for a in "$@"; do
       [ "$prev" = "--netdev" ] && nd=$a
@@ -64,14 +61,33 @@ case "$1" in
     b=$(cat "$dir/behave-$nd" 2>/dev/null || echo ok)
     case "$b" in
       ok) cat "$dir/report-$nd.json" ;;
-      fail) cat "$dir/report-fail.json"; exit 2 ;;
-      crash) echo "rdmabw: error: cannot connect to the server: connection refused" >&2; exit 2 ;;
+      fail) cat "$dir/report-fail.json"; return 2 ;;
+      crash) echo "rdmabw: error: cannot connect to the server: connection refused" >&2; return 2 ;;
       hang) echo $$ >"$dir/hang-$nd.pid"; exec sleep 600 ;;
-      once) echo ok >"$dir/behave-$nd"; cat "$dir/report-fail.json"; exit 2 ;;
+      once) echo ok >"$dir/behave-$nd"; cat "$dir/report-fail.json"; return 2 ;;
       slow) sleep 1; cat "$dir/report-$nd.json" ;;
       killsrv) kill -9 "$(cat "$dir/server.pid")"; sleep 0.3
-        echo "rdmabw: error: the server stopped answering (no heartbeat for 1.5 s)" >&2; exit 2 ;;
-    esac ;;
+        echo "rdmabw: error: the server stopped answering (no heartbeat for 1.5 s)" >&2; return 2 ;;
+    esac
+}
+case "$1" in
+  --version) cat "$dir/version" ;;
+  rails) cat "$dir/rails.json" ;;
+  server) echo $$ >"$dir/server.pid"; echo "$*" >"$dir/server-args"; exec sleep 600 ;;
+  client) client "$@"; exit $? ;;
+  batch)
+    [ -e "$dir/no-batch" ] && { echo "error: unrecognized subcommand 'batch'" >&2; exit 2; }
+    echo $$ >>"$dir/batch.pids"
+    n=0
+    # railsweep's argument vectors hold no quotes, commas or spaces: split the JSON array.
+    while IFS= read -r line; do
+      n=$((n + 1))
+      # shellcheck disable=SC2046
+      set -- $(printf '%s' "$line" | sed -e 's/^\[//' -e 's/\]$//' -e 's/","/ /g' -e 's/"//g')
+      client "$@"; rc=$?
+      echo "rdmabw-batch-end {\"test\":$n,\"exit_code\":$rc}"
+      echo "rdmabw-batch-end {\"test\":$n,\"exit_code\":$rc}" >&2
+    done ;;
   *) echo "fake rdmabw: unknown command $1" >&2; exit 2 ;;
 esac
 "#;

@@ -1,0 +1,207 @@
+//! One `rdmabw batch` in the client pod for a whole sequential sweep: the rails' tests are sent
+//! to it one after another as argument vectors, so a sweep starts one client process (and, on
+//! Kubernetes, makes one exec) instead of one per rail. Each test's output comes back as the
+//! [`Output`] a client process of its own would have left, so it is read the same way.
+
+use std::pin::Pin;
+
+use anyhow::{Context, Result};
+use bench_core::report::BatchEnd;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::runner::{Exit, Output, Runner};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Out,
+    Err,
+}
+
+/// How one test sent to the batch ended.
+#[derive(Debug)]
+pub enum TestEnd {
+    /// It ran to its end line: its output and exit code.
+    Ended(Output),
+    /// The batch process ended first: the test's output so far, and how the process ended.
+    Gone(Output),
+}
+
+/// A running `rdmabw batch`.
+pub struct BatchClient {
+    pid: u32,
+    /// `None` once closed.
+    stdin: Option<Pin<Box<dyn AsyncWrite + Send>>>,
+    lines: mpsc::UnboundedReceiver<(Stream, String)>,
+    done: JoinHandle<Result<Exit>>,
+    /// Tests sent so far (the next end line to wait for).
+    sent: u64,
+    /// The output of the test in progress, kept here so that it outlives a cancelled
+    /// [`BatchClient::run`] (its last words after a deadline).
+    out: Vec<u8>,
+    err: Vec<u8>,
+}
+
+impl std::fmt::Debug for BatchClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchClient")
+            .field("pid", &self.pid)
+            .field("sent", &self.sent)
+            .finish_non_exhaustive()
+    }
+}
+
+fn forward(
+    stream: Pin<Box<dyn AsyncRead + Send>>,
+    which: Stream,
+    tx: mpsc::UnboundedSender<(Stream, String)>,
+) {
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stream).lines();
+        while let Ok(Some(l)) = lines.next_line().await {
+            if tx.send((which, l)).is_err() {
+                break;
+            }
+        }
+    });
+}
+
+/// `rdmabw batch`.
+pub fn batch_argv(bin: &str) -> Vec<String> {
+    vec![bin.to_string(), "batch".to_string()]
+}
+
+impl BatchClient {
+    /// Starts `bin batch` in `pod`.
+    pub async fn start<R: Runner>(runner: &R, pod: &str, bin: &str) -> Result<BatchClient> {
+        let p = runner
+            .start(pod, &batch_argv(bin))
+            .await
+            .with_context(|| format!("cannot start `{bin} batch` in pod {pod}"))?;
+        let (tx, lines) = mpsc::unbounded_channel();
+        forward(p.stdout, Stream::Out, tx.clone());
+        forward(p.stderr, Stream::Err, tx);
+        Ok(BatchClient {
+            pid: p.pid,
+            stdin: Some(p.stdin),
+            lines,
+            done: p.done,
+            sent: 0,
+            out: Vec::new(),
+            err: Vec::new(),
+        })
+    }
+
+    /// The batch process's PID in its pod.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Tests sent to it so far.
+    pub fn sent(&self) -> u64 {
+        self.sent
+    }
+
+    /// Its end, for [`crate::sweep`]'s stopping.
+    pub fn done_mut(&mut self) -> &mut JoinHandle<Result<Exit>> {
+        &mut self.done
+    }
+
+    /// Runs one test: `args` are `rdmabw client` arguments without the program name. Cancel
+    /// safe in the sense that matters here: a dropped call leaves the output so far in
+    /// [`BatchClient::last_words`], and the caller then stops the batch.
+    pub async fn run(&mut self, args: &[String]) -> TestEnd {
+        self.out.clear();
+        self.err.clear();
+        let mut line = serde_json::to_string(args).unwrap_or_default();
+        line.push('\n');
+        self.sent += 1;
+        let n = self.sent;
+        let Some(stdin) = self.stdin.as_mut() else {
+            return TestEnd::Gone(self.ended().await);
+        };
+        if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+            return TestEnd::Gone(self.ended().await);
+        }
+        let (mut out_end, mut err_end) = (None::<BatchEnd>, None::<BatchEnd>);
+        while out_end.is_none() || err_end.is_none() {
+            let Some((which, l)) = self.lines.recv().await else {
+                return TestEnd::Gone(self.ended().await);
+            };
+            let (buf, end) = match which {
+                Stream::Out => (&mut self.out, &mut out_end),
+                Stream::Err => (&mut self.err, &mut err_end),
+            };
+            let (text, e) = BatchEnd::split(&l);
+            if e.is_none() || !text.is_empty() {
+                buf.extend_from_slice(text.as_bytes());
+                buf.push(b'\n');
+            }
+            match e {
+                Some(e) if e.test == n => *end = Some(e),
+                // A stale end line (from a test already given up on) is nobody's output.
+                _ => {}
+            }
+        }
+        let code = out_end.map_or(0, |e| e.exit_code);
+        TestEnd::Ended(Output {
+            exit: Exit::Code(code),
+            stdout: std::mem::take(&mut self.out),
+            stderr: std::mem::take(&mut self.err),
+        })
+    }
+
+    /// The output of the test in progress so far (after its process has been stopped: all of it).
+    pub fn last_words(&mut self) -> Output {
+        while let Ok((which, l)) = self.lines.try_recv() {
+            let (text, _) = BatchEnd::split(&l);
+            let buf = match which {
+                Stream::Out => &mut self.out,
+                Stream::Err => &mut self.err,
+            };
+            buf.extend_from_slice(text.as_bytes());
+            buf.push(b'\n');
+        }
+        Output {
+            exit: Exit::Error("stopped".into()),
+            stdout: self.out.clone(),
+            stderr: self.err.clone(),
+        }
+    }
+
+    /// The batch's streams have closed: wait for its exit and hand over the output so far.
+    async fn ended(&mut self) -> Output {
+        let exit = match (&mut self.done).await {
+            Ok(Ok(e)) => e,
+            Ok(Err(e)) => Exit::Error(format!("{e:#}")),
+            Err(e) => Exit::Error(e.to_string()),
+        };
+        // Lines still in the channel belong to this test.
+        let mut words = self.last_words();
+        words.exit = exit;
+        words
+    }
+
+    /// Ends the batch the polite way: close its input, so that it exits after the test in
+    /// progress (there is none when this is called). `false` when it has not ended within
+    /// `wait`: the caller then stops it by PID.
+    pub async fn close(&mut self, wait: std::time::Duration) -> bool {
+        // Dropping the writer closes the pipe (or, on Kubernetes, the exec's stdin channel).
+        if let Some(mut w) = self.stdin.take() {
+            let _ = w.shutdown().await;
+        }
+        if self.done.is_finished() {
+            return true;
+        }
+        tokio::time::timeout(wait, &mut self.done).await.is_ok()
+    }
+}
+
+/// Whether a batch that ended at its first test did so because its rdmabw has no `batch`
+/// command (an rdmabw built before it): then the sweep starts one client per rail instead.
+pub fn lacks_batch(out: &Output) -> bool {
+    let err = String::from_utf8_lossy(&out.stderr);
+    out.exit == Exit::Code(2)
+        && (err.contains("unrecognized subcommand") || err.contains("unexpected argument 'batch'"))
+}
