@@ -24,6 +24,16 @@ need_pkgs() {
     || die "apt-get install ${missing[*]} failed"
 }
 
+# build_release: the Debian packages the build needs (sideway's cmake and libclang), then
+# railsweep and rdmabw in release; what the lab, demo and benchmarks run.
+BUILD_PKGS=(build-essential pkg-config cmake libclang-dev)
+build_release() {
+  need_pkgs "${BUILD_PKGS[@]}"
+  command -v cargo >/dev/null || die "cargo is not installed (the Rust toolchain comes with the machine image)"
+  log "building railsweep and rdmabw (release)"
+  cargo build --release -p orchestrator -p bench-cli --bins >&2 || die "cargo build failed"
+}
+
 # now_s: seconds since the epoch with fractions, for stage timings.
 now_s() { date +%s.%N; }
 

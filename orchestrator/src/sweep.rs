@@ -366,14 +366,28 @@ impl<'a, R: Runner> Server<'a, R> {
         Ok(())
     }
 
-    /// If the daemon has ended, how (and forget it, so that `ensure` starts a new one).
-    async fn ended(&self) -> Option<String> {
-        let mut st = self.state.lock().await;
-        if st.as_ref().is_some_and(|d| d.done.is_finished()) {
-            let d = st.take()?;
-            return Some(describe_end(d.done.await));
+    /// If the daemon has ended, how (and forget it, so that `ensure` starts a new one). Called
+    /// after a rail failed: a client in a batch reports a dead peer within milliseconds, before
+    /// the daemon's own end may have been seen, so this waits up to `grace` for it.
+    async fn ended(&self, grace: Duration) -> Option<String> {
+        let t0 = Instant::now();
+        loop {
+            {
+                let mut st = self.state.lock().await;
+                match st.as_ref() {
+                    Some(d) if d.done.is_finished() => {
+                        let d = st.take()?;
+                        return Some(describe_end(d.done.await));
+                    }
+                    Some(_) => {}
+                    None => return None,
+                }
+            }
+            if t0.elapsed() >= grace {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        None
     }
 
     /// End the daemon: SIGTERM through the runner (closing an exec stream would leave it
@@ -418,6 +432,10 @@ async fn stop_process<R: Runner, T>(
     done.abort();
     None
 }
+
+/// How long a failed rail waits to see whether the server daemon has ended too (to say so in
+/// the rail's error and start a new one for the next rail).
+const DAEMON_END_GRACE: Duration = Duration::from_millis(500);
 
 /// Adds the time since its start to a total when dropped (however the attempt ends).
 struct CountTime<'a>(&'a std::sync::Mutex<f64>, Instant);
@@ -694,7 +712,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
                     return RailEnd::Interrupted(rail);
                 }
                 Attempt::Failed(mut why, rep) => {
-                    if let Some(end) = self.server.ended().await {
+                    if let Some(end) = self.server.ended(DAEMON_END_GRACE).await {
                         why.push_str(&format!(
                             "; the server daemon in pod {} had ended ({end})",
                             self.cfg.server_pod

@@ -16,8 +16,10 @@ use super::msg::{Accept, Endpoints, Hello, Msg};
 use super::watch::{PeerWatch, WatchConfig};
 use crate::params::{SizeResult, TestLength, TestParams};
 
-/// Pause between connection attempts in [`ControlChannel::connect_retry`].
-const RETRY_PAUSE: Duration = Duration::from_millis(250);
+/// Pause between connection attempts in [`ControlChannel::connect_retry`]: short, because a
+/// refused attempt costs nothing and an orchestrator starts the daemon and the first client at
+/// once (a daemon listens 0.15-0.3 s after its start in the lab).
+const RETRY_PAUSE: Duration = Duration::from_millis(50);
 /// The longest single connection attempt.
 const ATTEMPT_MAX: Duration = Duration::from_secs(3);
 /// The longest a single write may block, whatever the phase timeout.

@@ -183,19 +183,16 @@ impl Runner for LocalRunner {
 
     async fn kill(&self, _pod: &str, pid: u32, signal: Signal) -> Result<()> {
         // One PID namespace for every network namespace here: signal it from the host side.
-        let status = Command::new("kill")
-            .args(["-s", signal.name(), &pid.to_string()])
-            .stderr(Stdio::null())
-            .status()
-            .await
-            .context("cannot run kill")?;
-        if !status.success() {
-            bail!(
+        let sig = match signal {
+            Signal::Term => libc::SIGTERM,
+            Signal::Kill => libc::SIGKILL,
+        };
+        bench_core::ffi::send_signal(pid, sig).with_context(|| {
+            format!(
                 "kill -s {} {pid} failed (the process may be gone)",
                 signal.name()
-            );
-        }
-        Ok(())
+            )
+        })
     }
 }
 
