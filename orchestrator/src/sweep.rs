@@ -537,9 +537,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
         let t0 = Instant::now();
         let spawned = tokio::select! {
             r = self.runner.spawn(pod, &argv) => r,
-            _ = tokio::time::sleep(deadline) => {
-                return Attempt::Failed(format!("could not start the client in pod {pod} within the rail's deadline of {:.0} s", deadline.as_secs_f64()), None);
-            }
+            _ = tokio::time::sleep(deadline) => return self.start_failure(),
             _ = self.cancel.cancelled() => return Attempt::Interrupted,
         };
         let mut spawned = match spawned {
@@ -567,6 +565,18 @@ impl<'a, R: Runner> Sweep<'a, R> {
                 Attempt::Interrupted
             }
         }
+    }
+
+    /// A client that could not even be started before the rail's deadline.
+    fn start_failure(&self) -> Attempt {
+        Attempt::Failed(
+            format!(
+                "could not start the client in pod {} within the rail's deadline of {:.0} s",
+                self.cfg.client_pod,
+                self.cfg.deadline().as_secs_f64()
+            ),
+            None,
+        )
     }
 
     /// The deadline message of a rail whose client railsweep stopped.
@@ -600,9 +610,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
         if !matches!(*slot, Batch::Running(_)) {
             let started = tokio::select! {
                 r = BatchClient::start(self.runner, pod, &self.prep.client_bin) => r,
-                _ = tokio::time::sleep(deadline) => {
-                    return Some(Attempt::Failed(format!("could not start the client in pod {pod} within the rail's deadline of {:.0} s", deadline.as_secs_f64()), None));
-                }
+                _ = tokio::time::sleep(deadline) => return Some(self.start_failure()),
                 _ = self.cancel.cancelled() => return Some(Attempt::Interrupted),
             };
             match started {
