@@ -112,6 +112,29 @@ pub(crate) fn wait_readable(
     Ok((ready(&fds[0]), ready(&fds[1])))
 }
 
+/// One work completion as `ibv_poll_cq` leaves it.
+pub(crate) type RawWc = rdma_mummy_sys::ibv_wc;
+
+/// Polls `cq` into `wcs` (`ibv_poll_cq`); returns the completions written, at the front of
+/// `wcs`, or the negative errno. sideway's own poll allocates its result buffer on every call;
+/// the engine's loop polls millions of times, so it polls into a buffer of its own.
+pub(crate) fn poll_cq<'a>(
+    cq: &sideway::ibverbs::completion::BasicCompletionQueue,
+    wcs: &'a mut [std::mem::MaybeUninit<RawWc>],
+) -> Result<&'a [RawWc], i32> {
+    use sideway::ibverbs::completion::CompletionQueue;
+    let max = i32::try_from(wcs.len()).unwrap_or(i32::MAX);
+    // SAFETY: `cq` is borrowed for the call, so its ibv_cq is alive; `wcs` is writable for
+    // `max` entries and ibv_poll_cq writes at most `max`. MaybeUninit<T> has T's layout.
+    let n = unsafe { rdma_mummy_sys::ibv_poll_cq(cq.cq().as_ptr(), max, wcs.as_mut_ptr().cast()) };
+    if n < 0 {
+        return Err(n);
+    }
+    let n = (n as usize).min(wcs.len());
+    // SAFETY: ibv_poll_cq initialised the first `n` entries (plain old data).
+    Ok(unsafe { std::slice::from_raw_parts(wcs.as_ptr().cast::<RawWc>(), n) })
+}
+
 /// Sends signal `sig` (`libc::SIGTERM`, ...) to process `pid` (`kill(2)`): what railsweep's
 /// local runner uses to stop the processes it started, without starting a `kill` process (which
 /// costs 0.2 s in the lab's emulated guest).

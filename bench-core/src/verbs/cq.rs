@@ -1,18 +1,17 @@
-//! The basic completion queue (`ibv_create_cq` + `ibv_poll_cq`).
+//! The basic completion queue (`ibv_create_cq` + `ibv_poll_cq`, polled through
+//! [`crate::ffi::poll_cq`] into a buffer on the stack: nothing is allocated per poll).
 
 use std::io;
-use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use sideway::ibverbs::completion::{
     BasicCompletionQueue, CreateCompletionQueueErrorKind, GenericCompletionQueue,
-    PollCompletionQueueError,
 };
 
 use super::device::{DevMeta, Pd};
 use crate::error::Error;
 
-/// How many completions one `ibv_poll_cq` call asks for.
+/// How many completions one `ibv_poll_cq` call asks for at most (into a buffer on the stack).
 pub const POLL_BATCH: u32 = 32;
 
 /// One work completion, copied out of the CQ.
@@ -45,7 +44,7 @@ pub struct Cq {
 
 impl Cq {
     pub(crate) fn new(pd: &Pd, entries: u32) -> Result<Cq, Error> {
-        let mut cq = pd
+        let cq = pd
             .ctx
             .create_cq_builder()
             .setup_cqe(entries)
@@ -58,9 +57,6 @@ impl Cq {
                     other => io::Error::other(other.to_string()),
                 },
             })?;
-        if let (Some(c), Some(batch)) = (Arc::get_mut(&mut cq), NonZeroU32::new(POLL_BATCH)) {
-            c.setup_poll_batch(batch);
-        }
         Ok(Cq {
             cq,
             entries,
@@ -80,24 +76,21 @@ impl Cq {
     /// Polls up to `max` completions into `out` (which is cleared first); returns how many.
     pub fn poll(&self, out: &mut Vec<Completion>, max: usize) -> Result<usize, Error> {
         out.clear();
-        match self.cq.start_poll() {
-            Ok(poller) => {
-                out.extend(poller.take(max).map(|wc| Completion {
-                    wr_id: wc.wr_id(),
-                    status: wc.status(),
-                    opcode: wc.opcode(),
-                    vendor_err: wc.vendor_err(),
+        let mut wcs = [const { std::mem::MaybeUninit::uninit() }; POLL_BATCH as usize];
+        let take = max.min(wcs.len());
+        match crate::ffi::poll_cq(&self.cq, &mut wcs[..take]) {
+            Ok(got) => {
+                out.extend(got.iter().map(|wc| Completion {
+                    wr_id: wc.wr_id,
+                    status: wc.status,
+                    opcode: wc.opcode,
+                    vendor_err: wc.vendor_err,
                 }));
                 Ok(out.len())
             }
-            Err(PollCompletionQueueError::CompletionQueueEmpty) => Ok(0),
-            Err(PollCompletionQueueError::Ibverbs(source)) => Err(Error::PollCq {
+            Err(errno) => Err(Error::PollCq {
                 device: self.meta.name.clone(),
-                source,
-            }),
-            Err(other) => Err(Error::PollCq {
-                device: self.meta.name.clone(),
-                source: io::Error::other(other.to_string()),
+                source: io::Error::from_raw_os_error(-errno),
             }),
         }
     }
