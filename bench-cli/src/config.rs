@@ -140,7 +140,7 @@ pub fn resolve(cli: Cli) -> Result<Config, Usage> {
     };
     let a = args;
     let (params, pinned) = test_params(&a)?;
-    let tuning = tuning(&a)?;
+    let tuning = tuning(&a, &params.sizes)?;
     let out = output(&a)?;
     let rail = RailRequest {
         device: a.ib_dev.clone(),
@@ -291,10 +291,15 @@ fn test_params(a: &TestArgs) -> Result<(TestParams, Pinned), Usage> {
             let d = seconds("-D/--duration", d, false)?;
             let warmup = match a.warmup {
                 Some(w) => seconds("--warmup", w, true)?,
-                // An RC queue pair writes at full rate from its first message (a NIC in
-                // microseconds; in the lab, 0.1 s and 0.5 s of warm-up gave the same mean over
-                // six alternating 2 s runs): 0.2 s leaves set-up transients out, no more.
-                None => margin.unwrap_or(0.2),
+                // An RC queue pair writes at full rate from its first message: the first
+                // completion comes one message and one round trip after the first post (a NIC:
+                // microseconds; the lab: about 3 ms), and completions then follow at the link's
+                // rate. In the lab, six alternating rounds of -D 3 with 0, 0.05 and 0.2 s of
+                // warm-up averaged 0.303, 0.305 and 0.296 Gb/s; without warm-up the start shows
+                // in p1 (one of six runs: 0.04 Gb/s). 0.05 s leaves that start out. Both
+                // directions: 0.2 s, so that the peer's traffic (started a moment apart) is
+                // flowing when this side's window opens.
+                None => margin.unwrap_or(if a.bidirectional { 0.2 } else { 0.05 }),
             };
             let cooldown = match a.cooldown {
                 Some(c) => seconds("--cooldown", c, true)?,
@@ -350,7 +355,23 @@ fn test_params(a: &TestArgs) -> Result<(TestParams, Pinned), Usage> {
     })
 }
 
-fn tuning(a: &TestArgs) -> Result<LocalTuning, Usage> {
+/// Messages above this size get a completion each by default, as in ib_write_bw (its
+/// `MSG_SIZE_CQ_MOD_LIMIT`).
+const CQ_MOD_LIMIT_BYTES: u64 = 8192;
+
+/// ib_write_bw's default CQ moderation: the post list's length with `-l`, else one completion
+/// per write for one size above 8 KiB (few completions per second, and a window counted in
+/// single writes rather than in blocks of 100: at 64 KiB and 0.25 Gb/s a block of 100 is 0.2 s
+/// of traffic), else 100.
+fn default_cq_mod(sizes: &Sizes, post_list: Option<u32>) -> u32 {
+    match (post_list, sizes) {
+        (Some(l), _) if l > 1 => l,
+        (_, Sizes::One { msg_size_bytes }) if *msg_size_bytes > CQ_MOD_LIMIT_BYTES => 1,
+        _ => 100,
+    }
+}
+
+fn tuning(a: &TestArgs, sizes: &Sizes) -> Result<LocalTuning, Usage> {
     let d = LocalTuning::default();
     let traffic_class = match a.tclass {
         None => d.traffic_class,
@@ -387,7 +408,12 @@ fn tuning(a: &TestArgs) -> Result<LocalTuning, Usage> {
         }
     }
     let tx_depth = at_least_one("-t/--tx-depth", a.tx_depth, d.tx_depth, 128)?;
-    let cq_mod = at_least_one("-Q/--cq-mod", a.cq_mod, d.cq_mod, 100)?;
+    let cq_mod = at_least_one(
+        "-Q/--cq-mod",
+        a.cq_mod,
+        default_cq_mod(sizes, a.post_list),
+        100,
+    )?;
     let post_list = at_least_one("-l/--post_list", a.post_list, d.post_list, 1)?;
     Ok(LocalTuning {
         tx_depth,
@@ -525,6 +551,19 @@ mod tests {
     }
 
     #[test]
+    fn cq_moderation_defaults_as_ib_write_bw() {
+        let q = |a: &[&str]| match cfg(a).unwrap() {
+            Config::Client(c, _) => c.tuning.cq_mod,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(q(&["-s", "65536", "host"]), 1);
+        assert_eq!(q(&["-s", "8192", "host"]), 100);
+        assert_eq!(q(&["-a", "host"]), 100);
+        assert_eq!(q(&["-s", "65536", "-l", "8", "host"]), 8);
+        assert_eq!(q(&["-s", "65536", "-Q", "50", "host"]), 50);
+    }
+
+    #[test]
     fn duration_margins_default_by_direction_and_give_way_to_flags() {
         let len = |a: &[&str]| match cfg(a).unwrap() {
             Config::Client(c, _) => c.params.length,
@@ -535,7 +574,7 @@ mod tests {
             warmup_s: w,
             cooldown_s: c,
         };
-        assert_eq!(len(&["-D", "3", "host"]), d(0.2, 0.0));
+        assert_eq!(len(&["-D", "3", "host"]), d(0.05, 0.0));
         assert_eq!(len(&["-D", "3", "-b", "host"]), d(0.2, 0.25));
         assert_eq!(len(&["-D", "3", "-f", "2", "host"]), d(2.0, 2.0));
         assert_eq!(

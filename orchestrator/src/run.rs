@@ -177,7 +177,7 @@ pub struct RunArgs {
     /// Rails under this percentage of their line rate count as below threshold (exit code 1).
     #[arg(long, value_name = "PCT", value_parser = positive)]
     pub min_line_rate_pct: Option<f64>,
-    /// rdmabw's seconds of traffic before each measured window [default: rdmabw's, 0.2].
+    /// rdmabw's seconds of traffic before each measured window [default: rdmabw's, 0.05; 0.2 both ways].
     #[arg(long, value_name = "S", value_parser = non_negative)]
     pub warmup: Option<f64>,
     /// rdmabw's seconds of traffic after each measured window [default: rdmabw's, 0 one way].
