@@ -67,6 +67,10 @@ fn forward(
     });
 }
 
+/// How long a gone batch's streams may still carry its last lines after its exit (a process it
+/// started could hold them open: then what came so far is its last words).
+const STREAMS_AFTER_EXIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// `rdmabw batch`.
 pub fn batch_argv(bin: &str) -> Vec<String> {
     vec![bin.to_string(), "batch".to_string()]
@@ -155,13 +159,7 @@ impl BatchClient {
     /// The output of the test in progress so far (after its process has been stopped: all of it).
     pub fn last_words(&mut self) -> Output {
         while let Ok((which, l)) = self.lines.try_recv() {
-            let (text, _) = BatchEnd::split(&l);
-            let buf = match which {
-                Stream::Out => &mut self.out,
-                Stream::Err => &mut self.err,
-            };
-            buf.extend_from_slice(text.as_bytes());
-            buf.push(b'\n');
+            self.keep(which, &l);
         }
         Output {
             exit: Exit::Error("stopped".into()),
@@ -170,14 +168,34 @@ impl BatchClient {
         }
     }
 
-    /// The batch's streams have closed: wait for its exit and hand over the output so far.
+    /// A line of the test in progress, without its end marker.
+    fn keep(&mut self, which: Stream, line: &str) {
+        let (text, _) = BatchEnd::split(line);
+        let buf = match which {
+            Stream::Out => &mut self.out,
+            Stream::Err => &mut self.err,
+        };
+        buf.extend_from_slice(text.as_bytes());
+        buf.push(b'\n');
+    }
+
+    /// The batch has gone (its input refused or its streams closed): wait for its exit and
+    /// hand over all it wrote.
     async fn ended(&mut self) -> Output {
         let exit = match (&mut self.done).await {
             Ok(Ok(e)) => e,
             Ok(Err(e)) => Exit::Error(format!("{e:#}")),
             Err(e) => Exit::Error(e.to_string()),
         };
-        // Lines still in the channel belong to this test.
+        // The process's end does not mean its streams have been read to their end: an rdmabw
+        // without `batch` exits at once, and its "unrecognized subcommand" may still be in the
+        // pipe. The channel closes when both streams have ended.
+        let _ = tokio::time::timeout(STREAMS_AFTER_EXIT, async {
+            while let Some((which, l)) = self.lines.recv().await {
+                self.keep(which, &l);
+            }
+        })
+        .await;
         let mut words = self.last_words();
         words.exit = exit;
         words
