@@ -13,8 +13,14 @@ test_perftest_every_rail() {
     in_pod podA timeout 30 ib_write_bw -d "$dev_a" -x "$(gid_index "$dev_a" "$(topo podA "$i" ipv4)")" -F --report_gbits \
       -D 2 -p "$port" "$ip_b" >"$T_OUT/client$i.txt" 2>&1 || { cat "$T_OUT/client$i.txt"; fail "ib_write_bw on rail $i failed"; }
     wait
-    bw=$(bw_of "$T_OUT/client$i.txt") || fail "rail $i: no result row in ib_write_bw's output"
-    echo "rail $i $dev_a -> $dev_b: $bw Gb/s"
+    # ib_write_bw's own Gb/s divides by a CPU frequency it estimates from rdtsc; under
+    # emulation that estimate sometimes fails ("Correlation coefficient r^2: 0.69 < 0.9") and
+    # the table then says 0.000000 over writes that did complete. The writes in the 2 s window
+    # (#iterations) are what shows traffic; the Gb/s is computed from them.
+    bw=$(awk '$1 == 65536 && NF == 5 && $2 ~ /^[0-9]+$/ { v = $2 * 65536 * 8 / 2 / 1e9 }
+      END { if (v == "") exit 1; printf "%.3f", v }' "$T_OUT/client$i.txt") \
+      || { cat "$T_OUT/client$i.txt"; fail "rail $i: no result row in ib_write_bw's output"; }
+    echo "rail $i $dev_a -> $dev_b: $bw Gb/s (from #iterations; ib_write_bw says $(bw_of "$T_OUT/client$i.txt"))"
     gt "$bw" 0 || fail "rail $i: bandwidth $bw Gb/s is not above zero"
   done
 }
