@@ -60,8 +60,8 @@ fn every_line_gets_an_end_on_both_streams_and_a_failure_does_not_end_the_batch()
         .nth(1)
         .and_then(|rest| rest.split(bench_core::report::BATCH_END).next())
         .unwrap_or_default();
-    let rep: BwReport = serde_json::from_str(last_doc.trim())
-        .unwrap_or_else(|e| panic!("{e}: {stdout:?}"));
+    let rep: BwReport =
+        serde_json::from_str(last_doc.trim()).unwrap_or_else(|e| panic!("{e}: {stdout:?}"));
     assert!(rep.error.is_some(), "{stdout}");
 }
 

@@ -70,9 +70,18 @@ IP address       HW type     Flags       HW address            Mask     Device
     #[test]
     fn only_complete_entries_of_that_exact_address_count() {
         assert!(arp_complete(ARP, Ipv4Addr::new(10, 224, 0, 2)));
-        assert!(!arp_complete(ARP, Ipv4Addr::new(10, 224, 1, 2)), "incomplete");
-        assert!(!arp_complete(ARP, Ipv4Addr::new(10, 224, 2, 2)), "prefix only");
-        assert!(arp_complete(ARP, Ipv4Addr::new(10, 224, 2, 20)), "0x6 has ATF_COM");
+        assert!(
+            !arp_complete(ARP, Ipv4Addr::new(10, 224, 1, 2)),
+            "incomplete"
+        );
+        assert!(
+            !arp_complete(ARP, Ipv4Addr::new(10, 224, 2, 2)),
+            "prefix only"
+        );
+        assert!(
+            arp_complete(ARP, Ipv4Addr::new(10, 224, 2, 20)),
+            "0x6 has ATF_COM"
+        );
         assert!(!arp_complete("", Ipv4Addr::new(10, 224, 0, 2)));
     }
 
@@ -87,8 +96,16 @@ IP address       HW type     Flags       HW address            Mask     Device
             ..SysRoots::default()
         };
         let t0 = Instant::now();
-        assert!(!resolve(&roots, Ipv4Addr::LOCALHOST, Duration::from_millis(50)));
+        assert!(!resolve(
+            &roots,
+            Ipv4Addr::LOCALHOST,
+            Duration::from_millis(50)
+        ));
         assert!(t0.elapsed() < Duration::from_secs(2));
-        assert!(resolve(&roots, Ipv4Addr::new(10, 224, 0, 2), Duration::from_millis(50)));
+        assert!(resolve(
+            &roots,
+            Ipv4Addr::new(10, 224, 0, 2),
+            Duration::from_millis(50)
+        ));
     }
 }

@@ -269,7 +269,10 @@ mod batch_tests {
         assert_eq!(BatchEnd::parse("rdmabw: error: x"), None);
         assert_eq!(BatchEnd::parse("rdmabw-batch-endless"), None);
         assert_eq!(BatchEnd::parse("rdmabw-batch-end {\"test\":1}"), None);
-        assert_eq!(BatchEnd::split(&format!("{{}}{}", e.line())), ("{}", Some(e)));
+        assert_eq!(
+            BatchEnd::split(&format!("{{}}{}", e.line())),
+            ("{}", Some(e))
+        );
         assert_eq!(BatchEnd::split(&e.line()), ("", Some(e)));
         assert_eq!(BatchEnd::split("plain"), ("plain", None));
     }

@@ -803,7 +803,8 @@ pub fn run_client(
     let ours = endpoints_of(&side);
     let theirs = ch.exchange_endpoints(&ours).map_err(control)?;
     let memory = side.prepared.memory().clone();
-    let (mut conn, rail, mtu, local_mtu) = match connect_qps(&cfg.roots, side, &theirs, &cfg.tuning) {
+    let (mut conn, rail, mtu, local_mtu) = match connect_qps(&cfg.roots, side, &theirs, &cfg.tuning)
+    {
         Ok(c) => c,
         Err(e) => {
             ch.fail(&format!("the client could not connect its QPs: {e}"));

@@ -667,8 +667,14 @@ impl<'a, R: Runner> Sweep<'a, R> {
         if let Batch::Running(b) = &mut *slot {
             if !b.close(Duration::from_secs(3)).await {
                 let pid = b.pid();
-                let _ = stop_process(self.runner, &self.cfg.client_pod, pid, b.done_mut(), "client")
-                    .await;
+                let _ = stop_process(
+                    self.runner,
+                    &self.cfg.client_pod,
+                    pid,
+                    b.done_mut(),
+                    "client",
+                )
+                .await;
             }
         }
         *slot = Batch::Idle;

@@ -16,7 +16,7 @@ use kube::{Api, Client, Config};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::{
-    kill_argv, spawn_trampoline, take_pid_line, Exit, Output, PodInfo, Piped, Runner, Signal,
+    kill_argv, spawn_trampoline, take_pid_line, Exit, Output, Piped, PodInfo, Runner, Signal,
     Spawned,
 };
 
@@ -216,7 +216,6 @@ impl KubeRunner {
         };
         Ok((proc, pid, head, stdout))
     }
-
 }
 
 /// The exit a status-channel `Status` stands for (see the module documentation).

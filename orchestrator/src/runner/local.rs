@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-use super::{Exit, Output, PodInfo, Piped, Runner, Signal, Spawned};
+use super::{Exit, Output, Piped, PodInfo, Runner, Signal, Spawned};
 
 /// The pod name that means "this machine's own network namespace".
 pub const HOST: &str = "-";

@@ -110,7 +110,9 @@ pub struct Piped {
 
 impl fmt::Debug for Piped {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Piped").field("pid", &self.pid).finish_non_exhaustive()
+        f.debug_struct("Piped")
+            .field("pid", &self.pid)
+            .finish_non_exhaustive()
     }
 }
 
