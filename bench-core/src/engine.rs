@@ -55,8 +55,8 @@ pub const STOP_CHECK: Duration = Duration::from_micros(200);
 pub const DURATION_INTERVAL: Duration = Duration::from_millis(10);
 /// Sampling interval in iteration mode.
 pub const ITERATION_INTERVAL: Duration = Duration::from_millis(1);
-/// Completions asked for per poll.
-const POLL_MAX: usize = 64;
+/// Completions asked for per poll (the CQ's own limit: it polls into a buffer on the stack).
+const POLL_MAX: usize = crate::verbs::cq::POLL_BATCH as usize;
 
 /// Empty polls between two clock reads while nothing completes. Spinning on an empty CQ needs
 /// the time only to see the window close or a stop come, which 64 polls (microseconds on a NIC)

@@ -133,17 +133,11 @@ impl BatchClient {
             let Some((which, l)) = self.lines.recv().await else {
                 return TestEnd::Gone(self.ended().await);
             };
-            let (buf, end) = match which {
-                Stream::Out => (&mut self.out, &mut out_end),
-                Stream::Err => (&mut self.err, &mut err_end),
-            };
-            let (text, e) = BatchEnd::split(&l);
-            if e.is_none() || !text.is_empty() {
-                buf.extend_from_slice(text.as_bytes());
-                buf.push(b'\n');
-            }
-            match e {
-                Some(e) if e.test == n => *end = Some(e),
+            match self.keep(which, &l) {
+                Some(e) if e.test == n => match which {
+                    Stream::Out => out_end = Some(e),
+                    Stream::Err => err_end = Some(e),
+                },
                 // A stale end line (from a test already given up on) is nobody's output.
                 _ => {}
             }
@@ -168,15 +162,19 @@ impl BatchClient {
         }
     }
 
-    /// A line of the test in progress, without its end marker.
-    fn keep(&mut self, which: Stream, line: &str) {
-        let (text, _) = BatchEnd::split(line);
-        let buf = match which {
-            Stream::Out => &mut self.out,
-            Stream::Err => &mut self.err,
-        };
-        buf.extend_from_slice(text.as_bytes());
-        buf.push(b'\n');
+    /// Keeps a line of the test in progress, without its end marker (a line that was only the
+    /// marker adds nothing); returns the marker.
+    fn keep(&mut self, which: Stream, line: &str) -> Option<BatchEnd> {
+        let (text, end) = BatchEnd::split(line);
+        if end.is_none() || !text.is_empty() {
+            let buf = match which {
+                Stream::Out => &mut self.out,
+                Stream::Err => &mut self.err,
+            };
+            buf.extend_from_slice(text.as_bytes());
+            buf.push(b'\n');
+        }
+        end
     }
 
     /// The batch has gone (its input refused or its streams closed): wait for its exit and
