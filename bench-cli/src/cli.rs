@@ -240,7 +240,9 @@ pub struct TestArgs {
     pub cq_mod: Option<u32>,
 
     /// How to wait for completions: `spin` busy-polls through the measured window, as
-    /// ib_write_bw does (the default: the highest bandwidth); `adaptive` spins while
+    /// ib_write_bw does (the default: the highest bandwidth; on Soft-RoCE the polling thread
+    /// runs at idle CPU priority, since kernel threads on the same CPUs move the data, and the
+    /// log says so); `adaptive` spins while
     /// completions come often and sleeps in short steps when the next one is over a
     /// millisecond away, never letting the send queue run dry: for slow links or huge messages
     /// on a shared CPU (on Soft-RoCE it saves most of the CPU but costs bandwidth). A -D

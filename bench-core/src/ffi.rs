@@ -152,6 +152,21 @@ pub fn send_signal(pid: u32, sig: i32) -> std::io::Result<()> {
     }
 }
 
+/// Moves the calling thread to the `SCHED_IDLE` scheduling class: from then on it runs only
+/// while no ordinary thread wants its CPU, and any that wakes takes the CPU at once. For an
+/// unprivileged thread this is one-way (going back needs `CAP_SYS_NICE`).
+pub fn set_thread_sched_idle() -> std::io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid sched_param that outlives the call; pid 0 names the calling
+    // thread, and the call changes nothing but its scheduling class.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// User plus system CPU time this process has used so far (`getrusage(RUSAGE_SELF)`).
 pub fn process_cpu_time() -> Duration {
     // SAFETY: `rusage` is plain old data for which all-zero bytes are a valid value.

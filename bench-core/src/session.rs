@@ -813,8 +813,13 @@ pub fn run_client(
     };
     ch.sync_ready().map_err(control)?;
     log(&format!(
-        "QPs connected, path MTU {}; measuring",
-        mtu.bytes()
+        "QPs connected, path MTU {}; measuring{}",
+        mtu.bytes(),
+        if conn.polls_at_idle_priority(&cfg.tuning) {
+            " (polling at idle CPU priority: on Soft-RoCE the kernel moves the data on these CPUs)"
+        } else {
+            ""
+        }
     ));
     let spec = WindowSpec {
         roots: &cfg.roots,
