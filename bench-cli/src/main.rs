@@ -83,21 +83,22 @@ fn main() -> ExitCode {
 }
 
 /// SIGINT/SIGTERM raise `stop`; a test then ends within milliseconds and tells its peer. If the
-/// process is still there 6 s later (blocked in a set-up phase), it exits anyway.
+/// process is still there 6 s later (blocked in a set-up phase), it exits anyway. The thread
+/// sleeps in the signal iterator until a signal comes: no periodic wake-up during the window.
 fn install_signals(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    let sigs = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM];
+    for sig in sigs {
         signal_hook::flag::register(sig, Arc::clone(stop))?;
     }
-    let s = Arc::clone(stop);
+    let mut signals = signal_hook::iterator::Signals::new(sigs)?;
     thread::Builder::new()
         .name("rdmabw-signal".into())
         .spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                thread::sleep(Duration::from_millis(200));
+            if signals.forever().next().is_some() {
+                thread::sleep(Duration::from_secs(6));
+                eprintln!("rdmabw: interrupted");
+                std::process::exit(Exit::Interrupted as i32);
             }
-            thread::sleep(Duration::from_secs(6));
-            eprintln!("rdmabw: interrupted");
-            std::process::exit(Exit::Interrupted as i32);
         })?;
     Ok(())
 }

@@ -353,7 +353,12 @@ fn run() -> Result<(), String> {
         let mut done = Vec::new();
         let mut res = Ok(());
         for size in params.sizes.list() {
-            match conn.run_size(size, &params.length, &a.tuning, &stop) {
+            match conn.run_size(
+                size,
+                &params.length,
+                &a.tuning,
+                bench_core::engine::StopFlags::one(&stop),
+            ) {
                 Ok(r) => {
                     log(
                         &role,

@@ -109,6 +109,37 @@ fn idle_priority_once() {
     });
 }
 
+/// What stops a run: either flag raised (the caller's, e.g. on SIGINT, and the peer watch's
+/// verdict), looked at every [`STOP_CHECK`]. Two flags rather than a thread that copies one
+/// into the other: such a thread would have to wake several times a second during the window.
+#[derive(Debug, Clone, Copy)]
+pub struct StopFlags<'a> {
+    first: &'a AtomicBool,
+    second: Option<&'a AtomicBool>,
+}
+
+impl<'a> StopFlags<'a> {
+    /// Stop when `flag` is raised.
+    pub fn one(flag: &'a AtomicBool) -> StopFlags<'a> {
+        StopFlags {
+            first: flag,
+            second: None,
+        }
+    }
+
+    /// Stop when `a` or `b` is raised.
+    pub fn either(a: &'a AtomicBool, b: &'a AtomicBool) -> StopFlags<'a> {
+        StopFlags {
+            first: a,
+            second: Some(b),
+        }
+    }
+
+    fn raised(&self) -> bool {
+        self.first.load(Ordering::Relaxed) || self.second.is_some_and(|f| f.load(Ordering::Relaxed))
+    }
+}
+
 /// What one side tells the other so that both can connect and write.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SideInfo {
@@ -712,7 +743,7 @@ impl Connected {
         &mut self,
         params: &TestParams,
         tuning: &LocalTuning,
-        stop: &AtomicBool,
+        stop: StopFlags<'_>,
     ) -> Result<Vec<SizeResult>, Error> {
         let mut out = Vec::new();
         let sizes = params.sizes.list();
@@ -743,7 +774,7 @@ impl Connected {
         size: u64,
         length: &TestLength,
         tuning: &LocalTuning,
-        stop: &AtomicBool,
+        stop: StopFlags<'_>,
     ) -> Result<SizeResult, Error> {
         self.run_size_drained(size, length, tuning, stop, true)
     }
@@ -755,7 +786,7 @@ impl Connected {
         size: u64,
         length: &TestLength,
         tuning: &LocalTuning,
-        stop: &AtomicBool,
+        stop: StopFlags<'_>,
         drain: bool,
     ) -> Result<SizeResult, Error> {
         if self.poisoned {
@@ -780,7 +811,7 @@ impl Connected {
         size: u64,
         length: &TestLength,
         tuning: &LocalTuning,
-        stop: &AtomicBool,
+        stop: StopFlags<'_>,
         drain: bool,
     ) -> Result<SizeResult, Error> {
         let k = knobs(tuning)?;
@@ -962,7 +993,7 @@ impl Connected {
 
             if now.duration_since(last_stop_check) >= STOP_CHECK {
                 last_stop_check = now;
-                if stop.load(Ordering::Relaxed) {
+                if stop.raised() {
                     return Err(Error::Stopped {
                         device: device.name().to_string(),
                         port: *port,

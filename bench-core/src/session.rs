@@ -30,7 +30,7 @@ use crate::control::{
     Msg, PeerWatch, Phase, PhaseTimeouts, RejectReason, WatchConfig, PROTOCOL_VERSION,
     RDMABW_VERSION,
 };
-use crate::engine::{Connected, Prepared, SideInfo};
+use crate::engine::{Connected, Prepared, SideInfo, StopFlags};
 use crate::error::Error;
 use crate::gid::{resolve_rail, Gid, Rail, RailRequest};
 use crate::gpu::MemoryUse;
@@ -44,9 +44,9 @@ use crate::verbs::{Device, PathMtu, PathParams};
 const EXPLAIN_WAIT: Duration = Duration::from_millis(400);
 /// Poll interval of the listeners (a new test waits for it) and of the daemon's shutdown.
 const POLL: Duration = Duration::from_millis(10);
-/// How often a passive server looks at its stop flag while it waits for the client's `Done`
-/// (the peer's `Done` or failure wakes it at once).
-const PASSIVE_POLL: Duration = Duration::from_millis(250);
+/// How often a passive server looks at its stop flags (SIGINT, the rail guard) while it waits
+/// for the client's `Done` (the peer's `Done` or failure wakes it at once).
+const PASSIVE_POLL: Duration = Duration::from_millis(500);
 /// How long a server reuses one discovery for the next hellos (a daemon receiving one hello per
 /// rail at once discovers once; sysfs discovery reads every GID table).
 const INVENTORY_TTL: Duration = Duration::from_secs(5);
@@ -582,16 +582,17 @@ fn window(
     // caller's `stop`, or this side's rail went down).
     let engine_stop = Arc::new(AtomicBool::new(stop.load(Ordering::Relaxed)));
     let watch = PeerWatch::start_with_stop(ch, watch_cfg, Arc::clone(&engine_stop))?;
-    let guard = Guard::start(Arc::clone(stop), Arc::clone(&engine_stop), roots, rail);
+    let guard = Guard::start(Arc::clone(&engine_stop), roots, rail);
     let run = if writer {
-        conn.run_writes(params, tuning, &engine_stop).map_err(Some)
+        conn.run_writes(params, tuning, StopFlags::either(stop, &engine_stop))
+            .map_err(Some)
     } else {
         let deadline = Instant::now() + measure_timeout;
         loop {
             match watch.wait_peer_done(PASSIVE_POLL) {
                 Ok(()) => break Ok(Vec::new()),
                 Err(ControlError::Timeout { .. }) if Instant::now() < deadline => {
-                    if engine_stop.load(Ordering::Relaxed) {
+                    if engine_stop.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed) {
                         break Err(None);
                     }
                 }
@@ -668,15 +669,16 @@ fn watch_peer(w: &PeerWatch) -> SocketAddr {
 }
 
 /// How often the guard reads the rail's port state during the window (on rxe the read takes
-/// the RTNL lock to ask the netdev its speed: not something to do in a tight loop).
-const RAIL_CHECK: Duration = Duration::from_millis(500);
-/// How often the guard wakes (the caller's stop flag reaches the engine within this). The end
-/// of the window wakes it at once.
-const GUARD_TICK: Duration = Duration::from_millis(250);
+/// the RTNL lock to ask the netdev its speed: not something to do in a tight loop). The guard
+/// wakes for nothing else: every wake-up of a helper thread costs the data path, most of all on
+/// Soft-RoCE, where the kernel moves the data on the same CPUs (the guard, the heartbeats and
+/// the signal thread waking 4-5 times a second each cost rdmabw 2-3% of its bandwidth in the
+/// lab). The end of the window wakes it at once.
+const RAIL_CHECK: Duration = Duration::from_secs(1);
 
-/// During the window: copies the caller's stop flag (SIGINT) into the engine's, and watches
-/// this side's port: a rail that goes down stops the run at once (rxe, for one, retries
-/// forever and would only show a stall much later).
+/// During the window: watches this side's port: a rail that goes down stops the run at once
+/// (rxe, for one, retries forever and would only show a stall much later). The caller's stop
+/// flag needs no thread: the engine looks at it directly ([`StopFlags::either`]).
 struct Guard {
     quit: Arc<AtomicBool>,
     rail_down: Arc<Mutex<Option<String>>>,
@@ -684,7 +686,7 @@ struct Guard {
 }
 
 impl Guard {
-    fn start(from: Arc<AtomicBool>, to: Arc<AtomicBool>, roots: &SysRoots, rail: &Rail) -> Guard {
+    fn start(to: Arc<AtomicBool>, roots: &SysRoots, rail: &Rail) -> Guard {
         let quit = Arc::new(AtomicBool::new(false));
         let rail_down = Arc::new(Mutex::new(None));
         let port_dir = roots
@@ -705,30 +707,30 @@ impl Guard {
         let (q, down) = (Arc::clone(&quit), Arc::clone(&rail_down));
         let thread = thread::Builder::new()
             .name("rdmabw-guard".into())
-            .spawn(move || {
-                let mut last_rail = Instant::now();
-                while !q.load(Ordering::Acquire) {
-                    if from.load(Ordering::Relaxed) {
+            .spawn(move || loop {
+                let next = Instant::now() + RAIL_CHECK;
+                loop {
+                    if q.load(Ordering::Acquire) {
+                        return;
+                    }
+                    let left = next.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    thread::park_timeout(left);
+                }
+                if let Some(state) = sysfs::read_attr(&port_dir.join("state")) {
+                    if sysfs::PortState::parse(&state) != sysfs::PortState::Active {
+                        let phys = sysfs::read_attr(&port_dir.join("phys_state"))
+                            .unwrap_or_else(|| "unknown".into());
+                        *down.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!(
+                            "{what} went {} (physical state {phys}) during the test: the rail is \
+                             down",
+                            sysfs::PortState::parse(&state).name()
+                        ));
                         to.store(true, Ordering::Relaxed);
                         return;
                     }
-                    if last_rail.elapsed() >= RAIL_CHECK {
-                        last_rail = Instant::now();
-                        if let Some(state) = sysfs::read_attr(&port_dir.join("state")) {
-                            if sysfs::PortState::parse(&state) != sysfs::PortState::Active {
-                                let phys = sysfs::read_attr(&port_dir.join("phys_state"))
-                                    .unwrap_or_else(|| "unknown".into());
-                                *down.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!(
-                                    "{what} went {} (physical state {phys}) during the test: the \
-                                     rail is down",
-                                    sysfs::PortState::parse(&state).name()
-                                ));
-                                to.store(true, Ordering::Relaxed);
-                                return;
-                            }
-                        }
-                    }
-                    thread::park_timeout(GUARD_TICK);
                 }
             })
             .ok();

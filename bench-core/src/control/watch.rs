@@ -30,11 +30,12 @@ const FAILED: u8 = 2;
 /// Timing of a [`PeerWatch`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WatchConfig {
-    /// Time between this side's heartbeats (default 500 ms).
+    /// Time between this side's heartbeats (default 1 s: every wake-up of a helper costs the
+    /// data path, most of all on Soft-RoCE, where the kernel moves the data on the same CPUs).
     pub heartbeat_every: Duration,
     /// The peer fails after this long without any message from it (default 3 s).
     pub silence_limit: Duration,
-    /// The longest single wait of the thread (default 500 ms). A message, a closed
+    /// The longest single wait of the thread (default 1 s). A message, a closed
     /// connection and a stop end the wait at once; this only bounds how late the silence
     /// limit can be noticed.
     pub poll_every: Duration,
@@ -45,9 +46,9 @@ pub struct WatchConfig {
 impl Default for WatchConfig {
     fn default() -> Self {
         WatchConfig {
-            heartbeat_every: Duration::from_millis(500),
+            heartbeat_every: Duration::from_secs(1),
             silence_limit: Duration::from_secs(3),
-            poll_every: Duration::from_millis(500),
+            poll_every: Duration::from_secs(1),
             write_timeout: Duration::from_secs(2),
         }
     }
@@ -121,9 +122,13 @@ impl Shared {
             return;
         }
         *st = status;
-        self.state.store(code, Ordering::Release);
+        let before = self.state.swap(code, Ordering::AcqRel);
         drop(st);
-        self.changed.notify_all();
+        // Waiters wait for the peer to finish or fail; a heartbeat (alive, still alive) wakes
+        // nobody.
+        if before != code {
+            self.changed.notify_all();
+        }
     }
 
     fn fail(&self, error: ControlError) {
