@@ -578,8 +578,8 @@ fn window(
         writer,
         measure_timeout,
     } = *spec;
-    // A fresh flag for the engine, raised by the watch (peer failed) and by the guard (the
-    // caller's `stop`, or this side's rail went down).
+    // A fresh flag, raised by the watch (peer failed) and by the guard (this side's rail went
+    // down); the engine and the passive wait also look at the caller's `stop` (SIGINT).
     let engine_stop = Arc::new(AtomicBool::new(stop.load(Ordering::Relaxed)));
     let watch = PeerWatch::start_with_stop(ch, watch_cfg, Arc::clone(&engine_stop))?;
     let guard = Guard::start(Arc::clone(&engine_stop), roots, rail);
