@@ -55,8 +55,6 @@ pub const STOP_CHECK: Duration = Duration::from_micros(200);
 pub const DURATION_INTERVAL: Duration = Duration::from_millis(10);
 /// Sampling interval in iteration mode.
 pub const ITERATION_INTERVAL: Duration = Duration::from_millis(1);
-/// Completions asked for per poll (the CQ's own limit: it polls into a buffer on the stack).
-const POLL_MAX: usize = crate::verbs::cq::POLL_BATCH as usize;
 
 /// Empty polls between two clock reads while nothing completes. Spinning on an empty CQ needs
 /// the time only to see the window close or a stop come, which 64 polls (microseconds on a NIC)
@@ -648,21 +646,41 @@ impl Sampler {
     }
 
     /// A completion on QP `qp` at time `t`: `cum` bytes of that QP have completed in total.
+    #[cfg(test)]
     pub(crate) fn event(&mut self, qp: usize, t: f64, cum: u64) {
-        if let Some(c) = self.curves.get_mut(qp) {
-            c.push(t, cum as f64);
-        }
-        if t >= self.next || self.end.is_some_and(|e| t >= e) {
-            self.advance();
-        }
+        self.polled(t, [(qp, cum, false)]);
     }
 
     /// QP `qp` will complete nothing more (its curve stays flat).
+    #[cfg(test)]
     pub(crate) fn finish_qp(&mut self, qp: usize) {
         if let Some(c) = self.curves.get_mut(qp) {
             c.done = true;
         }
         self.advance();
+    }
+
+    /// What one poll of the CQ returned at time `t`: for each completion, `(qp, cum, done)`
+    /// with `cum` the bytes that QP has completed in total up to that completion (a QP's last
+    /// entry counts) and `done` whether it will complete nothing more. Intervals are closed
+    /// only once the whole poll is in: closed after its first completion, they would get only
+    /// that one's bytes and the next interval the rest, a dip and a spike where the link ran
+    /// evenly (a poll that found a backlog of 73 completions after a 150 ms gap showed p1 0.003,
+    /// p99 2.3 and a 4.8 Gb/s peak on a lab rail that averaged 0.33 Gb/s).
+    pub(crate) fn polled(&mut self, t: f64, batch: impl IntoIterator<Item = (usize, u64, bool)>) {
+        let mut finished = false;
+        for (qp, cum, done) in batch {
+            if let Some(c) = self.curves.get_mut(qp) {
+                c.push(t, cum as f64);
+                if done && !c.done {
+                    c.done = true;
+                    finished = true;
+                }
+            }
+        }
+        if finished || t >= self.next || self.end.is_some_and(|e| t >= e) {
+            self.advance();
+        }
     }
 
     /// Ends every curve; the last interval ends at `t` (iteration mode) or at the end given at
@@ -848,7 +866,9 @@ impl Connected {
         let mut size_bytes_done: u64 = 0;
         let mut st = vec![QpRun::default(); nq];
         let mut wrs: Vec<(u64, bool)> = Vec::with_capacity(k.post_list as usize);
-        let mut wcs: Vec<Completion> = Vec::with_capacity(POLL_MAX);
+        // A poll takes everything the CQ holds (at most every write in flight), under one time.
+        let poll_max = (k.depth as usize).saturating_mul(nq).max(1);
+        let mut wcs: Vec<Completion> = Vec::with_capacity(poll_max);
 
         let (target, ws, we, wend, interval) = match *length {
             TestLength::Iterations { iterations } => (
@@ -916,7 +936,7 @@ impl Connected {
 
             // Poll. A pass that neither posted nor completed anything changes nothing that needs
             // the time: read the clock on every IDLE_POLLS_PER_CLOCK-th such pass only.
-            let n = cq.poll(&mut wcs, POLL_MAX)?;
+            let n = cq.poll(&mut wcs, poll_max)?;
             if n == 0 && !posted {
                 idle_polls += 1;
                 if idle_polls < IDLE_POLLS_PER_CLOCK {
@@ -949,13 +969,22 @@ impl Connected {
                     let covered = c.wr_id & 0xffff_ffff;
                     if let Some(s) = st.get_mut(qi) {
                         s.completed += covered;
-                        sampler.event(qi, t, s.completed * size);
-                        if target == Some(s.completed) {
-                            sampler.finish_qp(qi);
-                        }
                     }
                     msgs += covered;
                 }
+                let st_now = &st;
+                sampler.polled(
+                    t,
+                    wcs.iter().filter_map(|c| {
+                        let qi = (c.wr_id >> 32) as usize;
+                        let s = st_now.get(qi)?;
+                        Some((
+                            qi,
+                            s.completed * size,
+                            target.is_some_and(|n| s.completed >= n),
+                        ))
+                    }),
+                );
                 if t >= ws && t < we {
                     window_msgs += msgs;
                 }
@@ -1227,6 +1256,33 @@ mod tests {
         assert!(peak < 8.05, "peak {peak}");
         assert!(p99 < 8.05, "p99 {p99}");
         assert!(p1 > 1.9, "p1 {p1}");
+    }
+
+    #[test]
+    fn sampler_spreads_a_backlog_over_the_gap_before_it() {
+        // 8 Gb/s throughout, polled every 1 ms, except one poll that comes 150 ms late and
+        // finds 150 completions: every 10 ms interval, the gap's included, reads 8 Gb/s.
+        let mut s = Sampler::new(Duration::from_millis(10), 0.0, Some(1.0), 1);
+        let per = 1_000_000u64; // bytes per 1 ms at 8 Gb/s
+        let mut cum = 0u64;
+        let mut ms = 0u64;
+        while ms < 1100 {
+            let step = if ms == 400 { 150 } else { 1 };
+            ms += step;
+            // One entry per completion, with the QP's running total, as the CQ hands them out.
+            let base = cum;
+            let batch = (1..=step).map(move |k| (0usize, base + per * k, false));
+            cum += per * step;
+            s.polled(ms as f64 / 1e3, batch);
+        }
+        s.close(1.1);
+        let (p1, p50, p99, peak) = s.summary(0.0);
+        for v in [p1, p50, p99, peak] {
+            assert!(
+                (v - 8.0).abs() < 0.02,
+                "p1 {p1} p50 {p50} p99 {p99} peak {peak}"
+            );
+        }
     }
 
     #[test]
