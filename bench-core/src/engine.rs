@@ -60,6 +60,8 @@ pub const ITERATION_INTERVAL: Duration = Duration::from_millis(1);
 /// the time only to see the window close or a stop come, which 64 polls (microseconds on a NIC)
 /// delay by nothing that matters; ib_write_bw reads no clock in its loop at all.
 const IDLE_POLLS_PER_CLOCK: u32 = 64;
+/// Polls tried at most to bracket one poll's time closely (see the loop).
+const BRACKET_TRIES: u32 = 8;
 /// Adaptive polling: how long the CQ must have been empty before the poller may sleep.
 const BACKOFF_AFTER: Duration = Duration::from_millis(1);
 /// Adaptive polling: the longest single sleep.
@@ -909,6 +911,8 @@ impl Connected {
         }
         let mut last_progress = t0;
         let mut last_stop_check = t0;
+        let mut last_clock = t0;
+        let bracket = interval / 10;
         let spare = (k.depth - k.cq_mod) as f64 / k.depth as f64;
         let mut idle_polls: u32 = 0;
 
@@ -936,7 +940,7 @@ impl Connected {
 
             // Poll. A pass that neither posted nor completed anything changes nothing that needs
             // the time: read the clock on every IDLE_POLLS_PER_CLOCK-th such pass only.
-            let n = cq.poll(&mut wcs, poll_max)?;
+            let mut n = cq.poll(&mut wcs, poll_max)?;
             if n == 0 && !posted {
                 idle_polls += 1;
                 if idle_polls < IDLE_POLLS_PER_CLOCK {
@@ -944,7 +948,23 @@ impl Connected {
                 }
             }
             idle_polls = 0;
-            let now = Instant::now();
+            let mut now = Instant::now();
+            // The completions are stamped with the time read after the poll. When the poller
+            // was off its CPU since the clock was last read (the idle-priority poller on
+            // Soft-RoCE, for up to 250 ms), the poll may have happened long before that time,
+            // and whatever completed in between would be credited to the next interval as a
+            // burst. So poll again until one poll is bracketed by two clock reads less than a
+            // tenth of an interval apart: its time, and so every completion's, is then known
+            // to that precision.
+            let mut tries = 0;
+            let mut before = last_clock;
+            while n > 0 && now.duration_since(before) > bracket && tries < BRACKET_TRIES {
+                before = now;
+                n += cq.poll_more(&mut wcs, poll_max)?;
+                now = Instant::now();
+                tries += 1;
+            }
+            last_clock = now;
             let t = now.duration_since(t0).as_secs_f64();
             if n > 0 {
                 if let Some(bad) = wcs

@@ -79,6 +79,13 @@ impl Cq {
     /// reaped over several calls, a backlog would read as a burst of bandwidth in microseconds.
     pub fn poll(&self, out: &mut Vec<Completion>, max: usize) -> Result<usize, Error> {
         out.clear();
+        self.poll_more(out, max)
+    }
+
+    /// Like [`Cq::poll`], but appends to `out` until it holds `max` completions or the CQ is
+    /// empty; returns how many were added.
+    pub fn poll_more(&self, out: &mut Vec<Completion>, max: usize) -> Result<usize, Error> {
+        let start = out.len();
         while out.len() < max {
             let before = out.len();
             self.poll_batch(out, max - before)?;
@@ -86,7 +93,7 @@ impl Cq {
                 break;
             }
         }
-        Ok(out.len())
+        Ok(out.len() - start)
     }
 
     /// One `ibv_poll_cq` call for up to `max` (at most [`POLL_BATCH`]) completions, appended to
