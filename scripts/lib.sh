@@ -39,3 +39,22 @@ now_s() { date +%s.%N; }
 
 # since T0: seconds elapsed since T0, one decimal.
 since() { awk -v a="$1" -v b="$(now_s)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# host_cpu_ticks: "busy steal total" clock ticks of all CPUs since boot (/proc/stat), for
+# host_load_report.
+host_cpu_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+
+# host_load_report BEFORE AFTER OWN_CPU_S: what else this machine did while a benchmark ran, from
+# two host_cpu_ticks readings and the CPU seconds of the benchmark's own processes (the lab's
+# QEMU among them). Under emulation a busy host slows every round of both tools and widens
+# their spread, so a run's verdict means little when this says the host was busy.
+host_load_report() {
+  awk -v b="$1" -v a="$2" -v own="$3" -v hz="$(getconf CLK_TCK)" -v n="$(nproc)" 'BEGIN {
+    split(b, x, " "); split(a, y, " ")
+    busy = (y[1] - x[1]) / hz; steal = (y[2] - x[2]) / hz; total = (y[3] - x[3]) / hz
+    if (total <= 0) exit
+    other = busy - own; if (other < 0) other = 0
+    printf "host during the run: %d CPUs, the benchmark used %.0f%% of them, other processes %.0f%%, stolen by the hypervisor %.1f%%\n",
+      n, 100 * own / total, 100 * other / total, 100 * steal / total
+  }'
+}
