@@ -992,12 +992,11 @@ impl Connected {
                     }
                     msgs += covered;
                 }
-                let st_now = &st;
                 sampler.polled(
                     t,
                     wcs.iter().filter_map(|c| {
                         let qi = (c.wr_id >> 32) as usize;
-                        let s = st_now.get(qi)?;
+                        let s = st.get(qi)?;
                         Some((
                             qi,
                             s.completed * size,

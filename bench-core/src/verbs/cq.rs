@@ -87,9 +87,7 @@ impl Cq {
     pub fn poll_more(&self, out: &mut Vec<Completion>, max: usize) -> Result<usize, Error> {
         let start = out.len();
         while out.len() < max {
-            let before = out.len();
-            self.poll_batch(out, max - before)?;
-            if out.len() - before < POLL_BATCH as usize {
+            if self.poll_batch(out, max - out.len())? < POLL_BATCH as usize {
                 break;
             }
         }
