@@ -25,6 +25,7 @@ mod read;
 mod record;
 mod sink;
 mod summary;
+mod threshold;
 
 pub use csvio::{csv_header, read_csv, write_csv, SCHEMA_VERSION_COLUMN};
 pub use error::{Location, Result, ResultsError};
@@ -39,3 +40,4 @@ pub use record::{
 };
 pub use sink::RowSink;
 pub use summary::{Comparison, ModeSummary, RailDiff, Report, Series};
+pub use threshold::{below_threshold, percent_of_line_rate, threshold_gbps};

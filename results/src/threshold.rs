@@ -1,0 +1,63 @@
+//! The two judgements every tool makes of a measured bandwidth, computed here only: its share
+//! of the line rate, and whether it falls below a threshold (`--min-gbps`,
+//! `--min-line-rate-pct`). rdmabw, railsweep and fleet all call these.
+
+/// Percent of line rate, e.g. `percent_of_line_rate(92.0, Some(100.0)) == Some(92.0)`; `None`
+/// when the line rate is unknown, zero or not finite.
+pub fn percent_of_line_rate(gbps: f64, line_rate_gbps: Option<f64>) -> Option<f64> {
+    line_rate_gbps
+        .filter(|r| *r > 0.0 && r.is_finite())
+        .map(|r| gbps / r * 100.0)
+}
+
+/// The threshold in Gb/s once `min_line_rate_pct` is resolved against the line rate: the
+/// larger of the two when both are given; `None` when there is none (or when only a
+/// percentage is given and the line rate is unknown).
+pub fn threshold_gbps(
+    min_gbps: Option<f64>,
+    min_line_rate_pct: Option<f64>,
+    line_rate_gbps: Option<f64>,
+) -> Option<f64> {
+    let from_pct = min_line_rate_pct
+        .zip(line_rate_gbps.filter(|r| *r > 0.0 && r.is_finite()))
+        .map(|(p, r)| p / 100.0 * r);
+    match (min_gbps, from_pct) {
+        (Some(g), Some(p)) => Some(g.max(p)),
+        (g, p) => g.or(p),
+    }
+}
+
+/// Whether `bw_avg_gbps` falls below `threshold_gbps` (never, without a threshold).
+pub fn below_threshold(bw_avg_gbps: f64, threshold_gbps: Option<f64>) -> bool {
+    threshold_gbps.is_some_and(|t| bw_avg_gbps < t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_needs_a_usable_line_rate() {
+        assert_eq!(percent_of_line_rate(92.0, Some(100.0)), Some(92.0));
+        assert_eq!(percent_of_line_rate(92.0, Some(0.0)), None);
+        assert_eq!(percent_of_line_rate(92.0, Some(f64::INFINITY)), None);
+        assert_eq!(percent_of_line_rate(92.0, None), None);
+    }
+
+    #[test]
+    fn threshold_takes_the_larger_of_both() {
+        assert_eq!(threshold_gbps(Some(50.0), Some(90.0), Some(100.0)), Some(90.0));
+        assert_eq!(threshold_gbps(Some(95.0), Some(90.0), Some(100.0)), Some(95.0));
+        assert_eq!(threshold_gbps(Some(50.0), Some(90.0), None), Some(50.0));
+        assert_eq!(threshold_gbps(None, Some(90.0), Some(200.0)), Some(180.0));
+        assert_eq!(threshold_gbps(None, Some(90.0), None), None);
+        assert_eq!(threshold_gbps(None, None, Some(100.0)), None);
+    }
+
+    #[test]
+    fn below_only_with_a_threshold() {
+        assert!(below_threshold(49.9, Some(50.0)));
+        assert!(!below_threshold(50.0, Some(50.0)));
+        assert!(!below_threshold(0.0, None));
+    }
+}
