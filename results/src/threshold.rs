@@ -46,8 +46,14 @@ mod tests {
 
     #[test]
     fn threshold_takes_the_larger_of_both() {
-        assert_eq!(threshold_gbps(Some(50.0), Some(90.0), Some(100.0)), Some(90.0));
-        assert_eq!(threshold_gbps(Some(95.0), Some(90.0), Some(100.0)), Some(95.0));
+        assert_eq!(
+            threshold_gbps(Some(50.0), Some(90.0), Some(100.0)),
+            Some(90.0)
+        );
+        assert_eq!(
+            threshold_gbps(Some(95.0), Some(90.0), Some(100.0)),
+            Some(95.0)
+        );
         assert_eq!(threshold_gbps(Some(50.0), Some(90.0), None), Some(50.0));
         assert_eq!(threshold_gbps(None, Some(90.0), Some(200.0)), Some(180.0));
         assert_eq!(threshold_gbps(None, Some(90.0), None), None);
