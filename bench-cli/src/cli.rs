@@ -18,12 +18,12 @@ Unlike ib_write_bw: without -x the GID is chosen for you (the RoCE v2 IPv4 GID o
 this network namespace, never an empty one); --netdev names a rail by its interface; both ends
 compare their parameters and name any that differ; a peer that dies or goes silent ends the test
 on both sides within seconds; `--json` prints one typed document; `--daemon` serves test after
-test, on several devices at once, for orchestrators.
+test, on several devices at once, for orchestrators.";
 
-Exit status: 0 the test ran (and met --min-gbps / --min-line-rate-pct); 1 it ran but failed or
-fell below the threshold (peer died, rail down, RDMA error, server busy or unreachable); 2 usage
-or set-up error (bad flag, unknown device, unusable GID, parameters that differ from the
-server's, memlock too low, no libibverbs, the peer is not rdmabw).";
+/// The long help: what rdmabw is, then its exit statuses (declared in [`crate::exit`]).
+fn long_about() -> String {
+    format!("{LONG_ABOUT}\n\n{}", crate::exit::HELP)
+}
 
 const EXAMPLES: &str = "\
 Examples (the ib_write_bw line each one replaces first):
@@ -59,7 +59,7 @@ Examples (the ib_write_bw line each one replaces first):
     name = "rdmabw",
     version,
     about = ABOUT,
-    long_about = LONG_ABOUT,
+    long_about = long_about(),
     after_long_help = EXAMPLES,
     args_conflicts_with_subcommands = true,
     max_term_width = 100
@@ -169,6 +169,11 @@ pub struct DevicesCmd {
     /// One JSON document instead of the table.
     #[arg(long)]
     pub json: bool,
+
+    /// Read ROOT/sys, ROOT/proc and ROOT/dev instead of /sys, /proc and /dev (fixture trees,
+    /// or a copy of a pod's view); the devices are not opened (the active MTU is unknown).
+    #[arg(long, value_name = "ROOT")]
+    pub root: Option<std::path::PathBuf>,
 }
 
 /// Every test flag; which apply to which role is checked in `config`.

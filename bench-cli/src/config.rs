@@ -62,6 +62,7 @@ pub enum Config {
     },
     Devices {
         json: bool,
+        root: Option<std::path::PathBuf>,
     },
     Gpus(crate::gpus::GpusConfig),
     Rails(crate::rails::RailsCmd),
@@ -126,7 +127,12 @@ enum Role {
 /// Resolves the command line.
 pub fn resolve(cli: Cli) -> Result<Config, Usage> {
     let (role, args, host) = match cli.cmd {
-        Some(Cmd::Devices(d)) => return Ok(Config::Devices { json: d.json }),
+        Some(Cmd::Devices(d)) => {
+            return Ok(Config::Devices {
+                json: d.json,
+                root: d.root,
+            })
+        }
         Some(Cmd::Gpus(g)) => return crate::gpus::resolve(g).map(Config::Gpus),
         Some(Cmd::Rails(r)) => return Ok(Config::Rails(r)),
         Some(Cmd::Probe(p)) => return Ok(Config::Probe(p)),
@@ -466,11 +472,7 @@ fn output(a: &TestArgs) -> Result<Output, Usage> {
 
 /// This host's (pod's) name.
 pub fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown-host".to_string())
+    bench_core::sysfs::host_name(&SysRoots::default()).unwrap_or_else(|| "unknown-host".to_string())
 }
 
 #[cfg(test)]
@@ -514,7 +516,10 @@ mod tests {
         assert!(matches!(cfg(&["client", "h"]).unwrap(), Config::Client(..)));
         assert!(matches!(
             cfg(&["devices"]).unwrap(),
-            Config::Devices { json: false }
+            Config::Devices {
+                json: false,
+                root: None
+            }
         ));
     }
 

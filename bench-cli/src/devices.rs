@@ -1,6 +1,7 @@
 //! `rdmabw devices`: every RDMA device and port as this network namespace sees it.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use bench_core::gid::GidType;
@@ -47,18 +48,23 @@ pub struct DevicesReport {
     pub verbs_error: Option<String>,
 }
 
-/// Collects the listing.
-pub fn collect(roots: &SysRoots) -> Result<DevicesReport> {
-    let inv: Inventory = sysfs::discover(roots).context("reading /sys/class/infiniband")?;
+/// Collects the listing: of this host, or with `root` of the tree under it (a fixture, a copy
+/// of a pod's view), whose devices are not opened (the active MTU is unknown).
+pub fn collect(root: Option<&Path>) -> Result<DevicesReport> {
+    let roots = root.map_or_else(SysRoots::default, SysRoots::under);
+    let inv: Inventory = sysfs::discover(&roots).context("listing the RDMA devices")?;
     let mut verbs_error = None;
     let mut ports = Vec::new();
     for d in &inv.devices {
-        let opened = match Device::open_with(roots, &d.name) {
-            Ok(dev) => Some(dev),
-            Err(e) => {
-                verbs_error.get_or_insert_with(|| e.to_string());
-                None
-            }
+        let opened = match root {
+            Some(_) => None,
+            None => match Device::open_with(&roots, &d.name) {
+                Ok(dev) => Some(dev),
+                Err(e) => {
+                    verbs_error.get_or_insert_with(|| e.to_string());
+                    None
+                }
+            },
         };
         for p in &d.ports {
             let ethernet = !matches!(p.link_layer, Some(LinkLayer::InfiniBand));
@@ -156,21 +162,24 @@ pub fn render(r: &DevicesReport) -> String {
             let _ = writeln!(s, "    (no GIDs)");
             continue;
         }
-        let _ = writeln!(
-            s,
-            "    {:>5}  {:<39}  {:<10}  {:<10}  {:<25}  NOTE",
-            "INDEX", "GID", "TYPE", "NETDEV", "IP"
-        );
-        for g in &p.gids {
+        let mut gid_line = |index: &dyn std::fmt::Display, cols: [&str; 5]| {
+            let [gid, ty, netdev, ip, note] = cols;
             let _ = writeln!(
                 s,
-                "    {:>5}  {:<39}  {:<10}  {:<10}  {:<25}  {}",
-                g.index,
-                g.gid,
-                g.gid_type.as_deref().unwrap_or("-"),
-                g.netdev.as_deref().unwrap_or("-"),
-                g.ip.as_deref().unwrap_or("-"),
-                g.note.as_deref().unwrap_or("")
+                "    {index:>5}  {gid:<39}  {ty:<10}  {netdev:<10}  {ip:<25}  {note}"
+            );
+        };
+        gid_line(&"INDEX", ["GID", "TYPE", "NETDEV", "IP", "NOTE"]);
+        for g in &p.gids {
+            gid_line(
+                &g.index,
+                [
+                    &g.gid,
+                    g.gid_type.as_deref().unwrap_or("-"),
+                    g.netdev.as_deref().unwrap_or("-"),
+                    g.ip.as_deref().unwrap_or("-"),
+                    g.note.as_deref().unwrap_or(""),
+                ],
             );
         }
     }

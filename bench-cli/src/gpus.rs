@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use anyhow::Result;
 use bench_core::gpu::list::{gpus_report, GpusReport};
 use bench_core::gpu::selftest::{self, SelftestOptions, Step};
 use bench_core::gpu::{self, CudaMemPath, GpuError, GpuSelect, MemoryRequest};
@@ -14,11 +15,8 @@ use serde::Serialize;
 
 use crate::cli::{GpusCmd, TestArgs};
 use crate::config::{parse_size, Usage};
-
-/// Exit statuses, as the rest of rdmabw: 0 worked, 1 a GPU step failed, 2 set-up error.
-const OK: u8 = 0;
-const FAILED: u8 = 1;
-const USAGE: u8 = 2;
+use crate::exit::Exit;
+use crate::stdout;
 
 /// The self-test's default buffer: 2 MiB.
 const SELFTEST_BYTES: u64 = 2 << 20;
@@ -157,8 +155,9 @@ pub fn resolve(c: GpusCmd) -> Result<GpusConfig, Usage> {
     Ok(GpusConfig { json: c.json, mode })
 }
 
-/// Runs `rdmabw gpus`; returns the exit status.
-pub fn run(c: &GpusConfig) -> u8 {
+/// Runs `rdmabw gpus`: a GPU step that failed is a failure (exit 1); no GPU, or no CUDA, a
+/// set-up error (exit 2).
+pub fn run(c: &GpusConfig) -> Result<Exit> {
     let roots = SysRoots::default();
     match &c.mode {
         GpusMode::List => list(&roots, c.json),
@@ -176,13 +175,6 @@ pub fn run(c: &GpusConfig) -> u8 {
             c.json,
         ),
         GpusMode::DmabufCheck { device, bytes } => dmabuf_check(&roots, device, *bytes, c.json),
-    }
-}
-
-fn print_json<T: Serialize>(v: &T) {
-    match serde_json::to_string_pretty(v) {
-        Ok(s) => println!("{s}"),
-        Err(e) => eprintln!("rdmabw: error: {e}"),
     }
 }
 
@@ -261,54 +253,52 @@ pub fn table(r: &GpusReport) -> String {
     out
 }
 
-fn list(roots: &SysRoots, json: bool) -> u8 {
+fn list(roots: &SysRoots, json: bool) -> Result<Exit> {
     let (report, err) = gpus_report(roots);
     if json {
-        print_json(&report);
+        stdout::json_pretty(&report)?;
     } else {
+        let mut text = String::new();
         if let Some(v) = &report.cuda_driver {
-            println!("CUDA driver: supports CUDA {v}");
+            let _ = writeln!(text, "CUDA driver: supports CUDA {v}");
         }
         if report.gpus.is_empty() {
-            println!(
+            let _ = writeln!(
+                text,
                 "no GPU (neither CUDA nor {} shows one)",
                 roots.sys.join("bus/pci/devices").display()
             );
         } else {
-            print!("{}", table(&report));
+            text.push_str(&table(&report));
             if report.gpus.iter().any(|g| g.index.is_none()) {
-                println!("(GPU -: in sysfs but not visible to CUDA in this process)");
+                text.push_str("(GPU -: in sysfs but not visible to CUDA in this process)\n");
             }
         }
+        stdout::text(&text)?;
     }
     match err {
-        Some(e) => {
-            eprintln!("rdmabw: error: {e}");
-            USAGE
-        }
-        None if report.gpus.is_empty() => {
-            eprintln!("rdmabw: error: {}", GpuError::NoGpus);
-            USAGE
-        }
-        None => OK,
+        // Whatever CUDA said, a GPU that cannot be listed is one this host cannot test with.
+        Some(e) => Err(Usage(e.to_string()).into()),
+        None if report.gpus.is_empty() => Err(GpuError::NoGpus.into()),
+        None => Ok(Exit::Ok),
     }
 }
 
-fn print_step(s: &Step) {
-    println!(
-        "[{}] {:<8} {} ({:.1} ms)",
+fn step_line(s: &Step) -> String {
+    format!(
+        "[{}] {:<8} {} ({:.1} ms)\n",
         if s.ok { "ok" } else { "FAILED" },
         s.step,
         s.detail,
         s.ms
-    );
+    )
 }
 
-fn run_selftest(opts: &SelftestOptions, json: bool) -> u8 {
+fn run_selftest(opts: &SelftestOptions, json: bool) -> Result<Exit> {
     let (report, err) = if json {
         selftest::run(opts, &mut |_| {})
     } else {
-        println!(
+        stdout::line(&format!(
             "GPU buffer self-test: {} bytes on GPU {}{}",
             opts.bytes,
             opts.gpu,
@@ -316,27 +306,28 @@ fn run_selftest(opts: &SelftestOptions, json: bool) -> u8 {
                 .as_deref()
                 .map(|d| format!(", registered on {d}"))
                 .unwrap_or_default()
-        );
-        selftest::run(opts, &mut print_step)
+        ))?;
+        // Each step is printed as it ends; the first write that fails ends the printing.
+        let mut printed = Ok(());
+        let run = selftest::run(opts, &mut |s| {
+            if printed.is_ok() {
+                printed = stdout::text(&step_line(s));
+            }
+        });
+        printed?;
+        run
     };
     if json {
-        print_json(&report);
+        stdout::json_pretty(&report)?;
     }
     match err {
         None => {
             if !json {
-                println!("self-test passed");
+                stdout::line("self-test passed")?;
             }
-            OK
+            Ok(Exit::Ok)
         }
-        Some(e) => {
-            eprintln!("rdmabw: error: {e}");
-            if e.is_setup() {
-                USAGE
-            } else {
-                FAILED
-            }
-        }
+        Some(e) => Err(e.into()),
     }
 }
 
@@ -349,7 +340,7 @@ struct DmabufCheck {
     error: Option<String>,
 }
 
-fn dmabuf_check(roots: &SysRoots, device: &str, bytes: u64, json: bool) -> u8 {
+fn dmabuf_check(roots: &SysRoots, device: &str, bytes: u64, json: bool) -> Result<Exit> {
     let mut out = DmabufCheck {
         device: device.to_string(),
         driver: bench_core::sysfs::read_device(roots, device)
@@ -359,23 +350,25 @@ fn dmabuf_check(roots: &SysRoots, device: &str, bytes: u64, json: bool) -> u8 {
         registered: false,
         error: None,
     };
-    let r = (|| -> Result<(), GpuError> {
-        let dev = Device::open_with(roots, device)?;
-        let pd = dev.alloc_pd()?;
+    let r = (|| -> Result<()> {
+        let dev = Device::open_with(roots, device).map_err(GpuError::from)?;
+        let pd = dev.alloc_pd().map_err(GpuError::from)?;
         let (source, reg) = gpu::check_dmabuf_registration(&pd, bytes)?;
         out.source = Some(source.to_string());
         if !json {
-            println!("dma-buf check on {device}: registering {bytes} bytes of {source}");
+            stdout::line(&format!(
+                "dma-buf check on {device}: registering {bytes} bytes of {source}"
+            ))?;
         }
         let buf = reg?;
         out.registered = true;
         if !json {
-            println!(
+            stdout::line(&format!(
                 "registered: lkey {:#x}, rkey {:#x}, {} bytes; {device} takes dma-buf memory",
                 buf.lkey(),
                 buf.rkey(),
                 buf.len()
-            );
+            ))?;
         }
         Ok(())
     })();
@@ -383,19 +376,9 @@ fn dmabuf_check(roots: &SysRoots, device: &str, bytes: u64, json: bool) -> u8 {
         out.error = Some(e.to_string());
     }
     if json {
-        print_json(&out);
+        stdout::json_pretty(&out)?;
     }
-    match r {
-        Ok(()) => OK,
-        Err(e) => {
-            eprintln!("rdmabw: error: {e}");
-            if e.is_setup() {
-                USAGE
-            } else {
-                FAILED
-            }
-        }
-    }
+    r.map(|()| Exit::Ok)
 }
 
 #[cfg(test)]

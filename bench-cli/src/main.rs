@@ -1,29 +1,39 @@
 //! rdmabw: RDMA WRITE bandwidth, a drop-in for ib_write_bw.
 //!
 //! This binary is thin: flags are resolved into a validated [`config::Config`] first, the test
-//! itself is `bench_core::session`, and this file maps outcomes to exit codes (all in
-//! [`Exit`]) and prints them.
+//! itself is `bench_core::session`, and this file prints outcomes and turns them into the
+//! process's exit status, which [`exit`] declares and maps:
+//!
+//! | status | meaning |
+//! |---|---|
+//! | 0 | it worked; or the reader of standard output went away (broken pipe) |
+//! | 1 | it ran but failed, or fell below `--min-gbps` / `--min-line-rate-pct` |
+//! | 2 | usage or set-up error (an unreadable sysfs included) |
+//! | 130 | interrupted by SIGINT or SIGTERM |
 #![forbid(unsafe_code)]
 
 mod cli;
 mod config;
 mod devices;
+mod exit;
 mod gpus;
 mod output;
 mod probe;
 mod rails;
+mod stdout;
 
 use std::io::ErrorKind;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::{Context, Result};
 use bench_core::control::{ControlError, RejectReason};
 use bench_core::error::Error;
 use bench_core::params::TestParams;
+use bench_core::probe::{cap_eff, CAP_IPC_LOCK};
 use bench_core::report::{BatchEnd, Role, TestStatus};
 use bench_core::session::{
     self, ClientConfig, Daemon, Listener, Log, OnTest, Outcome, ServerConfig, ServerShared,
@@ -33,25 +43,7 @@ use bench_core::sysfs::{self, SysRoots};
 use clap::Parser;
 
 use crate::config::{Config, Format, Output, Usage};
-
-/// Every exit status rdmabw uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Exit {
-    /// The test ran (and met any threshold).
-    Ok = 0,
-    /// It ran but failed, or fell below the threshold.
-    Failed = 1,
-    /// Usage or set-up error.
-    Usage = 2,
-    /// Stopped by SIGINT/SIGTERM.
-    Interrupted = 130,
-}
-
-impl From<Exit> for ExitCode {
-    fn from(e: Exit) -> ExitCode {
-        ExitCode::from(e as u8)
-    }
-}
+use crate::exit::Exit;
 
 fn main() -> ExitCode {
     let cli = match cli::Cli::try_parse() {
@@ -59,27 +51,25 @@ fn main() -> ExitCode {
         // Help and --version exit 0; usage errors exit 2 (clap's convention matches ours).
         Err(e) => e.exit(),
     };
-    let cfg = match config::resolve(cli) {
-        Ok(c) => c,
-        Err(Usage(msg)) => {
-            eprintln!("rdmabw: error: {msg}");
-            return Exit::Usage.into();
-        }
-    };
+    ExitCode::from(exit::finish(run(cli)).code())
+}
+
+/// Resolves the flags and runs the subcommand they name.
+fn run(cli: cli::Cli) -> Result<Exit> {
+    let cfg = config::resolve(cli)?;
     let stop = Arc::new(AtomicBool::new(false));
     if let Err(e) = install_signals(&stop) {
         eprintln!("rdmabw: warning: cannot catch SIGINT/SIGTERM: {e}");
     }
-    let code = match cfg {
-        Config::Devices { json } => devices(json),
-        Config::Gpus(g) => return ExitCode::from(gpus::run(&g)),
-        Config::Rails(r) => return ExitCode::from(rails::run(&r)),
-        Config::Probe(p) => return ExitCode::from(probe::run(&p)),
+    match cfg {
+        Config::Devices { json, root } => devices(json, root.as_deref()),
+        Config::Gpus(g) => gpus::run(&g),
+        Config::Rails(r) => rails::run(&r),
+        Config::Probe(p) => probe::run(&p),
         Config::Client(c, out) => client(&c, &out, &stop),
         Config::Batch => batch(std::io::stdin().lock(), &stop),
         Config::Server { cfg, bind, out } => server(&cfg, bind, &out, &stop),
-    };
-    code.into()
+    }
 }
 
 /// SIGINT/SIGTERM raise `stop`; a test then ends within milliseconds and tells its peer. If the
@@ -97,7 +87,7 @@ fn install_signals(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
             if signals.forever().next().is_some() {
                 thread::sleep(Duration::from_secs(6));
                 eprintln!("rdmabw: interrupted");
-                std::process::exit(Exit::Interrupted as i32);
+                std::process::exit(i32::from(Exit::Interrupted.code()));
             }
         })?;
     Ok(())
@@ -111,26 +101,10 @@ fn logger(quiet: bool, prefix: &'static str) -> Log {
     }
 }
 
-fn devices(json: bool) -> Exit {
-    let r = match devices::collect(&SysRoots::default()) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("rdmabw: error: {e:#}");
-            return Exit::Usage;
-        }
-    };
-    if json {
-        match serde_json::to_string_pretty(&r) {
-            Ok(s) => println!("{s}"),
-            Err(e) => {
-                eprintln!("rdmabw: error: {e}");
-                return Exit::Failed;
-            }
-        }
-    } else {
-        print!("{}", devices::render(&r));
-    }
-    Exit::Ok
+/// `rdmabw devices`; with `root`, the fixture tree under it, and no device is opened.
+fn devices(json: bool, root: Option<&std::path::Path>) -> Result<Exit> {
+    stdout::listing(json, &devices::collect(root)?, devices::render)?;
+    Ok(Exit::Ok)
 }
 
 /// Says which flag a local set-up error is about, and what would work.
@@ -187,14 +161,6 @@ fn explain(e: &SessionError, port: u16) -> String {
     }
 }
 
-fn exit_for(e: &SessionError) -> Exit {
-    match e {
-        SessionError::Interrupted { .. } => Exit::Interrupted,
-        e if e.is_setup() => Exit::Usage,
-        _ => Exit::Failed,
-    }
-}
-
 /// Whether the process may lock `needed` bytes: `ulimit -l`, unless it holds CAP_IPC_LOCK.
 fn check_memlock(params: &TestParams) -> Result<(), String> {
     let roots = SysRoots::default();
@@ -205,16 +171,8 @@ fn check_memlock(params: &TestParams) -> Result<(), String> {
     if limit_kib == u64::MAX || limit_kib.saturating_mul(1024) >= needed {
         return Ok(());
     }
-    // CAP_IPC_LOCK (bit 14 of CapEff) lifts the limit for memory registration.
-    let cap_ipc_lock = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("CapEff:"))
-                .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
-        })
-        .is_some_and(|caps| caps & (1 << 14) != 0);
-    if cap_ipc_lock {
+    // CAP_IPC_LOCK lifts the limit for memory registration.
+    if cap_eff(&roots).is_some_and(|caps| caps & (1 << CAP_IPC_LOCK) != 0) {
         return Ok(());
     }
     Err(format!(
@@ -226,7 +184,7 @@ fn check_memlock(params: &TestParams) -> Result<(), String> {
     ))
 }
 
-fn print_outcome(o: &Outcome, out: &Output) -> Exit {
+fn print_outcome(o: &Outcome, out: &Output) -> Result<Exit> {
     let rep = output::report(o, out);
     if out.format == Format::Table && !out.quiet {
         eprint!("{}", output::preamble(o));
@@ -244,14 +202,9 @@ fn print_outcome(o: &Outcome, out: &Output) -> Exit {
             }
         }
     }
-    if let Err(e) = output::print(o, &rep, out) {
-        if e.kind() != ErrorKind::BrokenPipe {
-            eprintln!("rdmabw: error: writing the results: {e}");
-        }
-        return Exit::Failed;
-    }
+    output::print(o, &rep, out).context("writing the results")?;
     match rep.status {
-        TestStatus::Ok => Exit::Ok,
+        TestStatus::Ok => Ok(Exit::Ok),
         _ => {
             eprintln!(
                 "rdmabw: below threshold: {}",
@@ -259,109 +212,84 @@ fn print_outcome(o: &Outcome, out: &Output) -> Exit {
                     .as_deref()
                     .unwrap_or("the result is below the threshold")
             );
-            Exit::Failed
+            Ok(Exit::Failed)
         }
     }
 }
 
-fn print_failure(
+/// Reports a test that did not complete (the message on stderr; with --json, its document on
+/// stdout) and gives `code`.
+fn failure(
     role: Role,
     params: &TestParams,
     out: &Output,
     tuning: &bench_core::params::LocalTuning,
     msg: &str,
-) {
+    code: Exit,
+) -> Result<Exit> {
     eprintln!("rdmabw: error: {msg}");
     if out.format == Format::Json {
-        let rep = output::failed_report(role, params, tuning, msg);
-        if let Ok(s) = serde_json::to_string(&rep) {
-            println!("{s}");
-        }
+        stdout::json_line(&output::failed_report(role, params, tuning, msg))?;
     }
+    Ok(code)
 }
 
-fn client(c: &ClientConfig, out: &Output, stop: &Arc<AtomicBool>) -> Exit {
+fn client(c: &ClientConfig, out: &Output, stop: &Arc<AtomicBool>) -> Result<Exit> {
+    let fail = |msg: &str, code| failure(Role::Client, &c.params, out, &c.tuning, msg, code);
     if let Err(msg) = check_memlock(&c.params) {
-        print_failure(Role::Client, &c.params, out, &c.tuning, &msg);
-        return Exit::Usage;
+        return fail(&msg, Exit::Usage);
     }
     let log = logger(out.quiet, "rdmabw: ");
     match session::run_client(c, stop, &log) {
         Ok(o) => print_outcome(&o, out),
-        Err(e) => {
-            print_failure(
-                Role::Client,
-                &c.params,
-                out,
-                &c.tuning,
-                &explain(&e, c.port),
-            );
-            exit_for(&e)
-        }
+        Err(e) => fail(&explain(&e, c.port), Exit::of_session(&e)),
     }
 }
 
 /// `rdmabw batch`: each input line is the argument vector of one client test, run here in
-/// turn; after each, the [`BatchEnd`] line on stdout and on stderr. Exit 0 at end of input, 130
-/// when interrupted, 2 when the input cannot be read.
-fn batch(input: impl std::io::BufRead, stop: &Arc<AtomicBool>) -> Exit {
-    use std::io::Write;
+/// turn; after each, the [`BatchEnd`] line on stdout and on stderr. Exit 0 at end of input (or
+/// when standard output's reader goes away), 130 when interrupted, 2 when the input cannot be
+/// read.
+fn batch(input: impl std::io::BufRead, stop: &Arc<AtomicBool>) -> Result<Exit> {
     for (n, line) in input.lines().enumerate() {
-        let line = match line {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("rdmabw: error: batch: cannot read standard input: {e}");
-                return Exit::Usage;
-            }
-        };
+        let line = line.map_err(|e| Usage(format!("batch: cannot read standard input: {e}")))?;
         if line.trim().is_empty() {
             continue;
         }
-        let code = batch_test(&line, stop);
+        let code = exit::finish(batch_test(&line, stop));
         let end = BatchEnd {
             test: n as u64 + 1,
-            exit_code: code as i32,
+            exit_code: i32::from(code.code()),
         }
         .line();
-        println!("{end}");
+        stdout::line(&end)?;
         eprintln!("{end}");
-        let _ = std::io::stdout().flush();
         if stop.load(Ordering::Relaxed) {
-            return Exit::Interrupted;
+            return Ok(Exit::Interrupted);
         }
     }
-    Exit::Ok
+    Ok(Exit::Ok)
 }
 
 /// One line of `rdmabw batch`: parse it as `rdmabw ARGS...` would be, refuse all but client
 /// tests, run it.
-fn batch_test(line: &str, stop: &Arc<AtomicBool>) -> Exit {
-    let args: Vec<String> = match serde_json::from_str(line) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!(
-                "rdmabw: error: batch: each line must be a JSON array of strings, the arguments                  of `rdmabw client` (e.g. [\"client\",\"--json\",\"10.0.0.2\"]): {e}"
-            );
-            return Exit::Usage;
-        }
-    };
+fn batch_test(line: &str, stop: &Arc<AtomicBool>) -> Result<Exit> {
+    let args: Vec<String> = serde_json::from_str(line).map_err(|e| {
+        Usage(format!(
+            "batch: each line must be a JSON array of strings, the arguments of `rdmabw \
+             client` (e.g. [\"client\",\"--json\",\"10.0.0.2\"]): {e}"
+        ))
+    })?;
     let cli = match cli::Cli::try_parse_from(std::iter::once("rdmabw".to_string()).chain(args)) {
         Ok(c) => c,
         Err(e) => {
             eprint!("{}", e.render());
-            return Exit::Usage;
+            return Ok(Exit::Usage);
         }
     };
-    match config::resolve(cli) {
-        Ok(Config::Client(c, out)) => client(&c, &out, stop),
-        Ok(_) => {
-            eprintln!("rdmabw: error: batch runs client tests only (`client ... HOST`)");
-            Exit::Usage
-        }
-        Err(Usage(msg)) => {
-            eprintln!("rdmabw: error: {msg}");
-            Exit::Usage
-        }
+    match config::resolve(cli)? {
+        Config::Client(c, out) => client(&c, &out, stop),
+        _ => Err(Usage("batch runs client tests only (`client ... HOST`)".into()).into()),
     }
 }
 
@@ -392,7 +320,8 @@ fn server(
     bind: std::net::SocketAddr,
     out: &Output,
     stop: &Arc<AtomicBool>,
-) -> Exit {
+) -> Result<Exit> {
+    let fail = |msg: &str, code| failure(Role::Server, &cfg.params, out, &cfg.tuning, msg, code);
     // The server's own rail must be usable before it waits for anyone.
     let shared = ServerShared::new();
     let own =
@@ -406,34 +335,17 @@ fn server(
             rail
         });
         if let Err(e) = r {
-            print_failure(
-                Role::Server,
-                &cfg.params,
-                out,
-                &cfg.tuning,
-                &explain_local(&e, false),
-            );
-            return Exit::Usage;
+            return fail(&explain_local(&e, false), Exit::Usage);
         }
         if !cfg.daemon {
             if let Err(msg) = check_memlock(&cfg.params) {
-                print_failure(Role::Server, &cfg.params, out, &cfg.tuning, &msg);
-                return Exit::Usage;
+                return fail(&msg, Exit::Usage);
             }
         }
     }
     let listener = match Listener::bind(bind) {
         Ok(l) => l,
-        Err(e) => {
-            print_failure(
-                Role::Server,
-                &cfg.params,
-                out,
-                &cfg.tuning,
-                &bind_error(&e, bind),
-            );
-            return Exit::Usage;
-        }
+        Err(e) => return fail(&bind_error(&e, bind), Exit::Usage),
     };
     let log = logger(out.quiet, "rdmabw server: ");
     log(&format!(
@@ -455,18 +367,9 @@ fn server(
             Ok(Some(s)) => s,
             Ok(None) => {
                 eprintln!("rdmabw: interrupted while waiting for a client");
-                return Exit::Interrupted;
+                return Ok(Exit::Interrupted);
             }
-            Err(e) => {
-                print_failure(
-                    Role::Server,
-                    &cfg.params,
-                    out,
-                    &cfg.tuning,
-                    &format!("accepting a connection: {e}"),
-                );
-                return Exit::Failed;
-            }
+            Err(e) => return fail(&format!("accepting a connection: {e}"), Exit::Failed),
         };
         let peer = stream.peer_addr().ok();
         match session::serve_one(cfg, stream, &shared, stop, &log) {
@@ -483,8 +386,7 @@ fn server(
                     SessionError::Local(l) => explain_local(l, false),
                     e => e.to_string(),
                 };
-                print_failure(Role::Server, &cfg.params, out, &cfg.tuning, &msg);
-                return exit_for(&e);
+                return fail(&msg, Exit::of_session(&e));
             }
         }
     }
@@ -496,10 +398,9 @@ fn daemon(
     out: &Output,
     stop: &Arc<AtomicBool>,
     log: &Log,
-) -> Exit {
+) -> Result<Exit> {
     let d = Daemon::new(cfg.clone());
     let out2 = out.clone();
-    let stdout_lock = Arc::new(Mutex::new(()));
     let log2 = Arc::clone(log);
     let on_test: OnTest = Arc::new(move |peer, r| match r {
         Ok(o) => {
@@ -515,23 +416,20 @@ fn daemon(
                     last.bw_avg_gbps
                 ));
             }
+            // A daemon outlives the reader of its stdout: it keeps serving without one.
             if out2.format == Format::Json {
-                let _g = stdout_lock.lock().unwrap_or_else(|e| e.into_inner());
-                if let Ok(s) = serde_json::to_string(&rep) {
-                    println!("{s}");
+                match stdout::json_line(&rep) {
+                    Err(e) if !exit::is_broken_pipe(&e) => log2(&format!(
+                        "[{peer}] cannot print the report: {}",
+                        exit::message(&e)
+                    )),
+                    _ => {}
                 }
             }
         }
         Err(e) => log2(&format!("[{peer}] test failed: {e}")),
     });
-    match d.run(listener, stop, log, &on_test).context("serving") {
-        Ok(()) => {
-            log("stopped (SIGINT/SIGTERM)");
-            Exit::Ok
-        }
-        Err(e) => {
-            eprintln!("rdmabw: error: {e:#}");
-            Exit::Failed
-        }
-    }
+    d.run(listener, stop, log, &on_test).context("serving")?;
+    log("stopped (SIGINT/SIGTERM)");
+    Ok(Exit::Ok)
 }

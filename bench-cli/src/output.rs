@@ -160,7 +160,7 @@ pub fn print(o: &Outcome, rep: &BwReport, out: &Output) -> std::io::Result<()> {
     let mut w = stdout.lock();
     match out.format {
         Format::Json => {
-            serde_json::to_writer(&mut w, rep).map_err(std::io::Error::other)?;
+            serde_json::to_writer(&mut w, rep).map_err(std::io::Error::from)?;
             writeln!(w)?;
         }
         Format::Csv => {

@@ -4,6 +4,9 @@ use bench_core::probe::{self, LiveSystem, ProbeReport, ProbeRoots, Status};
 use clap::Args;
 use comfy_table::{presets, Cell, Color, ContentArrangement, Table};
 
+use crate::exit::Exit;
+use crate::stdout;
+
 /// Flags of `rdmabw probe`.
 #[derive(Debug, Args)]
 pub struct ProbeCmd {
@@ -49,22 +52,12 @@ pub fn render(r: &ProbeReport) -> String {
     )
 }
 
-/// Runs `rdmabw probe`; the exit status: 1 when any check failed, else 0.
-pub fn run(cmd: &ProbeCmd) -> u8 {
+/// Runs `rdmabw probe`: it failed (exit 1) when any check did.
+pub fn run(cmd: &ProbeCmd) -> anyhow::Result<Exit> {
     let roots = ProbeRoots::default();
     let r = probe::probe(&roots, &LiveSystem::new(&roots.sys));
-    if cmd.json {
-        match serde_json::to_string_pretty(&r) {
-            Ok(s) => println!("{s}"),
-            Err(e) => {
-                eprintln!("rdmabw: error: {e}");
-                return 1;
-            }
-        }
-    } else {
-        print!("{}", render(&r));
-    }
-    u8::from(r.failed())
+    stdout::listing(cmd.json, &r, render)?;
+    Ok(if r.failed() { Exit::Failed } else { Exit::Ok })
 }
 
 #[cfg(test)]

@@ -9,6 +9,9 @@ use bench_core::sysfs::SysRoots;
 use clap::Args;
 use comfy_table::{presets, Table};
 
+use crate::exit::Exit;
+use crate::stdout;
+
 /// Flags of `rdmabw rails`.
 #[derive(Debug, Args)]
 pub struct RailsCmd {
@@ -132,26 +135,9 @@ pub fn collect(cmd: &RailsCmd) -> Result<RailsReport> {
     rails::discover(&roots, ports).context("listing the rails")
 }
 
-/// Runs `rdmabw rails`; the exit status: 0 listed (whatever the rails' state), 1 when sysfs
-/// could not be read.
-pub fn run(cmd: &RailsCmd) -> u8 {
-    let r = match collect(cmd) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("rdmabw: error: {e:#}");
-            return 1;
-        }
-    };
-    if cmd.json {
-        match serde_json::to_string_pretty(&r) {
-            Ok(s) => println!("{s}"),
-            Err(e) => {
-                eprintln!("rdmabw: error: {e}");
-                return 1;
-            }
-        }
-    } else {
-        print!("{}", render(&r));
-    }
-    0
+/// Runs `rdmabw rails`: it lists the rails whatever their state (an unreadable sysfs is a
+/// set-up error).
+pub fn run(cmd: &RailsCmd) -> Result<Exit> {
+    stdout::listing(cmd.json, &collect(cmd)?, render)?;
+    Ok(Exit::Ok)
 }

@@ -364,39 +364,54 @@ pub fn read_attr(path: &Path) -> Option<String> {
     fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 
-fn link_basename(path: &Path) -> Option<String> {
+/// The name a symbolic link points to (its last component); `None` when it is no link.
+pub(crate) fn link_basename(path: &Path) -> Option<String> {
     fs::read_link(path)
         .ok()
         .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()))
 }
 
-fn is_pci_address(s: &str) -> bool {
-    // dddd:bb:dd.f
+/// Whether `s` is a PCI address as the kernel names PCI functions in sysfs: `dddd:bb:dd.f`,
+/// domain, bus, device and function in lowercase hex (`0000:0f:00.0`: the kernel formats them
+/// with `%04x:%02x:%02x.%d`). An uppercase spelling (CUDA's `0000:0F:00.0`) is no sysfs name:
+/// [`crate::topology::normalize_bus_id`] turns one into this form.
+pub fn is_pci_address(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() == 12
         && b[4] == b':'
         && b[7] == b':'
         && b[10] == b'.'
-        && s.chars()
-            .enumerate()
-            .all(|(i, c)| matches!(i, 4 | 7 | 10) || c.is_ascii_hexdigit())
+        && s.char_indices()
+            .all(|(i, c)| matches!(i, 4 | 7 | 10) || c.is_ascii_digit() || ('a'..='f').contains(&c))
 }
 
-/// Names of the entries of a directory, sorted; empty when it does not exist.
-fn dir_names(path: &Path) -> Vec<String> {
+/// Names of the entries of a directory, sorted; empty when it does not exist or cannot be read.
+pub(crate) fn dir_names(path: &Path) -> Vec<String> {
+    read_dir_names(path).unwrap_or_default()
+}
+
+/// Names of the entries of a directory, sorted; empty when it does not exist, the error when
+/// it exists and cannot be read.
+fn read_dir_names(path: &Path) -> Result<Vec<String>, Error> {
     let mut v: Vec<String> = match fs::read_dir(path) {
         Ok(rd) => rd
             .filter_map(|e| e.ok())
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect(),
-        Err(_) => Vec::new(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(source) => {
+            return Err(Error::Sysfs {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
     };
     v.sort_by(|a, b| natural_cmp(a, b));
-    v
+    Ok(v)
 }
 
-/// Orders `mlx5_2` before `mlx5_10`.
-fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+/// Orders `mlx5_2` before `mlx5_10` and `net2` before `net10`.
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     fn split(s: &str) -> (&str, Option<u64>) {
         let digits = s.len() - s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
         let (head, tail) = s.split_at(s.len() - digits);
@@ -715,8 +730,19 @@ pub fn interface_mtu(roots: &SysRoots, netdev: &str) -> Option<u32> {
     read_attr(&roots.net_class().join(netdev).join("mtu")).and_then(|s| s.parse().ok())
 }
 
+/// This host's (in a pod: the pod's) name, from `<proc>/sys/kernel/hostname`; `None` when it
+/// cannot be read or is empty.
+pub fn host_name(roots: &SysRoots) -> Option<String> {
+    read_attr(&roots.proc.join("sys/kernel/hostname")).filter(|s| !s.is_empty())
+}
+
 /// Discovers every RDMA device and the netdevs of this namespace that belong to them. A host
 /// without `/sys/class/infiniband` yields an empty inventory.
+///
+/// # Errors
+///
+/// [`Error::Sysfs`] when `<sys>/class/infiniband` exists but cannot be read (no permission,
+/// not a directory): the devices are unknown, not absent.
 pub fn discover(roots: &SysRoots) -> Result<Inventory, Error> {
     discover_with(roots, &|_| None)
 }
@@ -731,7 +757,7 @@ pub fn discover_with(
     let class = roots.ib_class();
     let uv = uverbs_map(roots);
     let addrs = LocalAddrs::read(roots);
-    let devices: Vec<RdmaDevice> = dir_names(&class)
+    let devices: Vec<RdmaDevice> = read_dir_names(&class)?
         .into_iter()
         .map(|name| {
             let uverbs = uv
@@ -829,6 +855,35 @@ mod tests {
         assert!(is_pci_address("0000:17:00.0"));
         assert!(!is_pci_address("rxe0"));
         assert!(!is_pci_address("0000:17:00"));
+    }
+
+    #[test]
+    fn pci_addresses_are_the_kernels_lowercase_hex() {
+        assert!(is_pci_address("0000:0f:00.0"));
+        assert!(is_pci_address("000a:bc:1f.7"));
+        assert!(
+            !is_pci_address("0000:0F:00.0"),
+            "CUDA's spelling is no sysfs name"
+        );
+        assert!(!is_pci_address("000A:BC:1F.7"));
+        assert!(!is_pci_address("0000:0g:00.0"));
+        assert!(!is_pci_address("0000-0f-00.0"));
+        assert!(!is_pci_address("00000000:0f:00.0"));
+    }
+
+    #[test]
+    fn a_missing_device_class_is_no_device_an_unreadable_one_an_error() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let roots = SysRoots::under(dir.path());
+        let inv = discover(&roots).expect("no sysfs at all: no devices");
+        assert!(inv.devices.is_empty() && inv.netdevs.is_empty());
+        let class = dir.path().join("sys/class");
+        fs::create_dir_all(&class).expect("sys/class");
+        fs::write(class.join("infiniband"), "").expect("sys/class/infiniband");
+        match discover(&roots) {
+            Err(Error::Sysfs { path, .. }) => assert_eq!(path, class.join("infiniband")),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

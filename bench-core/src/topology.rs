@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::sysfs::{read_attr, SysRoots};
+use crate::sysfs::{is_pci_address, read_attr, SysRoots};
 
 /// Why a topology question could not be answered.
 #[derive(Debug, thiserror::Error)]
@@ -445,17 +445,6 @@ fn natural_key(s: &str) -> (String, u64) {
     let digits = s.len() - s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
     let (head, tail) = s.split_at(s.len() - digits);
     (head.to_string(), tail.parse().unwrap_or(0))
-}
-
-/// `dddd:bb:dd.f` with lowercase hex.
-pub fn is_pci_address(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 12
-        && b[4] == b':'
-        && b[7] == b':'
-        && b[10] == b'.'
-        && s.char_indices()
-            .all(|(i, c)| matches!(i, 4 | 7 | 10) || c.is_ascii_digit() || ('a'..='f').contains(&c))
 }
 
 /// A PCI bus id in sysfs spelling (`0000:0f:00.0`) from CUDA's (`0000:0F:00.0`), nvidia-smi's

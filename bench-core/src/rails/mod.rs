@@ -436,7 +436,7 @@ fn build(
     rails.sort_by(|a, b| {
         a.rail
             .cmp(&b.rail)
-            .then(netif::natural_cmp(&a.iface, &b.iface))
+            .then(sysfs::natural_cmp(&a.iface, &b.iface))
     });
 
     let rail_ifaces: BTreeSet<&str> = chosen.iter().map(|(_, v)| v.nif.name.as_str()).collect();
@@ -512,13 +512,12 @@ fn build(
             });
         }
     }
-    not_rails.sort_by(|a, b| netif::natural_cmp(&a.name, &b.name));
+    not_rails.sort_by(|a, b| sysfs::natural_cmp(&a.name, &b.name));
 
     RailsReport {
         schema_version: REPORT_SCHEMA_VERSION,
         rdmabw_version: env!("CARGO_PKG_VERSION").to_string(),
-        host: sysfs::read_attr(&roots.proc.join("sys/kernel/hostname"))
-            .unwrap_or_else(|| "unknown".to_string()),
+        host: sysfs::host_name(roots).unwrap_or_else(|| "unknown".to_string()),
         rails,
         not_rails,
     }

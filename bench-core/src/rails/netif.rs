@@ -23,9 +23,8 @@
 
 use std::fs;
 use std::net::Ipv4Addr;
-use std::path::Path;
 
-use crate::sysfs::{read_attr, SysRoots};
+use crate::sysfs::{dir_names, is_pci_address, link_basename, read_attr, SysRoots};
 
 /// One network interface of this namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,47 +71,8 @@ impl NetIf {
     }
 }
 
-fn link_basename(path: &Path) -> Option<String> {
-    fs::read_link(path)
-        .ok()
-        .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()))
-}
-
-/// Whether `s` looks like a PCI address (`0000:17:00.0`).
-pub fn is_pci_address(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 12
-        && b[4] == b':'
-        && b[7] == b':'
-        && b[10] == b'.'
-        && s.chars()
-            .enumerate()
-            .all(|(i, c)| matches!(i, 4 | 7 | 10) || c.is_ascii_hexdigit())
-}
-
-/// Orders `net2` before `net10` and `mlx5_2` before `mlx5_10`.
-pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
-    fn split(s: &str) -> (&str, Option<u64>) {
-        let digits = s.len() - s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
-        let (head, tail) = s.split_at(s.len() - digits);
-        (head, tail.parse().ok())
-    }
-    let (ha, na) = split(a);
-    let (hb, nb) = split(b);
-    ha.cmp(hb).then(na.cmp(&nb)).then(a.cmp(b))
-}
-
-fn dir_names(path: &Path) -> Vec<String> {
-    let mut v: Vec<String> = match fs::read_dir(path) {
-        Ok(rd) => rd
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    v.sort_by(|a, b| natural_cmp(a, b));
-    v
-}
+/// The one ordering of interface and device names, re-exported for the probe's listings.
+pub use crate::sysfs::natural_cmp;
 
 /// Reads one interface; `None` when `<sys>/class/net/<name>` does not exist.
 pub fn read_interface(roots: &SysRoots, name: &str) -> Option<NetIf> {

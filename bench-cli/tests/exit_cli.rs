@@ -1,0 +1,128 @@
+//! rdmabw's exit statuses where they are not a test's: a reader of standard output that goes
+//! away (exit 0, nothing on stderr, as ripgrep), and a sysfs that cannot be read (a set-up
+//! error, exit 2, in `devices` and in `rails` alike).
+
+use std::fs;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../bench-core/tests/fixtures")
+        .join(name)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs rdmabw with a standard output whose reader has already gone: every write to it fails
+/// with EPIPE, as `rdmabw rails | head -1` does once head has exited. (A socket whose peer is
+/// closed, rather than a pipe, so that no write can slip in before the reader is gone.)
+fn with_reader_gone(args: &[&str]) -> Output {
+    let (out, reader) = UnixStream::pair().unwrap_or_else(|e| panic!("socketpair: {e}"));
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_rdmabw"))
+        .args(args)
+        .stdout(Stdio::from(std::os::fd::OwnedFd::from(out)))
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap_or_else(|e| panic!("running rdmabw: {e}"))
+}
+
+fn rdmabw(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rdmabw"))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running rdmabw: {e}"))
+}
+
+/// A tree whose `sys/class/infiniband` cannot be listed: a file where the directory should be
+/// (what a permission error is to a root user, who reads everything).
+fn unreadable_sysfs(name: &str) -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("unreadable-sysfs-{name}"));
+    let class = root.join("sys/class");
+    fs::create_dir_all(&class).unwrap_or_else(|e| panic!("{}: {e}", class.display()));
+    fs::write(class.join("infiniband"), "not a directory\n")
+        .unwrap_or_else(|e| panic!("{}: {e}", class.display()));
+    root
+}
+
+#[test]
+fn a_reader_that_goes_away_is_exit_0_and_no_error() {
+    let root = fixture("rails-hostnet");
+    let root = root.to_string_lossy();
+    for args in [
+        vec!["rails", "--root", &root],
+        vec!["rails", "--json", "--root", &root],
+        vec!["devices", "--root", &root],
+        vec!["devices", "--json", "--root", &root],
+    ] {
+        let out = with_reader_gone(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(out.stderr.is_empty(), "{args:?}: {}", text(&out.stderr));
+    }
+}
+
+#[test]
+fn an_unreadable_sysfs_is_a_setup_error_in_devices_and_rails() {
+    for (cmd, name) in [("devices", "devices"), ("rails", "rails")] {
+        let root = unreadable_sysfs(name);
+        let root = root.to_string_lossy();
+        for json in [false, true] {
+            let mut args = vec![cmd, "--root", &root];
+            if json {
+                args.push("--json");
+            }
+            let out = rdmabw(&args);
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.starts_with("rdmabw: error: ") && err.contains("sys/class/infiniband"),
+                "{args:?}: {err}"
+            );
+            // Machine output on stdout only: nothing there when there is nothing to list.
+            assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out.stdout));
+        }
+    }
+}
+
+#[test]
+fn devices_lists_a_fixture_tree_without_opening_its_devices() {
+    let root = fixture("rails-hostnet");
+    let out = rdmabw(&["devices", "--json", "--root", &root.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+    let ports = v["ports"].as_array().cloned().unwrap_or_default();
+    assert!(
+        ports.iter().any(|p| p["device"] == "mlx5_5"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(ports.iter().all(|p| p["active_mtu_bytes"].is_null()));
+    assert!(v["verbs_error"].is_null());
+}
+
+#[test]
+fn help_states_the_exit_statuses() {
+    let out = rdmabw(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let help = text(&out.stdout).replace('\n', " ");
+    for status in [
+        "Exit status: 0 it worked",
+        "goes away",
+        "1 it ran but failed",
+        "2 usage or set-up error",
+        "sysfs unreadable",
+        "130 interrupted",
+    ] {
+        assert!(help.contains(status), "{status}: {help}");
+    }
+}
