@@ -557,6 +557,26 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn an_endpoints_frame_is_pinned_byte_for_byte() {
+        let msg = every_variant()
+            .into_iter()
+            .find(|m| matches!(m, Msg::Endpoints(_)))
+            .unwrap();
+        let frame = super::super::frame::encode_frame(&msg).unwrap();
+        let json = concat!(
+            r#"{"type":"endpoints","device":"mlx5_3","port":1,"qps":["#,
+            r#"{"qpn":291,"psn":11259375,"gid":"fe80:0000:0000:0000:0202:c9ff:fe00:0001","lid":0},"#,
+            r#"{"qpn":4294967295,"psn":0,"gid":"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff","lid":65535}],"#,
+            r#""mr":{"addr":18446744073709547520,"len":8388608,"rkey":3735928559},"#,
+            r#""mtu_bytes":4096,"max_msg_bytes":8388608,"gid_index":3,"netdev":"net4"}"#
+        );
+        let mut header = b"RDBW\x00\x01".to_vec();
+        header.extend_from_slice(&(json.len() as u32).to_be_bytes());
+        assert_eq!(&frame[..10], &header[..]);
+        assert_eq!(std::str::from_utf8(&frame[10..]).unwrap(), json);
+    }
+
+    #[test]
     fn gid_travels_as_colon_hex() {
         let ep = QpEndpoint {
             qpn: 1,
