@@ -9,7 +9,7 @@ use super::sampler::Sampler;
 use super::{StopFlags, DURATION_INTERVAL, ITERATION_INTERVAL, STOP_CHECK};
 use crate::error::Error;
 use crate::params::{LocalTuning, PollMode, SizeResult, TestLength, TestParams};
-use crate::verbs::{Completion, Qp, WriteSpec};
+use crate::verbs::{Completion, Cq, Device, Qp, Rts, WriteSpec};
 
 /// Empty polls between two clock reads while nothing completes. Spinning on an empty CQ needs
 /// the time only to see the window close or a stop come, which 64 polls (microseconds on a NIC)
@@ -101,6 +101,9 @@ impl Connected {
         r
     }
 
+    /// One size: set up, then pass after pass of post, poll, account for the completions,
+    /// change phase (warm-up, window, cool-down, drain; or the iterations done), check for a
+    /// stop or a stall, and back off when idle; then the result.
     fn run_size_inner(
         &mut self,
         size: u64,
@@ -133,28 +136,79 @@ impl Connected {
         } else {
             WriteSpec::from_buffer(buffer, 0, size32, remote_mr, 0)?
         };
+        let link = Link {
+            qps,
+            cq,
+            spec,
+            device,
+            port: *port,
+            stall_limit: *stall_limit,
+            stall_hint: stall_hint.as_str(),
+            rate_est: *rate_est,
+        };
 
-        let nq = qps.len();
-        // The stall guard must outlast the wait for one signaled completion: up to cq_mod
-        // writes on every QP at the rate seen so far (this size, else the last one, else a
-        // pessimistic 1 MB/s). On a slow link with big messages that is many seconds: 100
-        // writes of 1 MiB at 0.09 Gb/s (the lab's emulated rxe) take 9 s.
-        let batch_bytes = k.cq_mod * size * nq as u64;
-        let mut size_bytes_done: u64 = 0;
-        let mut st = vec![QpRun::default(); nq];
-        let mut wrs: Vec<(u64, bool)> = Vec::with_capacity(k.post_list as usize);
-        // A poll takes everything the CQ holds (at most every write in flight), under one time.
-        let poll_max = (k.depth as usize).saturating_mul(nq).max(1);
-        let mut wcs: Vec<Completion> = Vec::with_capacity(poll_max);
+        let mut run = SizeRun::set_up(link, k, size, Schedule::of(length), drain);
+        loop {
+            let posted = run.post()?;
+            let Some(poll) = run.poll(posted)? else {
+                continue;
+            };
+            if poll.n > 0 {
+                run.complete(&poll)?;
+            }
+            if run.over_at(poll.t) {
+                break;
+            }
+            run.check(poll.now, stop)?;
+            if poll.n == 0 && !posted {
+                run.idle(&poll);
+            }
+        }
+        Ok(run.result())
+    }
+}
 
-        let (target, ws, we, wend, interval) = match *length {
-            TestLength::Iterations { iterations } => (
-                Some(iterations),
-                0.0,
-                f64::INFINITY,
-                f64::INFINITY,
-                ITERATION_INTERVAL,
-            ),
+/// What one size runs on: the connection's resources and what its guards know, borrowed from
+/// [`Connected`] for the run.
+struct Link<'a> {
+    qps: &'a mut [Qp<Rts>],
+    cq: &'a Cq,
+    spec: WriteSpec<'a>,
+    device: &'a Device,
+    port: u8,
+    stall_limit: Duration,
+    stall_hint: &'a str,
+    /// Bytes per second of the last finished size, if any.
+    rate_est: Option<f64>,
+}
+
+/// When a size measures and when it ends, in seconds from its first post.
+#[derive(Debug, Clone, Copy)]
+struct Schedule {
+    /// Iteration mode: the writes each QP posts; `None` in duration mode.
+    target: Option<u64>,
+    /// Start of the measured window (the end of the warm-up).
+    ws: f64,
+    /// End of the measured window.
+    we: f64,
+    /// End of the cool-down.
+    wend: f64,
+    /// Sampling interval.
+    interval: Duration,
+}
+
+impl Schedule {
+    /// Iteration mode measures from the first post to the last completion; duration mode
+    /// runs warm-up, window and cool-down.
+    fn of(length: &TestLength) -> Schedule {
+        match *length {
+            TestLength::Iterations { iterations } => Schedule {
+                target: Some(iterations),
+                ws: 0.0,
+                we: f64::INFINITY,
+                wend: f64::INFINITY,
+                interval: ITERATION_INTERVAL,
+            },
             TestLength::Duration {
                 duration_s,
                 warmup_s,
@@ -162,210 +216,333 @@ impl Connected {
             } => {
                 let w = warmup_s.max(0.0);
                 let c = cooldown_s.max(0.0);
-                (
-                    None,
-                    w,
-                    w + duration_s,
-                    w + duration_s + c,
-                    DURATION_INTERVAL,
-                )
+                Schedule {
+                    target: None,
+                    ws: w,
+                    we: w + duration_s,
+                    wend: w + duration_s + c,
+                    interval: DURATION_INTERVAL,
+                }
             }
-        };
-        let mut sampler = Sampler::new(interval, ws, target.map_or(Some(we), |_| None), nq);
-
-        let mut window_msgs: u64 = 0;
-        let mut draining = false;
-        let mut cpu0 = None;
-        let mut cpu1 = None;
-        let mut t_end = 0.0;
-        let mut rr = 0usize;
-
-        let t0 = Instant::now();
-        if target.is_some() || ws <= 0.0 {
-            cpu0 = Some(crate::ffi::process_cpu_time());
         }
-        let mut last_progress = t0;
-        let mut last_stop_check = t0;
-        let mut last_clock = t0;
-        let bracket = interval / 10;
-        let spare = (k.depth - k.cq_mod) as f64 / k.depth as f64;
-        let mut idle_polls: u32 = 0;
+    }
+}
 
-        loop {
-            // Post, round-robin starting one QP further each pass.
-            let mut posted = false;
-            for off in 0..nq {
-                let qi = (rr + off) % nq;
-                let s = &mut st[qi];
-                if draining {
-                    if s.unsignaled == 0 {
-                        continue;
-                    }
-                    let one = Knobs { post_list: 1, ..k };
-                    plan_posts(qi, s, one, Some(s.posted + 1), true, &mut wrs);
-                } else {
-                    plan_posts(qi, s, k, target, false, &mut wrs);
-                }
-                if !wrs.is_empty() {
-                    qps[qi].post_writes(&spec, wrs.iter().copied())?;
-                    posted = true;
-                }
-            }
-            rr = (rr + 1) % nq.max(1);
+/// What one poll found, and when.
+struct Poll {
+    /// Completions taken.
+    n: usize,
+    /// The clock read after the poll.
+    now: Instant,
+    /// `now` in seconds from the first post.
+    t: f64,
+}
 
-            // Poll. A pass that neither posted nor completed anything changes nothing that needs
-            // the time: read the clock on every IDLE_POLLS_PER_CLOCK-th such pass only.
-            let mut n = cq.poll(&mut wcs, poll_max)?;
-            if n == 0 && !posted {
-                idle_polls += 1;
-                if idle_polls < IDLE_POLLS_PER_CLOCK {
+/// One message size's loop: the resources, the schedule, and what has happened so far.
+struct SizeRun<'a> {
+    link: Link<'a>,
+    k: Knobs,
+    size: u64,
+    sched: Schedule,
+    /// Whether the writes in flight are waited for after the cool-down (see `run_writes`).
+    drain: bool,
+    st: Vec<QpRun>,
+    wrs: Vec<(u64, bool)>,
+    wcs: Vec<Completion>,
+    poll_max: usize,
+    sampler: Sampler,
+    /// The data one signaled completion stands for: cq_mod writes on every QP.
+    batch_bytes: u64,
+    size_bytes_done: u64,
+    window_msgs: u64,
+    draining: bool,
+    cpu0: Option<Duration>,
+    cpu1: Option<Duration>,
+    t_end: f64,
+    rr: usize,
+    t0: Instant,
+    last_progress: Instant,
+    last_stop_check: Instant,
+    last_clock: Instant,
+    bracket: Duration,
+    spare: f64,
+    idle_polls: u32,
+}
+
+impl<'a> SizeRun<'a> {
+    /// Set-up: the per-QP state, the buffers for posting and polling, the sampler; the clock
+    /// starts here.
+    fn set_up(link: Link<'a>, k: Knobs, size: u64, sched: Schedule, drain: bool) -> SizeRun<'a> {
+        let nq = link.qps.len();
+        // A poll takes everything the CQ holds (at most every write in flight), under one time.
+        let poll_max = (k.depth as usize).saturating_mul(nq).max(1);
+        let st = vec![QpRun::default(); nq];
+        let wrs = Vec::with_capacity(k.post_list as usize);
+        let wcs = Vec::with_capacity(poll_max);
+        let sampler = Sampler::new(
+            sched.interval,
+            sched.ws,
+            sched.target.map_or(Some(sched.we), |_| None),
+            nq,
+        );
+        let t0 = Instant::now();
+        let cpu0 = (sched.target.is_some() || sched.ws <= 0.0).then(crate::ffi::process_cpu_time);
+        SizeRun {
+            link,
+            k,
+            size,
+            sched,
+            drain,
+            st,
+            wrs,
+            wcs,
+            poll_max,
+            sampler,
+            // The stall guard must outlast the wait for one signaled completion: up to cq_mod
+            // writes on every QP at the rate seen so far (this size, else the last one, else a
+            // pessimistic 1 MB/s). On a slow link with big messages that is many seconds: 100
+            // writes of 1 MiB at 0.09 Gb/s (the lab's emulated rxe) take 9 s.
+            batch_bytes: k.cq_mod * size * nq as u64,
+            size_bytes_done: 0,
+            window_msgs: 0,
+            draining: false,
+            cpu0,
+            cpu1: None,
+            t_end: 0.0,
+            rr: 0,
+            t0,
+            last_progress: t0,
+            last_stop_check: t0,
+            last_clock: t0,
+            bracket: sched.interval / 10,
+            spare: (k.depth - k.cq_mod) as f64 / k.depth as f64,
+            idle_polls: 0,
+        }
+    }
+
+    /// Posts on every QP, round-robin starting one QP further each pass; while draining, only
+    /// one signaled write on each QP whose last write was unsignaled. Whether anything went out.
+    fn post(&mut self) -> Result<bool, Error> {
+        let nq = self.link.qps.len();
+        let mut posted = false;
+        for off in 0..nq {
+            let qi = (self.rr + off) % nq;
+            let s = &mut self.st[qi];
+            if self.draining {
+                if s.unsignaled == 0 {
                     continue;
                 }
-            }
-            idle_polls = 0;
-            let mut now = Instant::now();
-            // The completions are stamped with the time read after the poll. When the poller
-            // was off its CPU since the clock was last read (the idle-priority poller on
-            // Soft-RoCE, for up to 250 ms), the poll may have happened long before that time,
-            // and whatever completed in between would be credited to the next interval as a
-            // burst. So poll again until one poll is bracketed by two clock reads less than a
-            // tenth of an interval apart: its time, and so every completion's, is then known
-            // to that precision.
-            let mut tries = 0;
-            let mut before = last_clock;
-            while n > 0 && now.duration_since(before) > bracket && tries < BRACKET_TRIES {
-                before = now;
-                n += cq.poll_more(&mut wcs, poll_max)?;
-                now = Instant::now();
-                tries += 1;
-            }
-            last_clock = now;
-            let t = now.duration_since(t0).as_secs_f64();
-            if n > 0 {
-                if let Some(bad) = wcs
-                    .iter()
-                    .find(|c| !c.is_success() && c.status != 5)
-                    .or_else(|| wcs.iter().find(|c| !c.is_success()))
-                {
-                    let qi = (bad.wr_id >> 32) as usize;
-                    return Err(Error::WorkCompletion {
-                        device: device.name().to_string(),
-                        port: *port,
-                        qpn: qps.get(qi).map_or(0, Qp::qpn),
-                        status: bad.status,
-                        status_str: crate::verbs::wc_status_str(bad.status),
-                        vendor_err: bad.vendor_err,
-                        hint: crate::verbs::wc_status_hint(bad.status),
-                    });
-                }
-                let mut msgs = 0u64;
-                for c in &wcs {
-                    let qi = (c.wr_id >> 32) as usize;
-                    let covered = c.wr_id & 0xffff_ffff;
-                    if let Some(s) = st.get_mut(qi) {
-                        s.completed += covered;
-                    }
-                    msgs += covered;
-                }
-                sampler.polled(
-                    t,
-                    wcs.iter().filter_map(|c| {
-                        let qi = (c.wr_id >> 32) as usize;
-                        let s = st.get(qi)?;
-                        Some((
-                            qi,
-                            s.completed * size,
-                            target.is_some_and(|n| s.completed >= n),
-                        ))
-                    }),
-                );
-                if t >= ws && t < we {
-                    window_msgs += msgs;
-                }
-                size_bytes_done += msgs * size;
-                last_progress = now;
-            }
-
-            // Phase changes and the end.
-            if target.is_none() {
-                if cpu0.is_none() && t >= ws {
-                    cpu0 = Some(crate::ffi::process_cpu_time());
-                }
-                if cpu1.is_none() && t >= we {
-                    cpu1 = Some(crate::ffi::process_cpu_time());
-                }
-                if t >= wend {
-                    if !drain {
-                        sampler.close(t);
-                        break;
-                    }
-                    draining = true;
-                }
-                if draining && st.iter().all(|s| s.outstanding() == 0 && s.unsignaled == 0) {
-                    sampler.close(t);
-                    break;
-                }
-            } else if let Some(n) = target {
-                if st.iter().all(|s| s.completed >= n) {
-                    cpu1 = Some(crate::ffi::process_cpu_time());
-                    t_end = t;
-                    sampler.close(t);
-                    break;
-                }
-            }
-
-            if now.duration_since(last_stop_check) >= STOP_CHECK {
-                last_stop_check = now;
-                if stop.raised() {
-                    return Err(Error::Stopped {
-                        device: device.name().to_string(),
-                        port: *port,
-                        completed_sizes: 0,
-                    });
-                }
-                let outstanding: u64 = st.iter().map(QpRun::outstanding).sum();
-                let limit = stall_limit_for(
-                    *stall_limit,
-                    batch_bytes,
-                    size_bytes_done,
-                    last_progress.duration_since(t0),
-                    *rate_est,
-                );
-                if outstanding > 0 && now.duration_since(last_progress) > limit {
-                    return Err(Error::Stalled {
-                        device: device.name().to_string(),
-                        port: *port,
-                        stalled_s: now.duration_since(last_progress).as_secs_f64(),
-                        outstanding,
-                        hint: stall_hint.clone(),
-                    });
-                }
-            }
-
-            // Warm-up and cool-down only keep the link loaded around the measured window:
-            // there, completions are waited for adaptively whatever --poll says.
-            let outside_window = target.is_none() && (t < ws || t >= we);
-            if n == 0 && !posted && (k.poll == PollMode::Adaptive || outside_window) {
-                // The rate of this size so far, else of the last one.
-                let elapsed = last_progress.duration_since(t0).as_secs_f64();
-                let rate = if size_bytes_done > 0 && elapsed > 0.0 {
-                    Some(size_bytes_done as f64 / elapsed)
-                } else {
-                    *rate_est
+                let one = Knobs {
+                    post_list: 1,
+                    ..self.k
                 };
-                let in_flight: u64 = st.iter().map(QpRun::outstanding).sum::<u64>() * size;
-                let drain = rate
-                    .filter(|r| *r > 0.0)
-                    .map(|r| Duration::from_secs_f64(in_flight as f64 / r));
-                if let Some(q) = backoff(now.duration_since(last_progress), drain, spare) {
-                    std::thread::sleep(q);
-                }
+                plan_posts(qi, s, one, Some(s.posted + 1), true, &mut self.wrs);
+            } else {
+                plan_posts(qi, s, self.k, self.sched.target, false, &mut self.wrs);
+            }
+            if !self.wrs.is_empty() {
+                self.link.qps[qi].post_writes(&self.link.spec, self.wrs.iter().copied())?;
+                posted = true;
             }
         }
+        self.rr = (self.rr + 1) % nq.max(1);
+        Ok(posted)
+    }
 
-        let (measured_s, msgs) = match target {
-            Some(n) => (t_end, n * nq as u64),
-            None => (we - ws, window_msgs),
+    /// Polls the CQ. A pass that neither posted nor completed anything changes nothing that
+    /// needs the time: `None` (go on posting) on all but every IDLE_POLLS_PER_CLOCK-th such
+    /// pass.
+    fn poll(&mut self, posted: bool) -> Result<Option<Poll>, Error> {
+        let mut n = self.link.cq.poll(&mut self.wcs, self.poll_max)?;
+        if n == 0 && !posted {
+            self.idle_polls += 1;
+            if self.idle_polls < IDLE_POLLS_PER_CLOCK {
+                return Ok(None);
+            }
+        }
+        self.idle_polls = 0;
+        let mut now = Instant::now();
+        // The completions are stamped with the time read after the poll. When the poller
+        // was off its CPU since the clock was last read (the idle-priority poller on
+        // Soft-RoCE, for up to 250 ms), the poll may have happened long before that time,
+        // and whatever completed in between would be credited to the next interval as a
+        // burst. So poll again until one poll is bracketed by two clock reads less than a
+        // tenth of an interval apart: its time, and so every completion's, is then known
+        // to that precision.
+        let mut tries = 0;
+        let mut before = self.last_clock;
+        while n > 0 && now.duration_since(before) > self.bracket && tries < BRACKET_TRIES {
+            before = now;
+            n += self.link.cq.poll_more(&mut self.wcs, self.poll_max)?;
+            now = Instant::now();
+            tries += 1;
+        }
+        self.last_clock = now;
+        let t = now.duration_since(self.t0).as_secs_f64();
+        Ok(Some(Poll { n, now, t }))
+    }
+
+    /// Accounts for what a poll found: a failed completion ends the run; the others advance
+    /// their QPs, the sampler, and the window's count.
+    fn complete(&mut self, poll: &Poll) -> Result<(), Error> {
+        let size = self.size;
+        let target = self.sched.target;
+        if let Some(bad) = self
+            .wcs
+            .iter()
+            .find(|c| !c.is_success() && c.status != 5)
+            .or_else(|| self.wcs.iter().find(|c| !c.is_success()))
+        {
+            let qi = (bad.wr_id >> 32) as usize;
+            return Err(Error::WorkCompletion {
+                device: self.link.device.name().to_string(),
+                port: self.link.port,
+                qpn: self.link.qps.get(qi).map_or(0, Qp::qpn),
+                status: bad.status,
+                status_str: crate::verbs::wc_status_str(bad.status),
+                vendor_err: bad.vendor_err,
+                hint: crate::verbs::wc_status_hint(bad.status),
+            });
+        }
+        let mut msgs = 0u64;
+        for c in &self.wcs {
+            let qi = (c.wr_id >> 32) as usize;
+            let covered = c.wr_id & 0xffff_ffff;
+            if let Some(s) = self.st.get_mut(qi) {
+                s.completed += covered;
+            }
+            msgs += covered;
+        }
+        let st = &self.st;
+        self.sampler.polled(
+            poll.t,
+            self.wcs.iter().filter_map(|c| {
+                let qi = (c.wr_id >> 32) as usize;
+                let s = st.get(qi)?;
+                Some((
+                    qi,
+                    s.completed * size,
+                    target.is_some_and(|n| s.completed >= n),
+                ))
+            }),
+        );
+        if poll.t >= self.sched.ws && poll.t < self.sched.we {
+            self.window_msgs += msgs;
+        }
+        self.size_bytes_done += msgs * size;
+        self.last_progress = poll.now;
+        Ok(())
+    }
+
+    /// The phase changes at `t`: warm-up to window and window to cool-down (CPU time is taken
+    /// at both), cool-down to drain; whether the run is over (the cool-down has ended and
+    /// there is nothing to drain, or the drain or the iterations are done).
+    fn over_at(&mut self, t: f64) -> bool {
+        let sched = self.sched;
+        if let Some(n) = sched.target {
+            if self.st.iter().all(|s| s.completed >= n) {
+                self.cpu1 = Some(crate::ffi::process_cpu_time());
+                self.t_end = t;
+                self.sampler.close(t);
+                return true;
+            }
+            return false;
+        }
+        if self.cpu0.is_none() && t >= sched.ws {
+            self.cpu0 = Some(crate::ffi::process_cpu_time());
+        }
+        if self.cpu1.is_none() && t >= sched.we {
+            self.cpu1 = Some(crate::ffi::process_cpu_time());
+        }
+        if t >= sched.wend {
+            if !self.drain {
+                self.sampler.close(t);
+                return true;
+            }
+            self.draining = true;
+        }
+        if self.draining
+            && self
+                .st
+                .iter()
+                .all(|s| s.outstanding() == 0 && s.unsignaled == 0)
+        {
+            self.sampler.close(t);
+            return true;
+        }
+        false
+    }
+
+    /// Every [`STOP_CHECK`]: a raised stop flag ends the run, and so does a stall (writes
+    /// outstanding and no completion for longer than [`stall_limit_for`] allows).
+    fn check(&mut self, now: Instant, stop: StopFlags<'_>) -> Result<(), Error> {
+        if now.duration_since(self.last_stop_check) < STOP_CHECK {
+            return Ok(());
+        }
+        self.last_stop_check = now;
+        if stop.raised() {
+            return Err(Error::Stopped {
+                device: self.link.device.name().to_string(),
+                port: self.link.port,
+                completed_sizes: 0,
+            });
+        }
+        let outstanding: u64 = self.st.iter().map(QpRun::outstanding).sum();
+        let limit = stall_limit_for(
+            self.link.stall_limit,
+            self.batch_bytes,
+            self.size_bytes_done,
+            self.last_progress.duration_since(self.t0),
+            self.link.rate_est,
+        );
+        if outstanding > 0 && now.duration_since(self.last_progress) > limit {
+            return Err(Error::Stalled {
+                device: self.link.device.name().to_string(),
+                port: self.link.port,
+                stalled_s: now.duration_since(self.last_progress).as_secs_f64(),
+                outstanding,
+                hint: self.link.stall_hint.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// After a pass that posted and completed nothing: an adaptive poller may sleep (see
+    /// [`backoff`]). Warm-up and cool-down only keep the link loaded around the measured
+    /// window: there, completions are waited for adaptively whatever --poll says.
+    fn idle(&self, poll: &Poll) {
+        let outside_window =
+            self.sched.target.is_none() && (poll.t < self.sched.ws || poll.t >= self.sched.we);
+        if !(self.k.poll == PollMode::Adaptive || outside_window) {
+            return;
+        }
+        // The rate of this size so far, else of the last one.
+        let elapsed = self.last_progress.duration_since(self.t0).as_secs_f64();
+        let rate = if self.size_bytes_done > 0 && elapsed > 0.0 {
+            Some(self.size_bytes_done as f64 / elapsed)
+        } else {
+            self.link.rate_est
+        };
+        let in_flight: u64 = self.st.iter().map(QpRun::outstanding).sum::<u64>() * self.size;
+        let drain = rate
+            .filter(|r| *r > 0.0)
+            .map(|r| Duration::from_secs_f64(in_flight as f64 / r));
+        if let Some(q) = backoff(
+            poll.now.duration_since(self.last_progress),
+            drain,
+            self.spare,
+        ) {
+            std::thread::sleep(q);
+        }
+    }
+
+    /// The result: the window's writes (duration mode) or all of them (iteration mode) over
+    /// the measured time, the sampler's percentiles and the CPU time in between.
+    fn result(self) -> SizeResult {
+        let size = self.size;
+        let (measured_s, msgs) = match self.sched.target {
+            Some(n) => (self.t_end, n * self.st.len() as u64),
+            None => (self.sched.we - self.sched.ws, self.window_msgs),
         };
         let bytes = msgs as f64 * size as f64;
         let avg = if measured_s > 0.0 {
@@ -373,12 +550,12 @@ impl Connected {
         } else {
             0.0
         };
-        let (p1, p50, p99, peak) = sampler.summary(avg);
-        let cpu_s = match (cpu0, cpu1) {
+        let (p1, p50, p99, peak) = self.sampler.summary(avg);
+        let cpu_s = match (self.cpu0, self.cpu1) {
             (Some(a), Some(b)) => b.saturating_sub(a).as_secs_f64(),
             _ => 0.0,
         };
-        Ok(SizeResult {
+        SizeResult {
             msg_size_bytes: size,
             iterations: msgs,
             bw_peak_gbps: peak,
@@ -391,9 +568,9 @@ impl Connected {
             bw_p1_gbps: p1,
             bw_p50_gbps: p50,
             bw_p99_gbps: p99,
-            interval_ms: interval.as_millis() as u64,
+            interval_ms: self.sched.interval.as_millis() as u64,
             measured_s,
             cpu_s,
-        })
+        }
     }
 }
