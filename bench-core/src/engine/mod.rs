@@ -3,8 +3,8 @@
 //! Life of one side of a test on one rail:
 //!
 //! 1. [`Prepared::new`]: PD, one basic CQ, one buffer, `qps` RC QPs in INIT.
-//! 2. Send [`Prepared::info`] (a serde [`SideInfo`]) to the peer over the control channel and
-//!    receive the peer's; negotiate the MTU ([`PathMtu::negotiate`]) and build
+//! 2. Send [`Prepared::info`] (the [`Endpoints`], as the control channel's `endpoints` message
+//!    carries them) to the peer and receive the peer's; negotiate the MTU ([`PathMtu::negotiate`]) and build
 //!    [`PathParams`].
 //! 3. [`Prepared::connect`]: every QP to RTR and RTS against the peer's endpoints.
 //! 4. Initiator (client, and both sides when bidirectional): [`Connected::run_writes`]. The
@@ -12,7 +12,7 @@
 //!    channel says the test is over.
 //!
 //! The buffer holds two halves of `max message size` bytes each (page-rounded): writes go out
-//! from the first half and land in the second, whose range is what [`SideInfo::mr`]
+//! from the first half and land in the second, whose range is what [`Endpoints::mr`]
 //! advertises, so in bidirectional mode the device never reads what the peer is writing.
 //!
 //! The loop (per message size): post RDMA WRITEs on the QPs round-robin, up to `tx_depth`
@@ -85,21 +85,30 @@ impl<'a> StopFlags<'a> {
     }
 }
 
-/// What one side tells the other so that both can connect and write.
+/// What one side tells the other so that both can connect and write: one entry per QP, plus
+/// the buffer. This is the payload of the control channel's `endpoints` message as it travels
+/// (fields in wire order).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SideInfo {
-    /// RDMA device name (for messages).
+pub struct Endpoints {
+    /// The RDMA device of this side (for messages).
     pub device: String,
-    /// Port number.
+    /// Its port number.
     pub port: u8,
-    /// Active MTU of the port in bytes.
-    pub active_mtu_bytes: u32,
-    /// One endpoint per QP, in QP order.
+    /// The queue pairs, in QP order (QP `i` connects to the peer's QP `i`).
     pub qps: Vec<QpEndpoint>,
     /// Where the peer may write.
     pub mr: MrInfo,
-    /// The largest message this side was prepared for.
+    /// This side's active MTU in bytes; the path uses the smaller of both.
+    pub mtu_bytes: u32,
+    /// The largest message this side prepared its buffer for.
     pub max_msg_bytes: u64,
+    /// This side's GID index (so that the server's report names the client's too); absent
+    /// from older peers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gid_index: Option<u32>,
+    /// The interface of this side's rail, when known (the session adds it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netdev: Option<String>,
 }
 
 /// Percent of line rate, e.g. `percent_of_line_rate(92.0, 100.0) == Some(92.0)`; `None` when

@@ -1,10 +1,10 @@
-//! One side's verbs resources: [`Prepared`] (QPs in INIT, ready to exchange [`SideInfo`]) and
+//! One side's verbs resources: [`Prepared`] (QPs in INIT, ready to exchange [`Endpoints`]) and
 //! [`Connected`] (every QP in RTS, ready to run the writes).
 
 use std::time::Duration;
 
 use super::plan::knobs;
-use super::SideInfo;
+use super::Endpoints;
 use crate::error::{Error, GidUnusable};
 use crate::gid::Rail;
 use crate::gpu::{MemoryRequest, MemoryUse};
@@ -26,7 +26,7 @@ fn round_up_page(n: u64) -> u64 {
     n.div_ceil(PAGE as u64) * PAGE as u64
 }
 
-/// One side's resources with QPs in INIT, ready to exchange [`SideInfo`].
+/// One side's resources with QPs in INIT, ready to exchange [`Endpoints`].
 #[derive(Debug)]
 pub struct Prepared {
     // Drop order: QPs, then CQ, buffer, PD, device.
@@ -36,6 +36,7 @@ pub struct Prepared {
     pd: Pd,
     device: Device,
     port: u8,
+    gid_index: u32,
     active_mtu: PathMtu,
     max_msg: u64,
     landing: u64,
@@ -165,6 +166,7 @@ impl Prepared {
             pd,
             device: device.clone(),
             port,
+            gid_index,
             active_mtu,
             max_msg,
             landing: half,
@@ -200,20 +202,23 @@ impl Prepared {
         self.active_mtu
     }
 
-    /// What the peer needs from this side.
-    pub fn info(&self) -> Result<SideInfo, Error> {
-        Ok(SideInfo {
+    /// What the peer needs from this side (the interface is not known here: `netdev` is
+    /// `None`).
+    pub fn info(&self) -> Result<Endpoints, Error> {
+        Ok(Endpoints {
             device: self.device.name().to_string(),
             port: self.port,
-            active_mtu_bytes: self.active_mtu.bytes(),
             qps: self.qps.iter().map(Qp::endpoint).collect(),
             mr: self.buffer.mr_info(self.landing, self.landing)?,
+            mtu_bytes: self.active_mtu.bytes(),
             max_msg_bytes: self.max_msg,
+            gid_index: Some(self.gid_index),
+            netdev: None,
         })
     }
 
     /// Connects every QP to the peer's QP of the same position.
-    pub fn connect(self, remote: &SideInfo, path: &PathParams) -> Result<Connected, Error> {
+    pub fn connect(self, remote: &Endpoints, path: &PathParams) -> Result<Connected, Error> {
         if remote.qps.len() != self.qps.len() {
             return Err(Error::PeerMismatch(format!(
                 "this side has {} QPs, the peer {}",

@@ -3,12 +3,12 @@
 
 use std::net::SocketAddr;
 
-use crate::control::format_gid;
 use crate::gid::{Gid, Rail};
 use crate::gpu::MemoryUse;
 use crate::params::{LocalTuning, SizeResult, TestParams};
 use crate::report::EndpointReport;
 use crate::report::Role;
+use crate::verbs::format_gid;
 
 /// The other end of a test as this side learned it.
 #[derive(Debug, Clone, PartialEq)]

@@ -297,7 +297,7 @@ pub fn serve_one(
         device: side.rail.device.clone(),
         port: side.rail.port,
         gid_index: u8::try_from(side.rail.gid_index).unwrap_or(u8::MAX),
-        active_mtu_bytes: side.info.active_mtu_bytes,
+        active_mtu_bytes: side.info.mtu_bytes,
         line_rate_gbps: side.rail.line_rate_gbps.unwrap_or(0.0),
         rdmabw_version: RDMABW_VERSION.to_string(),
     };

@@ -1,8 +1,7 @@
 //! The RDMA part of one side once its rail is known: prepared, described to the peer, and
 //! connected to the peer's endpoints.
 
-use crate::control::Endpoints;
-use crate::engine::{Connected, Prepared, SideInfo};
+use crate::engine::{Connected, Endpoints, Prepared};
 use crate::error::Error;
 use crate::gid::{Gid, Rail};
 use crate::params::{LocalTuning, TestParams};
@@ -13,7 +12,7 @@ use crate::verbs::{Device, PathMtu, PathParams};
 pub(super) struct Side {
     pub(super) rail: Rail,
     pub(super) prepared: Prepared,
-    pub(super) info: SideInfo,
+    pub(super) info: Endpoints,
 }
 
 pub(super) fn prepare(
@@ -32,13 +31,12 @@ pub(super) fn prepare(
     })
 }
 
-/// What this side tells the peer in the exchange: its QPs and memory, its GID index and
-/// interface.
+/// What this side tells the peer in the exchange: its QPs, memory and GID index (the engine's
+/// [`Endpoints`]) and its interface.
 pub(super) fn endpoints_of(side: &Side) -> Endpoints {
     Endpoints {
-        gid_index: Some(side.rail.gid_index),
         netdev: side.rail.netdev.clone(),
-        ..Endpoints::from(&side.info)
+        ..side.info.clone()
     }
 }
 
@@ -64,7 +62,6 @@ pub(super) fn connect_qps(
     let local_mtu = side.prepared.active_mtu();
     let mtu = PathMtu::negotiate(local_mtu, remote_mtu, tuning.mtu_bytes)?;
     let path = PathParams::new(side.rail.port, side.rail.gid_index, tuning, mtu)?;
-    let remote = SideInfo::from(theirs);
-    let conn = side.prepared.connect(&remote, &path)?;
+    let conn = side.prepared.connect(theirs, &path)?;
     Ok((conn, side.rail, mtu, local_mtu.bytes()))
 }
