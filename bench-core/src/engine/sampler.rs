@@ -209,17 +209,24 @@ impl Sampler {
 mod tests {
     use super::*;
 
+    /// Feeds `s` one completion on QP 0 every `step` seconds until `until`, each adding
+    /// `bytes(t)` to the QP's total; the time of the last one.
+    fn steady(s: &mut Sampler, step: f64, until: f64, bytes: impl Fn(f64) -> u64) -> f64 {
+        let mut cum = 0u64;
+        let mut t = 0.0;
+        while t < until {
+            t += step;
+            cum += bytes(t);
+            s.event(0, t, cum);
+        }
+        t
+    }
+
     #[test]
     fn sampler_even_rate() {
         // 1 GB/s = 8 Gb/s, completions every 0.25 ms, 10 ms intervals over a 1 s window.
         let mut s = Sampler::new(Duration::from_millis(10), 0.5, Some(1.5), 1);
-        let mut cum = 0u64;
-        let mut t = 0.0;
-        while t < 2.0 {
-            t += 0.00025;
-            cum += 250_000;
-            s.event(0, t, cum);
-        }
+        let t = steady(&mut s, 0.00025, 2.0, |_| 250_000);
         s.close(t);
         let (p1, p50, p99, peak) = s.summary(0.0);
         for v in [p1, p50, p99, peak] {
@@ -334,15 +341,13 @@ mod tests {
     fn sampler_sees_a_dip() {
         // 10 Gb/s with a 50 ms stall in the middle of a 1 s window.
         let mut s = Sampler::new(Duration::from_millis(10), 0.0, Some(1.0), 1);
-        let mut cum = 0u64;
-        let mut t = 0.0;
-        while t < 1.2 {
-            t += 0.0001;
-            if !(0.5..0.55).contains(&t) {
-                cum += 125_000; // 1.25 GB/s per 0.1 ms -> 10 Gb/s
+        let t = steady(&mut s, 0.0001, 1.2, |t| {
+            if (0.5..0.55).contains(&t) {
+                0
+            } else {
+                125_000 // 1.25 GB/s per 0.1 ms -> 10 Gb/s
             }
-            s.event(0, t, cum);
-        }
+        });
         s.close(t);
         let (p1, p50, _, peak) = s.summary(0.0);
         assert!(p1 < 1.0, "p1 {p1}");

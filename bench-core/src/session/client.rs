@@ -3,10 +3,10 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use super::error::{control, SessionError};
+use super::error::{control, peer_failed, SessionError};
 use super::outcome::{Outcome, Remote};
 use super::resolve::resolve_request;
-use super::side::{connect_qps, endpoints_of, prepare};
+use super::side::{link, prepare, Linked};
 use super::window::{window, WindowSpec};
 use super::Log;
 use crate::control::{Accept, ControlChannel, Hello, Msg, Phase, PhaseTimeouts, WatchConfig};
@@ -82,18 +82,15 @@ pub fn run_client(
         "server accepted: {} port {} GID index {}, rdmabw {}",
         accept.device, accept.port, accept.gid_index, accept.rdmabw_version
     ));
-    let ours = endpoints_of(&side);
-    let theirs = ch.exchange_endpoints(&ours).map_err(control)?;
-    let memory = side.prepared.memory().clone();
-    let (mut conn, rail, mtu, local_mtu) = match connect_qps(&cfg.roots, side, &theirs, &cfg.tuning)
-    {
-        Ok(c) => c,
-        Err(e) => {
-            ch.fail(&format!("the client could not connect its QPs: {e}"));
-            return Err(e.into());
-        }
-    };
-    ch.sync_ready().map_err(control)?;
+    let Linked {
+        ch,
+        mut conn,
+        rail,
+        mtu,
+        local_mtu,
+        theirs,
+        memory,
+    } = link(ch, &cfg.roots, side, &cfg.tuning, "client")?;
     log(&format!(
         "QPs connected, path MTU {}; measuring{}",
         mtu.bytes(),
@@ -116,10 +113,8 @@ pub fn run_client(
     ch.send(&Msg::Done {
         results: client_results.clone(),
     })
-    .map_err(|cause| SessionError::PeerFailed { cause, local: None })?;
-    let server_results = ch
-        .expect_done(Phase::Results)
-        .map_err(|cause| SessionError::PeerFailed { cause, local: None })?;
+    .map_err(peer_failed)?;
+    let server_results = ch.expect_done(Phase::Results).map_err(peer_failed)?;
     ch.close();
     drop(conn);
     Ok(Outcome {

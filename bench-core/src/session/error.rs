@@ -111,6 +111,11 @@ pub(super) fn control(e: ControlError) -> SessionError {
     }
 }
 
+/// A failure of the peer seen on the control channel alone (this side's run went well).
+pub(super) fn peer_failed(cause: ControlError) -> SessionError {
+    SessionError::PeerFailed { cause, local: None }
+}
+
 /// The prefix of a `Reject` for a server-side set-up failure.
 pub(super) const SERVER_SETUP: &str = "server set-up: ";
 

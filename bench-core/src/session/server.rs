@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use super::error::{control, SessionError, SERVER_SETUP};
+use super::error::{control, peer_failed, SessionError, SERVER_SETUP};
 use super::outcome::{Outcome, Remote};
 use super::resolve::ServerShared;
-use super::side::{connect_qps, endpoints_of, prepare};
+use super::side::{link, prepare, Linked};
 use super::window::{window, WindowSpec};
 use super::{Log, POLL};
 use crate::control::{
@@ -302,17 +302,15 @@ pub fn serve_one(
         rdmabw_version: RDMABW_VERSION.to_string(),
     };
     ch.send(&Msg::Accept(accept)).map_err(control)?;
-    let ours = endpoints_of(&side);
-    let theirs = ch.exchange_endpoints(&ours).map_err(control)?;
-    let memory = side.prepared.memory().clone();
-    let (mut conn, rail, mtu, local_mtu) = match connect_qps(&cfg.roots, side, &theirs, &tuning) {
-        Ok(c) => c,
-        Err(e) => {
-            ch.fail(&format!("the server could not connect its QPs: {e}"));
-            return Err(e.into());
-        }
-    };
-    ch.sync_ready().map_err(control)?;
+    let Linked {
+        ch,
+        mut conn,
+        rail,
+        mtu,
+        local_mtu,
+        theirs,
+        memory,
+    } = link(ch, &cfg.roots, side, &tuning, "server")?;
     log(&format!(
         "QPs connected, path MTU {}; measuring",
         mtu.bytes()
@@ -327,13 +325,11 @@ pub fn serve_one(
         measure_timeout: timeouts.measure,
     };
     let (mut ch, server_results) = window(&spec, &mut conn, ch, stop)?;
-    let client_results = ch
-        .expect_done(Phase::Results)
-        .map_err(|cause| SessionError::PeerFailed { cause, local: None })?;
+    let client_results = ch.expect_done(Phase::Results).map_err(peer_failed)?;
     ch.send(&Msg::Done {
         results: server_results.clone(),
     })
-    .map_err(|cause| SessionError::PeerFailed { cause, local: None })?;
+    .map_err(peer_failed)?;
     ch.close();
     drop(conn);
     Ok(Outcome {

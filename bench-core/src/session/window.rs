@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::error::SessionError;
+use super::error::{peer_failed, SessionError};
 use super::guard::{port_note, Guard};
 use crate::control::{ControlChannel, ControlError, PeerWatch, Phase, WatchConfig};
 use crate::engine::{Connected, StopFlags};
@@ -78,7 +78,7 @@ pub(super) fn window(
     match run {
         Ok(results) => match watch.finish() {
             Ok(ch) => Ok((ch, results)),
-            Err(cause) => Err(SessionError::PeerFailed { cause, local: None }),
+            Err(cause) => Err(peer_failed(cause)),
         },
         Err(local) => {
             // Prefer the control channel's explanation: a dead peer shows there first.
@@ -126,7 +126,7 @@ pub(super) fn window(
                         after: measure_timeout,
                     };
                     watch.abort("the server gave up waiting for the client's results");
-                    Err(SessionError::PeerFailed { cause, local: None })
+                    Err(peer_failed(cause))
                 }
             }
         }
