@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bench_core::engine::{self, Prepared, SideInfo};
+use bench_core::engine::{self, Endpoints, Prepared};
 use bench_core::error::Error;
 use bench_core::gid::{self, RailRequest};
 use bench_core::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
@@ -126,7 +126,7 @@ fn parse() -> Result<Args, String> {
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Hello {
-    info: SideInfo,
+    info: Endpoints,
     params: TestParams,
 }
 
@@ -287,8 +287,7 @@ fn run() -> Result<(), String> {
     if let Err(m) = params.check_matches(&peer.params) {
         return Err(m.to_string());
     }
-    let remote_mtu =
-        PathMtu::from_bytes(peer.info.active_mtu_bytes).ok_or("peer sent a bad MTU")?;
+    let remote_mtu = PathMtu::from_bytes(peer.info.mtu_bytes).ok_or("peer sent a bad MTU")?;
     let mtu = PathMtu::negotiate(prep.active_mtu(), remote_mtu, a.tuning.mtu_bytes)
         .map_err(|e| e.to_string())?;
     let path =

@@ -12,8 +12,9 @@ use socket2::{SockRef, TcpKeepalive};
 
 use super::error::ControlError;
 use super::frame::{encode_frame, FrameDecoder, FrameError};
-use super::msg::{Accept, Endpoints, Hello, Msg};
+use super::msg::{Accept, Hello, Msg};
 use super::watch::{PeerWatch, WatchConfig};
+use crate::engine::Endpoints;
 use crate::params::{SizeResult, TestLength, TestParams};
 
 /// Pause between connection attempts in [`ControlChannel::connect_retry`]: short, because a

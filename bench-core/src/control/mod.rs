@@ -28,7 +28,7 @@
 //!
 //! Client: [`ControlChannel::connect`], [`ControlChannel::client_handshake`] (gives the
 //! server's [`Accept`]), [`ControlChannel::exchange_endpoints`] with
-//! `Endpoints::from(&prepared.info()?)` (connect with `SideInfo::from(&theirs)`),
+//! what `prepared.info()?` gives (connect with `prepared.connect(&theirs, ..)`),
 //! [`ControlChannel::sync_ready`], [`ControlChannel::watch`] and pass `&*watch.stop_flag()` to
 //! the write loop, [`PeerWatch::finish`], `send(&Msg::Done { .. })`,
 //! [`ControlChannel::expect_done`] in [`Phase::Results`], [`ControlChannel::close`].
@@ -54,12 +54,14 @@ pub use frame::{
     decode_frame, encode_frame, read_frame, write_frame, FrameDecoder, FrameError, HEADER_LEN,
     MAGIC, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
-pub use msg::{
-    format_gid, parse_gid, Accept, Endpoints, Hello, MrInfo, Msg, QpEndpoint, RejectReason,
-    RDMABW_VERSION,
-};
+pub use msg::{Accept, Hello, Msg, RejectReason, RDMABW_VERSION};
 pub use server::{admit, Admission, ServerPolicy};
 pub use watch::{PeerAlive, PeerStatus, PeerWatch, WatchConfig};
+
+// The `endpoints` message's payload and its parts: the engine's and the verbs' own types,
+// serialized as they are.
+pub use crate::engine::Endpoints;
+pub use crate::verbs::{format_gid, parse_gid, MrInfo, QpEndpoint};
 
 /// The default control port: perftest's, so that an rdmabw client pointed at a perftest server
 /// (or the reverse) is told so clearly instead of failing obscurely.

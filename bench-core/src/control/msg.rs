@@ -1,15 +1,13 @@
 //! The control messages. Each travels as the JSON payload of one frame, tagged by `"type"`.
 
 use std::fmt;
-use std::net::Ipv6Addr;
 
 use serde::{Deserialize, Serialize};
 
 use super::channel::Phase;
 use super::frame::PROTOCOL_VERSION;
-use crate::engine::SideInfo;
+use crate::engine::Endpoints;
 use crate::params::{LocalTuning, ParamMismatch, SizeResult, TestParams};
-use crate::verbs;
 
 /// The rdmabw release this build belongs to, sent in [`Hello`] and [`Accept`] for the logs.
 pub const RDMABW_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -231,166 +229,12 @@ impl fmt::Display for RejectReason {
     }
 }
 
-/// One queue pair's address, as the peer needs it to connect (RTR) to it: the wire form of
-/// [`crate::verbs::QpEndpoint`] (`From` both ways), with the GID as text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QpEndpoint {
-    /// Queue pair number.
-    pub qpn: u32,
-    /// Initial packet sequence number.
-    pub psn: u32,
-    /// The port GID, on the wire as `fe80:0000:0000:0000:0202:c9ff:fe00:0001`.
-    #[serde(with = "gid_text")]
-    pub gid: [u8; 16],
-    /// The port LID (0 on RoCE).
-    pub lid: u16,
-}
-
-/// The memory region the peer writes into: the wire form of [`crate::verbs::MrInfo`] (`From`
-/// both ways).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MrInfo {
-    /// Virtual address of the buffer start.
-    pub addr: u64,
-    /// Length in bytes.
-    pub len: u64,
-    /// Remote key.
-    pub rkey: u32,
-}
-
-/// One side's connection details: one entry per QP, plus the buffer. The wire form of the
-/// engine's [`SideInfo`] (`From` both ways), so a side sends `(&prepared.info()?).into()` and
-/// connects with `SideInfo::from(&theirs)`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Endpoints {
-    /// The RDMA device of this side (for messages).
-    pub device: String,
-    /// Its port number.
-    pub port: u8,
-    /// The queue pairs, in QP order (QP `i` connects to the peer's QP `i`).
-    pub qps: Vec<QpEndpoint>,
-    /// The memory region.
-    pub mr: MrInfo,
-    /// This side's active MTU in bytes; the path uses the smaller of both.
-    pub mtu_bytes: u32,
-    /// The largest message this side prepared its buffer for.
-    pub max_msg_bytes: u64,
-    /// This side's GID index (so that the server's report names the client's too); absent
-    /// from older peers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gid_index: Option<u32>,
-    /// The interface of this side's rail, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub netdev: Option<String>,
-}
-
-impl From<&verbs::QpEndpoint> for QpEndpoint {
-    fn from(q: &verbs::QpEndpoint) -> Self {
-        QpEndpoint {
-            qpn: q.qpn,
-            psn: q.psn,
-            gid: q.gid,
-            lid: q.lid,
-        }
-    }
-}
-
-impl From<&QpEndpoint> for verbs::QpEndpoint {
-    fn from(q: &QpEndpoint) -> Self {
-        verbs::QpEndpoint {
-            qpn: q.qpn,
-            psn: q.psn,
-            gid: q.gid,
-            lid: q.lid,
-        }
-    }
-}
-
-impl From<&verbs::MrInfo> for MrInfo {
-    fn from(m: &verbs::MrInfo) -> Self {
-        MrInfo {
-            addr: m.addr,
-            len: m.len,
-            rkey: m.rkey,
-        }
-    }
-}
-
-impl From<&MrInfo> for verbs::MrInfo {
-    fn from(m: &MrInfo) -> Self {
-        verbs::MrInfo {
-            addr: m.addr,
-            len: m.len,
-            rkey: m.rkey,
-        }
-    }
-}
-
-impl From<&SideInfo> for Endpoints {
-    fn from(s: &SideInfo) -> Self {
-        Endpoints {
-            device: s.device.clone(),
-            port: s.port,
-            qps: s.qps.iter().map(QpEndpoint::from).collect(),
-            mr: MrInfo::from(&s.mr),
-            mtu_bytes: s.active_mtu_bytes,
-            max_msg_bytes: s.max_msg_bytes,
-            gid_index: None,
-            netdev: None,
-        }
-    }
-}
-
-impl From<&Endpoints> for SideInfo {
-    fn from(e: &Endpoints) -> Self {
-        SideInfo {
-            device: e.device.clone(),
-            port: e.port,
-            active_mtu_bytes: e.mtu_bytes,
-            qps: e.qps.iter().map(verbs::QpEndpoint::from).collect(),
-            mr: verbs::MrInfo::from(&e.mr),
-            max_msg_bytes: e.max_msg_bytes,
-        }
-    }
-}
-
-/// Formats a GID as eight colon-separated groups of four hex digits (as `ibv_devinfo -v`).
-pub fn format_gid(gid: &[u8; 16]) -> String {
-    let groups: Vec<String> = gid
-        .chunks_exact(2)
-        .map(|p| format!("{:02x}{:02x}", p[0], p[1]))
-        .collect();
-    groups.join(":")
-}
-
-/// Parses a GID written as an IPv6 address: the full eight-group form of [`format_gid`], or
-/// any shortened form (`fe80::1`, `::ffff:10.0.0.1`).
-pub fn parse_gid(text: &str) -> Option<[u8; 16]> {
-    text.parse::<Ipv6Addr>().ok().map(|a| a.octets())
-}
-
-mod gid_text {
-    use serde::{de, Deserialize, Deserializer, Serializer};
-
-    pub(super) fn serialize<S: Serializer>(gid: &[u8; 16], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&super::format_gid(gid))
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 16], D::Error> {
-        let text = String::deserialize(d)?;
-        super::parse_gid(&text).ok_or_else(|| {
-            de::Error::custom(format_args!(
-                "invalid GID {text:?}: expected 8 colon-separated hex groups"
-            ))
-        })
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 pub(crate) mod tests {
     use super::*;
     use crate::params::{Connection, Sizes, TestLength};
+    use crate::verbs::{MrInfo, QpEndpoint};
 
     pub(crate) fn params() -> TestParams {
         TestParams {
@@ -537,50 +381,23 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn endpoints_convert_to_and_from_the_engines_side_info() {
-        for msg in every_variant() {
-            if let Msg::Endpoints(e) = msg {
-                let side = SideInfo::from(&e);
-                assert_eq!(side.qps[1].gid, [0xff; 16]);
-                assert_eq!(side.active_mtu_bytes, 4096);
-                // The rail's GID index and interface are the session's to add.
-                assert_eq!(
-                    Endpoints {
-                        gid_index: e.gid_index,
-                        netdev: e.netdev.clone(),
-                        ..Endpoints::from(&side)
-                    },
-                    e
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn gid_travels_as_colon_hex() {
-        let ep = QpEndpoint {
-            qpn: 1,
-            psn: 2,
-            gid: [
-                0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x02, 0xc9, 0xff, 0xfe, 0x00, 0x00, 0x01,
-            ],
-            lid: 0,
-        };
-        let json = serde_json::to_string(&ep).unwrap();
-        assert!(
-            json.contains("\"gid\":\"fe80:0000:0000:0000:0202:c9ff:fe00:0001\""),
-            "{json}"
+    fn an_endpoints_frame_is_pinned_byte_for_byte() {
+        let msg = every_variant()
+            .into_iter()
+            .find(|m| matches!(m, Msg::Endpoints(_)))
+            .unwrap();
+        let frame = super::super::frame::encode_frame(&msg).unwrap();
+        let json = concat!(
+            r#"{"type":"endpoints","device":"mlx5_3","port":1,"qps":["#,
+            r#"{"qpn":291,"psn":11259375,"gid":"fe80:0000:0000:0000:0202:c9ff:fe00:0001","lid":0},"#,
+            r#"{"qpn":4294967295,"psn":0,"gid":"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff","lid":65535}],"#,
+            r#""mr":{"addr":18446744073709547520,"len":8388608,"rkey":3735928559},"#,
+            r#""mtu_bytes":4096,"max_msg_bytes":8388608,"gid_index":3,"netdev":"net4"}"#
         );
-        let short = json.replace(
-            "fe80:0000:0000:0000:0202:c9ff:fe00:0001",
-            "fe80::202:c9ff:fe00:1",
-        );
-        assert_eq!(serde_json::from_str::<QpEndpoint>(&short).unwrap(), ep);
-        let v4 = parse_gid("::ffff:10.0.0.1").unwrap();
-        assert_eq!(&v4[10..], &[0xff, 0xff, 10, 0, 0, 1]);
-        let bad = json.replace("fe80:0000", "fe80:zz");
-        let err = serde_json::from_str::<QpEndpoint>(&bad).unwrap_err();
-        assert!(err.to_string().contains("invalid GID"), "{err}");
+        let mut header = b"RDBW\x00\x01".to_vec();
+        header.extend_from_slice(&(json.len() as u32).to_be_bytes());
+        assert_eq!(&frame[..10], &header[..]);
+        assert_eq!(std::str::from_utf8(&frame[10..]).unwrap(), json);
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub mod cq;
 pub mod device;
 pub mod qp;
 
+use std::net::Ipv6Addr;
+
 use serde::{Deserialize, Serialize};
 
 pub use buffer::Buffer;
@@ -33,7 +35,9 @@ pub struct QpEndpoint {
     pub qpn: u32,
     /// Initial packet sequence number of our send queue (24 bits).
     pub psn: u32,
-    /// Our GID (the source GID of our packets), network byte order.
+    /// Our GID (the source GID of our packets), network byte order; in JSON as
+    /// `fe80:0000:0000:0000:0202:c9ff:fe00:0001` ([`format_gid`]).
+    #[serde(with = "gid_text")]
     pub gid: [u8; 16],
     /// Our port's LID (InfiniBand; 0 on RoCE).
     pub lid: u16,
@@ -48,6 +52,38 @@ pub struct MrInfo {
     pub len: u64,
     /// Remote key.
     pub rkey: u32,
+}
+
+/// Formats a GID as eight colon-separated groups of four hex digits (as `ibv_devinfo -v`).
+pub fn format_gid(gid: &[u8; 16]) -> String {
+    let groups: Vec<String> = gid
+        .chunks_exact(2)
+        .map(|p| format!("{:02x}{:02x}", p[0], p[1]))
+        .collect();
+    groups.join(":")
+}
+
+/// Parses a GID written as an IPv6 address: the full eight-group form of [`format_gid`], or
+/// any shortened form (`fe80::1`, `::ffff:10.0.0.1`).
+pub fn parse_gid(text: &str) -> Option<[u8; 16]> {
+    text.parse::<Ipv6Addr>().ok().map(|a| a.octets())
+}
+
+mod gid_text {
+    use serde::{de, Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(gid: &[u8; 16], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::format_gid(gid))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 16], D::Error> {
+        let text = String::deserialize(d)?;
+        super::parse_gid(&text).ok_or_else(|| {
+            de::Error::custom(format_args!(
+                "invalid GID {text:?}: expected 8 colon-separated hex groups"
+            ))
+        })
+    }
 }
 
 /// An InfiniBand path MTU.
@@ -280,8 +316,36 @@ pub(crate) fn random_psn() -> u32 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gid_travels_as_colon_hex() {
+        let ep = QpEndpoint {
+            qpn: 1,
+            psn: 2,
+            gid: [
+                0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x02, 0xc9, 0xff, 0xfe, 0x00, 0x00, 0x01,
+            ],
+            lid: 0,
+        };
+        let json = serde_json::to_string(&ep).unwrap();
+        assert!(
+            json.contains("\"gid\":\"fe80:0000:0000:0000:0202:c9ff:fe00:0001\""),
+            "{json}"
+        );
+        let short = json.replace(
+            "fe80:0000:0000:0000:0202:c9ff:fe00:0001",
+            "fe80::202:c9ff:fe00:1",
+        );
+        assert_eq!(serde_json::from_str::<QpEndpoint>(&short).unwrap(), ep);
+        let v4 = parse_gid("::ffff:10.0.0.1").unwrap();
+        assert_eq!(&v4[10..], &[0xff, 0xff, 10, 0, 0, 1]);
+        let bad = json.replace("fe80:0000", "fe80:zz");
+        let err = serde_json::from_str::<QpEndpoint>(&bad).unwrap_err();
+        assert!(err.to_string().contains("invalid GID"), "{err}");
+    }
 
     #[test]
     fn mtu() {

@@ -1,0 +1,143 @@
+//! The client's side of one test.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use super::error::{control, peer_failed, SessionError};
+use super::outcome::{Outcome, Remote};
+use super::resolve::resolve_request;
+use super::side::{link, prepare, Linked};
+use super::window::{window, WindowSpec};
+use super::Log;
+use crate::control::{Accept, ControlChannel, Hello, Msg, Phase, PhaseTimeouts, WatchConfig};
+use crate::gid::RailRequest;
+use crate::params::{LocalTuning, TestParams};
+use crate::report::Role;
+use crate::sysfs::SysRoots;
+
+/// What the client runs.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// The server's control address (host or IP).
+    pub server: String,
+    /// The server's control port.
+    pub port: u16,
+    /// This side's rail (`-d`, `--netdev`, `-i`, `-x`).
+    pub rail: RailRequest,
+    /// The rail asked of the server (`--server-dev`, `--server-netdev`, `--server-gid-index`);
+    /// its `port` is not sent.
+    pub server_rail: RailRequest,
+    /// The test.
+    pub params: TestParams,
+    /// This side's tuning (also sent to the server, which uses what it was not given itself).
+    pub tuning: LocalTuning,
+    /// Phase timeouts; the measure timeout is derived from `params`.
+    pub timeouts: PhaseTimeouts,
+    /// Heartbeats and silence limit during the window.
+    pub watch: WatchConfig,
+    /// This host's name, for the server's log.
+    pub host: String,
+    /// Where sysfs is.
+    pub roots: SysRoots,
+}
+
+/// Runs one test as the client. `stop` (SIGINT/SIGTERM) ends it early with
+/// [`SessionError::Interrupted`].
+pub fn run_client(
+    cfg: &ClientConfig,
+    stop: &Arc<AtomicBool>,
+    log: &Log,
+) -> Result<Outcome, SessionError> {
+    let (rail, _) = resolve_request(&cfg.roots, &cfg.rail)?;
+    log(&format!(
+        "local rail: {} port {} GID index {} ({}){}",
+        rail.device,
+        rail.port,
+        rail.gid_index,
+        rail.gid,
+        match (&rail.netdev, &rail.ip) {
+            (Some(n), Some(ip)) => format!(" on {n} {ip}"),
+            _ => String::new(),
+        }
+    ));
+    let side = prepare(&cfg.roots, rail, &cfg.params, &cfg.tuning)?;
+
+    let mut timeouts = cfg.timeouts.with_measure_for(&cfg.params);
+    if cfg.params.bidirectional {
+        timeouts.results = timeouts.results.max(timeouts.measure);
+    }
+    let addr = format!("{}:{}", cfg.server, cfg.port);
+    let mut ch = ControlChannel::connect(addr.as_str(), timeouts).map_err(control)?;
+    let peer = ch.peer_addr();
+    log(&format!("connected to {peer}"));
+    let hello = Hello::new(
+        cfg.params.clone(),
+        cfg.server_rail.device.clone(),
+        &cfg.host,
+    )
+    .with_server_rail(cfg.server_rail.netdev.clone(), cfg.server_rail.gid_index)
+    .with_tuning(cfg.tuning.clone());
+    let accept: Accept = ch.client_handshake(&hello).map_err(control)?;
+    log(&format!(
+        "server accepted: {} port {} GID index {}, rdmabw {}",
+        accept.device, accept.port, accept.gid_index, accept.rdmabw_version
+    ));
+    let Linked {
+        ch,
+        mut conn,
+        rail,
+        mtu,
+        local_mtu,
+        theirs,
+        memory,
+    } = link(ch, &cfg.roots, side, &cfg.tuning, "client")?;
+    log(&format!(
+        "QPs connected, path MTU {}; measuring{}",
+        mtu.bytes(),
+        if conn.polls_at_idle_priority(&cfg.tuning) {
+            " (polling at idle CPU priority: on Soft-RoCE the kernel moves the data on these CPUs)"
+        } else {
+            ""
+        }
+    ));
+    let spec = WindowSpec {
+        roots: &cfg.roots,
+        rail: &rail,
+        watch: cfg.watch,
+        params: &cfg.params,
+        tuning: &cfg.tuning,
+        writer: true,
+        measure_timeout: timeouts.measure,
+    };
+    let (mut ch, client_results) = window(&spec, &mut conn, ch, stop)?;
+    ch.send(&Msg::Done {
+        results: client_results.clone(),
+    })
+    .map_err(peer_failed)?;
+    let server_results = ch.expect_done(Phase::Results).map_err(peer_failed)?;
+    ch.close();
+    drop(conn);
+    Ok(Outcome {
+        role: Role::Client,
+        rail,
+        active_mtu_bytes: local_mtu,
+        remote: Remote {
+            host: cfg.server.clone(),
+            addr: peer,
+            device: accept.device,
+            port: accept.port,
+            gid_index: Some(u32::from(accept.gid_index)),
+            gid: theirs.qps.first().map(|q| q.gid).unwrap_or_default(),
+            netdev: cfg.server_rail.netdev.clone(),
+            active_mtu_bytes: accept.active_mtu_bytes,
+            line_rate_gbps: Some(accept.line_rate_gbps).filter(|r| *r > 0.0),
+            rdmabw_version: Some(accept.rdmabw_version),
+        },
+        params: cfg.params.clone(),
+        tuning: cfg.tuning.clone(),
+        path_mtu_bytes: mtu.bytes(),
+        client_results,
+        server_results,
+        memory,
+    })
+}

@@ -1,0 +1,358 @@
+//! The server's side of one test: the bound port, the rail and parameters a client's hello
+//! gets, and [`serve_one`].
+
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use super::error::{control, peer_failed, SessionError, SERVER_SETUP};
+use super::outcome::{Outcome, Remote};
+use super::resolve::ServerShared;
+use super::side::{link, prepare, Linked};
+use super::window::{window, WindowSpec};
+use super::{Log, POLL};
+use crate::control::{
+    Accept, ControlChannel, ControlError, DeviceClaim, Hello, Msg, Phase, PhaseTimeouts,
+    RejectReason, WatchConfig, PROTOCOL_VERSION, RDMABW_VERSION,
+};
+use crate::error::Error;
+use crate::gid::{Rail, RailRequest};
+use crate::params::{LocalTuning, TestParams};
+use crate::report::Role;
+use crate::sysfs::SysRoots;
+
+/// Which of a server's parameters were given on its command line: only those must match the
+/// client's; the rest follow the client (as a `--daemon` server follows it in everything).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pinned {
+    /// `-s`/`-a`.
+    pub sizes: bool,
+    /// `-n`/`-D` (and the margins).
+    pub length: bool,
+    /// `-q`.
+    pub qps: bool,
+    /// `-b`.
+    pub bidirectional: bool,
+    /// `--tclass`.
+    pub traffic_class: bool,
+    /// `--sl`.
+    pub service_level: bool,
+    /// `--hop-limit`.
+    pub hop_limit: bool,
+    /// `-m`.
+    pub mtu: bool,
+}
+
+/// What a server runs when a client asks.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The server's own rail flags; with any of device/netdev given, the only device served.
+    pub rail: RailRequest,
+    /// The server's parameters (command-line values or defaults).
+    pub params: TestParams,
+    /// Which of `params` (and of the tuning's path attributes) were given explicitly.
+    pub pinned: Pinned,
+    /// The server's tuning.
+    pub tuning: LocalTuning,
+    /// Phase timeouts (the measure timeout is derived per test).
+    pub timeouts: PhaseTimeouts,
+    /// Heartbeats and silence limit during the window.
+    pub watch: WatchConfig,
+    /// This host's name.
+    pub host: String,
+    /// Where sysfs is.
+    pub roots: SysRoots,
+    /// `--daemon`: follow the client in every parameter (nothing is pinned).
+    pub daemon: bool,
+}
+
+/// A bound control port. Binding is separate from serving so that a port in use is reported
+/// before anything else happens.
+#[derive(Debug)]
+pub struct Listener {
+    inner: TcpListener,
+}
+
+impl Listener {
+    /// Binds `addr` (e.g. `0.0.0.0:18515`).
+    pub fn bind(addr: SocketAddr) -> io::Result<Listener> {
+        let inner = TcpListener::bind(addr)?;
+        inner.set_nonblocking(true)?;
+        Ok(Listener { inner })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.local_addr()
+    }
+
+    /// Waits for a connection; `None` once `stop` is raised.
+    pub fn accept(&self, stop: &AtomicBool) -> io::Result<Option<TcpStream>> {
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            match self.inner.accept() {
+                Ok((s, _)) => {
+                    s.set_nonblocking(false)?;
+                    return Ok(Some(s));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => thread::sleep(POLL),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// The rail the server uses for `hello`: the client's request where it made one, the server's
+/// own flags otherwise. A server started with a device (or netdev) serves only that device.
+fn server_rail(
+    cfg: &ServerConfig,
+    shared: &ServerShared,
+    hello: &Hello,
+) -> Result<Rail, RejectReason> {
+    let asked = hello.device.is_some() || hello.netdev.is_some() || hello.gid_index.is_some();
+    let own_pinned = cfg.rail.device.is_some() || cfg.rail.netdev.is_some();
+    let req = if asked {
+        RailRequest {
+            device: hello.device.clone(),
+            netdev: hello.netdev.clone(),
+            port: cfg.rail.port,
+            gid_index: hello.gid_index,
+        }
+    } else {
+        cfg.rail.clone()
+    };
+    let req = if asked && hello.device.is_none() && hello.netdev.is_none() && own_pinned {
+        // Only a GID index was asked: on the server's own device.
+        RailRequest {
+            gid_index: hello.gid_index,
+            ..cfg.rail.clone()
+        }
+    } else {
+        req
+    };
+    let setup = |e: Error| RejectReason::Other {
+        message: format!("{SERVER_SETUP}{e}"),
+    };
+    let rail = shared.resolve(&cfg.roots, &req).map_err(|e| match e {
+        Error::UnknownDevice { name, available } => RejectReason::UnknownDevice {
+            device: name,
+            available,
+        },
+        e => setup(e),
+    })?;
+    if asked && own_pinned {
+        let own = shared.resolve(&cfg.roots, &cfg.rail).map_err(setup)?;
+        if own.device != rail.device {
+            return Err(RejectReason::UnknownDevice {
+                device: rail.device,
+                available: vec![own.device],
+            });
+        }
+    }
+    Ok(rail)
+}
+
+/// The client's parameters with the server's pinned ones put back, so that
+/// `merged.check_matches(&client)` names the first pinned parameter that differs.
+fn pinned_params(cfg: &ServerConfig, client: &TestParams) -> TestParams {
+    let mut p = client.clone();
+    if cfg.daemon {
+        return p;
+    }
+    let pin = cfg.pinned;
+    if pin.sizes {
+        p.sizes = cfg.params.sizes.clone();
+    }
+    if pin.length {
+        p.length = cfg.params.length;
+    }
+    if pin.qps {
+        p.qps = cfg.params.qps;
+    }
+    if pin.bidirectional {
+        p.bidirectional = cfg.params.bidirectional;
+    }
+    p.connection = cfg.params.connection;
+    p
+}
+
+/// The server's tuning for one test: its own, with the client's path attributes where the
+/// server was not given its own (always, for a daemon).
+fn server_tuning(cfg: &ServerConfig, hello: &Hello) -> LocalTuning {
+    let mut t = cfg.tuning.clone();
+    if let Some(c) = &hello.tuning {
+        let pin = if cfg.daemon {
+            Pinned::default()
+        } else {
+            cfg.pinned
+        };
+        if !pin.traffic_class {
+            t.traffic_class = c.traffic_class;
+        }
+        if !pin.service_level {
+            t.service_level = c.service_level;
+        }
+        if !pin.hop_limit {
+            t.hop_limit = c.hop_limit;
+        }
+        if !pin.mtu {
+            t.mtu_bytes = c.mtu_bytes;
+        }
+    }
+    t
+}
+
+/// Serves one test on an accepted connection. `shared` is shared by every test of a daemon;
+/// `stop` ends the test early (SIGINT/SIGTERM).
+pub fn serve_one(
+    cfg: &ServerConfig,
+    stream: TcpStream,
+    shared: &ServerShared,
+    stop: &Arc<AtomicBool>,
+    log: &Log,
+) -> Result<Outcome, SessionError> {
+    let ch = ControlChannel::from_stream(stream)
+        .map_err(|e| SessionError::Local(Error::InvalidParams(format!("control socket: {e}"))))?;
+    let mut ch = ch.with_timeouts(cfg.timeouts);
+    let peer = ch.peer_addr();
+    let hello = ch.expect_hello().map_err(control)?;
+    log(&format!(
+        "test from {} ({peer}), rdmabw {}",
+        hello.client_host, hello.rdmabw_version
+    ));
+    let reject = |ch: ControlChannel, reason: RejectReason| -> SessionError {
+        let mut ch = ch;
+        // The client may be gone already; the reason is logged here anyway.
+        let _ = ch.send(&Msg::Reject {
+            reason: reason.clone(),
+        });
+        ch.close();
+        SessionError::Control(ControlError::Rejected { peer, reason })
+    };
+    if hello.protocol_version != PROTOCOL_VERSION {
+        let reason = RejectReason::ProtocolVersion {
+            server: PROTOCOL_VERSION,
+            client: hello.protocol_version,
+        };
+        return Err(reject(ch, reason));
+    }
+    let merged = pinned_params(cfg, &hello.params);
+    if let Err(m) = merged.check_matches(&hello.params) {
+        return Err(reject(ch, RejectReason::from_server_mismatch(&m)));
+    }
+    let params = hello.params.clone();
+    let rail = match server_rail(cfg, shared, &hello) {
+        Ok(r) => r,
+        Err(reason) => return Err(reject(ch, reason)),
+    };
+    let by = format!("{} ({peer})", hello.client_host);
+    let _claim: DeviceClaim = match shared.claims.try_claim(&rail.device, &by) {
+        Ok(c) => c,
+        Err(busy) => {
+            log(&format!("busy: {busy}; answered busy to {by}"));
+            let msg = busy.to_msg();
+            let _ = ch.send(&msg);
+            ch.close();
+            return Err(SessionError::Control(ControlError::Busy {
+                peer,
+                device: busy.device,
+                by: busy.by,
+            }));
+        }
+    };
+    let tuning = server_tuning(cfg, &hello);
+    let side = match prepare(&cfg.roots, rail, &params, &tuning) {
+        Ok(s) => s,
+        Err(e) => {
+            let reason = RejectReason::Other {
+                message: format!("{SERVER_SETUP}{e}"),
+            };
+            reject(ch, reason);
+            return Err(SessionError::Local(e));
+        }
+    };
+    let mut timeouts = cfg.timeouts.with_measure_for(&params);
+    timeouts.results = timeouts.results.max(Duration::from_secs(30));
+    ch.set_timeouts(timeouts);
+    log(&format!(
+        "rail: {} port {} GID index {} ({}){}",
+        side.rail.device,
+        side.rail.port,
+        side.rail.gid_index,
+        side.rail.gid,
+        side.rail
+            .netdev
+            .as_deref()
+            .map(|n| format!(" on {n}"))
+            .unwrap_or_default()
+    ));
+    let accept = Accept {
+        device: side.rail.device.clone(),
+        port: side.rail.port,
+        gid_index: u8::try_from(side.rail.gid_index).unwrap_or(u8::MAX),
+        active_mtu_bytes: side.info.mtu_bytes,
+        line_rate_gbps: side.rail.line_rate_gbps.unwrap_or(0.0),
+        rdmabw_version: RDMABW_VERSION.to_string(),
+    };
+    ch.send(&Msg::Accept(accept)).map_err(control)?;
+    let Linked {
+        ch,
+        mut conn,
+        rail,
+        mtu,
+        local_mtu,
+        theirs,
+        memory,
+    } = link(ch, &cfg.roots, side, &tuning, "server")?;
+    log(&format!(
+        "QPs connected, path MTU {}; measuring",
+        mtu.bytes()
+    ));
+    let spec = WindowSpec {
+        roots: &cfg.roots,
+        rail: &rail,
+        watch: cfg.watch,
+        params: &params,
+        tuning: &tuning,
+        writer: params.bidirectional,
+        measure_timeout: timeouts.measure,
+    };
+    let (mut ch, server_results) = window(&spec, &mut conn, ch, stop)?;
+    let client_results = ch.expect_done(Phase::Results).map_err(peer_failed)?;
+    ch.send(&Msg::Done {
+        results: server_results.clone(),
+    })
+    .map_err(peer_failed)?;
+    ch.close();
+    drop(conn);
+    Ok(Outcome {
+        role: Role::Server,
+        rail,
+        active_mtu_bytes: local_mtu,
+        remote: Remote {
+            host: hello.client_host,
+            addr: peer,
+            device: theirs.device.clone(),
+            port: theirs.port,
+            gid_index: theirs.gid_index,
+            gid: theirs.qps.first().map(|q| q.gid).unwrap_or_default(),
+            netdev: theirs.netdev.clone(),
+            active_mtu_bytes: theirs.mtu_bytes,
+            line_rate_gbps: None,
+            rdmabw_version: Some(hello.rdmabw_version),
+        },
+        params,
+        tuning,
+        path_mtu_bytes: mtu.bytes(),
+        client_results,
+        server_results,
+        memory,
+    })
+}

@@ -1,0 +1,143 @@
+//! The measured window of one test under a [`PeerWatch`] and the rail [`Guard`]: the writes (or
+//! the passive wait), and the explanation of a window that failed.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::error::{peer_failed, SessionError};
+use super::guard::{port_note, Guard};
+use crate::control::{ControlChannel, ControlError, PeerWatch, Phase, WatchConfig};
+use crate::engine::{Connected, StopFlags};
+use crate::error::Error;
+use crate::gid::Rail;
+use crate::params::{LocalTuning, SizeResult, TestParams};
+use crate::sysfs::SysRoots;
+
+/// How long a failed RDMA run waits for the control channel to explain it (a dead peer's TCP
+/// reset usually arrives within a millisecond of its QPs vanishing).
+const EXPLAIN_WAIT: Duration = Duration::from_millis(400);
+/// How often a passive server looks at its stop flags (SIGINT, the rail guard) while it waits
+/// for the client's `Done` (the peer's `Done` or failure wakes it at once).
+const PASSIVE_POLL: Duration = Duration::from_millis(500);
+
+/// What [`window`] runs.
+pub(super) struct WindowSpec<'a> {
+    pub(super) roots: &'a SysRoots,
+    pub(super) rail: &'a Rail,
+    pub(super) watch: WatchConfig,
+    pub(super) params: &'a TestParams,
+    pub(super) tuning: &'a LocalTuning,
+    /// Whether this side writes (the client; both sides when bidirectional).
+    pub(super) writer: bool,
+    pub(super) measure_timeout: Duration,
+}
+
+/// The measured window under a watch: runs the writes (or, as the passive side, waits for the
+/// client's `Done`), then returns the channel, or the reason the window failed.
+pub(super) fn window(
+    spec: &WindowSpec<'_>,
+    conn: &mut Connected,
+    ch: ControlChannel,
+    stop: &Arc<AtomicBool>,
+) -> Result<(ControlChannel, Vec<SizeResult>), SessionError> {
+    let WindowSpec {
+        roots,
+        rail,
+        watch: watch_cfg,
+        params,
+        tuning,
+        writer,
+        measure_timeout,
+    } = *spec;
+    // A fresh flag, raised by the watch (peer failed) and by the guard (this side's rail went
+    // down); the engine and the passive wait also look at the caller's `stop` (SIGINT).
+    let engine_stop = Arc::new(AtomicBool::new(stop.load(Ordering::Relaxed)));
+    let watch = PeerWatch::start_with_stop(ch, watch_cfg, Arc::clone(&engine_stop))?;
+    let guard = Guard::start(Arc::clone(&engine_stop), roots, rail);
+    let run = if writer {
+        conn.run_writes(params, tuning, StopFlags::either(stop, &engine_stop))
+            .map_err(Some)
+    } else {
+        let deadline = Instant::now() + measure_timeout;
+        loop {
+            match watch.wait_peer_done(PASSIVE_POLL) {
+                Ok(()) => break Ok(Vec::new()),
+                Err(ControlError::Timeout { .. }) if Instant::now() < deadline => {
+                    if engine_stop.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed) {
+                        break Err(None);
+                    }
+                }
+                Err(_) => break Err(None),
+            }
+        }
+    };
+    let rail_down = guard.stop();
+    match run {
+        Ok(results) => match watch.finish() {
+            Ok(ch) => Ok((ch, results)),
+            Err(cause) => Err(peer_failed(cause)),
+        },
+        Err(local) => {
+            // Prefer the control channel's explanation: a dead peer shows there first.
+            let deadline = Instant::now() + EXPLAIN_WAIT;
+            loop {
+                if let Err(cause) = watch.check() {
+                    drop(watch);
+                    let local = local.filter(|e| !matches!(e, Error::Stopped { .. }));
+                    return Err(SessionError::PeerFailed { cause, local });
+                }
+                if local.is_none()
+                    || rail_down.is_some()
+                    || stop.load(Ordering::Relaxed)
+                    || Instant::now() >= deadline
+                {
+                    break;
+                }
+                thread::sleep(Duration::from_millis(10));
+            }
+            if let Some(note) = rail_down {
+                watch.abort(&format!("its rail went down: {note}"));
+                return Err(SessionError::RailDown { note });
+            }
+            if stop.load(Ordering::Relaxed) {
+                watch.abort("the test was interrupted on the other side (SIGINT/SIGTERM)");
+                return Err(SessionError::Interrupted { told_peer: true });
+            }
+            match local {
+                Some(error) => {
+                    let note = port_note(roots, rail);
+                    let text = match &note {
+                        Some(n) => format!("{error}; {n}"),
+                        None => error.to_string(),
+                    };
+                    watch.abort(&format!("the peer's RDMA run failed: {text}"));
+                    Err(SessionError::Run {
+                        error,
+                        port_note: note,
+                    })
+                }
+                None => {
+                    let cause = ControlError::Timeout {
+                        peer: watch_peer(&watch),
+                        phase: Phase::Measure,
+                        after: measure_timeout,
+                    };
+                    watch.abort("the server gave up waiting for the client's results");
+                    Err(peer_failed(cause))
+                }
+            }
+        }
+    }
+}
+
+fn watch_peer(w: &PeerWatch) -> SocketAddr {
+    match w.status() {
+        crate::control::PeerStatus::Failed { error, .. } => error
+            .peer()
+            .unwrap_or_else(|| SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))),
+        _ => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
+    }
+}
