@@ -23,14 +23,14 @@ use std::time::Duration;
 use anyhow::Context;
 use bench_core::control::{ControlError, RejectReason};
 use bench_core::error::Error;
-use bench_core::params::TestParams;
-use bench_core::report::{BatchEnd, Role, TestStatus};
 use bench_core::session::{
     self, ClientConfig, Daemon, Listener, Log, OnTest, Outcome, ServerConfig, ServerShared,
     SessionError,
 };
 use bench_core::sysfs::{self, SysRoots};
 use clap::Parser;
+use results::rdmabw::params::TestParams;
+use results::rdmabw::report::{BatchEnd, Role, TestStatus};
 
 use crate::config::{Config, Format, Output, Usage};
 
@@ -231,7 +231,7 @@ fn print_outcome(o: &Outcome, out: &Output) -> Exit {
     if out.format == Format::Table && !out.quiet {
         eprint!("{}", output::preamble(o));
     }
-    if let bench_core::params::TestLength::Duration { .. } = o.params.length {
+    if let results::rdmabw::params::TestLength::Duration { .. } = o.params.length {
         let batch = u64::from(o.tuning.cq_mod.max(1));
         for r in o.client_results.iter().chain(&o.server_results) {
             if r.iterations < 10 * batch && !out.quiet {
@@ -244,7 +244,7 @@ fn print_outcome(o: &Outcome, out: &Output) -> Exit {
             }
         }
     }
-    if let Err(e) = output::print(o, &rep, out) {
+    if let Err(e) = output::print(&rep, out) {
         if e.kind() != ErrorKind::BrokenPipe {
             eprintln!("rdmabw: error: writing the results: {e}");
         }
@@ -268,7 +268,7 @@ fn print_failure(
     role: Role,
     params: &TestParams,
     out: &Output,
-    tuning: &bench_core::params::LocalTuning,
+    tuning: &results::rdmabw::params::LocalTuning,
     msg: &str,
 ) {
     eprintln!("rdmabw: error: {msg}");

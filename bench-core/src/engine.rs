@@ -37,12 +37,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use results::rdmabw::gpu::MemoryRequest;
+use results::rdmabw::params::{LocalTuning, PollMode, SizeResult, TestLength, TestParams};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, GidUnusable};
 use crate::gid::Rail;
-use crate::gpu::{MemoryRequest, MemoryUse};
-use crate::params::{LocalTuning, PollMode, SizeResult, TestLength, TestParams};
+use crate::gpu::MemoryUse;
 use crate::verbs::buffer::PAGE;
 use crate::verbs::{
     Buffer, Completion, Cq, Device, Init, MrInfo, PathMtu, PathParams, Pd, Qp, QpConfig,
@@ -155,19 +156,6 @@ pub struct SideInfo {
     pub mr: MrInfo,
     /// The largest message this side was prepared for.
     pub max_msg_bytes: u64,
-}
-
-/// Percent of line rate, e.g. `percent_of_line_rate(92.0, 100.0) == Some(92.0)`; `None` when
-/// the line rate is unknown or zero.
-pub fn percent_of_line_rate(gbps: f64, line_rate_gbps: Option<f64>) -> Option<f64> {
-    line_rate_gbps
-        .filter(|r| *r > 0.0 && r.is_finite())
-        .map(|r| gbps / r * 100.0)
-}
-
-/// The average bandwidth of a result as a percentage of the port's line rate.
-pub fn result_percent_of_line_rate(r: &SizeResult, line_rate_gbps: Option<f64>) -> Option<f64> {
-    percent_of_line_rate(r.bw_avg_gbps, line_rate_gbps)
 }
 
 fn round_up_page(n: u64) -> u64 {
@@ -1370,12 +1358,5 @@ mod tests {
         // completion (2 s here), whatever time it is now, so the limit stays put.
         let a = stall_limit_for(ten, 6_553_600, 13_107_200, Duration::from_secs(2), None);
         assert_eq!(a, ten);
-    }
-
-    #[test]
-    fn line_rate() {
-        assert_eq!(percent_of_line_rate(92.0, Some(100.0)), Some(92.0));
-        assert_eq!(percent_of_line_rate(1.0, None), None);
-        assert_eq!(percent_of_line_rate(1.0, Some(0.0)), None);
     }
 }

@@ -25,6 +25,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use results::rdmabw::params::{LocalTuning, SizeResult, TestParams};
+use results::rdmabw::report::{EndpointReport, Role};
+
 use crate::control::{
     format_gid, Accept, ControlChannel, ControlError, DeviceClaim, DeviceClaims, Endpoints, Hello,
     Msg, PeerWatch, Phase, PhaseTimeouts, RejectReason, WatchConfig, PROTOCOL_VERSION,
@@ -34,8 +37,6 @@ use crate::engine::{Connected, Prepared, SideInfo, StopFlags};
 use crate::error::Error;
 use crate::gid::{resolve_rail, Gid, Rail, RailRequest};
 use crate::gpu::MemoryUse;
-use crate::params::{LocalTuning, SizeResult, TestParams};
-use crate::report::{EndpointReport, Role};
 use crate::sysfs::{self, Inventory, SysRoots};
 use crate::verbs::{Device, PathMtu, PathParams};
 

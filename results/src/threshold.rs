@@ -42,12 +42,21 @@ mod tests {
         assert_eq!(percent_of_line_rate(92.0, Some(0.0)), None);
         assert_eq!(percent_of_line_rate(92.0, Some(f64::INFINITY)), None);
         assert_eq!(percent_of_line_rate(92.0, None), None);
+        // From bench-core's engine, which had a copy of this function.
+        assert_eq!(percent_of_line_rate(1.0, None), None);
+        assert_eq!(percent_of_line_rate(1.0, Some(0.0)), None);
     }
 
     #[test]
     fn threshold_takes_the_larger_of_both() {
-        assert_eq!(threshold_gbps(Some(50.0), Some(90.0), Some(100.0)), Some(90.0));
-        assert_eq!(threshold_gbps(Some(95.0), Some(90.0), Some(100.0)), Some(95.0));
+        assert_eq!(
+            threshold_gbps(Some(50.0), Some(90.0), Some(100.0)),
+            Some(90.0)
+        );
+        assert_eq!(
+            threshold_gbps(Some(95.0), Some(90.0), Some(100.0)),
+            Some(95.0)
+        );
         assert_eq!(threshold_gbps(Some(50.0), Some(90.0), None), Some(50.0));
         assert_eq!(threshold_gbps(None, Some(90.0), Some(200.0)), Some(180.0));
         assert_eq!(threshold_gbps(None, Some(90.0), None), None);

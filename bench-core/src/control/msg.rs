@@ -3,12 +3,12 @@
 use std::fmt;
 use std::net::Ipv6Addr;
 
+use results::rdmabw::params::{LocalTuning, ParamMismatch, SizeResult, TestParams};
 use serde::{Deserialize, Serialize};
 
 use super::channel::Phase;
 use super::frame::PROTOCOL_VERSION;
 use crate::engine::SideInfo;
-use crate::params::{LocalTuning, ParamMismatch, SizeResult, TestParams};
 use crate::verbs;
 
 /// The rdmabw release this build belongs to, sent in [`Hello`] and [`Accept`] for the logs.
@@ -390,7 +390,7 @@ mod gid_text {
 #[allow(clippy::unwrap_used)]
 pub(crate) mod tests {
     use super::*;
-    use crate::params::{Connection, Sizes, TestLength};
+    use results::rdmabw::params::{Connection, Sizes, TestLength};
 
     pub(crate) fn params() -> TestParams {
         TestParams {

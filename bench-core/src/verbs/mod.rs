@@ -15,6 +15,7 @@ pub mod cq;
 pub mod device;
 pub mod qp;
 
+use results::rdmabw::params::LocalTuning;
 use serde::{Deserialize, Serialize};
 
 pub use buffer::Buffer;
@@ -24,7 +25,6 @@ pub use qp::{Init, Qp, QpConfig, QpState, Rtr, Rts, WriteSpec};
 
 pub use crate::error::errno_symbol;
 use crate::error::Error;
-use crate::params::LocalTuning;
 
 /// What the peer needs to know about one of our QPs to connect its QP to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
