@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use bench_core::control::{PhaseTimeouts, WatchConfig};
 use bench_core::gid::RailRequest;
-use bench_core::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
 use bench_core::session::{ClientConfig, Pinned, ServerConfig};
 use bench_core::sysfs::SysRoots;
+use results::rdmabw::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
 
 use crate::cli::{Cli, Cmd, TestArgs};
 
@@ -434,8 +434,8 @@ fn tuning(a: &TestArgs, sizes: &Sizes) -> Result<LocalTuning, Usage> {
         retry_count: a.retry_count.unwrap_or(d.retry_count),
         memory: crate::gpus::memory_request(a)?,
         poll: match a.poll {
-            crate::cli::PollArg::Adaptive => bench_core::params::PollMode::Adaptive,
-            crate::cli::PollArg::Spin => bench_core::params::PollMode::Spin,
+            crate::cli::PollArg::Adaptive => results::rdmabw::params::PollMode::Adaptive,
+            crate::cli::PollArg::Spin => results::rdmabw::params::PollMode::Spin,
         },
     })
 }

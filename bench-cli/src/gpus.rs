@@ -5,12 +5,13 @@
 use std::fmt::Write as _;
 
 use anyhow::Result;
-use bench_core::gpu::list::{gpus_report, GpusReport};
+use bench_core::gpu::list::gpus_report;
 use bench_core::gpu::selftest::{self, SelftestOptions, Step};
-use bench_core::gpu::{self, CudaMemPath, GpuError, GpuSelect, MemoryRequest};
+use bench_core::gpu::{self, GpuError};
 use bench_core::sysfs::SysRoots;
 use bench_core::topology::{normalize_bus_id, TopologyError};
 use bench_core::verbs::Device;
+use results::rdmabw::gpu::{CudaMemPath, GpuSelect, GpusReport, MemoryRequest};
 use serde::Serialize;
 
 use crate::cli::{GpusCmd, TestArgs};
@@ -384,8 +385,8 @@ fn dmabuf_check(roots: &SysRoots, device: &str, bytes: u64, json: bool) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bench_core::gpu::list::{GpuRow, NearRail};
-    use bench_core::topology::Proximity;
+    use results::rdmabw::gpu::{GpuRow, NearRail};
+    use results::rdmabw::topology::Proximity;
 
     #[test]
     fn gpu_flags_parse_and_conflict() {

@@ -32,15 +32,15 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use bench_core::control::{ControlError, RejectReason};
 use bench_core::error::Error;
-use bench_core::params::TestParams;
 use bench_core::probe::{cap_eff, CAP_IPC_LOCK};
-use bench_core::report::{BatchEnd, Role, TestStatus};
 use bench_core::session::{
     self, ClientConfig, Daemon, Listener, Log, OnTest, Outcome, ServerConfig, ServerShared,
     SessionError,
 };
 use bench_core::sysfs::{self, SysRoots};
 use clap::Parser;
+use results::rdmabw::params::TestParams;
+use results::rdmabw::report::{BatchEnd, Role, TestStatus};
 
 use crate::config::{Config, Format, Output, Usage};
 use crate::exit::Exit;
@@ -189,7 +189,7 @@ fn print_outcome(o: &Outcome, out: &Output) -> Result<Exit> {
     if out.format == Format::Table && !out.quiet {
         eprint!("{}", output::preamble(o));
     }
-    if let bench_core::params::TestLength::Duration { .. } = o.params.length {
+    if let results::rdmabw::params::TestLength::Duration { .. } = o.params.length {
         let batch = u64::from(o.tuning.cq_mod.max(1));
         for r in o.client_results.iter().chain(&o.server_results) {
             if r.iterations < 10 * batch && !out.quiet {
@@ -202,7 +202,7 @@ fn print_outcome(o: &Outcome, out: &Output) -> Result<Exit> {
             }
         }
     }
-    output::print(o, &rep, out).context("writing the results")?;
+    output::print(&rep, out).context("writing the results")?;
     match rep.status {
         TestStatus::Ok => Ok(Exit::Ok),
         _ => {
@@ -223,7 +223,7 @@ fn failure(
     role: Role,
     params: &TestParams,
     out: &Output,
-    tuning: &bench_core::params::LocalTuning,
+    tuning: &results::rdmabw::params::LocalTuning,
     msg: &str,
     code: Exit,
 ) -> Result<Exit> {

@@ -1,10 +1,13 @@
 //! What a finished (or failed) test prints: ib_write_bw's table, CSV, or one BwReport.
 
 use std::io::Write;
+use std::time::SystemTime;
 
-use bench_core::params::{LocalTuning, SizeResult, TestParams};
-use bench_core::report::{BwReport, Directions, Role, TestStatus, REPORT_SCHEMA_VERSION};
 use bench_core::session::{local_report, Outcome};
+use results::rdmabw::params::{LocalTuning, SizeResult, TestParams};
+use results::rdmabw::report::{BwReport, Directions, Role, TestStatus};
+use results::rdmabw::{RdmabwRun, REPORT_SCHEMA_VERSION};
+use results::{below_threshold, percent_of_line_rate, MemoryKind};
 
 use crate::config::{Format, Output};
 
@@ -52,18 +55,9 @@ pub fn table(rows: &[SizeResult], gbits: bool) -> String {
     s
 }
 
-/// The CSV header.
-pub const CSV_HEADER: &str = "role,local_device,local_gid_index,remote_device,msg_size_bytes,iterations,bw_peak_gbps,bw_avg_gbps,msg_rate_mpps,bw_p1_gbps,bw_p50_gbps,bw_p99_gbps,line_rate_gbps,line_rate_pct,measured_s,cpu_s";
-
-/// The threshold in Gb/s after resolving a percentage; `None` when there is none (or the line
-/// rate is unknown for a percentage).
+/// The threshold in Gb/s of `--min-gbps` and `--min-line-rate-pct` ([`results::threshold_gbps`]).
 pub fn threshold_gbps(out: &Output, line_rate: Option<f64>) -> Option<f64> {
-    match (out.min_gbps, out.min_line_rate_pct.zip(line_rate)) {
-        (Some(g), Some((p, r))) => Some(g.max(p / 100.0 * r)),
-        (Some(g), None) => Some(g),
-        (None, Some((p, r))) => Some(p / 100.0 * r),
-        (None, None) => None,
-    }
+    results::threshold_gbps(out.min_gbps, out.min_line_rate_pct, line_rate)
 }
 
 /// The report of a finished test, with the threshold applied.
@@ -71,12 +65,9 @@ pub fn report(o: &Outcome, out: &Output) -> BwReport {
     let rows = o.combined();
     let line_rate = o.line_rate_gbps();
     let last = rows.last();
-    let pct = last.and_then(|r| bench_core::engine::result_percent_of_line_rate(r, line_rate));
+    let pct = last.and_then(|r| percent_of_line_rate(r.bw_avg_gbps, line_rate));
     let threshold = threshold_gbps(out, line_rate);
-    let below = match (threshold, last) {
-        (Some(t), Some(r)) => r.bw_avg_gbps < t,
-        _ => false,
-    };
+    let below = last.is_some_and(|r| below_threshold(r.bw_avg_gbps, threshold));
     let missing_rate = out.min_line_rate_pct.is_some() && line_rate.is_none();
     BwReport {
         schema_version: REPORT_SCHEMA_VERSION,
@@ -85,7 +76,7 @@ pub fn report(o: &Outcome, out: &Output) -> BwReport {
         params: o.params.clone(),
         tuning: o.tuning.clone(),
         path_mtu_bytes: Some(o.path_mtu_bytes),
-        memory: o.memory.kind.label().to_string(),
+        memory: o.memory.kind,
         gpu: o.memory.gpu.clone(),
         local: Some(local_report(&host(o), &o.rail, o.active_mtu_bytes)),
         remote: Some(o.remote.report()),
@@ -136,11 +127,10 @@ pub fn failed_report(
         tuning: tuning.clone(),
         path_mtu_bytes: None,
         memory: if tuning.memory.is_host() {
-            "host"
+            MemoryKind::Host
         } else {
-            "cuda"
-        }
-        .to_string(),
+            MemoryKind::Cuda
+        },
         gpu: None,
         local: None,
         remote: None,
@@ -155,7 +145,7 @@ pub fn failed_report(
 }
 
 /// Prints a finished test on stdout in the chosen format (and a summary on stderr).
-pub fn print(o: &Outcome, rep: &BwReport, out: &Output) -> std::io::Result<()> {
+pub fn print(rep: &BwReport, out: &Output) -> std::io::Result<()> {
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
     match out.format {
@@ -163,37 +153,12 @@ pub fn print(o: &Outcome, rep: &BwReport, out: &Output) -> std::io::Result<()> {
             serde_json::to_writer(&mut w, rep).map_err(std::io::Error::from)?;
             writeln!(w)?;
         }
-        Format::Csv => {
-            writeln!(w, "{CSV_HEADER}")?;
-            for r in &rep.results {
-                let pct = bench_core::engine::result_percent_of_line_rate(r, rep.line_rate_gbps);
-                writeln!(
-                    w,
-                    "{},{},{},{},{},{},{:.4},{:.4},{:.6},{:.4},{:.4},{:.4},{},{},{:.3},{:.3}",
-                    match o.role {
-                        Role::Client => "client",
-                        Role::Server => "server",
-                    },
-                    o.rail.device,
-                    o.rail.gid_index,
-                    o.remote.device,
-                    r.msg_size_bytes,
-                    r.iterations,
-                    r.bw_peak_gbps,
-                    r.bw_avg_gbps,
-                    r.msg_rate_mpps,
-                    r.bw_p1_gbps,
-                    r.bw_p50_gbps,
-                    r.bw_p99_gbps,
-                    rep.line_rate_gbps
-                        .map(|v| format!("{v}"))
-                        .unwrap_or_default(),
-                    pct.map(|v| format!("{v:.2}")).unwrap_or_default(),
-                    r.measured_s,
-                    r.cpu_s
-                )?;
-            }
-        }
+        Format::Csv => rep
+            .write_csv(&mut w, &RdmabwRun::ended_at(SystemTime::now()))
+            .map_err(|e| match e {
+                results::ResultsError::Io { source, .. } => source,
+                other => std::io::Error::other(other),
+            })?,
         Format::Table => {
             write!(w, "{}", table(&rep.results, out.gbits))?;
         }
@@ -209,7 +174,7 @@ pub fn print(o: &Outcome, rep: &BwReport, out: &Output) -> std::io::Result<()> {
                 r.bw_p99_gbps,
                 r.bw_peak_gbps,
                 r.bw_avg_gbps,
-                match bench_core::engine::result_percent_of_line_rate(r, rep.line_rate_gbps) {
+                match percent_of_line_rate(r.bw_avg_gbps, rep.line_rate_gbps) {
                     Some(p) => format!(
                         " = {p:.2}% of the {} Gb/s line rate",
                         rep.line_rate_gbps.unwrap_or(0.0)

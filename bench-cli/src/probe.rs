@@ -1,8 +1,9 @@
 //! `rdmabw probe`: can an RDMA test run in this pod (see `bench_core::probe`).
 
-use bench_core::probe::{self, LiveSystem, ProbeReport, ProbeRoots, Status};
+use bench_core::probe::{self, LiveSystem, ProbeRoots};
 use clap::Args;
 use comfy_table::{presets, Cell, Color, ContentArrangement, Table};
+use results::rdmabw::probe::{ProbeReport, Status};
 
 use crate::exit::Exit;
 use crate::stdout;
@@ -64,7 +65,7 @@ pub fn run(cmd: &ProbeCmd) -> anyhow::Result<Exit> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use bench_core::probe::{Check, Summary};
+    use results::rdmabw::probe::{Check, Summary};
 
     #[test]
     fn without_a_terminal_the_table_is_120_columns_wide() {

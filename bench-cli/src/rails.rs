@@ -4,10 +4,10 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use bench_core::rails::{self, PortQuery, SysfsOnly, VerbsQuery};
-use bench_core::report::{Attachment, RailRow, RailsReport};
 use bench_core::sysfs::SysRoots;
 use clap::Args;
 use comfy_table::{presets, Table};
+use results::rdmabw::rails::{Attachment, RailRow, RailsReport};
 
 use crate::exit::Exit;
 use crate::stdout;

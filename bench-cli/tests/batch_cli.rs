@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use bench_core::report::{BatchEnd, BwReport};
+use results::rdmabw::report::{BatchEnd, BwReport};
 
 fn batch(input: &str) -> std::process::Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rdmabw"))
@@ -58,7 +58,7 @@ fn every_line_gets_an_end_on_both_streams_and_a_failure_does_not_end_the_batch()
     let last_doc = stdout
         .split(&format!("{}\n", want[2].line()))
         .nth(1)
-        .and_then(|rest| rest.split(bench_core::report::BATCH_END).next())
+        .and_then(|rest| rest.split(results::rdmabw::report::BATCH_END).next())
         .unwrap_or_default();
     let rep: BwReport =
         serde_json::from_str(last_doc.trim()).unwrap_or_else(|e| panic!("{e}: {stdout:?}"));

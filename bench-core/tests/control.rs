@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use bench_core::control::*;
-use bench_core::params::{Connection, SizeResult, Sizes, TestLength, TestParams};
+use results::rdmabw::params::{Connection, SizeResult, Sizes, TestLength, TestParams};
 
 const SHORT: Duration = Duration::from_millis(300);
 

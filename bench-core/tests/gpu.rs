@@ -7,12 +7,11 @@ use std::path::PathBuf;
 use bench_core::error::Error;
 use bench_core::gpu::list::gpus_report;
 use bench_core::gpu::selftest::{self, SelftestOptions};
-use bench_core::gpu::{
-    host_dmabuf, Cuda, CudaMemPath, GpuError, GpuSelect, HostDmabufSource, MemoryKind,
-    MemoryRequest,
-};
+use bench_core::gpu::{host_dmabuf, Cuda, GpuError, HostDmabufSource};
 use bench_core::sysfs::SysRoots;
-use bench_core::topology::Proximity;
+use results::rdmabw::gpu::{CudaMemPath, GpuSelect, MemoryRequest};
+use results::rdmabw::topology::Proximity;
+use results::MemoryKind;
 
 fn roots(tree: &str) -> SysRoots {
     SysRoots::under(
@@ -113,9 +112,9 @@ fn use_cuda_and_cuda_mem_values() {
     assert_eq!(CudaMemPath::parse("peermem"), Some(CudaMemPath::Peermem));
     assert_eq!(CudaMemPath::parse("auto"), Some(CudaMemPath::Auto));
     assert_eq!(CudaMemPath::parse("host"), None);
-    assert_eq!(MemoryKind::CudaDmabuf.label(), "cuda-dmabuf");
-    assert_eq!(MemoryKind::CudaPeermem.label(), "cuda-peermem");
-    assert_eq!(MemoryKind::Host.label(), "host");
+    assert_eq!(MemoryKind::CudaDmabuf.as_str(), "cuda-dmabuf");
+    assert_eq!(MemoryKind::CudaPeermem.as_str(), "cuda-peermem");
+    assert_eq!(MemoryKind::Host.as_str(), "host");
 }
 
 #[test]

@@ -12,8 +12,9 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bench_core::probe::{self, ProbeReport, ProbeRoots, ProbeSystem, Status};
+use bench_core::probe::{self, ProbeRoots, ProbeSystem};
 use bench_core::rails::PortQuery;
+use results::rdmabw::probe::{ProbeReport, Status};
 
 fn tree(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use bench_core::gid::{resolve_rail, RailRequest};
 use bench_core::rails::{self, SysfsOnly};
-use bench_core::report::{Attachment, RailRow, RailsReport};
 use bench_core::sysfs::{self, SysRoots};
+use results::rdmabw::rails::{Attachment, RailRow, RailsReport};
 
 fn roots(tree: &str) -> SysRoots {
     SysRoots::under(

@@ -16,12 +16,12 @@ use bench_core::control::{
     ControlChannel, ControlError, DeviceClaims, Hello, PhaseTimeouts, RejectReason, WatchConfig,
 };
 use bench_core::gid::RailRequest;
-use bench_core::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
 use bench_core::session::{
     inventory_for, quiet, serve_one, Daemon, Listener, OnTest, Pinned, ServerConfig, ServerShared,
     SessionError,
 };
 use bench_core::sysfs::SysRoots;
+use results::rdmabw::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
 
 fn fixture(tree: &str) -> SysRoots {
     SysRoots::under(

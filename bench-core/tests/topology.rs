@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use bench_core::sysfs::{self, SysRoots};
 use bench_core::topology::{
-    self, gpus_near, nearest_gpu, rdma_devices_near, sysfs_gpus, Distance, PciLocation, Proximity,
-    TopologyError,
+    self, gpus_near, nearest_gpu, rdma_devices_near, sysfs_gpus, PciLocation, TopologyError,
 };
+use results::rdmabw::topology::{Distance, Proximity};
 
 fn roots(tree: &str) -> SysRoots {
     SysRoots::under(

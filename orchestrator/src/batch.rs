@@ -6,7 +6,7 @@
 use std::pin::Pin;
 
 use anyhow::{Context, Result};
-use bench_core::report::BatchEnd;
+use results::rdmabw::report::BatchEnd;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use bench_core::report::{RailRow, RailsReport};
+use results::rdmabw::rails::{RailRow, RailsReport};
 
 /// Parse `0,3,5-7` into the sorted, deduplicated rail numbers.
 pub fn parse_rail_list(s: &str) -> Result<Vec<u32>, String> {
@@ -118,7 +118,7 @@ pub fn pair_rails(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use bench_core::report::Attachment;
+    use results::rdmabw::rails::Attachment;
 
     pub(crate) fn row(rail: u32, iface: &str, dev: &str, ip: &str) -> RailRow {
         RailRow {

@@ -5,7 +5,9 @@
 //! ones rdmabw prints with.
 
 use anyhow::{bail, Context, Result};
-use bench_core::report::{BwReport, RailsReport, TestStatus, REPORT_SCHEMA_VERSION};
+use results::rdmabw::rails::RailsReport;
+use results::rdmabw::report::{BwReport, TestStatus};
+use results::rdmabw::REPORT_SCHEMA_VERSION;
 
 use crate::runner::{Exit, Output};
 
@@ -77,7 +79,7 @@ pub fn gpus_argv(bin: &str) -> Vec<String> {
 /// Read what `rdmabw gpus --json` printed: the number of GPUs CUDA can use in the pod, or why
 /// there are none (the CUDA error rdmabw gave, else the end of its stderr).
 pub fn parse_gpus(out: &Output) -> Result<usize> {
-    let report = serde_json::from_slice::<bench_core::gpu::list::GpusReport>(&out.stdout).ok();
+    let report = serde_json::from_slice::<results::rdmabw::gpu::GpusReport>(&out.stdout).ok();
     if let Some(e) = report.as_ref().and_then(|r| r.cuda_error.clone()) {
         bail!("{e}");
     }

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context, Result};
-use bench_core::report::{Attachment, BwReport, RailsReport};
 use futures::stream::{FuturesUnordered, StreamExt};
+use results::rdmabw::rails::{Attachment, RailsReport};
+use results::rdmabw::report::BwReport;
 use results::{rfc3339_utc, MemoryKind, NetworkMode, RailResult, RailStatus, RowSink};
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
@@ -747,8 +748,8 @@ impl<'a, R: Runner> Sweep<'a, R> {
     fn base_row(&self, pair: &RailPair, rep: Option<&BwReport>) -> RailResult {
         let local = rep.and_then(|r| r.local.as_ref());
         let remote = rep.and_then(|r| r.remote.as_ref());
-        let side = |ep: Option<&bench_core::report::EndpointReport>,
-                    row: &Option<bench_core::report::RailRow>| {
+        let side = |ep: Option<&results::rdmabw::report::EndpointReport>,
+                    row: &Option<results::rdmabw::rails::RailRow>| {
             (
                 ep.and_then(|e| e.netdev.clone())
                     .or_else(|| row.as_ref().map(|r| r.iface.clone()))
@@ -763,7 +764,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
         let (ci, cd, cg) = side(local, &pair.client);
         let (si, sd, sg) = side(remote, &pair.server);
         let rate =
-            |row: &Option<bench_core::report::RailRow>| row.as_ref().and_then(|r| r.rate_gbps);
+            |row: &Option<results::rdmabw::rails::RailRow>| row.as_ref().and_then(|r| r.rate_gbps);
         let line_rate = rep.and_then(|r| r.line_rate_gbps).or_else(|| {
             match (rate(&pair.client), rate(&pair.server)) {
                 (Some(a), Some(b)) => Some(a.min(b)),

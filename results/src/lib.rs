@@ -9,7 +9,9 @@
 //! * [`Report`] and [`Comparison`]: rails lined up per network mode, with
 //!   [`ModeSummary`] lines and rail-by-rail [`RailDiff`]s;
 //! * the [`Exporter`] trait with one implementation per [`Format`]
-//!   (CSV, JSON, markdown, SVG chart).
+//!   (CSV, JSON, markdown, SVG chart);
+//! * [`rdmabw`]: the documents rdmabw prints and railsweep reads, and rdmabw's
+//!   `--csv` rows made of them.
 //!
 //! Readers never skip anything: a missing column, a newer
 //! [`SCHEMA_VERSION`] or a value that does not parse is a [`ResultsError`]
@@ -21,6 +23,7 @@ mod error;
 mod export;
 mod introspect;
 mod jsonio;
+pub mod rdmabw;
 mod read;
 mod record;
 mod sink;

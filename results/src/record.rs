@@ -6,6 +6,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::threshold::{below_threshold, percent_of_line_rate};
+
 /// Version of the record layout written by this crate.
 ///
 /// It is written once per JSON file (the envelope's `schema_version`) and once
@@ -101,16 +103,23 @@ impl From<NetworkMode> for String {
     }
 }
 
-/// Where the benchmark buffers lived.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// Where the benchmark buffers lived: the `memory` of a row and of rdmabw's
+/// [`BwReport`](crate::rdmabw::report::BwReport).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum MemoryKind {
     /// Ordinary host memory (`host`).
+    #[default]
     Host,
     /// GPU memory registered through a dma-buf file descriptor (`cuda-dmabuf`).
     CudaDmabuf,
     /// GPU memory registered through nvidia-peermem (`cuda-peermem`).
     CudaPeermem,
+    /// GPU memory asked for, registered by neither path yet (`cuda`): the memory of a test
+    /// that failed before its GPU buffer was registered. Rows carry it like the others.
+    Cuda,
 }
 
 impl MemoryKind {
@@ -120,6 +129,7 @@ impl MemoryKind {
             MemoryKind::Host => "host",
             MemoryKind::CudaDmabuf => "cuda-dmabuf",
             MemoryKind::CudaPeermem => "cuda-peermem",
+            MemoryKind::Cuda => "cuda",
         }
     }
 }
@@ -268,15 +278,14 @@ impl RailResult {
     /// are in, before appending the row.
     pub fn classify(&mut self, threshold_gbps: Option<f64>) {
         self.threshold_gbps = threshold_gbps;
-        self.line_rate_pct = match (self.bw_avg_gbps, self.line_rate_gbps) {
-            (Some(bw), Some(line)) if line > 0.0 => Some(bw / line * 100.0),
-            _ => None,
-        };
+        self.line_rate_pct = self
+            .bw_avg_gbps
+            .and_then(|bw| percent_of_line_rate(bw, self.line_rate_gbps));
         if self.status == RailStatus::Failed {
             return;
         }
-        self.status = match (self.bw_avg_gbps, threshold_gbps) {
-            (Some(bw), Some(t)) if bw < t => RailStatus::BelowThreshold,
+        self.status = match self.bw_avg_gbps {
+            Some(bw) if below_threshold(bw, threshold_gbps) => RailStatus::BelowThreshold,
             _ => RailStatus::Ok,
         };
     }

@@ -42,6 +42,9 @@ mod tests {
         assert_eq!(percent_of_line_rate(92.0, Some(0.0)), None);
         assert_eq!(percent_of_line_rate(92.0, Some(f64::INFINITY)), None);
         assert_eq!(percent_of_line_rate(92.0, None), None);
+        // From bench-core's engine, which had a copy of this function.
+        assert_eq!(percent_of_line_rate(1.0, None), None);
+        assert_eq!(percent_of_line_rate(1.0, Some(0.0)), None);
     }
 
     #[test]

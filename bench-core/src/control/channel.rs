@@ -15,7 +15,7 @@ use super::frame::{encode_frame, FrameDecoder, FrameError};
 use super::msg::{Accept, Hello, Msg};
 use super::watch::{PeerWatch, WatchConfig};
 use crate::engine::Endpoints;
-use crate::params::{SizeResult, TestLength, TestParams};
+use results::rdmabw::params::{SizeResult, TestLength, TestParams};
 
 /// Pause between connection attempts in [`ControlChannel::connect_retry`]: short, because a
 /// refused attempt costs nothing and an orchestrator starts the daemon and the first client at
@@ -582,7 +582,7 @@ impl ControlChannel {
 mod tests {
     use super::*;
     use crate::control::msg::tests::params;
-    use crate::params::Sizes;
+    use results::rdmabw::params::Sizes;
 
     #[test]
     fn measure_timeout_covers_every_size_of_a_sweep() {

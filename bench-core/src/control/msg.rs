@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::channel::Phase;
 use super::frame::PROTOCOL_VERSION;
 use crate::engine::Endpoints;
-use crate::params::{LocalTuning, ParamMismatch, SizeResult, TestParams};
+use results::rdmabw::params::{LocalTuning, ParamMismatch, SizeResult, TestParams};
 
 /// The rdmabw release this build belongs to, sent in [`Hello`] and [`Accept`] for the logs.
 pub const RDMABW_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -233,8 +233,8 @@ impl fmt::Display for RejectReason {
 #[allow(clippy::unwrap_used)]
 pub(crate) mod tests {
     use super::*;
-    use crate::params::{Connection, Sizes, TestLength};
     use crate::verbs::{MrInfo, QpEndpoint};
+    use results::rdmabw::params::{Connection, Sizes, TestLength};
 
     pub(crate) fn params() -> TestParams {
         TestParams {

@@ -1,11 +1,12 @@
 //! The server's side of the handshake: read the `Hello`, decide, and claim the device.
 
+use results::rdmabw::params::TestParams;
+
 use super::channel::ControlChannel;
 use super::claims::{DeviceClaim, DeviceClaims};
 use super::error::ControlError;
 use super::frame::PROTOCOL_VERSION;
 use super::msg::{Hello, Msg, RejectReason};
-use crate::params::TestParams;
 
 /// What a server accepts.
 #[derive(Debug, Clone, PartialEq)]

@@ -42,7 +42,6 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::params::SizeResult;
 use crate::verbs::{MrInfo, QpEndpoint};
 
 pub use resources::{Connected, Prepared};
@@ -109,29 +108,4 @@ pub struct Endpoints {
     /// The interface of this side's rail, when known (the session adds it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub netdev: Option<String>,
-}
-
-/// Percent of line rate, e.g. `percent_of_line_rate(92.0, 100.0) == Some(92.0)`; `None` when
-/// the line rate is unknown or zero.
-pub fn percent_of_line_rate(gbps: f64, line_rate_gbps: Option<f64>) -> Option<f64> {
-    line_rate_gbps
-        .filter(|r| *r > 0.0 && r.is_finite())
-        .map(|r| gbps / r * 100.0)
-}
-
-/// The average bandwidth of a result as a percentage of the port's line rate.
-pub fn result_percent_of_line_rate(r: &SizeResult, line_rate_gbps: Option<f64>) -> Option<f64> {
-    percent_of_line_rate(r.bw_avg_gbps, line_rate_gbps)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn line_rate() {
-        assert_eq!(percent_of_line_rate(92.0, Some(100.0)), Some(92.0));
-        assert_eq!(percent_of_line_rate(1.0, None), None);
-        assert_eq!(percent_of_line_rate(1.0, Some(0.0)), None);
-    }
 }

@@ -7,10 +7,11 @@ use super::plan::knobs;
 use super::Endpoints;
 use crate::error::{Error, GidUnusable};
 use crate::gid::Rail;
-use crate::gpu::{MemoryRequest, MemoryUse};
-use crate::params::{LocalTuning, PollMode, TestLength, TestParams};
+use crate::gpu::MemoryUse;
 use crate::verbs::buffer::PAGE;
 use crate::verbs::{Buffer, Cq, Device, Init, MrInfo, PathMtu, PathParams, Pd, Qp, QpConfig, Rts};
+use results::rdmabw::gpu::MemoryRequest;
+use results::rdmabw::params::{LocalTuning, PollMode, TestLength, TestParams};
 
 /// Whether this side's poller gives way to the kernel: spin-polling on Soft-RoCE, where the
 /// device's work (requester, responder, completer) runs in kernel threads on the same CPUs as

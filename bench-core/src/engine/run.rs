@@ -8,8 +8,8 @@ use super::resources::{polls_at_idle_priority, Connected};
 use super::sampler::Sampler;
 use super::{StopFlags, DURATION_INTERVAL, ITERATION_INTERVAL, STOP_CHECK};
 use crate::error::Error;
-use crate::params::{LocalTuning, PollMode, SizeResult, TestLength, TestParams};
 use crate::verbs::{Completion, Cq, Device, Qp, Rts, WriteSpec};
+use results::rdmabw::params::{LocalTuning, PollMode, SizeResult, TestLength, TestParams};
 
 /// Empty polls between two clock reads while nothing completes. Spinning on an empty CQ needs
 /// the time only to see the window close or a stop come, which 64 polls (microseconds on a NIC)

@@ -1,20 +1,19 @@
 //! The CUDA driver as railbench uses it: load it, list GPUs, pick one, allocate, export a
 //! dma-buf, copy bytes in and out, free.
 
-use std::fmt;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use cudarc::driver::result::DriverError;
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::CudaContext;
+use results::rdmabw::gpu::{ChosenBy, GpuSelect};
 use serde::{Deserialize, Serialize};
 
 use super::error::GpuError;
-use super::GpuSelect;
 use crate::ffi::cuda::{DeviceAlloc, Driver, LoadError, DMABUF_EXPORT_MIN_VERSION};
 use crate::sysfs::SysRoots;
-use crate::topology::{self, normalize_bus_id, Distance};
+use crate::topology::{self, normalize_bus_id};
 
 /// `CUDA_ERROR_NAME (description)` for messages.
 pub(crate) fn code(e: &DriverError) -> String {
@@ -51,35 +50,6 @@ impl GpuInfo {
     /// `INDEX (BUS_ID)` for messages.
     pub fn label(&self) -> String {
         format!("{} ({})", self.index, self.pci_bus_id)
-    }
-}
-
-/// How the GPU of a test was chosen.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChosenBy {
-    /// `--use_cuda N`.
-    Index,
-    /// `--cuda-bus-id`.
-    BusId,
-    /// `--use_cuda auto`: nearest to the NIC.
-    Nearest {
-        /// The RDMA device it is nearest to.
-        device: String,
-        /// How near.
-        distance: Distance,
-    },
-}
-
-impl fmt::Display for ChosenBy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ChosenBy::Index => f.write_str("--use_cuda"),
-            ChosenBy::BusId => f.write_str("--cuda-bus-id"),
-            ChosenBy::Nearest { device, distance } => {
-                write!(f, "nearest to {device}: {}", distance.proximity)
-            }
-        }
     }
 }
 

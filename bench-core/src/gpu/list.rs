@@ -1,56 +1,11 @@
-//! What `rdmabw gpus` lists: every GPU, as CUDA and sysfs show it, with its nearest rails.
+//! What `rdmabw gpus` lists ([`GpusReport`]): every GPU, as CUDA and sysfs show it, with its
+//! nearest rails.
 
-use serde::{Deserialize, Serialize};
+use results::rdmabw::gpu::{GpuRow, GpusReport, NearRail};
 
 use super::{Cuda, GpuError};
 use crate::sysfs::{self, SysRoots};
-use crate::topology::{self, PciLocation, Proximity};
-
-/// An RDMA device near a GPU.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NearRail {
-    /// RDMA device.
-    pub device: String,
-    /// Its netdevs in this network namespace (`rdma3`), when known.
-    pub netdevs: Vec<String>,
-    /// How near.
-    pub proximity: Proximity,
-}
-
-/// One GPU.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GpuRow {
-    /// CUDA index (`--use_cuda N`); `None` when CUDA does not see it (another pod's GPU, or no
-    /// CUDA driver here).
-    pub index: Option<u32>,
-    /// Name from CUDA.
-    pub name: Option<String>,
-    /// PCI bus id.
-    pub pci_bus_id: String,
-    /// NUMA node from sysfs.
-    pub numa_node: Option<u32>,
-    /// Whether CUDA can export its memory as a dma-buf; `None` without CUDA.
-    pub dmabuf_supported: Option<bool>,
-    /// Whether CUDA says it supports GPUDirect RDMA; `None` without CUDA.
-    pub gpudirect_rdma_supported: Option<bool>,
-    /// Device memory in bytes; `None` without CUDA.
-    pub total_mem_bytes: Option<u64>,
-    /// Compute capability; `None` without CUDA.
-    pub compute_capability: Option<String>,
-    /// The RDMA devices nearest it (all those of the nearest proximity).
-    pub nearest_rails: Vec<NearRail>,
-}
-
-/// What `rdmabw gpus --json` prints.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GpusReport {
-    /// The CUDA version the driver supports (`13.0`); `None` without CUDA.
-    pub cuda_driver: Option<String>,
-    /// Why CUDA could not be used, when it could not.
-    pub cuda_error: Option<String>,
-    /// GPUs: CUDA's in CUDA order, then those only sysfs shows, in PCI order.
-    pub gpus: Vec<GpuRow>,
-}
+use crate::topology::{self, PciLocation};
 
 fn near_rails(roots: &SysRoots, inv: Option<&sysfs::Inventory>, bus_id: &str) -> Vec<NearRail> {
     let Ok(all) = topology::rdma_devices_near(roots, bus_id) else {

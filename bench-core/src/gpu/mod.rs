@@ -2,9 +2,9 @@
 //! GPU nearest each rail.
 //!
 //! `ib_write_bw --use_cuda` in railbench form. A buffer is allocated with `cuMemAlloc` on the
-//! GPU [`GpuSelect`] names (an index, a PCI bus id, or `auto`: the GPU nearest the rail's NIC,
+//! GPU [`GpuSelect`](results::rdmabw::gpu::GpuSelect) names (an index, a PCI bus id, or `auto`: the GPU nearest the rail's NIC,
 //! see [`crate::topology`]), then registered with the NIC by one of two paths
-//! ([`CudaMemPath`]):
+//! ([`CudaMemPath`](results::rdmabw::gpu::CudaMemPath)):
 //!
 //! - **dma-buf**: the allocation is exported as a dma-buf (`cuMemGetHandleForAddressRange`)
 //!   and registered with `ibv_reg_dmabuf_mr`. Needs a GPU driver with dma-buf support
@@ -32,135 +32,16 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use results::rdmabw::gpu::{CudaMemPath, GpuSelect, GpuUse};
+use results::MemoryKind;
 use serde::{Deserialize, Serialize};
 use sideway::ibverbs::AccessFlags;
 
-pub use cuda::{ChosenBy, Cuda, Gpu, GpuInfo, GpuMemory, GPU_PAGE};
+pub use cuda::{Cuda, Gpu, GpuInfo, GpuMemory, GPU_PAGE};
 pub use error::GpuError;
 
 use crate::error::{errno_symbol, Error};
 use crate::verbs::{Buffer, Pd};
-
-/// Which GPU a test's buffer goes on (`--use_cuda N|auto`, `--cuda-bus-id`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GpuSelect {
-    /// A CUDA device ordinal.
-    Index(u32),
-    /// A PCI bus id (any spelling [`crate::topology::normalize_bus_id`] takes).
-    BusId(String),
-    /// The GPU nearest the test's NIC, among those CUDA sees.
-    Auto,
-}
-
-impl GpuSelect {
-    /// Parses `--use_cuda`'s value: a GPU index or `auto`.
-    pub fn parse(text: &str) -> Option<GpuSelect> {
-        let t = text.trim();
-        if t.eq_ignore_ascii_case("auto") {
-            Some(GpuSelect::Auto)
-        } else {
-            t.parse::<u32>().ok().map(GpuSelect::Index)
-        }
-    }
-}
-
-impl fmt::Display for GpuSelect {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            GpuSelect::Index(i) => write!(f, "{i}"),
-            GpuSelect::BusId(b) => write!(f, "bus id {b}"),
-            GpuSelect::Auto => f.write_str("auto"),
-        }
-    }
-}
-
-/// How GPU memory is registered with the NIC (`--cuda-mem`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CudaMemPath {
-    /// Export a dma-buf and register it (`ibv_reg_dmabuf_mr`).
-    Dmabuf,
-    /// Register the device address through `nvidia_peermem` (`ibv_reg_mr`).
-    Peermem,
-    /// dma-buf when the GPU can export it and the NIC takes it, else peermem.
-    #[default]
-    Auto,
-}
-
-impl CudaMemPath {
-    /// Parses `--cuda-mem`'s value.
-    pub fn parse(text: &str) -> Option<CudaMemPath> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "dmabuf" | "dma-buf" | "dma_buf" => Some(CudaMemPath::Dmabuf),
-            "peermem" | "peer-mem" | "nvidia_peermem" => Some(CudaMemPath::Peermem),
-            "auto" => Some(CudaMemPath::Auto),
-            _ => None,
-        }
-    }
-}
-
-/// Where a test's buffer lives: host memory (the default) or a GPU.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MemoryRequest {
-    /// Page-aligned host memory.
-    #[default]
-    Host,
-    /// CUDA memory.
-    Cuda {
-        /// Which GPU.
-        gpu: GpuSelect,
-        /// Which registration path.
-        path: CudaMemPath,
-    },
-}
-
-impl MemoryRequest {
-    /// Whether this is host memory (for `skip_serializing_if`).
-    pub fn is_host(&self) -> bool {
-        matches!(self, MemoryRequest::Host)
-    }
-}
-
-/// What memory a buffer is in, as reports name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum MemoryKind {
-    /// Host memory.
-    #[default]
-    #[serde(rename = "host")]
-    Host,
-    /// CUDA memory registered as a dma-buf.
-    #[serde(rename = "cuda-dmabuf")]
-    CudaDmabuf,
-    /// CUDA memory registered through nvidia_peermem.
-    #[serde(rename = "cuda-peermem")]
-    CudaPeermem,
-}
-
-impl MemoryKind {
-    /// `host`, `cuda-dmabuf` or `cuda-peermem` (`BwReport::memory`).
-    pub fn label(self) -> &'static str {
-        match self {
-            MemoryKind::Host => "host",
-            MemoryKind::CudaDmabuf => "cuda-dmabuf",
-            MemoryKind::CudaPeermem => "cuda-peermem",
-        }
-    }
-}
-
-/// The GPU a buffer is on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GpuUse {
-    /// CUDA index.
-    pub index: u32,
-    /// Name.
-    pub name: String,
-    /// PCI bus id.
-    pub pci_bus_id: String,
-    /// How it was chosen.
-    pub chosen_by: ChosenBy,
-}
 
 /// What memory a test actually used.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -180,7 +61,7 @@ impl MemoryUse {
 
 impl fmt::Display for MemoryUse {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.kind.label())?;
+        f.write_str(self.kind.as_str())?;
         if let Some(g) = &self.gpu {
             write!(
                 f,

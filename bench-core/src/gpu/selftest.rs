@@ -9,7 +9,9 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Cuda, GpuError, GpuInfo, GpuMemory, GpuSelect};
+use results::rdmabw::gpu::GpuSelect;
+
+use super::{Cuda, GpuError, GpuInfo, GpuMemory};
 use crate::sysfs::SysRoots;
 use crate::verbs::Device;
 

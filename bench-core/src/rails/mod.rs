@@ -44,13 +44,14 @@ use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr};
 
+use results::rdmabw::rails::{rail_number, Attachment, NotARail, RailRow, RailsReport};
+use results::rdmabw::topology::Proximity;
+use results::rdmabw::REPORT_SCHEMA_VERSION;
+
 use crate::error::Error;
 use crate::gid::{resolve_rail, GidType, RailRequest};
-use crate::report::{
-    rail_number, Attachment, NotARail, RailRow, RailsReport, REPORT_SCHEMA_VERSION,
-};
 use crate::sysfs::{self, GidEntry, Inventory, LinkLayer, LocalAddrs, Port, RdmaDevice, SysRoots};
-use crate::topology::{gpus_near, Proximity};
+use crate::topology::gpus_near;
 use crate::verbs::{Device, PathMtu};
 use netif::{NetIf, Route};
 

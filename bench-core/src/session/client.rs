@@ -11,9 +11,9 @@ use super::window::{window, WindowSpec};
 use super::Log;
 use crate::control::{Accept, ControlChannel, Hello, Msg, Phase, PhaseTimeouts, WatchConfig};
 use crate::gid::RailRequest;
-use crate::params::{LocalTuning, TestParams};
-use crate::report::Role;
 use crate::sysfs::SysRoots;
+use results::rdmabw::params::{LocalTuning, TestParams};
+use results::rdmabw::report::Role;
 
 /// What the client runs.
 #[derive(Debug, Clone)]

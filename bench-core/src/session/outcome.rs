@@ -5,10 +5,10 @@ use std::net::SocketAddr;
 
 use crate::gid::{Gid, Rail};
 use crate::gpu::MemoryUse;
-use crate::params::{LocalTuning, SizeResult, TestParams};
-use crate::report::EndpointReport;
-use crate::report::Role;
 use crate::verbs::format_gid;
+use results::rdmabw::params::{LocalTuning, SizeResult, TestParams};
+use results::rdmabw::report::EndpointReport;
+use results::rdmabw::report::Role;
 
 /// The other end of a test as this side learned it.
 #[derive(Debug, Clone, PartialEq)]

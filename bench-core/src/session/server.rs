@@ -20,9 +20,9 @@ use crate::control::{
 };
 use crate::error::Error;
 use crate::gid::{Rail, RailRequest};
-use crate::params::{LocalTuning, TestParams};
-use crate::report::Role;
 use crate::sysfs::SysRoots;
+use results::rdmabw::params::{LocalTuning, TestParams};
+use results::rdmabw::report::Role;
 
 /// Which of a server's parameters were given on its command line: only those must match the
 /// client's; the rest follow the client (as a `--daemon` server follows it in everything).

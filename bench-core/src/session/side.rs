@@ -7,9 +7,9 @@ use crate::engine::{Connected, Endpoints, Prepared};
 use crate::error::Error;
 use crate::gid::{Gid, Rail};
 use crate::gpu::MemoryUse;
-use crate::params::{LocalTuning, TestParams};
 use crate::sysfs::SysRoots;
 use crate::verbs::{Device, PathMtu, PathParams};
+use results::rdmabw::params::{LocalTuning, TestParams};
 
 /// The RDMA part of one side once the rail is known.
 pub(super) struct Side {

@@ -13,8 +13,8 @@ use crate::control::{ControlChannel, ControlError, PeerWatch, Phase, WatchConfig
 use crate::engine::{Connected, StopFlags};
 use crate::error::Error;
 use crate::gid::Rail;
-use crate::params::{LocalTuning, SizeResult, TestParams};
 use crate::sysfs::SysRoots;
+use results::rdmabw::params::{LocalTuning, SizeResult, TestParams};
 
 /// How long a failed RDMA run waits for the control channel to explain it (a dead peer's TCP
 /// reset usually arrives within a millisecond of its QPs vanishing).

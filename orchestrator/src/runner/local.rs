@@ -184,10 +184,17 @@ impl Runner for LocalRunner {
     async fn kill(&self, _pod: &str, pid: u32, signal: Signal) -> Result<()> {
         // One PID namespace for every network namespace here: signal it from the host side.
         let sig = match signal {
-            Signal::Term => libc::SIGTERM,
-            Signal::Kill => libc::SIGKILL,
+            Signal::Term => rustix::process::Signal::TERM,
+            Signal::Kill => rustix::process::Signal::KILL,
         };
-        bench_core::ffi::send_signal(pid, sig).with_context(|| {
+        // One positive PID, never 0 or -1 (a process group or every process).
+        let target = i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput));
+        let sent = target
+            .and_then(|p| rustix::process::kill_process(p, sig).map_err(std::io::Error::from));
+        sent.with_context(|| {
             format!(
                 "kill -s {} {pid} failed (the process may be gone)",
                 signal.name()

@@ -1,11 +1,11 @@
 //! Test parameters that both ends of a test must agree on, and the measured result.
 //!
-//! These types travel over the control channel (serde) and are what the CLI resolves its raw
-//! flags into before any work starts.
+//! These types travel over bench-core's control channel (serde), are what rdmabw resolves its
+//! raw flags into before any work starts, and are part of every [`super::report::BwReport`].
 
 use serde::{Deserialize, Serialize};
 
-use crate::gpu::MemoryRequest;
+use super::gpu::MemoryRequest;
 
 /// How long a test runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -1,14 +1,11 @@
-//! The machine-readable documents `rdmabw` prints with `--json`, typed once here so that
-//! `rdmabw` writes them and `railsweep` reads them through the same types.
-//!
-//! Units are in the field names (`_gbps` = 10^9 bit/s, `_bytes`, `_s`).
+//! What `rdmabw client --json` and `rdmabw server --json` print, and the end lines of
+//! `rdmabw batch`.
 
 use serde::{Deserialize, Serialize};
 
-use crate::params::{LocalTuning, SizeResult, TestParams};
-
-/// Version of the documents in this module; bumped when a field changes meaning or goes away.
-pub const REPORT_SCHEMA_VERSION: u32 = 1;
+use super::gpu::GpuUse;
+use super::params::{LocalTuning, SizeResult, TestParams};
+use crate::record::MemoryKind;
 
 /// Which end of a test printed the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,7 +55,7 @@ pub struct EndpointReport {
 /// What `rdmabw client --json` (and `rdmabw server --json`) prints: one document per test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BwReport {
-    /// [`REPORT_SCHEMA_VERSION`].
+    /// [`super::REPORT_SCHEMA_VERSION`].
     pub schema_version: u32,
     /// Version of the rdmabw that printed it.
     pub rdmabw_version: String,
@@ -72,10 +69,10 @@ pub struct BwReport {
     pub path_mtu_bytes: Option<u32>,
     /// Memory the buffers were in: `host`, `cuda-dmabuf` or `cuda-peermem` (`cuda` in the
     /// report of a test that failed before its GPU buffer was registered).
-    pub memory: String,
+    pub memory: MemoryKind,
     /// The GPU this side's buffer was on (`--use_cuda`), and how it was chosen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu: Option<crate::gpu::GpuUse>,
+    pub gpu: Option<GpuUse>,
     /// This end.
     pub local: Option<EndpointReport>,
     /// The other end, as it reported itself.
@@ -105,112 +102,6 @@ pub struct Directions {
     pub client_to_server: Vec<SizeResult>,
     /// Measured by the server, writing to the client.
     pub server_to_client: Vec<SizeResult>,
-}
-
-/// How an interface reaches the pod (see the field reports).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Attachment {
-    /// The node's own rail netdev and RDMA device (hostNetwork pod, or bare metal).
-    HostNetwork,
-    /// An IPvlan child of a rail; its GID lives on the master's RDMA device.
-    Ipvlan,
-    /// An SR-IOV VF netdev with an RDMA device of its own.
-    Sriov,
-    /// A software RDMA device (rxe, siw) on this netdev.
-    Software,
-    /// Could not be told.
-    Unknown,
-}
-
-/// One rail as this network namespace sees it: what `rdmabw rails --json` lists.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RailRow {
-    /// Rail number from the interface name: `rdmaN` is N, `netN` is N-1 (Multus numbers from
-    /// net1); otherwise the order of discovery. Two pods' tables pair up by this number.
-    pub rail: u32,
-    /// Interface name (`rdma3`, `net4`).
-    pub iface: String,
-    /// IPv4 address of the interface.
-    pub ipv4: Option<String>,
-    /// RDMA device that carries this rail's GID.
-    pub device: Option<String>,
-    /// Port of that device.
-    pub port: Option<u8>,
-    /// Index of the RoCE v2 IPv4-mapped GID of this interface's address.
-    pub gid_index: Option<u32>,
-    /// Port state (`ACTIVE`, `DOWN`).
-    pub state: Option<String>,
-    /// `Ethernet` or `InfiniBand`.
-    pub link_layer: Option<String>,
-    /// Line rate in Gb/s.
-    pub rate_gbps: Option<f64>,
-    /// Active MTU in bytes.
-    pub active_mtu_bytes: Option<u32>,
-    /// PCI address of the NIC.
-    pub pci: Option<String>,
-    /// NUMA node of the NIC.
-    pub numa_node: Option<i32>,
-    /// GPUs under the same PCIe switch or root (PCI addresses).
-    pub gpus: Vec<String>,
-    /// How the rail reaches this namespace.
-    pub attachment: Attachment,
-    /// Whether a test can run on it here.
-    pub usable: bool,
-    /// Why not, when not usable.
-    pub reason: Option<String>,
-}
-
-/// A device or interface that is not a rail, with the reason.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NotARail {
-    /// RDMA device or interface name.
-    pub name: String,
-    /// Why it is not a rail (front-end NIC, port down, no address...).
-    pub reason: String,
-}
-
-/// What `rdmabw rails --json` prints.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RailsReport {
-    /// [`REPORT_SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// Version of the rdmabw that printed it.
-    pub rdmabw_version: String,
-    /// Host (pod) name.
-    pub host: String,
-    /// Rails in rail order.
-    pub rails: Vec<RailRow>,
-    /// Everything else that was looked at.
-    pub not_rails: Vec<NotARail>,
-}
-
-/// The rail number an interface name implies: `rdmaN` -> N, `netN` -> N-1, else `None`.
-pub fn rail_number(iface: &str) -> Option<u32> {
-    let digits = |prefix: &str| {
-        iface
-            .strip_prefix(prefix)
-            .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|d| d.parse::<u32>().ok())
-    };
-    digits("rdma").or_else(|| digits("net").and_then(|n| n.checked_sub(1)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rail_numbers_follow_the_field_reports_names() {
-        assert_eq!(rail_number("rdma0"), Some(0));
-        assert_eq!(rail_number("rdma15"), Some(15));
-        assert_eq!(rail_number("net1"), Some(0));
-        assert_eq!(rail_number("net16"), Some(15));
-        assert_eq!(rail_number("net0"), None);
-        assert_eq!(rail_number("eth0"), None);
-        assert_eq!(rail_number("rdma"), None);
-        assert_eq!(rail_number("net1a"), None);
-    }
 }
 
 /// The word that starts the line `rdmabw batch` prints, on stdout and on stderr, after each

@@ -1,0 +1,18 @@
+//! The machine-readable documents rdmabw prints (`client`/`server`/`rails`/`gpus`/`probe`
+//! `--json`, the end lines of `batch`), typed once here so that rdmabw writes them and
+//! railsweep reads them through the same types, without linking the verbs stack.
+//!
+//! Units are in the field names (`_gbps` = 10^9 bit/s, `_bytes`, `_s`).
+
+pub mod gpu;
+pub mod params;
+pub mod probe;
+pub mod rails;
+pub mod report;
+mod rows;
+pub mod topology;
+
+pub use rows::RdmabwRun;
+
+/// Version of the documents in this module; bumped when a field changes meaning or goes away.
+pub const REPORT_SCHEMA_VERSION: u32 = 1;
