@@ -98,7 +98,7 @@ test_table_csv_bidir_sweep() {
   grep -q 'BW average\[MB/sec\]' "$T_OUT/mb.txt" || fail "no MB/sec header without --report_gbits"
   v=$(awk '/^ 65536/ {print $4}' "$T_OUT/mb.txt"); gt "$v" 0 || fail "MB/sec average '$v'"
   in_pod podA timeout 150 "$RDMABW" client --csv --netdev net2 --server-netdev net2 -n 200 -s 4096 -p 18610 "$SRV" >"$T_OUT/run.csv" || fail "CSV run failed"
-  head -1 "$T_OUT/run.csv" | grep -q '^role,local_device' || fail "CSV header"
+  head -1 "$T_OUT/run.csv" | grep -q '^schema_version,run_id,' || fail "CSV header: not railsweep's results columns"
   [ "$(wc -l <"$T_OUT/run.csv")" -eq 2 ] || fail "CSV rows"
   in_pod podA timeout 150 "$RDMABW" client --json -b --netdev net2 --server-netdev net2 -D 3 -Q 10 -p 18610 "$SRV" >"$T_OUT/bidir.json" || fail "-b failed"
   json_get "$T_OUT/bidir.json" '(d["directions"]["client_to_server"][0]["bw_avg_gbps"], d["directions"]["server_to_client"][0]["bw_avg_gbps"], d["results"][0]["bw_avg_gbps"])'
