@@ -58,3 +58,22 @@ host_load_report() {
       n, 100 * own / total, 100 * other / total, 100 * steal / total
   }'
 }
+
+# need_venv DIR REQ...: a Python virtual environment at DIR holding the pinned pip requirements
+# REQ (NAME==VERSION), for tools that PyPI ships as wheels (cargo-zigbuild, zig). It is made
+# again only when DIR lacks it or was made for other requirements, so a second call costs
+# nothing; the tools are in DIR/bin.
+need_venv() {
+  local dir=$1 want
+  shift
+  want=$(printf '%s\n' "$@")
+  [ -x "$dir/bin/python3" ] && [ "$(cat "$dir/.requirements" 2>/dev/null)" = "$want" ] && return 0
+  command -v python3 >/dev/null || need_pkgs python3
+  python3 -c 'import ensurepip, venv' 2>/dev/null || need_pkgs python3-venv
+  log "installing $* with pip into $dir"
+  rm -rf "$dir"
+  python3 -m venv "$dir" >&2 || die "python3 -m venv $dir failed"
+  "$dir/bin/pip" install -q --disable-pip-version-check "$@" >&2 \
+    || die "pip install $* failed (is PyPI reachable?)"
+  printf '%s\n' "$want" >"$dir/.requirements"
+}
