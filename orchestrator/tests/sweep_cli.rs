@@ -8,7 +8,7 @@ mod support;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use results::{read_path, RailStatus};
