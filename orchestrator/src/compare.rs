@@ -7,17 +7,19 @@
 //! stdout) and the chart in `FILE.svg`. A mode whose pods do not start is explained and
 //! skipped; the others still run.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use results::{Format, Report};
 
+use crate::config::{RunnerKind, GENERATED_BY};
+use crate::exit::Verdict;
 use crate::managed;
 use crate::modes::Mode;
-use crate::run::{RunArgs, RunnerKind, EXIT_INTERRUPTED, GENERATED_BY};
-use crate::sweep;
+use crate::run::{sweep_mode, RunArgs};
+use crate::sweep::{self, SweepConfig};
 
 /// Arguments of `railsweep compare`: the modes, and every `railsweep run` option for the
 /// pods and the sweep (`--nodes` is required; `--mode` is replaced by `--modes`).
@@ -45,7 +47,7 @@ fn sibling(csv: &Path, ext: &str) -> PathBuf {
 }
 
 /// Run `railsweep compare`.
-pub async fn run(args: CompareArgs) -> Result<ExitCode> {
+pub async fn run(args: CompareArgs) -> Result<Verdict> {
     let base = &args.run;
     if base.nodes.is_none() && !base.pods.dry_run {
         bail!("compare creates its pods: give --nodes NODE_A,NODE_B (client on A, server on B)");
@@ -63,12 +65,13 @@ pub async fn run(args: CompareArgs) -> Result<ExitCode> {
     modes.dedup();
     if base.pods.dry_run {
         for m in &modes {
-            let mut a = base.clone();
-            a.mode = Some(m.as_str().into());
-            managed::run(a).await?;
+            managed::dry_run(&base.pair_spec(), &base.access, base.output.as_deref(), *m)?;
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Verdict::Ok);
     }
+    let cfg = base
+        .sweep
+        .resolve(RunnerKind::Kube, None, base.cluster.clone())?;
 
     let run_id = sweep::new_run_id();
     let csv = base
@@ -86,24 +89,30 @@ pub async fn run(args: CompareArgs) -> Result<ExitCode> {
     }
     // Every mode's options are checked before the first pod is made.
     for m in &modes {
-        let opts = base.pods.pod_options("default", base.port, base.inject)?;
+        let opts = base
+            .pods
+            .pod_options("default", base.sweep.port, base.sweep.inject)?;
         crate::modes::check(*m, &opts).with_context(|| format!("mode {m}"))?;
     }
 
-    let runner = managed::connect(base).await?;
+    let runner = managed::connect(&base.access).await?;
     let mut failed_modes = Vec::new();
     let mut interrupted = false;
+    let mut rows = Vec::new();
     for (i, m) in modes.iter().enumerate() {
         eprintln!("railsweep: compare: mode {} of {}: {m}", i + 1, modes.len());
-        let mut a = base.clone();
-        a.mode = Some(m.as_str().into());
-        a.output = Some(per_mode(*m));
-        match managed::run_mode(&runner, &a, *m).await {
-            Ok(code) if code == ExitCode::from(EXIT_INTERRUPTED) => {
-                interrupted = true;
-                break;
+        let mode_cfg = SweepConfig {
+            mode: Some(m.network_mode()),
+            ..cfg.clone()
+        };
+        match sweep_mode(&runner, base, &mode_cfg, *m, Some(&per_mode(*m))).await {
+            Ok(outcome) => {
+                rows.extend(outcome.rows);
+                if outcome.interrupted.is_some() {
+                    interrupted = true;
+                    break;
+                }
             }
-            Ok(_) => {}
             Err(e) => {
                 eprintln!("railsweep: error: {e:#}");
                 failed_modes.push(*m);
@@ -111,15 +120,6 @@ pub async fn run(args: CompareArgs) -> Result<ExitCode> {
         }
     }
 
-    let mut rows = Vec::new();
-    for m in &modes {
-        let p = per_mode(*m);
-        if p.exists() {
-            rows.extend(
-                results::read_path(&p).with_context(|| format!("cannot read {}", p.display()))?,
-            );
-        }
-    }
     let report = Report::new(GENERATED_BY, rows);
     for (format, path) in [
         (Format::Csv, csv.clone()),
@@ -133,7 +133,9 @@ pub async fn run(args: CompareArgs) -> Result<ExitCode> {
         std::fs::write(&path, &bytes)
             .with_context(|| format!("cannot write {}", path.display()))?;
         if format == Format::Markdown {
-            print!("{}", String::from_utf8_lossy(&bytes));
+            let mut out = std::io::stdout().lock();
+            out.write_all(&bytes)?;
+            out.flush()?;
         }
     }
     eprintln!(
@@ -145,7 +147,7 @@ pub async fn run(args: CompareArgs) -> Result<ExitCode> {
         sibling(&csv, "svg").display()
     );
     if interrupted {
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+        return Ok(Verdict::Interrupted);
     }
     if !failed_modes.is_empty() {
         let names: Vec<&str> = failed_modes.iter().map(|m| m.as_str()).collect();
@@ -153,11 +155,7 @@ pub async fn run(args: CompareArgs) -> Result<ExitCode> {
             "railsweep: compare: mode(s) {} did not run (see above)",
             names.join(", ")
         );
-        return Ok(ExitCode::from(1));
+        return Ok(Verdict::Problems);
     }
-    Ok(if report.has_problems() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(Verdict::problems_if(report.has_problems()))
 }

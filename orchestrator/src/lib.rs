@@ -4,7 +4,11 @@
 //! * [`runner`]: where commands run ([`runner::Runner`], with a Kubernetes and a local runner);
 //! * [`rdmabw`]: every rdmabw argument vector and how its output is read;
 //! * [`plan`]: `--rails` lists and the pairing of two pods' rails;
-//! * [`sweep`]: set-up, the server daemon, the rails, deadlines, retries, Ctrl-C;
+//! * [`config`]: the flags every sweeping command shares, resolved once into a validated
+//!   [`sweep::SweepConfig`];
+//! * [`sweep`]: set-up, the server daemon, the rails, deadlines, retries;
+//! * [`pair`]: one sweep of one pair of pods, the same for every command, and Ctrl-C;
+//! * [`exit`]: the exit codes of every command, in one place;
 //! * [`output`] and [`progress`]: the table, the summary lines and the bars;
 //! * [`run`]: the `railsweep run` command line;
 //! * [`modes`], [`managed`] and [`compare`]: the pods railsweep creates for each network mode,
@@ -14,13 +18,18 @@
 
 pub mod batch;
 pub mod compare;
+pub mod config;
+pub mod exit;
 pub mod fleet;
 pub mod managed;
 pub mod modes;
 pub mod output;
+pub mod pair;
 pub mod plan;
 pub mod progress;
 pub mod rdmabw;
 pub mod run;
 pub mod runner;
 pub mod sweep;
+#[cfg(test)]
+mod test_support;

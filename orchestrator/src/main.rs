@@ -1,8 +1,9 @@
 //! railsweep: rail-by-rail RDMA sweeps between Kubernetes pods.
 //!
-//! Exit codes, for every subcommand: 0 when all is well, 1 when the command
-//! ran but found a problem in the results (a rail failed or fell below the
-//! threshold), 2 for usage errors and unreadable input.
+//! Exit codes, for every subcommand ([`orchestrator::exit`]): 0 when all is well, 1 when the
+//! command ran but found a problem in the results (a rail failed or fell below the threshold,
+//! a mode or a pair was not measured), 2 for usage errors and unreadable input, 130 after
+//! Ctrl-C; a closed stdout (broken pipe) is 0.
 #![forbid(unsafe_code)]
 
 mod report;
@@ -10,6 +11,7 @@ mod report;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use orchestrator::exit::{self, Verdict};
 
 /// Sweep every RDMA rail between two pods and compare network modes.
 #[derive(Debug, Parser)]
@@ -19,8 +21,8 @@ struct Cli {
     command: Command,
 }
 
-/// The subcommands. Each returns the exit code for a run that completed
-/// (0 or 1); an `Err` becomes exit code 2.
+/// The subcommands. Each returns the [`Verdict`] of a run that completed; an `Err` becomes
+/// exit code 2 (0 for a broken pipe).
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Sweep the rails between two pods with rdmabw, one rail after another (or all at once).
@@ -33,40 +35,23 @@ enum Command {
     Fleet(Box<orchestrator::fleet::FleetArgs>),
 }
 
-fn run_async(args: orchestrator::run::RunArgs) -> anyhow::Result<ExitCode> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+/// The async commands' runtime.
+fn block_on<F: std::future::Future<Output = anyhow::Result<Verdict>>>(
+    command: F,
+) -> anyhow::Result<Verdict> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
-        .build()?;
-    rt.block_on(orchestrator::run::run(args))
+        .build()?
+        .block_on(command)
 }
-
-/// Exit code for usage and input errors (clap uses the same for bad arguments).
-const EXIT_ERROR: u8 = 2;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let outcome = match cli.command {
+    exit::status(match cli.command {
         Command::Report(args) => report::run(&args),
-        Command::Run(args) => run_async(*args),
-        Command::Compare(args) => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(anyhow::Error::from)
-            .and_then(|rt| rt.block_on(orchestrator::compare::run(*args))),
-        Command::Fleet(args) => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(anyhow::Error::from)
-            .and_then(|rt| rt.block_on(orchestrator::fleet::run(*args))),
-    };
-    match outcome {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("railsweep: error: {err:#}");
-            ExitCode::from(EXIT_ERROR)
-        }
-    }
+        Command::Run(args) => block_on(orchestrator::run::run(*args)),
+        Command::Compare(args) => block_on(orchestrator::compare::run(*args)),
+        Command::Fleet(args) => block_on(orchestrator::fleet::run(*args)),
+    })
 }

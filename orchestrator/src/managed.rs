@@ -6,40 +6,66 @@
 //! as `railsweep run` does (remote processes ended, rows kept), and then the pods are
 //! deleted. `--keep-pods` keeps them in every case and says how to delete them.
 
+use std::io::Write;
 use std::path::Path;
-use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use tokio_util::sync::CancellationToken;
 
+use crate::config::ClusterArgs;
+use crate::exit::Verdict;
+use crate::modes::cli::{NodePair, PodArgs};
 use crate::modes::lifecycle::{LifecycleError, PodSet};
 use crate::modes::{self, yaml, Mode, Placement, PodPair};
-use crate::run::{RunArgs, RunnerKind, EXIT_INTERRUPTED};
 use crate::runner::KubeRunner;
-use crate::sweep;
+use crate::sweep::{self, Pods};
 
 /// How long railsweep waits for its deleted pods to be gone (so that the next mode of a
 /// comparison finds their devices, addresses and ports free).
 pub(crate) const DELETE_WAIT: Duration = Duration::from_secs(60);
 
-/// The mode `--mode` names, for `--nodes` and `--dry-run`.
-pub fn mode_of(args: &RunArgs) -> Result<Mode> {
-    let m = args.mode.as_deref().context(
-        "--nodes and --dry-run need --mode: hostnetwork, hostnetwork-crio, ipvlan or sriov",
-    )?;
-    Ok(m.parse::<Mode>()?)
+/// The pods railsweep creates: how (`--image`, `--networks`, ...), where (`--nodes`), and
+/// what of the sweep they must allow for.
+#[derive(Debug, Clone, Copy)]
+pub struct PairSpec<'a> {
+    /// The pod options of `railsweep run --nodes`.
+    pub pods: &'a PodArgs,
+    /// The client's and the server's node.
+    pub nodes: Option<&'a NodePair>,
+    /// The server daemon's port.
+    pub port: u16,
+    /// `--inject`: the image needs no rdmabw.
+    pub inject: bool,
+    /// `--gpu auto`: the pods ask for GPUs.
+    pub gpu: bool,
 }
 
-fn placement(args: &RunArgs, run_id: &str) -> Placement {
-    Placement {
-        run: args
-            .pods
-            .run_id
-            .clone()
-            .unwrap_or_else(|| run_id.to_string()),
-        client_node: args.nodes.as_ref().map(|n| n.client.clone()),
-        server_node: args.nodes.as_ref().map(|n| n.server.clone()),
+impl PairSpec<'_> {
+    fn placement(&self, run_id: &str) -> Placement {
+        Placement {
+            run: self
+                .pods
+                .run_id
+                .clone()
+                .unwrap_or_else(|| run_id.to_string()),
+            client_node: self.nodes.map(|n| n.client.clone()),
+            server_node: self.nodes.map(|n| n.server.clone()),
+        }
+    }
+
+    /// The pod options; with `--gpu auto` the pods ask for GPUs (said on stderr with `log`).
+    fn pod_options(&self, namespace: &str, log: bool) -> Result<modes::PodOptions> {
+        let mut opts = self.pods.pod_options(namespace, self.port, self.inject)?;
+        if self.gpu && opts.ensure_gpus(GPUS_PER_POD) && log {
+            eprintln!(
+                "railsweep: --gpu auto: the pods ask for {}={GPUS_PER_POD} (every GPU of an \
+                 8-GPU node); give --resource {}=N for another count",
+                modes::GPU_RESOURCE,
+                modes::GPU_RESOURCE
+            );
+        }
+        Ok(opts)
     }
 }
 
@@ -47,45 +73,20 @@ fn placement(args: &RunArgs, run_id: &str) -> Placement {
 /// the usual 8-GPU node, so that each rail's nearest GPU is in the pod.
 const GPUS_PER_POD: u32 = 8;
 
-/// The pod options of `args`; with `--gpu auto` the pods ask for GPUs.
-fn pod_options(args: &RunArgs, namespace: &str, log: bool) -> Result<modes::PodOptions> {
-    let mut opts = args.pods.pod_options(namespace, args.port, args.inject)?;
-    if args.gpu.is_some() && opts.ensure_gpus(GPUS_PER_POD) && log {
-        eprintln!(
-            "railsweep: --gpu auto: the pods ask for {}={GPUS_PER_POD} (every GPU of an \
-             8-GPU node); give --resource {}=N for another count",
-            modes::GPU_RESOURCE,
-            modes::GPU_RESOURCE
-        );
-    }
-    Ok(opts)
-}
-
-/// `railsweep run` with `--nodes` or `--dry-run`.
-pub async fn run(args: RunArgs) -> Result<ExitCode> {
-    let mode = mode_of(&args)?;
-    if args.pods.dry_run {
-        return dry_run(&args, mode);
-    }
-    if args.access.runner != RunnerKind::Kube {
-        bail!("--nodes creates pods through the Kubernetes API: it cannot go with --runner local");
-    }
-    if args.resume.is_some() {
-        bail!("--resume continues a sweep between existing pods: give --client-pod and --server-pod, not --nodes");
-    }
-    let runner = connect(&args).await?;
-    run_mode(&runner, &args, mode).await
-}
-
 /// Connect as `railsweep run` does.
-pub async fn connect(args: &RunArgs) -> Result<KubeRunner> {
-    let target = args.access.kube_target(None);
+pub async fn connect(access: &ClusterArgs) -> Result<KubeRunner> {
+    let target = access.kube_target(None);
     KubeRunner::connect_announced(&target).await
 }
 
 /// Print the pods of `mode` as YAML (`-o yaml`, the default) or as a JSON `List` (`-o json`).
-fn dry_run(args: &RunArgs, mode: Mode) -> Result<ExitCode> {
-    let format = match args.output.as_deref().map(Path::to_str) {
+pub fn dry_run(
+    spec: &PairSpec<'_>,
+    access: &ClusterArgs,
+    output: Option<&Path>,
+    mode: Mode,
+) -> Result<Verdict> {
+    let format = match output.map(Path::to_str) {
         None | Some(Some("yaml")) => "yaml",
         Some(Some("json")) => "json",
         Some(other) => bail!(
@@ -93,9 +94,9 @@ fn dry_run(args: &RunArgs, mode: Mode) -> Result<ExitCode> {
             other.unwrap_or("a non-UTF-8 name")
         ),
     };
-    let namespace = args.access.namespace_or_default();
-    let opts = pod_options(args, &namespace, false)?;
-    let pair = modes::pod_pair(mode, &opts, &placement(args, &sweep::new_run_id()))?;
+    let namespace = access.namespace_or_default();
+    let opts = spec.pod_options(&namespace, false)?;
+    let pair = modes::pod_pair(mode, &opts, &spec.placement(&sweep::new_run_id()))?;
     let text = if format == "yaml" {
         yaml::pairs_yaml(std::slice::from_ref(&pair))?
     } else {
@@ -105,8 +106,10 @@ fn dry_run(args: &RunArgs, mode: Mode) -> Result<ExitCode> {
         });
         serde_json::to_string_pretty(&list)? + "\n"
     };
-    print!("{text}");
-    Ok(ExitCode::SUCCESS)
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(Verdict::Ok)
 }
 
 fn describe(pair: &PodPair) -> String {
@@ -152,30 +155,54 @@ pub(crate) async fn clean_up(set: &PodSet, keep: bool, namespace: &str, wait: Op
     }
 }
 
-/// The end of a command whose pods did not start: their clean-up, then exit 130 after Ctrl-C
-/// or the error, with `what` as its context (e.g. `mode sriov: the pods did not start`).
+/// The end of a command whose pods did not start: their clean-up, then
+/// `Ok(Verdict::Interrupted)` after Ctrl-C, else the error with `what` as its context (e.g.
+/// `mode sriov: the pods did not start`).
 pub(crate) async fn pods_not_started(
     e: LifecycleError,
     set: &PodSet,
     keep: bool,
     namespace: &str,
     what: String,
-) -> Result<ExitCode> {
+) -> Result<Verdict> {
     if let LifecycleError::Interrupted = e {
         eprintln!("\nrailsweep: interrupted while the pods were starting");
         clean_up(set, keep, namespace, None).await;
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+        return Ok(Verdict::Interrupted);
     }
     clean_up(set, keep, namespace, Some(DELETE_WAIT)).await;
     Err(anyhow::Error::new(e).context(what))
 }
 
-/// Create, wait for, sweep and delete the pods of `mode` (the whole of `railsweep run
-/// --nodes`, and one mode of `railsweep compare`).
-pub async fn run_mode(runner: &KubeRunner, args: &RunArgs, mode: Mode) -> Result<ExitCode> {
+/// The pod pair of a mode, created and ready; [`ManagedPair::finish`] deletes it.
+#[derive(Debug)]
+pub struct ManagedPair {
+    set: PodSet,
+    namespace: String,
+    keep: bool,
+    /// The pods' names.
+    pub pods: Pods,
+}
+
+impl ManagedPair {
+    /// Delete the pods (with `--keep-pods`, say how to); after Ctrl-C (`interrupted`) without
+    /// waiting for them to be gone.
+    pub async fn finish(self, interrupted: bool) {
+        let wait = if interrupted { None } else { Some(DELETE_WAIT) };
+        clean_up(&self.set, self.keep, &self.namespace, wait).await;
+    }
+}
+
+/// Create the pods of `mode` and wait until both are ready (`None`: Ctrl-C came first; the
+/// pods are deleted then, and on an error).
+pub async fn start_pair(
+    runner: &KubeRunner,
+    spec: &PairSpec<'_>,
+    mode: Mode,
+) -> Result<Option<ManagedPair>> {
     let namespace = runner.namespace().to_string();
-    let opts = pod_options(args, &namespace, true)?;
-    let pair = modes::pod_pair(mode, &opts, &placement(args, &sweep::new_run_id()))?;
+    let opts = spec.pod_options(&namespace, true)?;
+    let pair = modes::pod_pair(mode, &opts, &spec.placement(&sweep::new_run_id()))?;
     let set = PodSet::new(runner.client(), &namespace);
 
     // Ctrl-C from here until the sweep takes over: stop waiting, delete the pods.
@@ -192,11 +219,12 @@ pub async fn run_mode(runner: &KubeRunner, args: &RunArgs, mode: Mode) -> Result
         r = set.create(&pair) => r,
         _ = cancel.cancelled() => Err(LifecycleError::Interrupted),
     };
-    let timeout = Duration::from_secs_f64(args.pods.pod_timeout.max(1.0));
+    let timeout = Duration::from_secs_f64(spec.pods.pod_timeout.max(1.0));
     let ready = match started {
         Ok(()) => set.wait_ready(timeout, &cancel).await,
         Err(e) => Err(e),
     };
+    listener.abort();
     match ready {
         Ok(pods) => {
             let ips: Vec<String> = pods
@@ -215,31 +243,19 @@ pub async fn run_mode(runner: &KubeRunner, args: &RunArgs, mode: Mode) -> Result
             eprintln!("railsweep: mode {mode}: pods ready: {}", ips.join(", "));
         }
         Err(e) => {
-            listener.abort();
             let what = format!("mode {mode}: the pods did not start");
-            return pods_not_started(e, &set, args.pods.keep_pods, &namespace, what).await;
+            pods_not_started(e, &set, spec.pods.keep_pods, &namespace, what).await?;
+            return Ok(None);
         }
     }
-    listener.abort();
-
-    // The sweep, exactly as `railsweep run --client-pod --server-pod` does it.
-    let mut sweep_args = args.clone();
-    sweep_args.client_pod = pair.client.metadata.name.clone();
-    sweep_args.server_pod = pair.server.metadata.name.clone();
-    sweep_args.access.namespace = Some(namespace.clone());
-    sweep_args.container = Some(modes::CONTAINER.to_string());
-    sweep_args.mode = Some(mode.as_str().to_string());
-    let outcome = match sweep_args.sweep_config() {
-        Ok(cfg) => crate::run::sweep_with(runner.clone(), &sweep_args, cfg).await,
-        Err(e) => Err(e),
+    let pods = Pods {
+        client: pair.client.metadata.name.clone().unwrap_or_default(),
+        server: pair.server.metadata.name.clone().unwrap_or_default(),
     };
-    let interrupted = matches!(&outcome, Ok(code) if *code == ExitCode::from(EXIT_INTERRUPTED));
-    clean_up(
-        &set,
-        args.pods.keep_pods,
-        &namespace,
-        if interrupted { None } else { Some(DELETE_WAIT) },
-    )
-    .await;
-    outcome
+    Ok(Some(ManagedPair {
+        set,
+        namespace,
+        keep: spec.pods.keep_pods,
+        pods,
+    }))
 }

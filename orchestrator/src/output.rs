@@ -105,47 +105,24 @@ pub fn summary_lines(rows: &[RailResult], generated_by: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use results::{MemoryKind, NetworkMode};
+    use results::NetworkMode;
 
     fn row(rail: u32, bw: Option<f64>) -> RailResult {
         let mut r = RailResult {
             run_id: "r1".into(),
-            time_utc: "2026-01-01T00:00:00Z".into(),
             network_mode: NetworkMode::Sriov,
-            cluster: "c".into(),
-            client_pod: Some("a".into()),
             client_node: "n1".into(),
-            server_pod: Some("b".into()),
             server_node: "n2".into(),
-            rail,
-            client_interface: format!("net{}", rail + 1),
             client_rdma_device: format!("mlx5_{rail}"),
             client_gid_index: Some(3),
-            server_interface: format!("net{}", rail + 1),
             server_rdma_device: format!("mlx5_{rail}"),
             server_gid_index: Some(5),
             traffic_class: Some(41),
             mtu_bytes: Some(4096),
-            msg_size_bytes: 65536,
-            qps: 1,
             duration_s: bw.map(|_| 3.0),
-            iterations: None,
-            memory: MemoryKind::Host,
-            status: if bw.is_some() {
-                RailStatus::Ok
-            } else {
-                RailStatus::Failed
-            },
-            bw_avg_gbps: bw,
-            bw_peak_gbps: bw,
-            msg_rate_mpps: None,
-            bw_p1_gbps: None,
-            bw_p50_gbps: None,
-            bw_p99_gbps: None,
             line_rate_gbps: Some(100.0),
-            line_rate_pct: None,
-            threshold_gbps: None,
             error: bw.is_none().then(|| "port down".to_string()),
+            ..crate::test_support::row("a", "b", rail, bw)
         };
         r.classify(Some(90.0));
         r

@@ -2,10 +2,10 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use orchestrator::exit::Verdict;
 use results::{read_path, read_str, Format, RailStatus, Report};
 
 /// Arguments of `railsweep report`.
@@ -82,7 +82,7 @@ fn load(path: &Path) -> Result<Vec<results::RailResult>> {
 
 /// Run `railsweep report`: 0 when every rail is fine, 1 when some rail failed
 /// or is below the threshold; input and output errors are `Err`.
-pub fn run(args: &ReportArgs) -> Result<ExitCode> {
+pub fn run(args: &ReportArgs) -> Result<Verdict> {
     let mut rows = Vec::new();
     for path in &args.files {
         let loaded = load(path)?;
@@ -145,8 +145,8 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
             .count();
         let below = report.rows.iter().filter(|r| report.is_below(r)).count();
         eprintln!("railsweep: {failed} rail(s) failed, {below} below threshold");
-        Ok(ExitCode::from(1))
+        Ok(Verdict::Problems)
     } else {
-        Ok(ExitCode::SUCCESS)
+        Ok(Verdict::Ok)
     }
 }

@@ -20,17 +20,31 @@ use crate::progress::Progress;
 use crate::rdmabw::{self, ClientOutcome, ClientTest};
 use crate::runner::{Exit, Output, PodInfo, Runner, Signal};
 
-/// Everything a sweep is asked to do.
+/// The two pods of a sweep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pods {
+    /// Pod running the clients.
+    pub client: String,
+    /// Pod running the server daemon.
+    pub server: String,
+}
+
+/// Which rdmabw the pods run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rdmabw {
+    /// This path (or name in `PATH`) inside the pods.
+    InPods(String),
+    /// Copy this local rdmabw into each pod first (`--inject`).
+    Inject(PathBuf),
+    /// Already copied into each pod, at [`injected_path`] (a fleet injects once per pod).
+    Injected,
+}
+
+/// Everything a sweep is asked to do, validated (see [`crate::config::SweepArgs`]).
 #[derive(Debug, Clone)]
 pub struct SweepConfig {
-    /// Pod running the clients.
-    pub client_pod: String,
-    /// Pod running the server daemon.
-    pub server_pod: String,
-    /// rdmabw's path (or name in `PATH`) inside the pods.
-    pub rdmabw: String,
-    /// Copy this local rdmabw into both pods first (`--inject`).
-    pub inject: Option<PathBuf>,
+    /// The pods' rdmabw.
+    pub rdmabw: Rdmabw,
     /// Only these rails (`--rails`).
     pub rails: Option<Vec<u32>>,
     /// The daemon's TCP port.
@@ -78,6 +92,8 @@ impl SweepConfig {
 /// Both pods, ready for a sweep.
 #[derive(Debug, Clone)]
 pub struct Prepared {
+    /// The pods' names, as given.
+    pub pods: Pods,
     /// The client pod.
     pub client: PodInfo,
     /// The server pod.
@@ -99,7 +115,8 @@ pub fn injected_path() -> String {
     format!("/tmp/railsweep-rdmabw-{}", rdmabw::OWN_VERSION)
 }
 
-async fn inject<R: Runner>(runner: &R, pod: &str, local: &std::path::Path) -> Result<String> {
+/// Copy the local rdmabw `local` into `pod`, at [`injected_path`]: its path there.
+pub async fn inject<R: Runner>(runner: &R, pod: &str, local: &std::path::Path) -> Result<String> {
     let bytes = tokio::fs::read(local)
         .await
         .with_context(|| format!("cannot read {} to inject it", local.display()))?;
@@ -189,11 +206,11 @@ async fn prepare_pod<R: Runner>(
     pod: &str,
 ) -> Result<(PodInfo, String, RailsReport)> {
     let info = runner.describe(pod).await?;
-    let bin = match &cfg.inject {
-        Some(local) => inject(runner, pod, local).await?,
-        None => cfg.rdmabw.clone(),
+    let (bin, injected) = match &cfg.rdmabw {
+        Rdmabw::InPods(path) => (path.clone(), false),
+        Rdmabw::Inject(local) => (inject(runner, pod, local).await?, true),
+        Rdmabw::Injected => (injected_path(), true),
     };
-    let injected = cfg.inject.is_some();
     // One exec when all is well: the rails report names the rdmabw version that printed it.
     // Only when it fails does `--version` run, to tell a missing or foreign rdmabw apart from
     // a failing `rails`.
@@ -219,21 +236,22 @@ async fn prepare_pod<R: Runner>(
 
 /// Set-up: look both pods up, check (or inject) rdmabw, and read their rails, both pods at once.
 /// Any error here is a set-up error (exit code 2).
-pub async fn prepare<R: Runner>(runner: &R, cfg: &SweepConfig) -> Result<Prepared> {
+pub async fn prepare<R: Runner>(runner: &R, cfg: &SweepConfig, pods: &Pods) -> Result<Prepared> {
     let t0 = Instant::now();
-    if cfg.client_pod == cfg.server_pod {
+    if pods.client == pods.server {
         eprintln!(
             "railsweep: warning: client and server are the same pod ({})",
-            cfg.client_pod
+            pods.client
         );
     }
     let (c, s) = tokio::join!(
-        prepare_pod(runner, cfg, &cfg.client_pod),
-        prepare_pod(runner, cfg, &cfg.server_pod)
+        prepare_pod(runner, cfg, &pods.client),
+        prepare_pod(runner, cfg, &pods.server)
     );
     let (client, client_bin, client_rails) = c.context("client pod")?;
     let (server, server_bin, server_rails) = s.context("server pod")?;
     Ok(Prepared {
+        pods: pods.clone(),
         client,
         server,
         client_bin,
@@ -291,9 +309,9 @@ pub fn new_run_id() -> String {
     rfc3339_utc(SystemTime::now()).replace(['-', ':'], "")
 }
 
-/// How the sweep ended.
+/// How the rails of a sweep ended (see [`crate::pair::SweepOutcome`] for the whole sweep).
 #[derive(Debug, Clone)]
-pub struct SweepOutcome {
+pub struct RailsOutcome {
     /// Rows written by this invocation, in the order they were measured.
     pub rows: Vec<RailResult>,
     /// Rails that were not measured because of Ctrl-C (not written: `--resume` picks them up).
@@ -534,7 +552,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
             }
         }
         let deadline = self.cfg.deadline();
-        let pod = &self.cfg.client_pod;
+        let pod = &self.prep.pods.client;
         let t0 = Instant::now();
         let spawned = tokio::select! {
             r = self.runner.spawn(pod, &argv) => r,
@@ -573,7 +591,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
         Attempt::Failed(
             format!(
                 "could not start the client in pod {} within the rail's deadline of {:.0} s",
-                self.cfg.client_pod,
+                self.prep.pods.client,
                 self.cfg.deadline().as_secs_f64()
             ),
             None,
@@ -602,7 +620,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
     /// after one was stopped or died). `None`: this rdmabw has no `batch`, use a process.
     async fn attempt_batched(&self, argv: &[String]) -> Option<Attempt> {
         let mut slot = self.batch.lock().await;
-        let pod = &self.cfg.client_pod;
+        let pod = &self.prep.pods.client;
         let deadline = self.cfg.deadline();
         let t0 = Instant::now();
         if matches!(*slot, Batch::Unsupported) {
@@ -670,7 +688,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
                 let pid = b.pid();
                 let _ = stop_process(
                     self.runner,
-                    &self.cfg.client_pod,
+                    &self.prep.pods.client,
                     pid,
                     b.done_mut(),
                     "client",
@@ -683,7 +701,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
 
     async fn rail(&self, pair: RailPair) -> RailEnd {
         let rail = pair.rail;
-        if let Some(problem) = pair.problem(&self.cfg.client_pod, &self.cfg.server_pod) {
+        if let Some(problem) = pair.problem(&self.prep.pods.client, &self.prep.pods.server) {
             self.progress.finish(rail, "not measured");
             return RailEnd::Row(Box::new(self.failed_row(&pair, problem, None)));
         }
@@ -730,7 +748,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
                     if let Some(end) = self.server.ended(DAEMON_END_GRACE).await {
                         why.push_str(&format!(
                             "; the server daemon in pod {} had ended ({end})",
-                            self.cfg.server_pod
+                            self.prep.pods.server
                         ));
                     }
                     last = (why, rep);
@@ -884,7 +902,7 @@ pub async fn run<R: Runner>(
     cfg: &SweepConfig,
     prep: &Prepared,
     run: SweepRun<'_>,
-) -> Result<SweepOutcome> {
+) -> Result<RailsOutcome> {
     let t0 = Instant::now();
     let pairs = planned_rails(cfg, prep, &run.skip);
     let rails: Vec<u32> = pairs.iter().map(|p| p.rail).collect();
@@ -908,7 +926,7 @@ pub async fn run<R: Runner>(
         },
         server: Server {
             runner,
-            pod: cfg.server_pod.clone(),
+            pod: prep.pods.server.clone(),
             argv: rdmabw::server_argv(&prep.server_bin, cfg.port, cfg.gpu_auto),
             state: Mutex::new(None),
         },
@@ -917,7 +935,7 @@ pub async fn run<R: Runner>(
         clients_s: std::sync::Mutex::new(0.0),
         batch: Mutex::new(Batch::Idle),
     };
-    let mut outcome = SweepOutcome {
+    let mut outcome = RailsOutcome {
         rows: Vec::new(),
         interrupted: Vec::new(),
         rails_wall_s: 0.0,
@@ -930,7 +948,7 @@ pub async fn run<R: Runner>(
         }
     }
     let sink = run.sink;
-    let mut record = |end: RailEnd, outcome: &mut SweepOutcome| -> Result<()> {
+    let mut record = |end: RailEnd, outcome: &mut RailsOutcome| -> Result<()> {
         match end {
             RailEnd::Row(row) => {
                 if !progress.visible() {

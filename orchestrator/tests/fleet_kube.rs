@@ -19,8 +19,8 @@ use apiserver::cluster::{ClusterSpec, NodeSpec};
 use results::{read_path, NetworkMode, RailResult, RailStatus};
 use support::cluster::{kubeconfig, server};
 use support::fake::{alive, Behave, Fake};
-use support::kube::{pods_left, railsweep, text};
-use support::process;
+use support::kube::{pods_left, railsweep};
+use support::process::{self, text};
 
 /// A GPU node as in modes_kube.rs, with extra options (labels).
 fn node(name: &str, extra: &str) -> NodeSpec {

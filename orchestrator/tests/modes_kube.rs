@@ -17,8 +17,8 @@ use apiserver::cluster::{ClusterSpec, NodeSpec};
 use results::{read_path, NetworkMode, RailStatus};
 use support::cluster::{kubeconfig, server};
 use support::fake::{alive, Behave, Fake};
-use support::kube::{pods_left, railsweep, text};
-use support::process;
+use support::kube::{pods_left, railsweep};
+use support::process::{self, text};
 
 /// Two GPU nodes like the field reports': 16 rail PFs, 8 GPUs, the GPU taint, an IP pool of
 /// 32 addresses, and one SR-IOV VF resource per rail (2 rails here).

@@ -1,8 +1,12 @@
 //! `railsweep report` end to end, on the built binary.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
+#[path = "support/process.rs"]
+mod process;
+
+use process::{railsweep, text};
 use results::{read_path, read_str, write_csv, write_json, NetworkMode, RailResult};
 
 fn fixture() -> PathBuf {
@@ -23,18 +27,6 @@ fn rows_of(mode: &NetworkMode) -> Vec<RailResult> {
         .into_iter()
         .filter(|r| &r.network_mode == mode)
         .collect()
-}
-
-fn railsweep(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_railsweep"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("railsweep runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 fn path_str(p: &Path) -> &str {
@@ -225,6 +217,25 @@ fn csv_on_stdout_reads_back_and_stdin_is_accepted() {
     assert!(text(&piped.stderr).contains("read 48 rows from -"));
     let rows = read_str(&text(&piped.stdout), "stdout.json").expect("json output parses");
     assert_eq!(rows, fixture_rows());
+}
+
+#[test]
+fn a_closed_stdout_is_success_not_an_error() {
+    // `railsweep report ... | head`: the reader went away, which is no failure of railsweep
+    // (ripgrep's rule), even with failed rails in the input (exit 1 when stdout is read).
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let child = Command::new(env!("CARGO_BIN_EXE_railsweep"))
+        .args(["report", "--format", "csv", path_str(&fixture())])
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let out = child.wait_with_output().expect("ends");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("error"), "{stderr}");
 }
 
 #[test]

@@ -8,24 +8,12 @@ mod support;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use results::{read_path, RailStatus};
 use support::fake::{alive, rail, Behave, Fake};
-use support::process;
-
-fn railsweep(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_railsweep"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("railsweep runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use support::process::{self, railsweep, text};
 
 fn local_args<'a>(fake: &'a str, out: &'a str) -> Vec<&'a str> {
     vec![

@@ -284,53 +284,11 @@ pub fn judge(rows: &[RailResult], t: Threshold) -> Verdict {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use crate::fleet::schedule::all_pairs;
-    use results::{MemoryKind, NetworkMode};
 
-    /// A measured row between two nodes.
-    pub(crate) fn row(client: &str, server: &str, rail: u32, bw: Option<f64>) -> RailResult {
-        RailResult {
-            run_id: "t".into(),
-            time_utc: "2026-01-01T00:00:00Z".into(),
-            network_mode: NetworkMode::Lab,
-            cluster: "c".into(),
-            client_pod: Some(client.into()),
-            client_node: client.into(),
-            server_pod: Some(server.into()),
-            server_node: server.into(),
-            rail,
-            client_interface: format!("net{}", rail + 1),
-            client_rdma_device: "d".into(),
-            client_gid_index: Some(1),
-            server_interface: format!("net{}", rail + 1),
-            server_rdma_device: "d".into(),
-            server_gid_index: Some(1),
-            traffic_class: None,
-            mtu_bytes: None,
-            msg_size_bytes: 65536,
-            qps: 1,
-            duration_s: Some(1.0),
-            iterations: None,
-            memory: MemoryKind::Host,
-            status: if bw.is_some() {
-                RailStatus::Ok
-            } else {
-                RailStatus::Failed
-            },
-            bw_avg_gbps: bw,
-            bw_peak_gbps: bw,
-            msg_rate_mpps: None,
-            bw_p1_gbps: None,
-            bw_p50_gbps: None,
-            bw_p99_gbps: None,
-            line_rate_gbps: Some(400.0),
-            line_rate_pct: None,
-            threshold_gbps: None,
-            error: bw.is_none().then(|| "failed".into()),
-        }
-    }
+    use crate::test_support::row;
 
     /// 64 nodes, 8 rails, every pair; rail 5 of node n17 at 60 %, and a little noise.
     fn fleet(bad: Option<(&str, u32, Option<f64>)>) -> Vec<RailResult> {

@@ -150,7 +150,7 @@ pub fn heatmap(nodes: &[String], rows: &[RailResult], rail: u32, t: Threshold) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::culprit::tests::row;
+    use crate::test_support::row;
 
     #[test]
     fn heatmap_marks_the_failed_pair() {

@@ -17,21 +17,14 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use tokio_util::sync::CancellationToken;
 
-pub use self::run::run;
-use crate::run::{ClusterArgs, RailList, RunnerKind};
-use crate::sweep::SweepConfig;
-
-fn positive(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("expected a positive number, got `{s}`")),
-    }
-}
-
-fn rail_list(s: &str) -> Result<RailList, String> {
-    crate::plan::parse_rail_list(s).map(RailList)
-}
+use crate::config::{positive, ClusterArgs, RunnerKind, SweepArgs};
+use crate::exit::Verdict;
+use crate::modes;
+use crate::pair::watch_ctrl_c;
+use crate::runner::{KubeRunner, LocalRunner};
+use crate::sweep;
 
 /// Arguments of `railsweep fleet`.
 #[derive(Debug, Clone, Args)]
@@ -54,6 +47,24 @@ prints the pods instead.
 
 Exit status: 0 every pair and rail ok; 1 an outlier, a failed rail or a pair not measured; 2 usage \
 or set-up error; 130 interrupted (what was measured is kept).")]
+// The test parameters are `railsweep run`'s; these say what they mean for a fleet.
+#[command(mut_arg("rdmabw", |a| a.help(
+    "rdmabw inside the pods [default: `rdmabw`; for --runner local, the one next to railsweep]"
+)))]
+#[command(mut_arg("inject", |a| a.help(
+    "Copy this railsweep's own rdmabw into the pods of each pair (to /tmp) through exec, for \
+     images that have libibverbs but no rdmabw. Needs `sh` and `head` in the image."
+)))]
+#[command(mut_arg("rails", |a| a.help("Rails to measure: `0,3,5-7` [default: every rail].")))]
+#[command(mut_arg("parallel", |a| a.help("Measure all rails of a pair at once.")))]
+#[command(mut_arg("tclass", |a| a.help("Traffic class (IPv4 TOS byte) for the QPs.")))]
+#[command(mut_arg("min_line_rate_pct", |a| a.help(
+    "Judge against the line rate instead: under this percentage of it is an outlier."
+)))]
+#[command(mut_arg("margin", |a| a
+    .help("Seconds a rail may take beyond --duration before it is stopped and recorded as failed.")
+    .value_parser(positive)))]
+#[command(mut_arg("port", |a| a.help("TCP port of the server daemons.")))]
 pub struct FleetArgs {
     /// The fleet's pods (or network namespaces with --runner local), in this order.
     #[arg(long, value_name = "POD,POD,...", value_delimiter = ',', num_args = 1.., conflicts_with_all = ["pods_selector", "nodes"])]
@@ -75,17 +86,6 @@ pub struct FleetArgs {
     /// Container to run in [default: the pod's default container; with --nodes, railsweep's].
     #[arg(short = 'c', long, value_name = "NAME", conflicts_with = "nodes")]
     pub container: Option<String>,
-    /// rdmabw inside the pods [default: `rdmabw`; for --runner local, the one next to railsweep].
-    #[arg(long, value_name = "PATH")]
-    pub rdmabw: Option<String>,
-    /// Copy this railsweep's own rdmabw into the pods of each pair (to /tmp) through exec, for
-    /// images that have libibverbs but no rdmabw. Needs `sh` and `head` in the image.
-    #[arg(long)]
-    pub inject: bool,
-    /// The local rdmabw binary --inject copies [default: the rdmabw next to railsweep].
-    #[arg(long, value_name = "FILE", requires = "inject")]
-    pub inject_binary: Option<PathBuf>,
-
     /// Which pairs: `all-pairs`, `ring` (each pod with the next), or `one-to-all=POD`.
     #[arg(long, value_name = "PATTERN", default_value = "all-pairs")]
     pub pattern: schedule::Pattern,
@@ -96,39 +96,12 @@ pub struct FleetArgs {
     /// --duration and --margin, plus 60 s of set-up].
     #[arg(long, value_name = "S", value_parser = positive)]
     pub round_deadline: Option<f64>,
-    /// Rails to measure: `0,3,5-7` [default: every rail].
-    #[arg(long, value_name = "LIST", value_parser = rail_list)]
-    pub rails: Option<RailList>,
-    /// Measure all rails of a pair at once.
-    #[arg(long)]
-    pub parallel: bool,
-    /// Measured seconds per rail.
-    #[arg(short = 'D', long, value_name = "S", default_value_t = 5.0, value_parser = positive)]
-    pub duration: f64,
-    /// RDMA WRITE message size in bytes.
-    #[arg(short = 's', long, value_name = "BYTES", default_value_t = 65536)]
-    pub size: u64,
-    /// Traffic class (IPv4 TOS byte) for the QPs.
-    #[arg(long, value_name = "N")]
-    pub tclass: Option<u8>,
-    /// Queue pairs per rail.
-    #[arg(short = 'q', long, value_name = "N", default_value_t = 1)]
-    pub qps: u32,
     /// A (pair, rail) under this percentage of its rail's fleet median is an outlier.
     #[arg(long, value_name = "PCT", default_value_t = 90.0, value_parser = positive)]
     pub outlier_pct: f64,
-    /// Judge against the line rate instead: under this percentage of it is an outlier.
-    #[arg(long, value_name = "PCT", value_parser = positive)]
-    pub min_line_rate_pct: Option<f64>,
     /// Do not measure outliers again.
     #[arg(long)]
     pub no_remeasure: bool,
-    /// Seconds a rail may take beyond --duration before it is stopped and recorded as failed.
-    #[arg(long, value_name = "S", default_value_t = 15.0, value_parser = positive)]
-    pub margin: f64,
-    /// TCP port of the server daemons.
-    #[arg(short = 'p', long, value_name = "PORT", default_value_t = 18515)]
-    pub port: u16,
     /// Directory for the results [default: railsweep-fleet-RUNID].
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
@@ -139,81 +112,31 @@ pub struct FleetArgs {
     #[arg(short = 'o', long, value_name = "FORMAT", requires = "dry_run", value_parser = ["yaml", "json"])]
     pub output: Option<String>,
 
+    /// The test parameters, as `railsweep run` takes them.
+    #[command(flatten)]
+    pub sweep: SweepArgs,
+
     /// The pods railsweep creates with --nodes: the options of `railsweep run --nodes`.
     #[command(flatten)]
     pub pod_args: crate::modes::cli::PodArgs,
 }
 
 impl FleetArgs {
-    /// The sweep of one pair, pods left empty (each pair fills them in).
-    fn sweep_config(&self) -> Result<SweepConfig> {
-        if self.size == 0 {
-            bail!("--size must be at least 1 byte");
-        }
-        if self.qps == 0 {
-            bail!("--qps must be at least 1");
-        }
-        let sibling = std::env::current_exe()
-            .ok()
-            .and_then(|e| e.parent().map(|p| p.join("rdmabw")))
-            .filter(|p| p.is_file());
-        let rdmabw = match (&self.rdmabw, self.access.runner, sibling) {
-            (Some(p), _, _) => p.clone(),
-            (None, RunnerKind::Local, Some(s)) => s.display().to_string(),
-            _ => "rdmabw".into(),
-        };
-        let inject = if self.inject {
-            Some(
-                self.inject_binary
-                    .clone()
-                    .or_else(crate::run::sibling_rdmabw)
-                    .context(
-                        "--inject: no rdmabw next to railsweep; give one with --inject-binary",
-                    )?,
-            )
-        } else {
-            None
-        };
-        Ok(SweepConfig {
-            client_pod: String::new(),
-            server_pod: String::new(),
-            rdmabw,
-            inject,
-            rails: self.rails.clone().map(|r| r.0),
-            port: self.port,
-            duration_s: self.duration,
-            size_bytes: self.size,
-            tclass: self.tclass,
-            qps: self.qps,
-            mtu: None,
-            min_gbps: None,
-            min_line_rate_pct: self.min_line_rate_pct,
-            warmup_s: None,
-            cooldown_s: None,
-            parallel: self.parallel,
-            retries: 0,
-            margin: Duration::from_secs_f64(self.margin),
-            mode: None,
-            cluster: None,
-            gpu_auto: false,
-        })
-    }
-
     /// The deadline of a round of jobs with these rail counts (`None`: every rail, taken as
     /// the --rails count or 8).
     fn round_deadline(&self, rails: &[Option<usize>], max_pairs: usize) -> Duration {
         if let Some(s) = self.round_deadline {
             return Duration::from_secs_f64(s);
         }
-        let per_rail = self.duration + self.margin;
-        let default_rails = self.rails.as_ref().map_or(8, |r| r.0.len());
+        let per_rail = self.sweep.duration + self.sweep.margin;
+        let default_rails = self.sweep.rails.as_ref().map_or(8, |r| r.0.len());
         let longest = rails
             .iter()
             .map(|n| n.unwrap_or(default_rails).max(1))
             .max()
             .unwrap_or(1);
         #[allow(clippy::cast_precision_loss)]
-        let pair_s = if self.parallel {
+        let pair_s = if self.sweep.parallel {
             per_rail
         } else {
             per_rail * longest as f64
@@ -222,4 +145,88 @@ impl FleetArgs {
         #[allow(clippy::cast_precision_loss)]
         Duration::from_secs_f64(60.0 + pair_s * waves as f64)
     }
+}
+
+/// `railsweep fleet`: over the pods railsweep creates (`--mode M --nodes SELECTOR`), or over
+/// existing ones.
+pub async fn run(args: FleetArgs) -> Result<Verdict> {
+    if let Some(nodes) = &args.nodes {
+        return over_nodes(&args, nodes).await;
+    }
+    if args.pod_args.dry_run {
+        bail!("--dry-run prints the pods railsweep would create: give --mode M --nodes SELECTOR with it");
+    }
+    let mode = match &args.mode {
+        Some(m) => Some(m.parse::<results::NetworkMode>().context("--mode")?),
+        None => None,
+    };
+    let cfg = args.sweep.resolve(args.access.runner, mode, None)?;
+    match args.access.runner {
+        RunnerKind::Local => {
+            let pods = args
+                .pods
+                .clone()
+                .context("--runner local needs --pods POD,POD,... (network namespaces)")?;
+            let cancel = CancellationToken::new();
+            watch_ctrl_c(cancel.clone());
+            run::fleet_with(&LocalRunner::new(), &args, &cfg, pods, cancel).await
+        }
+        RunnerKind::Kube => {
+            let target = args.access.kube_target(args.container.clone());
+            let runner = KubeRunner::connect_announced(&target).await?;
+            let pods = match (&args.pods, &args.pods_selector) {
+                (Some(p), _) => p.clone(),
+                (None, Some(sel)) => run::kube_pods(&runner, sel).await?,
+                (None, None) => bail!(
+                    "give the fleet's pods: --pods-selector label=value, --pods POD,POD,..., or --mode M --nodes SELECTOR \
+                     (railsweep creates one pod per node)"
+                ),
+            };
+            let cancel = CancellationToken::new();
+            watch_ctrl_c(cancel.clone());
+            run::fleet_with(&runner, &args, &cfg, pods, cancel).await
+        }
+    }
+}
+
+/// `railsweep fleet --mode M --nodes SELECTOR` (and its `--dry-run`): the pods, the fleet over
+/// the ready ones in node order, in railsweep's container, and the pods' deletion.
+async fn over_nodes(args: &FleetArgs, nodes: &str) -> Result<Verdict> {
+    let mode = nodes::mode_of(args)?;
+    if args.access.runner != RunnerKind::Kube {
+        bail!("--nodes creates pods through the Kubernetes API: it cannot go with --runner local (give --pods instead)");
+    }
+    let choice = nodes::NodeChoice::parse(nodes)?;
+    let run_id = args
+        .pod_args
+        .run_id
+        .clone()
+        .unwrap_or_else(sweep::new_run_id);
+    let target = args.access.kube_target(Some(modes::CONTAINER.to_string()));
+    if args.pod_args.dry_run {
+        return nodes::dry_run(args, &target, mode, choice, &run_id).await;
+    }
+    let cfg = args
+        .sweep
+        .resolve(RunnerKind::Kube, Some(mode.network_mode()), None)?;
+    if let Some(dir) = &args.out_dir {
+        if dir.join("fleet.csv").exists() {
+            bail!(
+                "{} already has a fleet.csv; give another --out-dir",
+                dir.display()
+            );
+        }
+    }
+    let runner = KubeRunner::connect_announced(&target).await?;
+    // One Ctrl-C watch for the whole command: it stops the start of the pods, then the fleet.
+    let cancel = CancellationToken::new();
+    watch_ctrl_c(cancel.clone());
+    let Some(pods) = nodes::start(&runner, args, mode, choice, &run_id, &cancel).await? else {
+        return Ok(Verdict::Interrupted);
+    };
+    let outcome = run::fleet_with(&runner, args, &cfg, pods.ready.clone(), cancel.clone()).await;
+    let some_not_started = pods.some_not_started();
+    pods.finish(cancel.is_cancelled()).await;
+    // The pairs of a pod that did not start were not measured.
+    Ok(outcome?.and(Verdict::problems_if(some_not_started)))
 }

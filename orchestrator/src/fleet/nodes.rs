@@ -11,7 +11,7 @@
 //! stops it as `railsweep fleet` stops (remote processes ended, the rows written so far
 //! kept), then the pods are deleted (exit 130). `--keep-pods` keeps them in every case.
 
-use std::process::ExitCode;
+use std::io::Write;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -19,21 +19,19 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
 use tokio_util::sync::CancellationToken;
 
-use super::run::{fleet_with, watch_ctrl_c};
 use super::FleetArgs;
+use crate::exit::Verdict;
 use crate::managed::{clean_up, pods_not_started, DELETE_WAIT};
 use crate::modes::lifecycle::{LifecycleError, PodSet};
 use crate::modes::{self, yaml, Mode};
-use crate::run::RunnerKind;
-use crate::runner::KubeRunner;
-use crate::sweep;
+use crate::runner::{KubeRunner, KubeTarget};
 
 /// Pods watched at once while they start.
 const PARALLEL_WAITS: usize = 32;
 
 /// What `--nodes` names.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum NodeChoice {
+pub(super) enum NodeChoice {
     /// A label selector: the nodes are listed through the API.
     Selector(String),
     /// Node names, in this order.
@@ -42,7 +40,7 @@ enum NodeChoice {
 
 impl NodeChoice {
     /// A value with `=` (or a set-based `in (..)`, `!key`) is a label selector; else node names.
-    fn parse(s: &str) -> Result<NodeChoice> {
+    pub(super) fn parse(s: &str) -> Result<NodeChoice> {
         let s = s.trim();
         if s.is_empty() {
             bail!("--nodes is empty: give a label selector (--nodes rail-test=true) or node names (--nodes n1,n2,n3)");
@@ -86,7 +84,8 @@ async fn list_nodes(runner: &KubeRunner, selector: &str) -> Result<Vec<String>> 
     Ok(names)
 }
 
-fn mode_of(args: &FleetArgs) -> Result<Mode> {
+/// The mode `--mode` names, for `--nodes`.
+pub(super) fn mode_of(args: &FleetArgs) -> Result<Mode> {
     let m = args.mode.as_deref().context(
         "--nodes creates the pods of a network mode: give --mode hostnetwork, hostnetwork-crio, ipvlan or sriov",
     )?;
@@ -106,55 +105,77 @@ fn name_of(p: &Pod) -> String {
     p.metadata.name.clone().unwrap_or_default()
 }
 
-/// `railsweep fleet --mode M --nodes SELECTOR` (and its `--dry-run`).
-pub(super) async fn run(args: &FleetArgs, nodes: &str) -> Result<ExitCode> {
-    let mode = mode_of(args)?;
-    if args.access.runner != RunnerKind::Kube {
-        bail!("--nodes creates pods through the Kubernetes API: it cannot go with --runner local (give --pods instead)");
-    }
-    let choice = NodeChoice::parse(nodes)?;
-    let run_id = args
-        .pod_args
-        .run_id
-        .clone()
-        .unwrap_or_else(sweep::new_run_id);
-    let target = args.access.kube_target(Some(modes::CONTAINER.to_string()));
-
-    if args.pod_args.dry_run {
-        // Node names need no cluster; a selector is listed through the API.
-        let (nodes, namespace) = match choice {
-            NodeChoice::Names(n) => (n, args.access.namespace_or_default()),
-            NodeChoice::Selector(s) => {
-                let runner = KubeRunner::connect(&target).await?;
-                (
-                    list_nodes(&runner, &s).await?,
-                    runner.namespace().to_string(),
-                )
-            }
-        };
-        let opts = args
-            .pod_args
-            .pod_options(&namespace, args.port, args.inject)?;
-        let pods = modes::fleet_pods(mode, &opts, &run_id, &nodes)?;
-        let text = if args.output.as_deref() == Some("json") {
-            let list = serde_json::json!({ "apiVersion": "v1", "kind": "List", "items": pods });
-            serde_json::to_string_pretty(&list)? + "\n"
-        } else {
-            yaml::fleet_yaml(mode, &pods)?
-        };
-        print!("{text}");
-        return Ok(ExitCode::SUCCESS);
-    }
-
-    if let Some(dir) = &args.out_dir {
-        if dir.join("fleet.csv").exists() {
-            bail!(
-                "{} already has a fleet.csv; give another --out-dir",
-                dir.display()
-            );
+/// `--dry-run`: print the pods, one per node (node names need no cluster; a selector is
+/// listed through the API).
+pub(super) async fn dry_run(
+    args: &FleetArgs,
+    target: &KubeTarget,
+    mode: Mode,
+    choice: NodeChoice,
+    run_id: &str,
+) -> Result<Verdict> {
+    let (nodes, namespace) = match choice {
+        NodeChoice::Names(n) => (n, args.access.namespace_or_default()),
+        NodeChoice::Selector(s) => {
+            let runner = KubeRunner::connect(target).await?;
+            (
+                list_nodes(&runner, &s).await?,
+                runner.namespace().to_string(),
+            )
         }
+    };
+    let opts = args
+        .pod_args
+        .pod_options(&namespace, args.sweep.port, args.sweep.inject)?;
+    let pods = modes::fleet_pods(mode, &opts, run_id, &nodes)?;
+    let text = if args.output.as_deref() == Some("json") {
+        let list = serde_json::json!({ "apiVersion": "v1", "kind": "List", "items": pods });
+        serde_json::to_string_pretty(&list)? + "\n"
+    } else {
+        yaml::fleet_yaml(mode, &pods)?
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(Verdict::Ok)
+}
+
+/// The fleet's pods, created; [`FleetPods::finish`] deletes them.
+#[derive(Debug)]
+pub(super) struct FleetPods {
+    set: PodSet,
+    namespace: String,
+    keep: bool,
+    /// The pods that are ready, in node order.
+    pub(super) ready: Vec<String>,
+    /// (pod, node, why it did not start)
+    not_started: Vec<(String, String, String)>,
+}
+
+impl FleetPods {
+    /// Whether a pod did not start (its pairs are not measured).
+    pub(super) fn some_not_started(&self) -> bool {
+        !self.not_started.is_empty()
     }
-    let runner = KubeRunner::connect_announced(&target).await?;
+
+    /// Delete the pods (with `--keep-pods`, say how to); after Ctrl-C without waiting.
+    pub(super) async fn finish(self, interrupted: bool) {
+        let wait = if interrupted { None } else { Some(DELETE_WAIT) };
+        clean_up(&self.set, self.keep, &self.namespace, wait).await;
+    }
+}
+
+/// Create one pod of `mode` per node and wait for them: `None` after Ctrl-C (the pods are
+/// deleted then). Pods that do not start are explained and deleted; fewer than 2 ready is an
+/// error.
+pub(super) async fn start(
+    runner: &KubeRunner,
+    args: &FleetArgs,
+    mode: Mode,
+    choice: NodeChoice,
+    run_id: &str,
+    cancel: &CancellationToken,
+) -> Result<Option<FleetPods>> {
     let namespace = runner.namespace().to_string();
     let nodes = match choice {
         NodeChoice::Names(n) => n,
@@ -169,14 +190,10 @@ pub(super) async fn run(args: &FleetArgs, nodes: &str) -> Result<ExitCode> {
     }
     let opts = args
         .pod_args
-        .pod_options(&namespace, args.port, args.inject)?;
-    let pods = modes::fleet_pods(mode, &opts, &run_id, &nodes)?;
+        .pod_options(&namespace, args.sweep.port, args.sweep.inject)?;
+    let pods = modes::fleet_pods(mode, &opts, run_id, &nodes)?;
     let set = PodSet::new(runner.client(), &namespace);
     let keep = args.pod_args.keep_pods;
-
-    // One Ctrl-C watch for the whole command: it stops the start of the pods, then the fleet.
-    let cancel = CancellationToken::new();
-    watch_ctrl_c(cancel.clone());
 
     eprintln!(
         "railsweep: mode {mode}: creating {} pods: {}",
@@ -200,17 +217,19 @@ pub(super) async fn run(args: &FleetArgs, nodes: &str) -> Result<ExitCode> {
             }
             Err(e) => {
                 let what = format!("mode {mode}: cannot create the fleet's pods");
-                return pods_not_started(e, &set, keep, &namespace, what).await;
+                pods_not_started(e, &set, keep, &namespace, what).await?;
+                return Ok(None);
             }
         }
     }
 
     let timeout = Duration::from_secs_f64(args.pod_args.pod_timeout.max(1.0));
-    let ends = match set.wait_each(timeout, &cancel, PARALLEL_WAITS).await {
+    let ends = match set.wait_each(timeout, cancel, PARALLEL_WAITS).await {
         Ok(e) => e,
         Err(e) => {
             let what = format!("mode {mode}: the fleet's pods did not start");
-            return pods_not_started(e, &set, keep, &namespace, what).await;
+            pods_not_started(e, &set, keep, &namespace, what).await?;
+            return Ok(None);
         }
     };
     let mut ready: Vec<String> = Vec::new();
@@ -267,26 +286,13 @@ pub(super) async fn run(args: &FleetArgs, nodes: &str) -> Result<ExitCode> {
         ready.join(", ")
     );
 
-    // The fleet, exactly as over existing pods, in node order, in railsweep's container.
-    let mut fleet_args = args.clone();
-    fleet_args.mode = Some(mode.as_str().to_string());
-    fleet_args.access.namespace = Some(namespace.clone());
-    let outcome = fleet_with(runner, &fleet_args, ready, cancel.clone()).await;
-    clean_up(
-        &set,
+    Ok(Some(FleetPods {
+        set,
+        namespace,
         keep,
-        &namespace,
-        if cancel.is_cancelled() {
-            None
-        } else {
-            Some(DELETE_WAIT)
-        },
-    )
-    .await;
-    match outcome {
-        Ok(code) if code == ExitCode::SUCCESS && !not_started.is_empty() => Ok(ExitCode::from(1)),
-        other => other,
-    }
+        ready,
+        not_started,
+    }))
 }
 
 #[cfg(test)]

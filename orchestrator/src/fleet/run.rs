@@ -3,8 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
-use std::path::PathBuf;
-use std::process::ExitCode;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
@@ -15,9 +14,11 @@ use tokio_util::sync::CancellationToken;
 use super::culprit::{self, Threshold};
 use super::schedule::{Pair, Schedule};
 use super::{heatmap, FleetArgs};
-use crate::run::{RunnerKind, EXIT_INTERRUPTED, GENERATED_BY};
-use crate::runner::{KubeRunner, LocalRunner, Runner};
-use crate::sweep::{self, SweepConfig, SweepRun};
+use crate::config::GENERATED_BY;
+use crate::exit::Verdict;
+use crate::pair::{sweep_pair, Interruption, PairRun, RowsFile};
+use crate::runner::{KubeRunner, Runner};
+use crate::sweep::{self, Pods, Rdmabw, SweepConfig};
 
 /// One pair to sweep: client and server pod, and the rails (`None`: all of them).
 #[derive(Debug, Clone)]
@@ -63,7 +64,8 @@ struct Fleet<'a, R: Runner> {
     base: SweepConfig,
     run_id: String,
     dir: PathBuf,
-    explicit_mode: Option<results::NetworkMode>,
+    /// Pods the injected rdmabw could not be copied into, and why.
+    not_injected: BTreeMap<String, String>,
 }
 
 impl<R: Runner> Fleet<'_, R> {
@@ -71,11 +73,13 @@ impl<R: Runner> Fleet<'_, R> {
     async fn pair(&self, job: Job, attempt: &str, cancel: CancellationToken) -> PairEnd {
         let start = now_s();
         let mut cfg = self.base.clone();
-        cfg.client_pod = job.client.clone();
-        cfg.server_pod = job.server.clone();
         if job.rails.is_some() {
             cfg.rails = job.rails.clone();
         }
+        let pods = Pods {
+            client: job.client.clone(),
+            server: job.server.clone(),
+        };
         let mut end = PairEnd {
             job,
             rows: Vec::new(),
@@ -84,61 +88,79 @@ impl<R: Runner> Fleet<'_, R> {
             start,
             end: start,
         };
-        let prep = tokio::select! {
-            p = sweep::prepare(self.runner, &cfg) => p,
-            () = cancel.cancelled() => {
-                end.error = Some("interrupted before the pair was set up".into());
+        for (side, pod) in [("client", &pods.client), ("server", &pods.server)] {
+            if let Some(e) = self.not_injected.get(pod) {
+                end.error = Some(format!("{side} pod: {e}"));
                 end.end = now_s();
                 return end;
             }
-        };
-        let prep = match prep {
-            Ok(p) => p,
-            Err(e) => {
-                end.error = Some(format!("{e:#}"));
-                end.end = now_s();
-                return end;
-            }
-        };
-        let mode = sweep::infer_mode(self.explicit_mode.as_ref(), self.runner.kind(), &prep);
+        }
         let path = self.dir.join("pairs").join(format!(
             "{attempt}-r{}-{}-{}.csv",
             end.job.round + 1,
             file_part(&end.job.client),
             file_part(&end.job.server)
         ));
-        let mut sink = match RowSink::create(&path, None, GENERATED_BY) {
-            Ok(s) => s,
-            Err(e) => {
-                end.error = Some(format!("cannot open {}: {e}", path.display()));
-                end.end = now_s();
-                return end;
-            }
-        };
-        let outcome = sweep::run(
+        let outcome = sweep_pair(
             self.runner,
+            &pods,
             &cfg,
-            &prep,
-            SweepRun {
-                sink: &mut sink,
-                skip: BTreeSet::new(),
+            &mut RowsFile::create(path, None),
+            PairRun {
                 run_id: self.run_id.clone(),
-                mode,
+                skip: BTreeSet::new(),
+                known_mode: None,
                 cancel,
                 quiet: true,
+                announce: false,
             },
         )
         .await;
         match outcome {
-            Ok(o) => {
-                end.rows = o.rows;
-                end.interrupted = o.interrupted;
-            }
+            Ok(o) => match o.interrupted {
+                Some(Interruption::SetUp) => {
+                    end.error = Some("interrupted before the pair was set up".into());
+                }
+                Some(Interruption::Rails(rails)) => {
+                    end.rows = o.rows;
+                    end.interrupted = rails;
+                }
+                None => end.rows = o.rows,
+            },
             Err(e) => end.error = Some(format!("{e:#}")),
         }
         end.end = now_s();
         end
     }
+}
+
+/// Pods an rdmabw is copied into at once.
+const PARALLEL_INJECTS: usize = 16;
+
+/// Copy `local` into every pod once (not once per pair): the pods it could not be copied
+/// into, and why.
+async fn inject_all<R: Runner>(
+    runner: &R,
+    pods: &[String],
+    local: &Path,
+) -> BTreeMap<String, String> {
+    let t0 = Instant::now();
+    let failed: BTreeMap<String, String> =
+        futures::stream::iter(pods.iter().map(|pod| async move {
+            let r = sweep::inject(runner, pod, local).await;
+            (pod.clone(), r)
+        }))
+        .buffer_unordered(PARALLEL_INJECTS)
+        .filter_map(|(pod, r)| async move { r.err().map(|e| (pod, format!("{e:#}"))) })
+        .collect()
+        .await;
+    eprintln!(
+        "railsweep: rdmabw copied into {} of {} pods ({:.1} s)",
+        pods.len() - failed.len(),
+        pods.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    failed
 }
 
 /// Runs rounds of jobs, writing rows, the rounds table and problems as pairs end.
@@ -268,7 +290,7 @@ fn pack(jobs: Vec<Job>) -> Vec<Vec<Job>> {
 }
 
 /// The pods of the fleet: `--pods`, or those `--pods-selector` finds through the API.
-async fn kube_pods(runner: &KubeRunner, selector: &str) -> Result<Vec<String>> {
+pub(super) async fn kube_pods(runner: &KubeRunner, selector: &str) -> Result<Vec<String>> {
     use k8s_openapi::api::core::v1::Pod;
     use kube::api::{Api, ListParams};
     let api: Api<Pod> = Api::namespaced(runner.client(), runner.namespace());
@@ -292,58 +314,6 @@ async fn kube_pods(runner: &KubeRunner, selector: &str) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// `railsweep fleet`.
-pub async fn run(args: FleetArgs) -> Result<ExitCode> {
-    if let Some(nodes) = args.nodes.clone() {
-        return super::nodes::run(&args, &nodes).await;
-    }
-    if args.pod_args.dry_run {
-        bail!("--dry-run prints the pods railsweep would create: give --mode M --nodes SELECTOR with it");
-    }
-    match args.access.runner {
-        RunnerKind::Local => {
-            let pods = args
-                .pods
-                .clone()
-                .context("--runner local needs --pods POD,POD,... (network namespaces)")?;
-            let cancel = CancellationToken::new();
-            watch_ctrl_c(cancel.clone());
-            fleet_with(LocalRunner::new(), &args, pods, cancel).await
-        }
-        RunnerKind::Kube => {
-            let target = args.access.kube_target(args.container.clone());
-            let runner = KubeRunner::connect_announced(&target).await?;
-            let pods = match (&args.pods, &args.pods_selector) {
-                (Some(p), _) => p.clone(),
-                (None, Some(sel)) => kube_pods(&runner, sel).await?,
-                (None, None) => bail!(
-                    "give the fleet's pods: --pods-selector label=value, --pods POD,POD,..., or --mode M --nodes SELECTOR \
-                     (railsweep creates one pod per node)"
-                ),
-            };
-            let cancel = CancellationToken::new();
-            watch_ctrl_c(cancel.clone());
-            fleet_with(runner, &args, pods, cancel).await
-        }
-    }
-}
-
-/// Ctrl-C once: cancel (remote processes are ended, rows kept). Twice: leave at once.
-pub(super) fn watch_ctrl_c(cancel: CancellationToken) {
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_err() {
-            return;
-        }
-        eprintln!(
-            "\nrailsweep: interrupted: ending the remote processes (Ctrl-C again to leave at once)"
-        );
-        cancel.cancel();
-        if tokio::signal::ctrl_c().await.is_ok() {
-            std::process::exit(i32::from(EXIT_INTERRUPTED));
-        }
-    });
-}
-
 fn clock(t: f64) -> String {
     let secs = t.floor();
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
@@ -357,11 +327,12 @@ fn clock(t: f64) -> String {
 
 /// The fleet over `pods`, in this order; `cancel` (Ctrl-C) stops it, keeping the rows.
 pub(super) async fn fleet_with<R: Runner>(
-    runner: R,
+    runner: &R,
     args: &FleetArgs,
+    cfg: &SweepConfig,
     pods: Vec<String>,
     cancel: CancellationToken,
-) -> Result<ExitCode> {
+) -> Result<Verdict> {
     let mut seen = BTreeSet::new();
     for p in &pods {
         if !seen.insert(p) {
@@ -369,8 +340,7 @@ pub(super) async fn fleet_with<R: Runner>(
         }
     }
     let schedule = Schedule::build(&args.pattern, &pods)?;
-    let base = args.sweep_config()?;
-    let threshold = match args.min_line_rate_pct {
+    let threshold = match cfg.min_line_rate_pct {
         Some(p) => Threshold::LineRatePct(p),
         None => Threshold::MedianPct(args.outlier_pct),
     };
@@ -400,16 +370,24 @@ pub(super) async fn fleet_with<R: Runner>(
     } else {
         args.max_pairs
     };
-    let explicit_mode = match &args.mode {
-        Some(m) => Some(m.parse::<results::NetworkMode>().context("--mode")?),
-        None => None,
+    let mut base = cfg.clone();
+    let not_injected = match &cfg.rdmabw {
+        Rdmabw::Inject(local) => {
+            base.rdmabw = Rdmabw::Injected;
+            tokio::select! {
+                failed = inject_all(runner, &pods, local) => failed,
+                // Nothing more is measured: the rounds see the Ctrl-C.
+                () = cancel.cancelled() => BTreeMap::new(),
+            }
+        }
+        Rdmabw::InPods(_) | Rdmabw::Injected => BTreeMap::new(),
     };
     let fleet = Fleet {
-        runner: &runner,
-        base: base.clone(),
+        runner,
+        base,
         run_id: run_id.clone(),
         dir: dir.clone(),
-        explicit_mode,
+        not_injected,
     };
     eprintln!(
         "railsweep: fleet of {} pods ({} runner), pattern {}: {} pairs in {} rounds, at most {} pairs at once; run {run_id}, results in {}",
@@ -543,12 +521,10 @@ pub(super) async fn fleet_with<R: Runner>(
             "railsweep: interrupted; what was measured is in {}",
             sink.csv_path().display()
         );
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+        return Ok(Verdict::Interrupted);
     }
     let failed = rows.iter().any(|r| r.status != RailStatus::Ok);
-    Ok(if verdict.outliers > 0 || !problems.is_empty() || failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(Verdict::problems_if(
+        verdict.outliers > 0 || !problems.is_empty() || failed,
+    ))
 }

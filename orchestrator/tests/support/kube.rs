@@ -19,11 +19,6 @@ pub async fn railsweep(args: &[String]) -> Output {
         .expect("railsweep runs")
 }
 
-/// Bytes as text, for messages.
-pub fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 /// The names of the pods railsweep made in namespace `lab` that are not being deleted, sorted.
 pub async fn pods_left(addr: SocketAddr) -> Vec<String> {
     let mut config = Config::new(format!("http://{addr}").parse().expect("uri"));

@@ -1,8 +1,22 @@
-//! railsweep as a child process that a test interrupts like Ctrl-C and waits for.
+//! railsweep as a child process: run to its end, or interrupted like Ctrl-C and waited for.
 #![allow(dead_code)]
 
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+/// railsweep with `args` run to its end: no stdin, output captured.
+pub fn railsweep(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_railsweep"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("railsweep runs")
+}
+
+/// Bytes as text, for messages.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
 
 /// Starts railsweep with `args`: no stdin, stdout and stderr captured.
 pub fn start<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Child {

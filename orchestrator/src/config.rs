@@ -1,0 +1,224 @@
+//! The flags every sweeping command shares, and the validated configuration they resolve to
+//! once, before any work (ripgrep's low and high arguments): where the pods are
+//! ([`ClusterArgs`]) and the test parameters ([`SweepArgs`] -> [`SweepConfig`]).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use results::NetworkMode;
+
+use crate::plan::parse_rail_list;
+use crate::runner::KubeTarget;
+use crate::sweep::{Rdmabw, SweepConfig};
+
+/// The program name and version recorded in JSON output.
+pub const GENERATED_BY: &str = concat!("railsweep ", env!("CARGO_PKG_VERSION"));
+
+/// How commands reach the pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RunnerKind {
+    /// Pod exec through the Kubernetes API (kubeconfig resolved like kubectl).
+    Kube,
+    /// Network namespaces of this machine (`ip netns exec POD`); `-` is this machine itself.
+    Local,
+}
+
+/// Where the pods are and how commands reach them (`railsweep run` and `railsweep fleet`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClusterArgs {
+    /// Namespace of the pods [default: the kubeconfig context's, else `default`].
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Kubeconfig context [default: the current context].
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Kubeconfig file [default: $KUBECONFIG, else ~/.kube/config, else in-cluster].
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// How to reach the pods: `kube` (API server exec) or `local` (network namespaces here).
+    #[arg(long, value_enum, default_value_t = RunnerKind::Kube)]
+    pub runner: RunnerKind,
+}
+
+impl ClusterArgs {
+    /// The Kubernetes API target these flags name, running in `container`.
+    pub fn kube_target(&self, container: Option<String>) -> KubeTarget {
+        KubeTarget {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            namespace: self.namespace.clone(),
+            container,
+        }
+    }
+
+    /// The namespace without asking a cluster (dry runs print pods for it): `--namespace`,
+    /// else `default`.
+    pub fn namespace_or_default(&self) -> String {
+        self.namespace.clone().unwrap_or_else(|| "default".into())
+    }
+}
+
+/// A `--rails` list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RailList(pub Vec<u32>);
+
+fn rail_list(s: &str) -> Result<RailList, String> {
+    parse_rail_list(s).map(RailList)
+}
+
+/// A flag value that must be a finite number above 0.
+pub(crate) fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("expected a positive number, got `{s}`")),
+    }
+}
+
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("expected a number >= 0, got `{s}`")),
+    }
+}
+
+fn mtu(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(v @ (256 | 512 | 1024 | 2048 | 4096)) => Ok(v),
+        _ => Err(format!("expected 256, 512, 1024, 2048 or 4096, got `{s}`")),
+    }
+}
+
+/// `--gpu` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GpuArg {
+    /// Each rail's buffers in the GPU nearest that rail's NIC, on both sides.
+    Auto,
+}
+
+/// The test parameters of every sweep: `railsweep run`, `compare` and `fleet` flatten these.
+#[derive(Debug, Clone, Args)]
+pub struct SweepArgs {
+    /// rdmabw inside the pods: a path, or a name looked up in PATH
+    /// [default: `rdmabw`; for --runner local, the rdmabw next to railsweep if there is one].
+    #[arg(long, value_name = "PATH")]
+    pub rdmabw: Option<String>,
+    /// Copy this railsweep's own rdmabw into both pods (to /tmp) through exec, for images that
+    /// have libibverbs but no rdmabw. Needs `sh` and `head` in the image.
+    #[arg(long)]
+    pub inject: bool,
+    /// The local rdmabw binary --inject copies [default: the rdmabw next to railsweep].
+    #[arg(long, value_name = "FILE", requires = "inject")]
+    pub inject_binary: Option<PathBuf>,
+
+    /// Rails to measure, by rail number: `0,3,5-7` [default: every rail of either pod].
+    #[arg(long, value_name = "LIST", value_parser = rail_list)]
+    pub rails: Option<RailList>,
+    /// Measure all rails at once (the node's aggregate), with the per-rail numbers and the sum.
+    #[arg(long)]
+    pub parallel: bool,
+    /// GPUDirect: `auto` puts each rail's buffers, on both sides, in CUDA memory of the GPU
+    /// nearest that rail's NIC (rdmabw --use_cuda auto: same PCIe switch, else root port, else
+    /// NUMA node). With --mode the pods ask for nvidia.com/gpu (8 unless --resource says).
+    #[arg(long, value_enum, value_name = "auto")]
+    pub gpu: Option<GpuArg>,
+    /// Measured seconds per rail.
+    #[arg(short = 'D', long, value_name = "S", default_value_t = 5.0, value_parser = positive)]
+    pub duration: f64,
+    /// RDMA WRITE message size in bytes.
+    #[arg(short = 's', long, value_name = "BYTES", default_value_t = 65536)]
+    pub size: u64,
+    /// Traffic class (IPv4 TOS byte) for the QPs, e.g. 41 for a lossless RoCE class
+    /// [default: none, with a warning].
+    #[arg(long, value_name = "N")]
+    pub tclass: Option<u8>,
+    /// Queue pairs per rail.
+    #[arg(short = 'q', long, value_name = "N", default_value_t = 1)]
+    pub qps: u32,
+    /// Path MTU in bytes [default: the smaller active MTU of both ends].
+    #[arg(short = 'm', long, value_name = "BYTES", value_parser = mtu)]
+    pub mtu: Option<u32>,
+    /// Rails under this average Gb/s count as below threshold (exit code 1).
+    #[arg(long, value_name = "GBPS", value_parser = positive, conflicts_with = "min_line_rate_pct")]
+    pub min_gbps: Option<f64>,
+    /// Rails under this percentage of their line rate count as below threshold (exit code 1).
+    #[arg(long, value_name = "PCT", value_parser = positive)]
+    pub min_line_rate_pct: Option<f64>,
+    /// rdmabw's seconds of traffic before each measured window [default: rdmabw's, 0.05; 0.2 both ways].
+    #[arg(long, value_name = "S", value_parser = non_negative)]
+    pub warmup: Option<f64>,
+    /// rdmabw's seconds of traffic after each measured window [default: rdmabw's, 0 one way].
+    #[arg(long, value_name = "S", value_parser = non_negative)]
+    pub cooldown: Option<f64>,
+    /// Run a failed rail again up to N more times.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub retries: u32,
+    /// Seconds a rail may take beyond --duration before railsweep stops it and records it as
+    /// failed (covers start-up, QP bring-up and rdmabw's warm-up).
+    #[arg(long, value_name = "S", default_value_t = 15.0, value_parser = non_negative)]
+    pub margin: f64,
+    /// TCP port of the server daemon.
+    #[arg(short = 'p', long, value_name = "PORT", default_value_t = 18515)]
+    pub port: u16,
+}
+
+/// The rdmabw next to this railsweep, if there is one: `--inject`'s default binary, and the
+/// local runner's default rdmabw.
+pub(crate) fn sibling_rdmabw() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let p = exe.parent()?.join("rdmabw");
+    p.is_file().then_some(p)
+}
+
+impl SweepArgs {
+    /// Check the parameters and resolve them, for pods reached through `runner`, rows recorded
+    /// under `mode` (`None`: inferred) and `cluster` (`None`: the runner's).
+    pub fn resolve(
+        &self,
+        runner: RunnerKind,
+        mode: Option<NetworkMode>,
+        cluster: Option<String>,
+    ) -> Result<SweepConfig> {
+        if self.size == 0 {
+            bail!("--size must be at least 1 byte");
+        }
+        if self.qps == 0 {
+            bail!("--qps must be at least 1");
+        }
+        let rdmabw =
+            if self.inject {
+                Rdmabw::Inject(self.inject_binary.clone().or_else(sibling_rdmabw).context(
+                    "--inject: no rdmabw next to railsweep; give one with --inject-binary",
+                )?)
+            } else {
+                Rdmabw::InPods(match (&self.rdmabw, runner) {
+                    (Some(p), _) => p.clone(),
+                    (None, RunnerKind::Local) => sibling_rdmabw()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_else(|| "rdmabw".into()),
+                    (None, RunnerKind::Kube) => "rdmabw".into(),
+                })
+            };
+        Ok(SweepConfig {
+            rdmabw,
+            rails: self.rails.clone().map(|r| r.0),
+            port: self.port,
+            duration_s: self.duration,
+            size_bytes: self.size,
+            tclass: self.tclass,
+            qps: self.qps,
+            mtu: self.mtu,
+            min_gbps: self.min_gbps,
+            min_line_rate_pct: self.min_line_rate_pct,
+            warmup_s: self.warmup,
+            cooldown_s: self.cooldown,
+            parallel: self.parallel,
+            retries: self.retries,
+            margin: Duration::from_secs_f64(self.margin),
+            mode,
+            cluster,
+            gpu_auto: self.gpu == Some(GpuArg::Auto),
+        })
+    }
+}
