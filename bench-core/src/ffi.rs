@@ -135,23 +135,6 @@ pub(crate) fn poll_cq<'a>(
     Ok(unsafe { std::slice::from_raw_parts(wcs.as_ptr().cast::<RawWc>(), n) })
 }
 
-/// Sends signal `sig` (`libc::SIGTERM`, ...) to process `pid` (`kill(2)`): what railsweep's
-/// local runner uses to stop the processes it started, without starting a `kill` process (which
-/// costs 0.2 s in the lab's emulated guest).
-pub fn send_signal(pid: u32, sig: i32) -> std::io::Result<()> {
-    let pid = libc::pid_t::try_from(pid)
-        .ok()
-        .filter(|p| *p > 0)
-        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-    // SAFETY: kill(2) takes plain integers and touches no memory of this process; `pid` is a
-    // single positive PID, never 0 or -1 (a process group or every process).
-    if unsafe { libc::kill(pid, sig) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
 /// Moves the calling thread to the `SCHED_IDLE` scheduling class: from then on it runs only
 /// while no ordinary thread wants its CPU, and any that wakes takes the CPU at once. For an
 /// unprivileged thread this is one-way (going back needs `CAP_SYS_NICE`).
@@ -439,13 +422,16 @@ pub(crate) mod dmabuf {
 
     /// A memfd of `len` bytes, sealed against shrinking (what udmabuf requires).
     pub(crate) fn sealed_memfd(len: u64) -> io::Result<File> {
+        // The raw system call rather than glibc's wrapper, which only glibc 2.27 and later
+        // have: the rdmabw that `--inject` copies is built for glibc 2.17.
         // SAFETY: the name is a NUL-terminated literal; the flags are valid.
         let fd = unsafe {
-            libc::memfd_create(
+            libc::syscall(
+                libc::SYS_memfd_create,
                 c"railbench-dmabuf".as_ptr(),
                 libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
             )
-        };
+        } as libc::c_int;
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }

@@ -108,7 +108,9 @@ pub struct SweepArgs {
     /// have libibverbs but no rdmabw. Needs `sh` and `head` in the image.
     #[arg(long)]
     pub inject: bool,
-    /// The local rdmabw binary --inject copies [default: the rdmabw next to railsweep].
+    /// The local rdmabw binary --inject copies [default: the old-glibc build of
+    /// scripts/build-inject (../inject/rdmabw from railsweep, or rdmabw-inject beside it), else
+    /// the rdmabw next to railsweep].
     #[arg(long, value_name = "FILE", requires = "inject")]
     pub inject_binary: Option<PathBuf>,
 
@@ -163,12 +165,25 @@ pub struct SweepArgs {
     pub port: u16,
 }
 
-/// The rdmabw next to this railsweep, if there is one: `--inject`'s default binary, and the
-/// local runner's default rdmabw.
+/// The rdmabw next to this railsweep, if there is one: the local runner's default rdmabw.
 pub(crate) fn sibling_rdmabw() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let p = exe.parent()?.join("rdmabw");
     p.is_file().then_some(p)
+}
+
+/// `--inject`'s default binary: the stripped old-glibc build of `scripts/build-inject`
+/// (`target/inject/rdmabw` beside `target/release/railsweep`, or `rdmabw-inject` installed next
+/// to railsweep), else the rdmabw next to railsweep.
+pub(crate) fn inject_default() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    let built = dir.parent().map(|t| t.join("inject").join("rdmabw"));
+    built
+        .into_iter()
+        .chain([dir.join("rdmabw-inject")])
+        .find(|p| p.is_file())
+        .or_else(sibling_rdmabw)
 }
 
 impl SweepArgs {
@@ -188,7 +203,7 @@ impl SweepArgs {
         }
         let rdmabw =
             if self.inject {
-                Rdmabw::Inject(self.inject_binary.clone().or_else(sibling_rdmabw).context(
+                Rdmabw::Inject(self.inject_binary.clone().or_else(inject_default).context(
                     "--inject: no rdmabw next to railsweep; give one with --inject-binary",
                 )?)
             } else {
