@@ -164,7 +164,7 @@ mod tests {
         );
         assert_eq!(backoff(ms(100), Some(ms(500)), 0.22), Some(BACKOFF_MAX));
         // Never more than half the margin left after a completion.
-        let q = backoff(ms(100), Some(ms(4)), 0.22).unwrap();
+        let q = backoff(ms(100), Some(ms(4)), 0.22).expect("a back-off");
         assert!(q <= Duration::from_micros(440), "{q:?}");
         // Before the first completion the rate is unknown: grow with the idle time.
         assert_eq!(backoff(ms(4), None, 0.22), Some(Duration::from_micros(500)));

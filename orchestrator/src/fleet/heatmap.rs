@@ -160,7 +160,7 @@ mod tests {
             row("b", "c", 0, None),
             row("a", "c", 0, Some(1.0)),
         ];
-        let svg = heatmap(&nodes, &rows, 0, Threshold::default()).unwrap();
+        let svg = heatmap(&nodes, &rows, 0, Threshold::default()).expect("a heatmap");
         assert!(svg.starts_with("<svg"));
         assert!(svg.contains("rail 0"));
         assert!(svg.contains("#780000") || svg.contains("rgb(120,0,0)") || svg.contains("120"));

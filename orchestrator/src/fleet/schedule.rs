@@ -272,7 +272,10 @@ mod tests {
         for p in s.pairs() {
             clients[p.client] += 1;
         }
-        let (lo, hi) = (clients.iter().min().unwrap(), clients.iter().max().unwrap());
+        let (lo, hi) = (
+            clients.iter().min().expect("clients"),
+            clients.iter().max().expect("clients"),
+        );
         assert!(hi - lo <= 1, "client counts {lo}..{hi}");
     }
 
@@ -304,7 +307,7 @@ mod tests {
     #[test]
     fn one_to_all_one_pair_per_round() {
         let names: Vec<String> = (0..10).map(|i| format!("n{i}")).collect();
-        let s = Schedule::build(&Pattern::OneToAll("n3".into()), &names).unwrap();
+        let s = Schedule::build(&Pattern::OneToAll("n3".into()), &names).expect("a schedule");
         assert_eq!(s.rounds.len(), 9);
         assert!(s
             .rounds
