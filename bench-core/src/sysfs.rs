@@ -748,12 +748,12 @@ pub fn discover(roots: &SysRoots) -> Result<Inventory, Error> {
 }
 
 /// Per device, the populated GID entries as (port, GID index), when the device can be asked.
-pub type PopulatedGids = dyn Fn(&str) -> Option<Vec<(u8, u32)>>;
+pub type PopulatedGids<'a> = dyn Fn(&str) -> Option<Vec<(u8, u32)>> + 'a;
 
 /// [`discover`], reading of each device's GID table only the entries `populated` lists for it
 /// (`None`: every entry). A rxe port has 1024 entries, one sysfs file each, nearly all empty:
 /// reading them all for 8 devices took most of a second under the lab's emulation.
-pub fn discover_with(roots: &SysRoots, populated: &PopulatedGids) -> Result<Inventory, Error> {
+pub fn discover_with(roots: &SysRoots, populated: &PopulatedGids<'_>) -> Result<Inventory, Error> {
     let class = roots.ib_class();
     let uv = uverbs_map(roots);
     let addrs = LocalAddrs::read(roots);
