@@ -179,7 +179,7 @@ pub(super) async fn start(
     let namespace = runner.namespace().to_string();
     let nodes = match choice {
         NodeChoice::Names(n) => n,
-        NodeChoice::Selector(s) => list_nodes(&runner, &s).await?,
+        NodeChoice::Selector(s) => list_nodes(runner, &s).await?,
     };
     if nodes.len() < 2 {
         bail!(
