@@ -52,11 +52,14 @@ test_every_rail_client_server() {
     gt "$bw" 0 || fail "rail $i: bandwidth $bw is not above zero"
     # The 10 ms interval figures follow the average: rxe keeps at most 128 packets unacknowledged,
     # so no interval can run far above it. A poll that meets a backlog once fed the sampler one
-    # completion at a time and showed p99 at 7 times the average and peaks at 15 times.
+    # completion at a time and showed p99 at 7 times the average and peaks at 15 times. The
+    # bounds sit between that and the lab's own spread: under software emulation a correct
+    # sampler (the engine before and after its split alike) measured p99 at 1.6-2.1 times the
+    # average and peaks at 1.9-2.6 times, so 2x and 3x failed runs with no defect.
     read -r p99 peak < <(json_get "$T_OUT/client$i.json" '"%s %s" % (d["results"][-1]["bw_p99_gbps"], d["results"][-1]["bw_peak_gbps"])')
     echo "rail $i: p99 $p99, peak $peak Gb/s (average $bw)"
-    gt "$(awk -v a="$bw" 'BEGIN { print 2 * a }')" "$p99" || fail "rail $i: p99 $p99 Gb/s is above twice the average $bw"
-    gt "$(awk -v a="$bw" 'BEGIN { print 3 * a }')" "$peak" || fail "rail $i: peak $peak Gb/s is above 3 times the average $bw"
+    gt "$(awk -v a="$bw" 'BEGIN { print 3.5 * a }')" "$p99" || fail "rail $i: p99 $p99 Gb/s is above 3.5 times the average $bw"
+    gt "$(awk -v a="$bw" 'BEGIN { print 6 * a }')" "$peak" || fail "rail $i: peak $peak Gb/s is above 6 times the average $bw"
     [ "$gi" = "$(gid_index "$(topo podA "$i" rdma_dev)" "$ip_a")" ] || fail "rail $i: GID index $gi is not podA's own"
     [ "$(json_get "$T_OUT/client$i.json" 'd["remote"]["ipv4"]')" = "$ip_b" ] || fail "rail $i: remote GID is not podB's $ip_b"
     # The server printed ib_write_bw's table.
