@@ -1,69 +1,63 @@
-//! The Kubernetes runner against the test API server, over real HTTP/1.1 and WebSocket on a
-//! loopback socket: kube-rs's own client, not a mock. Pods here have no network namespace, so
-//! their commands run on this machine.
+//! The Kubernetes runner against the real control plane (`scripts/cluster`): kube-apiserver,
+//! etcd, kube-scheduler and kube-controller-manager from Kubernetes' own modules, pods placed
+//! by the scheduler and run by this project's node agent. Exec goes kube-rs (WebSocket) → the
+//! API server (translated to SPDY) → the node agent's kubelet port. The pods here have no
+//! network namespace of their own, so their commands run on this machine.
 
-#[path = "../examples/kube-testserver/apiserver.rs"]
-#[allow(dead_code)]
-mod apiserver;
+/// The shared helpers these tests use (not `support::cluster`, which is kube-testserver's).
+mod support {
+    pub mod testcluster;
+}
 
-use std::net::SocketAddr;
-
-use apiserver::{ApiServer, TestPod};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
-use kube::{Api, Client, Config};
+use kube::Api;
 use orchestrator::runner::{Exit, KubeRunner, KubeTarget, Runner, Signal};
+use support::testcluster::{rule, TestCluster};
 
 fn argv(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
-async fn server(token: Option<&str>) -> SocketAddr {
-    let pods = vec![
-        TestPod::parse("pod-a,netns=-,node=node-1,ip=10.99.0.1").expect("spec"),
-        TestPod::parse("pod-b,netns=-,node=node-2,ip=10.99.0.2,hostnet,container=worker")
-            .expect("spec"),
-    ];
-    apiserver::start(
-        ApiServer {
-            namespace: "lab".into(),
-            pods,
-            token: token.map(str::to_string),
-            verbose: false,
-        },
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-    )
-    .await
-    .expect("binds")
+/// The cluster, a namespace of this test's own, and in it pod-a on node-a and pod-b on
+/// node-b's host network with its container named `worker`.
+async fn setup(prefix: &str) -> (TestCluster, String) {
+    let c = TestCluster::get().await;
+    let ns = c.namespace(prefix, &[]).await;
+    c.pod(&ns, "pod-a", "node-a", false, "rdmabw").await;
+    c.pod(&ns, "pod-b", "node-b", true, "worker").await;
+    (c, ns)
 }
 
-async fn client(addr: SocketAddr) -> Client {
-    let mut config = Config::new(format!("http://{addr}").parse().expect("uri"));
-    config.default_namespace = "lab".into();
-    Client::try_from(config).expect("client")
-}
-
-async fn runner(addr: SocketAddr) -> KubeRunner {
-    KubeRunner::from_client(client(addr).await, "lab", "test", None)
+fn runner(c: &TestCluster, ns: &str) -> KubeRunner {
+    KubeRunner::from_client(c.client.clone(), ns, "test", None)
 }
 
 #[tokio::test]
 async fn list_and_get_pods_with_ips_and_nodes() {
-    let addr = server(None).await;
-    let pods: Api<Pod> = Api::namespaced(client(addr).await, "lab");
+    let (c, ns) = setup("list").await;
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), &ns);
     let list = pods.list(&ListParams::default()).await.expect("lists");
-    let names: Vec<String> = list
+    let mut names: Vec<String> = list
         .items
         .iter()
         .filter_map(|p| p.metadata.name.clone())
         .collect();
+    names.sort();
     assert_eq!(names, vec!["pod-a", "pod-b"]);
     let b = pods.get("pod-b").await.expect("gets");
     let status = b.status.expect("status");
-    assert_eq!(status.pod_ip.as_deref(), Some("10.99.0.2"));
     assert_eq!(status.phase.as_deref(), Some("Running"));
+    assert_eq!(
+        status.pod_ip, status.host_ip,
+        "a host-network pod has its node's address"
+    );
     let spec = b.spec.expect("spec");
-    assert_eq!(spec.node_name.as_deref(), Some("node-2"));
+    assert_eq!(
+        spec.node_name.as_deref(),
+        Some("node-b"),
+        "the scheduler bound it"
+    );
     assert_eq!(spec.host_network, Some(true));
 
     let err = pods.get("pod-z").await.expect_err("no such pod");
@@ -71,7 +65,8 @@ async fn list_and_get_pods_with_ips_and_nodes() {
         kube::Error::Api(s) => assert_eq!(s.code, 404, "{s:?}"),
         other => panic!("expected a 404 Status, got {other:?}"),
     }
-    let other_ns: Api<Pod> = Api::namespaced(client(addr).await, "elsewhere");
+    let other = c.namespace("list-other", &[]).await;
+    let other_ns: Api<Pod> = Api::namespaced(c.client.clone(), &other);
     assert!(other_ns
         .list(&ListParams::default())
         .await
@@ -82,7 +77,8 @@ async fn list_and_get_pods_with_ips_and_nodes() {
 
 #[tokio::test]
 async fn exec_exit_code_comes_from_the_status_channel() {
-    let r = runner(server(None).await).await;
+    let (c, ns) = setup("exit").await;
+    let r = runner(&c, &ns);
     let out = r
         .exec("pod-a", &argv(&["sh", "-c", "exit 3"]), None)
         .await
@@ -97,8 +93,8 @@ async fn exec_exit_code_comes_from_the_status_channel() {
 
 #[tokio::test]
 async fn exec_keeps_stdout_and_stderr_apart() {
-    let r = runner(server(None).await).await;
-    let out = r
+    let (c, ns) = setup("streams").await;
+    let out = runner(&c, &ns)
         .exec(
             "pod-a",
             &argv(&[
@@ -123,8 +119,8 @@ async fn exec_keeps_stdout_and_stderr_apart() {
 
 #[tokio::test]
 async fn argv_is_not_parsed_by_a_shell() {
-    let r = runner(server(None).await).await;
-    let out = r
+    let (c, ns) = setup("argv").await;
+    let out = runner(&c, &ns)
         .exec(
             "pod-a",
             &argv(&["printf", "%s|", "a b", "$HOME", "; exit 9"]),
@@ -138,9 +134,10 @@ async fn argv_is_not_parsed_by_a_shell() {
 
 #[tokio::test]
 async fn stdin_reaches_the_process_and_closes() {
-    let r = runner(server(None).await).await;
+    let (c, ns) = setup("stdin").await;
+    let r = runner(&c, &ns);
     let data = vec![b'z'; 200_000];
-    // `wc -c` needs the end of stdin: v5's close signal carries it.
+    // `wc -c` needs the end of stdin: v5's close signal carries it through the API server.
     let out = r
         .exec("pod-a", &argv(&["wc", "-c"]), Some(data.clone()))
         .await
@@ -160,8 +157,8 @@ async fn stdin_reaches_the_process_and_closes() {
 
 #[tokio::test]
 async fn missing_program_is_a_failure_status() {
-    let r = runner(server(None).await).await;
-    let out = r
+    let (c, ns) = setup("missing").await;
+    let out = runner(&c, &ns)
         .exec("pod-a", &argv(&["/nonexistent/rdmabw", "--version"]), None)
         .await
         .expect("execs");
@@ -173,31 +170,36 @@ async fn missing_program_is_a_failure_status() {
 
 #[tokio::test]
 async fn describe_and_container_choice() {
-    let addr = server(None).await;
-    let r = runner(addr).await;
+    let (c, ns) = setup("describe").await;
+    let r = runner(&c, &ns);
     let b = r.describe("pod-b").await.expect("describes");
-    assert_eq!(b.node, "node-2");
+    assert_eq!(b.node, "node-b");
     assert_eq!(b.host_network, Some(true));
     assert_eq!(b.container.as_deref(), Some("worker"));
     let err = r.describe("pod-z").await.expect_err("no pod");
     assert!(format!("{err:#}").contains("pod-z"), "{err:#}");
 
-    let wrong = KubeRunner::from_client(client(addr).await, "lab", "test", Some("nope".into()));
+    let wrong = KubeRunner::from_client(c.client.clone(), &ns, "test", Some("nope".into()));
     let err = wrong
         .describe("pod-a")
         .await
         .expect_err("no such container");
     assert!(format!("{err:#}").contains("no container nope"), "{err:#}");
+    // The API server's own refusal.
     let err = wrong
         .exec("pod-a", &argv(&["true"]), None)
         .await
         .expect_err("400");
-    assert!(format!("{err:#}").contains("not valid for pod"), "{err:#}");
+    assert!(
+        format!("{err:#}").contains("container nope is not valid for pod pod-a"),
+        "{err:#}"
+    );
 }
 
 #[tokio::test]
 async fn spawned_process_outlives_its_stream_and_is_killed_by_pid() {
-    let r = runner(server(None).await).await;
+    let (c, ns) = setup("spawn").await;
+    let r = runner(&c, &ns);
     let s = r
         .spawn("pod-a", &argv(&["sleep", "60"]))
         .await
@@ -219,7 +221,7 @@ async fn spawned_process_outlives_its_stream_and_is_killed_by_pid() {
         .expect("spawns");
     let pid = s.pid;
     s.done.abort();
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     let alive = r
         .exec("pod-a", &argv(&["kill", "-0", &pid.to_string()]), None)
         .await
@@ -233,21 +235,25 @@ async fn spawned_process_outlives_its_stream_and_is_killed_by_pid() {
 
 #[tokio::test]
 async fn kubeconfig_with_token_resolves_like_kubectl() {
-    let addr = server(Some("s3cret")).await;
+    let (c, ns) = setup("token").await;
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().join("kubeconfig");
-    std::fs::write(
+    c.token_kubeconfig(
+        &ns,
+        vec![
+            rule(&["pods"], &["get", "list"]),
+            rule(&["pods/exec"], &["create", "get"]),
+        ],
         &path,
-        apiserver::kubeconfig(&format!("http://{addr}"), "lab", Some("s3cret")),
     )
-    .expect("writes");
+    .await;
     let r = KubeRunner::connect(&KubeTarget {
         kubeconfig: Some(path.clone()),
         ..KubeTarget::default()
     })
     .await
     .expect("connects");
-    assert_eq!(r.namespace(), "lab", "the context's namespace");
+    assert_eq!(r.namespace(), ns, "the context's namespace");
     assert_eq!(r.cluster(), "railbench-lab");
     assert!(r
         .exec("pod-a", &argv(&["true"]), None)
@@ -256,20 +262,19 @@ async fn kubeconfig_with_token_resolves_like_kubectl() {
         .exit
         .success());
 
-    // A wrong token is refused with the API's 401.
-    std::fs::write(
-        &path,
-        apiserver::kubeconfig(&format!("http://{addr}"), "lab", Some("wrong")),
-    )
-    .expect("writes");
+    // A wrong token is refused by the API server's authentication (401).
+    c.write_token_kubeconfig(&ns, "wrong", &path);
     let r = KubeRunner::connect(&KubeTarget {
         kubeconfig: Some(path.clone()),
-        namespace: Some("lab".into()),
         ..KubeTarget::default()
     })
     .await
     .expect("connects");
-    assert!(r.describe("pod-a").await.is_err());
+    let err = r.describe("pod-a").await.expect_err("401");
+    assert!(
+        format!("{err:#}").contains("401") || format!("{err:#}").contains("Unauthorized"),
+        "{err:#}"
+    );
 
     // An unknown context is an error naming it.
     let err = KubeRunner::connect(&KubeTarget {
@@ -280,4 +285,33 @@ async fn kubeconfig_with_token_resolves_like_kubectl() {
     .await
     .expect_err("no such context");
     assert!(format!("{err:#}").contains("prod"), "{err:#}");
+}
+
+#[tokio::test]
+async fn a_missing_permission_names_the_verb_and_resource() {
+    let (c, ns) = setup("rbac").await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("kubeconfig");
+    // Every grant but pods/exec.
+    c.token_kubeconfig(&ns, vec![rule(&["pods"], &["get", "list"])], &path)
+        .await;
+    let r = KubeRunner::connect(&KubeTarget {
+        kubeconfig: Some(path),
+        ..KubeTarget::default()
+    })
+    .await
+    .expect("connects");
+    let err = r
+        .exec("pod-a", &argv(&["true"]), None)
+        .await
+        .expect_err("403");
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains("pods/exec") || (msg.contains("\"pods\"") && msg.contains("exec")),
+        "the refusal names the resource: {msg}"
+    );
+    assert!(
+        msg.contains("create") || msg.contains("get"),
+        "and the verb: {msg}"
+    );
 }

@@ -322,6 +322,13 @@ fn unschedulable(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
             todo.push(format!(
                 "{node} has the taint {taint}: tolerate it with --toleration {key}"
             ));
+        } else if r.contains("had untolerated taint(s)") {
+            // Kubernetes 1.37's scheduler no longer names the taint.
+            todo.push(format!(
+                "{node} has a taint the pod does not tolerate: list them with kubectl get node {node} -o \
+                 jsonpath='{{.spec.taints}}' and tolerate each with --toleration KEY (railsweep tolerates \
+                 nvidia.com/gpu unless --no-gpu-toleration)"
+            ));
         } else if r.contains("were unschedulable") || r.contains("unschedulable:") {
             todo.push(format!(
                 "{node} is cordoned: kubectl uncordon {node}, or pick another node"
@@ -602,12 +609,25 @@ pub fn explain_create_error(pod: &Pod, status: &Status) -> Diagnosis {
                 "a pod of that name exists: delete it (kubectl delete pod -n {ns} {}) or wait for it to go",
                 name(pod)
             )
+        } else if let Some((verb, resource)) = rbac_refusal(message) {
+            format!(
+                "your account lacks `{verb}` on {resource} in namespace {ns}: grant it what deploy/rbac.yaml's \
+                 Role holds (kubectl apply -f deploy/rbac.yaml, or bind that Role to your user or group)"
+            )
         } else if status.code == 403 {
             "your account may not create pods there, or a policy refused the pod: the message says which".into()
         } else {
             "the message above says what the API server objects to".into()
         },
     }
+}
+
+/// The verb and resource of an RBAC refusal: `User "U" cannot VERB resource "RES" in API group ...`.
+pub fn rbac_refusal(message: &str) -> Option<(&str, &str)> {
+    let rest = message.split_once(" cannot ")?.1;
+    let (verb, rest) = rest.split_once(" resource \"")?;
+    let resource = rest.split('"').next()?;
+    Some((verb, resource))
 }
 
 /// The summary when `pod` (as last seen, if it was) was not ready after `waited`.
@@ -756,6 +776,40 @@ mod tests {
             scheduling_reasons("0/3 nodes are available: 1 Insufficient nvidia.com/sriov_rdma_rail0, 2 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }. preemption: x"),
             ["Insufficient nvidia.com/sriov_rdma_rail0", "node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }"]
         );
+    }
+
+    #[test]
+    fn an_rbac_refusal_names_the_verb_and_resource() {
+        // The real kube-apiserver v1.37.2's wording (tests/modes_cluster.rs meets it).
+        let m = "pods is forbidden: User \"system:serviceaccount:ns1:railsweep\" cannot create resource \
+                 \"pods\" in API group \"\" in the namespace \"ns1\"";
+        assert_eq!(rbac_refusal(m), Some(("create", "pods")));
+        assert_eq!(
+            rbac_refusal("pods \"x\" is forbidden: violates PodSecurity"),
+            None
+        );
+    }
+
+    #[test]
+    fn an_unnamed_taint_as_kubernetes_1_37_words_it() {
+        // The real kube-scheduler v1.37.2's message (tests/modes_cluster.rs meets it).
+        let pod = with_status(
+            pair(Mode::HostNetwork, true).server,
+            json!({ "phase": "Pending" }),
+        );
+        let e = event(
+            "FailedScheduling",
+            "Warning",
+            "0/2 nodes are available: 2 node(s) had untolerated taint(s). preemption: 0/2 nodes are \
+             available: 2 Preemption is not helpful for scheduling.",
+        );
+        let d = explain_pod(&pod, &[e]).expect("explained");
+        assert_eq!(d.problem, Problem::Unschedulable);
+        assert!(
+            d.todo.contains("has a taint the pod does not tolerate"),
+            "{d}"
+        );
+        assert!(d.todo.contains("--toleration KEY"), "{d}");
     }
 
     #[test]

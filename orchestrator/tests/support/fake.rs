@@ -3,6 +3,8 @@
 //! records, and for `client` prints a canned report chosen per rail (`-d mlx5_N` is rail N,
 //! `--netdev netN` rail N-1); `batch` runs clients from its input lines the way rdmabw's does
 //! (recording its PID in batch.pids), unless a file `no-batch` says it is an older build.
+// Each test file uses part of it.
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 

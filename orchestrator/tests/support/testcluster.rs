@@ -1,0 +1,319 @@
+//! The real Kubernetes control plane that `scripts/cluster up` starts: kube-apiserver, etcd,
+//! kube-scheduler and kube-controller-manager built from Kubernetes' own modules, and this
+//! project's node agents, whose pods run their commands on this machine. `scripts/test` starts
+//! it before the tests and names its admin kubeconfig in `RAILBENCH_TEST_KUBECONFIG`. Each
+//! test works in a namespace of its own, so tests share the cluster without seeing each other.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{
+    Container, ContainerPort, Namespace, Pod, PodSpec, ServiceAccount, Toleration,
+};
+use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Client, Config};
+use serde::Deserialize;
+
+/// The environment variable `scripts/test` sets to the cluster's admin kubeconfig.
+pub const KUBECONFIG_ENV: &str = "RAILBENCH_TEST_KUBECONFIG";
+
+pub struct TestCluster {
+    /// The admin kubeconfig (system:masters).
+    pub kubeconfig: PathBuf,
+    pub client: Client,
+}
+
+impl TestCluster {
+    /// The running cluster. Fails the test, naming the fix, where none was started: a test of
+    /// railsweep's Kubernetes behaviour never passes without meeting the real components.
+    pub async fn get() -> TestCluster {
+        let kubeconfig = PathBuf::from(std::env::var(KUBECONFIG_ENV).unwrap_or_else(|_| {
+            panic!(
+                "{KUBECONFIG_ENV} is not set: these tests need the real control plane. Start it with \
+                 `scripts/cluster up --node node-a --node node-b` and export {KUBECONFIG_ENV}=<the kubeconfig it prints> \
+                 (scripts/test does both)"
+            )
+        }));
+        let config = Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::read_from(&kubeconfig).expect("reads the kubeconfig"),
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .expect("kubeconfig resolves");
+        let client = Client::try_from(config).expect("client");
+        TestCluster { kubeconfig, client }
+    }
+
+    /// A new namespace `PREFIX-N-PID`, with `labels` (Pod Security levels, for one): its name.
+    pub async fn namespace(&self, prefix: &str, labels: &[(&str, &str)]) -> String {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "{prefix}-{}-{}",
+            N.fetch_add(1, Ordering::Relaxed),
+            std::process::id()
+        );
+        let ns = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                labels: Some(
+                    labels
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                ),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        Api::<Namespace>::all(self.client.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .expect("creates the namespace");
+        // Pods need the namespace's default service account, which the controller-manager's
+        // service-account controller makes.
+        let sa: Api<ServiceAccount> = Api::namespaced(self.client.clone(), &name);
+        let ready = tokio::time::timeout(
+            Duration::from_secs(30),
+            await_condition(sa, "default", |s: Option<&_>| s.is_some()),
+        )
+        .await;
+        assert!(
+            matches!(ready, Ok(Ok(_))),
+            "namespace {name}: no default service account after 30 s (is kube-controller-manager running?)"
+        );
+        name
+    }
+
+    /// Creates pod `name` in `ns` on `node` (a `sleep infinity` container named `container`),
+    /// and waits until the node agent reports it Running.
+    pub async fn pod(
+        &self,
+        ns: &str,
+        name: &str,
+        node: &str,
+        host_network: bool,
+        container: &str,
+    ) -> Pod {
+        self.create_running(ns, test_pod(name, node, host_network, container))
+            .await
+    }
+
+    /// A pod on `node`'s host network that declares host port `port`, Running.
+    pub async fn pod_with_host_port(&self, ns: &str, name: &str, node: &str, port: u16) -> Pod {
+        let mut pod = test_pod(name, node, true, "holder");
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.containers[0].ports = Some(vec![ContainerPort {
+                container_port: i32::from(port),
+                host_port: Some(i32::from(port)),
+                protocol: Some("TCP".into()),
+                ..ContainerPort::default()
+            }]);
+        }
+        self.create_running(ns, pod).await
+    }
+
+    /// Deletes namespace `ns` (and so its pods); does not wait.
+    pub async fn delete_namespace(&self, ns: &str) {
+        let _ = Api::<Namespace>::all(self.client.clone())
+            .delete(ns, &DeleteParams::default())
+            .await;
+    }
+
+    async fn create_running(&self, ns: &str, pod: Pod) -> Pod {
+        let name = pod.metadata.name.clone().expect("named");
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        pods.create(&PostParams::default(), &pod)
+            .await
+            .expect("creates the pod");
+        let running = tokio::time::timeout(
+            Duration::from_secs(60),
+            await_condition(pods.clone(), &name, conditions::is_pod_running()),
+        )
+        .await;
+        assert!(
+            matches!(running, Ok(Ok(_))),
+            "pod {ns}/{name} not Running after 60 s"
+        );
+        pods.get(&name).await.expect("gets the pod")
+    }
+
+    /// A service account in `ns` bound to a Role of `rules`, and a kubeconfig with its token.
+    pub async fn token_kubeconfig(
+        &self,
+        ns: &str,
+        rules: Vec<PolicyRule>,
+        path: &std::path::Path,
+    ) -> String {
+        let meta = |name: &str| ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(ns.into()),
+            ..ObjectMeta::default()
+        };
+        let pp = PostParams::default();
+        let sas: Api<ServiceAccount> = Api::namespaced(self.client.clone(), ns);
+        sas.create(
+            &pp,
+            &ServiceAccount {
+                metadata: meta("railsweep"),
+                ..ServiceAccount::default()
+            },
+        )
+        .await
+        .expect("creates the service account");
+        Api::<Role>::namespaced(self.client.clone(), ns)
+            .create(
+                &pp,
+                &Role {
+                    metadata: meta("railsweep"),
+                    rules: Some(rules),
+                },
+            )
+            .await
+            .expect("creates the role");
+        Api::<RoleBinding>::namespaced(self.client.clone(), ns)
+            .create(
+                &pp,
+                &RoleBinding {
+                    metadata: meta("railsweep"),
+                    role_ref: RoleRef {
+                        api_group: "rbac.authorization.k8s.io".into(),
+                        kind: "Role".into(),
+                        name: "railsweep".into(),
+                    },
+                    subjects: Some(vec![Subject {
+                        kind: "ServiceAccount".into(),
+                        name: "railsweep".into(),
+                        namespace: Some(ns.into()),
+                        ..Subject::default()
+                    }]),
+                },
+            )
+            .await
+            .expect("binds the role");
+        let tr = sas
+            .create_token_request(
+                "railsweep",
+                &pp,
+                &TokenRequest {
+                    metadata: ObjectMeta::default(),
+                    spec: TokenRequestSpec {
+                        audiences: vec![],
+                        expiration_seconds: Some(3600),
+                        ..TokenRequestSpec::default()
+                    },
+                    status: None,
+                },
+            )
+            .await
+            .expect("issues a token");
+        let token = tr.status.expect("token").token;
+        self.write_token_kubeconfig(ns, &token, path);
+        token
+    }
+
+    pub fn write_token_kubeconfig(&self, ns: &str, token: &str, path: &std::path::Path) {
+        let admin = kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("reads");
+        let cluster = admin.clusters[0].cluster.clone().expect("cluster");
+        std::fs::write(
+            path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: railbench-lab\n  cluster:\n    server: {}\n    certificate-authority-data: {}\n\
+                 users:\n- name: railsweep\n  user:\n    token: {token}\ncontexts:\n- name: railbench-lab\n  context:\n    cluster: railbench-lab\n    user: railsweep\n    namespace: {ns}\n\
+                 current-context: railbench-lab\n",
+                cluster.server.expect("server"),
+                cluster.certificate_authority_data.expect("CA data"),
+            ),
+        )
+        .expect("writes");
+    }
+
+    /// A kubeconfig for namespace `ns` with the token of a service account bound to the Role
+    /// that deploy/rbac.yaml ships (what the README says railsweep needs), less the rules for
+    /// `without` (a resource name, to show what a missing grant gives).
+    pub async fn railsweep_kubeconfig(
+        &self,
+        ns: &str,
+        without: Option<&str>,
+        path: &std::path::Path,
+    ) -> PathBuf {
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/rbac.yaml"))
+                .expect("reads deploy/rbac.yaml");
+        let mut rules = None;
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let v = serde_yaml::Value::deserialize(doc).expect("YAML");
+            if v.get("kind").and_then(|k| k.as_str()) == Some("Role") {
+                let role: Role = serde_yaml::from_value(v).expect("a Role");
+                rules = role.rules;
+            }
+        }
+        let mut rules = rules.expect("deploy/rbac.yaml has a Role with rules");
+        if let Some(res) = without {
+            for r in &mut rules {
+                if let Some(list) = r.resources.as_mut() {
+                    list.retain(|x| x != res);
+                }
+            }
+            rules.retain(|r| r.resources.as_ref().is_some_and(|l| !l.is_empty()));
+        }
+        self.token_kubeconfig(ns, rules, path).await;
+        path.to_path_buf()
+    }
+
+    /// A kubeconfig like the admin's whose context defaults to `ns`, written to `path`.
+    pub fn kubeconfig_in(&self, ns: &str, path: &std::path::Path) -> PathBuf {
+        let text = std::fs::read_to_string(&self.kubeconfig).expect("reads the kubeconfig");
+        std::fs::write(
+            path,
+            text.replace("namespace: default", &format!("namespace: {ns}")),
+        )
+        .expect("writes");
+        path.to_path_buf()
+    }
+}
+
+/// A `sleep infinity` pod pinned to `node`, tolerating the test nodes' GPU taint.
+fn test_pod(name: &str, node: &str, host_network: bool, container: &str) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            node_selector: Some(BTreeMap::from([(
+                "kubernetes.io/hostname".to_string(),
+                node.to_string(),
+            )])),
+            host_network: host_network.then_some(true),
+            tolerations: Some(vec![Toleration {
+                key: Some("nvidia.com/gpu".into()),
+                operator: Some("Exists".into()),
+                ..Toleration::default()
+            }]),
+            containers: vec![Container {
+                name: container.into(),
+                image: Some("debian:trixie-slim".into()),
+                command: Some(vec!["sleep".into(), "infinity".into()]),
+                ..Container::default()
+            }],
+            termination_grace_period_seconds: Some(1),
+            ..PodSpec::default()
+        }),
+        status: None,
+    }
+}
+
+pub fn rule(resources: &[&str], verbs: &[&str]) -> PolicyRule {
+    PolicyRule {
+        api_groups: Some(vec![String::new()]),
+        resources: Some(resources.iter().map(|s| s.to_string()).collect()),
+        verbs: verbs.iter().map(|s| s.to_string()).collect(),
+        ..PolicyRule::default()
+    }
+}
