@@ -17,40 +17,14 @@ mod support {
 
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::ListParams;
-use kube::Api;
 use support::fake::Fake;
-use support::kube::railsweep;
+use support::kube::{pods_left_in, railsweep, MODE_OPTIONS};
 use support::process::text;
 use support::testcluster::TestCluster;
 
-/// Every option the four modes need, as one command line (MODE: prefixes keep them apart).
-const MODE_OPTIONS: [&str; 10] = [
-    "--uverbs",
-    "0-17",
-    "--networks",
-    "ipvlan:rdma-ipvlan-{0..15}",
-    "--rdma-resource",
-    "ipvlan:nvidia.com/hostdev=16",
-    "--networks",
-    "sriov:sriov-rdma-rail-{0..1}",
-    "--rdma-resource",
-    "sriov:nvidia.com/sriov_rdma_rail{0..1}=1",
-];
-
 /// The names of railsweep's pods in `ns` that are not being deleted.
 async fn pods_left(c: &TestCluster, ns: &str) -> Vec<String> {
-    let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
-    let lp = ListParams::default().labels("app.kubernetes.io/managed-by=railsweep");
-    pods.list(&lp)
-        .await
-        .expect("lists")
-        .items
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter_map(|p| p.metadata.name)
-        .collect()
+    pods_left_in(c.client.clone(), ns).await
 }
 
 /// railsweep's arguments for a run of `mode` between `nodes` with kubeconfig `kc`; its CSV

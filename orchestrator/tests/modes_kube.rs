@@ -18,7 +18,7 @@ use apiserver::cluster::{ClusterSpec, NodeSpec};
 use results::{read_path, NetworkMode, RailStatus};
 use support::cluster::{kubeconfig, server};
 use support::fake::{alive, Behave, Fake};
-use support::kube::{pods_left, railsweep};
+use support::kube::{pods_left, railsweep, MODE_OPTIONS};
 use support::process::{self, text};
 
 /// Two GPU nodes like the field reports': 16 rail PFs, 8 GPUs, the GPU taint, an IP pool of
@@ -38,20 +38,6 @@ fn cluster(extra_b: &str) -> ClusterSpec {
         ..ClusterSpec::default()
     }
 }
-
-/// Every option the four modes need, as one command line (MODE: prefixes keep them apart).
-const MODE_OPTIONS: [&str; 10] = [
-    "--uverbs",
-    "0-17",
-    "--networks",
-    "ipvlan:rdma-ipvlan-{0..15}",
-    "--rdma-resource",
-    "ipvlan:nvidia.com/hostdev=16",
-    "--networks",
-    "sriov:sriov-rdma-rail-{0..1}",
-    "--rdma-resource",
-    "sriov:nvidia.com/sriov_rdma_rail{0..1}=1",
-];
 
 fn args(cmd: &str, kc: &str, fake: &Fake, out: &Path, extra: &[&str]) -> Vec<String> {
     let mut v: Vec<String> = [

@@ -1,5 +1,5 @@
-//! What the tests against the Kubernetes test API server share: running railsweep, and asking
-//! the server which of railsweep's pods are left.
+//! What the Kubernetes tests share: running railsweep, the modes' options, and asking the
+//! API server (kube-testserver or the real one) which of railsweep's pods are left.
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
@@ -19,11 +19,31 @@ pub async fn railsweep(args: &[String]) -> Output {
         .expect("railsweep runs")
 }
 
-/// The names of the pods railsweep made in namespace `lab` that are not being deleted, sorted.
+/// Every option the four modes need, as one command line (MODE: prefixes keep them apart).
+pub const MODE_OPTIONS: [&str; 10] = [
+    "--uverbs",
+    "0-17",
+    "--networks",
+    "ipvlan:rdma-ipvlan-{0..15}",
+    "--rdma-resource",
+    "ipvlan:nvidia.com/hostdev=16",
+    "--networks",
+    "sriov:sriov-rdma-rail-{0..1}",
+    "--rdma-resource",
+    "sriov:nvidia.com/sriov_rdma_rail{0..1}=1",
+];
+
+/// The names of the pods railsweep made in namespace `lab` of the test API server at `addr`
+/// that are not being deleted, sorted.
 pub async fn pods_left(addr: SocketAddr) -> Vec<String> {
     let mut config = Config::new(format!("http://{addr}").parse().expect("uri"));
     config.default_namespace = "lab".into();
-    let pods: Api<Pod> = Api::namespaced(Client::try_from(config).expect("client"), "lab");
+    pods_left_in(Client::try_from(config).expect("client"), "lab").await
+}
+
+/// The names of the pods railsweep made in `ns` that are not being deleted, sorted.
+pub async fn pods_left_in(client: Client, ns: &str) -> Vec<String> {
+    let pods: Api<Pod> = Api::namespaced(client, ns);
     let lp = ListParams::default().labels("app.kubernetes.io/managed-by=railsweep");
     let mut names: Vec<String> = pods
         .list(&lp)
