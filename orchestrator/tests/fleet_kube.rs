@@ -2,23 +2,24 @@
 //! server with its simulated cluster (real HTTP and WebSocket, kube-rs's own client): the
 //! nodes are listed by label, one pod per node is created and watched until ready, the fleet
 //! runs over them with a fake rdmabw, and the pods are deleted, also on Ctrl-C and when a
-//! round runs past its deadline.
+//! round runs past its deadline. The plain fleet run moved to fleet_cluster.rs, against the
+//! real control plane.
 
 #[path = "../examples/kube-testserver/apiserver.rs"]
 #[allow(dead_code)]
 mod apiserver;
 mod support;
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use apiserver::cluster::{ClusterSpec, NodeSpec};
-use results::{read_path, NetworkMode, RailResult, RailStatus};
+use results::{read_path, RailResult, RailStatus};
 use support::cluster::{kubeconfig, server};
 use support::fake::{alive, Behave, Fake};
+use support::fleet::rounds;
 use support::kube::{pods_left, railsweep};
 use support::process::{self, text};
 
@@ -77,41 +78,6 @@ fn args_nodes(kc: &str, fake: &Fake, out: &Path, nodes: &str, extra: &[&str]) ->
     v
 }
 
-/// One line of rounds.tsv.
-#[derive(Debug, Clone)]
-struct Ran {
-    attempt: String,
-    round: usize,
-    client: String,
-    server: String,
-    start: f64,
-    end: f64,
-    rows: usize,
-}
-
-fn rounds(out: &Path) -> Vec<Ran> {
-    let tsv = std::fs::read_to_string(out.join("rounds.tsv")).expect("rounds.tsv");
-    let mut lines = tsv.lines();
-    assert_eq!(
-        lines.next(),
-        Some("attempt\tround\tclient\tserver\tstart_unix\tend_unix\trows\terror")
-    );
-    lines
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            Ran {
-                attempt: f[0].into(),
-                round: f[1].parse().expect("round"),
-                client: f[2].into(),
-                server: f[3].into(),
-                start: f[4].parse().expect("start"),
-                end: f[5].parse().expect("end"),
-                rows: f[6].parse().expect("rows"),
-            }
-        })
-        .collect()
-}
-
 fn rows(out: &Path) -> Vec<RailResult> {
     read_path(out.join("fleet.csv")).expect("fleet.csv")
 }
@@ -122,93 +88,6 @@ fn pod(n: u32) -> String {
 
 fn out_dir(f: &Fake) -> PathBuf {
     f.file("fleet")
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fleet_over_labelled_nodes_creates_measures_and_deletes() {
-    let addr = server(four_nodes()).await;
-    let f = Fake::new(2);
-    // Each pair takes a second at least, so that the pairs of a round visibly overlap.
-    f.behave("net1", Behave::Slow);
-    let kc = kubeconfig(&f, addr);
-    let out = out_dir(&f);
-    let r = railsweep(&args(&kc, &f, &out, &[])).await;
-    let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
-    assert_eq!(r.status.code(), Some(0), "{stderr}");
-    let want: Vec<String> = (1..=4).map(pod).collect();
-    assert!(
-        stderr.contains(&format!(
-            "creating 4 pods: {} on node-1, {} on node-2",
-            want[0], want[1]
-        )),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains(&format!("4 pods ready: {}", want.join(", "))),
-        "{stderr}"
-    );
-    assert!(
-        stdout.contains("fleet: 4 pods, 6 of 6 pairs measured in 3 rounds"),
-        "{stdout}"
-    );
-
-    // 6 pairs x 2 rails, every pair of the 4 pods once, none with node-x.
-    let rows = rows(&out);
-    assert_eq!(rows.len(), 12, "{stderr}");
-    assert!(rows
-        .iter()
-        .all(|r| r.status == RailStatus::Ok && r.network_mode == NetworkMode::HostNetwork));
-    let pairs: BTreeSet<(String, String)> = rows
-        .iter()
-        .map(|r| {
-            let (a, b) = (
-                r.client_pod.clone().expect("client"),
-                r.server_pod.clone().expect("server"),
-            );
-            if a < b {
-                (a, b)
-            } else {
-                (b, a)
-            }
-        })
-        .collect();
-    assert_eq!(pairs.len(), 6);
-    let pods_in_rows: BTreeSet<&String> = pairs.iter().flat_map(|(a, b)| [a, b]).collect();
-    assert_eq!(pods_in_rows.into_iter().cloned().collect::<Vec<_>>(), want);
-    assert!(rows
-        .iter()
-        .all(|r| r.client_node != "node-x" && r.server_node != "node-x"));
-    for r in &rows {
-        // The pod on node-N runs on node-N.
-        assert_eq!(
-            r.client_pod.as_deref().map(|p| p.ends_with(&r.client_node)),
-            Some(true),
-            "{r:?}"
-        );
-    }
-
-    // 3 rounds of 2 disjoint pairs, which ran at the same time.
-    let ran = rounds(&out);
-    assert_eq!(ran.len(), 6);
-    let mut by_round: BTreeMap<usize, Vec<&Ran>> = BTreeMap::new();
-    for x in &ran {
-        assert_eq!(x.attempt, "first");
-        assert_eq!(x.rows, 2);
-        by_round.entry(x.round).or_default().push(x);
-    }
-    assert_eq!(by_round.keys().copied().collect::<Vec<_>>(), [1, 2, 3]);
-    for (round, pairs) in &by_round {
-        assert_eq!(pairs.len(), 2, "round {round}");
-        let busy: BTreeSet<&String> = pairs.iter().flat_map(|p| [&p.client, &p.server]).collect();
-        assert_eq!(busy.len(), 4, "round {round}: the pairs are disjoint");
-        let (a, b) = (pairs[0], pairs[1]);
-        assert!(
-            a.start < b.end && b.start < a.end,
-            "round {round}: the pairs overlap: {a:?} {b:?}"
-        );
-    }
-    assert!(stderr.contains("deleted pods"), "{stderr}");
-    assert!(pods_left(addr).await.is_empty(), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

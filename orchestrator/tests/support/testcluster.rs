@@ -14,7 +14,9 @@ use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, Namespace, Pod, PodSpec, ServiceAccount, Toleration,
 };
-use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+};
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, Config};
@@ -264,6 +266,54 @@ impl TestCluster {
         }
         self.token_kubeconfig(ns, rules, path).await;
         path.to_path_buf()
+    }
+
+    /// [`TestCluster::railsweep_kubeconfig`] with deploy/rbac.yaml's ClusterRole too (nodes
+    /// `list`, for `fleet --nodes SELECTOR`), bound to the same service account.
+    pub async fn railsweep_kubeconfig_with_nodes(
+        &self,
+        ns: &str,
+        path: &std::path::Path,
+    ) -> PathBuf {
+        let kc = self.railsweep_kubeconfig(ns, None, path).await;
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/rbac.yaml"))
+                .expect("reads deploy/rbac.yaml");
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let v = serde_yaml::Value::deserialize(doc).expect("YAML");
+            if v.get("kind").and_then(|k| k.as_str()) == Some("ClusterRole") {
+                let mut role: ClusterRole = serde_yaml::from_value(v).expect("a ClusterRole");
+                let name = format!("railsweep-nodes-{ns}");
+                role.metadata.name = Some(name.clone());
+                let pp = PostParams::default();
+                Api::<ClusterRole>::all(self.client.clone())
+                    .create(&pp, &role)
+                    .await
+                    .expect("creates the ClusterRole");
+                let binding = ClusterRoleBinding {
+                    metadata: ObjectMeta {
+                        name: Some(name.clone()),
+                        ..ObjectMeta::default()
+                    },
+                    role_ref: RoleRef {
+                        api_group: "rbac.authorization.k8s.io".into(),
+                        kind: "ClusterRole".into(),
+                        name,
+                    },
+                    subjects: Some(vec![Subject {
+                        kind: "ServiceAccount".into(),
+                        name: "railsweep".into(),
+                        namespace: Some(ns.into()),
+                        ..Subject::default()
+                    }]),
+                };
+                Api::<ClusterRoleBinding>::all(self.client.clone())
+                    .create(&pp, &binding)
+                    .await
+                    .expect("binds the ClusterRole");
+            }
+        }
+        kc
     }
 
     /// A kubeconfig like the admin's whose context defaults to `ns`, written to `path`.
