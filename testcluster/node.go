@@ -197,6 +197,9 @@ type agentPod struct {
 	pod   *v1.Pod
 	procs map[string]*exec.Cmd
 	logs  map[string]*syncBuffer
+	// execs are the processes exec started in the pod, by PID: a container's cgroup holds
+	// them under a kubelet, so they end with the pod.
+	execs map[int]*exec.Cmd
 }
 
 type syncBuffer struct {
@@ -286,7 +289,7 @@ func (p *provider) setNotify(pod *v1.Pod) {
 func (p *provider) CreatePod(ctx context.Context, in *v1.Pod) error {
 	pod := in.DeepCopy()
 	now := metav1.Now()
-	ap := &agentPod{pod: pod, procs: map[string]*exec.Cmd{}, logs: map[string]*syncBuffer{}}
+	ap := &agentPod{pod: pod, procs: map[string]*exec.Cmd{}, logs: map[string]*syncBuffer{}, execs: map[int]*exec.Cmd{}}
 	pod.Status = v1.PodStatus{
 		Phase:     v1.PodPending,
 		HostIP:    p.opts.address,
@@ -452,7 +455,16 @@ func (p *provider) DeletePod(ctx context.Context, in *v1.Pod) error {
 	if in.DeletionGracePeriodSeconds != nil {
 		grace = min(time.Duration(*in.DeletionGracePeriodSeconds)*time.Second, 10*time.Second)
 	}
-	stopProcs(ap.procs, grace)
+	p.mu.Lock()
+	procs := map[string]*exec.Cmd{}
+	for k, c := range ap.procs {
+		procs[k] = c
+	}
+	for pid, c := range ap.execs {
+		procs["exec-"+strconv.Itoa(pid)] = c
+	}
+	p.mu.Unlock()
+	stopProcs(procs, grace)
 	pod := ap.pod
 	now := metav1.Now()
 	for i := range pod.Status.ContainerStatuses {
@@ -492,6 +504,9 @@ func (p *provider) killAll() {
 	defer p.mu.Unlock()
 	for _, ap := range p.pods {
 		stopProcs(ap.procs, 0)
+		for _, c := range ap.execs {
+			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		}
 	}
 }
 
@@ -576,13 +591,22 @@ func (p *provider) RunInContainer(ctx context.Context, ns, name, container strin
 			}
 		}(s.w, r)
 	}
+	p.mu.Lock()
 	if err := cmd.Start(); err != nil {
+		p.mu.Unlock()
 		return utilexec.CodeExitError{Err: err, Code: 126}
 	}
+	pid := cmd.Process.Pid
+	ap.execs[pid] = cmd
+	p.mu.Unlock()
 	done := make(chan error, 1)
 	go func() {
 		copies.Wait()
-		done <- cmd.Wait()
+		err := cmd.Wait()
+		p.mu.Lock()
+		delete(ap.execs, pid)
+		p.mu.Unlock()
+		done <- err
 	}()
 	select {
 	case err := <-done:

@@ -17,9 +17,9 @@ mod support {
 
 use std::time::{Duration, Instant};
 
-use support::fake::Fake;
+use support::fake::{alive, Behave, Fake};
 use support::kube::{pods_left_in, railsweep, MODE_OPTIONS};
-use support::process::text;
+use support::process::{self, text};
 use support::testcluster::TestCluster;
 
 /// The names of railsweep's pods in `ns` that are not being deleted.
@@ -240,5 +240,57 @@ async fn a_missing_grant_names_the_verb_and_the_resource() {
         "the refusal names the verb and the resource: {stderr}"
     );
     assert!(stderr.contains("deploy/rbac.yaml"), "and the fix: {stderr}");
+    assert!(pods_left(&c, &ns).await.is_empty(), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_during_the_sweep_deletes_the_pods_and_their_processes() {
+    let c = TestCluster::get().await;
+    let ns = c.namespace("ctrl-c", &[]).await;
+    let f = Fake::new(2);
+    f.behave("net2", Behave::Hang);
+    let kc = c
+        .railsweep_kubeconfig(&ns, None, &f.file("kubeconfig"))
+        .await;
+    let out = f.file("int.csv");
+    // Its own port: another test's hostNetwork pods may hold the default one on these nodes.
+    let child = process::start(&run_args(
+        &kc,
+        &f,
+        &out,
+        "node-a,node-b",
+        "hostnetwork",
+        &["--port", "18611"],
+    ));
+    let t0 = Instant::now();
+    while f.pid_in("hang-net2.pid").is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(40),
+            "rail 1 never started"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        pods_left(&c, &ns).await.len(),
+        2,
+        "both pods run during the sweep"
+    );
+    let (code, o) = process::interrupt_async(child, Duration::from_secs(30)).await;
+    let stderr = text(&o.stderr);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(stderr.contains("deleted pods"), "{stderr}");
+    let (hang, daemon) = (
+        f.pid_in("hang-net2.pid").expect("pid"),
+        f.pid_in("server.pid").expect("pid"),
+    );
+    // The node agent ends what exec started in a deleted pod, as a container's cgroup does.
+    let t0 = Instant::now();
+    while (alive(hang) || alive(daemon)) && t0.elapsed() < Duration::from_secs(15) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !alive(hang) && !alive(daemon),
+        "the client and the daemon in the pods ended"
+    );
     assert!(pods_left(&c, &ns).await.is_empty(), "{stderr}");
 }
