@@ -151,10 +151,8 @@ async fn an_unknown_node_and_a_taint_are_explained_from_the_scheduler() {
         "hostnetwork",
         &["--no-gpu-toleration"],
         &[
-            "had untolerated taint(s)",
-            "has a taint the pod does not tolerate",
-            "--toleration KEY",
-            "unless --no-gpu-toleration",
+            "untolerated taint {nvidia.com/gpu: }",
+            "--toleration nvidia.com/gpu",
         ],
     )
     .await;

@@ -323,11 +323,18 @@ fn unschedulable(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
                 "{node} has the taint {taint}: tolerate it with --toleration {key}"
             ));
         } else if r.contains("had untolerated taint(s)") {
-            // Kubernetes 1.37's scheduler no longer names the taint.
+            // Kubernetes 1.37's scheduler no longer names the taint: name the GPU nodes' own
+            // where the pod does not tolerate it, and say how to see the node's.
+            let likely = if tolerates(pod, "nvidia.com/gpu") {
+                String::new()
+            } else {
+                " (probably the untolerated taint {nvidia.com/gpu: } of GPU nodes: tolerate it with \
+                 --toleration nvidia.com/gpu)"
+                    .to_string()
+            };
             todo.push(format!(
-                "{node} has a taint the pod does not tolerate: list them with kubectl get node {node} -o \
-                 jsonpath='{{.spec.taints}}' and tolerate each with --toleration KEY (railsweep tolerates \
-                 nvidia.com/gpu unless --no-gpu-toleration)"
+                "{node} has a taint the pod does not tolerate{likely}: list them with kubectl get node \
+                 {node} -o jsonpath='{{.spec.taints}}' and tolerate each with --toleration KEY"
             ));
         } else if r.contains("were unschedulable") || r.contains("unschedulable:") {
             todo.push(format!(
@@ -622,6 +629,19 @@ pub fn explain_create_error(pod: &Pod, status: &Status) -> Diagnosis {
     }
 }
 
+/// Whether `pod` tolerates taints with `key` (or every taint).
+fn tolerates(pod: &Pod, key: &str) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.tolerations.as_ref())
+        .is_some_and(|ts| {
+            ts.iter().any(|t| match t.key.as_deref() {
+                None | Some("") => t.operator.as_deref() == Some("Exists"),
+                Some(k) => k == key,
+            })
+        })
+}
+
 /// The verb and resource of an RBAC refusal: `User "U" cannot VERB resource "RES" in API group ...`.
 pub fn rbac_refusal(message: &str) -> Option<(&str, &str)> {
     let rest = message.split_once(" cannot ")?.1;
@@ -810,6 +830,8 @@ mod tests {
             "{d}"
         );
         assert!(d.todo.contains("--toleration KEY"), "{d}");
+        // railsweep's pods tolerate the GPU taint: no guess then.
+        assert!(!d.todo.contains("probably"), "{d}");
     }
 
     #[test]
