@@ -149,7 +149,7 @@ mod tests {
         let deep = Err::<(), _>(epipe())
             .context("writing the listing")
             .context("rdmabw rails")
-            .unwrap_err();
+            .expect_err("an Err stays an Err under context");
         assert_eq!(Exit::of_error(&deep), Exit::Ok);
         assert_eq!(finish(Err(deep)), Exit::Ok);
         let other = anyhow::Error::new(io::Error::from(io::ErrorKind::WriteZero));
