@@ -146,12 +146,7 @@ impl TestCluster {
     }
 
     /// A service account in `ns` bound to a Role of `rules`, and a kubeconfig with its token.
-    pub async fn token_kubeconfig(
-        &self,
-        ns: &str,
-        rules: Vec<PolicyRule>,
-        path: &std::path::Path,
-    ) -> String {
+    pub async fn token_kubeconfig(&self, ns: &str, rules: Vec<PolicyRule>, path: &std::path::Path) {
         let meta = |name: &str| ObjectMeta {
             name: Some(name.into()),
             namespace: Some(ns.into()),
@@ -188,12 +183,7 @@ impl TestCluster {
                         kind: "Role".into(),
                         name: "railsweep".into(),
                     },
-                    subjects: Some(vec![Subject {
-                        kind: "ServiceAccount".into(),
-                        name: "railsweep".into(),
-                        namespace: Some(ns.into()),
-                        ..Subject::default()
-                    }]),
+                    subjects: Some(vec![railsweep_subject(ns)]),
                 },
             )
             .await
@@ -216,7 +206,6 @@ impl TestCluster {
             .expect("issues a token");
         let token = tr.status.expect("token").token;
         self.write_token_kubeconfig(ns, &token, path);
-        token
     }
 
     pub fn write_token_kubeconfig(&self, ns: &str, token: &str, path: &std::path::Path) {
@@ -244,18 +233,8 @@ impl TestCluster {
         without: Option<&str>,
         path: &std::path::Path,
     ) -> PathBuf {
-        let text =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/rbac.yaml"))
-                .expect("reads deploy/rbac.yaml");
-        let mut rules = None;
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let v = serde_yaml::Value::deserialize(doc).expect("YAML");
-            if v.get("kind").and_then(|k| k.as_str()) == Some("Role") {
-                let role: Role = serde_yaml::from_value(v).expect("a Role");
-                rules = role.rules;
-            }
-        }
-        let mut rules = rules.expect("deploy/rbac.yaml has a Role with rules");
+        let role: Role = shipped_rbac("Role");
+        let mut rules = role.rules.expect("deploy/rbac.yaml's Role has rules");
         if let Some(res) = without {
             for r in &mut rules {
                 if let Some(list) = r.resources.as_mut() {
@@ -276,43 +255,30 @@ impl TestCluster {
         path: &std::path::Path,
     ) -> PathBuf {
         let kc = self.railsweep_kubeconfig(ns, None, path).await;
-        let text =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/rbac.yaml"))
-                .expect("reads deploy/rbac.yaml");
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let v = serde_yaml::Value::deserialize(doc).expect("YAML");
-            if v.get("kind").and_then(|k| k.as_str()) == Some("ClusterRole") {
-                let mut role: ClusterRole = serde_yaml::from_value(v).expect("a ClusterRole");
-                let name = format!("railsweep-nodes-{ns}");
-                role.metadata.name = Some(name.clone());
-                let pp = PostParams::default();
-                Api::<ClusterRole>::all(self.client.clone())
-                    .create(&pp, &role)
-                    .await
-                    .expect("creates the ClusterRole");
-                let binding = ClusterRoleBinding {
-                    metadata: ObjectMeta {
-                        name: Some(name.clone()),
-                        ..ObjectMeta::default()
-                    },
-                    role_ref: RoleRef {
-                        api_group: "rbac.authorization.k8s.io".into(),
-                        kind: "ClusterRole".into(),
-                        name,
-                    },
-                    subjects: Some(vec![Subject {
-                        kind: "ServiceAccount".into(),
-                        name: "railsweep".into(),
-                        namespace: Some(ns.into()),
-                        ..Subject::default()
-                    }]),
-                };
-                Api::<ClusterRoleBinding>::all(self.client.clone())
-                    .create(&pp, &binding)
-                    .await
-                    .expect("binds the ClusterRole");
-            }
-        }
+        let mut role: ClusterRole = shipped_rbac("ClusterRole");
+        let name = format!("railsweep-nodes-{ns}");
+        role.metadata.name = Some(name.clone());
+        let pp = PostParams::default();
+        Api::<ClusterRole>::all(self.client.clone())
+            .create(&pp, &role)
+            .await
+            .expect("creates the ClusterRole");
+        let binding = ClusterRoleBinding {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                ..ObjectMeta::default()
+            },
+            role_ref: RoleRef {
+                api_group: "rbac.authorization.k8s.io".into(),
+                kind: "ClusterRole".into(),
+                name,
+            },
+            subjects: Some(vec![railsweep_subject(ns)]),
+        };
+        Api::<ClusterRoleBinding>::all(self.client.clone())
+            .create(&pp, &binding)
+            .await
+            .expect("binds the ClusterRole");
         kc
     }
 
@@ -365,5 +331,29 @@ pub fn rule(resources: &[&str], verbs: &[&str]) -> PolicyRule {
         resources: Some(resources.iter().map(|s| s.to_string()).collect()),
         verbs: verbs.iter().map(|s| s.to_string()).collect(),
         ..PolicyRule::default()
+    }
+}
+
+/// The document of `kind` in deploy/rbac.yaml, what the README says railsweep needs.
+fn shipped_rbac<T: serde::de::DeserializeOwned>(kind: &str) -> T {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/rbac.yaml"))
+        .expect("reads deploy/rbac.yaml");
+    for doc in serde_yaml::Deserializer::from_str(&text) {
+        let v = serde_yaml::Value::deserialize(doc).expect("YAML");
+        if v.get("kind").and_then(|k| k.as_str()) == Some(kind) {
+            return serde_yaml::from_value(v)
+                .unwrap_or_else(|e| panic!("deploy/rbac.yaml's {kind}: {e}"));
+        }
+    }
+    panic!("deploy/rbac.yaml has no {kind}")
+}
+
+/// The service account `railsweep` of `ns`, as a binding's subject.
+fn railsweep_subject(ns: &str) -> Subject {
+    Subject {
+        kind: "ServiceAccount".into(),
+        name: "railsweep".into(),
+        namespace: Some(ns.into()),
+        ..Subject::default()
     }
 }
