@@ -1,14 +1,10 @@
 package main
 
 import (
-	"net/http"
-
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 )
-
-func newMux() *http.ServeMux { return http.NewServeMux() }
 
 // withWebhookAuth authenticates the kubelet port's callers by client certificate (the API
 // server's kubelet client) and authorizes them through the API server, as a kubelet with

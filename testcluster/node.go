@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -140,7 +141,7 @@ func runNode(args []string) int {
 	recorder := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: o.name})
 	p := &provider{opts: o, pods: map[string]*agentPod{}, events: recorder}
 
-	httpMux := newMux()
+	httpMux := http.NewServeMux()
 	n, err := nodeutil.NewNode(o.name, func(cfg nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
 		p.configureNode(cfg.Node)
 		return p, nil, nil
@@ -442,10 +443,19 @@ func (p *provider) UpdatePod(ctx context.Context, pod *v1.Pod) error { return ni
 // after the grace period, at most 10 s) and reports the containers terminated.
 func (p *provider) DeletePod(ctx context.Context, in *v1.Pod) error {
 	key := podKey(in.Namespace, in.Name)
+	// One critical section: once the pod is gone from p.pods no exec can start in it
+	// (RunInContainer checks under the same lock), so every process is in procs.
 	p.mu.Lock()
 	ap, ok := p.pods[key]
+	procs := map[string]*exec.Cmd{}
 	if ok {
 		delete(p.pods, key)
+		for k, c := range ap.procs {
+			procs[k] = c
+		}
+		for pid, c := range ap.execs {
+			procs["exec-"+strconv.Itoa(pid)] = c
+		}
 	}
 	p.mu.Unlock()
 	if !ok {
@@ -455,15 +465,6 @@ func (p *provider) DeletePod(ctx context.Context, in *v1.Pod) error {
 	if in.DeletionGracePeriodSeconds != nil {
 		grace = min(time.Duration(*in.DeletionGracePeriodSeconds)*time.Second, 10*time.Second)
 	}
-	p.mu.Lock()
-	procs := map[string]*exec.Cmd{}
-	for k, c := range ap.procs {
-		procs[k] = c
-	}
-	for pid, c := range ap.execs {
-		procs["exec-"+strconv.Itoa(pid)] = c
-	}
-	p.mu.Unlock()
 	stopProcs(procs, grace)
 	pod := ap.pod
 	now := metav1.Now()
@@ -592,6 +593,10 @@ func (p *provider) RunInContainer(ctx context.Context, ns, name, container strin
 		}(s.w, r)
 	}
 	p.mu.Lock()
+	if p.pods[podKey(ns, name)] != ap {
+		p.mu.Unlock()
+		return errdefs.NotFoundf("pod %s/%s was deleted on node %s", ns, name, p.opts.name)
+	}
 	if err := cmd.Start(); err != nil {
 		p.mu.Unlock()
 		return utilexec.CodeExitError{Err: err, Code: 126}
