@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -49,19 +51,26 @@ type nodeOptions struct {
 	labels                                  map[string]string
 	taints                                  []v1.Taint
 	capacity                                v1.ResourceList
-	pullFails                               map[string]bool
+	pullFails, pullSlow                     map[string]bool
+	numaNodes                               int
+	cniBin, cniState                        string
 }
 
 func parseNodeFlags(args []string) (*nodeOptions, error) {
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
-	o := &nodeOptions{labels: map[string]string{}, pullFails: map[string]bool{}}
-	var labels, taints, capacity, pullFails listFlag
+	o := &nodeOptions{labels: map[string]string{}, pullFails: map[string]bool{}, pullSlow: map[string]bool{}}
+	var labels, taints, capacity, pullFails, pullSlow listFlag
 	fs.StringVar(&o.name, "name", "", "node name (required)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the node's identity (required)")
 	fs.StringVar(&o.address, "address", "", "the node's InternalIP, where the API server reaches its kubelet port (required; not loopback)")
 	fs.IntVar(&o.port, "port", 10250, "kubelet port")
 	fs.StringVar(&o.podIP, "pod-ip", "", "the IP reported for the node's pods that are not on the host network (default: --address)")
-	fs.StringVar(&o.netns, "netns", "-", "network namespace the node's pods run in; - runs them in the agent's own")
+	fs.StringVar(&o.netns, "netns", "-", "where the node's pods run: - in the agent's own network namespace; per-pod in one it makes for each pod "+
+		"not on the host network, with the networks of its "+networksAnnotation+" annotation attached by CNI; NAME in that "+
+		"existing namespace, every pod (the lab's pod namespaces, whose rails exist already)")
+	fs.IntVar(&o.numaNodes, "numa-nodes", 0, "a Topology Manager with policy restricted over N NUMA nodes, each extended resource spread evenly (0: none)")
+	fs.StringVar(&o.cniBin, "cni-bin", "/usr/lib/cni", "the CNI plugin binaries (--netns per-pod)")
+	fs.StringVar(&o.cniState, "cni-state", "", "the node's CNI state: host-local's leases, when a config names no dataDir (required with --netns per-pod)")
 	fs.StringVar(&o.cert, "tls-cert", "", "serving certificate of the kubelet port (required)")
 	fs.StringVar(&o.key, "tls-key", "", "its key (required)")
 	fs.StringVar(&o.clientCA, "client-ca", "", "CA of the API server's kubelet client certificate (required)")
@@ -69,6 +78,7 @@ func parseNodeFlags(args []string) (*nodeOptions, error) {
 	fs.Var(&taints, "taint", "KEY[=VALUE]:EFFECT node taint (repeatable)")
 	fs.Var(&capacity, "capacity", "RESOURCE=QUANTITY in capacity and allocatable (repeatable; cpu, memory and pods have defaults)")
 	fs.Var(&pullFails, "pull-fails", "IMAGE whose pull fails, in the kubelet's words (repeatable)")
+	fs.Var(&pullSlow, "pull-slow", "IMAGE whose pull takes a minute (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -112,6 +122,12 @@ func parseNodeFlags(args []string) (*nodeOptions, error) {
 	for _, i := range pullFails {
 		o.pullFails[i] = true
 	}
+	for _, i := range pullSlow {
+		o.pullSlow[i] = true
+	}
+	if o.netns == "per-pod" && o.cniState == "" {
+		return nil, fmt.Errorf("--netns per-pod needs --cni-state DIR (host-local's leases)")
+	}
 	return o, nil
 }
 
@@ -132,6 +148,11 @@ func runNode(args []string) int {
 		fmt.Fprintf(os.Stderr, "testcluster node: %v\n", err)
 		return 2
 	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testcluster node: %v\n", err)
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -139,7 +160,8 @@ func runNode(args []string) int {
 	eb.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer eb.Shutdown()
 	recorder := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: o.name})
-	p := &provider{opts: o, pods: map[string]*agentPod{}, events: recorder}
+	p := &provider{opts: o, pods: map[string]*agentPod{}, events: recorder,
+		cni: &cniRunner{client: dyn, binDir: o.cniBin, dataDir: filepath.Join(o.cniState, "networks")}}
 
 	httpMux := http.NewServeMux()
 	n, err := nodeutil.NewNode(o.name, func(cfg nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
@@ -188,6 +210,7 @@ func runNode(args []string) int {
 type provider struct {
 	opts   *nodeOptions
 	events record.EventRecorder
+	cni    *cniRunner
 
 	mu     sync.Mutex
 	pods   map[string]*agentPod
@@ -201,6 +224,15 @@ type agentPod struct {
 	// execs are the processes exec started in the pod, by PID: a container's cgroup holds
 	// them under a kubelet, so they end with the pod.
 	execs map[int]*exec.Cmd
+	// sandbox is the pod's own network namespace and the networks attached to it (--netns
+	// per-pod); gone is closed when the pod is deleted, which ends a start in progress.
+	sandbox *sandbox
+	gone    chan struct{}
+}
+
+type sandbox struct {
+	netns    string
+	networks []attachment
 }
 
 type syncBuffer struct {
@@ -260,11 +292,18 @@ func (p *provider) configureNode(n *v1.Node) {
 	}
 }
 
-// command is how a container's argv runs: in the node's network namespace with its own view
+// command is how a container's argv runs: in the pod's network namespace with its own view
 // of /sys (ip netns exec), so rdmabw sees that namespace's interfaces and RDMA devices.
-func (p *provider) command(argv []string) *exec.Cmd {
-	if p.opts.netns != "-" {
-		argv = append([]string{"ip", "netns", "exec", p.opts.netns}, argv...)
+func (p *provider) command(ap *agentPod, argv []string) *exec.Cmd {
+	netns := p.opts.netns
+	if netns == "per-pod" {
+		netns = "-"
+		if ap.sandbox != nil {
+			netns = ap.sandbox.netns
+		}
+	}
+	if netns != "-" {
+		argv = append([]string{"ip", "netns", "exec", netns}, argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -287,16 +326,18 @@ func (p *provider) setNotify(pod *v1.Pod) {
 	}
 }
 
+// CreatePod admits the pod (the Topology Manager, with --numa-nodes), reports it Pending, and
+// starts it in the background as a kubelet does: the sandbox (network namespace and CNI), the
+// image pull, then the containers. DeletePod ends a start in progress.
 func (p *provider) CreatePod(ctx context.Context, in *v1.Pod) error {
 	pod := in.DeepCopy()
 	now := metav1.Now()
-	ap := &agentPod{pod: pod, procs: map[string]*exec.Cmd{}, logs: map[string]*syncBuffer{}, execs: map[int]*exec.Cmd{}}
+	ap := &agentPod{pod: pod, procs: map[string]*exec.Cmd{}, logs: map[string]*syncBuffer{}, execs: map[int]*exec.Cmd{},
+		gone: make(chan struct{})}
 	pod.Status = v1.PodStatus{
 		Phase:     v1.PodPending,
 		HostIP:    p.opts.address,
 		HostIPs:   []v1.HostIP{{IP: p.opts.address}},
-		PodIP:     p.podIP(pod),
-		PodIPs:    []v1.PodIP{{IP: p.podIP(pod)}},
 		StartTime: &now,
 		Conditions: []v1.PodCondition{
 			{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: now},
@@ -304,50 +345,179 @@ func (p *provider) CreatePod(ctx context.Context, in *v1.Pod) error {
 		},
 	}
 	for _, c := range pod.Spec.Containers {
-		if p.opts.pullFails[c.Image] {
-			msg := fmt.Sprintf("failed to pull and unpack image %q: failed to resolve reference %q: pull access denied, repository does not exist or may require authorization", c.Image, c.Image)
-			p.events.Eventf(pod, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
-			p.events.Eventf(pod, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %s", c.Image, msg)
-			p.events.Eventf(pod, v1.EventTypeWarning, "Failed", "Error: ErrImagePull")
-			pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, v1.ContainerStatus{
-				Name: c.Name, Image: c.Image,
-				State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ErrImagePull", Message: msg}},
-			})
-			continue
-		}
-		argv := append(append([]string{}, c.Command...), c.Args...)
-		if len(argv) == 0 {
-			argv = []string{"sleep", "infinity"}
-		}
-		cmd := p.command(argv)
-		logs := &syncBuffer{}
-		cmd.Stdout, cmd.Stderr = logs, logs
-		p.events.Eventf(pod, v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
-		if err := cmd.Start(); err != nil {
-			p.events.Eventf(pod, v1.EventTypeWarning, "Failed", "Error: failed to create containerd task: %v", err)
-			pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, v1.ContainerStatus{
-				Name: c.Name, Image: c.Image,
-				State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CreateContainerError", Message: err.Error()}},
-			})
-			continue
-		}
-		p.events.Eventf(pod, v1.EventTypeNormal, "Created", "Created container: %s", c.Name)
-		p.events.Eventf(pod, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
-		ap.procs[c.Name], ap.logs[c.Name] = cmd, logs
-		started := true
 		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, v1.ContainerStatus{
-			Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: true, Started: &started,
-			ContainerID: fmt.Sprintf("testcluster://%s-%d", pod.UID, cmd.Process.Pid),
-			State:       v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: now}},
+			Name: c.Name, Image: c.Image,
+			State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}},
 		})
-		go p.wait(podKey(pod.Namespace, pod.Name), c.Name, cmd)
+	}
+	key := podKey(pod.Namespace, pod.Name)
+	if msg := p.topologyRefusal(pod); msg != "" {
+		pod.Status.Phase, pod.Status.Reason = v1.PodFailed, "TopologyAffinityError"
+		pod.Status.Message = "Pod was rejected: " + msg
+		pod.Status.ContainerStatuses = nil
+		p.events.Event(pod, v1.EventTypeWarning, "TopologyAffinityError", msg)
+		p.mu.Lock()
+		p.pods[key] = ap
+		p.mu.Unlock()
+		p.setNotify(pod)
+		return nil
 	}
 	p.refreshPhase(pod)
 	p.mu.Lock()
-	p.pods[podKey(pod.Namespace, pod.Name)] = ap
+	p.pods[key] = ap
 	p.mu.Unlock()
 	p.setNotify(pod)
+	go p.start(ap)
 	return nil
+}
+
+// topologyRefusal is the Topology Manager's refusal (policy restricted, scope pod) over
+// --numa-nodes NUMA nodes that share each extended resource evenly: the merged affinity is
+// not preferred when the resources' narrowest spans differ. Empty when admitted.
+func (p *provider) topologyRefusal(pod *v1.Pod) string {
+	k := int64(p.opts.numaNodes)
+	if k <= 0 {
+		return ""
+	}
+	var spans []int64
+	for _, c := range pod.Spec.Containers {
+		for r, q := range c.Resources.Limits {
+			capacity, ok := p.opts.capacity[r]
+			if !ok || !strings.Contains(string(r), "/") {
+				continue
+			}
+			if per := capacity.Value() / k; per > 0 {
+				spans = append(spans, (q.Value()+per-1)/per)
+			}
+		}
+	}
+	for _, s := range spans {
+		if s != spans[0] {
+			return "Resources cannot be allocated with Topology locality"
+		}
+	}
+	return ""
+}
+
+// start brings a pod up: sandbox, image, containers. Each step reports as a kubelet does.
+func (p *provider) start(ap *agentPod) {
+	p.mu.Lock()
+	pod := ap.pod
+	p.mu.Unlock()
+	if p.opts.netns == "per-pod" && !pod.Spec.HostNetwork {
+		sb, err := p.makeSandbox(pod)
+		if err != nil {
+			p.events.Event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", err.Error())
+			return
+		}
+		p.mu.Lock()
+		deleted := p.pods[podKey(pod.Namespace, pod.Name)] != ap
+		if !deleted {
+			ap.sandbox = sb
+		}
+		p.mu.Unlock()
+		if deleted {
+			p.removeSandbox(pod, sb)
+			return
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		if !p.opts.pullSlow[c.Image] {
+			continue
+		}
+		p.events.Eventf(pod, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
+		select {
+		case <-ap.gone:
+			return
+		case <-time.After(time.Minute):
+		}
+		p.events.Eventf(pod, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in 1m0s", c.Image)
+	}
+	p.mu.Lock()
+	if p.pods[podKey(pod.Namespace, pod.Name)] != ap {
+		p.mu.Unlock()
+		return
+	}
+	pod.Status.PodIP = p.podIP(pod)
+	pod.Status.PodIPs = []v1.PodIP{{IP: pod.Status.PodIP}}
+	for i, c := range pod.Spec.Containers {
+		p.startContainer(ap, c, &pod.Status.ContainerStatuses[i])
+	}
+	p.refreshPhase(pod)
+	p.mu.Unlock()
+	p.setNotify(pod)
+}
+
+// startContainer pulls (or fails to) and starts one container; p.mu is held.
+func (p *provider) startContainer(ap *agentPod, c v1.Container, status *v1.ContainerStatus) {
+	pod := ap.pod
+	if p.opts.pullFails[c.Image] {
+		msg := fmt.Sprintf("failed to pull and unpack image %q: failed to resolve reference %q: pull access denied, repository does not exist or may require authorization", c.Image, c.Image)
+		p.events.Eventf(pod, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
+		p.events.Eventf(pod, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %s", c.Image, msg)
+		p.events.Eventf(pod, v1.EventTypeWarning, "Failed", "Error: ErrImagePull")
+		status.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ErrImagePull", Message: msg}}
+		return
+	}
+	argv := append(append([]string{}, c.Command...), c.Args...)
+	if len(argv) == 0 {
+		argv = []string{"sleep", "infinity"}
+	}
+	cmd := p.command(ap, argv)
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if !p.opts.pullSlow[c.Image] {
+		p.events.Eventf(pod, v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
+	}
+	if err := cmd.Start(); err != nil {
+		p.events.Eventf(pod, v1.EventTypeWarning, "Failed", "Error: failed to create containerd task: %v", err)
+		status.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CreateContainerError", Message: err.Error()}}
+		return
+	}
+	p.events.Eventf(pod, v1.EventTypeNormal, "Created", "Created container: %s", c.Name)
+	p.events.Eventf(pod, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	ap.procs[c.Name], ap.logs[c.Name] = cmd, logs
+	started := true
+	*status = v1.ContainerStatus{
+		Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: true, Started: &started,
+		ContainerID: fmt.Sprintf("testcluster://%s-%d", pod.UID, cmd.Process.Pid),
+		State:       v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Now()}},
+	}
+	go p.wait(podKey(pod.Namespace, pod.Name), c.Name, cmd)
+}
+
+// makeSandbox creates the pod's network namespace and attaches its networks; on a failure
+// nothing is left and the error is the FailedCreatePodSandBox event's text.
+func (p *provider) makeSandbox(pod *v1.Pod) (*sandbox, error) {
+	uid := strings.ReplaceAll(string(pod.UID), "-", "")
+	sb := &sandbox{netns: fmt.Sprintf("tc-%s-%.12s", p.opts.name, uid)}
+	if out, err := exec.Command("ip", "netns", "add", sb.netns).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("Failed to create pod sandbox: rpc error: code = Unknown desc = failed to create network namespace %s: %s", sb.netns, strings.TrimSpace(string(out)))
+	}
+	_ = exec.Command("ip", "-n", sb.netns, "link", "set", "lo", "up").Run()
+	if _, ok := pod.Annotations[networksAnnotation]; ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		nets, err := p.cni.add(ctx, pod, sb.netns)
+		if err != nil {
+			_ = exec.Command("ip", "netns", "del", sb.netns).Run()
+			return nil, err
+		}
+		sb.networks = nets
+	}
+	return sb, nil
+}
+
+// removeSandbox detaches the networks (CNI DEL: host-local frees the addresses) and deletes
+// the namespace.
+func (p *provider) removeSandbox(pod *v1.Pod, sb *sandbox) {
+	if sb == nil {
+		return
+	}
+	p.cni.del(pod, sb.netns, sb.networks)
+	if out, err := exec.Command("ip", "netns", "del", sb.netns).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "testcluster node %s: ip netns del %s: %s\n", p.opts.name, sb.netns, strings.TrimSpace(string(out)))
+	}
 }
 
 // refreshPhase derives the pod's phase and readiness from its containers, as the kubelet does.
@@ -448,8 +618,11 @@ func (p *provider) DeletePod(ctx context.Context, in *v1.Pod) error {
 	p.mu.Lock()
 	ap, ok := p.pods[key]
 	procs := map[string]*exec.Cmd{}
+	var sb *sandbox
 	if ok {
 		delete(p.pods, key)
+		close(ap.gone)
+		sb = ap.sandbox
 		for k, c := range ap.procs {
 			procs[k] = c
 		}
@@ -466,6 +639,7 @@ func (p *provider) DeletePod(ctx context.Context, in *v1.Pod) error {
 		grace = min(time.Duration(*in.DeletionGracePeriodSeconds)*time.Second, 10*time.Second)
 	}
 	stopProcs(procs, grace)
+	p.removeSandbox(ap.pod, sb)
 	pod := ap.pod
 	now := metav1.Now()
 	for i := range pod.Status.ContainerStatuses {
@@ -500,14 +674,21 @@ func stopProcs(procs map[string]*exec.Cmd, grace time.Duration) {
 	}
 }
 
+// killAll ends every pod at shutdown: processes, networks, namespaces.
 func (p *provider) killAll() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, ap := range p.pods {
+	pods := p.pods
+	p.pods = map[string]*agentPod{}
+	for _, ap := range pods {
+		close(ap.gone)
 		stopProcs(ap.procs, 0)
 		for _, c := range ap.execs {
 			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 		}
+	}
+	p.mu.Unlock()
+	for _, ap := range pods {
+		p.removeSandbox(ap.pod, ap.sandbox)
 	}
 }
 
@@ -568,7 +749,9 @@ func (p *provider) RunInContainer(ctx context.Context, ns, name, container strin
 	if _, err := exec.LookPath(argv[0]); err != nil {
 		return fmt.Errorf("failed to exec in container: failed to start exec: OCI runtime exec failed: exec failed: unable to start container process: exec: %q: %v: unknown", argv[0], err)
 	}
-	cmd := p.command(argv)
+	p.mu.Lock()
+	cmd := p.command(ap, argv)
+	p.mu.Unlock()
 	if in := attach.Stdin(); in != nil {
 		cmd.Stdin = in
 	}
