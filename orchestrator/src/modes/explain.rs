@@ -479,8 +479,19 @@ fn sandbox(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
         "Could not allocate IP",
     ];
     if exhausted.iter().any(|k| message.contains(k)) {
+        // NVIDIA IPAM names its pool; host-local names the range set of the network.
         let pool = quoted_after(message, "pool \"")
             .map(|p| format!("the IP pool {p}"))
+            .or_else(|| {
+                let net = quoted_after(message, "error adding container to network \"")?;
+                Some(match message.split_once("range set: ") {
+                    Some((_, r)) => format!(
+                        "the IP pool of network {net} ({})",
+                        r.split([' ', ';', '"']).next().unwrap_or(r)
+                    ),
+                    None => format!("the IP pool of network {net}"),
+                })
+            })
             .unwrap_or_else(|| "the IP pool".into());
         let rails = pod
             .metadata
@@ -915,6 +926,28 @@ mod tests {
             .contains("no free addresses in the pool \"rdma-ipvlan-pool\", poolType \"ippool\""));
         assert!(
             d.todo.contains("(16 for this pod)") && d.todo.contains("perNodeBlockSize"),
+            "{d}"
+        );
+    }
+
+    #[test]
+    fn ipam_exhausted_in_host_local_words() {
+        // The node agent's event when host-local's range runs out (scripts/cluster's nodes).
+        let pod = pair(Mode::Ipvlan, true).server;
+        let e = event(
+            "FailedCreatePodSandBox",
+            "Warning",
+            "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox \"0b6d\": \
+             plugin type=\"multus\" name=\"multus-cni-network\" failed (add): [rdma-hostnet/railsweep-r1-ipvlan-server/0b6d:pool-a]: \
+             error adding container to network \"pool-a\": failed to allocate for range 0: no IP addresses available in range \
+             set: 10.58.0.1-10.58.0.8",
+        );
+        let d = explain_pod(&pod, &[e]).expect("explained");
+        assert_eq!(d.problem, Problem::IpamExhausted);
+        assert!(
+            d.what.starts_with(
+                "the IP pool of network pool-a (10.58.0.1-10.58.0.8) has no free address"
+            ),
             "{d}"
         );
     }
