@@ -3,29 +3,30 @@
 //! pod per node, the node agent runs them on this machine (host network), railsweep runs the
 //! fleet through exec with a fake rdmabw and deletes the pods. The nodes are the ones
 //! scripts/test starts: fleet-1 ... fleet-4 labelled rail-test=true, fleet-x labelled
-//! rail-test=false (it must not join). The other fleet cases still meet kube-testserver
-//! (fleet_kube.rs).
+//! rail-test=false (it must not join). Ctrl-C, a round past its deadline and a pod that does
+//! not start (the scheduler's refusal) leave no pod behind. Each test that creates pods uses
+//! a host port of its own: they share the fleet's nodes.
 
-/// The shared helpers these tests use (not `support::cluster`, which is kube-testserver's).
-mod support {
-    pub mod fake;
-    pub mod fleet;
-    pub mod kube;
-    pub mod process;
-    pub mod testcluster;
-}
+mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use results::{read_path, NetworkMode, RailResult, RailStatus};
-use support::fake::{Behave, Fake};
+use support::fake::{ended_within, Behave, Fake};
 use support::fleet::{rounds, Ran};
 use support::kube::{pods_left_in, railsweep};
-use support::process::text;
+use support::process::{self, text};
 use support::testcluster::TestCluster;
 
 fn args(kc: &Path, fake: &Fake, out: &Path, extra: &[&str]) -> Vec<String> {
+    args_on(kc, fake, out, "rail-test=true", extra)
+}
+
+/// `railsweep fleet` over `nodes` (a selector or node names).
+fn args_on(kc: &Path, fake: &Fake, out: &Path, nodes: &str, extra: &[&str]) -> Vec<String> {
     let mut v: Vec<String> = [
         "fleet",
         "--kubeconfig",
@@ -33,7 +34,7 @@ fn args(kc: &Path, fake: &Fake, out: &Path, extra: &[&str]) -> Vec<String> {
         "--mode",
         "hostnetwork",
         "--nodes",
-        "rail-test=true",
+        nodes,
         "--rdmabw",
         &fake.path().display().to_string(),
         "-D",
@@ -150,4 +151,272 @@ async fn dry_run_lists_the_labelled_nodes() {
         .collect();
     assert_eq!(names, (1..=4).map(pod).collect::<Vec<_>>());
     assert!(pods_left_in(c.client.clone(), &ns).await.is_empty());
+}
+
+/// A namespace, a kubeconfig in it with deploy/rbac.yaml's grants, and the fleet's out dir.
+async fn setup(prefix: &str, f: &Fake) -> (TestCluster, String, PathBuf, PathBuf) {
+    let c = TestCluster::get().await;
+    let ns = c.namespace(prefix, &[]).await;
+    let kc = c
+        .railsweep_kubeconfig_with_nodes(&ns, &f.file("kubeconfig"))
+        .await;
+    (c, ns, kc, f.file("fleet"))
+}
+
+fn fleet_rows(out: &Path) -> Vec<RailResult> {
+    read_path(out.join("fleet.csv")).expect("fleet.csv")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_pairs_one_runs_one_pair_at_a_time() {
+    let f = Fake::new(2);
+    f.behave("net1", Behave::Slow);
+    let (c, ns, kc, out) = setup("fleet-one", &f).await;
+    let r = railsweep(&args_on(
+        &kc,
+        &f,
+        &out,
+        "fleet-4,fleet-1,fleet-2,fleet-3",
+        &["--max-pairs", "1", "--port", "18801"],
+    ))
+    .await;
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(0), "{stderr}");
+    // Node names: the pods in this order.
+    assert!(
+        stderr.contains(&format!(
+            "4 pods ready: {}, {}, {}, {}",
+            pod(4),
+            pod(1),
+            pod(2),
+            pod(3)
+        )),
+        "{stderr}"
+    );
+    let mut ran = rounds(&out);
+    assert_eq!(ran.len(), 6);
+    ran.sort_by(|a, b| a.start.total_cmp(&b.start));
+    for w in ran.windows(2) {
+        assert!(
+            w[1].start >= w[0].end,
+            "two pairs at once: {:?} and {:?}",
+            w[0],
+            w[1]
+        );
+    }
+    assert_eq!(fleet_rows(&out).len(), 12);
+    assert!(
+        pods_left_in(c.client.clone(), &ns).await.is_empty(),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_during_the_fleet_keeps_rows_and_deletes_the_pods() {
+    let f = Fake::new(2);
+    f.behave("net2", Behave::Hang);
+    let (c, ns, kc, out) = setup("fleet-int", &f).await;
+    let mut child = process::start(&args(&kc, &f, &out, &["--port", "18811"]));
+    let t0 = Instant::now();
+    while f.pid_in("hang-net2.pid").is_none() {
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let o = child.wait_with_output().expect("output");
+            panic!("rail 1 never started: {}", text(&o.stderr));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        pods_left_in(c.client.clone(), &ns).await.len(),
+        4,
+        "the 4 pods run during the fleet"
+    );
+    let (code, o) = process::interrupt_async(child, Duration::from_secs(30)).await;
+    let stderr = text(&o.stderr);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(stderr.contains("deleted pods"), "{stderr}");
+    assert!(
+        pods_left_in(c.client.clone(), &ns).await.is_empty(),
+        "{stderr}"
+    );
+    // The node agents end what exec started in a deleted pod.
+    let hang = f.pid_in("hang-net2.pid").expect("pid");
+    assert!(
+        ended_within(&[hang], Duration::from_secs(15)).await,
+        "the hanging client in the pod ended"
+    );
+    // What was measured before Ctrl-C is kept: rail 0 of round 1's pairs, nothing after.
+    let rows = fleet_rows(&out);
+    assert!(
+        !rows.is_empty(),
+        "rows measured before Ctrl-C are kept: {stderr}"
+    );
+    assert!(
+        rows.iter()
+            .all(|r| r.rail == 0 && r.status == RailStatus::Ok),
+        "{rows:?}"
+    );
+    let ran = rounds(&out);
+    assert!(
+        ran.iter().all(|x| x.round == 1),
+        "no round after Ctrl-C: {ran:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_past_its_deadline_is_stopped_and_reported() {
+    let f = Fake::new(2);
+    f.behave("net2", Behave::Hang);
+    let (c, ns, kc, out) = setup("fleet-deadline", &f).await;
+    let t0 = Instant::now();
+    let r = railsweep(&args(
+        &kc,
+        &f,
+        &out,
+        &["--round-deadline", "5", "--no-remeasure", "--port", "18821"],
+    ))
+    .await;
+    let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
+    assert_eq!(r.status.code(), Some(1), "{stderr}");
+    // 3 rounds of 5 s, pods and clean-up: far under the 600 s of the hanging clients.
+    assert!(
+        t0.elapsed() < Duration::from_secs(90),
+        "took {:?}: {stderr}",
+        t0.elapsed()
+    );
+    assert_eq!(
+        stderr
+            .matches("rail(s) [1] not measured (round deadline)")
+            .count(),
+        6,
+        "{stderr}"
+    );
+    let rows = fleet_rows(&out);
+    assert!(
+        rows.iter().all(|r| r.rail == 0),
+        "rail 1 never measured: {rows:?}"
+    );
+    assert_eq!(rounds(&out).len(), 6, "every pair was started and stopped");
+    assert!(stdout.contains("fleet: 4 pods"), "{stdout}");
+    let hang = f.pid_in("hang-net2.pid").expect("pid");
+    assert!(
+        ended_within(&[hang], Duration::from_secs(15)).await,
+        "the hanging client was ended"
+    );
+    assert!(
+        pods_left_in(c.client.clone(), &ns).await.is_empty(),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_that_does_not_start_is_explained_and_left_out() {
+    // A pod on fleet-3's host network holds the port: the scheduler cannot place the fleet's.
+    let f = Fake::new(2);
+    let (c, ns, kc, out) = setup("fleet-port", &f).await;
+    let holder = c.namespace("fleet-holder", &[]).await;
+    c.pod_with_host_port(&holder, "holder", "fleet-3", 18831)
+        .await;
+    let port = ["--port", "18831"];
+    let r = railsweep(&args_on(&kc, &f, &out, "fleet-1,fleet-2,fleet-3", &port)).await;
+    let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
+    assert_eq!(r.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("pod {} on node fleet-3 did not start", pod(3))),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("already declares host port 18831"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("fleet: 2 pods, 1 of 1 pairs measured"),
+        "{stdout}"
+    );
+    assert_eq!(fleet_rows(&out).len(), 2);
+    assert!(
+        pods_left_in(c.client.clone(), &ns).await.is_empty(),
+        "{stderr}"
+    );
+
+    // Only one pod can start: no fleet, exit 2, nothing left behind.
+    let out = f.file("fleet2");
+    let r = railsweep(&args_on(&kc, &f, &out, "fleet-1,fleet-3", &port)).await;
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("1 of 2 pods started; a fleet needs at least 2"),
+        "{stderr}"
+    );
+    assert!(
+        pods_left_in(c.client.clone(), &ns).await.is_empty(),
+        "{stderr}"
+    );
+    assert!(!out.join("fleet.csv").exists());
+    c.delete_namespace(&holder).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_of_named_nodes_prints_one_pod_each() {
+    let f = Fake::new(1);
+    let (c, ns, kc, out) = setup("fleet-dry-names", &f).await;
+    let r = railsweep(&args_on(&kc, &f, &out, "a,b", &["--dry-run"])).await;
+    let yaml = text(&r.stdout);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    assert_eq!(yaml.matches("\n---\n").count() + 1, 2, "{yaml}");
+    assert!(
+        yaml.contains("# railsweep: hostnetwork fleet pod, on node b."),
+        "{yaml}"
+    );
+    assert!(pods_left_in(c.client.clone(), &ns).await.is_empty());
+    assert!(!out.exists());
+}
+
+#[test]
+fn nodes_usage_errors_name_the_flags() {
+    let run = |a: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_railsweep"))
+            .args(a)
+            .stdin(Stdio::null())
+            .output()
+            .expect("runs");
+        (o.status.code(), text(&o.stderr))
+    };
+    let (code, e) = run(&[
+        "fleet",
+        "--mode",
+        "hostnetwork",
+        "--nodes",
+        "a,b",
+        "--pods",
+        "p,q",
+    ]);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(e.contains("--nodes") && e.contains("--pods"), "{e}");
+    let (code, e) = run(&[
+        "fleet",
+        "--mode",
+        "hostnetwork",
+        "--nodes",
+        "a,b",
+        "--pods-selector",
+        "app=x",
+    ]);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(
+        e.contains("--nodes") && e.contains("--pods-selector"),
+        "{e}"
+    );
+    let (code, e) = run(&["fleet", "--nodes", "a,b"]);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(
+        e.contains("--mode hostnetwork, hostnetwork-crio, ipvlan or sriov"),
+        "{e}"
+    );
+    let (code, e) = run(&["fleet", "--mode", "pods", "--nodes", "a,b"]);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(
+        e.contains("modes: hostnetwork, hostnetwork-crio, ipvlan, sriov"),
+        "{e}"
+    );
 }

@@ -1,13 +1,11 @@
 //! The Kubernetes runner against the real control plane (`scripts/cluster`): kube-apiserver,
 //! etcd, kube-scheduler and kube-controller-manager from Kubernetes' own modules, pods placed
 //! by the scheduler and run by this project's node agent. Exec goes kube-rs (WebSocket) → the
-//! API server (translated to SPDY) → the node agent's kubelet port. The pods here have no
-//! network namespace of their own, so their commands run on this machine.
+//! API server (translated to SPDY) → the node agent's kubelet port. pod-a runs in a network
+//! namespace node-a's agent made for it, pod-b on node-b's host network; both see this
+//! machine's files.
 
-/// The shared helpers these tests use (not `support::cluster`, which is kube-testserver's).
-mod support {
-    pub mod testcluster;
-}
+mod support;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;

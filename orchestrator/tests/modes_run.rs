@@ -1,62 +1,63 @@
-//! `railsweep run --mode M --nodes A,B` and `railsweep compare` on the built binary, against
-//! kube-testserver's simulated cluster (the cases a real component can produce moved to
-//! modes_cluster.rs, against the real control plane; these wait for the node agent's CNI step) (real HTTP and WebSocket, kube-rs's own
-//! client): pods are created, watched until ready, swept with a fake rdmabw, and deleted; the
-//! failures of the field reports are served as pod status and events and must come back as
-//! explanations a user can act on; Ctrl-C deletes what railsweep created.
+//! `railsweep run --mode M` and `railsweep compare` through the real control plane
+//! (`scripts/cluster`), from pods created to pods deleted: the real API server admits them, the
+//! real scheduler places them, the node agents of node-a and node-b start each in a network
+//! namespace of its own and attach its networks with the real CNI plugins, reading the real
+//! NetworkAttachmentDefinitions as Multus does; railsweep sweeps with a fake rdmabw through
+//! exec. What fails in the sandbox (a missing NetworkAttachmentDefinition, an exhausted IP
+//! pool) comes from the plugins, the Topology Manager's refusal from node-b's agent (4 NUMA
+//! nodes), and both must come back as explanations. Ctrl-C deletes what railsweep created.
 
-#[path = "../examples/kube-testserver/apiserver.rs"]
-#[allow(dead_code)]
-mod apiserver;
 mod support;
 
-use std::path::Path;
-
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use apiserver::cluster::{ClusterSpec, NodeSpec};
+use orchestrator::runner::{KubeRunner, Runner};
 use results::{read_path, NetworkMode, RailStatus};
-use support::cluster::{kubeconfig, server};
-use support::fake::{alive, Behave, Fake};
-use support::kube::{pods_left, railsweep, MODE_OPTIONS};
+use support::fake::{ended_within, Behave, Fake};
+use support::kube::{pods_left_in, railsweep, refused, MODE_OPTIONS};
 use support::process::{self, text};
+use support::testcluster::{Networks, TestCluster};
 
-/// Two GPU nodes like the field reports': 16 rail PFs, 8 GPUs, the GPU taint, an IP pool of
-/// 32 addresses, and one SR-IOV VF resource per rail (2 rails here).
-fn gpu_node(name: &str, extra: &str) -> NodeSpec {
-    NodeSpec::parse(&format!(
-        "{name},netns=-,ip=127.0.0.1,cap=nvidia.com/hostdev=16,cap=nvidia.com/gpu=8,\
-         cap=nvidia.com/sriov_rdma_rail0=8,cap=nvidia.com/sriov_rdma_rail1=8,\
-         taint=nvidia.com/gpu:NoSchedule,ipam=32{extra}"
-    ))
-    .expect("node spec")
+/// A namespace for one test with the rail networks in it (`pool`: see [`Networks`]), and a
+/// kubeconfig for it with only what deploy/rbac.yaml grants.
+async fn setup(
+    prefix: &str,
+    labels: &[(&str, &str)],
+    pool: Option<(&str, u8)>,
+    f: &Fake,
+) -> (TestCluster, String, PathBuf) {
+    let c = TestCluster::get().await;
+    let ns = c.namespace(prefix, labels).await;
+    c.networks(&ns, Networks { pool }).await;
+    let kc = c
+        .railsweep_kubeconfig(&ns, None, &f.file("kubeconfig"))
+        .await;
+    (c, ns, kc)
 }
 
-fn cluster(extra_b: &str) -> ClusterSpec {
-    ClusterSpec {
-        nodes: vec![gpu_node("node-a", ""), gpu_node("node-b", extra_b)],
-        ..ClusterSpec::default()
-    }
-}
-
-fn args(cmd: &str, kc: &str, fake: &Fake, out: &Path, extra: &[&str]) -> Vec<String> {
+/// railsweep's arguments: `cmd` between node-a and node-b, CSV to `out`. `port` is the test's
+/// own: tests share the nodes, and hostNetwork pods of two tests must not want one host port.
+fn args(cmd: &str, kc: &Path, f: &Fake, out: &Path, port: u16, extra: &[&str]) -> Vec<String> {
     let mut v: Vec<String> = [
         cmd,
         "--kubeconfig",
-        kc,
+        &kc.display().to_string(),
         "--nodes",
         "node-a,node-b",
         "--rdmabw",
-        &fake.path().display().to_string(),
+        &f.path().display().to_string(),
         "-D",
         "1",
         "--tclass",
         "41",
+        "--port",
+        &port.to_string(),
         "-o",
         &out.display().to_string(),
         "--quiet",
         "--pod-timeout",
-        "20",
+        "30",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -66,17 +67,21 @@ fn args(cmd: &str, kc: &str, fake: &Fake, out: &Path, extra: &[&str]) -> Vec<Str
     v
 }
 
+async fn pods_left(c: &TestCluster, ns: &str) -> Vec<String> {
+    pods_left_in(c.client.clone(), ns).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_creates_waits_sweeps_and_deletes() {
-    let addr = server(cluster("")).await;
     let f = Fake::new(2);
-    let kc = kubeconfig(&f, addr);
+    let (c, ns, kc) = setup("run-ipvlan", &[], None, &f).await;
     let out = f.file("ipvlan.csv");
     let r = railsweep(&args(
         "run",
         &kc,
         &f,
         &out,
+        18701,
         &["--mode", "ipvlan", "--run-id", "t1"],
     ))
     .await;
@@ -106,51 +111,94 @@ async fn run_creates_waits_sweeps_and_deletes() {
         (rows[0].client_node.as_str(), rows[0].server_node.as_str()),
         ("node-a", "node-b")
     );
-    assert!(pods_left(addr).await.is_empty());
+    assert!(pods_left(&c, &ns).await.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn keep_pods_keeps_them() {
-    let addr = server(cluster("")).await;
+async fn kept_pods_have_their_networks_from_the_cni_plugins() {
     let f = Fake::new(1);
-    let kc = kubeconfig(&f, addr);
+    let (c, ns, kc) = setup("keep", &[], None, &f).await;
     let out = f.file("keep.csv");
     let r = railsweep(&args(
         "run",
         &kc,
         &f,
         &out,
-        &["--mode", "hostnetwork", "--run-id", "k", "--keep-pods"],
+        18711,
+        &["--mode", "ipvlan", "--run-id", "k", "--keep-pods"],
     ))
     .await;
     let stderr = text(&r.stderr);
     assert_eq!(r.status.code(), Some(0), "{stderr}");
     assert!(
-        stderr.contains("keeping pods") && stderr.contains("kubectl delete pods -n lab"),
+        stderr.contains("keeping pods") && stderr.contains(&format!("kubectl delete pods -n {ns}")),
         "{stderr}"
     );
-    let mut left = pods_left(addr).await;
-    left.sort();
     assert_eq!(
-        left,
-        [
-            "railsweep-k-hostnetwork-client",
-            "railsweep-k-hostnetwork-server"
-        ]
+        pods_left(&c, &ns).await,
+        ["railsweep-k-ipvlan-client", "railsweep-k-ipvlan-server"]
     );
+    // What macvlan, host-local, tuning and sbr did in the client pod's namespace.
+    let runner = KubeRunner::from_client(c.client.clone(), &ns, "test", None);
+    let ip = runner
+        .exec(
+            "railsweep-k-ipvlan-client",
+            &["ip".to_string(), "-o".into(), "-4".into(), "addr".into()],
+            None,
+        )
+        .await
+        .expect("execs");
+    let addrs = String::from_utf8_lossy(&ip.stdout).to_string();
+    for i in 0..16 {
+        assert!(
+            addrs.contains(&format!("net{} ", i + 1)) && addrs.contains(&format!("10.56.{i}.")),
+            "rail {i}'s network in the pod:\n{addrs}"
+        );
+    }
+    let sysctl = runner
+        .exec(
+            "railsweep-k-ipvlan-client",
+            &[
+                "cat".to_string(),
+                "/proc/sys/net/ipv4/conf/net3/arp_ignore".into(),
+            ],
+            None,
+        )
+        .await
+        .expect("execs");
+    assert_eq!(
+        String::from_utf8_lossy(&sysctl.stdout).trim(),
+        "1",
+        "tuning's sysctl"
+    );
+    let rules = runner
+        .exec(
+            "railsweep-k-ipvlan-client",
+            &["ip".to_string(), "rule".into()],
+            None,
+        )
+        .await
+        .expect("execs");
+    assert!(
+        String::from_utf8_lossy(&rules.stdout).contains("from 10.56.0."),
+        "sbr's source rule: {}",
+        String::from_utf8_lossy(&rules.stdout)
+    );
+    c.delete_namespace(&ns).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compare_runs_every_mode_into_one_file() {
-    let addr = server(cluster("")).await;
     let f = Fake::new(2);
-    let kc = kubeconfig(&f, addr);
+    let (c, ns, kc) = setup("compare", &[], None, &f).await;
+    c.runtime_class("runc-nohostdev").await;
     let out = f.file("cmp.csv");
     let r = railsweep(&args(
         "compare",
         &kc,
         &f,
         &out,
+        18721,
         &["--modes", "hostnetwork,hostnetwork-crio,ipvlan,sriov"],
     ))
     .await;
@@ -184,39 +232,42 @@ async fn compare_runs_every_mode_into_one_file() {
     );
     assert!(stdout.ends_with(&md), "{stdout}");
     assert_eq!(stderr.matches("deleted pods").count(), 4, "{stderr}");
-    assert!(pods_left(addr).await.is_empty());
+    assert!(pods_left(&c, &ns).await.is_empty());
 }
 
 /// Run one mode that must not start: exit 2, the explanation in words, no pod left behind.
-async fn must_not_start(spec: ClusterSpec, mode: &str, extra: &[&str], expect: &[&str]) -> String {
-    let addr = server(spec).await;
+async fn must_not_start(
+    prefix: &str,
+    pool: Option<(&str, u8)>,
+    networks: bool,
+    mode: &str,
+    extra: &[&str],
+    expect: &[&str],
+) -> String {
     let f = Fake::new(1);
-    let kc = kubeconfig(&f, addr);
+    let c = TestCluster::get().await;
+    let ns = c.namespace(prefix, &[]).await;
+    if networks {
+        c.networks(&ns, Networks { pool }).await;
+    }
+    let kc = c
+        .railsweep_kubeconfig(&ns, None, &f.file("kubeconfig"))
+        .await;
     let out = f.file("x.csv");
     let mut a = vec!["--mode", mode];
     a.extend_from_slice(extra);
-    let t0 = Instant::now();
-    let r = railsweep(&args("run", &kc, &f, &out, &a)).await;
-    let stderr = text(&r.stderr);
-    assert_eq!(r.status.code(), Some(2), "{stderr}");
-    assert!(
-        t0.elapsed() < Duration::from_secs(15),
-        "explained at once, not at the timeout: {stderr}"
-    );
-    for e in expect {
-        assert!(stderr.contains(e), "expected {e:?} in:\n{stderr}");
-    }
-    assert!(stderr.contains("what to do:"), "{stderr}");
-    assert!(pods_left(addr).await.is_empty(), "{stderr}");
-    assert!(!out.exists(), "no sweep ran");
-    stderr
+    let a = args("run", &kc, &f, &out, 18731, &a);
+    refused(c.client.clone(), &ns, &a, &out, expect).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topology_affinity_error_is_explained() {
-    // 4 GPUs (2 of 4 NUMA nodes) with 16 PFs (all 4): the IPvlan report's refused job.
+    // node-b's Topology Manager: 4 GPUs span 2 of its 4 NUMA nodes, 16 PFs all 4 (the IPvlan
+    // report's refused job).
     must_not_start(
-        cluster(",numa=4"),
+        "topology",
+        None,
+        true,
         "ipvlan",
         &["--resource", "nvidia.com/gpu=4"],
         &[
@@ -229,23 +280,20 @@ async fn topology_affinity_error_is_explained() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ipam_exhaustion_is_explained() {
-    // A pool of 8 addresses on node B: 16 rail networks do not fit.
-    let spec = ClusterSpec {
-        nodes: vec![gpu_node("node-a", ""), {
-            let mut b = gpu_node("node-b", "");
-            b.ipam = Some(8);
-            b
-        }],
-        ..ClusterSpec::default()
-    };
+async fn ipam_exhaustion_is_explained_from_host_local() {
+    // The 16 networks share one pool of 8 addresses, as the report's share one NVIDIA IPAM
+    // pool: the ninth attachment on a node finds none.
+    let pool = format!("rdma-ipvlan-pool-{}", std::process::id());
     must_not_start(
-        spec,
+        "ipam",
+        Some((&pool, 8)),
+        true,
         "ipvlan",
         &[],
         &[
-            "no free addresses in the pool \"rdma-ipvlan-pool\"",
-            "the IP pool rdma-ipvlan-pool has no free address on node node-b",
+            "no IP addresses available in range set: 10.58.0.1-10.58.0.8",
+            &format!("error adding container to network \"{pool}\""),
+            "has no free address on node node-",
             "perNodeBlockSize",
         ],
     )
@@ -253,87 +301,123 @@ async fn ipam_exhaustion_is_explained() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ipvlan_without_ipc_lock_passes_baseline() {
-    // The refusals of Pod Security admission come from the real API server
-    // (modes_cluster.rs); that IPvlan without IPC_LOCK then runs needs the CNI step, which
-    // only this simulated cluster has so far.
-    let addr = server(ClusterSpec {
-        pod_security: Some("baseline".into()),
-        ..cluster("")
-    })
+async fn a_missing_network_attachment_is_explained_from_multus_words() {
+    must_not_start(
+        "no-nad",
+        None,
+        false,
+        "sriov",
+        &[],
+        &[
+            "cannot find a network-attachment-definition (sriov-rdma-rail-0)",
+            "network-attachment-definitions.k8s.cni.cncf.io \"sriov-rdma-rail-0\" not found",
+            "create sriov-rdma-rail-0 in",
+        ],
+    )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ipvlan_without_ipc_lock_passes_baseline() {
+    // Pod Security admission of the real API server refuses IPC_LOCK at baseline
+    // (modes_cluster.rs); without it IPvlan's pods are admitted and run.
     let f = Fake::new(1);
-    let kc = kubeconfig(&f, addr);
+    let (_c, _ns, kc) = setup(
+        "baseline",
+        &[("pod-security.kubernetes.io/enforce", "baseline")],
+        None,
+        &f,
+    )
+    .await;
     let out = f.file("ok.csv");
     let r = railsweep(&args(
         "run",
         &kc,
         &f,
         &out,
+        18741,
         &["--mode", "ipvlan", "--no-ipc-lock"],
     ))
     .await;
     assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ctrl_c_during_the_sweep_deletes_the_pods() {
-    let addr = server(cluster("")).await;
+/// Ctrl-C while rail 1 hangs in a `mode` sweep: exit 130, the pods deleted, and the client and
+/// the daemon that exec started in them ended by the node agents, as a container's cgroup ends.
+async fn ctrl_c_during_the_sweep(mode: &str, port: u16) {
     let f = Fake::new(2);
     f.behave("net2", Behave::Hang);
-    let kc = kubeconfig(&f, addr);
+    let (c, ns, kc) = setup(&format!("int-{mode}"), &[], None, &f).await;
     let out = f.file("int.csv");
-    let child = process::start(&args("run", &kc, &f, &out, &["--mode", "sriov"]));
+    let child = process::start(&args("run", &kc, &f, &out, port, &["--mode", mode]));
     let t0 = Instant::now();
     while f.pid_in("hang-net2.pid").is_none() {
         assert!(
-            t0.elapsed() < Duration::from_secs(30),
+            t0.elapsed() < Duration::from_secs(40),
             "rail 1 never started"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(
-        pods_left(addr).await.len(),
+        pods_left(&c, &ns).await.len(),
         2,
         "both pods run during the sweep"
     );
-    let code = process::interrupt_async(child, Duration::from_secs(20)).await;
-    let stderr = text(&code.1.stderr);
-    assert_eq!(code.0, Some(130), "{stderr}");
+    let (code, o) = process::interrupt_async(child, Duration::from_secs(30)).await;
+    let stderr = text(&o.stderr);
+    assert_eq!(code, Some(130), "{stderr}");
     assert!(stderr.contains("deleted pods"), "{stderr}");
-    let (hang, daemon) = (
+    let pids = [
         f.pid_in("hang-net2.pid").expect("pid"),
         f.pid_in("server.pid").expect("pid"),
-    );
+    ];
     assert!(
-        !alive(hang) && !alive(daemon),
+        ended_within(&pids, Duration::from_secs(15)).await,
         "the client and the daemon in the pods ended"
     );
-    assert!(pods_left(addr).await.is_empty(), "{stderr}");
+    assert!(pods_left(&c, &ns).await.is_empty(), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_during_an_sriov_sweep_deletes_the_pods_and_their_processes() {
+    ctrl_c_during_the_sweep("sriov", 18751).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_during_a_hostnetwork_sweep_deletes_the_pods_and_their_processes() {
+    ctrl_c_during_the_sweep("hostnetwork", 18611).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_while_the_pods_start_deletes_them() {
-    // Slow steps: the pods stay Pending long enough to be interrupted.
-    let spec = ClusterSpec {
-        step: Duration::from_secs(30),
-        ..cluster("")
-    };
-    let addr = server(spec).await;
+    // The node agents take a minute to pull this image: the pods stay ContainerCreating.
     let f = Fake::new(1);
-    let kc = kubeconfig(&f, addr);
+    let (c, ns, kc) = setup("int-start", &[], None, &f).await;
     let out = f.file("int.csv");
-    let mut child = process::start(&args("run", &kc, &f, &out, &["--mode", "hostnetwork"]));
+    let mut child = process::start(&args(
+        "run",
+        &kc,
+        &f,
+        &out,
+        18761,
+        &[
+            "--mode",
+            "hostnetwork",
+            "--image",
+            "registry.invalid/slow:1",
+        ],
+    ));
     let t0 = Instant::now();
-    while pods_left(addr).await.len() < 2 {
-        if t0.elapsed() > Duration::from_secs(20) {
+    while pods_left(&c, &ns).await.len() < 2 {
+        if t0.elapsed() > Duration::from_secs(30) {
             let _ = child.kill();
             let o = child.wait_with_output().expect("output");
             panic!("pods never created: {}", text(&o.stderr));
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let (code, o) = process::interrupt_async(child, Duration::from_secs(20)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (code, o) = process::interrupt_async(child, Duration::from_secs(30)).await;
     let stderr = text(&o.stderr);
     assert_eq!(code, Some(130), "{stderr}");
     assert!(
@@ -341,5 +425,5 @@ async fn ctrl_c_while_the_pods_start_deletes_them() {
             && stderr.contains("deleted pods"),
         "{stderr}"
     );
-    assert!(pods_left(addr).await.is_empty(), "{stderr}");
+    assert!(pods_left(&c, &ns).await.is_empty(), "{stderr}");
 }

@@ -1,12 +1,9 @@
 //! `railsweep run` end to end on the built binary, with a fake rdmabw: the local runner on
-//! this machine's own namespace (`-`), and the Kubernetes runner through the test API server.
+//! this machine's own namespace (`-`), and the Kubernetes runner through the real control
+//! plane that `scripts/cluster up` starts.
 
-#[path = "../examples/kube-testserver/apiserver.rs"]
-#[allow(dead_code)]
-mod apiserver;
 mod support;
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -14,6 +11,7 @@ use std::time::{Duration, Instant};
 use results::{read_path, RailStatus};
 use support::fake::{alive, rail, Behave, Fake};
 use support::process::{self, railsweep, text};
+use support::testcluster::TestCluster;
 
 fn local_args<'a>(fake: &'a str, out: &'a str) -> Vec<&'a str> {
     vec![
@@ -411,28 +409,17 @@ fn ctrl_c_ends_remote_processes_and_keeps_rows() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_sweep_through_the_kubernetes_runner() {
+    // Two pods of the real control plane (scripts/cluster): pod-a on node-a in a network
+    // namespace of its own, pod-b on node-b; railsweep with deploy/rbac.yaml's grants only.
     let f = Fake::new(2);
     f.behave("net2", Behave::Crash);
-    let addr = apiserver::start(
-        apiserver::ApiServer {
-            namespace: "lab".into(),
-            pods: vec![
-                apiserver::TestPod::parse("pod-a,netns=-,node=node-1,ip=10.99.0.1").expect("pod"),
-                apiserver::TestPod::parse("pod-b,netns=-,node=node-2,ip=10.99.0.2").expect("pod"),
-            ],
-            token: None,
-            verbose: false,
-        },
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-    )
-    .await
-    .expect("binds");
-    let kc = f.file("kubeconfig");
-    std::fs::write(
-        &kc,
-        apiserver::kubeconfig(&format!("http://{addr}"), "lab", None),
-    )
-    .expect("writes");
+    let c = TestCluster::get().await;
+    let ns = c.namespace("sweep", &[]).await;
+    c.pod(&ns, "pod-a", "node-a", false, "rdmabw").await;
+    c.pod(&ns, "pod-b", "node-b", false, "rdmabw").await;
+    let kc = c
+        .railsweep_kubeconfig(&ns, None, &f.file("kubeconfig"))
+        .await;
     let out = f.file("sweep.csv");
     let json = f.file("sweep.json");
     let args: Vec<String> = [
@@ -472,8 +459,8 @@ async fn the_same_sweep_through_the_kubernetes_runner() {
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0].status, RailStatus::Ok);
     assert_eq!(rows[0].client_pod.as_deref(), Some("pod-a"));
-    assert_eq!(rows[0].client_node, "node-1");
-    assert_eq!(rows[0].server_node, "node-2");
+    assert_eq!(rows[0].client_node, "node-a");
+    assert_eq!(rows[0].server_node, "node-b");
     assert_eq!(rows[0].cluster, "railbench-lab");
     assert!(rows[1]
         .error

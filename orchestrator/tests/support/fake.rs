@@ -223,6 +223,19 @@ impl Fake {
 }
 
 /// Whether a process is still there (and not a zombie).
+/// Whether every process of `pids` has ended within `limit` (a node agent ends what exec
+/// started in a deleted pod after the pod's grace period).
+pub async fn ended_within(pids: &[u32], limit: std::time::Duration) -> bool {
+    let t0 = std::time::Instant::now();
+    while pids.iter().any(|&p| alive(p)) {
+        if t0.elapsed() > limit {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    true
+}
+
 pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(s) => !s

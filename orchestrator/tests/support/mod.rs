@@ -1,5 +1,5 @@
-pub mod cluster;
 pub mod fake;
 pub mod fleet;
 pub mod kube;
 pub mod process;
+pub mod testcluster;

@@ -14,10 +14,13 @@ use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, Namespace, Pod, PodSpec, ServiceAccount, Toleration,
 };
+use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
 };
-use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ObjectMeta, PostParams,
+};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, Config};
 use serde::Deserialize;
@@ -291,6 +294,89 @@ impl TestCluster {
         )
         .expect("writes");
         path.to_path_buf()
+    }
+}
+
+/// The master every test network's CNI config names: a veth made by `scripts/cluster up --link`.
+pub const MASTER: &str = "tcrail0";
+
+/// The rail networks of [`crate::support::kube::MODE_OPTIONS`], as NetworkAttachmentDefinitions
+/// in `ns`: `rdma-ipvlan-0..15` and `sriov-rdma-rail-0..1`. Each is the IPvlan report's chain
+/// (its CNI plugins, with tuning's ARP sysctls and sbr) with two changes this machine needs:
+/// macvlan for ipvlan (the build machine's kernel has no ipvlan; the lab's has) and host-local
+/// for NVIDIA's IPAM. `pool` gives every network one shared host-local pool (its CNI name)
+/// of `size` addresses, as the report's 16 networks share one NVIDIA IPAM pool.
+pub struct Networks<'a> {
+    pub pool: Option<(&'a str, u8)>,
+}
+
+impl TestCluster {
+    /// Creates [`Networks`] in `ns`.
+    pub async fn networks(&self, ns: &str, n: Networks<'_>) {
+        let mut nets: Vec<(String, String)> = (0..16)
+            .map(|i| (format!("rdma-ipvlan-{i}"), format!("10.56.{i}.0/24")))
+            .collect();
+        nets.extend((0..2).map(|i| (format!("sriov-rdma-rail-{i}"), format!("10.57.{i}.0/24"))));
+        for (name, subnet) in nets {
+            let (cni_name, range) = match n.pool {
+                Some((pool, size)) => (
+                    pool.to_string(),
+                    serde_json::json!([[{ "subnet": "10.58.0.0/24", "rangeStart": "10.58.0.1",
+                                           "rangeEnd": format!("10.58.0.{size}") }]]),
+                ),
+                None => (name.clone(), serde_json::json!([[{ "subnet": subnet }]])),
+            };
+            let config = serde_json::json!({
+                "cniVersion": "1.0.0",
+                "name": cni_name,
+                "plugins": [
+                    { "type": "macvlan", "master": MASTER, "mode": "bridge",
+                      "ipam": { "type": "host-local", "ranges": range } },
+                    { "type": "tuning", "sysctl": {
+                        "net.ipv4.conf.all.rp_filter": "0",
+                        "net.ipv4.conf.IFNAME.arp_announce": "2",
+                        "net.ipv4.conf.IFNAME.arp_filter": "1",
+                        "net.ipv4.conf.IFNAME.arp_ignore": "1",
+                        "net.ipv4.conf.IFNAME.rp_filter": "0",
+                        "net.ipv4.conf.IFNAME.accept_local": "1" } },
+                    { "type": "sbr", "addSourceHints": true }
+                ]
+            });
+            self.network_attachment(ns, &name, &config.to_string())
+                .await;
+        }
+    }
+
+    /// Creates NetworkAttachmentDefinition `name` in `ns` with CNI config `config`.
+    pub async fn network_attachment(&self, ns: &str, name: &str, config: &str) {
+        let gvk = GroupVersionKind::gvk("k8s.cni.cncf.io", "v1", "NetworkAttachmentDefinition");
+        let ar = ApiResource::from_gvk_with_plural(&gvk, "network-attachment-definitions");
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &ar);
+        let obj =
+            DynamicObject::new(name, &ar).data(serde_json::json!({ "spec": { "config": config } }));
+        api.create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("creates NetworkAttachmentDefinition {ns}/{name}: {e}"));
+    }
+
+    /// RuntimeClass `name` (cluster-wide), made once for every test that needs it.
+    pub async fn runtime_class(&self, name: &str) {
+        let rc = RuntimeClass {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            handler: name.into(),
+            ..RuntimeClass::default()
+        };
+        match Api::<RuntimeClass>::all(self.client.clone())
+            .create(&PostParams::default(), &rc)
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => panic!("creates RuntimeClass {name}: {e}"),
+        }
     }
 }
 
