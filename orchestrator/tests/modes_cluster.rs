@@ -9,7 +9,6 @@
 
 mod support;
 
-
 use support::fake::Fake;
 use support::kube::{pods_left_in, railsweep, refused, MODE_OPTIONS};
 use support::process::text;
