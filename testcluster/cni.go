@@ -133,11 +133,10 @@ func (c *cniRunner) del(pod *v1.Pod, netns string, added []attachment) {
 	for i := len(added) - 1; i >= 0; i-- {
 		a := added[i]
 		for j := len(a.plugins) - 1; j >= 0; j-- {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			if _, err := c.run(ctx, "DEL", pod, netns, a.ref.Interface, a.plugins[j], a.result); err != nil {
+			// run bounds each plugin; a teardown is not cut short by the caller's deadline.
+			if _, err := c.run(context.Background(), "DEL", pod, netns, a.ref.Interface, a.plugins[j], a.result); err != nil {
 				fmt.Fprintf(os.Stderr, "testcluster node: CNI DEL of %s for pod %s/%s: %v\n", a.name, pod.Namespace, pod.Name, err)
 			}
-			cancel()
 		}
 	}
 }

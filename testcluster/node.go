@@ -230,6 +230,17 @@ type agentPod struct {
 	gone    chan struct{}
 }
 
+// deleted says whether DeletePod (or the agent's shutdown) has taken the pod: gone is closed
+// under p.mu at the same moment it leaves p.pods.
+func (ap *agentPod) deleted() bool {
+	select {
+	case <-ap.gone:
+		return true
+	default:
+		return false
+	}
+}
+
 type sandbox struct {
 	netns    string
 	networks []attachment
@@ -344,30 +355,27 @@ func (p *provider) CreatePod(ctx context.Context, in *v1.Pod) error {
 			{Type: v1.PodInitialized, Status: v1.ConditionTrue, LastTransitionTime: now},
 		},
 	}
-	for _, c := range pod.Spec.Containers {
-		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, v1.ContainerStatus{
-			Name: c.Name, Image: c.Image,
-			State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}},
-		})
-	}
-	key := podKey(pod.Namespace, pod.Name)
-	if msg := p.topologyRefusal(pod); msg != "" {
+	refusal := p.topologyRefusal(pod)
+	if refusal != "" {
 		pod.Status.Phase, pod.Status.Reason = v1.PodFailed, "TopologyAffinityError"
-		pod.Status.Message = "Pod was rejected: " + msg
-		pod.Status.ContainerStatuses = nil
-		p.events.Event(pod, v1.EventTypeWarning, "TopologyAffinityError", msg)
-		p.mu.Lock()
-		p.pods[key] = ap
-		p.mu.Unlock()
-		p.setNotify(pod)
-		return nil
+		pod.Status.Message = "Pod was rejected: " + refusal
+		p.events.Event(pod, v1.EventTypeWarning, "TopologyAffinityError", refusal)
+	} else {
+		for _, c := range pod.Spec.Containers {
+			pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, v1.ContainerStatus{
+				Name: c.Name, Image: c.Image,
+				State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}},
+			})
+		}
+		p.refreshPhase(pod)
 	}
-	p.refreshPhase(pod)
 	p.mu.Lock()
-	p.pods[key] = ap
+	p.pods[podKey(pod.Namespace, pod.Name)] = ap
 	p.mu.Unlock()
 	p.setNotify(pod)
-	go p.start(ap)
+	if refusal == "" {
+		go p.start(ap)
+	}
 	return nil
 }
 
@@ -401,9 +409,7 @@ func (p *provider) topologyRefusal(pod *v1.Pod) string {
 
 // start brings a pod up: sandbox, image, containers. Each step reports as a kubelet does.
 func (p *provider) start(ap *agentPod) {
-	p.mu.Lock()
-	pod := ap.pod
-	p.mu.Unlock()
+	pod := ap.pod // its spec does not change; its status only under p.mu
 	if p.opts.netns == "per-pod" && !pod.Spec.HostNetwork {
 		sb, err := p.makeSandbox(pod)
 		if err != nil {
@@ -411,7 +417,7 @@ func (p *provider) start(ap *agentPod) {
 			return
 		}
 		p.mu.Lock()
-		deleted := p.pods[podKey(pod.Namespace, pod.Name)] != ap
+		deleted := ap.deleted()
 		if !deleted {
 			ap.sandbox = sb
 		}
@@ -434,7 +440,7 @@ func (p *provider) start(ap *agentPod) {
 		p.events.Eventf(pod, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in 1m0s", c.Image)
 	}
 	p.mu.Lock()
-	if p.pods[podKey(pod.Namespace, pod.Name)] != ap {
+	if ap.deleted() {
 		p.mu.Unlock()
 		return
 	}
@@ -776,7 +782,7 @@ func (p *provider) RunInContainer(ctx context.Context, ns, name, container strin
 		}(s.w, r)
 	}
 	p.mu.Lock()
-	if p.pods[podKey(ns, name)] != ap {
+	if ap.deleted() {
 		p.mu.Unlock()
 		return errdefs.NotFoundf("pod %s/%s was deleted on node %s", ns, name, p.opts.name)
 	}
