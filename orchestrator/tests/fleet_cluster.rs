@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use results::{read_path, NetworkMode, RailResult, RailStatus};
 use support::fake::{ended_within, Behave, Fake};
 use support::fleet::{rounds, Ran};
-use support::kube::{pods_left_in, railsweep};
+use support::kube::railsweep;
 use support::process::{self, text};
 use support::testcluster::TestCluster;
 
@@ -125,10 +125,7 @@ async fn fleet_over_labelled_nodes_creates_measures_and_deletes() {
         );
     }
     assert!(stderr.contains("deleted pods"), "{stderr}");
-    assert!(
-        pods_left_in(c.client.clone(), &ns).await.is_empty(),
-        "{stderr}"
-    );
+    assert!(c.pods_left(&ns).await.is_empty(), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -150,7 +147,7 @@ async fn dry_run_lists_the_labelled_nodes() {
         .filter_map(|p| p["metadata"]["name"].as_str())
         .collect();
     assert_eq!(names, (1..=4).map(pod).collect::<Vec<_>>());
-    assert!(pods_left_in(c.client.clone(), &ns).await.is_empty());
+    assert!(c.pods_left(&ns).await.is_empty());
 }
 
 /// A namespace, a kubeconfig in it with deploy/rbac.yaml's grants, and the fleet's out dir.
@@ -205,10 +202,7 @@ async fn max_pairs_one_runs_one_pair_at_a_time() {
         );
     }
     assert_eq!(fleet_rows(&out).len(), 12);
-    assert!(
-        pods_left_in(c.client.clone(), &ns).await.is_empty(),
-        "{stderr}"
-    );
+    assert!(c.pods_left(&ns).await.is_empty(), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -227,7 +221,7 @@ async fn ctrl_c_during_the_fleet_keeps_rows_and_deletes_the_pods() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(
-        pods_left_in(c.client.clone(), &ns).await.len(),
+        c.pods_left(&ns).await.len(),
         4,
         "the 4 pods run during the fleet"
     );
@@ -235,10 +229,7 @@ async fn ctrl_c_during_the_fleet_keeps_rows_and_deletes_the_pods() {
     let stderr = text(&o.stderr);
     assert_eq!(code, Some(130), "{stderr}");
     assert!(stderr.contains("deleted pods"), "{stderr}");
-    assert!(
-        pods_left_in(c.client.clone(), &ns).await.is_empty(),
-        "{stderr}"
-    );
+    assert!(c.pods_left(&ns).await.is_empty(), "{stderr}");
     // The node agents end what exec started in a deleted pod.
     let hang = f.pid_in("hang-net2.pid").expect("pid");
     assert!(
@@ -303,10 +294,7 @@ async fn a_round_past_its_deadline_is_stopped_and_reported() {
         ended_within(&[hang], Duration::from_secs(15)).await,
         "the hanging client was ended"
     );
-    assert!(
-        pods_left_in(c.client.clone(), &ns).await.is_empty(),
-        "{stderr}"
-    );
+    assert!(c.pods_left(&ns).await.is_empty(), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -334,10 +322,7 @@ async fn a_pod_that_does_not_start_is_explained_and_left_out() {
         "{stdout}"
     );
     assert_eq!(fleet_rows(&out).len(), 2);
-    assert!(
-        pods_left_in(c.client.clone(), &ns).await.is_empty(),
-        "{stderr}"
-    );
+    assert!(c.pods_left(&ns).await.is_empty(), "{stderr}");
 
     // Only one pod can start: no fleet, exit 2, nothing left behind.
     let out = f.file("fleet2");
@@ -348,10 +333,7 @@ async fn a_pod_that_does_not_start_is_explained_and_left_out() {
         stderr.contains("1 of 2 pods started; a fleet needs at least 2"),
         "{stderr}"
     );
-    assert!(
-        pods_left_in(c.client.clone(), &ns).await.is_empty(),
-        "{stderr}"
-    );
+    assert!(c.pods_left(&ns).await.is_empty(), "{stderr}");
     assert!(!out.join("fleet.csv").exists());
     c.delete_namespace(&holder).await;
 }
@@ -368,7 +350,7 @@ async fn dry_run_of_named_nodes_prints_one_pod_each() {
         yaml.contains("# railsweep: hostnetwork fleet pod, on node b."),
         "{yaml}"
     );
-    assert!(pods_left_in(c.client.clone(), &ns).await.is_empty());
+    assert!(c.pods_left(&ns).await.is_empty());
     assert!(!out.exists());
 }
 

@@ -10,14 +10,9 @@
 mod support;
 
 use support::fake::Fake;
-use support::kube::{pods_left_in, railsweep, refused, MODE_OPTIONS};
+use support::kube::{railsweep, refused, MODE_OPTIONS};
 use support::process::text;
 use support::testcluster::TestCluster;
-
-/// The names of railsweep's pods in `ns` that are not being deleted.
-async fn pods_left(c: &TestCluster, ns: &str) -> Vec<String> {
-    pods_left_in(c.client.clone(), ns).await
-}
 
 /// railsweep's arguments for a run of `mode` between `nodes` with kubeconfig `kc`; its CSV
 /// goes to `out`.
@@ -73,7 +68,7 @@ async fn must_not_start(
         .await;
     let out = f.file("x.csv");
     let a = run_args(&kc, &f, &out, nodes, mode, extra);
-    refused(c.client.clone(), &ns, &a, &out, expect).await
+    refused(&c, &ns, &a, &out, expect).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -218,5 +213,5 @@ async fn a_missing_grant_names_the_verb_and_the_resource() {
         "the refusal names the verb and the resource: {stderr}"
     );
     assert!(stderr.contains("deploy/rbac.yaml"), "and the fix: {stderr}");
-    assert!(pods_left(&c, &ns).await.is_empty(), "{stderr}");
+    assert!(c.pods_left(&ns).await.is_empty(), "{stderr}");
 }

@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 use orchestrator::runner::{KubeRunner, Runner};
 use results::{read_path, NetworkMode, RailStatus};
 use support::fake::{ended_within, Behave, Fake};
-use support::kube::{pods_left_in, railsweep, refused, MODE_OPTIONS};
+use support::kube::{railsweep, refused, MODE_OPTIONS};
 use support::process::{self, text};
-use support::testcluster::{Networks, TestCluster};
+use support::testcluster::TestCluster;
 
-/// A namespace for one test with the rail networks in it (`pool`: see [`Networks`]), and a
+/// A namespace for one test with the rail networks in it (`pool`: see [`TestCluster::networks`]), and a
 /// kubeconfig for it with only what deploy/rbac.yaml grants.
 async fn setup(
     prefix: &str,
@@ -29,7 +29,7 @@ async fn setup(
 ) -> (TestCluster, String, PathBuf) {
     let c = TestCluster::get().await;
     let ns = c.namespace(prefix, labels).await;
-    c.networks(&ns, Networks { pool }).await;
+    c.networks(&ns, pool).await;
     let kc = c
         .railsweep_kubeconfig(&ns, None, &f.file("kubeconfig"))
         .await;
@@ -65,10 +65,6 @@ fn args(cmd: &str, kc: &Path, f: &Fake, out: &Path, port: u16, extra: &[&str]) -
     v.extend(MODE_OPTIONS.iter().map(|s| s.to_string()));
     v.extend(extra.iter().map(|s| s.to_string()));
     v
-}
-
-async fn pods_left(c: &TestCluster, ns: &str) -> Vec<String> {
-    pods_left_in(c.client.clone(), ns).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -111,7 +107,7 @@ async fn run_creates_waits_sweeps_and_deletes() {
         (rows[0].client_node.as_str(), rows[0].server_node.as_str()),
         ("node-a", "node-b")
     );
-    assert!(pods_left(&c, &ns).await.is_empty());
+    assert!(c.pods_left(&ns).await.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -135,7 +131,7 @@ async fn kept_pods_have_their_networks_from_the_cni_plugins() {
         "{stderr}"
     );
     assert_eq!(
-        pods_left(&c, &ns).await,
+        c.pods_left(&ns).await,
         ["railsweep-k-ipvlan-client", "railsweep-k-ipvlan-server"]
     );
     // What macvlan, host-local, tuning and sbr did in the client pod's namespace.
@@ -232,7 +228,7 @@ async fn compare_runs_every_mode_into_one_file() {
     );
     assert!(stdout.ends_with(&md), "{stdout}");
     assert_eq!(stderr.matches("deleted pods").count(), 4, "{stderr}");
-    assert!(pods_left(&c, &ns).await.is_empty());
+    assert!(c.pods_left(&ns).await.is_empty());
 }
 
 /// Run one mode that must not start: exit 2, the explanation in words, no pod left behind.
@@ -248,7 +244,7 @@ async fn must_not_start(
     let c = TestCluster::get().await;
     let ns = c.namespace(prefix, &[]).await;
     if networks {
-        c.networks(&ns, Networks { pool }).await;
+        c.networks(&ns, pool).await;
     }
     let kc = c
         .railsweep_kubeconfig(&ns, None, &f.file("kubeconfig"))
@@ -257,7 +253,7 @@ async fn must_not_start(
     let mut a = vec!["--mode", mode];
     a.extend_from_slice(extra);
     let a = args("run", &kc, &f, &out, 18731, &a);
-    refused(c.client.clone(), &ns, &a, &out, expect).await
+    refused(&c, &ns, &a, &out, expect).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -359,7 +355,7 @@ async fn ctrl_c_during_the_sweep(mode: &str, port: u16) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(
-        pods_left(&c, &ns).await.len(),
+        c.pods_left(&ns).await.len(),
         2,
         "both pods run during the sweep"
     );
@@ -375,7 +371,7 @@ async fn ctrl_c_during_the_sweep(mode: &str, port: u16) {
         ended_within(&pids, Duration::from_secs(15)).await,
         "the client and the daemon in the pods ended"
     );
-    assert!(pods_left(&c, &ns).await.is_empty(), "{stderr}");
+    assert!(c.pods_left(&ns).await.is_empty(), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -408,7 +404,7 @@ async fn ctrl_c_while_the_pods_start_deletes_them() {
         ],
     ));
     let t0 = Instant::now();
-    while pods_left(&c, &ns).await.len() < 2 {
+    while c.pods_left(&ns).await.len() < 2 {
         if t0.elapsed() > Duration::from_secs(30) {
             let _ = child.kill();
             let o = child.wait_with_output().expect("output");
@@ -425,5 +421,5 @@ async fn ctrl_c_while_the_pods_start_deletes_them() {
             && stderr.contains("deleted pods"),
         "{stderr}"
     );
-    assert!(pods_left(&c, &ns).await.is_empty(), "{stderr}");
+    assert!(c.pods_left(&ns).await.is_empty(), "{stderr}");
 }

@@ -222,7 +222,6 @@ impl Fake {
     }
 }
 
-/// Whether a process is still there (and not a zombie).
 /// Whether every process of `pids` has ended within `limit` (a node agent ends what exec
 /// started in a deleted pod after the pod's grace period).
 pub async fn ended_within(pids: &[u32], limit: std::time::Duration) -> bool {
@@ -236,6 +235,7 @@ pub async fn ended_within(pids: &[u32], limit: std::time::Duration) -> bool {
     true
 }
 
+/// Whether a process is still there (and not a zombie).
 pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(s) => !s

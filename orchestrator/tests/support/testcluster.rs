@@ -19,7 +19,8 @@ use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
 };
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ObjectMeta, PostParams,
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, ObjectMeta,
+    PostParams,
 };
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, Config};
@@ -27,6 +28,9 @@ use serde::Deserialize;
 
 /// The environment variable `scripts/test` sets to the cluster's admin kubeconfig.
 pub const KUBECONFIG_ENV: &str = "RAILBENCH_TEST_KUBECONFIG";
+
+/// The master every test network's CNI config names: a veth made by `scripts/cluster up --link`.
+pub const MASTER: &str = "tcrail0";
 
 pub struct TestCluster {
     /// The admin kubeconfig (system:masters).
@@ -121,6 +125,23 @@ impl TestCluster {
             }]);
         }
         self.create_running(ns, pod).await
+    }
+
+    /// The names of the pods railsweep made in `ns` that are not being deleted, sorted.
+    pub async fn pods_left(&self, ns: &str) -> Vec<String> {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let lp = ListParams::default().labels("app.kubernetes.io/managed-by=railsweep");
+        let mut names: Vec<String> = pods
+            .list(&lp)
+            .await
+            .expect("lists")
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter_map(|p| p.metadata.name)
+            .collect();
+        names.sort();
+        names
     }
 
     /// Deletes namespace `ns` (and so its pods); does not wait.
@@ -295,30 +316,21 @@ impl TestCluster {
         .expect("writes");
         path.to_path_buf()
     }
-}
 
-/// The master every test network's CNI config names: a veth made by `scripts/cluster up --link`.
-pub const MASTER: &str = "tcrail0";
-
-/// The rail networks of [`crate::support::kube::MODE_OPTIONS`], as NetworkAttachmentDefinitions
-/// in `ns`: `rdma-ipvlan-0..15` and `sriov-rdma-rail-0..1`. Each is the IPvlan report's chain
-/// (its CNI plugins, with tuning's ARP sysctls and sbr) with two changes this machine needs:
-/// macvlan for ipvlan (the build machine's kernel has no ipvlan; the lab's has) and host-local
-/// for NVIDIA's IPAM. `pool` gives every network one shared host-local pool (its CNI name)
-/// of `size` addresses, as the report's 16 networks share one NVIDIA IPAM pool.
-pub struct Networks<'a> {
-    pub pool: Option<(&'a str, u8)>,
-}
-
-impl TestCluster {
-    /// Creates [`Networks`] in `ns`.
-    pub async fn networks(&self, ns: &str, n: Networks<'_>) {
+    /// The rail networks of [`crate::support::kube::MODE_OPTIONS`], as
+    /// NetworkAttachmentDefinitions in `ns`: `rdma-ipvlan-0..15` and `sriov-rdma-rail-0..1`.
+    /// Each is the IPvlan report's chain (its CNI plugins, with tuning's ARP sysctls and sbr)
+    /// with two changes this machine needs: macvlan for ipvlan (the build machine's kernel has
+    /// no ipvlan; the lab's has) and host-local for NVIDIA's IPAM. `pool` (a CNI name and a
+    /// size) gives every network one shared host-local pool of that many addresses, as the
+    /// report's 16 networks share one NVIDIA IPAM pool.
+    pub async fn networks(&self, ns: &str, pool: Option<(&str, u8)>) {
         let mut nets: Vec<(String, String)> = (0..16)
             .map(|i| (format!("rdma-ipvlan-{i}"), format!("10.56.{i}.0/24")))
             .collect();
         nets.extend((0..2).map(|i| (format!("sriov-rdma-rail-{i}"), format!("10.57.{i}.0/24"))));
         for (name, subnet) in nets {
-            let (cni_name, range) = match n.pool {
+            let (cni_name, range) = match pool {
                 Some((pool, size)) => (
                     pool.to_string(),
                     serde_json::json!([[{ "subnet": "10.58.0.0/24", "rangeStart": "10.58.0.1",
