@@ -45,15 +45,15 @@ func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 // nodeOptions are the node agent's flags, resolved.
 type nodeOptions struct {
-	name, kubeconfig, address, podIP, netns string
-	port                                    int
-	cert, key, clientCA                     string
-	labels                                  map[string]string
-	taints                                  []v1.Taint
-	capacity                                v1.ResourceList
-	pullFails, pullSlow                     map[string]bool
-	numaNodes                               int
-	cniBin, cniState                        string
+	name, kubeconfig, address, listen, podIP, netns string
+	port                                            int
+	cert, key, clientCA                             string
+	labels                                          map[string]string
+	taints                                          []v1.Taint
+	capacity                                        v1.ResourceList
+	pullFails, pullSlow                             map[string]bool
+	numaNodes                                       int
+	cniBin, cniState                                string
 }
 
 func parseNodeFlags(args []string) (*nodeOptions, error) {
@@ -64,6 +64,8 @@ func parseNodeFlags(args []string) (*nodeOptions, error) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the node's identity (required)")
 	fs.StringVar(&o.address, "address", "", "the node's InternalIP, where the API server reaches its kubelet port (required; not loopback)")
 	fs.IntVar(&o.port, "port", 10250, "kubelet port")
+	fs.StringVar(&o.listen, "listen", "", "the address the kubelet port binds, where it differs from --address: in the lab guest, "+
+		"whose kubelet port the host forwards from --address (default: --address)")
 	fs.StringVar(&o.podIP, "pod-ip", "", "the IP reported for the node's pods that are not on the host network (default: --address)")
 	fs.StringVar(&o.netns, "netns", "-", "where the node's pods run: - in the agent's own network namespace; per-pod in one it makes for each pod "+
 		"not on the host network, with the networks of its "+networksAnnotation+" annotation attached by CNI; NAME in that "+
@@ -93,6 +95,9 @@ func parseNodeFlags(args []string) (*nodeOptions, error) {
 	}
 	if o.podIP == "" {
 		o.podIP = o.address
+	}
+	if o.listen == "" {
+		o.listen = o.address
 	}
 	for _, l := range labels {
 		k, v, _ := strings.Cut(l, "=")
@@ -169,7 +174,7 @@ func runNode(args []string) int {
 		return p, nil, nil
 	}, func(cfg *nodeutil.NodeConfig) error {
 		cfg.Handler = httpMux
-		cfg.HTTPListenAddr = net.JoinHostPort(o.address, strconv.Itoa(o.port))
+		cfg.HTTPListenAddr = net.JoinHostPort(o.listen, strconv.Itoa(o.port))
 		cfg.EventRecorder = recorder
 		cfg.NumWorkers = 4
 		cfg.StreamIdleTimeout = 4 * time.Hour
@@ -190,7 +195,7 @@ func runNode(args []string) int {
 		fmt.Fprintf(os.Stderr, "testcluster node %s: not ready: %v\n", o.name, err)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "testcluster node %s: ready (kubelet port %s:%d, pods in netns %s)\n", o.name, o.address, o.port, o.netns)
+	fmt.Fprintf(os.Stderr, "testcluster node %s: ready (kubelet port %s:%d, pods in netns %s)\n", o.name, o.listen, o.port, o.netns)
 	select {
 	case <-ctx.Done():
 	case <-n.Done():
@@ -321,8 +326,12 @@ func (p *provider) command(ap *agentPod, argv []string) *exec.Cmd {
 	return cmd
 }
 
+// podIP is a pod's IP as its node reports it: a hostNetwork pod has the node's, except with
+// --netns NAME, where every pod runs in that namespace (a lab pod standing for the node's
+// host network too) and so has its address.
 func (p *provider) podIP(pod *v1.Pod) string {
-	if pod.Spec.HostNetwork {
+	fixed := p.opts.netns != "-" && p.opts.netns != "per-pod"
+	if pod.Spec.HostNetwork && !fixed {
 		return p.opts.address
 	}
 	return p.opts.podIP
