@@ -55,3 +55,16 @@ test_lab_bad_option() {
   [ "$rc" -eq 2 ] || fail "expected exit 2, got $rc"
   grep -q -- '--layout mesh: use pods, hostnet or ipvlan' "$T_OUT/out" || fail "$(cat "$T_OUT/out")"
 }
+
+# A --k8s-node spec that scripts/cluster refuses ends the lab before the guest boots: exit 2,
+# the step and the field named, no control-plane process left running.
+test_lab_k8s_node_refused() {
+  local rc=0
+  lab --k8s-node 'node-a,netns=podA,bogus=1' -- true >"$T_OUT/out" 2>&1 || rc=$?
+  cat "$T_OUT/out"
+  [ "$rc" -eq 2 ] || fail "expected exit 2, got $rc"
+  grep -q "step 'cluster'" "$T_OUT/out" || fail "the message does not name the step"
+  grep -q "unknown field 'bogus=1'" "$T_OUT/out" || fail "the message does not name the field"
+  ! grep -q booting "$T_OUT/out" || fail "the guest booted"
+  ! pgrep -f "$T_OUT/lab/.cluster" >/dev/null || { pgrep -af "$T_OUT/lab/.cluster"; fail "processes left running"; }
+}

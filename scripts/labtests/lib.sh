@@ -50,3 +50,16 @@ bw_of() { awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { v = $4 } END { if (v == "
 
 # gt A B: true when the number A is greater than B.
 gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
+
+# kube METHOD PATH [JSON]: the lab's Kubernetes API server (scripts/lab --k8s-node) as admin;
+# prints the response body, fails on an HTTP error.
+kube() {
+  local d=${LAB_K8S_DIR:?this suite needs scripts/lab --k8s-node} a p
+  read -r a p <"$d/endpoint"
+  curl -sSf --cacert "$d/pki/ca.crt" --cert "$d/pki/admin.crt" --key "$d/pki/admin.key" -X "$1" \
+    ${3:+-H 'Content-Type: application/json' --data "$3"} "https://$a:$p$2"
+}
+
+# pods_in NS: the names of the pods in namespace NS, one per line.
+pods_in() { kube GET "/api/v1/namespaces/$1/pods" | python3 -c 'import json, sys
+for p in json.load(sys.stdin)["items"]: print(p["metadata"]["name"])'; }

@@ -1,43 +1,39 @@
-# lab: --layout pods --rails 2
-# railsweep run --mode --nodes (issue 7) over real rxe: kube-testserver's simulated cluster has
-# two nodes that are the lab's pods (node-a runs its pods' commands in podA, node-b in podB), so
-# railsweep creates its sriov pod pair through the API (create, watch, exec, delete over real
-# HTTP and WebSocket), sweeps both rails with rdmabw injected through exec, and deletes the
-# pods; then a pod that cannot be scheduled is explained and nothing is left behind. Each lab
-# pod has its own RDMA devices, as an SR-IOV VF gives a pod its own; the pod spec itself
-# (annotations, resources) changes nothing in the lab. Bandwidths only have to be above zero.
+# lab: --layout pods --rails 2 --k8s-node node-a,netns=podA,pod-ip=10.99.0.1,cap=nvidia.com/sriov_rdma_rail0=4,cap=nvidia.com/sriov_rdma_rail1=4 --k8s-node node-b,netns=podB,pod-ip=10.99.0.2,cap=nvidia.com/sriov_rdma_rail0=4,cap=nvidia.com/sriov_rdma_rail1=4
+# railsweep run --mode --nodes over real rxe, through a real Kubernetes control plane:
+# scripts/lab starts kube-apiserver, etcd, kube-scheduler and kube-controller-manager on the
+# host, and the guest runs the node agents of node-a (its pods run in podA) and node-b (podB),
+# each with 4 VFs per rail as capacity. railsweep creates its pod pair through the API server
+# (admission, the scheduler's placement, the agent's exec over SPDY/WebSocket), sweeps both
+# rails with rdmabw injected through exec, and deletes the pods; a pod that cannot be
+# scheduled is explained in the scheduler's words; compare runs hostnetwork and sriov into one
+# CSV, markdown and SVG. Each lab pod has its own RDMA devices, as an SR-IOV VF gives a pod its
+# own; the pod spec itself (annotations, resources) changes nothing in the lab, and every pod
+# of a node runs in that node's namespace. Bandwidths only have to be above zero.
 MARGIN=${MARGIN:-60}
-TEST_TIMEOUT=${TEST_TIMEOUT:-400}
-TESTSERVER=${TESTSERVER:-$LAB_REPO/target/release/examples/kube-testserver}
+TEST_TIMEOUT=${TEST_TIMEOUT:-500}
+SRIOV=(--networks 'sriov:sriov-rdma-rail-{0..1}' --rdma-resource 'sriov:nvidia.com/sriov_rdma_rail{0..1}=1')
 
-# cluster ARGS...: start kube-testserver with nodes node-a (podA) and node-b (podB), each with
-# 4 VFs per rail; sets $api and writes $T_OUT/kubeconfig.
-cluster() {
-  local caps=cap=nvidia.com/sriov_rdma_rail0=4,cap=nvidia.com/sriov_rdma_rail1=4
-  "$TESTSERVER" --namespace lab --kubeconfig-out "$T_OUT/kubeconfig" \
-    --node "node-a,netns=podA,ip=$(ctl_ip podA),$caps" --node "node-b,netns=podB,ip=$(ctl_ip podB),$caps" "$@" \
-    >"$T_OUT/apiserver.out" 2>"$T_OUT/apiserver.err" &
-  api=$!
-  for _ in $(seq 1 100); do grep -q listening "$T_OUT/apiserver.out" && break; sleep 0.1; done
-  grep -q listening "$T_OUT/apiserver.out" || fail "kube-testserver did not start: $(cat "$T_OUT/apiserver.err")"
-}
-
-# modes NAME ARGS...: railsweep run --mode sriov --nodes node-a,node-b; sets $rc.
-modes() {
+# railsweep_k8s NAME ARGS...: railsweep ARGS over the cluster's nodes node-a (client) and node-b
+# (server), rdmabw injected; stdout in $T_OUT/NAME.out, stderr in $T_OUT/NAME.err; sets $rc.
+railsweep_k8s() {
   local name=$1; shift
   rc=0
-  KUBECONFIG=$T_OUT/kubeconfig "$RAILSWEEP" run --mode sriov --nodes node-a,node-b \
-    --networks 'sriov-rdma-rail-{0..1}' --rdma-resource 'nvidia.com/sriov_rdma_rail{0..1}=1' \
-    --image lab/any-image-with-libibverbs:1 --inject --inject-binary "$RDMABW" \
-    --tclass 41 --quiet -D 2 --margin "$MARGIN" -o "$T_OUT/$name.csv" "$@" \
-    >"$T_OUT/$name.out" 2>"$T_OUT/$name.err" || rc=$?
+  "$RAILSWEEP" "$@" --nodes node-a,node-b --image lab/any-image-with-libibverbs:1 --inject --inject-binary "$RDMABW" \
+    --tclass 41 --quiet -D 2 --margin "$MARGIN" -o "$T_OUT/$name.csv" >"$T_OUT/$name.out" 2>"$T_OUT/$name.err" || rc=$?
   cat "$T_OUT/$name.out" "$T_OUT/$name.err"
 }
 
+# no_pods_left: the namespace lab has no pod, and no injected rdmabw runs.
+no_pods_left() {
+  local left
+  left=$(pods_in lab)
+  [ -z "$left" ] || fail "pods left in namespace lab: $left"
+  ! pgrep -f railsweep-rdmabw >/dev/null || { pgrep -af railsweep-rdmabw; fail "injected rdmabw processes left behind"; }
+}
+
 test_modes_created_pods_sweep_real_rails() {
-  cluster
-  modes sriov
-  kill "$api"
+  kube GET /version | grep -q '"gitVersion": *"v1\.' || fail "no real API server version"
+  railsweep_k8s sriov run --mode sriov "${SRIOV[@]}"
   [ "$rc" -eq 0 ] || fail "railsweep run --mode sriov --nodes: exit $rc"
   python3 - "$T_OUT/sriov.csv" <<'PY' || fail "rows are not those of the created pods"
 import csv, sys
@@ -51,15 +47,63 @@ for r in rows:
 PY
   grep -q 'pods ready' "$T_OUT/sriov.err" || fail "no readiness line"
   grep -q 'deleted pods railsweep-.*-sriov-client, railsweep-.*-sriov-server' "$T_OUT/sriov.err" || fail "pods not deleted"
-  ! pgrep -f railsweep-rdmabw >/dev/null || { pgrep -af railsweep-rdmabw; fail "injected rdmabw processes left behind"; }
+  no_pods_left
 }
 
 test_modes_unschedulable_is_explained() {
-  cluster
-  modes nofit --rdma-resource 'nvidia.com/sriov_rdma_rail{0..1}=8'
-  kill "$api"
+  railsweep_k8s nofit run --mode sriov --networks 'sriov-rdma-rail-{0..1}' --rdma-resource 'nvidia.com/sriov_rdma_rail{0..1}=8'
   [ "$rc" -eq 2 ] || fail "expected exit 2, got $rc"
   grep -q 'Insufficient nvidia.com/sriov_rdma_rail' "$T_OUT/nofit.err" || fail "no scheduler words"
   grep -q 'what to do: .*not enough free nvidia.com/sriov_rdma_rail' "$T_OUT/nofit.err" || fail "no advice"
   [ ! -e "$T_OUT/nofit.csv" ] || fail "a sweep ran"
+  no_pods_left
+}
+
+test_modes_compare_hostnetwork_sriov() {
+  railsweep_k8s cmp compare --modes hostnetwork,sriov "${SRIOV[@]}"
+  [ "$rc" -eq 0 ] || fail "railsweep compare: exit $rc"
+  python3 - "$T_OUT/cmp.csv" <<'PY' || fail "the file does not hold both modes"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [(r["network_mode"], r["rail"]) for r in rows] == [("hostnetwork", "0"), ("hostnetwork", "1"), ("sriov", "0"), ("sriov", "1")], rows
+for r in rows:
+    assert r["status"] == "ok" and float(r["bw_avg_gbps"]) > 0, r
+    assert r["client_node"] == "node-a" and r["server_node"] == "node-b", r
+PY
+  grep -q '| rail | hostnetwork | sriov |' "$T_OUT/cmp.md" || fail "no comparison table in cmp.md"
+  head -c 100 "$T_OUT/cmp.svg" | grep -q '<svg\|<?xml' || fail "no SVG chart"
+  [ "$(grep -c 'deleted pods' "$T_OUT/cmp.err")" -eq 2 ] || fail "each mode's pods not deleted"
+  no_pods_left
+}
+
+# The Kubernetes runner with pods that exist already (--client-pod/--server-pod): two pods the
+# scheduler places by node selector, swept with rdmabw injected; the rows name the pods, the
+# nodes and the kubeconfig's cluster, and the namespace comes from the kubeconfig's context.
+test_modes_existing_pods_kubernetes_runner() {
+  local p
+  for p in a b; do
+    kube POST /api/v1/namespaces/lab/pods '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"lab-'$p'"},
+      "spec":{"nodeSelector":{"kubernetes.io/hostname":"node-'$p'"},"containers":[{"name":"main","image":"lab/rdma:1","command":["sleep","infinity"]}]}}' >/dev/null
+  done
+  for _ in $(seq 1 120); do
+    [ "$(kube GET /api/v1/namespaces/lab/pods | grep -c '"phase": *"Running"')" -eq 2 ] && break
+    sleep 0.5
+  done
+  rc=0
+  "$RAILSWEEP" run --client-pod lab-a --server-pod lab-b --inject --inject-binary "$RDMABW" --tclass 41 --quiet -D 2 \
+    --margin "$MARGIN" --mode sriov -o "$T_OUT/kube.csv" >"$T_OUT/kube.out" 2>"$T_OUT/kube.err" || rc=$?
+  cat "$T_OUT/kube.out" "$T_OUT/kube.err"
+  for p in a b; do kube DELETE "/api/v1/namespaces/lab/pods/lab-$p?gracePeriodSeconds=0" >/dev/null; done
+  [ "$rc" -eq 0 ] || fail "railsweep through the API server: exit $rc"
+  python3 - "$T_OUT/kube.csv" <<'PY' || fail "rows do not name the pods, nodes and cluster"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["rail"] for r in rows] == ["0", "1"], rows
+for r in rows:
+    assert r["status"] == "ok" and float(r["bw_avg_gbps"]) > 0, r
+    assert r["client_pod"] == "lab-a" and r["client_node"] == "node-a" and r["server_node"] == "node-b", r
+    assert r["cluster"] == "testcluster", r
+PY
+  grep -q 'namespace lab' "$T_OUT/kube.err" || fail "namespace not taken from the kubeconfig context"
+  ! pgrep -f railsweep-rdmabw >/dev/null || { pgrep -af railsweep-rdmabw; fail "injected rdmabw processes left behind"; }
 }
