@@ -5,6 +5,8 @@
 #![deny(unsafe_code)]
 
 pub mod control;
+pub mod counters;
+pub mod diagnosis;
 pub mod engine;
 pub mod error;
 pub mod ffi;
