@@ -94,6 +94,9 @@ pub enum Cmd {
     /// List the rails of this network namespace: interface, address, RDMA device, port, GID
     /// index, state, rate, MTU, PCI, NUMA, nearby GPUs and how the rail reaches the pod.
     Rails(crate::rails::RailsCmd),
+    /// Print every counter of one rail as it stands: the RDMA port's counters and hw_counters,
+    /// the interface's statistics and ethtool statistics (what -W shows the deltas of).
+    Counters(crate::counters::CountersCmd),
     /// Check whether an RDMA test can run here (devices, memlock, GIDs, DNS, /dev/shm, GPUs):
     /// PASS, WARN or FAIL with the fix; exit 1 when any check fails.
     Probe(crate::probe::ProbeCmd),
@@ -402,6 +405,17 @@ pub struct TestArgs {
     /// No progress lines on stderr (errors are still shown).
     #[arg(long, help_heading = "Output")]
     pub quiet: bool,
+
+    /// After the result table, the counters of each side's port and interface that moved
+    /// around the window (ib_write_bw -W). They are read for every test: the report's
+    /// `counters` and the findings on stderr do not need this flag.
+    #[arg(
+        short = 'W',
+        long = "report-counters",
+        alias = "report_counters",
+        help_heading = "Output"
+    )]
+    pub report_counters: bool,
 }
 
 /// `--poll` values.

@@ -49,6 +49,7 @@ pub struct Output {
     pub min_gbps: Option<f64>,
     pub min_line_rate_pct: Option<f64>,
     pub quiet: bool,
+    pub report_counters: bool,
 }
 
 /// What to do.
@@ -66,6 +67,7 @@ pub enum Config {
     },
     Gpus(crate::gpus::GpusConfig),
     Rails(crate::rails::RailsCmd),
+    Counters(crate::counters::CountersCmd),
     Probe(crate::probe::ProbeCmd),
     Batch,
 }
@@ -135,6 +137,7 @@ pub fn resolve(cli: Cli) -> Result<Config, Usage> {
         }
         Some(Cmd::Gpus(g)) => return crate::gpus::resolve(g).map(Config::Gpus),
         Some(Cmd::Rails(r)) => return Ok(Config::Rails(r)),
+        Some(Cmd::Counters(c)) => return Ok(Config::Counters(c)),
         Some(Cmd::Probe(p)) => return Ok(Config::Probe(p)),
         Some(Cmd::Batch) => return Ok(Config::Batch),
         Some(Cmd::Server(s)) => (Role::Server, s.test, None),
@@ -467,6 +470,7 @@ fn output(a: &TestArgs) -> Result<Output, Usage> {
         min_gbps: a.min_gbps,
         min_line_rate_pct: a.min_line_rate_pct,
         quiet: a.quiet,
+        report_counters: a.report_counters,
     })
 }
 

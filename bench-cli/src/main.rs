@@ -14,6 +14,7 @@
 
 mod cli;
 mod config;
+mod counters;
 mod devices;
 mod exit;
 mod gpus;
@@ -65,6 +66,7 @@ fn run(cli: cli::Cli) -> Result<Exit> {
         Config::Devices { json, root } => devices(json, root.as_deref()),
         Config::Gpus(g) => gpus::run(&g),
         Config::Rails(r) => rails::run(&r),
+        Config::Counters(c) => counters::run(&c),
         Config::Probe(p) => probe::run(&p),
         Config::Client(c, out) => client(&c, &out, &stop),
         Config::Batch => batch(std::io::stdin().lock(), &stop),

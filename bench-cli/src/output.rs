@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::time::SystemTime;
 
+use bench_core::diagnosis::{diagnose, Context};
 use bench_core::session::{local_report, Outcome};
 use results::rdmabw::params::{LocalTuning, SizeResult, TestParams};
 use results::rdmabw::report::{BwReport, Directions, Role, TestStatus};
@@ -105,6 +106,13 @@ pub fn report(o: &Outcome, out: &Output) -> BwReport {
             client_to_server: o.client_results.clone(),
             server_to_client: o.server_results.clone(),
         }),
+        counters: o.counters.clone(),
+        diagnosis: diagnose(
+            &o.counters,
+            Context {
+                traffic_class: o.tuning.traffic_class,
+            },
+        ),
     }
 }
 
@@ -141,6 +149,8 @@ pub fn failed_report(
         status: TestStatus::Failed,
         error: Some(error.to_string()),
         directions: None,
+        counters: Vec::new(),
+        diagnosis: Vec::new(),
     }
 }
 
@@ -161,9 +171,15 @@ pub fn print(rep: &BwReport, out: &Output) -> std::io::Result<()> {
             })?,
         Format::Table => {
             write!(w, "{}", table(&rep.results, out.gbits))?;
+            if out.report_counters {
+                write!(w, "{}", crate::counters::deltas_table(&rep.counters))?;
+            }
         }
     }
     w.flush()?;
+    if !out.quiet {
+        eprint!("{}", crate::counters::findings_text(&rep.diagnosis));
+    }
     if !out.quiet && out.format == Format::Table {
         for r in &rep.results {
             eprintln!(
@@ -300,6 +316,7 @@ mod tests {
             min_gbps: None,
             min_line_rate_pct: Some(90.0),
             quiet: true,
+            report_counters: false,
         };
         assert_eq!(threshold_gbps(&out, Some(400.0)), Some(360.0));
         assert_eq!(threshold_gbps(&out, None), None);

@@ -120,6 +120,7 @@ fn every_variant() -> Vec<Msg> {
         Msg::Heartbeat { elapsed_ms: 12_345 },
         Msg::Done {
             results: vec![result(2), result(8 << 20)],
+            counters: None,
         },
         Msg::Error {
             message: "work completion error: retry exceeded".into(),
@@ -242,8 +243,12 @@ fn full_test_ladder_with_heartbeats_and_results_both_ways() {
         watch.wait_peer_done(Duration::from_secs(20)).unwrap();
         assert!(matches!(watch.status(), PeerStatus::Finished { .. }));
         let mut ch = watch.finish().unwrap();
-        let client_results = ch.expect_done(Phase::Results).unwrap();
-        ch.send(&Msg::Done { results: vec![] }).unwrap();
+        let client_results = ch.expect_done(Phase::Results).unwrap().0;
+        ch.send(&Msg::Done {
+            results: vec![],
+            counters: None,
+        })
+        .unwrap();
         ch.close();
         drop(claim);
         client_results
@@ -275,9 +280,10 @@ fn full_test_ladder_with_heartbeats_and_results_both_ways() {
     let ours = vec![result(65536)];
     ch.send(&Msg::Done {
         results: ours.clone(),
+        counters: None,
     })
     .unwrap();
-    assert_eq!(ch.expect_done(Phase::Results).unwrap(), vec![]);
+    assert_eq!(ch.expect_done(Phase::Results).unwrap().0, vec![]);
     ch.close();
     assert_eq!(server.join().unwrap(), ours);
     assert!(claims.is_empty(), "the device is free again");
@@ -638,8 +644,13 @@ fn heartbeats_are_skipped_by_expect_but_not_by_the_deadline() {
     let (mut client, mut server) = pair(t);
     server.send(&Msg::Heartbeat { elapsed_ms: 1 }).unwrap();
     server.send(&Msg::Heartbeat { elapsed_ms: 2 }).unwrap();
-    server.send(&Msg::Done { results: vec![] }).unwrap();
-    assert_eq!(client.expect_done(Phase::Results).unwrap(), vec![]);
+    server
+        .send(&Msg::Done {
+            results: vec![],
+            counters: None,
+        })
+        .unwrap();
+    assert_eq!(client.expect_done(Phase::Results).unwrap().0, vec![]);
 
     // A peer that only ever sends heartbeats still times out the phase.
     let t = PhaseTimeouts::uniform(SHORT);
@@ -854,11 +865,15 @@ fn finish_and_done_do_not_wait_for_the_watch_timeout() {
     let mut a = wa.finish().unwrap();
     a.send(&Msg::Done {
         results: vec![result(65536)],
+        counters: None,
     })
     .unwrap();
     wb.wait_peer_done(Duration::from_secs(10)).unwrap();
     let mut b = wb.finish().unwrap();
-    assert_eq!(b.expect_done(Phase::Results).unwrap(), vec![result(65536)]);
+    assert_eq!(
+        b.expect_done(Phase::Results).unwrap().0,
+        vec![result(65536)]
+    );
     let took = t0.elapsed();
     assert!(took < Duration::from_secs(1), "ending took {took:?}");
 }

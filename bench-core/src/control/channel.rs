@@ -15,6 +15,7 @@ use super::frame::{encode_frame, FrameDecoder, FrameError};
 use super::msg::{Accept, Hello, Msg};
 use super::watch::{PeerWatch, WatchConfig};
 use crate::engine::Endpoints;
+use results::rdmabw::counters::CounterReport;
 use results::rdmabw::params::{SizeResult, TestLength, TestParams};
 
 /// Pause between connection attempts in [`ControlChannel::connect_retry`]: short, because a
@@ -504,9 +505,12 @@ impl ControlChannel {
 
     /// Waits for the peer's `Done` within `phase`'s timeout (`Results` for the client; the
     /// server, whose watcher already holds the client's `Done`, gets it at once).
-    pub fn expect_done(&mut self, phase: Phase) -> Result<Vec<SizeResult>, ControlError> {
+    pub fn expect_done(
+        &mut self,
+        phase: Phase,
+    ) -> Result<(Vec<SizeResult>, Option<CounterReport>), ControlError> {
         self.expect(phase, "done", |m, _| match m {
-            Msg::Done { results } => Some(Ok(results)),
+            Msg::Done { results, counters } => Some(Ok((results, counters))),
             _ => None,
         })
     }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::channel::Phase;
 use super::frame::PROTOCOL_VERSION;
 use crate::engine::Endpoints;
+use results::rdmabw::counters::CounterReport;
 use results::rdmabw::params::{LocalTuning, ParamMismatch, SizeResult, TestParams};
 
 /// The rdmabw release this build belongs to, sent in [`Hello`] and [`Accept`] for the logs.
@@ -46,6 +47,10 @@ pub enum Msg {
     Done {
         /// Per-size results, in test order.
         results: Vec<SizeResult>,
+        /// This side's counter deltas around its window (absent from a peer that read none,
+        /// or from rdmabw before counters).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        counters: Option<CounterReport>,
     },
     /// Either way, whenever something fails: the reason, to be shown by the other side.
     Error {
@@ -346,8 +351,26 @@ pub(crate) mod tests {
             Msg::Heartbeat { elapsed_ms: 1500 },
             Msg::Done {
                 results: vec![result(2), result(1 << 23)],
+                counters: None,
             },
-            Msg::Done { results: vec![] },
+            Msg::Done {
+                results: vec![],
+                counters: Some(CounterReport {
+                    role: results::rdmabw::report::Role::Server,
+                    device: "mlx5_3".into(),
+                    port: 1,
+                    netdev: Some("rdma3".into()),
+                    span_s: 2.5,
+                    read_ms: 0.4,
+                    counters_read: 1,
+                    deltas: vec![results::rdmabw::counters::CounterDelta {
+                        source: results::rdmabw::counters::CounterSource::Hw,
+                        name: "out_of_sequence".into(),
+                        delta: 3,
+                        unit: results::rdmabw::counters::CounterUnit::Events,
+                    }],
+                }),
+            },
             Msg::Error {
                 message: "ibv_post_send: retry exceeded \"quoted\" \u{1F4A5}".into(),
             },

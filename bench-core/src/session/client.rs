@@ -7,7 +7,7 @@ use super::error::{control, peer_failed, SessionError};
 use super::outcome::{Outcome, Remote};
 use super::resolve::resolve_request;
 use super::side::{link, prepare, Linked};
-use super::window::{window, WindowSpec};
+use super::window::{window, WindowSpec, Windowed};
 use super::Log;
 use crate::control::{Accept, ControlChannel, Hello, Msg, Phase, PhaseTimeouts, WatchConfig};
 use crate::gid::RailRequest;
@@ -108,13 +108,19 @@ pub fn run_client(
         tuning: &cfg.tuning,
         writer: true,
         measure_timeout: timeouts.measure,
+        role: Role::Client,
     };
-    let (mut ch, client_results) = window(&spec, &mut conn, ch, stop)?;
+    let Windowed {
+        mut ch,
+        results: client_results,
+        counters,
+    } = window(&spec, &mut conn, ch, stop)?;
     ch.send(&Msg::Done {
         results: client_results.clone(),
+        counters: counters.clone(),
     })
     .map_err(peer_failed)?;
-    let server_results = ch.expect_done(Phase::Results).map_err(peer_failed)?;
+    let (server_results, server_counters) = ch.expect_done(Phase::Results).map_err(peer_failed)?;
     ch.close();
     drop(conn);
     Ok(Outcome {
@@ -139,5 +145,6 @@ pub fn run_client(
         client_results,
         server_results,
         memory,
+        counters: counters.into_iter().chain(server_counters).collect(),
     })
 }

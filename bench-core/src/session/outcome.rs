@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use crate::gid::{Gid, Rail};
 use crate::gpu::MemoryUse;
 use crate::verbs::format_gid;
+use results::rdmabw::counters::CounterReport;
 use results::rdmabw::params::{LocalTuning, SizeResult, TestParams};
 use results::rdmabw::report::EndpointReport;
 use results::rdmabw::report::Role;
@@ -91,6 +92,8 @@ pub struct Outcome {
     pub server_results: Vec<SizeResult>,
     /// The memory this side's buffer was in (host, or which GPU and path).
     pub memory: MemoryUse,
+    /// Counter deltas around the window: this side's, then the peer's (each when read).
+    pub counters: Vec<CounterReport>,
 }
 
 impl Outcome {

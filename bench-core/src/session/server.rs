@@ -12,7 +12,7 @@ use super::error::{control, peer_failed, SessionError, SERVER_SETUP};
 use super::outcome::{Outcome, Remote};
 use super::resolve::ServerShared;
 use super::side::{link, prepare, Linked};
-use super::window::{window, WindowSpec};
+use super::window::{window, WindowSpec, Windowed};
 use super::{Log, POLL};
 use crate::control::{
     Accept, ControlChannel, ControlError, DeviceClaim, Hello, Msg, Phase, PhaseTimeouts,
@@ -323,11 +323,17 @@ pub fn serve_one(
         tuning: &tuning,
         writer: params.bidirectional,
         measure_timeout: timeouts.measure,
+        role: Role::Server,
     };
-    let (mut ch, server_results) = window(&spec, &mut conn, ch, stop)?;
-    let client_results = ch.expect_done(Phase::Results).map_err(peer_failed)?;
+    let Windowed {
+        mut ch,
+        results: server_results,
+        counters,
+    } = window(&spec, &mut conn, ch, stop)?;
+    let (client_results, client_counters) = ch.expect_done(Phase::Results).map_err(peer_failed)?;
     ch.send(&Msg::Done {
         results: server_results.clone(),
+        counters: counters.clone(),
     })
     .map_err(peer_failed)?;
     ch.close();
@@ -354,5 +360,6 @@ pub fn serve_one(
         client_results,
         server_results,
         memory,
+        counters: counters.into_iter().chain(client_counters).collect(),
     })
 }

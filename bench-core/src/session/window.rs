@@ -10,11 +10,14 @@ use std::time::{Duration, Instant};
 use super::error::{peer_failed, SessionError};
 use super::guard::{port_note, Guard};
 use crate::control::{ControlChannel, ControlError, PeerWatch, Phase, WatchConfig};
+use crate::counters::{CounterTarget, Snapshot};
 use crate::engine::{Connected, StopFlags};
 use crate::error::Error;
 use crate::gid::Rail;
 use crate::sysfs::SysRoots;
+use results::rdmabw::counters::CounterReport;
 use results::rdmabw::params::{LocalTuning, SizeResult, TestParams};
+use results::rdmabw::report::Role;
 
 /// How long a failed RDMA run waits for the control channel to explain it (a dead peer's TCP
 /// reset usually arrives within a millisecond of its QPs vanishing).
@@ -33,16 +36,27 @@ pub(super) struct WindowSpec<'a> {
     /// Whether this side writes (the client; both sides when bidirectional).
     pub(super) writer: bool,
     pub(super) measure_timeout: Duration,
+    /// Which side this is (named in its counter report).
+    pub(super) role: Role,
 }
 
-/// The measured window under a watch: runs the writes (or, as the passive side, waits for the
-/// client's `Done`), then returns the channel, or the reason the window failed.
+/// What a window that completed gives back: the channel, this side's results and its counter
+/// deltas around the window.
+pub(super) struct Windowed {
+    pub(super) ch: ControlChannel,
+    pub(super) results: Vec<SizeResult>,
+    pub(super) counters: Option<CounterReport>,
+}
+
+/// The measured window under a watch: reads the rail's counters, runs the writes (or, as the
+/// passive side, waits for the client's `Done`), reads them again, then returns the channel,
+/// or the reason the window failed. Both reads happen outside the measured time.
 pub(super) fn window(
     spec: &WindowSpec<'_>,
     conn: &mut Connected,
     ch: ControlChannel,
     stop: &Arc<AtomicBool>,
-) -> Result<(ControlChannel, Vec<SizeResult>), SessionError> {
+) -> Result<Windowed, SessionError> {
     let WindowSpec {
         roots,
         rail,
@@ -51,7 +65,14 @@ pub(super) fn window(
         tuning,
         writer,
         measure_timeout,
+        role,
     } = *spec;
+    let target = CounterTarget {
+        device: rail.device.clone(),
+        port: rail.port,
+        netdev: rail.netdev.clone(),
+    };
+    let before = Snapshot::read(roots, &target);
     // A fresh flag, raised by the watch (peer failed) and by the guard (this side's rail went
     // down); the engine and the passive wait also look at the caller's `stop` (SIGINT).
     let engine_stop = Arc::new(AtomicBool::new(stop.load(Ordering::Relaxed)));
@@ -76,10 +97,22 @@ pub(super) fn window(
     };
     let rail_down = guard.stop();
     match run {
-        Ok(results) => match watch.finish() {
-            Ok(ch) => Ok((ch, results)),
-            Err(cause) => Err(peer_failed(cause)),
-        },
+        Ok(results) => {
+            let after = Snapshot::read(roots, &target);
+            let counters = (!before.is_empty()).then(|| {
+                before
+                    .delta(&after, role, &target)
+                    .trimmed(crate::diagnosis::is_evidence)
+            });
+            match watch.finish() {
+                Ok(ch) => Ok(Windowed {
+                    ch,
+                    results,
+                    counters,
+                }),
+                Err(cause) => Err(peer_failed(cause)),
+            }
+        }
         Err(local) => {
             // Prefer the control channel's explanation: a dead peer shows there first.
             let deadline = Instant::now() + EXPLAIN_WAIT;

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::counters::{CounterReport, Finding};
 use super::gpu::GpuUse;
 use super::params::{LocalTuning, SizeResult, TestParams};
 use crate::record::MemoryKind;
@@ -93,6 +94,13 @@ pub struct BwReport {
     /// size by size, as `ib_write_bw -b` prints. Absent for one-way tests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub directions: Option<Directions>,
+    /// Counter deltas around the measured window: this side's, then the peer's as it sent
+    /// them. Absent when no counter could be read (and from rdmabw before counters).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<CounterReport>,
+    /// What the counters say, finding by finding, with their evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnosis: Vec<Finding>,
 }
 
 /// Both directions of a bidirectional test.

@@ -1,0 +1,171 @@
+//! `rdmabw counters`: every counter of one rail as it stands (the RDMA port's, the driver's
+//! hardware counters, the netdev's statistics and ethtool statistics), and the `-W` table of
+//! their deltas after a test.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use bench_core::counters::{CounterTarget, Snapshot};
+use bench_core::sysfs::{self, SysRoots};
+use clap::Args;
+use comfy_table::{presets, Table};
+use results::rdmabw::counters::{CounterReport, CounterValue, CountersReport, Finding};
+use results::rdmabw::REPORT_SCHEMA_VERSION;
+
+use crate::exit::Exit;
+use crate::stdout;
+
+/// Flags of `rdmabw counters`.
+#[derive(Debug, Args)]
+pub struct CountersCmd {
+    /// RDMA device; default: the one behind --netdev.
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
+    pub ib_dev: Option<String>,
+    /// Port of the device (default: that of --netdev, else 1).
+    #[arg(short = 'i', long = "ib-port", value_name = "PORT")]
+    pub ib_port: Option<u8>,
+    /// The rail's interface (its statistics are read too); default: the interface of this
+    /// network namespace that owns GIDs of the device's port, when there is one.
+    #[arg(long, value_name = "IF")]
+    pub netdev: Option<String>,
+    /// One JSON document (a CountersReport) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Read ROOT/sys instead of /sys (fixture trees); ethtool statistics are then not read.
+    #[arg(long, value_name = "ROOT")]
+    pub root: Option<PathBuf>,
+}
+
+/// Resolves the device, port and interface the flags name.
+fn target(cmd: &CountersCmd, roots: &SysRoots) -> Result<CounterTarget> {
+    let inv = sysfs::discover(roots).context("listing the RDMA devices")?;
+    let (device, port) = match (&cmd.ib_dev, &cmd.netdev) {
+        (Some(d), _) => (d.clone(), cmd.ib_port.unwrap_or(1)),
+        (None, Some(n)) => {
+            let (d, p) = inv.port_for_netdev(roots, n)?;
+            (d, cmd.ib_port.unwrap_or(p))
+        }
+        (None, None) => bail!(
+            "name the rail: -d DEV (devices: {}) or --netdev IF",
+            inv.device_names().join(", ")
+        ),
+    };
+    let Some(dev) = inv.device(&device) else {
+        bail!(
+            "-d {device}: no such RDMA device here (devices: {})",
+            inv.device_names().join(", ")
+        );
+    };
+    let Some(p) = dev.port(port) else {
+        bail!("-i {port}: {device} has no port {port}");
+    };
+    let netdev = cmd
+        .netdev
+        .clone()
+        .or_else(|| p.netdevs_here().into_iter().next());
+    Ok(CounterTarget {
+        device,
+        port,
+        netdev,
+    })
+}
+
+/// Runs `rdmabw counters`.
+pub fn run(cmd: &CountersCmd) -> Result<Exit> {
+    let roots = match &cmd.root {
+        Some(r) => SysRoots::under(r),
+        None => SysRoots::default(),
+    };
+    let t = target(cmd, &roots)?;
+    let snap = Snapshot::read(&roots, &t);
+    let report = CountersReport {
+        schema_version: REPORT_SCHEMA_VERSION,
+        device: t.device.clone(),
+        port: t.port,
+        netdev: t.netdev.clone(),
+        read_ms: snap.read_ms(),
+        counters: snap
+            .values()
+            .map(|(source, name, value, unit)| CounterValue {
+                source,
+                name: name.to_string(),
+                value,
+                unit,
+            })
+            .collect(),
+    };
+    stdout::listing(cmd.json, &report, render)?;
+    Ok(Exit::Ok)
+}
+
+fn render(r: &CountersReport) -> String {
+    let mut t = Table::new();
+    t.load_preset(presets::NOTHING);
+    t.set_header(vec!["SOURCE", "COUNTER", "VALUE"]);
+    for c in &r.counters {
+        t.add_row(vec![
+            c.source.as_str().to_string(),
+            c.name.clone(),
+            c.value.to_string(),
+        ]);
+    }
+    format!(
+        "{} port {}{}: {} counters\n{}\n",
+        r.device,
+        r.port,
+        r.netdev
+            .as_ref()
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default(),
+        r.counters.len(),
+        t.trim_fmt()
+    )
+}
+
+/// The `-W` table: each side's counters that moved, after the result table.
+pub fn deltas_table(reports: &[CounterReport]) -> String {
+    let mut s = String::new();
+    for r in reports {
+        let moved: Vec<_> = r.deltas.iter().filter(|d| d.delta > 0).collect();
+        s.push_str(&format!(
+            " Counters of the {} ({} port {}{}), {:.2} s around the window: {} of {} moved\n",
+            match r.role {
+                results::rdmabw::report::Role::Client => "client",
+                results::rdmabw::report::Role::Server => "server",
+            },
+            r.device,
+            r.port,
+            r.netdev
+                .as_ref()
+                .map(|n| format!(", {n}"))
+                .unwrap_or_default(),
+            r.span_s,
+            moved.len(),
+            r.counters_read
+        ));
+        for d in moved {
+            s.push_str(&format!(
+                "   {:<7} {:<40} {}\n",
+                d.source.as_str(),
+                d.name,
+                d.delta
+            ));
+        }
+    }
+    s
+}
+
+/// The findings as stderr shows them: one line each, the advice under it.
+pub fn findings_text(findings: &[Finding]) -> String {
+    findings
+        .iter()
+        .map(|f| {
+            format!(
+                "rdmabw: finding {}: {}\n  what to do: {}\n",
+                f.finding.word(),
+                f.summary,
+                f.what_to_do
+            )
+        })
+        .collect()
+}
