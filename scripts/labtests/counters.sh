@@ -1,0 +1,60 @@
+# lab: --layout pods --rails 2
+# Counter deltas and findings (issue 20) over real rxe: with netem dropping a share of the
+# packets on rail 1's switch port towards podB, and nothing on rail 0, the client's report for
+# rail 1 has rxe's retry and sequence counters moving and the finding packet_loss, rail 0 has
+# none; -W prints the deltas after the result table, and `rdmabw counters` lists a rail's.
+
+SRV=$(ctl_ip podB)
+TEST_TIMEOUT=${TEST_TIMEOUT:-300}
+# A rate at which rxe still completes a -D 2 test (each loss costs it a retransmission timeout).
+LOSS=${LOSS:-2%}
+
+json_get() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
+
+# one_test RAIL NAME [CLIENT FLAGS...]: an rdmabw server in podB and a --json client in podA
+# on RAIL; the client's document in $T_OUT/NAME.json, its stderr in $T_OUT/NAME.err.
+one_test() {
+  local i=$1 name=$2 port=$((18600 + $1)) nd; shift 2
+  nd=$(topo podA "$i" iface)
+  in_pod podB timeout 200 "$RDMABW" --netdev "$nd" -D 2 -p "$port" >"$T_OUT/$name.srv" 2>&1 &
+  wait_port podB "$port"
+  in_pod podA timeout 150 "$RDMABW" client --netdev "$nd" -D 2 -p "$port" "$@" "$SRV" \
+    >"$T_OUT/$name.json" 2>"$T_OUT/$name.err" || { cat "$T_OUT/$name.err"; fail "$name: client failed"; }
+  wait $! || { cat "$T_OUT/$name.srv"; fail "$name: server failed"; }
+}
+
+test_counters_loss_on_one_rail() {
+  tc qdisc add dev r1b root netem loss "$LOSS" || fail "tc netem on r1b (is sch_netem loaded?)"
+  one_test 1 lossy --json
+  tc qdisc del dev r1b root
+  one_test 0 clean --json
+  python3 - "$T_OUT/lossy.json" "$T_OUT/clean.json" <<'PY' || fail "findings are not where the loss was"
+import json, sys
+lossy, clean = (json.load(open(f)) for f in sys.argv[1:])
+for name, d in (("lossy", lossy), ("clean", clean)):
+    roles = [c["role"] for c in d["counters"]]
+    assert roles == ["client", "server"], (name, roles)
+    print(name, d["results"][-1]["bw_avg_gbps"], "Gb/s;", [(f["finding"], f["summary"]) for f in d.get("diagnosis", [])])
+    print("  moved:", [(c["role"], x["name"], x["delta"]) for c in d["counters"] for x in c["deltas"] if x["delta"]])
+assert [f["finding"] for f in lossy.get("diagnosis", [])] == ["packet_loss"], lossy["diagnosis"]
+ev = lossy["diagnosis"][0]["evidence"]
+assert ev and all(e["delta"] > 0 for e in ev), ev
+assert clean.get("diagnosis", []) == [], clean["diagnosis"]
+# The reads stay outside the window and are quick: their cost is in the report.
+print("read_ms:", [c["read_ms"] for c in lossy["counters"]])
+PY
+  grep -q 'rdmabw: finding loss: packets were lost or retransmitted' "$T_OUT/lossy.err" || fail "no finding on stderr"
+  ! grep -q 'finding' "$T_OUT/clean.err" || fail "a finding on the clean rail"
+}
+
+test_counters_report_counters_table() {
+  one_test 0 table -W --report_gbits
+  grep -q '#bytes' "$T_OUT/table.json" || fail "no result table"
+  grep -Eq '^ Counters of the client \(rxe_a0 port 1, net1\), [0-9.]+ s around the window: [0-9]+ of [0-9]+ moved' "$T_OUT/table.json" \
+    || { cat "$T_OUT/table.json"; fail "no counter table after the results"; }
+  grep -Eq '^ +hw +sent_pkts +[1-9]' "$T_OUT/table.json" || fail "rxe's sent_pkts did not move"
+  in_pod podA "$RDMABW" counters --netdev net1 >"$T_OUT/counters.txt" || fail "rdmabw counters failed"
+  grep -Eq '^rxe_a0 port 1 \(net1\): [0-9]+ counters' "$T_OUT/counters.txt" || { cat "$T_OUT/counters.txt"; fail "no counter listing"; }
+  in_pod podA "$RDMABW" counters -d rxe_a0 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["netdev"] == "net1" and any(c["name"] == "sent_pkts" for c in d["counters"]), d' \
+    || fail "rdmabw counters --json"
+}
