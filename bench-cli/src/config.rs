@@ -26,6 +26,27 @@ pub const DEFAULT_SIZE: u64 = 65536;
 #[error("{0}")]
 pub struct Usage(pub String);
 
+/// Whether `host` (an IP address, or a name) gives at least one address. A name that does not
+/// resolve is a usage error at once, not a server that does not answer yet; a resolver that
+/// fails is asked once more, a second later, before the name is called unknown.
+fn resolves(host: &str, port: u16) -> Result<(), String> {
+    use std::net::ToSocketAddrs;
+    if host.parse::<std::net::IpAddr>().is_ok() {
+        return Ok(());
+    }
+    let once = || match (host, port).to_socket_addrs() {
+        Ok(mut a) => match a.next() {
+            Some(_) => Ok(()),
+            None => Err("it has no addresses".to_string()),
+        },
+        Err(e) => Err(e.to_string()),
+    };
+    once().or_else(|_| {
+        std::thread::sleep(Duration::from_secs(1));
+        once()
+    })
+}
+
 fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
     Err(Usage(msg.into()))
 }
@@ -171,6 +192,13 @@ pub fn resolve(cli: Cli) -> Result<Config, Usage> {
                 return usage(
                     "HOST is empty: give the server's address, e.g. rdmabw client 10.0.0.2",
                 );
+            }
+            if let Err(why) = resolves(&host, a.port) {
+                return usage(format!(
+                    "HOST {host}: the name does not resolve here ({why}): give the server's IP \
+                     address, or a name this pod's resolver knows (a pod IP, a Service, a \
+                     headless Service's pod name)"
+                ));
             }
             let connect = seconds("--connect-timeout", a.connect_timeout, false)?;
             // The server discovers its rail, opens the device and creates its QPs before it
@@ -517,7 +545,10 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(cfg(&["client", "h"]).unwrap(), Config::Client(..)));
+        assert!(matches!(
+            cfg(&["client", "10.0.0.9"]).unwrap(),
+            Config::Client(..)
+        ));
         assert!(matches!(
             cfg(&["devices"]).unwrap(),
             Config::Devices {
@@ -530,21 +561,21 @@ mod tests {
     #[test]
     fn bad_values_name_the_flag() {
         let e = |a: &[&str]| cfg(a).unwrap_err().to_string();
-        assert!(e(&["--tclass", "256", "h"]).starts_with("--tclass 256: "));
-        assert!(e(&["-s", "0", "h"]).starts_with("-s/--size 0"));
-        assert!(e(&["-s", "2G", "h"]).contains("largest buffer"));
-        assert!(e(&["-m", "1500", "h"]).contains("256, 512"));
-        assert!(e(&["-n", "5", "-D", "2", "h"]).contains("conflict"));
-        assert!(e(&["--use_cuda", "x", "h"]).contains("give a CUDA GPU index"));
-        assert!(e(&["--cuda-mem", "peermem", "h"]).contains("add --use_cuda"));
+        assert!(e(&["--tclass", "256", "10.0.0.9"]).starts_with("--tclass 256: "));
+        assert!(e(&["-s", "0", "10.0.0.9"]).starts_with("-s/--size 0"));
+        assert!(e(&["-s", "2G", "10.0.0.9"]).contains("largest buffer"));
+        assert!(e(&["-m", "1500", "10.0.0.9"]).contains("256, 512"));
+        assert!(e(&["-n", "5", "-D", "2", "10.0.0.9"]).contains("conflict"));
+        assert!(e(&["--use_cuda", "x", "10.0.0.9"]).contains("give a CUDA GPU index"));
+        assert!(e(&["--cuda-mem", "peermem", "10.0.0.9"]).contains("add --use_cuda"));
         // Without a CUDA driver (CI), --use_cuda fails before any work, naming the flag.
-        if let Err(u) = cfg(&["--use_cuda", "0", "h"]) {
+        if let Err(u) = cfg(&["--use_cuda", "0", "10.0.0.9"]) {
             assert!(u.to_string().starts_with("--use_cuda 0: "), "{u}");
         }
         assert!(e(&["--server-netdev", "net1"]).contains("client flag"));
-        assert!(e(&["client", "--daemon", "h"]).contains("server flag"));
-        assert!(e(&["--json", "--csv", "h"]).contains("conflict"));
-        assert!(e(&["-q", "0", "h"]).contains("at least 1"));
+        assert!(e(&["client", "--daemon", "10.0.0.9"]).contains("server flag"));
+        assert!(e(&["--json", "--csv", "10.0.0.9"]).contains("conflict"));
+        assert!(e(&["-q", "0", "10.0.0.9"]).contains("at least 1"));
     }
 
     #[test]
@@ -565,11 +596,11 @@ mod tests {
             Config::Client(c, _) => c.tuning.cq_mod,
             other => panic!("{other:?}"),
         };
-        assert_eq!(q(&["-s", "65536", "host"]), 1);
-        assert_eq!(q(&["-s", "8192", "host"]), 100);
-        assert_eq!(q(&["-a", "host"]), 100);
-        assert_eq!(q(&["-s", "65536", "-l", "8", "host"]), 8);
-        assert_eq!(q(&["-s", "65536", "-Q", "50", "host"]), 50);
+        assert_eq!(q(&["-s", "65536", "10.0.0.2"]), 1);
+        assert_eq!(q(&["-s", "8192", "10.0.0.2"]), 100);
+        assert_eq!(q(&["-a", "10.0.0.2"]), 100);
+        assert_eq!(q(&["-s", "65536", "-l", "8", "10.0.0.2"]), 8);
+        assert_eq!(q(&["-s", "65536", "-Q", "50", "10.0.0.2"]), 50);
     }
 
     #[test]
@@ -583,11 +614,11 @@ mod tests {
             warmup_s: w,
             cooldown_s: c,
         };
-        assert_eq!(len(&["-D", "3", "host"]), d(0.05, 0.0));
-        assert_eq!(len(&["-D", "3", "-b", "host"]), d(0.2, 0.25));
-        assert_eq!(len(&["-D", "3", "-f", "2", "host"]), d(2.0, 2.0));
+        assert_eq!(len(&["-D", "3", "10.0.0.2"]), d(0.05, 0.0));
+        assert_eq!(len(&["-D", "3", "-b", "10.0.0.2"]), d(0.2, 0.25));
+        assert_eq!(len(&["-D", "3", "-f", "2", "10.0.0.2"]), d(2.0, 2.0));
         assert_eq!(
-            len(&["-D", "3", "--warmup", "1", "--cooldown", "0.5", "host"]),
+            len(&["-D", "3", "--warmup", "1", "--cooldown", "0.5", "10.0.0.2"]),
             d(1.0, 0.5)
         );
     }

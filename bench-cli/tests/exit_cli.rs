@@ -126,3 +126,17 @@ fn help_states_the_exit_statuses() {
         assert!(help.contains(status), "{status}: {help}");
     }
 }
+
+#[test]
+fn a_host_that_does_not_resolve_is_a_usage_error_at_once() {
+    let t0 = std::time::Instant::now();
+    let o = rdmabw(&["client", "-D", "1", "not..a..host"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("HOST not..a..host: the name does not resolve here"),
+        "{err}"
+    );
+    // One retry after a second, not the connect timeout's 11 s of retries.
+    assert!(t0.elapsed().as_secs_f64() < 5.0, "took {:?}", t0.elapsed());
+}
