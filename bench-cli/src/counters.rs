@@ -129,10 +129,7 @@ pub fn deltas_table(reports: &[CounterReport]) -> String {
         let moved: Vec<_> = r.deltas.iter().filter(|d| d.delta > 0).collect();
         s.push_str(&format!(
             " Counters of the {} ({} port {}{}), {:.2} s around the window: {} of {} moved\n",
-            match r.role {
-                results::rdmabw::report::Role::Client => "client",
-                results::rdmabw::report::Role::Server => "server",
-            },
+            r.role.as_str(),
             r.device,
             r.port,
             r.netdev

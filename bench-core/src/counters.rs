@@ -42,13 +42,8 @@ impl Snapshot {
             .join(&t.device)
             .join("ports")
             .join(t.port.to_string());
-        read_dir_into(&mut values, CounterSource::Port, &port.join("counters"), "");
-        read_dir_into(
-            &mut values,
-            CounterSource::Hw,
-            &port.join("hw_counters"),
-            "",
-        );
+        read_dir_into(&mut values, CounterSource::Port, &port.join("counters"));
+        read_dir_into(&mut values, CounterSource::Hw, &port.join("hw_counters"));
         // A device seen from another network namespace (rdma's shared mode: the "compat" device
         // a pod sees) has no hw_counters in sysfs; RDMA netlink still has them.
         let real = roots.sys == std::path::Path::new("/sys");
@@ -59,12 +54,7 @@ impl Snapshot {
         }
         if let Some(ifname) = &t.netdev {
             let net = roots.sys.join("class/net").join(ifname);
-            read_dir_into(
-                &mut values,
-                CounterSource::Netdev,
-                &net.join("statistics"),
-                "",
-            );
+            read_dir_into(&mut values, CounterSource::Netdev, &net.join("statistics"));
             if let Some(v) = read_u64(&net.join("carrier_changes")) {
                 values.insert((CounterSource::Netdev, "carrier_changes".into()), v);
             }
@@ -78,15 +68,6 @@ impl Snapshot {
             values,
             at: Instant::now(),
             read_ms: t0.elapsed().as_secs_f64() * 1e3,
-        }
-    }
-
-    /// Snapshot from given values (fixtures).
-    pub fn from_values(values: impl IntoIterator<Item = (CounterSource, String, u64)>) -> Self {
-        Snapshot {
-            values: values.into_iter().map(|(s, n, v)| ((s, n), v)).collect(),
-            at: Instant::now(),
-            read_ms: 0.0,
         }
     }
 
@@ -144,13 +125,12 @@ fn read_u64(path: &std::path::Path) -> Option<u64> {
     fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
-/// Every file of `dir` that holds one unsigned number (`lifespan` and the like are settings,
-/// not counters, and are skipped by name).
+/// Every file of `dir` that holds one unsigned number (`lifespan` is a setting, not a
+/// counter, and is skipped by name).
 fn read_dir_into(
     into: &mut BTreeMap<(CounterSource, String), u64>,
     source: CounterSource,
     dir: &std::path::Path,
-    prefix: &str,
 ) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
@@ -161,7 +141,7 @@ fn read_dir_into(
             continue;
         }
         if let Some(v) = read_u64(&e.path()) {
-            into.insert((source, format!("{prefix}{name}")), v);
+            into.insert((source, name), v);
         }
     }
 }

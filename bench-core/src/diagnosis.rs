@@ -249,17 +249,7 @@ fn has_any(reports: &[CounterReport], names: &[(CounterSource, &str)]) -> bool {
 
 fn list(e: &[Evidence]) -> String {
     e.iter()
-        .map(|e| {
-            format!(
-                "{} {} on the {}",
-                e.counter,
-                e.delta,
-                match e.role {
-                    results::rdmabw::report::Role::Client => "client",
-                    results::rdmabw::report::Role::Server => "server",
-                }
-            )
-        })
+        .map(|e| format!("{} {} on the {}", e.counter, e.delta, e.role.as_str()))
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -18,6 +18,16 @@ pub enum Role {
     Server,
 }
 
+impl Role {
+    /// `client` or `server`, as reports and messages name the side.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Client => "client",
+            Role::Server => "server",
+        }
+    }
+}
+
 /// How a test ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
