@@ -63,11 +63,7 @@ fn target(cmd: &CountersCmd, roots: &SysRoots) -> Result<CounterTarget> {
         .netdev
         .clone()
         .or_else(|| p.netdevs_here().into_iter().next());
-    Ok(CounterTarget {
-        device,
-        port,
-        netdev,
-    })
+    Ok(CounterTarget::new(device, port, netdev))
 }
 
 /// Runs `rdmabw counters`.

@@ -27,6 +27,21 @@ pub struct CounterTarget {
     pub port: u8,
     /// The rail's interface.
     pub netdev: Option<String>,
+    /// The device's RDMA netlink index, looked up by the first read that needs it and kept
+    /// for the reads after it (`None` inside: not found).
+    nl_index: std::sync::OnceLock<Option<u32>>,
+}
+
+impl CounterTarget {
+    /// The counters of `device`'s `port` and, when known, of its `netdev`.
+    pub fn new(device: impl Into<String>, port: u8, netdev: Option<String>) -> CounterTarget {
+        CounterTarget {
+            device: device.into(),
+            port,
+            netdev,
+            nl_index: std::sync::OnceLock::new(),
+        }
+    }
 }
 
 impl Snapshot {
@@ -48,7 +63,11 @@ impl Snapshot {
         // a pod sees) has no hw_counters in sysfs; RDMA netlink still has them.
         let real = roots.sys == std::path::Path::new("/sys");
         if real && !values.keys().any(|(s, _)| *s == CounterSource::Hw) {
-            for (name, v) in rdma_nl::hw_counters(&t.device, t.port) {
+            let index = *t.nl_index.get_or_init(|| rdma_nl::device_index(&t.device));
+            for (name, v) in index
+                .map(|i| rdma_nl::hw_counters(i, t.port))
+                .unwrap_or_default()
+            {
                 values.insert((CounterSource::Hw, name), v);
             }
         }
@@ -280,19 +299,14 @@ mod rdma_nl {
         out
     }
 
-    pub(super) fn hw_counters(device: &str, port: u8) -> Vec<(String, u64)> {
-        let Some(sock) = netlink::rdma_socket(Duration::from_secs(1)) else {
-            return Vec::new();
-        };
+    /// The RDMA netlink index of `device`, from a dump of the devices.
+    pub(super) fn device_index(device: &str) -> Option<u32> {
+        let sock = netlink::rdma_socket(Duration::from_secs(1))?;
         let mut buf = vec![0u8; 64 * 1024];
-        if netlink::send(&sock, &request(CMD_GET, NLM_F_REQUEST | NLM_F_DUMP, 1, &[])).is_none() {
-            return Vec::new();
-        }
+        netlink::send(&sock, &request(CMD_GET, NLM_F_REQUEST | NLM_F_DUMP, 1, &[]))?;
         let mut index = None;
         'dump: for _ in 0..64 {
-            let Some(n) = netlink::recv(&sock, &mut buf) else {
-                return Vec::new();
-            };
+            let n = netlink::recv(&sock, &mut buf)?;
             for (kind, payload) in messages(&buf[..n]) {
                 if kind == NLMSG_DONE || kind == NLMSG_ERROR {
                     break 'dump;
@@ -310,9 +324,15 @@ mod rdma_nl {
                 }
             }
         }
-        let Some(index) = index else {
+        index
+    }
+
+    /// The statistics of port `port` of the device of netlink index `index`.
+    pub(super) fn hw_counters(index: u32, port: u8) -> Vec<(String, u64)> {
+        let Some(sock) = netlink::rdma_socket(Duration::from_secs(1)) else {
             return Vec::new();
         };
+        let mut buf = vec![0u8; 64 * 1024];
         let req = request(
             CMD_STAT_GET,
             NLM_F_REQUEST,
@@ -357,11 +377,7 @@ mod tests {
         write(root, "sys/class/net/net1/carrier_changes", 2);
         fs::write(root.join("sys/class/net/net1/statistics/junk"), "n/a").unwrap();
         let roots = SysRoots::under(root);
-        let t = CounterTarget {
-            device: "rxe0".into(),
-            port: 1,
-            netdev: Some("net1".into()),
-        };
+        let t = CounterTarget::new("rxe0", 1, Some("net1".into()));
         let before = Snapshot::read(&roots, &t);
         assert_eq!(before.len(), 4, "{:?}", before.values);
         write(root, &format!("{base}/counters/port_xmit_data"), 350);
@@ -383,11 +399,7 @@ mod tests {
     #[test]
     fn a_device_without_counters_gives_an_empty_snapshot() {
         let d = tempfile::tempdir().unwrap();
-        let t = CounterTarget {
-            device: "nope".into(),
-            port: 1,
-            netdev: None,
-        };
+        let t = CounterTarget::new("nope", 1, None);
         assert!(Snapshot::read(&SysRoots::under(d.path()), &t).is_empty());
     }
 

@@ -17,7 +17,18 @@ fn side(iface: &str, dev: &str) -> String {
     }
 }
 
-/// The per-rail table: rail, devices on each side, GID indexes, Gb/s, % of line rate, status.
+/// The words of a row's findings (`loss,link-flap`), `-` when there are none.
+fn diagnosis(r: &RailResult) -> String {
+    let words: Vec<&str> = r.finding_kinds().into_iter().map(|k| k.word()).collect();
+    if words.is_empty() {
+        "-".into()
+    } else {
+        words.join(",")
+    }
+}
+
+/// The per-rail table: rail, devices on each side, GID indexes, Gb/s, % of line rate, status,
+/// and a word per counter finding (`diagnosis`).
 /// With `sum`, a last line adds up the bandwidth of the measured rails (for `--parallel`).
 pub fn table(rows: &[RailResult], sum: bool) -> Table {
     let mut t = Table::new();
@@ -31,6 +42,7 @@ pub fn table(rows: &[RailResult], sum: bool) -> Table {
             "Gb/s",
             "% line rate",
             "status",
+            "diagnosis",
         ]);
     let mut sorted: Vec<&RailResult> = rows.iter().collect();
     sorted.sort_by_key(|r| r.rail);
@@ -45,6 +57,7 @@ pub fn table(rows: &[RailResult], sum: bool) -> Table {
             r.line_rate_pct
                 .map_or_else(|| "-".into(), |p| format!("{p:.1}")),
             r.status.to_string(),
+            diagnosis(r),
         ]);
     }
     if sum {
@@ -69,6 +82,7 @@ pub fn table(rows: &[RailResult], sum: bool) -> Table {
             line.filter(|l| *l > 0.0)
                 .map_or_else(|| "-".into(), |l| format!("{:.1}", total / l * 100.0)),
             String::new(),
+            String::new(),
         ]);
     }
     for i in [0, 3, 4, 5] {
@@ -79,14 +93,27 @@ pub fn table(rows: &[RailResult], sum: bool) -> Table {
     t
 }
 
-/// The summary line per network mode (results' [`results::ModeSummary`]), then one line per
-/// failed rail with its error.
+/// The summary line per network mode (results' [`results::ModeSummary`]), the rails with
+/// counter findings (`findings: rail 1 loss, rail 3 link-flap`), then one line per failed rail
+/// with its error.
 pub fn summary_lines(rows: &[RailResult], generated_by: &str) -> Vec<String> {
     let report = Report::new(generated_by, rows.to_vec());
     let mut lines: Vec<String> = match report.comparison() {
         Ok(c) => c.summaries().iter().map(ToString::to_string).collect(),
         Err(e) => vec![format!("(no summary: {e})")],
     };
+    let mut found: Vec<&RailResult> = rows.iter().filter(|r| !r.diagnosis.is_empty()).collect();
+    found.sort_by_key(|r| r.rail);
+    if !found.is_empty() {
+        let named: Vec<String> = found
+            .iter()
+            .map(|r| format!("rail {} {}", r.rail, diagnosis(r)))
+            .collect();
+        lines.push(format!(
+            "findings: {} (the counters' evidence is in the JSON and markdown reports)",
+            named.join(", ")
+        ));
+    }
     let mut failed: Vec<&RailResult> = rows
         .iter()
         .filter(|r| r.status == RailStatus::Failed)
@@ -153,5 +180,42 @@ mod tests {
             "{s:?}"
         );
         assert_eq!(s[1], "rail 2 failed: port down");
+        assert!(lines.iter().all(|l| !l.contains("loss")), "{text}");
+    }
+
+    #[test]
+    fn findings_are_a_column_and_a_summary_line() {
+        use results::rdmabw::counters::{Finding, FindingKind};
+        let finding = |kind| Finding {
+            finding: kind,
+            summary: String::new(),
+            evidence: Vec::new(),
+            what_to_do: String::new(),
+        };
+        let mut lossy = row(1, Some(10.0));
+        lossy.diagnosis = vec![
+            finding(FindingKind::LinkFlap),
+            finding(FindingKind::PacketLoss),
+            finding(FindingKind::PacketLoss),
+        ];
+        let rows = vec![row(0, Some(96.0)), lossy];
+        let text = table(&rows, false).to_string();
+        let line = |rail: &str| {
+            text.lines()
+                .find(|l| l.trim_start_matches(['│', ' ']).starts_with(rail))
+                .unwrap_or_default()
+                .to_string()
+        };
+        assert!(line("1 ").contains("loss,link-flap"), "{text}");
+        assert!(
+            line("0 ").trim_end_matches(['│', ' ']).ends_with('-'),
+            "{text}"
+        );
+        let s = summary_lines(&rows, "t");
+        assert!(
+            s.iter()
+                .any(|l| l.starts_with("findings: rail 1 loss,link-flap (")),
+            "{s:?}"
+        );
     }
 }

@@ -827,6 +827,8 @@ impl<'a, R: Runner> Sweep<'a, R> {
             line_rate_pct: None,
             threshold_gbps: None,
             error: None,
+            diagnosis: rep.map(|r| r.diagnosis.clone()).unwrap_or_default(),
+            counters: rep.map(|r| r.counters.clone()).unwrap_or_default(),
         }
     }
 

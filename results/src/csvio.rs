@@ -2,8 +2,11 @@
 //!
 //! The first column is `schema_version`, repeated on every row so that rows
 //! appended by different program versions stay self-describing; the rest are
-//! the fields of [`RailResult`] in declaration order. The reader accepts the
-//! columns in any order but insists on exactly the schema's set of columns.
+//! the fields of [`RailResult`] in declaration order. The lists (`diagnosis`,
+//! `counters`) are compact JSON in their cells, empty when empty. The reader
+//! accepts the columns in any order but insists on exactly the schema's set of
+//! columns, less those added after the file's version
+//! ([`crate::record::ADDED_FIELDS`]).
 
 use std::cell::Cell;
 use std::fmt;
@@ -13,7 +16,7 @@ use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
 use crate::error::{Location, Result, ResultsError};
-use crate::record::{RailResult, SCHEMA_VERSION};
+use crate::record::{field_required, RailResult, SCHEMA_VERSION};
 
 /// Name of the leading CSV column holding the schema version.
 pub const SCHEMA_VERSION_COLUMN: &str = "schema_version";
@@ -51,11 +54,36 @@ pub(crate) fn row_bytes(row: &RailResult) -> Result<Vec<u8>> {
     let mut wtr = csv::WriterBuilder::new()
         .has_headers(false)
         .from_writer(Vec::new());
-    wtr.write_field(SCHEMA_VERSION.to_string())
-        .and_then(|()| wtr.serialize(row))
+    wtr.write_record(row_cells(row)?)
         .map_err(|e| ResultsError::export("csv", e))?;
     wtr.into_inner()
         .map_err(|e| ResultsError::export("csv", e.error()))
+}
+
+/// The cells of one row in header order: scalars as their text (`null` an empty cell),
+/// lists as compact JSON (an empty list an empty cell). Numbers are printed as serde_json
+/// prints them, the shortest text that reads back to the same value.
+fn row_cells(row: &RailResult) -> Result<Vec<String>> {
+    let value = serde_json::to_value(row).map_err(|e| ResultsError::export("csv", e))?;
+    let serde_json::Value::Object(fields) = value else {
+        return Err(ResultsError::export(
+            "csv",
+            CellError("a row is not a map".into()),
+        ));
+    };
+    let cell = |v: Option<&serde_json::Value>| match v {
+        None | Some(serde_json::Value::Null) => String::new(),
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Array(a)) if a.is_empty() => String::new(),
+        Some(other) => other.to_string(),
+    };
+    Ok(std::iter::once(SCHEMA_VERSION.to_string())
+        .chain(
+            RailResult::field_names()
+                .iter()
+                .map(|f| cell(fields.get(*f))),
+        )
+        .collect())
 }
 
 /// Write a header and `rows` as CSV. Every row is validated first
@@ -116,9 +144,9 @@ pub fn read_csv<R: Read>(input: R, file: &str) -> Result<Vec<RailResult>> {
     };
     // Column checks come after the first row's schema_version, so that a file
     // from a newer schema is reported as such rather than as odd columns.
-    let check_columns = || -> Result<()> {
+    let check_columns = |version: u32| -> Result<()> {
         for (i, want) in expected.iter().enumerate() {
-            if !names.contains(want) {
+            if !names.contains(want) && field_required(want, version) {
                 return Err(ResultsError::MissingColumn {
                     at: at(header_line, col(i)),
                     column: (*want).to_string(),
@@ -166,7 +194,7 @@ pub fn read_csv<R: Read>(input: R, file: &str) -> Result<Vec<RailResult>> {
             ));
         }
         if !columns_checked {
-            check_columns()?;
+            check_columns(u32::try_from(version).unwrap_or(SCHEMA_VERSION))?;
             columns_checked = true;
         }
         if rec.len() != names.len() {
@@ -206,7 +234,8 @@ pub fn read_csv<R: Read>(input: R, file: &str) -> Result<Vec<RailResult>> {
         rows.push(row);
     }
     if !columns_checked {
-        check_columns()?;
+        // A header and no row: the header's own columns say which version wrote it.
+        check_columns(1)?;
     }
     Ok(rows)
 }
@@ -393,8 +422,20 @@ impl<'de> de::Deserializer<'de> for CellDe<'_> {
         visitor.visit_newtype_struct(self)
     }
 
+    /// A list cell: compact JSON, or empty for an empty list.
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CellError> {
+        let text = if self.0.trim().is_empty() {
+            "[]"
+        } else {
+            self.0
+        };
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| CellError(format!("expected a JSON list (or an empty cell), {e}")))?;
+        de::Deserializer::deserialize_seq(value, visitor).map_err(|e| CellError(e.to_string()))
+    }
+
     serde::forward_to_deserialize_any! {
-        i128 u128 char str string bytes byte_buf unit unit_struct seq tuple
+        i128 u128 char str string bytes byte_buf unit unit_struct tuple
         tuple_struct map struct identifier ignored_any
     }
 }

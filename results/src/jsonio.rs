@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::error::{Location, Result, ResultsError};
-use crate::record::{RailResult, SCHEMA_VERSION};
+use crate::record::{field_required, RailResult, SCHEMA_VERSION};
 
 /// The contents of a results JSON file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -161,7 +161,10 @@ pub fn read_json(text: &str, file: &str) -> Result<JsonResults> {
             ResultsError::parse(at(inner(&e)), format!("row {index}: {}", bare_message(&e)))
         };
         let keys: BTreeMap<String, IgnoredAny> = serde_json::from_str(raw_text).map_err(row_err)?;
-        if let Some(missing) = fields.iter().find(|f| !keys.contains_key(**f)) {
+        if let Some(missing) = fields
+            .iter()
+            .find(|f| !keys.contains_key(**f) && field_required(f, schema_version))
+        {
             return Err(ResultsError::MissingColumn {
                 at: at((start_line, start_col)),
                 column: (*missing).to_string(),

@@ -6,6 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::rdmabw::counters::{CounterReport, Finding, FindingKind};
 use crate::threshold::{below_threshold, percent_of_line_rate};
 
 /// Version of the record layout written by this crate.
@@ -14,8 +15,24 @@ use crate::threshold::{below_threshold, percent_of_line_rate};
 /// per CSV row (the first column, `schema_version`). Readers refuse files with
 /// a higher version than this instead of guessing at fields they do not know.
 /// Bump it whenever a field of [`RailResult`] is added, removed, renamed or
-/// changes meaning.
-pub const SCHEMA_VERSION: u32 = 1;
+/// changes meaning, and list an added field in [`ADDED_FIELDS`] so that older
+/// files still read.
+///
+/// Version 2 added `diagnosis` and `counters`.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// Fields added after version 1, with the version that added them: a file of an
+/// older version has no column (no key) for them, and its rows read with the
+/// field's default (an empty list). Every other field is required.
+pub const ADDED_FIELDS: &[(&str, u32)] = &[("diagnosis", 2), ("counters", 2)];
+
+/// True when a file of `version` must have field `name`.
+pub(crate) fn field_required(name: &str, version: u32) -> bool {
+    ADDED_FIELDS
+        .iter()
+        .find(|(field, _)| *field == name)
+        .is_none_or(|(_, added)| version >= *added)
+}
 
 /// How the two pods (or hosts) reached the RDMA NICs.
 ///
@@ -177,7 +194,9 @@ impl fmt::Display for RailStatus {
 /// `_bytes` bytes, `_s` seconds, `_pct` percent (0 to 100).
 ///
 /// `Option` fields are empty cells in CSV and `null` in JSON. Note that an
-/// empty string in an `Option<String>` column reads back as `None`.
+/// empty string in an `Option<String>` column reads back as `None`. The two
+/// lists, `diagnosis` and `counters`, are arrays in JSON and compact JSON text
+/// in their CSV cells (an empty cell is an empty list).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RailResult {
     /// Identifier shared by all rails of one sweep.
@@ -247,6 +266,15 @@ pub struct RailResult {
     pub threshold_gbps: Option<f64>,
     /// Why the rail failed; required when `status` is `failed`.
     pub error: Option<String>,
+    /// What the counters around the window say is wrong (rdmabw's `diagnosis`: each finding
+    /// with the counters that show it and what to do); empty when nothing is, or when no
+    /// counter was read.
+    #[serde(default)]
+    pub diagnosis: Vec<Finding>,
+    /// The counter deltas around the window, one report per side that read them (client
+    /// first); only the counters that moved and those a diagnosis reads.
+    #[serde(default)]
+    pub counters: Vec<CounterReport>,
 }
 
 /// A record that breaks one of [`RailResult`]'s rules, with the field at fault.
@@ -269,6 +297,15 @@ impl RailResult {
     /// `schema_version`), taken from the type's serde derive.
     pub fn field_names() -> &'static [&'static str] {
         crate::introspect::struct_fields::<RailResult>()
+    }
+
+    /// The finding kinds of `diagnosis`, each once, in order: the words of railsweep's
+    /// `diagnosis` column.
+    pub fn finding_kinds(&self) -> Vec<FindingKind> {
+        let mut kinds: Vec<FindingKind> = self.diagnosis.iter().map(|f| f.finding).collect();
+        kinds.sort();
+        kinds.dedup();
+        kinds
     }
 
     /// Fill `line_rate_pct` from `bw_avg_gbps` and `line_rate_gbps`, record

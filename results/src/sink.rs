@@ -79,7 +79,10 @@ impl RowSink {
 
     /// Continue appending to an existing CSV file written by a sink. All its
     /// rows are read back and checked first; a torn last line from a crash is
-    /// an error naming that line, to be fixed (deleted) by hand.
+    /// an error naming that line, to be fixed (deleted) by hand. A file of an
+    /// older schema is first rewritten in the current one (its rows kept, the
+    /// new columns empty; written aside and renamed over it), so that the rows
+    /// appended after it match its header.
     pub fn resume(
         csv_path: impl AsRef<Path>,
         json_path: Option<&Path>,
@@ -87,6 +90,7 @@ impl RowSink {
     ) -> Result<Self> {
         let csv_path = csv_path.as_ref().to_path_buf();
         let rows = read_path(&csv_path)?;
+        upgrade_header(&csv_path, &rows)?;
         let csv_file = OpenOptions::new()
             .append(true)
             .open(&csv_path)
@@ -134,20 +138,44 @@ impl RowSink {
         let Some(path) = &self.json_path else {
             return Ok(());
         };
-        let bytes = jsonio::json_bytes(&self.generated_by, &self.rows)?;
-        let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-        tmp_name.push(".tmp");
-        let tmp = path.with_file_name(tmp_name);
-        let write = || -> std::io::Result<()> {
-            let mut f = File::create(&tmp)?;
-            f.write_all(&bytes)?;
-            f.sync_all()?;
-            fs::rename(&tmp, path)
-        };
-        write().map_err(|e| ResultsError::io(path.display(), e))?;
-        sync_parent(path);
-        Ok(())
+        replace_whole(path, &jsonio::json_bytes(&self.generated_by, &self.rows)?)
     }
+}
+
+/// Replace `path` with `bytes` atomically: written to `NAME.tmp` beside it, synced, and
+/// renamed over it, so that a crash leaves either the old or the new file, whole.
+fn replace_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(".tmp");
+    let tmp = path.with_file_name(tmp_name);
+    let write = || -> std::io::Result<()> {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    };
+    write().map_err(|e| ResultsError::io(path.display(), e))?;
+    sync_parent(path);
+    Ok(())
+}
+
+/// Rewrite `path` with the current header when its header is another one: the rows of an
+/// older schema, in the current one ([`replace_whole`]).
+fn upgrade_header(path: &Path, rows: &[RailResult]) -> Result<()> {
+    use std::io::{BufRead, BufReader};
+    let header = csvio::header_bytes()?;
+    let mut first = Vec::with_capacity(header.len());
+    File::open(path)
+        .and_then(|f| BufReader::new(f).read_until(b'\n', &mut first))
+        .map_err(|e| ResultsError::io(path.display(), e))?;
+    if first == header {
+        return Ok(());
+    }
+    let mut bytes = header;
+    for row in rows {
+        bytes.extend(csvio::row_bytes(row)?);
+    }
+    replace_whole(path, &bytes)
 }
 
 /// Make a created or renamed directory entry durable. Best effort: some

@@ -76,7 +76,7 @@ fn csv_missing_optional_column_is_still_an_error() {
 
 #[test]
 fn csv_unknown_column_is_an_error() {
-    let text = fixture_csv().replacen("error\n", "error,extra\n", 1);
+    let text = fixture_csv().replacen("counters\n", "counters,extra\n", 1);
     let text = text
         .lines()
         .enumerate()
@@ -92,7 +92,7 @@ fn csv_unknown_column_is_an_error() {
     let e = err(&text, "a.csv");
     assert_eq!(
         e.to_string(),
-        "a.csv:1:35: unknown column `extra` (schema_version 1 has no such column)"
+        "a.csv:1:37: unknown column `extra` (schema_version 2 has no such column)"
     );
 }
 
@@ -100,19 +100,19 @@ fn csv_unknown_column_is_an_error() {
 fn csv_newer_schema_is_refused_before_column_checks() {
     // A newer schema typically has columns this one does not know; the
     // version is what the user needs to hear about.
-    let text = set_cell(&fixture_csv(), 0, "schema_version", "2").replacen(
-        "error\n",
-        "error,new_field\n",
+    let text = set_cell(&fixture_csv(), 0, "schema_version", "3").replacen(
+        "counters\n",
+        "counters,new_field\n",
         1,
     );
     let e = err(&text, "new.csv");
     assert!(
-        matches!(e, ResultsError::NewerSchema { found: 2, .. }),
+        matches!(e, ResultsError::NewerSchema { found: 3, .. }),
         "{e:?}"
     );
     assert!(
         e.to_string()
-            .starts_with("new.csv:2:1: schema_version 2 is newer"),
+            .starts_with("new.csv:2:1: schema_version 3 is newer"),
         "{e}"
     );
 }
@@ -177,22 +177,22 @@ fn csv_short_row_is_an_error() {
     text.push_str("1,run,2025-06-01T00:00:00Z\n");
     let e = err(&text, "a.csv").to_string();
     assert!(
-        e.starts_with("a.csv:5:4: row has 3 cells but the header has 34 columns"),
+        e.starts_with("a.csv:5:4: row has 3 cells but the header has 36 columns"),
         "{e}"
     );
 }
 
 #[test]
 fn json_newer_schema_names_file_line_column() {
-    let text = fixture_json().replacen("\"schema_version\": 1", "\"schema_version\": 2", 1);
+    let text = fixture_json().replacen("\"schema_version\": 2", "\"schema_version\": 3", 1);
     let e = err(&text, "new.json");
     assert!(
-        matches!(e, ResultsError::NewerSchema { found: 2, .. }),
+        matches!(e, ResultsError::NewerSchema { found: 3, .. }),
         "{e:?}"
     );
     assert!(
         e.to_string()
-            .starts_with("new.json:2:21: schema_version 2 is newer"),
+            .starts_with("new.json:2:21: schema_version 3 is newer"),
         "{e}"
     );
 }
@@ -271,4 +271,42 @@ fn unrecognised_content_is_an_error() {
 fn a_byte_order_mark_is_ignored() {
     let text = format!("\u{feff}{}", fixture_csv());
     assert_eq!(read_str(&text, "excel.csv").expect("read").len(), 3);
+}
+
+#[test]
+fn a_version_2_file_without_the_new_columns_is_an_error() {
+    let text = drop_column(&fixture_csv(), "counters");
+    assert_eq!(
+        err(&text, "a.csv").to_string(),
+        "a.csv:1:36: missing column `counters`"
+    );
+}
+
+#[test]
+fn a_list_cell_that_is_not_json_names_its_column() {
+    let text = set_cell(&fixture_csv(), 1, "diagnosis", "loss");
+    let e = err(&text, "a.csv").to_string();
+    assert!(
+        e.starts_with("a.csv:3:35: column `diagnosis`: expected a JSON list (or an empty cell)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_version_1_json_file_reads_without_the_new_keys() {
+    let text = fixture_json().replacen("\"schema_version\": 2", "\"schema_version\": 1", 1);
+    let text = text
+        .replace(",\n      \"diagnosis\": [],\n      \"counters\": []", "")
+        .replace(
+            "\"error\": null,\n      \"diagnosis\": [],\n      \"counters\": []",
+            "\"error\": null",
+        );
+    assert!(!text.contains("diagnosis"), "{text}");
+    let rows = read_str(&text, "old.json").expect("a version 1 file reads");
+    assert_eq!(rows.len(), 3);
+    // The same document claiming version 2 lacks required keys.
+    let v2 = text.replacen("\"schema_version\": 1", "\"schema_version\": 2", 1);
+    assert!(err(&v2, "new.json")
+        .to_string()
+        .contains("missing column `diagnosis`"));
 }

@@ -146,6 +146,37 @@ fn row_sink_keeps_every_row_on_disk_as_it_goes() {
 }
 
 #[test]
+fn resuming_a_version_1_file_rewrites_it_in_the_current_schema_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = dir.path().join("old.csv");
+    // The fixture file itself is version 1; its first 4 rows, as an old railsweep left them.
+    let fixture = std::fs::read_to_string(common::fixture_path("sweep-16x3.csv")).expect("fixture");
+    let old: String = fixture.lines().take(5).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&csv, &old).expect("write");
+    let rows = common::fixture_rows();
+    let mut finding = rows[4].clone();
+    finding.diagnosis = vec![results::rdmabw::counters::Finding {
+        finding: results::rdmabw::counters::FindingKind::PacketLoss,
+        summary: "lost".into(),
+        evidence: Vec::new(),
+        what_to_do: "look".into(),
+    }];
+    let mut sink = RowSink::resume(&csv, None, "resumed").expect("resume");
+    sink.append(finding.clone()).expect("append");
+    drop(sink);
+    let text = std::fs::read_to_string(&csv).expect("csv");
+    assert!(text
+        .lines()
+        .next()
+        .is_some_and(|h| h.ends_with(",error,diagnosis,counters")));
+    assert!(text.lines().skip(1).all(|l| l.starts_with("2,")), "{text}");
+    let mut want = rows[..4].to_vec();
+    want.push(finding);
+    assert_eq!(read_path(&csv).expect("csv"), want);
+    assert!(!dir.path().join("old.csv.tmp").exists());
+}
+
+#[test]
 fn a_torn_last_row_is_reported_not_dropped() {
     let dir = tempfile::tempdir().expect("tempdir");
     let csv = dir.path().join("sweep.csv");

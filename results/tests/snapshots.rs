@@ -111,12 +111,67 @@ fn markdown_snapshot_with_report_threshold() {
 }
 
 #[test]
-fn csv_export_of_the_fixture_is_the_fixture() {
-    let fixture = std::fs::read(common::fixture_path("sweep-16x3.csv")).expect("fixture");
-    let out = export(&common::fixture_report(), Format::Csv);
-    assert_eq!(
-        String::from_utf8_lossy(&out),
-        String::from_utf8_lossy(&fixture),
-        "reading and rewriting the fixture must not change a byte"
+fn a_version_1_fixture_reads_and_rewrites_as_version_2_row_for_row() {
+    // The fixture was written with schema version 1 (before `diagnosis` and `counters`).
+    let fixture = std::fs::read_to_string(common::fixture_path("sweep-16x3.csv")).expect("fixture");
+    let out = String::from_utf8(export(&common::fixture_report(), Format::Csv)).expect("utf-8");
+    let (old, new): (Vec<&str>, Vec<&str>) = (fixture.lines().collect(), out.lines().collect());
+    assert_eq!(old.len(), new.len());
+    assert_eq!(format!("{},diagnosis,counters", old[0]), new[0]);
+    for (o, n) in old.iter().zip(&new).skip(1) {
+        let o = o.strip_prefix("1,").expect("a version 1 row");
+        assert_eq!(
+            format!("2,{o},,"),
+            **n,
+            "the row must not change but for its version"
+        );
+    }
+    let again = results::read_str(&out, "again.csv").expect("reads back");
+    assert_eq!(again, common::fixture_rows());
+}
+
+#[test]
+fn markdown_lists_each_rails_findings_with_their_evidence() {
+    use results::rdmabw::counters::{CounterSource, Evidence, Finding, FindingKind};
+    use results::rdmabw::report::Role;
+    let mut rows = common::fixture_rows();
+    let slow = rows
+        .iter_mut()
+        .find(|r| r.network_mode.as_str() == "ipvlan" && r.rail == 7)
+        .expect("the slow ipvlan rail");
+    slow.diagnosis = vec![Finding {
+        finding: FindingKind::PfcPause,
+        summary: "priority 3 was paused 23% of the window".into(),
+        evidence: vec![Evidence {
+            role: Role::Server,
+            source: CounterSource::Netdev,
+            counter: "rx_prio3_pause_duration".into(),
+            delta: 2_300_000,
+            per_s: 230_000.0,
+        }],
+        what_to_do: "find who sends the pauses".into(),
+    }];
+    let md = String::from_utf8(export(
+        &Report::new("railbench results test fixture", rows),
+        Format::Markdown,
+    ))
+    .expect("utf-8");
+    let at = md.find("## Findings").expect("a findings section");
+    let section = &md[at..];
+    assert!(section.contains("### ipvlan rail 7 ("), "{section}");
+    assert!(
+        section.contains("- **pfc-pause**: priority 3 was paused 23% of the window"),
+        "{section}"
     );
+    assert!(
+        section.contains("  - server `rx_prio3_pause_duration` (netdev): +2300000 (230000.0/s)"),
+        "{section}"
+    );
+    assert!(
+        section.contains("  - what to do: find who sends the pauses"),
+        "{section}"
+    );
+    assert!(!export(&common::fixture_report(), Format::Markdown)
+        .windows(11)
+        .any(|w| w == b"## Findings"));
 }

@@ -2,7 +2,8 @@
 # Counter deltas and findings (issue 20) over real rxe: with netem dropping a share of the
 # packets on rail 1's switch port towards podB, and nothing on rail 0, the client's report for
 # rail 1 has rxe's retry and sequence counters moving and the finding packet_loss, rail 0 has
-# none; -W prints the deltas after the result table, and `rdmabw counters` lists a rail's.
+# none; -W prints the deltas after the result table, and `rdmabw counters` lists a rail's. A
+# link flap mid-window is a finding, not a failure; railsweep shows the findings per rail.
 
 SRV=$(ctl_ip podB)
 TEST_TIMEOUT=${TEST_TIMEOUT:-300}
@@ -57,4 +58,69 @@ test_counters_report_counters_table() {
   grep -Eq '^rxe_a0 port 1 \(net1\): [0-9]+ counters' "$T_OUT/counters.txt" || { cat "$T_OUT/counters.txt"; fail "no counter listing"; }
   in_pod podA "$RDMABW" counters -d rxe_a0 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["netdev"] == "net1" and any(c["name"] == "sent_pkts" for c in d["counters"]), d' \
     || fail "rdmabw counters --json"
+}
+
+# A link that goes down and comes back mid-window: rail 0's switch port towards podB is taken
+# down for 0.3 s once the client's packets flow. The rail guard lets the test go on (the port
+# came back within its grace), rxe retransmits, and the counters show the flap.
+test_counters_link_flap() {
+  local nd port=18610 sent=/sys/class/infiniband/rxe_a0/ports/1/hw_counters/sent_pkts s0 i
+  nd=$(topo podA 0 iface)
+  [ -r "$sent" ] || fail "no $sent to see the window start"
+  in_pod podB timeout 200 "$RDMABW" --netdev "$nd" -D 6 -p "$port" >"$T_OUT/flap.srv" 2>&1 &
+  local spid=$!
+  wait_port podB "$port"
+  s0=$(cat "$sent")
+  in_pod podA timeout 150 "$RDMABW" client --netdev "$nd" -D 6 -p "$port" --json "$SRV" \
+    >"$T_OUT/flap.json" 2>"$T_OUT/flap.err" &
+  local cpid=$!
+  # The window has started once rxe has sent thousands of packets (the handshake sends a few).
+  for i in $(seq 1 600); do
+    [ $(( $(cat "$sent") - s0 )) -gt 5000 ] && break
+    sleep 0.1
+  done
+  [ $(( $(cat "$sent") - s0 )) -gt 5000 ] || fail "the client's packets never flowed"
+  sleep 1
+  ip link set r0b down; sleep 0.3; ip link set r0b up
+  echo "flapped r0b at $(date +%T.%N)"
+  wait "$cpid" || { cat "$T_OUT/flap.err"; fail "the client failed: a flap of 0.3 s must not end the test"; }
+  wait "$spid" || { cat "$T_OUT/flap.srv"; fail "the server failed"; }
+  python3 - "$T_OUT/flap.json" <<'PY' || fail "no link-flap finding"
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(d["status"], d["results"][-1]["bw_avg_gbps"], "Gb/s;", [(f["finding"], f["summary"]) for f in d.get("diagnosis", [])])
+print("  moved:", [(c["role"], x["name"], x["delta"]) for c in d["counters"] for x in c["deltas"] if x["delta"]])
+flap = [f for f in d.get("diagnosis", []) if f["finding"] == "link_flap"]
+assert flap, d.get("diagnosis")
+assert all(e["role"] == "server" for e in flap[0]["evidence"]), flap[0]["evidence"]
+PY
+  grep -q 'rdmabw: finding link-flap: ' "$T_OUT/flap.err" || fail "no link-flap finding on stderr"
+}
+
+# railsweep run over both rails with netem on rail 1's path: the table's diagnosis column says
+# loss on rail 1 only, the summary names rail 1, and the CSV rows carry the findings and counters.
+test_counters_railsweep_names_the_lossy_rail() {
+  tc qdisc add dev r1b root netem loss "$LOSS" || fail "tc netem on r1b"
+  local rc=0
+  "$RAILSWEEP" run --runner local --client-pod podA --server-pod podB --rdmabw "$RDMABW" \
+    --quiet -s 4096 --margin 60 -o "$T_OUT/sweep.csv" >"$T_OUT/sweep.out" 2>"$T_OUT/sweep.err" || rc=$?
+  tc qdisc del dev r1b root
+  cat "$T_OUT/sweep.out"; tail -5 "$T_OUT/sweep.err"
+  [ "$rc" -eq 0 ] || fail "railsweep exit $rc"
+  grep -Eq '^│ +1 ┆.*┆ loss +│$' "$T_OUT/sweep.out" || fail "rail 1's diagnosis is not loss"
+  grep -Eq '^│ +0 ┆.*┆ - +│$' "$T_OUT/sweep.out" || fail "rail 0 has a diagnosis"
+  grep -q '^findings: rail 1 loss (' "$T_OUT/sweep.out" || fail "the summary does not name rail 1"
+  python3 - "$T_OUT/sweep.csv" <<'PY' || fail "the CSV rows do not carry the findings"
+import csv, json, sys
+rows = {int(r["rail"]): r for r in csv.DictReader(open(sys.argv[1]))}
+assert set(rows) == {0, 1}, rows.keys()
+assert rows[0]["diagnosis"] == "", rows[0]["diagnosis"]
+found = json.loads(rows[1]["diagnosis"])
+assert [f["finding"] for f in found] == ["packet_loss"], found
+counters = json.loads(rows[1]["counters"])
+assert [c["role"] for c in counters] == ["client", "server"], counters
+print("rail 1:", found[0]["summary"])
+PY
+  "$RAILSWEEP" report --format markdown "$T_OUT/sweep.csv" >"$T_OUT/sweep.md" || fail "railsweep report"
+  grep -q '^- \*\*loss\*\*: ' "$T_OUT/sweep.md" || { cat "$T_OUT/sweep.md"; fail "no finding in the markdown report"; }
 }

@@ -40,8 +40,18 @@ pub(super) fn port_note(roots: &SysRoots, rail: &Rail) -> Option<String> {
 /// lab). The end of the window wakes it at once.
 const RAIL_CHECK: Duration = Duration::from_secs(1);
 
-/// During the window: watches this side's port: a rail that goes down stops the run at once
-/// (rxe, for one, retries forever and would only show a stall much later). The caller's stop
+/// How long a port seen down may take to come back before the guard stops the run. A link
+/// that flaps (down and up again in a moment) is not a dead rail: the transport retransmits
+/// what was lost, the test goes on, and the counters' `link-flap` finding says what happened.
+/// A rail that stays down is reported this much later than it was seen.
+const LINK_GRACE: Duration = Duration::from_secs(2);
+
+/// How often the guard looks again while a port is down, within [`LINK_GRACE`].
+const GRACE_CHECK: Duration = Duration::from_millis(100);
+
+/// During the window: watches this side's port: a rail that goes down and stays down for
+/// [`LINK_GRACE`] stops the run (rxe, for one, retries forever and would only show a stall
+/// much later); one that comes back within it lets the run go on. The caller's stop
 /// flag needs no thread: the engine looks at it directly ([`StopFlags::either`]).
 pub(super) struct Guard {
     quit: Arc<AtomicBool>,
@@ -82,6 +92,20 @@ impl Guard {
                         break;
                     }
                     thread::park_timeout(left);
+                }
+                let down_now = || {
+                    sysfs::read_attr(&port_dir.join("state"))
+                        .map(|s| sysfs::PortState::parse(&s))
+                        .filter(|s| *s != sysfs::PortState::Active)
+                };
+                if down_now().is_some() {
+                    let until = Instant::now() + LINK_GRACE;
+                    while down_now().is_some() && Instant::now() < until {
+                        if q.load(Ordering::Acquire) {
+                            return;
+                        }
+                        thread::park_timeout(GRACE_CHECK);
+                    }
                 }
                 if let Some(state) = sysfs::read_attr(&port_dir.join("state")) {
                     if sysfs::PortState::parse(&state) != sysfs::PortState::Active {

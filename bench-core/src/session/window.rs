@@ -67,11 +67,7 @@ pub(super) fn window(
         measure_timeout,
         role,
     } = *spec;
-    let target = CounterTarget {
-        device: rail.device.clone(),
-        port: rail.port,
-        netdev: rail.netdev.clone(),
-    };
+    let target = CounterTarget::new(rail.device.clone(), rail.port, rail.netdev.clone());
     let before = Snapshot::read(roots, &target);
     // A fresh flag, raised by the watch (peer failed) and by the guard (this side's rail went
     // down); the engine and the passive wait also look at the caller's `stop` (SIGINT).

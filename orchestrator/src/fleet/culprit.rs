@@ -7,11 +7,20 @@
 //! that rail is the likely culprit: a bad rail of one node drags down each of its `N-1` pairs,
 //! while each of its partners is slow in only one of theirs. A node slow on every rail is named
 //! as a whole, and a rail slow in every pair of the fleet (only visible against the line rate)
-//! is named as the rail. With two nodes nothing tells them apart, and both are named.
+//! is named as the rail. With two nodes bandwidth alone does not tell them apart, and both are
+//! named.
+//!
+//! Counter findings are evidence too. A finding of a port's own (the link flapped, the PHY saw
+//! errors) read on one side of a slow (pair, rail) names that side's node: it is named on that
+//! rail even when its other pairs were fine (a flap during one test), and a partner that is
+//! slow only in pairs with such a node, with no finding of its own, is not named. Every named
+//! node-rail lists the findings its own side's counters showed in its slow pairs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+use results::rdmabw::counters::FindingKind;
+use results::rdmabw::report::Role;
 use results::{RailResult, RailStatus};
 
 /// What makes a (pair, rail) an outlier.
@@ -127,8 +136,12 @@ pub enum Suspect {
         node: String,
         /// The rail.
         rail: u32,
-        /// Pairs it joined on that rail (all slow).
+        /// Pairs it joined on that rail.
         pairs: usize,
+        /// Of those, the slow ones (all of them, unless a finding of its own port named it).
+        slow_pairs: usize,
+        /// The findings its own side's counters showed in its slow pairs on that rail.
+        findings: Vec<FindingKind>,
         /// Median Gb/s of its pairs on that rail (0 when all failed).
         median_gbps: f64,
         /// The fleet median of that rail, if any pair was measured.
@@ -157,14 +170,25 @@ impl fmt::Display for Suspect {
                 node,
                 rail,
                 pairs,
+                slow_pairs,
+                findings,
                 median_gbps,
                 fleet_median_gbps,
             } => {
-                write!(f, "node {node} rail {rail}: slow in all {pairs} of its pairs on rail {rail} (median {median_gbps:.3} Gb/s")?;
-                match fleet_median_gbps {
-                    Some(m) => write!(f, ", fleet median {m:.3} Gb/s)"),
-                    None => f.write_str(")"),
+                if slow_pairs == pairs {
+                    write!(f, "node {node} rail {rail}: slow in all {pairs} of its pairs on rail {rail} (median {median_gbps:.3} Gb/s")?;
+                } else {
+                    write!(f, "node {node} rail {rail}: slow in {slow_pairs} of its {pairs} pairs on rail {rail} (median {median_gbps:.3} Gb/s")?;
                 }
+                match fleet_median_gbps {
+                    Some(m) => write!(f, ", fleet median {m:.3} Gb/s)")?,
+                    None => f.write_str(")")?,
+                }
+                if !findings.is_empty() {
+                    let words: Vec<&str> = findings.iter().map(|k| k.word()).collect();
+                    write!(f, "; its own counters: {}", words.join(", "))?;
+                }
+                Ok(())
             }
             Suspect::Node { node, rails } => {
                 write!(
@@ -188,6 +212,33 @@ pub struct Verdict {
     pub unexplained: Vec<PairRail>,
     /// Slow (pair, rail)s in all.
     pub outliers: usize,
+}
+
+/// The node whose counters a finding's evidence was read on, by side.
+fn side_node(r: &RailResult, role: Role) -> String {
+    let (client, server) = row_nodes(r);
+    match role {
+        Role::Client => client,
+        Role::Server => server,
+    }
+}
+
+/// True for a finding about a port itself, which names the node it was read on.
+fn names_its_port(kind: FindingKind) -> bool {
+    matches!(kind, FindingKind::LinkFlap | FindingKind::PhysicalErrors)
+}
+
+/// The kinds of finding that `node`'s own counters showed in row `r`.
+fn own_findings(r: &RailResult, node: &str) -> Vec<FindingKind> {
+    let mut kinds: Vec<FindingKind> = r
+        .diagnosis
+        .iter()
+        .filter(|f| f.evidence.iter().any(|e| side_node(r, e.role) == node))
+        .map(|f| f.finding)
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    kinds
 }
 
 /// Judge the latest row of every (pair, rail).
@@ -217,17 +268,62 @@ pub fn judge(rows: &[RailResult], t: Threshold) -> Verdict {
             });
         }
     }
+    // (node, rail) -> the findings of its own port in its slow pairs there, and its slow
+    // partners there.
+    let mut port_named: BTreeMap<(String, u32), BTreeSet<FindingKind>> = BTreeMap::new();
+    let mut own: BTreeMap<(String, u32), BTreeSet<FindingKind>> = BTreeMap::new();
+    let mut slow_partners: BTreeMap<(String, u32), Vec<String>> = BTreeMap::new();
+    for k in &slow_keys {
+        let r = last[k];
+        for (node, partner) in [(&k.0, &k.1), (&k.1, &k.0)] {
+            let kinds = own_findings(r, node);
+            let key = (node.clone(), k.2);
+            let port: BTreeSet<FindingKind> = kinds
+                .iter()
+                .copied()
+                .filter(|k| names_its_port(*k))
+                .collect();
+            if !port.is_empty() {
+                port_named.entry(key.clone()).or_default().extend(port);
+            }
+            own.entry(key.clone()).or_default().extend(kinds);
+            slow_partners.entry(key).or_default().push(partner.clone());
+        }
+    }
+    // A rail slow in every pair of the fleet, unless in each of them a port's own findings
+    // name a node.
     let bad_rails: BTreeSet<u32> = rail_counts
         .iter()
         .filter(|(_, (n, s))| *n > 0 && n == s)
         .map(|(r, _)| *r)
+        .filter(|rail| {
+            !slow_keys.iter().filter(|k| k.2 == *rail).all(|k| {
+                port_named.contains_key(&(k.0.clone(), k.2))
+                    || port_named.contains_key(&(k.1.clone(), k.2))
+            })
+        })
         .collect();
+    // Named by bandwidth (slow in every pair), unless each of its slow pairs is with a node its
+    // own port findings name and it has none of its own; or named by its own port findings.
+    let named_rail = |node: &String, rail: u32, n: usize, s: usize| {
+        let key = (node.clone(), rail);
+        if port_named.contains_key(&key) {
+            return true;
+        }
+        let by_bandwidth = n > 0 && n == s && !bad_rails.contains(&rail);
+        let excused = slow_partners.get(&key).is_some_and(|partners| {
+            partners
+                .iter()
+                .all(|p| port_named.contains_key(&(p.clone(), rail)))
+        });
+        by_bandwidth && !excused
+    };
     let mut suspects = Vec::new();
     let mut node_rails: BTreeMap<String, (Vec<u32>, usize)> = BTreeMap::new();
     for ((node, rail), (n, s, _)) in &per {
         let e = node_rails.entry(node.clone()).or_default();
         e.1 += 1;
-        if *n > 0 && n == s && !bad_rails.contains(rail) {
+        if named_rail(node, *rail, *n, *s) {
             e.0.push(*rail);
         }
     }
@@ -237,7 +333,11 @@ pub fn judge(rows: &[RailResult], t: Threshold) -> Verdict {
         if rails.is_empty() {
             continue;
         }
-        if all_rails.len() > 1 && rails.len() == all_rails.len() {
+        let everywhere = rails.iter().all(|rail| {
+            let (n, slow, _) = &per[&(node.clone(), *rail)];
+            n == slow
+        });
+        if all_rails.len() > 1 && rails.len() == all_rails.len() && everywhere {
             suspects.push(Suspect::Node {
                 node: node.clone(),
                 rails: rails.clone(),
@@ -246,13 +346,18 @@ pub fn judge(rows: &[RailResult], t: Threshold) -> Verdict {
             continue;
         }
         for rail in rails {
-            let (n, _, bws) = &per[&(node.clone(), *rail)];
+            let (n, slow, bws) = &per[&(node.clone(), *rail)];
             let mut v = bws.clone();
             v.sort_by(f64::total_cmp);
             suspects.push(Suspect::NodeRail {
                 node: node.clone(),
                 rail: *rail,
                 pairs: *n,
+                slow_pairs: *slow,
+                findings: own
+                    .get(&(node.clone(), *rail))
+                    .map(|k| k.iter().copied().collect())
+                    .unwrap_or_default(),
                 median_gbps: v[v.len() / 2],
                 fleet_median_gbps: medians.get(rail).copied(),
             });
@@ -334,6 +439,81 @@ mod tests {
         let v = judge(&rows, Threshold::default());
         assert_eq!(v.suspects.len(), 1, "{:?}", v.suspects);
         assert!(matches!(&v.suspects[0], Suspect::NodeRail { node, rail: 0, .. } if node == "n3"));
+    }
+
+    /// A finding whose only evidence is `counter` read on side `role`.
+    fn finding(kind: FindingKind, role: Role, counter: &str) -> results::rdmabw::counters::Finding {
+        use results::rdmabw::counters::{CounterSource, Evidence, Finding};
+        Finding {
+            finding: kind,
+            summary: format!("{counter} moved"),
+            evidence: vec![Evidence {
+                role,
+                source: CounterSource::Netdev,
+                counter: counter.into(),
+                delta: 2,
+                per_s: 0.5,
+            }],
+            what_to_do: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_flap_on_one_side_names_that_node_of_two() {
+        let mut rows = vec![
+            row("n1", "n2", 0, Some(390.0)),
+            row("n1", "n2", 1, Some(20.0)),
+        ];
+        let v = judge(&rows, Threshold::LineRatePct(90.0));
+        let named =
+            |v: &Verdict| -> Vec<String> { v.suspects.iter().map(ToString::to_string).collect() };
+        assert_eq!(
+            named(&v),
+            ["rail 1: slow in all 1 pairs of the fleet (the rail's switch or its settings)"],
+            "bandwidth alone cannot tell the nodes from their rail"
+        );
+        rows[1].diagnosis = vec![
+            finding(FindingKind::LinkFlap, Role::Server, "carrier_changes"),
+            finding(FindingKind::PacketLoss, Role::Client, "rcvd_seq_err"),
+        ];
+        let v = judge(&rows, Threshold::LineRatePct(90.0));
+        assert_eq!(v.suspects.len(), 1, "{:?}", named(&v));
+        let text = v.suspects[0].to_string();
+        assert!(
+            text.starts_with("node n2 rail 1: slow in all 1 of its pairs"),
+            "{text}"
+        );
+        assert!(text.ends_with("its own counters: link-flap"), "{text}");
+        assert!(v.unexplained.is_empty());
+    }
+
+    #[test]
+    fn a_flap_in_one_pair_names_the_node_whose_port_flapped() {
+        let mut rows = fleet(None);
+        let at = rows
+            .iter()
+            .position(|r| r.rail == 6 && r.client_node == "n5" && r.server_node == "n40")
+            .or_else(|| {
+                rows.iter()
+                    .position(|r| r.rail == 6 && r.client_node == "n40" && r.server_node == "n5")
+            })
+            .unwrap_or(0);
+        let role = if rows[at].client_node == "n5" {
+            Role::Client
+        } else {
+            Role::Server
+        };
+        rows[at].bw_avg_gbps = Some(120.0);
+        assert!(judge(&rows, Threshold::default()).suspects.is_empty());
+        rows[at].diagnosis = vec![finding(FindingKind::LinkFlap, role, "link_downed")];
+        let v = judge(&rows, Threshold::default());
+        assert_eq!(v.suspects.len(), 1, "{:?}", v.suspects);
+        let text = v.suspects[0].to_string();
+        assert!(
+            text.starts_with("node n5 rail 6: slow in 1 of its 63 pairs"),
+            "{text}"
+        );
+        assert!(v.unexplained.is_empty());
     }
 
     #[test]

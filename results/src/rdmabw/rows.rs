@@ -107,6 +107,8 @@ impl BwReport {
             line_rate_pct: None,
             threshold_gbps: None,
             error: None,
+            diagnosis: self.diagnosis.clone(),
+            counters: self.counters.clone(),
         };
         if self.status == TestStatus::Failed || self.results.is_empty() {
             let mut row = base;
