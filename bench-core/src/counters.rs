@@ -140,6 +140,34 @@ impl Snapshot {
     }
 }
 
+/// A progress probe for [`crate::control::PeerWatch::start_watching`]: the sum of the rail's
+/// traffic counters that exist (the port's `port_rcv_data`/`port_xmit_data`, the driver's
+/// `rcvd_pkts`/`sent_pkts`, the netdev's `rx_bytes`/`tx_bytes`), which grows while the test
+/// moves data in either direction; `None` when none can be read.
+pub fn traffic_probe(roots: &SysRoots, t: &CounterTarget) -> crate::control::Progress {
+    let port = roots
+        .sys
+        .join("class/infiniband")
+        .join(&t.device)
+        .join("ports")
+        .join(t.port.to_string());
+    let mut files = vec![
+        port.join("counters/port_rcv_data"),
+        port.join("counters/port_xmit_data"),
+        port.join("hw_counters/rcvd_pkts"),
+        port.join("hw_counters/sent_pkts"),
+    ];
+    if let Some(ifname) = &t.netdev {
+        let stats = roots.sys.join("class/net").join(ifname).join("statistics");
+        files.extend([stats.join("rx_bytes"), stats.join("tx_bytes")]);
+    }
+    files.retain(|f| f.exists());
+    Box::new(move || {
+        let values: Vec<u64> = files.iter().filter_map(|f| read_u64(f)).collect();
+        (!values.is_empty()).then(|| values.iter().fold(0u64, |a, v| a.wrapping_add(*v)))
+    })
+}
+
 fn read_u64(path: &std::path::Path) -> Option<u64> {
     fs::read_to_string(path).ok()?.trim().parse().ok()
 }

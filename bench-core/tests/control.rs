@@ -169,6 +169,7 @@ fn fast_watch() -> WatchConfig {
     WatchConfig {
         heartbeat_every: Duration::from_millis(100),
         silence_limit: Duration::from_millis(800),
+        busy_limit: Duration::from_millis(2400),
         poll_every: Duration::from_millis(20),
         write_timeout: Duration::from_secs(1),
     }
@@ -741,6 +742,75 @@ fn silent_peer_mid_measure_fails_after_the_silence_limit() {
     }
 }
 
+/// Reads what a silent peer finally got from us: its last message.
+fn last_message(raw: &mut std::net::TcpStream) -> Option<Msg> {
+    raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut last = None;
+    while let Ok(m) = read_frame(raw) {
+        last = Some(m);
+    }
+    last
+}
+
+#[test]
+fn a_silent_peer_whose_rail_moves_is_busy_until_the_busy_limit() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let cfg = fast_watch();
+    // Heartbeats stop (a starved thread) while the rail carries the test's data.
+    let (client, mut raw) = raw_peer(PhaseTimeouts::default());
+    let bytes = std::sync::Arc::new(AtomicU64::new(0));
+    let b = std::sync::Arc::clone(&bytes);
+    let probe: Progress = Box::new(move || Some(b.fetch_add(4096, Ordering::Relaxed) + 4096));
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let cw = PeerWatch::start_watching(client, cfg, stop, Some(probe)).unwrap();
+    let took = spin_until_peer_fails(&cw.alive(), cfg.busy_limit * 3);
+    assert!(
+        took >= cfg.busy_limit,
+        "failed at {took:?}, before the busy limit"
+    );
+    assert!(took < cfg.busy_limit + Duration::from_secs(1), "{took:?}");
+    assert!(
+        bytes.load(Ordering::Relaxed) > 4096,
+        "the probe was read more than once"
+    );
+    assert!(matches!(
+        cw.finish().unwrap_err(),
+        ControlError::PeerSilent { .. }
+    ));
+    match last_message(&mut raw) {
+        Some(Msg::Error { message }) => {
+            assert!(message.contains("still carried traffic"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_silent_peer_whose_rail_is_still_fails_soon_after_the_silence_limit() {
+    use std::sync::atomic::AtomicBool;
+    let cfg = fast_watch();
+    let (client, mut raw) = raw_peer(PhaseTimeouts::default());
+    let probe: Progress = Box::new(|| Some(7));
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let cw = PeerWatch::start_watching(client, cfg, stop, Some(probe)).unwrap();
+    let took = spin_until_peer_fails(&cw.alive(), cfg.busy_limit * 3);
+    // One look to take the reading, one at least 0.5 s later that finds it still.
+    assert!(
+        took >= cfg.silence_limit + Duration::from_millis(500),
+        "{took:?}"
+    );
+    assert!(took < cfg.busy_limit, "{took:?}");
+    match last_message(&mut raw) {
+        Some(Msg::Error { message }) => {
+            assert!(
+                message.contains("the rail carried nothing either"),
+                "{message}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn peer_error_mid_measure_reaches_the_other_side_with_its_text() {
     let (client, server) = pair(PhaseTimeouts::default());
@@ -853,6 +923,7 @@ fn finish_and_done_do_not_wait_for_the_watch_timeout() {
     let slow = WatchConfig {
         heartbeat_every: Duration::from_secs(5),
         silence_limit: Duration::from_secs(30),
+        busy_limit: Duration::from_secs(60),
         poll_every: Duration::from_secs(5),
         write_timeout: Duration::from_secs(1),
     };

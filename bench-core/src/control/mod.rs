@@ -56,7 +56,7 @@ pub use frame::{
 };
 pub use msg::{Accept, Hello, Msg, RejectReason, RDMABW_VERSION};
 pub use server::{admit, Admission, ServerPolicy};
-pub use watch::{PeerAlive, PeerStatus, PeerWatch, WatchConfig};
+pub use watch::{PeerAlive, PeerStatus, PeerWatch, Progress, WatchConfig};
 
 // The `endpoints` message's payload and its parts: the engine's and the verbs' own types,
 // serialized as they are.

@@ -9,7 +9,12 @@
 //!
 //! The peer counts as failed when its connection closes or resets (seen at once), when
 //! it sends `Error`, when it sends something other than `Heartbeat`/`Done`/`Error`, or when
-//! nothing arrives for `silence_limit` (a frozen process, a lost host or link).
+//! nothing arrives for `silence_limit` (a frozen process, a lost host or link) and the test
+//! shows no progress either. A peer whose heartbeats are late while its queue pairs complete
+//! work is busy, not dead (a loaded machine starves a heartbeat thread long before it stops the
+//! data): with a progress probe ([`PeerWatch::start_watching`], the rail's traffic counters),
+//! silence past the limit is a failure only once the probe stops moving, or after
+//! `busy_limit` whatever it says.
 
 use std::io::Write;
 use std::os::fd::AsFd;
@@ -23,9 +28,15 @@ use super::channel::{ControlChannel, Phase};
 use super::error::ControlError;
 use super::msg::Msg;
 
+/// The least time between two readings of the progress probe that are compared.
+const PROGRESS_SPACING: Duration = Duration::from_millis(500);
+
 const ALIVE: u8 = 0;
 const FINISHED: u8 = 1;
 const FAILED: u8 = 2;
+
+/// A progress probe: a reading that grows while the test moves data, `None` when unreadable.
+pub type Progress = Box<dyn FnMut() -> Option<u64> + Send>;
 
 /// Timing of a [`PeerWatch`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,8 +44,12 @@ pub struct WatchConfig {
     /// Time between this side's heartbeats (default 1 s: every wake-up of a helper costs the
     /// data path, most of all on Soft-RoCE, where the kernel moves the data on the same CPUs).
     pub heartbeat_every: Duration,
-    /// The peer fails after this long without any message from it (default 3 s).
+    /// The peer fails after this long without any message from it (default 3 s), unless the
+    /// progress probe shows the test moving.
     pub silence_limit: Duration,
+    /// The peer fails after this long without any message from it, whatever the progress
+    /// probe says (default 8 s: a peer process that froze while its NIC still acknowledges).
+    pub busy_limit: Duration,
     /// The longest single wait of the thread (default 1 s). A message, a closed
     /// connection and a stop end the wait at once; this only bounds how late the silence
     /// limit can be noticed.
@@ -48,6 +63,7 @@ impl Default for WatchConfig {
         WatchConfig {
             heartbeat_every: Duration::from_secs(1),
             silence_limit: Duration::from_secs(3),
+            busy_limit: Duration::from_secs(8),
             poll_every: Duration::from_secs(1),
             write_timeout: Duration::from_secs(2),
         }
@@ -170,6 +186,19 @@ impl PeerWatch {
         config: WatchConfig,
         stop: Arc<AtomicBool>,
     ) -> Result<PeerWatch, ControlError> {
+        PeerWatch::start_watching(channel, config, stop, None)
+    }
+
+    /// Like [`PeerWatch::start_with_stop`], with a progress probe: a reading that grows while
+    /// the test moves data (the rail's byte and packet counters). It is read only once the
+    /// peer has been silent for `silence_limit`, then at every poll: while it grows, the peer
+    /// is busy, not dead, up to `busy_limit`.
+    pub fn start_watching(
+        channel: ControlChannel,
+        config: WatchConfig,
+        stop: Arc<AtomicBool>,
+        progress: Option<Progress>,
+    ) -> Result<PeerWatch, ControlError> {
         let peer = channel.peer_addr();
         let now = Instant::now();
         let shared = Arc::new(Shared {
@@ -187,7 +216,7 @@ impl PeerWatch {
         let (wake, woken) = UnixStream::pair().map_err(io_err)?;
         let thread = thread::Builder::new()
             .name("rdmabw-heartbeat".into())
-            .spawn(move || run(channel, &for_thread, config, &woken))
+            .spawn(move || run(channel, &for_thread, config, &woken, progress))
             .map_err(io_err)?;
         Ok(PeerWatch {
             shared,
@@ -311,10 +340,14 @@ fn run(
     shared: &Shared,
     cfg: WatchConfig,
     woken: &UnixStream,
+    mut progress: Option<Progress>,
 ) -> ControlChannel {
     let peer = ch.peer_addr();
     let start = Instant::now();
     let mut last_heard = start;
+    // The probe's reading when the silence passed the limit (or at its last growth).
+    let mut progress_base: Option<(u64, Instant)> = None;
+    let mut busy_seen = false;
     let mut next_beat = start;
     let mut finished = false;
     while !shared.quit.load(Ordering::Acquire) {
@@ -343,6 +376,7 @@ fn run(
             Ok(None) => {}
             Ok(Some(Msg::Heartbeat { elapsed_ms })) => {
                 last_heard = Instant::now();
+                progress_base = None;
                 if !finished {
                     shared.set(
                         ALIVE,
@@ -386,11 +420,33 @@ fn run(
         }
         let quiet = last_heard.elapsed();
         if !finished && quiet > cfg.silence_limit {
+            if quiet <= cfg.busy_limit {
+                // The first look only takes the reading; each later one, at least
+                // PROGRESS_SPACING after the reading it compares with, wants growth.
+                if progress_base.is_some_and(|(_, at)| at.elapsed() < PROGRESS_SPACING) {
+                    continue;
+                }
+                if let Some(now) = progress.as_mut().and_then(|p| p()) {
+                    let moving = progress_base.is_none_or(|(base, _)| now > base);
+                    busy_seen |= progress_base.is_some() && moving;
+                    progress_base = Some((now, Instant::now()));
+                    if moving {
+                        continue;
+                    }
+                }
+            }
             let me = ch
                 .local_addr()
                 .map_or_else(|_| "the other side".to_string(), |a| a.to_string());
+            let why = if quiet > cfg.busy_limit && busy_seen {
+                " (its rail still carried traffic: a process that stopped while its NIC goes on)"
+            } else if progress_base.is_some() {
+                " and the rail carried nothing either"
+            } else {
+                ""
+            };
             ch.send_error(&format!(
-                "rdmabw at {me} heard nothing from you for {quiet:.1?} during the measurement \
+                "rdmabw at {me} heard nothing from you for {quiet:.1?} during the measurement{why} \
                  and gave up"
             ));
             shared.fail(ControlError::PeerSilent {

@@ -72,7 +72,8 @@ pub(super) fn window(
     // A fresh flag, raised by the watch (peer failed) and by the guard (this side's rail went
     // down); the engine and the passive wait also look at the caller's `stop` (SIGINT).
     let engine_stop = Arc::new(AtomicBool::new(stop.load(Ordering::Relaxed)));
-    let watch = PeerWatch::start_with_stop(ch, watch_cfg, Arc::clone(&engine_stop))?;
+    let progress = crate::counters::traffic_probe(roots, &target);
+    let watch = PeerWatch::start_watching(ch, watch_cfg, Arc::clone(&engine_stop), Some(progress))?;
     let guard = Guard::start(Arc::clone(&engine_stop), roots, rail);
     let run = if writer {
         conn.run_writes(params, tuning, StopFlags::either(stop, &engine_stop))
