@@ -205,9 +205,15 @@ pub struct TestArgs {
     #[arg(long = "report_gbits", alias = "report-gbits")]
     pub report_gbits: bool,
 
-    /// Measured seconds per size (ib_write_bw -D), after --warmup and before --cooldown.
+    /// Seconds per size in all, as ib_write_bw -D: the first and last -f seconds (default a
+    /// quarter of -D, in whole seconds) are warm-up and cool-down, the middle is measured.
     #[arg(short = 'D', long = "duration", value_name = "SECONDS")]
     pub duration: Option<f64>,
+
+    /// Measure exactly this many seconds per size, with --warmup before and --cooldown after
+    /// it (what railsweep runs; -D's perftest timing measures less than -D).
+    #[arg(long, value_name = "SECONDS", conflicts_with = "duration")]
+    pub window: Option<f64>,
 
     /// RDMA WRITEs per QP (ib_write_bw -n; default 5000 when -D is not given).
     #[arg(short = 'n', long = "iters", value_name = "N")]
@@ -300,16 +306,19 @@ pub struct TestArgs {
     #[arg(short = 'c', long = "connection", value_name = "TYPE")]
     pub connection: Option<String>,
 
-    /// Seconds of warm-up and of cool-down around each -D window (ib_write_bw -f).
+    /// Seconds of warm-up and of cool-down inside each -D test (ib_write_bw -f; default a
+    /// quarter of -D, in whole seconds).
     #[arg(short = 'f', long = "margin", value_name = "SECONDS")]
     pub margin: Option<f64>,
 
-    /// Seconds of traffic before each -D window (default 0.05; 0.2 with -b).
+    /// Seconds of traffic before each measured window (default: -f with -D; with --window, or
+    /// when -f is 0, 0.05, and 0.2 with -b).
     #[arg(long, value_name = "SECONDS")]
     pub warmup: Option<f64>,
 
-    /// Seconds of traffic after each -D window (default 0.25 with -b; 0 otherwise: one
-    /// direction's window closes with its queue still full).
+    /// Seconds of traffic after each measured window (default: -f with -D; with --window, or
+    /// when -f is 0, 0.25 with -b and 0 otherwise: one direction's window closes with its
+    /// queue still full).
     #[arg(long, value_name = "SECONDS")]
     pub cooldown: Option<f64>,
 

@@ -130,6 +130,60 @@ fn seconds(flag: &str, v: f64, allow_zero: bool) -> Result<f64, Usage> {
     Ok(v)
 }
 
+/// The timing of a timed test. `--window S` measures S seconds, with the warm-up before and
+/// the cool-down after it. `-D S` is ib_write_bw's: S seconds in all, of which the first and
+/// the last `-f` seconds (default S/4 in whole seconds, as perftest computes it) are warm-up
+/// and cool-down, so that the window, and the `#iterations` of the table, are perftest's.
+fn duration_length(a: &TestArgs, margin: Option<f64>) -> Result<TestLength, Usage> {
+    // An RC queue pair writes at full rate from its first message: the first completion comes
+    // one message and one round trip after the first post (a NIC: microseconds; the lab: about
+    // 3 ms), and completions then follow at the link's rate. In the lab, six alternating rounds
+    // of -D 3 with 0, 0.05 and 0.2 s of warm-up averaged 0.303, 0.305 and 0.296 Gb/s; without
+    // warm-up the start shows in p1 (one of six runs: 0.04 Gb/s). 0.05 s leaves that start out.
+    // Both directions: 0.2 s, so that the peer's traffic (started a moment apart) is flowing
+    // when this side's window opens.
+    let default_warmup = if a.bidirectional { 0.2 } else { 0.05 };
+    // One direction: the window closes on this side's completions, with the queue still full,
+    // so nothing after it changes the figure. Both directions: keep loading the link while the
+    // peer's window (started a moment apart) closes.
+    let default_cooldown = if a.bidirectional { 0.25 } else { 0.0 };
+    let warmup = a.warmup.map(|w| seconds("--warmup", w, true)).transpose()?;
+    let cooldown = a
+        .cooldown
+        .map(|c| seconds("--cooldown", c, true))
+        .transpose()?;
+    if let Some(w) = a.window {
+        return Ok(TestLength::Duration {
+            duration_s: seconds("--window", w, false)?,
+            warmup_s: warmup.or(margin).unwrap_or(default_warmup),
+            cooldown_s: cooldown.or(margin).unwrap_or(default_cooldown),
+        });
+    }
+    let total = seconds("-D/--duration", a.duration.unwrap_or_default(), false)?;
+    let margin = margin.unwrap_or((total / 4.0).floor());
+    // perftest's margin of 0 (-D 1 to 3) measures all of -D from the first post; rdmabw still
+    // leaves its short start out, inside the -D.
+    let (w, c) = if margin > 0.0 {
+        (margin, margin)
+    } else {
+        (default_warmup, default_cooldown)
+    };
+    let (w, c) = (warmup.unwrap_or(w), cooldown.unwrap_or(c));
+    let measured = total - w - c;
+    if measured <= 0.0 {
+        return usage(format!(
+            "-D {total} with {w} s of warm-up and {c} s of cool-down (-f/--warmup/--cooldown) \
+             leaves nothing to measure: -D is the whole test, as in ib_write_bw; give a longer \
+             -D, a smaller -f, or --window {total} to measure {total} s"
+        ));
+    }
+    Ok(TestLength::Duration {
+        duration_s: measured,
+        warmup_s: w,
+        cooldown_s: c,
+    })
+}
+
 fn at_least_one(flag: &str, v: Option<u32>, default: u32, example: u32) -> Result<u32, Usage> {
     match v {
         Some(0) => usage(format!(
@@ -312,10 +366,10 @@ fn test_params(a: &TestArgs) -> Result<(TestParams, Pinned), Usage> {
         .margin
         .map(|m| seconds("-f/--margin", m, true))
         .transpose()?;
-    let length = match (a.iters, a.duration) {
+    let length = match (a.iters, a.duration.or(a.window)) {
         (Some(_), Some(_)) => {
             return usage(
-                "-n/--iters and -D/--duration conflict: give a count of writes or seconds",
+                "-n/--iters and -D/--duration (or --window) conflict: give a count of writes or seconds",
             )
         }
         (Some(0), None) => return usage("-n/--iters 0: give at least 1 (e.g. -n 5000)"),
@@ -323,39 +377,14 @@ fn test_params(a: &TestArgs) -> Result<(TestParams, Pinned), Usage> {
             pinned.length = true;
             TestLength::Iterations { iterations: n }
         }
-        (None, Some(d)) => {
+        (None, Some(_)) => {
             pinned.length = true;
-            let d = seconds("-D/--duration", d, false)?;
-            let warmup = match a.warmup {
-                Some(w) => seconds("--warmup", w, true)?,
-                // An RC queue pair writes at full rate from its first message: the first
-                // completion comes one message and one round trip after the first post (a NIC:
-                // microseconds; the lab: about 3 ms), and completions then follow at the link's
-                // rate. In the lab, six alternating rounds of -D 3 with 0, 0.05 and 0.2 s of
-                // warm-up averaged 0.303, 0.305 and 0.296 Gb/s; without warm-up the start shows
-                // in p1 (one of six runs: 0.04 Gb/s). 0.05 s leaves that start out. Both
-                // directions: 0.2 s, so that the peer's traffic (started a moment apart) is
-                // flowing when this side's window opens.
-                None => margin.unwrap_or(if a.bidirectional { 0.2 } else { 0.05 }),
-            };
-            let cooldown = match a.cooldown {
-                Some(c) => seconds("--cooldown", c, true)?,
-                // One direction: the window closes on this side's completions, with the
-                // queue still full, so nothing after it changes the figure. Both directions:
-                // keep loading the link while the peer's window (started a moment apart)
-                // closes.
-                None => margin.unwrap_or(if a.bidirectional { 0.25 } else { 0.0 }),
-            };
-            TestLength::Duration {
-                duration_s: d,
-                warmup_s: warmup,
-                cooldown_s: cooldown,
-            }
+            duration_length(a, margin)?
         }
         (None, None) => {
             if a.warmup.is_some() || a.cooldown.is_some() || a.margin.is_some() {
                 return usage(
-                    "--warmup/--cooldown/-f apply to -D/--duration tests: add -D SECONDS",
+                    "--warmup/--cooldown/-f apply to timed tests: add -D SECONDS or --window SECONDS",
                 );
             }
             TestLength::Iterations {
@@ -540,7 +569,7 @@ mod tests {
                 assert_eq!(c.server, "10.0.0.2");
                 assert_eq!(c.rail.device.as_deref(), Some("mlx5_0"));
                 assert!(
-                    matches!(c.params.length, TestLength::Duration { duration_s, .. } if duration_s == 5.0)
+                    matches!(c.params.length, TestLength::Duration { duration_s, .. } if duration_s == 3.0)
                 );
             }
             other => panic!("{other:?}"),
@@ -609,17 +638,46 @@ mod tests {
             Config::Client(c, _) => c.params.length,
             other => panic!("{other:?}"),
         };
-        let d = |w: f64, c: f64| TestLength::Duration {
-            duration_s: 3.0,
+        let d = |m: f64, w: f64, c: f64| TestLength::Duration {
+            duration_s: m,
             warmup_s: w,
             cooldown_s: c,
         };
-        assert_eq!(len(&["-D", "3", "10.0.0.2"]), d(0.05, 0.0));
-        assert_eq!(len(&["-D", "3", "-b", "10.0.0.2"]), d(0.2, 0.25));
-        assert_eq!(len(&["-D", "3", "-f", "2", "10.0.0.2"]), d(2.0, 2.0));
+        // --window: the measured seconds, the margins outside.
+        assert_eq!(len(&["--window", "3", "10.0.0.2"]), d(3.0, 0.05, 0.0));
+        assert_eq!(len(&["--window", "3", "-b", "10.0.0.2"]), d(3.0, 0.2, 0.25));
         assert_eq!(
-            len(&["-D", "3", "--warmup", "1", "--cooldown", "0.5", "10.0.0.2"]),
-            d(1.0, 0.5)
+            len(&["--window", "3", "-f", "2", "10.0.0.2"]),
+            d(3.0, 2.0, 2.0)
+        );
+        assert_eq!(
+            len(&[
+                "--window",
+                "3",
+                "--warmup",
+                "1",
+                "--cooldown",
+                "0.5",
+                "10.0.0.2"
+            ]),
+            d(3.0, 1.0, 0.5)
+        );
+        // -D: perftest's whole test, margins of a quarter in whole seconds inside it.
+        assert_eq!(len(&["-D", "4", "10.0.0.2"]), d(2.0, 1.0, 1.0));
+        assert_eq!(len(&["-D", "10", "10.0.0.2"]), d(6.0, 2.0, 2.0));
+        assert_eq!(len(&["-D", "5", "-f", "2", "10.0.0.2"]), d(1.0, 2.0, 2.0));
+        // perftest's margin of 0 (-D 3): rdmabw's short start, inside the 3 s.
+        assert_eq!(len(&["-D", "3", "10.0.0.2"]), d(2.95, 0.05, 0.0));
+        assert_eq!(
+            len(&["-D", "8", "--warmup", "1", "10.0.0.2"]),
+            d(5.0, 1.0, 2.0)
+        );
+        let e = cfg(&["-D", "4", "-f", "2", "10.0.0.2"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("leaves nothing to measure") && e.contains("--window 4"),
+            "{e}"
         );
     }
 }

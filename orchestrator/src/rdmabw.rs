@@ -167,7 +167,8 @@ pub fn client_argv(bin: &str, t: &ClientTest) -> Vec<String> {
         bin.into(),
         "client".into(),
         "--json".into(),
-        "-D".into(),
+        // The measured seconds: rdmabw's -D is ib_write_bw's whole test, margins inside.
+        "--window".into(),
         fmt_num(t.duration_s),
         "-s".into(),
         t.size_bytes.to_string(),
@@ -334,7 +335,7 @@ mod tests {
         let s = v.join(" ");
         assert_eq!(
             s,
-            "rdmabw client --json -D 3 -s 65536 -q 4 -d mlx5_0 -x 3 --server-dev mlx5_4 --server-gid-index 5 \
+            "rdmabw client --json --window 3 -s 65536 -q 4 -d mlx5_0 -x 3 --server-dev mlx5_4 --server-gid-index 5 \
              -p 18515 --tclass 41 -m 4096 --min-gbps 90.5 --warmup 0.2 10.224.0.2"
         );
         let t = ClientTest {

@@ -10,7 +10,6 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-300}
 # A rate at which rxe still completes a -D 2 test (each loss costs it a retransmission timeout).
 LOSS=${LOSS:-2%}
 
-json_get() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 
 # one_test RAIL NAME [CLIENT FLAGS...]: an rdmabw server in podB and a --json client in podA
 # on RAIL; the client's document in $T_OUT/NAME.json, its stderr in $T_OUT/NAME.err.

@@ -7,13 +7,7 @@ SRV=$(ctl_ip podB)   # the server pod's control address (eth0)
 # Under emulation every rdmabw start (sysfs discovery, device open, QP creation) takes seconds.
 TEST_TIMEOUT=${TEST_TIMEOUT:-300}
 
-# json_get FILE EXPR: evaluate a Python expression over the parsed document `d`.
-json_get() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 
-# now: seconds since the epoch with fractions.
-now() { date +%s.%N; }
-# elapsed T0 [T1]: seconds between two `now` readings (T1 defaults to now).
-elapsed() { awk -v a="$1" -v b="${2:-$(now)}" 'BEGIN { printf "%.2f", b - a }'; }
 
 # expect_rc WANT NAME CMD...: run CMD, capture stdout+stderr in $T_OUT/NAME.out, check the exit.
 expect_rc() {

@@ -48,6 +48,14 @@ cleanup_pods() { [ -n "${LAB_LAYOUT:-}" ] || return 0; pkill -x ib_write_bw; pki
 # bw_of FILE: the average Gb/s of the 65536-byte row in an ib_write_bw style table.
 bw_of() { awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { v = $4 } END { if (v == "") exit 1; print v }' "$1"; }
 
+# json_get FILE EXPR: evaluate a Python expression over the parsed document `d`.
+json_get() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
+
+# now: seconds since the epoch with fractions.
+now() { date +%s.%N; }
+# elapsed T0 [T1]: seconds between two `now` readings (T1 defaults to now).
+elapsed() { awk -v a="$1" -v b="${2:-$(now)}" 'BEGIN { printf "%.2f", b - a }'; }
+
 # gt A B: true when the number A is greater than B.
 gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
 

@@ -43,3 +43,48 @@ test_perftest_tclass_in_tos() {
   # No RoCE packet of the run went out with the default TOS 0.
   ! grep -q 'tos 0x0, .*proto UDP' "$T_OUT/tcpdump.txt" || fail "a RoCE packet with tos 0x0 during the --tclass=41 run"
 }
+
+# -D times a test as ib_write_bw does (issue 21): -D 4 is 4 s in all with 1 s margins inside,
+# 2 s measured. On one rail, ib_write_bw's pair and rdmabw's pair with the same -D 4: the
+# clients' wall times and #iterations are printed side by side; rdmabw measures 2 s, and
+# --window 4 measures 4 s.
+test_perftest_duration_timing_is_ib_write_bws() {
+  local dev_a dev_b ip_a ip_b gid_a gid_b t0 wall_p wall_r it_p it_r
+  dev_a=$(topo podA 0 rdma_dev); dev_b=$(topo podB 0 rdma_dev)
+  ip_a=$(topo podA 0 ipv4); ip_b=$(topo podB 0 ipv4)
+  gid_a=$(gid_index "$dev_a" "$ip_a"); gid_b=$(gid_index "$dev_b" "$ip_b")
+  in_pod podB timeout 30 ib_write_bw -d "$dev_b" -x "$gid_b" -F --report_gbits -D 4 -p 18620 >/dev/null 2>&1 &
+  wait_port podB 18620
+  t0=$(now)
+  in_pod podA timeout 30 ib_write_bw -d "$dev_a" -x "$gid_a" -F --report_gbits -D 4 -p 18620 "$ip_b" \
+    >"$T_OUT/perftest.txt" 2>&1 || { cat "$T_OUT/perftest.txt"; fail "ib_write_bw -D 4 failed"; }
+  wall_p=$(elapsed "$t0"); wait
+  in_pod podB timeout 30 "$RDMABW" -d "$dev_b" -x "$gid_b" -F --report_gbits -D 4 -p 18621 >/dev/null 2>&1 &
+  wait_port podB 18621
+  t0=$(now)
+  in_pod podA timeout 30 "$RDMABW" -d "$dev_a" -x "$gid_a" -F --report_gbits -D 4 -p 18621 "$ip_b" \
+    >"$T_OUT/rdmabw.txt" 2>&1 || { cat "$T_OUT/rdmabw.txt"; fail "rdmabw -D 4 failed"; }
+  wall_r=$(elapsed "$t0"); wait
+  it_p=$(awk '$1 == 65536 && NF == 5 { print $2 }' "$T_OUT/perftest.txt")
+  it_r=$(awk '$1 == 65536 && NF == 5 { print $2 }' "$T_OUT/rdmabw.txt")
+  echo "-D 4: ib_write_bw client ${wall_p} s wall, ${it_p} iterations; rdmabw client ${wall_r} s wall, ${it_r} iterations"
+  [ -n "$it_p" ] && [ -n "$it_r" ] || fail "no #iterations in a table"
+  # Before, rdmabw measured 4 s where ib_write_bw measured 2: 2.28 times the iterations.
+  awk -v a="$it_r" -v b="$it_p" 'BEGIN { r = a / b; printf "#iterations rdmabw/ib_write_bw: %.2f\n", r; exit !(r > 0.6 && r < 1.6) }' \
+    || fail "rdmabw's #iterations for -D 4 are not ib_write_bw's"
+  in_pod podB timeout 30 "$RDMABW" -d "$dev_b" -x "$gid_b" -D 4 -p 18622 >/dev/null 2>&1 &
+  wait_port podB 18622
+  in_pod podA timeout 30 "$RDMABW" client --json -d "$dev_a" -x "$gid_a" -D 4 -p 18622 "$ip_b" >"$T_OUT/d4.json" \
+    || fail "rdmabw -D 4 --json failed"
+  wait
+  in_pod podB timeout 30 "$RDMABW" -d "$dev_b" -x "$gid_b" --window 4 -p 18623 >/dev/null 2>&1 &
+  wait_port podB 18623
+  in_pod podA timeout 30 "$RDMABW" client --json -d "$dev_a" -x "$gid_a" --window 4 -p 18623 "$ip_b" >"$T_OUT/w4.json" \
+    || fail "rdmabw --window 4 failed"
+  wait
+  local m_d m_w
+  m_d=$(json_get "$T_OUT/d4.json" 'd["results"][0]["measured_s"]'); m_w=$(json_get "$T_OUT/w4.json" 'd["results"][0]["measured_s"]')
+  echo "measured: -D 4 ${m_d} s, --window 4 ${m_w} s"
+  awk -v d="$m_d" -v w="$m_w" 'BEGIN { exit !(d > 1.9 && d < 2.1 && w > 3.9 && w < 4.1) }' \
+    || fail "-D 4 should measure 2 s and --window 4 measure 4 s"
+}

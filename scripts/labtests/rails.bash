@@ -1,9 +1,6 @@
 # Helpers shared by the rails*.sh lab suites, sourced by them (not a suite: scripts/test runs *.sh).
 # shellcheck shell=bash
 
-# json_get FILE EXPR: evaluate a Python expression over the parsed document `d`.
-json_get() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
-
 # sysfs_gid_index DEV IPV4: what lib.sh's gid_index reads (the index of the IPv4-mapped GID of
 # IPV4 on DEV, from sysfs), the lowest such index, in one grep: rxe's GID table has 1024
 # entries, and one `cat` per entry takes minutes under emulation when the GID sits at index 4.
