@@ -299,7 +299,7 @@ pub struct TestArgs {
     pub retry_count: Option<u8>,
 
     /// GRH hop limit (the IP TTL on RoCE v2).
-    #[arg(long = "hop-limit", alias = "hop_limit", value_name = "N")]
+    #[arg(short = 'L', long = "hop-limit", alias = "hop_limit", value_name = "N")]
     pub hop_limit: Option<u8>,
 
     /// Connection type (ib_write_bw -c); only RC.
@@ -335,7 +335,7 @@ pub struct TestArgs {
     /// The GPU by PCI bus id (0000:0f:00.0; nvidia-smi's spelling works too); implies --use_cuda.
     #[arg(
         long = "cuda-bus-id",
-        alias = "cuda_bus_id",
+        aliases = ["cuda_bus_id", "use_cuda_bus_id"],
         value_name = "BUS_ID",
         help_heading = "GPU"
     )]
@@ -350,6 +350,14 @@ pub struct TestArgs {
         help_heading = "GPU"
     )]
     pub cuda_mem: Option<String>,
+
+    /// ib_write_bw's spelling of --cuda-mem dmabuf.
+    #[arg(
+        long = "use_cuda_dmabuf",
+        help_heading = "GPU",
+        conflicts_with = "cuda_mem"
+    )]
+    pub use_cuda_dmabuf: bool,
 
     /// Name the rail by its network interface; also picks the device and the GID.
     #[arg(long, value_name = "IFACE", help_heading = "Rail")]
@@ -398,6 +406,34 @@ pub struct TestArgs {
     #[arg(long, help_heading = "Output")]
     pub csv: bool,
 
+    /// ib_write_bw's bandwidth verifier: exit 1 below this average, in the table's unit (Gb/s
+    /// with --report_gbits, else MB/sec of 2^20 bytes).
+    #[arg(
+        short = 'w',
+        long = "limit_bw",
+        value_name = "BW",
+        help_heading = "Output",
+        conflicts_with = "min_gbps"
+    )]
+    pub limit_bw: Option<f64>,
+
+    /// Also write the JSON document (a BwReport) to perftest_out.json, or to --out_json_file.
+    #[arg(long = "out_json", help_heading = "Output")]
+    pub out_json: bool,
+
+    /// Write the JSON document (a BwReport) to this file (implies --out_json).
+    #[arg(long = "out_json_file", value_name = "FILE", help_heading = "Output")]
+    pub out_json_file: Option<std::path::PathBuf>,
+
+    /// Accepted for ib_write_bw compatibility: rdmabw's peak comes from 10 ms intervals and
+    /// costs nothing to compute.
+    #[arg(short = 'N', long = "noPeak", help_heading = "Output")]
+    pub no_peak: bool,
+
+    /// Accepted for ib_write_bw compatibility: every timed rdmabw test warms up (--warmup).
+    #[arg(long = "perform_warm_up")]
+    pub perform_warm_up: bool,
+
     /// Exit 1 when the average bandwidth of the largest size is below this many Gb/s.
     #[arg(long = "min-gbps", value_name = "GBPS", help_heading = "Output")]
     pub min_gbps: Option<f64>,
@@ -415,16 +451,19 @@ pub struct TestArgs {
     #[arg(long, help_heading = "Output")]
     pub quiet: bool,
 
-    /// After the result table, the counters of each side's port and interface that moved
-    /// around the window (ib_write_bw -W). They are read for every test: the report's
+    /// After the result table, the deltas of these counters on each side (ib_write_bw -W:
+    /// `counters/port_xmit_data,hw_counters/out_of_buffer`; a bare name matches any source;
+    /// `all`: every counter that moved). Counters are read for every test: the report's
     /// `counters` and the findings on stderr do not need this flag.
     #[arg(
         short = 'W',
         long = "report-counters",
         alias = "report_counters",
+        value_name = "LIST",
+        value_delimiter = ',',
         help_heading = "Output"
     )]
-    pub report_counters: bool,
+    pub report_counters: Option<Vec<String>>,
 }
 
 /// `--poll` values.

@@ -70,7 +70,10 @@ pub struct Output {
     pub min_gbps: Option<f64>,
     pub min_line_rate_pct: Option<f64>,
     pub quiet: bool,
-    pub report_counters: bool,
+    /// `-W LIST`: the counters to print after the table (empty: every one that moved).
+    pub report_counters: Option<Vec<String>>,
+    /// `--out_json`/`--out_json_file`: where the JSON document also goes.
+    pub json_file: Option<std::path::PathBuf>,
 }
 
 /// What to do.
@@ -507,6 +510,18 @@ fn output(a: &TestArgs) -> Result<Output, Usage> {
         (false, true) => Format::Csv,
         (false, false) => Format::Table,
     };
+    // -w is in the table's unit: Gb/s with --report_gbits, else MB/sec (2^20 bytes/s).
+    let min_gbps = match a.limit_bw {
+        Some(w) if !(w.is_finite() && w >= 0.0) => {
+            return usage(format!(
+                "-w/--limit_bw {w}: give a bandwidth in the table's unit (MB/sec, or Gb/s with \
+                 --report_gbits), e.g. -w 11000"
+            ))
+        }
+        Some(w) if a.report_gbits => Some(w),
+        Some(w) => Some(w * 1_048_576.0 * 8.0 / 1e9),
+        None => a.min_gbps,
+    };
     if let Some(g) = a.min_gbps {
         if !(g.is_finite() && g >= 0.0) {
             return usage(format!(
@@ -524,10 +539,20 @@ fn output(a: &TestArgs) -> Result<Output, Usage> {
     Ok(Output {
         format,
         gbits: a.report_gbits,
-        min_gbps: a.min_gbps,
+        min_gbps,
         min_line_rate_pct: a.min_line_rate_pct,
         quiet: a.quiet,
-        report_counters: a.report_counters,
+        report_counters: a.report_counters.as_ref().map(|names| {
+            names
+                .iter()
+                .filter(|n| !n.is_empty() && n.as_str() != "all")
+                .cloned()
+                .collect()
+        }),
+        json_file: a
+            .out_json_file
+            .clone()
+            .or_else(|| a.out_json.then(|| "perftest_out.json".into())),
     })
 }
 
@@ -630,6 +655,25 @@ mod tests {
         assert_eq!(q(&["-a", "10.0.0.2"]), 100);
         assert_eq!(q(&["-s", "65536", "-l", "8", "10.0.0.2"]), 8);
         assert_eq!(q(&["-s", "65536", "-Q", "50", "10.0.0.2"]), 50);
+    }
+
+    #[test]
+    fn limit_bw_is_in_the_tables_unit() {
+        let min = |a: &[&str]| match cfg(a).unwrap() {
+            Config::Client(_, out) => out.min_gbps,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(min(&["-w", "90", "--report_gbits", "10.0.0.2"]), Some(90.0));
+        // 11000 MB/sec of 2^20 bytes is 92.27 Gb/s.
+        let g = min(&["-w", "11000", "10.0.0.2"]).unwrap();
+        assert!((g - 92.274_688).abs() < 1e-6, "{g}");
+        assert!(cfg(&["-w=-1", "10.0.0.2"]).is_err());
+        match cfg(&["--out_json", "10.0.0.2"]).unwrap() {
+            Config::Client(_, out) => {
+                assert_eq!(out.json_file, Some("perftest_out.json".into()));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -9,7 +9,9 @@ use bench_core::counters::{CounterTarget, Snapshot};
 use bench_core::sysfs::{self, SysRoots};
 use clap::Args;
 use comfy_table::{presets, Table};
-use results::rdmabw::counters::{CounterReport, CounterValue, CountersReport, Finding};
+use results::rdmabw::counters::{
+    CounterDelta, CounterReport, CounterSource, CounterValue, CountersReport, Finding,
+};
 use results::rdmabw::REPORT_SCHEMA_VERSION;
 
 use crate::exit::Exit;
@@ -119,10 +121,26 @@ fn render(r: &CountersReport) -> String {
 }
 
 /// The `-W` table: each side's counters that moved, after the result table.
-pub fn deltas_table(reports: &[CounterReport]) -> String {
+pub fn deltas_table(reports: &[CounterReport], names: &[String]) -> String {
+    // ib_write_bw -W names `counters/NAME` (the port's) or `hw_counters/NAME` (the driver's);
+    // a bare name matches any source; no name, every counter that moved.
+    let wanted = |d: &CounterDelta| {
+        names.is_empty()
+            || names.iter().any(|n| match n.split_once('/') {
+                Some(("counters", name)) => d.source == CounterSource::Port && d.name == name,
+                Some(("hw_counters", name)) => d.source == CounterSource::Hw && d.name == name,
+                Some((_, name)) => d.name == name,
+                None => d.name == *n,
+            })
+    };
     let mut s = String::new();
     for r in reports {
-        let moved: Vec<_> = r.deltas.iter().filter(|d| d.delta > 0).collect();
+        let moved = r.deltas.iter().filter(|d| d.delta > 0).count();
+        let shown: Vec<_> = r
+            .deltas
+            .iter()
+            .filter(|d| d.delta > 0 && wanted(d))
+            .collect();
         s.push_str(&format!(
             " Counters of the {} ({} port {}{}), {:.2} s around the window: {} of {} moved\n",
             r.role.as_str(),
@@ -133,10 +151,10 @@ pub fn deltas_table(reports: &[CounterReport]) -> String {
                 .map(|n| format!(", {n}"))
                 .unwrap_or_default(),
             r.span_s,
-            moved.len(),
+            moved,
             r.counters_read
         ));
-        for d in moved {
+        for d in shown {
             s.push_str(&format!(
                 "   {:<7} {:<40} {}\n",
                 d.source.as_str(),

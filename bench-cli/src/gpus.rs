@@ -84,7 +84,12 @@ fn flag_of(sel: &GpuSelect) -> String {
 /// such GPU, are usage errors (exit 2).
 pub fn memory_request(a: &TestArgs) -> Result<MemoryRequest, Usage> {
     let sel = gpu_select(a.use_cuda.as_deref(), a.cuda_bus_id.as_deref())?;
-    let path = match a.cuda_mem.as_deref() {
+    // ib_write_bw's --use_cuda_dmabuf is --cuda-mem dmabuf.
+    let cuda_mem = a
+        .cuda_mem
+        .as_deref()
+        .or(a.use_cuda_dmabuf.then_some("dmabuf"));
+    let path = match cuda_mem {
         None => CudaMemPath::Auto,
         Some(p) => match CudaMemPath::parse(p) {
             Some(p) => p,
@@ -97,10 +102,15 @@ pub fn memory_request(a: &TestArgs) -> Result<MemoryRequest, Usage> {
         },
     };
     let Some(gpu) = sel else {
-        if a.cuda_mem.is_some() {
-            return usage(
-                "--cuda-mem applies to GPU memory: add --use_cuda N|auto or --cuda-bus-id",
-            );
+        if cuda_mem.is_some() {
+            let flag = if a.use_cuda_dmabuf {
+                "--use_cuda_dmabuf"
+            } else {
+                "--cuda-mem"
+            };
+            return usage(format!(
+                "{flag} applies to GPU memory: add --use_cuda N|auto or --cuda-bus-id"
+            ));
         }
         return Ok(MemoryRequest::Host);
     };

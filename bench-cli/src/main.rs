@@ -19,6 +19,7 @@ mod devices;
 mod exit;
 mod gpus;
 mod output;
+mod perftest;
 mod probe;
 mod rails;
 mod stdout;
@@ -47,6 +48,10 @@ use crate::config::{Config, Format, Output, Usage};
 use crate::exit::Exit;
 
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Err(e) = perftest::refuse_unsupported(&args) {
+        return ExitCode::from(exit::finish(Err(e.into())).code());
+    }
     let cli = match cli::Cli::try_parse() {
         Ok(c) => c,
         // Help and --version exit 0; usage errors exit 2 (clap's convention matches ours).
@@ -282,6 +287,7 @@ fn batch_test(line: &str, stop: &Arc<AtomicBool>) -> Result<Exit> {
              client` (e.g. [\"client\",\"--json\",\"10.0.0.2\"]): {e}"
         ))
     })?;
+    perftest::refuse_unsupported(&args)?;
     let cli = match cli::Cli::try_parse_from(std::iter::once("rdmabw".to_string()).chain(args)) {
         Ok(c) => c,
         Err(e) => {

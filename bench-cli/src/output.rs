@@ -156,6 +156,16 @@ pub fn failed_report(
 
 /// Prints a finished test on stdout in the chosen format (and a summary on stderr).
 pub fn print(rep: &BwReport, out: &Output) -> std::io::Result<()> {
+    if let Some(path) = &out.json_file {
+        let mut doc = serde_json::to_vec_pretty(rep).map_err(std::io::Error::from)?;
+        doc.push(b'\n');
+        std::fs::write(path, doc).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("--out_json_file {}: cannot write it: {e}", path.display()),
+            )
+        })?;
+    }
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
     match out.format {
@@ -171,8 +181,8 @@ pub fn print(rep: &BwReport, out: &Output) -> std::io::Result<()> {
             })?,
         Format::Table => {
             write!(w, "{}", table(&rep.results, out.gbits))?;
-            if out.report_counters {
-                write!(w, "{}", crate::counters::deltas_table(&rep.counters))?;
+            if let Some(names) = &out.report_counters {
+                write!(w, "{}", crate::counters::deltas_table(&rep.counters, names))?;
             }
         }
     }
@@ -316,7 +326,8 @@ mod tests {
             min_gbps: None,
             min_line_rate_pct: Some(90.0),
             quiet: true,
-            report_counters: false,
+            report_counters: None,
+            json_file: None,
         };
         assert_eq!(threshold_gbps(&out, Some(400.0)), Some(360.0));
         assert_eq!(threshold_gbps(&out, None), None);

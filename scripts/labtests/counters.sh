@@ -48,11 +48,13 @@ PY
 }
 
 test_counters_report_counters_table() {
-  one_test 0 table -W --report_gbits
+  one_test 0 table -W hw_counters/sent_pkts,rcvd_pkts --report_gbits
   grep -q '#bytes' "$T_OUT/table.json" || fail "no result table"
   grep -Eq '^ Counters of the client \(rxe_a0 port 1, net1\), [0-9.]+ s around the window: [0-9]+ of [0-9]+ moved' "$T_OUT/table.json" \
     || { cat "$T_OUT/table.json"; fail "no counter table after the results"; }
   grep -Eq '^ +hw +sent_pkts +[1-9]' "$T_OUT/table.json" || fail "rxe's sent_pkts did not move"
+  # -W lists what to print, as ib_write_bw's -W does: nothing else.
+  ! grep -Eq '^ +(hw|port|netdev) +(sent_bytes|rx_bytes|tx_packets) ' "$T_OUT/table.json" || fail "-W printed counters it did not name"
   in_pod podA "$RDMABW" counters --netdev net1 >"$T_OUT/counters.txt" || fail "rdmabw counters failed"
   grep -Eq '^rxe_a0 port 1 \(net1\): [0-9]+ counters' "$T_OUT/counters.txt" || { cat "$T_OUT/counters.txt"; fail "no counter listing"; }
   in_pod podA "$RDMABW" counters -d rxe_a0 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["netdev"] == "net1" and any(c["name"] == "sent_pkts" for c in d["counters"]), d' \

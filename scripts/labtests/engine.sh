@@ -7,8 +7,6 @@ SRV=$(ctl_ip podB)   # the server pod's control address (eth0)
 # Under emulation every rdmabw start (sysfs discovery, device open, QP creation) takes seconds.
 TEST_TIMEOUT=${TEST_TIMEOUT:-300}
 
-
-
 # expect_rc WANT NAME CMD...: run CMD, capture stdout+stderr in $T_OUT/NAME.out, check the exit.
 expect_rc() {
   local want=$1 name=$2 rc=0; shift 2

@@ -1,0 +1,334 @@
+//! ib_write_bw's flags that rdmabw does not take, each refused by name with what rdmabw does
+//! instead, before clap sees them: a script written for ib_write_bw learns what to change, not
+//! clap's "unexpected argument". The flags rdmabw does take (with ib_write_bw's meaning) are in
+//! [`crate::cli`]; a test reads the installed ib_write_bw's `--help` and checks that every flag
+//! it lists is one or the other.
+
+use crate::config::Usage;
+
+/// A flag of ib_write_bw that rdmabw refuses: its spellings and why, with what to do instead.
+struct Refused {
+    /// Long names without the dashes, and short letters as one-character names.
+    names: &'static [&'static str],
+    /// What it is in ib_write_bw, then what rdmabw does instead.
+    why: &'static str,
+}
+
+const REFUSED: &[Refused] = &[
+    Refused {
+        names: &["R", "rdma_cm", "z", "com_rdma_cm", "T", "tos"],
+        why: "connects QPs through rdma_cm in ib_write_bw; rdmabw connects them over its own TCP \
+              control channel (-p) and needs no rdma_cm: leave it out, and give the traffic \
+              class with --tclass",
+    },
+    Refused {
+        names: &["O", "dualport", "report-per-port"],
+        why: "runs both ports of the device at once in ib_write_bw; rdmabw tests one port (-i): \
+              run one test per port, or railsweep for every rail",
+    },
+    Refused {
+        names: &["ipv6"],
+        why: "picks an IPv6 GID in ib_write_bw; rdmabw picks the RoCE v2 IPv4-mapped GID of the \
+              rail: give an IPv6 GID's index with -x",
+    },
+    Refused {
+        names: &[
+            "rate_limit",
+            "rate_units",
+            "rate_limit_type",
+            "burst_size",
+            "typical_pkt_size",
+        ],
+        why: "is ib_write_bw's rate limiter; rdmabw has none yet: it measures the rail at full \
+              rate",
+    },
+    Refused {
+        names: &["run_infinitely"],
+        why: "repeats the test forever in ib_write_bw; rdmabw has no endless mode yet: loop over \
+              rdmabw, or run railsweep with --retries for a burn-in",
+    },
+    Refused {
+        names: &["y", "limit_msgrate"],
+        why:
+            "is ib_write_bw's message-rate verifier; rdmabw verifies bandwidth: use -w/--limit_bw \
+              or --min-gbps (exit 1 below it)",
+    },
+    Refused {
+        names: &["cpu_util"],
+        why: "adds CPU utilization to ib_write_bw's table; rdmabw's --json has each size's cpu_s",
+    },
+    Refused {
+        names: &["report-both"],
+        why: "prints each direction of -b in ib_write_bw; rdmabw's table has the sum, and --json \
+              has each direction (`directions`)",
+    },
+    Refused {
+        names: &["output"],
+        why: "prints one figure in ib_write_bw; rdmabw prints the table, or --json/--csv for \
+              scripts (e.g. --json | jq '.results[-1].bw_avg_gbps')",
+    },
+    Refused {
+        names: &["e", "use_event"],
+        why: "waits for completion events in ib_write_bw; rdmabw polls its completion queues \
+              (--poll spin or adaptive)",
+    },
+    Refused {
+        names: &["data_validation"],
+        why: "checks the data written in ib_write_bw; rdmabw does not check the bytes yet",
+    },
+    Refused {
+        names: &[
+            "odp",
+            "mmap",
+            "mmap-offset",
+            "use_hugepages",
+            "mr_per_qp",
+            "use_null_mr",
+        ],
+        why: "changes how ib_write_bw allocates or registers its buffers; rdmabw registers one \
+              page-aligned buffer per test in host memory, or GPU memory with --use_cuda",
+    },
+    Refused {
+        names: &["reversed"],
+        why: "makes the server send in ib_write_bw; with rdmabw the client writes: swap the two \
+              commands, or use -b for both directions",
+    },
+    Refused {
+        names: &["c_to_s_out_of_order"],
+        why: "is not an RDMA WRITE option rdmabw has",
+    },
+    Refused {
+        names: &[
+            "dlid",
+            "pkey_index",
+            "force-link",
+            "source_ip",
+            "dont_xchg_versions",
+            "use_old_post_send",
+            "disable_pcie_relaxed",
+            "wait_destroy",
+            "recv_post_list",
+            "flows",
+            "flows_burst",
+        ],
+        why: "is an ib_write_bw setting rdmabw does not have: it reads the port's LID, P_Key and \
+              link layer from sysfs, binds the control channel with --bind, always exchanges \
+              versions, posts with ibv_post_send and frees its resources at once",
+    },
+    Refused {
+        names: &[
+            "log_dci_streams",
+            "log_active_dci_streams",
+            "aes_xts",
+            "encrypt_on_tx",
+            "sig_before",
+            "aes_block_size",
+            "data_enc_keys_number",
+            "kek_path",
+            "credentials_path",
+            "data_enc_key_app_path",
+        ],
+        why: "is for DC transport or mlx5 crypto in ib_write_bw; rdmabw runs RC queue pairs in \
+              plain text",
+    },
+    Refused {
+        names: &[
+            "use_rocm",
+            "use_neuron",
+            "use_hl",
+            "use_mlu",
+            "use_opencl",
+            "opencl_platform_id",
+            "opencl_device_id",
+            "gpu_touch",
+            "use_cuda_compress",
+        ],
+        why: "puts the buffer in another accelerator's memory in ib_write_bw; rdmabw takes CUDA \
+              GPUs only (--use_cuda)",
+    },
+];
+
+/// The flag name of an argument: `--name` (before any `=`) or `-X` (the first letter), or
+/// `None` for a value or a positional.
+fn flag_name(arg: &str) -> Option<&str> {
+    if let Some(long) = arg.strip_prefix("--") {
+        let name = long.split('=').next().unwrap_or(long);
+        return (!name.is_empty()).then_some(name);
+    }
+    let short = arg.strip_prefix('-')?;
+    let first = short.chars().next()?;
+    (first.is_ascii_alphabetic()).then(|| &short[..first.len_utf8()])
+}
+
+/// The first argument that is an ib_write_bw flag rdmabw refuses, as a usage error naming it.
+/// Arguments after `--` are left alone.
+pub fn refuse_unsupported<S: AsRef<str>>(args: &[S]) -> Result<(), Usage> {
+    for arg in args.iter().map(AsRef::as_ref) {
+        if arg == "--" {
+            break;
+        }
+        let Some(name) = flag_name(arg) else {
+            continue;
+        };
+        if let Some(r) = REFUSED.iter().find(|r| r.names.contains(&name)) {
+            let dashes = if name.len() == 1 { "-" } else { "--" };
+            return Err(Usage(format!(
+                "{dashes}{name}: not supported by rdmabw: it {} (see the README's compatibility \
+                 table)",
+                r.why
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether rdmabw refuses flag `name` (no dashes) by name.
+#[cfg(test)]
+pub(crate) fn is_refused(name: &str) -> bool {
+    REFUSED.iter().any(|r| r.names.contains(&name))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn a_refused_flag_is_named_with_what_to_do() {
+        let e = refuse_unsupported(&["-d", "mlx5_0", "--rate_limit=5", "10.0.0.2"]).unwrap_err();
+        assert!(
+            e.0.starts_with("--rate_limit: not supported by rdmabw: it is"),
+            "{}",
+            e.0
+        );
+        let e = refuse_unsupported(&["-R", "10.0.0.2"]).unwrap_err();
+        assert!(
+            e.0.starts_with("-R: not supported") && e.0.contains("--tclass"),
+            "{}",
+            e.0
+        );
+        assert!(refuse_unsupported(&["-d", "mlx5_0", "-s", "64K", "--tclass=41", "h"]).is_ok());
+        // Values and what follows -- are not flags.
+        assert!(refuse_unsupported(&["--", "-R"]).is_ok());
+        assert!(refuse_unsupported(&["-5"]).is_ok());
+    }
+
+    /// Every long name, alias and short letter the parser takes, in the root command and its
+    /// subcommands, help and version included.
+    fn accepted() -> Vec<String> {
+        let mut cmd = crate::cli::Cli::command();
+        cmd.build();
+        let mut names: Vec<String> = Vec::new();
+        let mut collect = |c: &clap::Command| {
+            for a in c.get_arguments() {
+                names.extend(a.get_long().map(str::to_string));
+                names.extend(
+                    a.get_all_aliases()
+                        .into_iter()
+                        .flatten()
+                        .map(str::to_string),
+                );
+                names.extend(a.get_short().map(|c| c.to_string()));
+                names.extend(
+                    a.get_all_short_aliases()
+                        .into_iter()
+                        .flatten()
+                        .map(|c| c.to_string()),
+                );
+            }
+        };
+        collect(&cmd);
+        for sub in cmd.get_subcommands() {
+            collect(sub);
+        }
+        names
+    }
+
+    /// The flags the installed ib_write_bw's `--help` lists (`-a`, `--all`, ...), without dashes.
+    fn reference_flags(help: &str) -> Vec<String> {
+        let mut flags = Vec::new();
+        for line in help.lines() {
+            for token in line.split_whitespace() {
+                let Some(spec) = token.strip_prefix('-') else {
+                    break;
+                };
+                let name = spec.trim_start_matches('-').trim_end_matches(',');
+                let name = name.split(['=', '[', '<']).next().unwrap_or(name);
+                if !name.is_empty()
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                {
+                    flags.push(name.to_string());
+                }
+                if !token.ends_with(',') {
+                    break;
+                }
+            }
+        }
+        flags.sort();
+        flags.dedup();
+        flags
+    }
+
+    /// Each flag of the reference perftest, read from its live `--help` (so that the list cannot
+    /// drift), is either taken by rdmabw's parser or refused here by name.
+    #[test]
+    fn every_flag_of_the_installed_ib_write_bw_is_taken_or_refused_by_name() {
+        let out = std::process::Command::new("ib_write_bw")
+            .arg("--help")
+            .output()
+            .expect("ib_write_bw is the reference: install perftest (apt-get install perftest)");
+        let help = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        let flags = reference_flags(&help);
+        assert!(
+            flags.len() > 60,
+            "only {} flags read from ib_write_bw --help:\n{help}",
+            flags.len()
+        );
+        let taken = accepted();
+        let missing: Vec<&String> = flags
+            .iter()
+            .filter(|f| !taken.contains(f) && !is_refused(f))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "ib_write_bw flags rdmabw neither takes nor refuses: {missing:?}"
+        );
+        for f in flags.iter().filter(|f| is_refused(f)) {
+            let arg = if f.len() == 1 {
+                format!("-{f}")
+            } else {
+                format!("--{f}")
+            };
+            let e = refuse_unsupported(&[arg.as_str(), "10.0.0.2"]).unwrap_err();
+            assert!(
+                e.0.starts_with(&format!("{arg}: not supported by rdmabw: it ")),
+                "{}",
+                e.0
+            );
+        }
+        eprintln!(
+            "{} flags of ib_write_bw --help: {} taken, {} refused by name",
+            flags.len(),
+            flags.iter().filter(|f| taken.contains(f)).count(),
+            flags.iter().filter(|f| is_refused(f)).count()
+        );
+    }
+
+    /// No flag is both accepted by the parser and refused here.
+    #[test]
+    fn refused_flags_are_not_also_accepted() {
+        let accepted = accepted();
+        for r in REFUSED {
+            for n in r.names {
+                assert!(
+                    !accepted.iter().any(|a| a == n),
+                    "{n} is accepted and refused"
+                );
+            }
+        }
+    }
+}
