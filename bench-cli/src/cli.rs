@@ -240,18 +240,13 @@ pub struct TestArgs {
     #[arg(short = 'a', long = "all")]
     pub all: bool,
 
+    /// The transport settings railsweep passes through (-b, --sl, -t, -Q, -l, -I).
+    #[command(flatten)]
+    pub transport: results::rdmabw::flags::TransportFlags,
+
     /// Queue pairs (ib_write_bw -q).
     #[arg(short = 'q', long = "qp", value_name = "N")]
     pub qp: Option<u32>,
-
-    /// Send queue depth (ib_write_bw -t).
-    #[arg(short = 't', long = "tx-depth", value_name = "N")]
-    pub tx_depth: Option<u32>,
-
-    /// Signal one completion every N writes (ib_write_bw -Q). Default as ib_write_bw: 1 for
-    /// one size above 8 KiB, the post list's length with -l, else 100.
-    #[arg(short = 'Q', long = "cq-mod", value_name = "N")]
-    pub cq_mod: Option<u32>,
 
     /// How to wait for completions: `spin` busy-polls through the measured window, as
     /// ib_write_bw does (the default: the highest bandwidth; on Soft-RoCE the polling thread
@@ -264,31 +259,10 @@ pub struct TestArgs {
     #[arg(long = "poll", value_name = "MODE", value_enum, default_value_t = PollArg::Spin)]
     pub poll: PollArg,
 
-    /// Writes per post call (ib_write_bw -l).
-    #[arg(short = 'l', long = "post_list", alias = "post-list", value_name = "N")]
-    pub post_list: Option<u32>,
-
-    /// Send writes of up to this many bytes inline (ib_write_bw -I).
-    #[arg(
-        short = 'I',
-        long = "inline_size",
-        alias = "inline-size",
-        value_name = "BYTES"
-    )]
-    pub inline_size: Option<u32>,
-
     /// Path MTU: 256, 512, 1024, 2048 or 4096 (ib_write_bw -m; default: the smaller active MTU
     /// of both ports).
     #[arg(short = 'm', long = "mtu", value_name = "BYTES")]
     pub mtu: Option<u32>,
-
-    /// Both directions at once (ib_write_bw -b); rows are the sum of both, as ib_write_bw.
-    #[arg(short = 'b', long = "bidirectional")]
-    pub bidirectional: bool,
-
-    /// Service level, 0-15 (ib_write_bw --sl; the VLAN priority on RoCE).
-    #[arg(short = 'S', long = "sl", value_name = "SL")]
-    pub sl: Option<u8>,
 
     /// Local ACK timeout exponent, 0-31: 4.096 us * 2^N (ib_write_bw -u).
     #[arg(short = 'u', long = "qp-timeout", value_name = "N")]

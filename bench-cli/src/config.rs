@@ -103,21 +103,7 @@ pub fn memlock_needed_bytes(p: &TestParams) -> u64 {
     2 * p.sizes.max().div_ceil(page) * page + (1 << 20)
 }
 
-/// Parses `65536`, `64K`, `1M`, `8MiB`, `2G` (powers of 2).
-pub fn parse_size(text: &str) -> Option<u64> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().ok()?;
-    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        _ => return None,
-    };
-    n.checked_mul(mult)
-}
+pub use results::rdmabw::flags::parse_size;
 
 fn seconds(flag: &str, v: f64, allow_zero: bool) -> Result<f64, Usage> {
     if !v.is_finite() || v < 0.0 || (!allow_zero && v == 0.0) {
@@ -145,11 +131,11 @@ fn duration_length(a: &TestArgs, margin: Option<f64>) -> Result<TestLength, Usag
     // warm-up the start shows in p1 (one of six runs: 0.04 Gb/s). 0.05 s leaves that start out.
     // Both directions: 0.2 s, so that the peer's traffic (started a moment apart) is flowing
     // when this side's window opens.
-    let default_warmup = if a.bidirectional { 0.2 } else { 0.05 };
+    let default_warmup = if a.transport.bidirectional { 0.2 } else { 0.05 };
     // One direction: the window closes on this side's completions, with the queue still full,
     // so nothing after it changes the figure. Both directions: keep loading the link while the
     // peer's window (started a moment apart) closes.
-    let default_cooldown = if a.bidirectional { 0.25 } else { 0.0 };
+    let default_cooldown = if a.transport.bidirectional { 0.25 } else { 0.0 };
     let warmup = a.warmup.map(|w| seconds("--warmup", w, true)).transpose()?;
     let cooldown = a
         .cooldown
@@ -403,7 +389,7 @@ fn test_params(a: &TestArgs) -> Result<(TestParams, Pinned), Usage> {
         }
     }
     pinned.qps = a.qp.is_some();
-    pinned.bidirectional = a.bidirectional;
+    pinned.bidirectional = a.transport.bidirectional;
     let qps = at_least_one("-q/--qp", a.qp, 1, 4)?;
     Ok((
         TestParams {
@@ -411,13 +397,13 @@ fn test_params(a: &TestArgs) -> Result<(TestParams, Pinned), Usage> {
             length,
             qps,
             connection: Connection::RC,
-            bidirectional: a.bidirectional,
+            bidirectional: a.transport.bidirectional,
         },
         pinned,
     ))
     .map(|(p, mut pin)| {
         pin.traffic_class = a.tclass.is_some();
-        pin.service_level = a.sl.is_some();
+        pin.service_level = a.transport.sl.is_some();
         pin.hop_limit = a.hop_limit.is_some();
         pin.mtu = a.mtu.is_some();
         (p, pin)
@@ -451,7 +437,7 @@ fn tuning(a: &TestArgs, sizes: &Sizes) -> Result<LocalTuning, Usage> {
             ))
         })?,
     };
-    if let Some(sl) = a.sl {
+    if let Some(sl) = a.transport.sl {
         if sl > 15 {
             return usage(format!("--sl {sl}: service levels are 0-15"));
         }
@@ -476,21 +462,21 @@ fn tuning(a: &TestArgs, sizes: &Sizes) -> Result<LocalTuning, Usage> {
             ));
         }
     }
-    let tx_depth = at_least_one("-t/--tx-depth", a.tx_depth, d.tx_depth, 128)?;
+    let tx_depth = at_least_one("-t/--tx-depth", a.transport.tx_depth, d.tx_depth, 128)?;
     let cq_mod = at_least_one(
         "-Q/--cq-mod",
-        a.cq_mod,
-        default_cq_mod(sizes, a.post_list),
+        a.transport.cq_mod,
+        default_cq_mod(sizes, a.transport.post_list),
         100,
     )?;
-    let post_list = at_least_one("-l/--post_list", a.post_list, d.post_list, 1)?;
+    let post_list = at_least_one("-l/--post_list", a.transport.post_list, d.post_list, 1)?;
     Ok(LocalTuning {
         tx_depth,
         cq_mod,
         post_list,
-        inline_bytes: a.inline_size.unwrap_or(d.inline_bytes),
+        inline_bytes: a.transport.inline_size.unwrap_or(d.inline_bytes),
         traffic_class,
-        service_level: a.sl.unwrap_or(d.service_level),
+        service_level: a.transport.sl.unwrap_or(d.service_level),
         hop_limit: a.hop_limit.unwrap_or(d.hop_limit),
         mtu_bytes: a.mtu,
         ack_timeout: a.qp_timeout.unwrap_or(d.ack_timeout),
@@ -571,16 +557,6 @@ mod tests {
         let mut v = vec!["rdmabw"];
         v.extend_from_slice(args);
         resolve(Cli::try_parse_from(v).unwrap())
-    }
-
-    #[test]
-    fn sizes_parse_with_suffixes() {
-        assert_eq!(parse_size("65536"), Some(65536));
-        assert_eq!(parse_size("64K"), Some(65536));
-        assert_eq!(parse_size("8MiB"), Some(8 << 20));
-        assert_eq!(parse_size("1g"), Some(1 << 30));
-        assert_eq!(parse_size("1.5M"), None);
-        assert_eq!(parse_size("x"), None);
     }
 
     #[test]

@@ -83,6 +83,11 @@ fn non_negative(s: &str) -> Result<f64, String> {
     }
 }
 
+fn size(s: &str) -> Result<u64, String> {
+    results::rdmabw::flags::parse_size(s)
+        .ok_or_else(|| format!("expected bytes, or K, M or G (64K, 1M), got `{s}`"))
+}
+
 fn mtu(s: &str) -> Result<u32, String> {
     match s.parse::<u32>() {
         Ok(v @ (256 | 512 | 1024 | 2048 | 4096)) => Ok(v),
@@ -128,16 +133,26 @@ pub struct SweepArgs {
     /// Measured seconds per rail.
     #[arg(short = 'D', long, value_name = "S", default_value_t = 5.0, value_parser = positive)]
     pub duration: f64,
-    /// RDMA WRITE message size in bytes.
-    #[arg(short = 's', long, value_name = "BYTES", default_value_t = 65536)]
+    /// RDMA WRITE message size: bytes, or with K, M or G (powers of 2, as rdmabw and
+    /// ib_write_bw: 64K, 1M).
+    #[arg(short = 's', long, value_name = "BYTES", default_value = "65536", value_parser = size)]
     pub size: u64,
     /// Traffic class (IPv4 TOS byte) for the QPs, e.g. 41 for a lossless RoCE class
     /// [default: none, with a warning].
     #[arg(long, value_name = "N")]
     pub tclass: Option<u8>,
-    /// Queue pairs per rail.
-    #[arg(short = 'q', long, value_name = "N", default_value_t = 1)]
+    /// Queue pairs per rail (rdmabw's and ib_write_bw's -q/--qp).
+    #[arg(
+        short = 'q',
+        long = "qp",
+        alias = "qps",
+        value_name = "N",
+        default_value_t = 1
+    )]
     pub qps: u32,
+    /// rdmabw's transport flags, passed to every rdmabw client as given.
+    #[command(flatten)]
+    pub transport: results::rdmabw::flags::TransportFlags,
     /// Path MTU in bytes [default: the smaller active MTU of both ends].
     #[arg(short = 'm', long, value_name = "BYTES", value_parser = mtu)]
     pub mtu: Option<u32>,
@@ -160,6 +175,10 @@ pub struct SweepArgs {
     /// failed (covers start-up, QP bring-up and rdmabw's warm-up).
     #[arg(long, value_name = "S", default_value_t = 15.0, value_parser = non_negative)]
     pub margin: f64,
+    /// Print each rdmabw client command on stderr before it runs (what a rail ran, to rerun
+    /// it by hand).
+    #[arg(long)]
+    pub show_commands: bool,
     /// TCP port of the server daemon.
     #[arg(short = 'p', long, value_name = "PORT", default_value_t = 18515)]
     pub port: u16,
@@ -199,7 +218,7 @@ impl SweepArgs {
             bail!("--size must be at least 1 byte");
         }
         if self.qps == 0 {
-            bail!("--qps must be at least 1");
+            bail!("-q/--qp must be at least 1");
         }
         let rdmabw =
             if self.inject {
@@ -234,6 +253,8 @@ impl SweepArgs {
             mode,
             cluster,
             gpu_auto: self.gpu == Some(GpuArg::Auto),
+            transport: self.transport.clone(),
+            show_commands: self.show_commands,
         })
     }
 }

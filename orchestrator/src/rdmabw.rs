@@ -5,6 +5,7 @@
 //! ones rdmabw prints with.
 
 use anyhow::{bail, Context, Result};
+use results::rdmabw::flags::TransportFlags;
 use results::rdmabw::rails::RailsReport;
 use results::rdmabw::report::{BwReport, TestStatus};
 use results::rdmabw::REPORT_SCHEMA_VERSION;
@@ -154,6 +155,8 @@ pub struct ClientTest {
     pub cooldown_s: Option<f64>,
     /// The client's buffer in the GPU nearest its RDMA device (`--use_cuda auto`).
     pub gpu_auto: bool,
+    /// -b, --sl, -t, -Q, -l, -I as given to railsweep.
+    pub transport: TransportFlags,
 }
 
 /// `rdmabw client --json ...` for one rail.
@@ -197,6 +200,7 @@ pub fn client_argv(bin: &str, t: &ClientTest) -> Vec<String> {
     if let Some(tc) = t.tclass {
         v.extend(["--tclass".into(), tc.to_string()]);
     }
+    v.extend(t.transport.to_argv());
     if let Some(m) = t.mtu {
         v.extend(["-m".into(), m.to_string()]);
     }
@@ -330,13 +334,18 @@ mod tests {
             warmup_s: Some(0.2),
             cooldown_s: None,
             gpu_auto: false,
+            transport: TransportFlags {
+                bidirectional: true,
+                cq_mod: Some(4),
+                ..TransportFlags::default()
+            },
         };
         let v = client_argv("rdmabw", &t);
         let s = v.join(" ");
         assert_eq!(
             s,
             "rdmabw client --json --window 3 -s 65536 -q 4 -d mlx5_0 -x 3 --server-dev mlx5_4 --server-gid-index 5 \
-             -p 18515 --tclass 41 -m 4096 --min-gbps 90.5 --warmup 0.2 10.224.0.2"
+             -p 18515 --tclass 41 -b -Q 4 -m 4096 --min-gbps 90.5 --warmup 0.2 10.224.0.2"
         );
         let t = ClientTest {
             device: Some(("mlx5_0".into(), Some(2), 3)),

@@ -79,6 +79,10 @@ pub struct SweepConfig {
     pub cluster: Option<String>,
     /// GPUDirect: each rail's buffers, on both sides, in the GPU nearest that rail's NIC.
     pub gpu_auto: bool,
+    /// rdmabw's transport flags, passed through as given (-b, --sl, -t, -Q, -l, -I).
+    pub transport: results::rdmabw::flags::TransportFlags,
+    /// Print each rdmabw client command on stderr before it runs.
+    pub show_commands: bool,
 }
 
 impl SweepConfig {
@@ -544,8 +548,12 @@ impl<'a, R: Runner> Sweep<'a, R> {
             warmup_s: self.cfg.warmup_s,
             cooldown_s: self.cfg.cooldown_s,
             gpu_auto: self.cfg.gpu_auto,
+            transport: self.cfg.transport.clone(),
         };
         let argv = rdmabw::client_argv(&self.prep.client_bin, &test);
+        if self.cfg.show_commands {
+            eprintln!("railsweep: rail {}: {}", pair.rail, argv.join(" "));
+        }
         if !self.cfg.parallel {
             if let Some(a) = self.attempt_batched(&argv).await {
                 return a;
@@ -809,6 +817,9 @@ impl<'a, R: Runner> Sweep<'a, R> {
             mtu_bytes: rep.and_then(|r| r.path_mtu_bytes).or(self.cfg.mtu),
             msg_size_bytes: self.cfg.size_bytes,
             qps: rep.map(|r| r.params.qps).unwrap_or(self.cfg.qps),
+            bidirectional: rep
+                .map(|r| r.params.bidirectional)
+                .unwrap_or(self.cfg.transport.bidirectional),
             duration_s: None,
             iterations: None,
             memory: match rep.map(|r| r.memory.as_str()) {

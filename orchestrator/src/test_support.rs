@@ -43,6 +43,7 @@ pub(crate) fn row(client: &str, server: &str, rail: u32, bw: Option<f64>) -> Rai
         line_rate_pct: None,
         threshold_gbps: None,
         error: bw.is_none().then(|| "failed".into()),
+        bidirectional: false,
         diagnosis: Vec::new(),
         counters: Vec::new(),
     }

@@ -18,13 +18,13 @@ use crate::threshold::{below_threshold, percent_of_line_rate};
 /// changes meaning, and list an added field in [`ADDED_FIELDS`] so that older
 /// files still read.
 ///
-/// Version 2 added `diagnosis` and `counters`.
+/// Version 2 added `bidirectional`, `diagnosis` and `counters`.
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// Fields added after version 1, with the version that added them: a file of an
 /// older version has no column (no key) for them, and its rows read with the
 /// field's default (an empty list). Every other field is required.
-pub const ADDED_FIELDS: &[(&str, u32)] = &[("diagnosis", 2), ("counters", 2)];
+pub const ADDED_FIELDS: &[(&str, u32)] = &[("bidirectional", 2), ("diagnosis", 2), ("counters", 2)];
 
 /// True when a file of `version` must have field `name`.
 pub(crate) fn field_required(name: &str, version: u32) -> bool {
@@ -238,6 +238,9 @@ pub struct RailResult {
     pub msg_size_bytes: u64,
     /// Number of queue pairs.
     pub qps: u32,
+    /// Both directions at once (rdmabw -b): the bandwidth is the sum of both.
+    #[serde(default)]
+    pub bidirectional: bool,
     /// Measured duration for a time-bound run.
     pub duration_s: Option<f64>,
     /// Iterations for an iteration-bound run.

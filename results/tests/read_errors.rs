@@ -56,10 +56,10 @@ fn csv_missing_column_names_file_line_column() {
     let text = drop_column(&fixture_csv(), "bw_avg_gbps");
     let e = err(&text, "runs/host.csv");
     assert!(matches!(e, ResultsError::MissingColumn { .. }), "{e:?}");
-    // bw_avg_gbps is column 25 of the schema (schema_version is column 1).
+    // bw_avg_gbps is column 26 of the schema (schema_version is column 1).
     assert_eq!(
         e.to_string(),
-        "runs/host.csv:1:25: missing column `bw_avg_gbps`"
+        "runs/host.csv:1:26: missing column `bw_avg_gbps`"
     );
 }
 
@@ -92,7 +92,7 @@ fn csv_unknown_column_is_an_error() {
     let e = err(&text, "a.csv");
     assert_eq!(
         e.to_string(),
-        "a.csv:1:37: unknown column `extra` (schema_version 2 has no such column)"
+        "a.csv:1:38: unknown column `extra` (schema_version 2 has no such column)"
     );
 }
 
@@ -134,7 +134,7 @@ fn csv_bad_number_names_line_and_column() {
     let e = err(&text, "host.csv");
     assert_eq!(
         e.to_string(),
-        "host.csv:3:25: column `bw_avg_gbps`: expected a number, found `96.8x`"
+        "host.csv:3:26: column `bw_avg_gbps`: expected a number, found `96.8x`"
     );
 }
 
@@ -157,7 +157,7 @@ fn csv_bad_enum_value_is_pinned_to_its_column() {
     let text = set_cell(&fixture_csv(), 2, "status", "great");
     let e = err(&text, "a.csv").to_string();
     assert!(
-        e.starts_with("a.csv:4:24: column `status`: unknown variant `great`"),
+        e.starts_with("a.csv:4:25: column `status`: unknown variant `great`"),
         "{e}"
     );
 }
@@ -167,7 +167,7 @@ fn csv_row_breaking_a_rule_is_an_error() {
     let text = set_cell(&fixture_csv(), 0, "bw_avg_gbps", "");
     assert_eq!(
         err(&text, "a.csv").to_string(),
-        "a.csv:2:25: column `bw_avg_gbps` is required when status is ok"
+        "a.csv:2:26: column `bw_avg_gbps` is required when status is ok"
     );
 }
 
@@ -177,7 +177,7 @@ fn csv_short_row_is_an_error() {
     text.push_str("1,run,2025-06-01T00:00:00Z\n");
     let e = err(&text, "a.csv").to_string();
     assert!(
-        e.starts_with("a.csv:5:4: row has 3 cells but the header has 36 columns"),
+        e.starts_with("a.csv:5:4: row has 3 cells but the header has 37 columns"),
         "{e}"
     );
 }
@@ -250,7 +250,7 @@ fn json_rule_violation_points_at_the_field() {
     let e = err(&text, "a.json").to_string();
     assert_eq!(
         e,
-        "a.json:38:7: row 0: `error` is required when status is failed"
+        "a.json:39:7: row 0: `error` is required when status is failed"
     );
 }
 
@@ -278,7 +278,7 @@ fn a_version_2_file_without_the_new_columns_is_an_error() {
     let text = drop_column(&fixture_csv(), "counters");
     assert_eq!(
         err(&text, "a.csv").to_string(),
-        "a.csv:1:36: missing column `counters`"
+        "a.csv:1:37: missing column `counters`"
     );
 }
 
@@ -287,7 +287,7 @@ fn a_list_cell_that_is_not_json_names_its_column() {
     let text = set_cell(&fixture_csv(), 1, "diagnosis", "loss");
     let e = err(&text, "a.csv").to_string();
     assert!(
-        e.starts_with("a.csv:3:35: column `diagnosis`: expected a JSON list (or an empty cell)"),
+        e.starts_with("a.csv:3:36: column `diagnosis`: expected a JSON list (or an empty cell)"),
         "{e}"
     );
 }

@@ -112,18 +112,37 @@ fn markdown_snapshot_with_report_threshold() {
 
 #[test]
 fn a_version_1_fixture_reads_and_rewrites_as_version_2_row_for_row() {
-    // The fixture was written with schema version 1 (before `diagnosis` and `counters`).
+    // The fixture was written with schema version 1 (before `bidirectional`, `diagnosis` and
+    // `counters`).
     let fixture = std::fs::read_to_string(common::fixture_path("sweep-16x3.csv")).expect("fixture");
     let out = String::from_utf8(export(&common::fixture_report(), Format::Csv)).expect("utf-8");
-    let (old, new): (Vec<&str>, Vec<&str>) = (fixture.lines().collect(), out.lines().collect());
+    let records = |text: &str| -> Vec<Vec<String>> {
+        csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(text.as_bytes())
+            .records()
+            .map(|r| r.expect("csv").iter().map(str::to_string).collect())
+            .collect()
+    };
+    let (old, new) = (records(&fixture), records(&out));
     assert_eq!(old.len(), new.len());
-    assert_eq!(format!("{},diagnosis,counters", old[0]), new[0]);
-    for (o, n) in old.iter().zip(&new).skip(1) {
-        let o = o.strip_prefix("1,").expect("a version 1 row");
+    let after_qps = old[0].iter().position(|c| c == "qps").expect("qps") + 1;
+    for (i, (o, n)) in old.iter().zip(&new).enumerate() {
+        let mut want = o.clone();
+        if i == 0 {
+            want.insert(after_qps, "bidirectional".into());
+            want.extend(["diagnosis".into(), "counters".into()]);
+        } else {
+            assert_eq!(want[0], "1", "a version 1 row");
+            want[0] = "2".into();
+            want.insert(after_qps, "false".into());
+            want.extend([String::new(), String::new()]);
+        }
         assert_eq!(
-            format!("2,{o},,"),
-            **n,
-            "the row must not change but for its version"
+            &want,
+            n,
+            "line {}: only the version and the new columns change",
+            i + 1
         );
     }
     let again = results::read_str(&out, "again.csv").expect("reads back");

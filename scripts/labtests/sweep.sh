@@ -155,3 +155,25 @@ test_sweep_ctrl_c_and_resume() {
   expect_rows "$T_OUT/int.csv" 4
   expect_traffic "$T_OUT/int.csv" 0 1 2 3
 }
+
+# railsweep passes rdmabw's test flags through with rdmabw's spelling (issue 21): -b -s 1M -Q 4
+# reach every rdmabw client it runs, and every row says bidirectional and 1 MiB.
+test_sweep_passes_rdmabws_test_flags() {
+  local rc=0
+  "$RAILSWEEP" run --runner local --client-pod podA --server-pod podB --rdmabw "$RDMABW" \
+    --tclass 41 --quiet --margin "$MARGIN" -o "$T_OUT/flags.csv" --rails 0,1 -D 2 -b -s 1M -Q 4 \
+    --show-commands >"$T_OUT/flags.out" 2>"$T_OUT/flags.err" || rc=$?
+  cat "$T_OUT/flags.out"
+  [ "$rc" -eq 0 ] || { cat "$T_OUT/flags.err"; fail "railsweep exit $rc"; }
+  grep 'railsweep: rail [01]: ' "$T_OUT/flags.err"
+  [ "$(grep -c 'railsweep: rail [01]: .*client --json --window 2 -s 1048576 .* -b -Q 4 ' "$T_OUT/flags.err")" -ge 2 ] \
+    || fail "the rdmabw commands did not carry -b -s 1048576 -Q 4"
+  python3 - "$T_OUT/flags.csv" <<'PY' || fail "the rows do not say what was run"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 2, rows
+for r in rows:
+    assert r["bidirectional"] == "true" and r["msg_size_bytes"] == "1048576" and r["status"] == "ok", r
+print([(r["rail"], r["bw_avg_gbps"], r["bidirectional"], r["msg_size_bytes"]) for r in rows])
+PY
+}

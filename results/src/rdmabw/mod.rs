@@ -5,6 +5,7 @@
 //! Units are in the field names (`_gbps` = 10^9 bit/s, `_bytes`, `_s`).
 
 pub mod counters;
+pub mod flags;
 pub mod gpu;
 pub mod params;
 pub mod probe;

@@ -93,6 +93,7 @@ impl BwReport {
             mtu_bytes: self.path_mtu_bytes,
             msg_size_bytes: self.params.sizes.max(),
             qps: self.params.qps,
+            bidirectional: self.params.bidirectional,
             duration_s: None,
             iterations: None,
             memory: self.memory,
