@@ -391,6 +391,35 @@ pub struct TestArgs {
     )]
     pub limit_bw: Option<f64>,
 
+    /// ib_write_bw's message-rate verifier: exit 1 when the message rate of the largest size is
+    /// below this many Mpps.
+    #[arg(
+        short = 'y',
+        long = "limit_msgrate",
+        value_name = "MPPS",
+        help_heading = "Output"
+    )]
+    pub limit_msgrate: Option<f64>,
+
+    /// Add a CPU_Util[%] column to the table: this process's CPU time over the window, in
+    /// percent of one CPU (ib_write_bw measures the whole machine's).
+    #[arg(long = "cpu_util", help_heading = "Output")]
+    pub cpu_util: bool,
+
+    /// With -b, also a table per direction (client to server, server to client) after the sum.
+    #[arg(long = "report-both", alias = "report_both", help_heading = "Output")]
+    pub report_both: bool,
+
+    /// Print only this figure of the largest size on stdout: bandwidth (in the table's unit)
+    /// or message_rate (Mpps), as ib_write_bw --output.
+    #[arg(
+        long = "output",
+        value_name = "FIGURE",
+        value_enum,
+        help_heading = "Output"
+    )]
+    pub output_figure: Option<FigureArg>,
+
     /// Also write the JSON document (a BwReport) to perftest_out.json, or to --out_json_file.
     #[arg(long = "out_json", help_heading = "Output")]
     pub out_json: bool,
@@ -438,6 +467,16 @@ pub struct TestArgs {
         help_heading = "Output"
     )]
     pub report_counters: Option<Vec<String>>,
+}
+
+/// `--output` values (ib_write_bw's; `latency` is for its latency tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FigureArg {
+    /// The average bandwidth, in the table's unit.
+    Bandwidth,
+    /// The message rate, Mpps.
+    #[value(name = "message_rate")]
+    MessageRate,
 }
 
 /// `--poll` values.

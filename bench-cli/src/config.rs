@@ -74,6 +74,14 @@ pub struct Output {
     pub report_counters: Option<Vec<String>>,
     /// `--out_json`/`--out_json_file`: where the JSON document also goes.
     pub json_file: Option<std::path::PathBuf>,
+    /// `-y`: the least message rate, Mpps.
+    pub min_mpps: Option<f64>,
+    /// `--cpu_util`: a CPU column in the table.
+    pub cpu_util: bool,
+    /// `--report-both`: each direction's table after the sum.
+    pub report_both: bool,
+    /// `--output`: only this figure on stdout.
+    pub figure: Option<crate::cli::FigureArg>,
 }
 
 /// What to do.
@@ -508,6 +516,17 @@ fn output(a: &TestArgs) -> Result<Output, Usage> {
         Some(w) => Some(w * 1_048_576.0 * 8.0 / 1e9),
         None => a.min_gbps,
     };
+    let min_mpps = match a.limit_msgrate {
+        Some(y) if !(y.is_finite() && y >= 0.0) => {
+            return usage(format!(
+                "-y/--limit_msgrate {y}: give a message rate in Mpps, e.g. -y 0.18"
+            ))
+        }
+        other => other,
+    };
+    if a.report_both && !a.transport.bidirectional {
+        return usage("--report-both prints each direction of -b: add -b");
+    }
     if let Some(g) = a.min_gbps {
         if !(g.is_finite() && g >= 0.0) {
             return usage(format!(
@@ -539,6 +558,10 @@ fn output(a: &TestArgs) -> Result<Output, Usage> {
             .out_json_file
             .clone()
             .or_else(|| a.out_json.then(|| "perftest_out.json".into())),
+        min_mpps,
+        cpu_util: a.cpu_util,
+        report_both: a.report_both,
+        figure: a.output_figure,
     })
 }
 
@@ -650,6 +673,27 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn perftests_output_flags_resolve() {
+        let out = |a: &[&str]| match cfg(a).unwrap() {
+            Config::Client(_, out) => out,
+            other => panic!("{other:?}"),
+        };
+        let o = out(&[
+            "-y",
+            "0.18",
+            "--cpu_util",
+            "--output=message_rate",
+            "10.0.0.2",
+        ]);
+        assert_eq!(o.min_mpps, Some(0.18));
+        assert!(o.cpu_util);
+        assert_eq!(o.figure, Some(crate::cli::FigureArg::MessageRate));
+        assert!(out(&["-b", "--report-both", "10.0.0.2"]).report_both);
+        let e = cfg(&["--report-both", "10.0.0.2"]).unwrap_err().0;
+        assert!(e.contains("add -b"), "{e}");
     }
 
     #[test]

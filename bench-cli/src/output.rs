@@ -40,15 +40,27 @@ pub fn table_row(r: &SizeResult, gbits: bool) -> String {
     )
 }
 
-/// The whole table.
-pub fn table(rows: &[SizeResult], gbits: bool) -> String {
+/// The whole table; with `cpu`, ib_write_bw --cpu_util's last column: this process's CPU time
+/// over the window in percent of one CPU.
+pub fn table(rows: &[SizeResult], gbits: bool, cpu: bool) -> String {
     let mut s = String::new();
     s.push_str(RESULT_LINE);
     s.push('\n');
     s.push_str(if gbits { HEADER_GBITS } else { HEADER_MB });
+    if cpu {
+        s.push_str("\tCPU_Util[%]");
+    }
     s.push('\n');
     for r in rows {
         s.push_str(&table_row(r, gbits));
+        if cpu {
+            let pct = if r.measured_s > 0.0 {
+                r.cpu_s / r.measured_s * 100.0
+            } else {
+                0.0
+            };
+            s.push_str(&format!("\t   {pct:.2}"));
+        }
         s.push('\n');
     }
     s.push_str(RESULT_LINE);
@@ -69,6 +81,9 @@ pub fn report(o: &Outcome, out: &Output) -> BwReport {
     let pct = last.and_then(|r| percent_of_line_rate(r.bw_avg_gbps, line_rate));
     let threshold = threshold_gbps(out, line_rate);
     let below = last.is_some_and(|r| below_threshold(r.bw_avg_gbps, threshold));
+    let slow_rate = last
+        .zip(out.min_mpps)
+        .filter(|(r, min)| r.msg_rate_mpps < *min);
     let missing_rate = out.min_line_rate_pct.is_some() && line_rate.is_none();
     BwReport {
         schema_version: REPORT_SCHEMA_VERSION,
@@ -85,13 +100,18 @@ pub fn report(o: &Outcome, out: &Output) -> BwReport {
         line_rate_gbps: line_rate,
         line_rate_pct: pct,
         threshold_gbps: threshold,
-        status: if below || missing_rate {
+        status: if below || missing_rate || slow_rate.is_some() {
             TestStatus::BelowThreshold
         } else {
             TestStatus::Ok
         },
         error: if missing_rate {
             Some("--min-line-rate-pct: the line rate of the ports is unknown".into())
+        } else if let (false, Some((r, min))) = (below, slow_rate) {
+            Some(format!(
+                "message rate {:.6} Mpps at {} B is below -y/--limit_msgrate {min} Mpps",
+                r.msg_rate_mpps, r.msg_size_bytes
+            ))
         } else if below {
             Some(format!(
                 "average {:.2} Gb/s at {} B is below the threshold of {:.2} Gb/s",
@@ -179,8 +199,28 @@ pub fn print(rep: &BwReport, out: &Output) -> std::io::Result<()> {
                 results::ResultsError::Io { source, .. } => source,
                 other => std::io::Error::other(other),
             })?,
+        Format::Table if out.figure.is_some() => {
+            if let Some(r) = rep.results.last() {
+                match out.figure {
+                    Some(crate::cli::FigureArg::MessageRate) => {
+                        writeln!(w, "{:.6}", r.msg_rate_mpps)?;
+                    }
+                    _ if out.gbits => writeln!(w, "{:.2}", r.bw_avg_gbps)?,
+                    _ => writeln!(w, "{:.2}", gbps_to_mib_s(r.bw_avg_gbps))?,
+                }
+            }
+        }
         Format::Table => {
-            write!(w, "{}", table(&rep.results, out.gbits))?;
+            write!(w, "{}", table(&rep.results, out.gbits, out.cpu_util))?;
+            if let (true, Some(d)) = (out.report_both, &rep.directions) {
+                for (name, rows) in [
+                    ("client to server", &d.client_to_server),
+                    ("server to client", &d.server_to_client),
+                ] {
+                    writeln!(w, " {name}:")?;
+                    write!(w, "{}", table(rows, out.gbits, out.cpu_util))?;
+                }
+            }
             if let Some(names) = &out.report_counters {
                 write!(w, "{}", crate::counters::deltas_table(&rep.counters, names))?;
             }
@@ -313,9 +353,15 @@ mod tests {
             "{mb}"
         );
         assert_eq!(RESULT_LINE.len(), 87);
-        let t = table(&[r], true);
+        let t = table(std::slice::from_ref(&r), true, false);
         assert!(t.starts_with(RESULT_LINE));
         assert!(t.contains(HEADER_GBITS));
+        assert!(!t.contains("CPU_Util"));
+        // --cpu_util: one more column, this process's CPU over the window (5 s of 5 s: 100%).
+        let t = table(&[SizeResult { cpu_s: 1.25, ..r }], true, true);
+        assert!(t.contains(&format!("{HEADER_GBITS}\tCPU_Util[%]")), "{t}");
+        let row = t.lines().nth(2).unwrap_or_default();
+        assert_eq!(row.split_whitespace().nth(5), Some("25.00"), "{row}");
     }
 
     #[test]
@@ -328,6 +374,10 @@ mod tests {
             quiet: true,
             report_counters: None,
             json_file: None,
+            min_mpps: None,
+            cpu_util: false,
+            report_both: false,
+            figure: None,
         };
         assert_eq!(threshold_gbps(&out, Some(400.0)), Some(360.0));
         assert_eq!(threshold_gbps(&out, None), None);

@@ -48,26 +48,6 @@ const REFUSED: &[Refused] = &[
               rdmabw, or run railsweep with --retries for a burn-in",
     },
     Refused {
-        names: &["y", "limit_msgrate"],
-        why:
-            "is ib_write_bw's message-rate verifier; rdmabw verifies bandwidth: use -w/--limit_bw \
-              or --min-gbps (exit 1 below it)",
-    },
-    Refused {
-        names: &["cpu_util"],
-        why: "adds CPU utilization to ib_write_bw's table; rdmabw's --json has each size's cpu_s",
-    },
-    Refused {
-        names: &["report-both"],
-        why: "prints each direction of -b in ib_write_bw; rdmabw's table has the sum, and --json \
-              has each direction (`directions`)",
-    },
-    Refused {
-        names: &["output"],
-        why: "prints one figure in ib_write_bw; rdmabw prints the table, or --json/--csv for \
-              scripts (e.g. --json | jq '.results[-1].bw_avg_gbps')",
-    },
-    Refused {
         names: &["e", "use_event"],
         why: "waits for completion events in ib_write_bw; rdmabw polls its completion queues \
               (--poll spin or adaptive)",

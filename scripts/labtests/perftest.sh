@@ -88,3 +88,36 @@ test_perftest_duration_timing_is_ib_write_bws() {
   awk -v d="$m_d" -v w="$m_w" 'BEGIN { exit !(d > 1.9 && d < 2.1 && w > 3.9 && w < 4.1) }' \
     || fail "-D 4 should measure 2 s and --window 4 measure 4 s"
 }
+
+# ib_write_bw's output flags with their meaning in rdmabw (issue 21): --cpu_util adds the
+# CPU_Util[%] column, --output=bandwidth prints one number, -y above the message rate exits 1
+# naming it, -b --report-both prints each direction, and --out_json_file writes the document.
+test_perftest_output_flags_of_rdmabw() {
+  local dev_a dev_b ip_b gid_a gid_b port=18630 rc
+  dev_a=$(topo podA 0 rdma_dev); dev_b=$(topo podB 0 rdma_dev); ip_b=$(topo podB 0 ipv4)
+  gid_a=$(gid_index "$dev_a" "$(topo podA 0 ipv4)"); gid_b=$(gid_index "$dev_b" "$ip_b")
+  # run NAME CLIENT_FLAGS...: an rdmabw pair on rail 0; the client's stdout in NAME.out, $rc its exit.
+  run() {
+    local name=$1; shift; port=$((port + 1)); rc=0
+    in_pod podB timeout 60 "$RDMABW" -d "$dev_b" -x "$gid_b" -D 2 -p "$port" "$@" >/dev/null 2>&1 &
+    wait_port podB "$port"
+    in_pod podA timeout 60 "$RDMABW" -d "$dev_a" -x "$gid_a" -D 2 -p "$port" "$@" "$ip_b" \
+      >"$T_OUT/$name.out" 2>"$T_OUT/$name.err" || rc=$?
+    wait || true
+  }
+  run cpu --cpu_util --report_gbits
+  [ "$rc" -eq 0 ] || { cat "$T_OUT/cpu.err"; fail "--cpu_util: exit $rc"; }
+  grep -q 'MsgRate\[Mpps\].CPU_Util\[%\]' "$T_OUT/cpu.out" || { cat "$T_OUT/cpu.out"; fail "no CPU_Util[%] column"; }
+  awk '$1 == 65536 && NF == 6 { print "CPU_Util " $6 "%"; ok = 1 } END { exit !ok }' "$T_OUT/cpu.out" || fail "no CPU figure in the row"
+  run figure --output=bandwidth --report_gbits
+  [ "$rc" -eq 0 ] && grep -Eqx '[0-9]+\.[0-9]{2}' "$T_OUT/figure.out" || { cat "$T_OUT/figure.out"; fail "--output=bandwidth is not one number"; }
+  echo "--output=bandwidth: $(cat "$T_OUT/figure.out") Gb/s"
+  run verifier -y 1000000 --out_json_file "$T_OUT/doc.json"
+  [ "$rc" -eq 1 ] || fail "-y 1000000 exited $rc, expected 1"
+  grep -q 'below -y/--limit_msgrate 1000000 Mpps' "$T_OUT/verifier.err" || { cat "$T_OUT/verifier.err"; fail "-y does not say why"; }
+  [ "$(json_get "$T_OUT/doc.json" 'd["status"]')" = below_threshold ] || fail "--out_json_file: not the report"
+  run both -b --report-both --report_gbits
+  [ "$rc" -eq 0 ] || { cat "$T_OUT/both.err"; fail "-b --report-both: exit $rc"; }
+  grep -q '^ client to server:' "$T_OUT/both.out" && grep -q '^ server to client:' "$T_OUT/both.out" \
+    || { cat "$T_OUT/both.out"; fail "--report-both: no table per direction"; }
+}
