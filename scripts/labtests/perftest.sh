@@ -99,7 +99,8 @@ test_perftest_output_flags_of_rdmabw() {
   # run NAME CLIENT_FLAGS...: an rdmabw pair on rail 0; the client's stdout in NAME.out, $rc its exit.
   run() {
     local name=$1; shift; port=$((port + 1)); rc=0
-    in_pod podB timeout 60 "$RDMABW" -d "$dev_b" -x "$gid_b" -D 2 -p "$port" "$@" >/dev/null 2>&1 &
+    # The server takes the test's parameters from the client; the output flags are the client's.
+    in_pod podB timeout 60 "$RDMABW" -d "$dev_b" -x "$gid_b" -D 2 -p "$port" >/dev/null 2>&1 &
     wait_port podB "$port"
     in_pod podA timeout 60 "$RDMABW" -d "$dev_a" -x "$gid_a" -D 2 -p "$port" "$@" "$ip_b" \
       >"$T_OUT/$name.out" 2>"$T_OUT/$name.err" || rc=$?
