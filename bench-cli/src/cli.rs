@@ -259,6 +259,15 @@ pub struct TestArgs {
     #[arg(long = "poll", value_name = "MODE", value_enum, default_value_t = PollArg::Spin)]
     pub poll: PollArg,
 
+    /// Poll the queue pairs on this CPU [default: the first allowed CPU of the NIC's NUMA node,
+    /// as perftest pins itself, when the node is known; each row's polling_cpu says where].
+    #[arg(long, value_name = "N", conflicts_with = "no_numa_bind")]
+    pub cpu: Option<u32>,
+
+    /// Leave the polling thread wherever the scheduler puts it (no NUMA binding).
+    #[arg(long = "no-numa-bind")]
+    pub no_numa_bind: bool,
+
     /// Path MTU: 256, 512, 1024, 2048 or 4096 (ib_write_bw -m; default: the smaller active MTU
     /// of both ports).
     #[arg(short = 'm', long = "mtu", value_name = "BYTES")]

@@ -478,6 +478,25 @@ fn tuning(a: &TestArgs, sizes: &Sizes) -> Result<LocalTuning, Usage> {
         100,
     )?;
     let post_list = at_least_one("-l/--post_list", a.transport.post_list, d.post_list, 1)?;
+    let cpu = match (a.cpu, a.no_numa_bind) {
+        (Some(n), _) => {
+            let allowed = bench_core::ffi::allowed_cpus().unwrap_or_default();
+            if !allowed.is_empty() && !allowed.contains(&n) {
+                return usage(format!(
+                    "--cpu {n}: this process may run on CPUs {} only (taskset, cgroup cpuset); \
+                     pick one of those, or leave --cpu out for a CPU of the NIC's NUMA node",
+                    allowed
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ));
+            }
+            results::rdmabw::params::CpuChoice::Cpu(n)
+        }
+        (None, true) => results::rdmabw::params::CpuChoice::Unbound,
+        (None, false) => results::rdmabw::params::CpuChoice::Numa,
+    };
     Ok(LocalTuning {
         tx_depth,
         cq_mod,
@@ -494,6 +513,7 @@ fn tuning(a: &TestArgs, sizes: &Sizes) -> Result<LocalTuning, Usage> {
             crate::cli::PollArg::Adaptive => results::rdmabw::params::PollMode::Adaptive,
             crate::cli::PollArg::Spin => results::rdmabw::params::PollMode::Spin,
         },
+        cpu,
     })
 }
 

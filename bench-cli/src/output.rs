@@ -338,6 +338,7 @@ mod tests {
             interval_ms: 10,
             measured_s: 5.0,
             cpu_s: 5.0,
+            polling_cpu: None,
         };
         let row = table_row(&r, true);
         assert_eq!(

@@ -13,6 +13,7 @@ pub mod ffi;
 pub mod gid;
 pub mod gpu;
 pub mod neigh;
+pub mod numa;
 pub mod probe;
 pub mod rails;
 pub mod session;

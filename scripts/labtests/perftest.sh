@@ -96,28 +96,35 @@ test_perftest_output_flags_of_rdmabw() {
   local dev_a dev_b ip_b gid_a gid_b port=18630 rc
   dev_a=$(topo podA 0 rdma_dev); dev_b=$(topo podB 0 rdma_dev); ip_b=$(topo podB 0 ipv4)
   gid_a=$(gid_index "$dev_a" "$(topo podA 0 ipv4)"); gid_b=$(gid_index "$dev_b" "$ip_b")
-  # run NAME CLIENT_FLAGS...: an rdmabw pair on rail 0; the client's stdout in NAME.out, $rc its exit.
+  # run NAME SERVER_FLAGS CLIENT_FLAGS...: an rdmabw pair on rail 0 (the output flags are the
+  # client's; -b goes to both, as with ib_write_bw); the client's stdout in NAME.out, $rc its exit.
   run() {
-    local name=$1; shift; port=$((port + 1)); rc=0
-    # The server takes the test's parameters from the client; the output flags are the client's.
-    in_pod podB timeout 60 "$RDMABW" -d "$dev_b" -x "$gid_b" -D 2 -p "$port" >/dev/null 2>&1 &
+    local name=$1 sflags=$2; shift 2; port=$((port + 1)); rc=0
+    # shellcheck disable=SC2086
+    in_pod podB timeout 60 "$RDMABW" -d "$dev_b" -x "$gid_b" -D 2 -p "$port" $sflags >/dev/null 2>&1 &
     wait_port podB "$port"
     in_pod podA timeout 60 "$RDMABW" -d "$dev_a" -x "$gid_a" -D 2 -p "$port" "$@" "$ip_b" \
       >"$T_OUT/$name.out" 2>"$T_OUT/$name.err" || rc=$?
     wait || true
   }
-  run cpu --cpu_util --report_gbits
+  run cpu "" --cpu_util --report_gbits
   [ "$rc" -eq 0 ] || { cat "$T_OUT/cpu.err"; fail "--cpu_util: exit $rc"; }
   grep -q 'MsgRate\[Mpps\].CPU_Util\[%\]' "$T_OUT/cpu.out" || { cat "$T_OUT/cpu.out"; fail "no CPU_Util[%] column"; }
   awk '$1 == 65536 && NF == 6 { print "CPU_Util " $6 "%"; ok = 1 } END { exit !ok }' "$T_OUT/cpu.out" || fail "no CPU figure in the row"
-  run figure --output=bandwidth --report_gbits
+  run figure "" --output=bandwidth --report_gbits
   [ "$rc" -eq 0 ] && grep -Eqx '[0-9]+\.[0-9]{2}' "$T_OUT/figure.out" || { cat "$T_OUT/figure.out"; fail "--output=bandwidth is not one number"; }
   echo "--output=bandwidth: $(cat "$T_OUT/figure.out") Gb/s"
-  run verifier -y 1000000 --out_json_file "$T_OUT/doc.json"
+  run verifier "" -y 1000000 --out_json_file "$T_OUT/doc.json"
   [ "$rc" -eq 1 ] || fail "-y 1000000 exited $rc, expected 1"
   grep -q 'below -y/--limit_msgrate 1000000 Mpps' "$T_OUT/verifier.err" || { cat "$T_OUT/verifier.err"; fail "-y does not say why"; }
   [ "$(json_get "$T_OUT/doc.json" 'd["status"]')" = below_threshold ] || fail "--out_json_file: not the report"
-  run both -b --report-both --report_gbits
+  # --cpu 1: the polling thread runs there, and each row says so (rxe has no NUMA node: without
+  # --cpu the thread is left to the scheduler).
+  run pinned "" --json --cpu 1
+  [ "$rc" -eq 0 ] || { cat "$T_OUT/pinned.err"; fail "--cpu 1: exit $rc"; }
+  [ "$(json_get "$T_OUT/pinned.out" 'd["results"][0]["polling_cpu"]')" = 1 ] || fail "--cpu 1: the row's polling_cpu is not 1"
+  [ "$(json_get "$T_OUT/pinned.out" 'd["tuning"]["cpu"]')" = "{'cpu': 1}" ] || fail "--cpu 1: not in the report's tuning"
+  run both -b -b --report-both --report_gbits
   [ "$rc" -eq 0 ] || { cat "$T_OUT/both.err"; fail "-b --report-both: exit $rc"; }
   grep -q '^ client to server:' "$T_OUT/both.out" && grep -q '^ server to client:' "$T_OUT/both.out" \
     || { cat "$T_OUT/both.out"; fail "--report-both: no table per direction"; }

@@ -9,7 +9,9 @@ use super::sampler::Sampler;
 use super::{StopFlags, DURATION_INTERVAL, ITERATION_INTERVAL, STOP_CHECK};
 use crate::error::Error;
 use crate::verbs::{Completion, Cq, Device, Qp, Rts, WriteSpec};
-use results::rdmabw::params::{LocalTuning, PollMode, SizeResult, TestLength, TestParams};
+use results::rdmabw::params::{
+    CpuChoice, LocalTuning, PollMode, SizeResult, TestLength, TestParams,
+};
 
 /// Empty polls between two clock reads while nothing completes. Spinning on an empty CQ needs
 /// the time only to see the window close or a stop come, which 64 polls (microseconds on a NIC)
@@ -40,6 +42,12 @@ impl Connected {
         tuning: &LocalTuning,
         stop: StopFlags<'_>,
     ) -> Result<Vec<SizeResult>, Error> {
+        // The polling thread goes where the side's tuning says (resolved by the session: a CPU
+        // of the NIC's NUMA node by default). Best effort: a CPU that cannot be taken leaves the
+        // thread where it is, and each row says where it ran.
+        if let CpuChoice::Cpu(cpu) = tuning.cpu {
+            let _ = crate::ffi::pin_current_thread(cpu);
+        }
         let mut out = Vec::new();
         let sizes = params.sizes.list();
         let n = sizes.len();
@@ -571,6 +579,7 @@ impl<'a> SizeRun<'a> {
             interval_ms: self.sched.interval.as_millis() as u64,
             measured_s,
             cpu_s,
+            polling_cpu: crate::ffi::current_cpu(),
         }
     }
 }

@@ -132,6 +132,7 @@ pub fn combine(a: &[SizeResult], b: &[SizeResult]) -> Vec<SizeResult> {
                     interval_ms: x.interval_ms,
                     measured_s: x.measured_s.max(y.measured_s),
                     cpu_s: x.cpu_s + y.cpu_s,
+                    polling_cpu: x.polling_cpu,
                 },
             },
         )
@@ -156,6 +157,7 @@ mod tests {
             interval_ms: 10,
             measured_s: 2.0,
             cpu_s: 1.0,
+            polling_cpu: None,
         }
     }
 

@@ -75,6 +75,15 @@ pub(super) fn window(
     let progress = crate::counters::traffic_probe(roots, &target);
     let watch = PeerWatch::start_watching(ch, watch_cfg, Arc::clone(&engine_stop), Some(progress))?;
     let guard = Guard::start(Arc::clone(&engine_stop), roots, rail);
+    let tuning = &LocalTuning {
+        cpu: crate::numa::resolve(
+            roots,
+            &rail.device,
+            tuning.cpu,
+            &crate::ffi::allowed_cpus().unwrap_or_default(),
+        ),
+        ..tuning.clone()
+    };
     let run = if writer {
         conn.run_writes(params, tuning, StopFlags::either(stop, &engine_stop))
             .map_err(Some)

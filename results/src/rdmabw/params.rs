@@ -160,6 +160,24 @@ pub struct LocalTuning {
     /// How this side waits for completions (`--poll`).
     #[serde(default)]
     pub poll: PollMode,
+    /// Which CPU polls this side's queue pairs (`--cpu`, `--no-numa-bind`). Per side: a server
+    /// never takes it from the client.
+    #[serde(default)]
+    pub cpu: CpuChoice,
+}
+
+/// Which CPU the polling thread (one for all of a side's QPs) runs on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuChoice {
+    /// A CPU of the NIC's NUMA node, when the node is known and one of its CPUs is allowed
+    /// (perftest 6.29's default); else wherever the scheduler puts it.
+    #[default]
+    Numa,
+    /// This CPU (`--cpu N`).
+    Cpu(u32),
+    /// Wherever the scheduler puts it (`--no-numa-bind`).
+    Unbound,
 }
 
 /// How the engine waits for work completions.
@@ -196,6 +214,7 @@ impl Default for LocalTuning {
             retry_count: 7,
             memory: MemoryRequest::Host,
             poll: PollMode::Spin,
+            cpu: CpuChoice::Numa,
         }
     }
 }
@@ -225,4 +244,7 @@ pub struct SizeResult {
     pub measured_s: f64,
     /// CPU time (user + system) this process spent in the measured window, in seconds.
     pub cpu_s: f64,
+    /// The CPU the polling thread of every QP was on when the window closed (`sched_getcpu`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub polling_cpu: Option<u32>,
 }
