@@ -16,7 +16,15 @@ struct Refused {
 
 const REFUSED: &[Refused] = &[
     Refused {
-        names: &["R", "rdma_cm", "z", "com_rdma_cm", "T", "tos"],
+        names: &[
+            "R",
+            "rdma_cm",
+            "z",
+            "com_rdma_cm",
+            "comm_rdma_cm",
+            "T",
+            "tos",
+        ],
         why: "connects QPs through rdma_cm in ib_write_bw; rdmabw connects them over its own TCP \
               control channel (-p) and needs no rdma_cm: leave it out, and give the traffic \
               class with --tclass",
@@ -64,9 +72,30 @@ const REFUSED: &[Refused] = &[
             "use_hugepages",
             "mr_per_qp",
             "use_null_mr",
+            "use-null-mr",
+            "payload_file_path",
         ],
         why: "changes how ib_write_bw allocates or registers its buffers; rdmabw registers one \
               page-aligned buffer per test in host memory, or GPU memory with --use_cuda",
+    },
+    Refused {
+        names: &["bind_source_ip", "ipv6-addr"],
+        why: "sets the address of ib_write_bw's connection set-up; rdmabw's control channel \
+              connects to HOST, and --bind sets the server's listening address",
+    },
+    Refused {
+        names: &["write_with_imm", "unsolicited_write"],
+        why: "changes the verb in ib_write_bw; rdmabw measures plain RDMA WRITE",
+    },
+    Refused {
+        names: &["flow_label"],
+        why: "sets the GRH flow label in ib_write_bw; rdmabw leaves it 0 (--tclass and \
+              --hop-limit set the rest of the GRH)",
+    },
+    Refused {
+        names: &["congest_type", "no_lock", "no_ddp"],
+        why: "is a setting of one vendor's provider (hns, mlx5) in ib_write_bw; rdmabw uses \
+              the provider's defaults",
     },
     Refused {
         names: &["reversed"],
@@ -256,10 +285,26 @@ mod tests {
     /// drift), is either taken by rdmabw's parser or refused here by name.
     #[test]
     fn every_flag_of_the_installed_ib_write_bw_is_taken_or_refused_by_name() {
-        let out = std::process::Command::new("ib_write_bw")
+        // The lab's reference (perftest 25.x, scripts/lab.d/ib_write_bw, once scripts/lab
+        // --prepare fetched it), else the machine's perftest.
+        let lab = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/lab.d/ib_write_bw");
+        let works = |bin: &str| {
+            std::process::Command::new(bin)
+                .arg("--version")
+                .output()
+                // perftest's --version exits 1; what it prints is what tells.
+                .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).starts_with("Version:"))
+        };
+        let reference = if works(lab) { lab } else { "ib_write_bw" };
+        let out = std::process::Command::new(reference)
             .arg("--help")
             .output()
-            .expect("ib_write_bw is the reference: install perftest (apt-get install perftest)");
+            .expect("ib_write_bw is the reference: run scripts/lab --prepare, or install perftest");
+        let version = std::process::Command::new(reference)
+            .arg("--version")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
         let help = String::from_utf8_lossy(&out.stdout).to_string()
             + &String::from_utf8_lossy(&out.stderr);
         let flags = reference_flags(&help);
@@ -291,7 +336,7 @@ mod tests {
             );
         }
         eprintln!(
-            "{} flags of ib_write_bw --help: {} taken, {} refused by name",
+            "{} flags of {reference} --help ({version}): {} taken, {} refused by name",
             flags.len(),
             flags.iter().filter(|f| taken.contains(f)).count(),
             flags.iter().filter(|f| is_refused(f)).count()

@@ -258,14 +258,14 @@ test_param_mismatch_named() {
 test_perftest_peer_is_named() {
   local dev_b ip_b
   dev_b=$(topo podB 0 rdma_dev); ip_b=$(topo podB 0 ipv4)
-  in_pod podB timeout 20 ib_write_bw -d "$dev_b" -x "$(gid_index "$dev_b" "$ip_b")" -F -p 18700 >"$T_OUT/ib_server.txt" 2>&1 &
+  in_pod podB timeout 20 "$IB_WRITE_BW" -d "$dev_b" -x "$(gid_index "$dev_b" "$ip_b")" -F -p 18700 >"$T_OUT/ib_server.txt" 2>&1 &
   wait_port podB 18700
   expect_rc 2 to_perftest in_pod podA timeout 150 "$RDMABW" client --netdev net1 -n 10 -p 18700 "$SRV"
   must_say to_perftest "perftest"
   in_pod podB timeout 240 "$RDMABW" server --netdev net1 -p 18701 >/dev/null 2>"$T_OUT/rdmabw_server.err" &
   local spid=$!
   wait_port podB 18701
-  in_pod podA timeout 10 ib_write_bw -d "$(topo podA 0 rdma_dev)" -x "$(gid_index "$(topo podA 0 rdma_dev)" "$(topo podA 0 ipv4)")" -F -p 18701 "$SRV" >"$T_OUT/ib_client.txt" 2>&1 || true
+  in_pod podA timeout 10 "$IB_WRITE_BW" -d "$(topo podA 0 rdma_dev)" -x "$(gid_index "$(topo podA 0 rdma_dev)" "$(topo podA 0 ipv4)")" -F -p 18701 "$SRV" >"$T_OUT/ib_client.txt" 2>&1 || true
   local rc=0; wait "$spid" || rc=$?
   echo "rdmabw server with an ib_write_bw client: exit $rc: $(grep error "$T_OUT/rdmabw_server.err")"
   [ "$rc" -eq 2 ] || { cat "$T_OUT/rdmabw_server.err"; fail "server exit $rc"; }

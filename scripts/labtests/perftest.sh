@@ -7,10 +7,10 @@ test_perftest_every_rail() {
   for ((i = 0; i < LAB_RAILS; i++)); do
     port=$((18515 + i))
     dev_a=$(topo podA "$i" rdma_dev); dev_b=$(topo podB "$i" rdma_dev); ip_b=$(topo podB "$i" ipv4)
-    in_pod podB timeout 30 ib_write_bw -d "$dev_b" -x "$(gid_index "$dev_b" "$ip_b")" -F --report_gbits -D 2 -p "$port" \
+    in_pod podB timeout 30 "$IB_WRITE_BW" -d "$dev_b" -x "$(gid_index "$dev_b" "$ip_b")" -F --report_gbits -D 2 -p "$port" \
       >"$T_OUT/server$i.txt" 2>&1 &
     wait_port podB "$port"
-    in_pod podA timeout 30 ib_write_bw -d "$dev_a" -x "$(gid_index "$dev_a" "$(topo podA "$i" ipv4)")" -F --report_gbits \
+    in_pod podA timeout 30 "$IB_WRITE_BW" -d "$dev_a" -x "$(gid_index "$dev_a" "$(topo podA "$i" ipv4)")" -F --report_gbits \
       -D 2 -p "$port" "$ip_b" >"$T_OUT/client$i.txt" 2>&1 || { cat "$T_OUT/client$i.txt"; fail "ib_write_bw on rail $i failed"; }
     wait
     # ib_write_bw's own Gb/s divides by a CPU frequency it estimates from rdtsc; under
@@ -33,9 +33,9 @@ test_perftest_tclass_in_tos() {
   in_pod podB timeout 20 tcpdump -l -n -v -c 20 -i "$(topo podB 1 iface)" udp port 4791 >"$T_OUT/tcpdump.txt" 2>"$T_OUT/tcpdump.err" &
   local tpid=$!
   sleep 1
-  in_pod podB timeout 20 ib_write_bw -d "$dev_b" -x "$(gid_index "$dev_b" "$ip_b")" -F --report_gbits -n 200 --tclass=41 -p 18600 >/dev/null 2>&1 &
+  in_pod podB timeout 20 "$IB_WRITE_BW" -d "$dev_b" -x "$(gid_index "$dev_b" "$ip_b")" -F --report_gbits -n 200 --tclass=41 -p 18600 >/dev/null 2>&1 &
   wait_port podB 18600
-  in_pod podA timeout 20 ib_write_bw -d "$dev_a" -x "$(gid_index "$dev_a" "$(topo podA 1 ipv4)")" -F --report_gbits -n 200 \
+  in_pod podA timeout 20 "$IB_WRITE_BW" -d "$dev_a" -x "$(gid_index "$dev_a" "$(topo podA 1 ipv4)")" -F --report_gbits -n 200 \
     --tclass=41 -p 18600 "$ip_b" >"$T_OUT/client.txt" 2>&1 || fail "ib_write_bw --tclass=41 failed"
   wait "$tpid" || true
   grep -m3 'tos 0x' "$T_OUT/tcpdump.txt" || true
@@ -53,10 +53,10 @@ test_perftest_duration_timing_is_ib_write_bws() {
   dev_a=$(topo podA 0 rdma_dev); dev_b=$(topo podB 0 rdma_dev)
   ip_a=$(topo podA 0 ipv4); ip_b=$(topo podB 0 ipv4)
   gid_a=$(gid_index "$dev_a" "$ip_a"); gid_b=$(gid_index "$dev_b" "$ip_b")
-  in_pod podB timeout 30 ib_write_bw -d "$dev_b" -x "$gid_b" -F --report_gbits -D 4 -p 18620 >/dev/null 2>&1 &
+  in_pod podB timeout 30 "$IB_WRITE_BW" -d "$dev_b" -x "$gid_b" -F --report_gbits -D 4 -p 18620 >/dev/null 2>&1 &
   wait_port podB 18620
   t0=$(now)
-  in_pod podA timeout 30 ib_write_bw -d "$dev_a" -x "$gid_a" -F --report_gbits -D 4 -p 18620 "$ip_b" \
+  in_pod podA timeout 30 "$IB_WRITE_BW" -d "$dev_a" -x "$gid_a" -F --report_gbits -D 4 -p 18620 "$ip_b" \
     >"$T_OUT/perftest.txt" 2>&1 || { cat "$T_OUT/perftest.txt"; fail "ib_write_bw -D 4 failed"; }
   wall_p=$(elapsed "$t0"); wait
   in_pod podB timeout 30 "$RDMABW" -d "$dev_b" -x "$gid_b" -F --report_gbits -D 4 -p 18621 >/dev/null 2>&1 &
