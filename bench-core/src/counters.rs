@@ -51,12 +51,7 @@ impl Snapshot {
     pub fn read(roots: &SysRoots, t: &CounterTarget) -> Snapshot {
         let t0 = Instant::now();
         let mut values = BTreeMap::new();
-        let port = roots
-            .sys
-            .join("class/infiniband")
-            .join(&t.device)
-            .join("ports")
-            .join(t.port.to_string());
+        let port = roots.port_dir(&t.device, t.port);
         read_dir_into(&mut values, CounterSource::Port, &port.join("counters"));
         read_dir_into(&mut values, CounterSource::Hw, &port.join("hw_counters"));
         // A device seen from another network namespace (rdma's shared mode: the "compat" device
@@ -145,12 +140,7 @@ impl Snapshot {
 /// `rcvd_pkts`/`sent_pkts`, the netdev's `rx_bytes`/`tx_bytes`), which grows while the test
 /// moves data in either direction; `None` when none can be read.
 pub fn traffic_probe(roots: &SysRoots, t: &CounterTarget) -> crate::control::Progress {
-    let port = roots
-        .sys
-        .join("class/infiniband")
-        .join(&t.device)
-        .join("ports")
-        .join(t.port.to_string());
+    let port = roots.port_dir(&t.device, t.port);
     let mut files = vec![
         port.join("counters/port_rcv_data"),
         port.join("counters/port_xmit_data"),

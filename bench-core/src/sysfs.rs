@@ -73,6 +73,14 @@ impl SysRoots {
         }
     }
 
+    /// `class/infiniband/DEV/ports/PORT`: a port's folder (state, counters, GIDs).
+    pub fn port_dir(&self, device: &str, port: u8) -> PathBuf {
+        self.ib_class()
+            .join(device)
+            .join("ports")
+            .join(port.to_string())
+    }
+
     fn ib_class(&self) -> PathBuf {
         self.sys.join("class/infiniband")
     }

@@ -63,12 +63,7 @@ impl Guard {
     pub(super) fn start(to: Arc<AtomicBool>, roots: &SysRoots, rail: &Rail) -> Guard {
         let quit = Arc::new(AtomicBool::new(false));
         let rail_down = Arc::new(Mutex::new(None));
-        let port_dir = roots
-            .sys
-            .join("class/infiniband")
-            .join(&rail.device)
-            .join("ports")
-            .join(rail.port.to_string());
+        let port_dir = roots.port_dir(&rail.device, rail.port);
         let what = format!(
             "port {} of {}{}",
             rail.port,
