@@ -76,7 +76,7 @@ impl Guard {
         let (q, down) = (Arc::clone(&quit), Arc::clone(&rail_down));
         let thread = thread::Builder::new()
             .name("rdmabw-guard".into())
-            .spawn(move || loop {
+            .spawn(move || 'watch: loop {
                 let next = Instant::now() + RAIL_CHECK;
                 loop {
                     if q.load(Ordering::Acquire) {
@@ -93,28 +93,29 @@ impl Guard {
                         .map(|s| sysfs::PortState::parse(&s))
                         .filter(|s| *s != sysfs::PortState::Active)
                 };
-                if down_now().is_some() {
-                    let until = Instant::now() + LINK_GRACE;
-                    while down_now().is_some() && Instant::now() < until {
-                        if q.load(Ordering::Acquire) {
-                            return;
-                        }
-                        thread::park_timeout(GRACE_CHECK);
-                    }
-                }
-                if let Some(state) = sysfs::read_attr(&port_dir.join("state")) {
-                    if sysfs::PortState::parse(&state) != sysfs::PortState::Active {
-                        let phys = sysfs::read_attr(&port_dir.join("phys_state"))
-                            .unwrap_or_else(|| "unknown".into());
-                        *down.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!(
-                            "{what} went {} (physical state {phys}) during the test: the rail is \
-                             down",
-                            sysfs::PortState::parse(&state).name()
-                        ));
-                        to.store(true, Ordering::Relaxed);
+                let Some(mut state) = down_now() else {
+                    continue;
+                };
+                // Down: look again every GRACE_CHECK until LINK_GRACE has passed.
+                let until = Instant::now() + LINK_GRACE;
+                while Instant::now() < until {
+                    if q.load(Ordering::Acquire) {
                         return;
                     }
+                    thread::park_timeout(GRACE_CHECK);
+                    match down_now() {
+                        Some(s) => state = s,
+                        None => continue 'watch,
+                    }
                 }
+                let phys = sysfs::read_attr(&port_dir.join("phys_state"))
+                    .unwrap_or_else(|| "unknown".into());
+                *down.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!(
+                    "{what} went {} (physical state {phys}) during the test: the rail is down",
+                    state.name()
+                ));
+                to.store(true, Ordering::Relaxed);
+                return;
             })
             .ok();
         Guard {
