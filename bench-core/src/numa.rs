@@ -22,35 +22,30 @@ pub fn parse_cpulist(text: &str) -> Option<Vec<u32>> {
     Some(cpus)
 }
 
-/// The NUMA node of RDMA device `device` and that node's CPUs, when sysfs knows them (a
-/// software device such as rxe has no PCI device, hence no node).
-pub fn nic_node(roots: &SysRoots, device: &str) -> Option<(u32, Vec<u32>)> {
-    let node_file = roots
-        .sys
-        .join("class/infiniband")
-        .join(device)
-        .join("device/numa_node");
-    let node: i64 = std::fs::read_to_string(node_file)
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    let node = u32::try_from(node).ok()?;
+/// The CPUs of NUMA node `node` (`devices/system/node/nodeN/cpulist`).
+pub fn node_cpus(roots: &SysRoots, node: u32) -> Option<Vec<u32>> {
     let list = std::fs::read_to_string(
         roots
             .sys
             .join(format!("devices/system/node/node{node}/cpulist")),
     )
     .ok()?;
-    Some((node, parse_cpulist(&list)?))
+    parse_cpulist(&list)
 }
 
-/// `choice` made concrete for `device`: `Numa` becomes the first CPU of the NIC's node that
-/// this process may run on (`allowed`), or `Unbound` when the node or such a CPU is unknown.
-pub fn resolve(roots: &SysRoots, device: &str, choice: CpuChoice, allowed: &[u32]) -> CpuChoice {
+/// `choice` made concrete for a NIC on NUMA node `nic_node` (the rail's, as sysfs gave it: a
+/// software device such as rxe has none): `Numa` becomes the first CPU of that node that this
+/// process may run on (`allowed`), or `Unbound` when the node or such a CPU is unknown.
+pub fn resolve(
+    roots: &SysRoots,
+    nic_node: Option<u32>,
+    choice: CpuChoice,
+    allowed: &[u32],
+) -> CpuChoice {
     match choice {
-        CpuChoice::Numa => nic_node(roots, device)
-            .and_then(|(_, cpus)| cpus.into_iter().find(|c| allowed.contains(c)))
+        CpuChoice::Numa => nic_node
+            .and_then(|node| node_cpus(roots, node))
+            .and_then(|cpus| cpus.into_iter().find(|c| allowed.contains(c)))
             .map_or(CpuChoice::Unbound, CpuChoice::Cpu),
         other => other,
     }
@@ -76,9 +71,6 @@ mod tests {
     fn the_first_allowed_cpu_of_the_nics_node_is_chosen() {
         let d = tempfile::tempdir().unwrap();
         let root = d.path();
-        let dev = root.join("sys/class/infiniband/mlx5_0/device");
-        fs::create_dir_all(&dev).unwrap();
-        fs::write(dev.join("numa_node"), "1\n").unwrap();
         for (n, list) in [(0, "0-3"), (1, "4-7")] {
             let p = root.join(format!("sys/devices/system/node/node{n}"));
             fs::create_dir_all(&p).unwrap();
@@ -86,36 +78,53 @@ mod tests {
         }
         let roots = SysRoots::under(root);
         let allowed = [0, 1, 2, 3, 4, 5];
-        assert_eq!(nic_node(&roots, "mlx5_0"), Some((1, vec![4, 5, 6, 7])));
+        assert_eq!(node_cpus(&roots, 1), Some(vec![4, 5, 6, 7]));
         assert_eq!(
-            resolve(&roots, "mlx5_0", CpuChoice::Numa, &allowed),
+            resolve(&roots, Some(1), CpuChoice::Numa, &allowed),
             CpuChoice::Cpu(4)
         );
         assert_eq!(
-            resolve(&roots, "mlx5_0", CpuChoice::Numa, &[6, 7]),
+            resolve(&roots, Some(1), CpuChoice::Numa, &[6, 7]),
             CpuChoice::Cpu(6)
         );
-        // None of the node's CPUs allowed, an unknown node (rxe: -1), or no such device.
+        // None of the node's CPUs allowed, a node sysfs does not list, or no node (rxe).
         assert_eq!(
-            resolve(&roots, "mlx5_0", CpuChoice::Numa, &[0]),
-            CpuChoice::Unbound
-        );
-        fs::write(dev.join("numa_node"), "-1\n").unwrap();
-        assert_eq!(
-            resolve(&roots, "mlx5_0", CpuChoice::Numa, &allowed),
+            resolve(&roots, Some(1), CpuChoice::Numa, &[0]),
             CpuChoice::Unbound
         );
         assert_eq!(
-            resolve(&roots, "rxe0", CpuChoice::Numa, &allowed),
+            resolve(&roots, Some(7), CpuChoice::Numa, &allowed),
+            CpuChoice::Unbound
+        );
+        assert_eq!(
+            resolve(&roots, None, CpuChoice::Numa, &allowed),
+            CpuChoice::Unbound
+        );
+        // The node comes from the device's sysfs entry: a PCI device's `numa_node`, where -1
+        // (no node) reads as none, like a software device's missing one.
+        let pci = root.join("sys/devices/pci0000:00/0000:5a:00.0");
+        fs::create_dir_all(&pci).unwrap();
+        fs::create_dir_all(root.join("sys/class/infiniband/mlx5_0")).unwrap();
+        std::os::unix::fs::symlink(&pci, root.join("sys/class/infiniband/mlx5_0/device")).unwrap();
+        let node = || crate::sysfs::read_identity(&roots, "mlx5_0").and_then(|d| d.numa_node);
+        fs::write(pci.join("numa_node"), "1\n").unwrap();
+        assert_eq!(node(), Some(1));
+        assert_eq!(
+            resolve(&roots, node(), CpuChoice::Numa, &allowed),
+            CpuChoice::Cpu(4)
+        );
+        fs::write(pci.join("numa_node"), "-1\n").unwrap();
+        assert_eq!(
+            resolve(&roots, node(), CpuChoice::Numa, &allowed),
             CpuChoice::Unbound
         );
         // An explicit choice stays.
         assert_eq!(
-            resolve(&roots, "rxe0", CpuChoice::Cpu(1), &allowed),
+            resolve(&roots, None, CpuChoice::Cpu(1), &allowed),
             CpuChoice::Cpu(1)
         );
         assert_eq!(
-            resolve(&roots, "mlx5_0", CpuChoice::Unbound, &allowed),
+            resolve(&roots, Some(1), CpuChoice::Unbound, &allowed),
             CpuChoice::Unbound
         );
     }

@@ -78,7 +78,7 @@ pub(super) fn window(
     let tuning = &LocalTuning {
         cpu: crate::numa::resolve(
             roots,
-            &rail.device,
+            rail.numa_node,
             tuning.cpu,
             &crate::ffi::allowed_cpus().unwrap_or_default(),
         ),
