@@ -171,10 +171,8 @@ fn upgrade_header(path: &Path, rows: &[RailResult]) -> Result<()> {
     if first == header {
         return Ok(());
     }
-    let mut bytes = header;
-    for row in rows {
-        bytes.extend(csvio::row_bytes(row)?);
-    }
+    let mut bytes = Vec::new();
+    csvio::write_csv(&mut bytes, rows)?;
     replace_whole(path, &bytes)
 }
 

@@ -170,28 +170,15 @@ fn render(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
         writeln!(out)?;
     }
 
-    let failed: Vec<(&str, &RailResult)> = cmp
-        .series
-        .iter()
-        .enumerate()
-        .flat_map(|(s, series)| {
-            cmp.series_rows(s)
-                .filter(|r| r.status == RailStatus::Failed)
-                .map(move |r| (series.label.as_str(), r))
-        })
-        .collect();
+    let failed = labelled_rows(cmp, |r| r.status == RailStatus::Failed);
     if !failed.is_empty() {
         writeln!(out, "## Failed rails")?;
         writeln!(out)?;
         for (label, row) in failed {
             writeln!(
                 out,
-                "- {label} rail {} ({} {} -> {} {}): {}",
-                row.rail,
-                row.client_node,
-                row.client_rdma_device,
-                row.server_node,
-                row.server_rdma_device,
+                "- {label} {}: {}",
+                rail_ends(row),
                 cell(row.error.as_deref().unwrap_or("no error text"))
             )?;
         }
@@ -202,19 +189,34 @@ fn render(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
     Ok(())
 }
 
-/// `## Findings`: per mode and rail, each finding, its evidence (side, counter, delta and
-/// rate) and what to do. Nothing when no row has a finding.
-fn render_findings(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
-    let found: Vec<(&str, &RailResult)> = cmp
-        .series
+/// The rows of every series that `keep` picks, each with its series' label, in series order.
+fn labelled_rows<'c>(
+    cmp: &'c Comparison<'_>,
+    keep: impl Fn(&RailResult) -> bool + Copy + 'c,
+) -> Vec<(&'c str, &'c RailResult)> {
+    cmp.series
         .iter()
         .enumerate()
         .flat_map(|(s, series)| {
             cmp.series_rows(s)
-                .filter(|r| !r.diagnosis.is_empty())
+                .filter(move |r| keep(r))
                 .map(move |r| (series.label.as_str(), r))
         })
-        .collect();
+        .collect()
+}
+
+/// `rail 3 (node-a mlx5_3 -> node-b mlx5_3)`: a rail and its two ends.
+fn rail_ends(row: &RailResult) -> String {
+    format!(
+        "rail {} ({} {} -> {} {})",
+        row.rail, row.client_node, row.client_rdma_device, row.server_node, row.server_rdma_device
+    )
+}
+
+/// `## Findings`: per mode and rail, each finding, its evidence (side, counter, delta and
+/// rate) and what to do. Nothing when no row has a finding.
+fn render_findings(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
+    let found = labelled_rows(cmp, |r| !r.diagnosis.is_empty());
     if found.is_empty() {
         return Ok(());
     }
@@ -226,16 +228,7 @@ fn render_findings(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
     )?;
     writeln!(out)?;
     for (label, row) in found {
-        writeln!(
-            out,
-            "### {} rail {} ({} {} -> {} {})",
-            cell(label),
-            row.rail,
-            row.client_node,
-            row.client_rdma_device,
-            row.server_node,
-            row.server_rdma_device
-        )?;
+        writeln!(out, "### {} {}", cell(label), rail_ends(row))?;
         writeln!(out)?;
         for f in &row.diagnosis {
             writeln!(out, "- **{}**: {}", f.finding.word(), cell(&f.summary))?;
