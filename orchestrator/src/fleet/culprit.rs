@@ -229,16 +229,12 @@ fn names_its_port(kind: FindingKind) -> bool {
 }
 
 /// The kinds of finding that `node`'s own counters showed in row `r`.
-fn own_findings(r: &RailResult, node: &str) -> Vec<FindingKind> {
-    let mut kinds: Vec<FindingKind> = r
-        .diagnosis
+fn own_findings(r: &RailResult, node: &str) -> BTreeSet<FindingKind> {
+    r.diagnosis
         .iter()
         .filter(|f| f.evidence.iter().any(|e| side_node(r, e.role) == node))
         .map(|f| f.finding)
-        .collect();
-    kinds.sort();
-    kinds.dedup();
-    kinds
+        .collect()
 }
 
 /// Judge the latest row of every (pair, rail).
