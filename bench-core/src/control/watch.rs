@@ -376,7 +376,9 @@ fn run(
             Ok(None) => {}
             Ok(Some(Msg::Heartbeat { elapsed_ms })) => {
                 last_heard = Instant::now();
+                // A new silence, if one comes, is judged on its own readings.
                 progress_base = None;
+                busy_seen = false;
                 if !finished {
                     shared.set(
                         ALIVE,
