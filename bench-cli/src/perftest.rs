@@ -288,23 +288,23 @@ mod tests {
         // The lab's reference (perftest 25.x, scripts/lab.d/ib_write_bw, once scripts/lab
         // --prepare fetched it), else the machine's perftest.
         let lab = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/lab.d/ib_write_bw");
-        let works = |bin: &str| {
+        // perftest's --version exits 1; what it prints is what tells.
+        let version_of = |bin: &str| {
             std::process::Command::new(bin)
                 .arg("--version")
                 .output()
-                // perftest's --version exits 1; what it prints is what tells.
-                .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).starts_with("Version:"))
+                .ok()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .filter(|v| v.starts_with("Version:"))
         };
-        let reference = if works(lab) { lab } else { "ib_write_bw" };
+        let (reference, version) = match version_of(lab) {
+            Some(v) => (lab, v),
+            None => ("ib_write_bw", version_of("ib_write_bw").unwrap_or_default()),
+        };
         let out = std::process::Command::new(reference)
             .arg("--help")
             .output()
             .expect("ib_write_bw is the reference: run scripts/lab --prepare, or install perftest");
-        let version = std::process::Command::new(reference)
-            .arg("--version")
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .unwrap_or_default();
         let help = String::from_utf8_lossy(&out.stdout).to_string()
             + &String::from_utf8_lossy(&out.stderr);
         let flags = reference_flags(&help);
