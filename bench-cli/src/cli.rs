@@ -1,6 +1,7 @@
 //! The raw command line (clap derive). Nothing here is validated beyond types; `config`
 //! resolves it into a [`crate::config::Config`] before any work starts.
 
+use bench_core::session::ServerLimits;
 use clap::{Args, Parser, Subcommand};
 
 const ABOUT: &str = "RDMA WRITE bandwidth over one rail: a drop-in for perftest's ib_write_bw \
@@ -104,7 +105,15 @@ pub enum Cmd {
     /// array of `rdmabw client` arguments per line on stdin, run it, then print
     /// `rdmabw-batch-end {"test":N,"exit_code":C}` on stdout and on stderr; end at end of input.
     #[command(long_about = BATCH_ABOUT)]
-    Batch,
+    Batch(BatchCmd),
+}
+
+#[derive(Debug, Args)]
+pub struct BatchCmd {
+    /// The first line of standard input is the run's secret, presented by every test (or set
+    /// RDMABW_SECRET); the tests' lines follow it.
+    #[arg(long = "secret-stdin")]
+    pub secret_stdin: bool,
 }
 
 const BATCH_ABOUT: &str = "\
@@ -371,6 +380,44 @@ pub struct TestArgs {
         help_heading = "Server"
     )]
     pub bind: String,
+
+    /// Server: the most queue pairs one test may ask for (-q); a client asking for more is
+    /// refused with this limit's name.
+    #[arg(
+        long = "max-qps",
+        value_name = "N",
+        default_value_t = ServerLimits::DEFAULT.max_qps,
+        help_heading = "Server"
+    )]
+    pub max_qps: u32,
+
+    /// Server: the most memory one test may register, twice its largest message (bytes, or
+    /// 64K, 512M, 2G); a client asking for more is refused with this limit's name.
+    #[arg(
+        long = "max-buffer",
+        value_name = "SIZE",
+        default_value = "1G",
+        help_heading = "Server"
+    )]
+    pub max_buffer: String,
+
+    /// Server --daemon: the most tests at once; a client beyond that is refused (with this
+    /// limit's name) until a test ends.
+    #[arg(
+        long = "max-tests",
+        value_name = "N",
+        default_value_t = ServerLimits::DEFAULT.max_tests,
+        help_heading = "Server"
+    )]
+    pub max_tests: u32,
+
+    /// Read the run's secret from the first line of standard input (or set RDMABW_SECRET). A
+    /// server given one serves only the clients that present it and refuses the others by
+    /// name; a client presents it. railsweep hands one to its daemon and clients this way, so
+    /// that the daemon it starts on the node's network serves only its own sweep. Never give a
+    /// secret on the command line: other processes can read it there.
+    #[arg(long = "secret-stdin")]
+    pub secret_stdin: bool,
 
     /// Client: seconds to keep trying to reach the server.
     #[arg(

@@ -4,9 +4,9 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use bench_core::control::{PhaseTimeouts, WatchConfig};
+use bench_core::control::{PhaseTimeouts, RunSecret, WatchConfig};
 use bench_core::gid::RailRequest;
-use bench_core::session::{ClientConfig, Pinned, ServerConfig};
+use bench_core::session::{ClientConfig, Pinned, ServerConfig, ServerLimits};
 use bench_core::sysfs::SysRoots;
 use results::rdmabw::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
 
@@ -101,14 +101,51 @@ pub enum Config {
     Rails(crate::rails::RailsCmd),
     Counters(crate::counters::CountersCmd),
     Probe(crate::probe::ProbeCmd),
-    Batch,
+    Batch {
+        /// The secret every test presents (the input's first line, or RDMABW_SECRET).
+        secret: Option<RunSecret>,
+        /// Whether the input's first line is the secret (`--secret-stdin`).
+        secret_first: bool,
+    },
+}
+
+/// The environment variable that carries a run's secret (see `--secret-stdin`).
+pub const SECRET_ENV: &str = "RDMABW_SECRET";
+
+/// Where a command's secret comes from: `--secret-stdin` reads `stdin_line`, else the
+/// environment's [`SECRET_ENV`]; neither: no secret.
+pub struct SecretInput<'a> {
+    /// The value of [`SECRET_ENV`], if set.
+    pub env: Option<String>,
+    /// Reads the first line of standard input (only called for `--secret-stdin`).
+    pub stdin_line: &'a mut dyn FnMut() -> Result<String, String>,
+}
+
+impl SecretInput<'_> {
+    fn secret(&mut self, from_stdin: bool) -> Result<Option<RunSecret>, Usage> {
+        let (text, from) = if from_stdin {
+            let line = (self.stdin_line)()
+                .map_err(|e| Usage(format!("--secret-stdin: cannot read the secret: {e}")))?;
+            (line, "--secret-stdin: the first line of standard input")
+        } else if let Some(v) = &self.env {
+            (v.clone(), SECRET_ENV)
+        } else {
+            return Ok(None);
+        };
+        RunSecret::new(&text).map(Some).ok_or_else(|| {
+            Usage(format!(
+                "{from} is not a usable secret: give 1 to {} printable characters without \
+                 spaces (railsweep makes 32 hex digits)",
+                RunSecret::MAX_LEN
+            ))
+        })
+    }
 }
 
 /// `ulimit -l` bytes a test needs: two halves of the largest message, page-rounded, plus slack
 /// for queues.
 pub fn memlock_needed_bytes(p: &TestParams) -> u64 {
-    let page = 4096u64;
-    2 * p.sizes.max().div_ceil(page) * page + (1 << 20)
+    bench_core::engine::buffer_bytes(p) + (1 << 20)
 }
 
 pub use results::rdmabw::flags::parse_size;
@@ -198,8 +235,8 @@ enum Role {
     Server,
 }
 
-/// Resolves the command line.
-pub fn resolve(cli: Cli) -> Result<Config, Usage> {
+/// Resolves the command line; a secret comes from `secrets`.
+pub fn resolve(cli: Cli, secrets: &mut SecretInput<'_>) -> Result<Config, Usage> {
     let (role, args, host) = match cli.cmd {
         Some(Cmd::Devices(d)) => {
             return Ok(Config::Devices {
@@ -211,7 +248,18 @@ pub fn resolve(cli: Cli) -> Result<Config, Usage> {
         Some(Cmd::Rails(r)) => return Ok(Config::Rails(r)),
         Some(Cmd::Counters(c)) => return Ok(Config::Counters(c)),
         Some(Cmd::Probe(p)) => return Ok(Config::Probe(p)),
-        Some(Cmd::Batch) => return Ok(Config::Batch),
+        Some(Cmd::Batch(b)) => {
+            // The tests' lines follow the secret's: the caller reads it from the same input.
+            let secret = if b.secret_stdin {
+                None
+            } else {
+                secrets.secret(false)?
+            };
+            return Ok(Config::Batch {
+                secret,
+                secret_first: b.secret_stdin,
+            });
+        }
         Some(Cmd::Server(s)) => (Role::Server, s.test, None),
         Some(Cmd::Client(c)) => (Role::Client, c.test, Some(c.host)),
         None => match cli.host {
@@ -233,6 +281,7 @@ pub fn resolve(cli: Cli) -> Result<Config, Usage> {
         return usage("-i/--ib-port 0: ports are numbered from 1 (e.g. -i 1)");
     }
     let host_name = host_name();
+    let secret = secrets.secret(a.secret_stdin)?;
     match role {
         Role::Client => {
             if a.daemon {
@@ -276,6 +325,7 @@ pub fn resolve(cli: Cli) -> Result<Config, Usage> {
                     watch: WatchConfig::default(),
                     host: host_name,
                     roots: SysRoots::default(),
+                    secret,
                 }),
                 out,
             ))
@@ -298,6 +348,25 @@ pub fn resolve(cli: Cli) -> Result<Config, Usage> {
                     "--min-gbps/--min-line-rate-pct do not apply to --daemon: give them to each client",
                 );
             }
+            let limits = ServerLimits {
+                max_qps: at_least_one("--max-qps", Some(a.max_qps), 0, 64)?,
+                max_buffer_bytes: parse_size(&a.max_buffer).filter(|b| *b > 0).ok_or_else(
+                    || {
+                        Usage(format!(
+                            "--max-buffer {}: give a size in bytes, or with K, M or G (e.g. \
+                             --max-buffer 2G)",
+                            a.max_buffer
+                        ))
+                    },
+                )?,
+                max_tests: at_least_one("--max-tests", Some(a.max_tests), 0, 32)?,
+            };
+            if limits.max_qps < params.qps && pinned.qps {
+                return usage(format!(
+                    "-q {} is more than --max-qps {}: raise --max-qps",
+                    params.qps, limits.max_qps
+                ));
+            }
             let ip: IpAddr = a.bind.parse().map_err(|_| {
                 Usage(format!(
                     "--bind {}: give an IP address of this host (e.g. --bind 0.0.0.0)",
@@ -315,6 +384,8 @@ pub fn resolve(cli: Cli) -> Result<Config, Usage> {
                     host: host_name,
                     roots: SysRoots::default(),
                     daemon: a.daemon,
+                    secret,
+                    limits,
                 }),
                 bind: SocketAddr::new(ip, a.port),
                 out,
@@ -597,9 +668,74 @@ mod tests {
     use clap::Parser;
 
     fn cfg(args: &[&str]) -> Result<Config, Usage> {
+        cfg_with(args, None, "")
+    }
+
+    /// `args` resolved with `env` as RDMABW_SECRET and `stdin` as standard input.
+    fn cfg_with(args: &[&str], env: Option<&str>, stdin: &str) -> Result<Config, Usage> {
         let mut v = vec!["rdmabw"];
         v.extend_from_slice(args);
-        resolve(Cli::try_parse_from(v).unwrap())
+        let mut line = || Ok(stdin.lines().next().unwrap_or_default().to_string());
+        let mut secrets = SecretInput {
+            env: env.map(str::to_string),
+            stdin_line: &mut line,
+        };
+        resolve(Cli::try_parse_from(v).unwrap(), &mut secrets)
+    }
+
+    #[test]
+    fn the_secret_comes_from_stdin_or_the_environment_and_limits_name_their_flag() {
+        let secret = |c: Config| match c {
+            Config::Client(c, _) => c.secret,
+            Config::Server { cfg, .. } => cfg.secret,
+            other => panic!("{other:?}"),
+        };
+        let want = RunSecret::new("abc123");
+        let got = secret(cfg_with(&["--secret-stdin", "10.0.0.9"], None, "abc123\nrest").unwrap());
+        assert_eq!(got, want);
+        let got = secret(cfg_with(&["server", "--daemon"], Some("abc123"), "").unwrap());
+        assert_eq!(got, want);
+        // The flag wins over the environment; neither: no secret.
+        let got = secret(cfg_with(&["--secret-stdin", "10.0.0.9"], Some("env"), "abc123").unwrap());
+        assert_eq!(got, want);
+        assert_eq!(secret(cfg(&["10.0.0.9"]).unwrap()), None);
+        let e = cfg_with(&["--secret-stdin", "10.0.0.9"], None, "").unwrap_err();
+        assert!(e.0.starts_with("--secret-stdin: the first line"), "{e}");
+        let e = cfg_with(&["10.0.0.9"], Some("two words"), "").unwrap_err();
+        assert!(
+            e.0.starts_with("RDMABW_SECRET is not a usable secret"),
+            "{e}"
+        );
+
+        match cfg(&[
+            "server",
+            "--daemon",
+            "--max-qps",
+            "8",
+            "--max-buffer",
+            "64M",
+        ])
+        .unwrap()
+        {
+            Config::Server { cfg, .. } => {
+                assert_eq!(cfg.limits.max_qps, 8);
+                assert_eq!(cfg.limits.max_buffer_bytes, 64 << 20);
+                assert_eq!(cfg.limits.max_tests, ServerLimits::DEFAULT.max_tests);
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = |a: &[&str]| cfg(a).unwrap_err().to_string();
+        assert!(e(&["server", "--max-buffer", "lots"]).starts_with("--max-buffer lots: "));
+        assert!(e(&["server", "--max-tests", "0"]).starts_with("--max-tests 0: "));
+        assert!(e(&["server", "-q", "16", "--max-qps", "8"]).contains("raise --max-qps"));
+        // A batch's secret is the first line of its input: the caller reads it there.
+        assert!(matches!(
+            cfg_with(&["batch", "--secret-stdin"], Some("x"), "s").unwrap(),
+            Config::Batch {
+                secret: None,
+                secret_first: true
+            }
+        ));
     }
 
     #[test]

@@ -32,7 +32,7 @@ use std::thread;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use bench_core::control::{ControlError, RejectReason};
+use bench_core::control::{ControlError, RejectReason, RunSecret};
 use bench_core::error::Error;
 use bench_core::probe::{cap_eff, CAP_IPC_LOCK};
 use bench_core::session::{
@@ -62,7 +62,21 @@ fn main() -> ExitCode {
 
 /// Resolves the flags and runs the subcommand they name.
 fn run(cli: cli::Cli) -> Result<Exit> {
-    let cfg = config::resolve(cli)?;
+    let mut read_line = || {
+        let mut line = String::new();
+        match std::io::stdin().read_line(&mut line) {
+            Ok(0) => Err("standard input is empty".to_string()),
+            Ok(_) => Ok(line),
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    let cfg = config::resolve(
+        cli,
+        &mut config::SecretInput {
+            env: std::env::var(config::SECRET_ENV).ok(),
+            stdin_line: &mut read_line,
+        },
+    )?;
     let stop = Arc::new(AtomicBool::new(false));
     if let Err(e) = install_signals(&stop) {
         eprintln!("rdmabw: warning: cannot catch SIGINT/SIGTERM: {e}");
@@ -74,7 +88,10 @@ fn run(cli: cli::Cli) -> Result<Exit> {
         Config::Counters(c) => counters::run(&c),
         Config::Probe(p) => probe::run(&p),
         Config::Client(c, out) => client(&c, &out, &stop),
-        Config::Batch => batch(std::io::stdin().lock(), &stop),
+        Config::Batch {
+            secret,
+            secret_first,
+        } => batch(std::io::stdin().lock(), secret, secret_first, &stop),
         Config::Server { cfg, bind, out } => server(&cfg, bind, &out, &stop),
     }
 }
@@ -257,13 +274,33 @@ fn client(c: &ClientConfig, out: &Output, stop: &Arc<AtomicBool>) -> Result<Exit
 /// turn; after each, the [`BatchEnd`] line on stdout and on stderr. Exit 0 at end of input (or
 /// when standard output's reader goes away), 130 when interrupted, 2 when the input cannot be
 /// read.
-fn batch(input: impl std::io::BufRead, stop: &Arc<AtomicBool>) -> Result<Exit> {
-    for (n, line) in input.lines().enumerate() {
+fn batch(
+    input: impl std::io::BufRead,
+    mut secret: Option<RunSecret>,
+    secret_first: bool,
+    stop: &Arc<AtomicBool>,
+) -> Result<Exit> {
+    let mut lines = input.lines();
+    if secret_first {
+        let first = lines
+            .next()
+            .transpose()
+            .map_err(|e| Usage(format!("batch: cannot read standard input: {e}")))?
+            .unwrap_or_default();
+        secret = Some(RunSecret::new(&first).ok_or_else(|| {
+            Usage(
+                "batch --secret-stdin: the first line of standard input is not a usable \
+                   secret (1 to 256 printable characters without spaces)"
+                    .into(),
+            )
+        })?);
+    }
+    for (n, line) in lines.enumerate() {
         let line = line.map_err(|e| Usage(format!("batch: cannot read standard input: {e}")))?;
         if line.trim().is_empty() {
             continue;
         }
-        let code = exit::finish(batch_test(&line, stop));
+        let code = exit::finish(batch_test(&line, secret.as_ref(), stop));
         let end = BatchEnd {
             test: n as u64 + 1,
             exit_code: i32::from(code.code()),
@@ -280,7 +317,7 @@ fn batch(input: impl std::io::BufRead, stop: &Arc<AtomicBool>) -> Result<Exit> {
 
 /// One line of `rdmabw batch`: parse it as `rdmabw ARGS...` would be, refuse all but client
 /// tests, run it.
-fn batch_test(line: &str, stop: &Arc<AtomicBool>) -> Result<Exit> {
+fn batch_test(line: &str, secret: Option<&RunSecret>, stop: &Arc<AtomicBool>) -> Result<Exit> {
     let args: Vec<String> = serde_json::from_str(line).map_err(|e| {
         Usage(format!(
             "batch: each line must be a JSON array of strings, the arguments of `rdmabw \
@@ -295,8 +332,19 @@ fn batch_test(line: &str, stop: &Arc<AtomicBool>) -> Result<Exit> {
             return Ok(Exit::Usage);
         }
     };
-    match config::resolve(cli)? {
-        Config::Client(c, out) => client(&c, &out, stop),
+    // The batch's input is the tests' lines: a test cannot read a secret from it.
+    let mut no_stdin = || Err("give --secret-stdin to `rdmabw batch` itself".to_string());
+    let mut secrets = config::SecretInput {
+        env: std::env::var(config::SECRET_ENV).ok(),
+        stdin_line: &mut no_stdin,
+    };
+    match config::resolve(cli, &mut secrets)? {
+        Config::Client(mut c, out) => {
+            if let Some(s) = secret {
+                c.secret = Some(s.clone());
+            }
+            client(&c, &out, stop)
+        }
         _ => Err(Usage("batch runs client tests only (`client ... HOST`)".into()).into()),
     }
 }

@@ -13,12 +13,13 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use bench_core::control::{
-    ControlChannel, ControlError, DeviceClaims, Hello, PhaseTimeouts, RejectReason, WatchConfig,
+    ControlChannel, ControlError, DeviceClaims, Hello, PhaseTimeouts, RejectReason, RunSecret,
+    WatchConfig,
 };
 use bench_core::gid::RailRequest;
 use bench_core::session::{
-    inventory_for, quiet, serve_one, Daemon, Listener, OnTest, Pinned, ServerConfig, ServerShared,
-    SessionError,
+    inventory_for, quiet, serve_one, Daemon, Listener, OnTest, Pinned, ServerConfig, ServerLimits,
+    ServerShared, SessionError,
 };
 use bench_core::sysfs::SysRoots;
 use results::rdmabw::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
@@ -54,6 +55,8 @@ fn server_cfg(daemon: bool, pinned: Pinned, rail: RailRequest) -> ServerConfig {
         host: "server-pod".into(),
         roots: fixture("rxe-pods/podB"),
         daemon,
+        secret: None,
+        limits: ServerLimits::default(),
     }
 }
 
@@ -277,6 +280,106 @@ fn a_daemon_serves_test_after_test_and_stops_on_request() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     d.join().unwrap().unwrap();
     assert_eq!(seen.lock().unwrap().len(), 4);
+}
+
+/// A daemon on a free port with `cfg`; its stop flag, the tests it saw end, and its thread.
+fn daemon(
+    cfg: ServerConfig,
+) -> (
+    SocketAddr,
+    Arc<AtomicBool>,
+    Arc<Mutex<Vec<bool>>>,
+    thread::JoinHandle<std::io::Result<()>>,
+) {
+    let listener = Listener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen: Arc<Mutex<Vec<bool>>> = Arc::new(Mutex::new(Vec::new()));
+    let seen2 = Arc::clone(&seen);
+    let on_test: OnTest = Arc::new(move |_, r| seen2.lock().unwrap().push(r.is_ok()));
+    let stop2 = Arc::clone(&stop);
+    let d = thread::spawn(move || Daemon::new(cfg).run(&listener, &stop2, &quiet(), &on_test));
+    (addr, stop, seen, d)
+}
+
+#[test]
+fn a_daemon_with_a_secret_refuses_other_runs_by_name_and_goes_on_serving() {
+    let mut cfg = server_cfg(true, Pinned::default(), RailRequest::default());
+    cfg.secret = RunSecret::new("run-4f2a");
+    let (addr, stop, seen, d) = daemon(cfg);
+    let hello = || Hello::new(params(1), None, "pod-x").with_server_rail(Some("net1".into()), None);
+    for (presented, secret) in [(false, None), (true, RunSecret::new("run-0000"))] {
+        let e = client(addr)
+            .client_handshake(&hello().with_secret(secret))
+            .unwrap_err();
+        assert!(
+            matches!(&e, ControlError::Rejected { reason: RejectReason::NotThisRun { presented: p }, .. } if *p == presented),
+            "{e}"
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("serves only the run that started it"),
+            "{text}"
+        );
+        assert!(!text.contains("run-4f2a"), "the secret leaked: {text}");
+    }
+    // The run's own client passes admission (and stops at device opening: no RDMA here).
+    let e = client(addr)
+        .client_handshake(&hello().with_secret(RunSecret::new("run-4f2a")))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("server set-up"), "{e}");
+    let t0 = Instant::now();
+    while seen.lock().unwrap().len() < 3 && t0.elapsed() < Duration::from_secs(10) {
+        thread::sleep(Duration::from_millis(20));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    d.join().unwrap().unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec![false, false, false]);
+}
+
+#[test]
+fn a_daemon_refuses_a_test_beyond_its_limits_naming_the_flag() {
+    let mut cfg = server_cfg(true, Pinned::default(), RailRequest::default());
+    cfg.limits = ServerLimits {
+        max_qps: 4,
+        max_buffer_bytes: 1 << 20,
+        max_tests: 1,
+    };
+    let (addr, stop, _seen, d) = daemon(cfg);
+    let e = client(addr)
+        .client_handshake(&Hello::new(params(8), None, "pod-a"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("at most 4 queue pairs per test (-q) and this test needs 8")
+            && e.contains("--max-qps 8"),
+        "{e}"
+    );
+    let mut big = params(1);
+    big.sizes = Sizes::One {
+        msg_size_bytes: 1 << 20,
+    };
+    let e = client(addr)
+        .client_handshake(&Hello::new(big, None, "pod-a"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--max-buffer 2097152"), "{e}");
+    // One test at a time: a client that holds the only slot (connected, no hello yet) makes
+    // the next one hear the limit, not a reset connection.
+    let holder = TcpStream::connect(addr).unwrap();
+    thread::sleep(Duration::from_millis(300));
+    let e = client(addr)
+        .client_handshake(&Hello::new(params(1), None, "pod-b"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("at most 1 tests at once") && e.contains("--max-tests"),
+        "{e}"
+    );
+    drop(holder);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    d.join().unwrap().unwrap();
 }
 
 #[test]

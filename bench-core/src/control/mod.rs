@@ -54,7 +54,7 @@ pub use frame::{
     decode_frame, encode_frame, read_frame, write_frame, FrameDecoder, FrameError, HEADER_LEN,
     MAGIC, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
-pub use msg::{Accept, Hello, Msg, RejectReason, RDMABW_VERSION};
+pub use msg::{Accept, Hello, Msg, RejectReason, RunSecret, RDMABW_VERSION};
 pub use server::{admit, Admission, ServerPolicy};
 pub use watch::{PeerAlive, PeerStatus, PeerWatch, Progress, WatchConfig};
 

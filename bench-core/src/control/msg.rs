@@ -115,6 +115,52 @@ pub struct Hello {
     /// service level, hop limit or MTU uses these for its QPs (and so for its ACKs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tuning: Option<LocalTuning>,
+    /// The run's secret (`RDMABW_SECRET` or `--secret-stdin`): a server given one serves only
+    /// clients that present it. Never logged, never on a command line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<RunSecret>,
+}
+
+/// A run's shared secret. Its `Debug` hides the value, so it cannot reach a log by accident.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RunSecret(String);
+
+impl RunSecret {
+    /// The longest secret taken, in bytes (railsweep's are 32 hex digits).
+    pub const MAX_LEN: usize = 256;
+
+    /// A secret from its text, trimmed; `None` when empty, too long or not printable ASCII.
+    pub fn new(text: &str) -> Option<RunSecret> {
+        let t = text.trim();
+        (!t.is_empty() && t.len() <= Self::MAX_LEN && t.bytes().all(|b| b.is_ascii_graphic()))
+            .then(|| RunSecret(t.to_string()))
+    }
+
+    /// The secret's text, to hand to a child process.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `presented` is this secret, compared in time that does not depend on where
+    /// the two differ.
+    pub fn admits(&self, presented: Option<&RunSecret>) -> bool {
+        let Some(p) = presented else {
+            return false;
+        };
+        let (a, b) = (self.0.as_bytes(), p.0.as_bytes());
+        let mut diff = a.len() ^ b.len();
+        for (i, x) in a.iter().enumerate() {
+            diff |= usize::from(x ^ b.get(i).copied().unwrap_or(0));
+        }
+        diff == 0
+    }
+}
+
+impl fmt::Debug for RunSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RunSecret(..)")
+    }
 }
 
 impl Hello {
@@ -129,7 +175,14 @@ impl Hello {
             netdev: None,
             gid_index: None,
             tuning: None,
+            secret: None,
         }
+    }
+
+    /// The same hello presenting the run's secret.
+    pub fn with_secret(mut self, secret: Option<RunSecret>) -> Self {
+        self.secret = secret;
+        self
     }
 
     /// The same hello asking for the server-side interface `netdev` and GID index `gid_index`.
@@ -190,6 +243,24 @@ pub enum RejectReason {
         /// The version in the client's `Hello`.
         client: u16,
     },
+    /// The server serves one run only (it was given a secret), and the client presented no
+    /// secret or another one.
+    NotThisRun {
+        /// Whether the client presented a secret at all.
+        presented: bool,
+    },
+    /// The test asks for more than the server allows per test, or the server runs as many
+    /// tests as it allows.
+    Limit {
+        /// What is limited, in words (`queue pairs per test`).
+        what: String,
+        /// What the test asks for (or the tests running).
+        asked: u64,
+        /// The server's limit.
+        max: u64,
+        /// The server flag that raises it (`--max-qps`).
+        flag: String,
+    },
     /// Anything else, in words.
     Other {
         /// The reason.
@@ -228,6 +299,27 @@ impl fmt::Display for RejectReason {
             RejectReason::ProtocolVersion { server, client } => write!(
                 f,
                 "the client's hello claims protocol v{client}, the server speaks v{server}"
+            ),
+            RejectReason::NotThisRun { presented } => write!(
+                f,
+                "this rdmabw server serves only the run that started it, and the client {}; \
+                 give the client that run's secret (RDMABW_SECRET or --secret-stdin: railsweep \
+                 does this for its own clients), or use a server of your own",
+                if *presented {
+                    "presented another run's secret"
+                } else {
+                    "presented no secret"
+                }
+            ),
+            RejectReason::Limit {
+                what,
+                asked,
+                max,
+                flag,
+            } => write!(
+                f,
+                "the server allows at most {max} {what} and this test needs {asked}; ask for \
+                 less, or start the server with {flag} {asked} (or more)"
             ),
             RejectReason::Other { message } => f.write_str(message),
         }
@@ -321,6 +413,18 @@ pub(crate) mod tests {
                     message: "shutting down".into(),
                 },
             },
+            Msg::Reject {
+                reason: RejectReason::NotThisRun { presented: true },
+            },
+            Msg::Reject {
+                reason: RejectReason::Limit {
+                    what: "queue pairs per test (-q)".into(),
+                    asked: 128,
+                    max: 64,
+                    flag: "--max-qps".into(),
+                },
+            },
+            Msg::Hello(Hello::new(params(), None, "pod-c").with_secret(RunSecret::new("0123abcd"))),
             Msg::Endpoints(Endpoints {
                 device: "mlx5_3".into(),
                 port: 1,

@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::verbs::{MrInfo, QpEndpoint};
 
-pub use resources::{Connected, Prepared};
+pub use resources::{buffer_bytes, Connected, Prepared};
 
 /// How often the stop flag is checked.
 pub const STOP_CHECK: Duration = Duration::from_micros(200);

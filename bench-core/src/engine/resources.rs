@@ -27,6 +27,12 @@ fn round_up_page(n: u64) -> u64 {
     n.div_ceil(PAGE as u64) * PAGE as u64
 }
 
+/// The bytes of memory one side of a test registers: two page-rounded halves of the largest
+/// message (what its writes land in, and what it sends from).
+pub fn buffer_bytes(params: &TestParams) -> u64 {
+    2 * round_up_page(params.sizes.max())
+}
+
 /// One side's resources with QPs in INIT, ready to exchange [`Endpoints`].
 #[derive(Debug)]
 pub struct Prepared {

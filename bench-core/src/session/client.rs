@@ -9,7 +9,9 @@ use super::resolve::resolve_request;
 use super::side::{link, prepare, Linked};
 use super::window::{window, WindowSpec, Windowed};
 use super::Log;
-use crate::control::{Accept, ControlChannel, Hello, Msg, Phase, PhaseTimeouts, WatchConfig};
+use crate::control::{
+    Accept, ControlChannel, Hello, Msg, Phase, PhaseTimeouts, RunSecret, WatchConfig,
+};
 use crate::gid::RailRequest;
 use crate::sysfs::SysRoots;
 use results::rdmabw::params::{LocalTuning, TestParams};
@@ -39,6 +41,8 @@ pub struct ClientConfig {
     pub host: String,
     /// Where sysfs is.
     pub roots: SysRoots,
+    /// The run's secret, presented in the hello (a server given one serves no one else).
+    pub secret: Option<RunSecret>,
 }
 
 /// Runs one test as the client. `stop` (SIGINT/SIGTERM) ends it early with
@@ -76,7 +80,8 @@ pub fn run_client(
         &cfg.host,
     )
     .with_server_rail(cfg.server_rail.netdev.clone(), cfg.server_rail.gid_index)
-    .with_tuning(cfg.tuning.clone());
+    .with_tuning(cfg.tuning.clone())
+    .with_secret(cfg.secret.clone());
     let accept: Accept = ch.client_handshake(&hello).map_err(control)?;
     log(&format!(
         "server accepted: {} port {} GID index {}, rdmabw {}",

@@ -10,26 +10,29 @@ use std::time::{Duration, Instant};
 use super::error::SessionError;
 use super::outcome::Outcome;
 use super::resolve::ServerShared;
-use super::server::{serve_one, Listener, ServerConfig};
+use super::server::{refuse, serve_one, Listener, ServerConfig};
 use super::{Log, POLL};
 use crate::control::DeviceClaims;
 
 /// What a daemon reports after each test.
 pub type OnTest = Arc<dyn Fn(&SocketAddr, &Result<Outcome, SessionError>) + Send + Sync>;
 
+/// Clients being refused at once, at most: beyond that a connection is closed unanswered, so
+/// that a flood of connections cannot take a thread each.
+const MAX_REFUSING: usize = 8;
+
 /// A `--daemon` server: test after test on one port, each on its own thread, one test per
-/// device at a time.
+/// device at a time, at most `cfg.limits.max_tests` at once.
 pub struct Daemon {
     cfg: Arc<ServerConfig>,
     shared: ServerShared,
-    max_tests: usize,
 }
 
 impl std::fmt::Debug for Daemon {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Daemon")
             .field("shared", &self.shared)
-            .field("max_tests", &self.max_tests)
+            .field("limits", &self.cfg.limits)
             .finish()
     }
 }
@@ -45,7 +48,6 @@ impl Daemon {
         Daemon {
             cfg: Arc::new(cfg),
             shared: ServerShared::with_claims(claims),
-            max_tests: 64,
         }
     }
 
@@ -59,17 +61,32 @@ impl Daemon {
         on_test: &OnTest,
     ) -> io::Result<()> {
         let running = Arc::new(AtomicUsize::new(0));
+        let refusing = Arc::new(AtomicUsize::new(0));
         let flags: Arc<Mutex<Vec<Weak<AtomicBool>>>> = Arc::new(Mutex::new(Vec::new()));
         while let Some(stream) = listener.accept(stop)? {
             let peer = stream
                 .peer_addr()
                 .unwrap_or_else(|_| SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
-            if running.load(Ordering::SeqCst) >= self.max_tests {
-                log(&format!(
-                    "{peer}: refused, {} tests already running",
-                    self.max_tests
-                ));
-                drop(stream);
+            if let Some(reason) = self
+                .cfg
+                .limits
+                .check_running(running.load(Ordering::SeqCst))
+            {
+                log(&format!("{peer}: refused: {reason}"));
+                if refusing.fetch_add(1, Ordering::SeqCst) < MAX_REFUSING {
+                    let (cfg, refusing2) = (Arc::clone(&self.cfg), Arc::clone(&refusing));
+                    let spawned = thread::Builder::new()
+                        .name(format!("rdmabw-refuse-{peer}"))
+                        .spawn(move || {
+                            refuse(&cfg, stream, reason);
+                            refusing2.fetch_sub(1, Ordering::SeqCst);
+                        });
+                    if spawned.is_err() {
+                        refusing.fetch_sub(1, Ordering::SeqCst);
+                    }
+                } else {
+                    refusing.fetch_sub(1, Ordering::SeqCst);
+                }
                 continue;
             }
             let test_stop = Arc::new(AtomicBool::new(false));

@@ -36,7 +36,7 @@ pub use daemon::{Daemon, OnTest};
 pub use error::SessionError;
 pub use outcome::{combine, local_report, Outcome, Remote};
 pub use resolve::{inventory_for, resolve_request, ServerShared};
-pub use server::{serve_one, Listener, Pinned, ServerConfig};
+pub use server::{refuse, serve_one, Listener, Pinned, ServerConfig, ServerLimits};
 
 /// Poll interval of the listeners (a new test waits for it) and of the daemon's shutdown.
 const POLL: Duration = Duration::from_millis(10);

@@ -16,7 +16,7 @@ use super::window::{window, WindowSpec, Windowed};
 use super::{Log, POLL};
 use crate::control::{
     Accept, ControlChannel, ControlError, DeviceClaim, Hello, Msg, Phase, PhaseTimeouts,
-    RejectReason, WatchConfig, PROTOCOL_VERSION, RDMABW_VERSION,
+    RejectReason, RunSecret, WatchConfig, PROTOCOL_VERSION, RDMABW_VERSION,
 };
 use crate::error::Error;
 use crate::gid::{Rail, RailRequest};
@@ -67,6 +67,70 @@ pub struct ServerConfig {
     pub roots: SysRoots,
     /// `--daemon`: follow the client in every parameter (nothing is pinned).
     pub daemon: bool,
+    /// The run's secret: when given, only clients that present it are served.
+    pub secret: Option<RunSecret>,
+    /// What one test may ask of this server, and how many tests a daemon runs at once.
+    pub limits: ServerLimits,
+}
+
+/// What a server allows, so that a client (or many) cannot exhaust the node it runs on. Each
+/// refusal names the limit and the server flag that raises it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// Queue pairs per test (`--max-qps`).
+    pub max_qps: u32,
+    /// Bytes of memory one test registers (`--max-buffer`): two halves of the largest message.
+    pub max_buffer_bytes: u64,
+    /// Tests a daemon runs at once (`--max-tests`); more clients are refused until one ends.
+    pub max_tests: u32,
+}
+
+impl ServerLimits {
+    /// The defaults: room for 16 rails at `-q 4` with 8 MiB messages, far below a GPU node.
+    pub const DEFAULT: ServerLimits = ServerLimits {
+        max_qps: 64,
+        max_buffer_bytes: 1 << 30,
+        max_tests: 32,
+    };
+
+    /// The first limit `params` exceeds, as the reason to send.
+    pub fn check(&self, params: &TestParams) -> Option<RejectReason> {
+        let qps = u64::from(params.qps);
+        if qps > u64::from(self.max_qps) {
+            return Some(RejectReason::Limit {
+                what: "queue pairs per test (-q)".into(),
+                asked: qps,
+                max: u64::from(self.max_qps),
+                flag: "--max-qps".into(),
+            });
+        }
+        let bytes = crate::engine::buffer_bytes(params);
+        if bytes > self.max_buffer_bytes {
+            return Some(RejectReason::Limit {
+                what: "bytes of buffer per test (twice the largest message, -s/-a)".into(),
+                asked: bytes,
+                max: self.max_buffer_bytes,
+                flag: "--max-buffer".into(),
+            });
+        }
+        None
+    }
+
+    /// The reason for a client that comes while `running` tests run, if that is the limit.
+    pub fn check_running(&self, running: usize) -> Option<RejectReason> {
+        (running >= self.max_tests as usize).then(|| RejectReason::Limit {
+            what: "tests at once".into(),
+            asked: running as u64 + 1,
+            max: u64::from(self.max_tests),
+            flag: "--max-tests".into(),
+        })
+    }
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits::DEFAULT
+    }
 }
 
 /// A bound control port. Binding is separate from serving so that a port in use is reported
@@ -209,6 +273,27 @@ fn server_tuning(cfg: &ServerConfig, hello: &Hello) -> LocalTuning {
     t
 }
 
+/// Answers a client that cannot be served now with `reason`, after reading its hello (closing
+/// with the hello unread would reset the connection before the client reads the answer).
+pub fn refuse(cfg: &ServerConfig, stream: TcpStream, reason: RejectReason) -> SessionError {
+    let peer = stream
+        .peer_addr()
+        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+    let refused = SessionError::Control(ControlError::Rejected {
+        peer,
+        reason: reason.clone(),
+    });
+    let Ok(ch) = ControlChannel::from_stream(stream) else {
+        return refused;
+    };
+    let mut ch = ch.with_timeouts(cfg.timeouts);
+    if ch.expect_hello().is_ok() {
+        let _ = ch.send(&Msg::Reject { reason });
+    }
+    ch.close();
+    refused
+}
+
 /// Serves one test on an accepted connection. `shared` is shared by every test of a daemon;
 /// `stop` ends the test early (SIGINT/SIGTERM).
 pub fn serve_one(
@@ -241,6 +326,15 @@ pub fn serve_one(
             server: PROTOCOL_VERSION,
             client: hello.protocol_version,
         };
+        return Err(reject(ch, reason));
+    }
+    if let Some(secret) = &cfg.secret {
+        if !secret.admits(hello.secret.as_ref()) {
+            let presented = hello.secret.is_some();
+            return Err(reject(ch, RejectReason::NotThisRun { presented }));
+        }
+    }
+    if let Some(reason) = cfg.limits.check(&hello.params) {
         return Err(reject(ch, reason));
     }
     let merged = pinned_params(cfg, &hello.params);
