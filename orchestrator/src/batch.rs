@@ -11,6 +11,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::rdmabw::RunSecret;
 use crate::runner::{Exit, Output, Runner};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,18 +72,30 @@ fn forward(
 /// started could hold them open: then what came so far is its last words).
 const STREAMS_AFTER_EXIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// `rdmabw batch`.
+/// `rdmabw batch --secret-stdin`: the run's secret is the first line of its input.
 pub fn batch_argv(bin: &str) -> Vec<String> {
-    vec![bin.to_string(), "batch".to_string()]
+    vec![
+        bin.to_string(),
+        "batch".to_string(),
+        crate::rdmabw::SECRET_STDIN.to_string(),
+    ]
 }
 
 impl BatchClient {
-    /// Starts `bin batch` in `pod`.
-    pub async fn start<R: Runner>(runner: &R, pod: &str, bin: &str) -> Result<BatchClient> {
-        let p = runner
+    /// Starts `bin batch` in `pod`, its tests presenting `secret`.
+    pub async fn start<R: Runner>(
+        runner: &R,
+        pod: &str,
+        bin: &str,
+        secret: &RunSecret,
+    ) -> Result<BatchClient> {
+        let mut p = runner
             .start(pod, &batch_argv(bin))
             .await
             .with_context(|| format!("cannot start `{bin} batch` in pod {pod}"))?;
+        // A batch that ends at once (an older rdmabw) may have closed its input already: its
+        // own words then come with the first test.
+        let _ = p.stdin.write_all(&secret.stdin_line()).await;
         let (tx, lines) = mpsc::unbounded_channel();
         forward(p.stdout, Stream::Out, tx.clone());
         forward(p.stderr, Stream::Err, tx);

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
+use results::rdmabw::gpu::GpuSelect;
 use results::NetworkMode;
 
 use crate::plan::parse_rail_list;
@@ -95,6 +96,10 @@ fn mtu(s: &str) -> Result<u32, String> {
     }
 }
 
+fn use_cuda(s: &str) -> Result<GpuSelect, String> {
+    GpuSelect::parse(s).ok_or_else(|| format!("expected a CUDA GPU index or auto, got `{s}`"))
+}
+
 /// `--gpu` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum GpuArg {
@@ -130,6 +135,16 @@ pub struct SweepArgs {
     /// NUMA node). With --mode the pods ask for nvidia.com/gpu (8 unless --resource says).
     #[arg(long, value_enum, value_name = "auto")]
     pub gpu: Option<GpuArg>,
+    /// rdmabw's (and ib_write_bw's) spelling: `auto` is --gpu auto; a CUDA index N puts each
+    /// rail's buffers, on both sides, in GPU N.
+    #[arg(
+        long = "use_cuda",
+        alias = "use-cuda",
+        value_name = "GPU",
+        value_parser = use_cuda,
+        conflicts_with = "gpu"
+    )]
+    pub use_cuda: Option<GpuSelect>,
     /// Measured seconds per rail.
     #[arg(short = 'D', long, value_name = "S", default_value_t = 5.0, value_parser = positive)]
     pub duration: f64,
@@ -137,6 +152,10 @@ pub struct SweepArgs {
     /// ib_write_bw: 64K, 1M).
     #[arg(short = 's', long, value_name = "BYTES", default_value = "65536", value_parser = size)]
     pub size: u64,
+    /// rdmabw's -a (every size from 2 B to 8 MiB) is not a railsweep flag: a row is one rail at
+    /// one size. Refused with that advice.
+    #[arg(short = 'a', long = "all", hide = true)]
+    pub all_sizes: bool,
     /// Traffic class (IPv4 TOS byte) for the QPs, e.g. 41 for a lossless RoCE class
     /// [default: none, with a warning].
     #[arg(long, value_name = "N")]
@@ -217,6 +236,13 @@ impl SweepArgs {
         if self.size == 0 {
             bail!("--size must be at least 1 byte");
         }
+        if self.all_sizes {
+            bail!(
+                "-a/--all: railsweep measures one message size per row (-s, default 64K); run it \
+                 once per size (-s 4K, -s 64K, -s 1M ...) to compare sizes, or rdmabw -a in a pod \
+                 for one rail's whole curve"
+            );
+        }
         if self.qps == 0 {
             bail!("-q/--qp must be at least 1");
         }
@@ -252,7 +278,10 @@ impl SweepArgs {
             margin: Duration::from_secs_f64(self.margin),
             mode,
             cluster,
-            gpu_auto: self.gpu == Some(GpuArg::Auto),
+            gpu: self
+                .use_cuda
+                .clone()
+                .or_else(|| (self.gpu == Some(GpuArg::Auto)).then_some(GpuSelect::Auto)),
             transport: self.transport.clone(),
             show_commands: self.show_commands,
         })

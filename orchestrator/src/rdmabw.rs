@@ -6,6 +6,7 @@
 
 use anyhow::{bail, Context, Result};
 use results::rdmabw::flags::TransportFlags;
+use results::rdmabw::gpu::GpuSelect;
 use results::rdmabw::rails::RailsReport;
 use results::rdmabw::report::{BwReport, TestStatus};
 use results::rdmabw::REPORT_SCHEMA_VERSION;
@@ -101,21 +102,62 @@ pub fn parse_gpus(out: &Output) -> Result<usize> {
     Ok(n)
 }
 
-/// `rdmabw server --daemon -p PORT`: one server for every rail, test after test, several at once
-/// on different devices.
+/// rdmabw's flag that reads the run's secret from the first line of standard input.
+pub const SECRET_STDIN: &str = "--secret-stdin";
+
+/// A sweep's secret: the daemon it starts serves only the clients that present it, so that
+/// another pod of the node's network (the daemon of a hostNetwork pod listens there) cannot
+/// run tests on it. It travels on the processes' standard input, never on a command line.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RunSecret(String);
+
+impl std::fmt::Debug for RunSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RunSecret(..)")
+    }
+}
+
+impl RunSecret {
+    /// 128 random bits from the kernel, as 32 hex digits.
+    pub fn generate() -> Result<RunSecret> {
+        use std::io::Read;
+        let mut b = [0u8; 16];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut b))
+            .context("cannot read /dev/urandom for the sweep's secret")?;
+        Ok(RunSecret(b.iter().map(|x| format!("{x:02x}")).collect()))
+    }
+
+    /// What a process started with [`SECRET_STDIN`] reads first: the secret and a newline.
+    pub fn stdin_line(&self) -> Vec<u8> {
+        format!("{}\n", self.0).into_bytes()
+    }
+}
+
+/// `argv` (an `rdmabw SUBCOMMAND ...` vector) reading the run's secret from its standard input.
+pub fn with_secret_stdin(argv: &[String]) -> Vec<String> {
+    let mut v = argv.to_vec();
+    v.insert(2.min(v.len()), SECRET_STDIN.to_string());
+    v
+}
+
+/// `rdmabw server --daemon -p PORT --secret-stdin`: one server for every rail, test after
+/// test, several at once on different devices, serving only this sweep's clients (see
+/// [`RunSecret`]).
 ///
-/// With `gpu_auto`, every test's buffer on the server side is CUDA memory of the GPU nearest
-/// that test's RDMA device (`--use_cuda auto`, resolved per test by the daemon).
-pub fn server_argv(bin: &str, port: u16, gpu_auto: bool) -> Vec<String> {
+/// With `gpu`, every test's buffer on the server side is CUDA memory: of that GPU, or with
+/// `auto` of the GPU nearest that test's RDMA device (resolved per test by the daemon).
+pub fn server_argv(bin: &str, port: u16, gpu: Option<&GpuSelect>) -> Vec<String> {
     let mut v = vec![
         bin.to_string(),
         "server".to_string(),
         "--daemon".to_string(),
         "-p".to_string(),
         port.to_string(),
+        SECRET_STDIN.to_string(),
     ];
-    if gpu_auto {
-        v.extend(["--use_cuda".to_string(), "auto".to_string()]);
+    if let Some(g) = gpu {
+        v.extend(["--use_cuda".to_string(), g.to_string()]);
     }
     v
 }
@@ -154,7 +196,7 @@ pub struct ClientTest {
     /// Seconds of traffic after the measured window, if not rdmabw's default.
     pub cooldown_s: Option<f64>,
     /// The client's buffer in the GPU nearest its RDMA device (`--use_cuda auto`).
-    pub gpu_auto: bool,
+    pub gpu: Option<GpuSelect>,
     /// -b, --sl, -t, -Q, -l, -I as given to railsweep.
     pub transport: TransportFlags,
 }
@@ -216,8 +258,8 @@ pub fn client_argv(bin: &str, t: &ClientTest) -> Vec<String> {
     if let Some(c) = t.cooldown_s {
         v.extend(["--cooldown".into(), fmt_num(c)]);
     }
-    if t.gpu_auto {
-        v.extend(["--use_cuda".into(), "auto".into()]);
+    if let Some(g) = &t.gpu {
+        v.extend(["--use_cuda".into(), g.to_string()]);
     }
     v.push(t.server_addr.clone());
     v
@@ -333,7 +375,7 @@ mod tests {
             min_line_rate_pct: None,
             warmup_s: Some(0.2),
             cooldown_s: None,
-            gpu_auto: false,
+            gpu: None,
             transport: TransportFlags {
                 bidirectional: true,
                 cq_mod: Some(4),
@@ -363,23 +405,37 @@ mod tests {
             .contains("--netdev net1 --server-netdev net1"));
         // --gpu auto: the client's buffer in the GPU nearest its device, flag before the address.
         let t = ClientTest {
-            gpu_auto: true,
+            gpu: Some(GpuSelect::Auto),
             ..t
         };
         assert!(client_argv("rdmabw", &t)
             .join(" ")
             .ends_with("--use_cuda auto 10.224.0.2"));
+        // --use_cuda 2: GPU 2 on both sides.
+        let t = ClientTest {
+            gpu: Some(GpuSelect::Index(2)),
+            ..t
+        };
+        assert!(client_argv("rdmabw", &t)
+            .join(" ")
+            .ends_with("--use_cuda 2 10.224.0.2"));
+        assert!(server_argv("rdmabw", 1, Some(&GpuSelect::Index(2)))
+            .join(" ")
+            .ends_with("--use_cuda 2"));
+        // The secret's flag goes right after the subcommand; the secret itself never does.
+        let v = with_secret_stdin(&client_argv("rdmabw", &t));
+        assert_eq!(&v[..3], &["rdmabw", "client", "--secret-stdin"]);
     }
 
     #[test]
     fn server_daemon_takes_the_gpu_nearest_each_tests_device() {
         assert_eq!(
-            server_argv("rdmabw", 18515, false).join(" "),
-            "rdmabw server --daemon -p 18515"
+            server_argv("rdmabw", 18515, None).join(" "),
+            "rdmabw server --daemon -p 18515 --secret-stdin"
         );
         assert_eq!(
-            server_argv("/tmp/rdmabw", 18600, true).join(" "),
-            "/tmp/rdmabw server --daemon -p 18600 --use_cuda auto"
+            server_argv("/tmp/rdmabw", 18600, Some(&GpuSelect::Auto)).join(" "),
+            "/tmp/rdmabw server --daemon -p 18600 --secret-stdin --use_cuda auto"
         );
     }
 

@@ -112,7 +112,7 @@ impl RunArgs {
             nodes: self.nodes.as_ref(),
             port: self.sweep.port,
             inject: self.sweep.inject,
-            gpu: self.sweep.gpu.is_some(),
+            gpu: self.sweep.gpu.is_some() || self.sweep.use_cuda.is_some(),
         }
     }
 }

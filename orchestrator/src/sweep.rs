@@ -7,6 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context, Result};
 use futures::stream::{FuturesUnordered, StreamExt};
+use results::rdmabw::gpu::GpuSelect;
 use results::rdmabw::rails::{Attachment, RailsReport};
 use results::rdmabw::report::BwReport;
 use results::{rfc3339_utc, MemoryKind, NetworkMode, RailResult, RailStatus, RowSink};
@@ -78,7 +79,7 @@ pub struct SweepConfig {
     /// Cluster name for the rows; `None` takes the runner's.
     pub cluster: Option<String>,
     /// GPUDirect: each rail's buffers, on both sides, in the GPU nearest that rail's NIC.
-    pub gpu_auto: bool,
+    pub gpu: Option<GpuSelect>,
     /// rdmabw's transport flags, passed through as given (-b, --sl, -t, -Q, -l, -I).
     pub transport: results::rdmabw::flags::TransportFlags,
     /// Print each rdmabw client command on stderr before it runs.
@@ -222,11 +223,11 @@ async fn prepare_pod<R: Runner>(
     match rdmabw::parse_rails(&out) {
         Ok(rails) => {
             check_compatible(&rails.rdmabw_version, pod, injected)?;
-            if cfg.gpu_auto {
+            if let Some(gpu) = &cfg.gpu {
                 // Every rail would fail the same way: say it once, before any test.
                 let out = runner.exec(pod, &rdmabw::gpus_argv(&bin), None).await?;
                 rdmabw::parse_gpus(&out).with_context(|| {
-                    format!("--gpu auto: no GPU rdmabw can use (--use_cuda auto) in pod {pod}")
+                    format!("--use_cuda {gpu}: no GPU rdmabw can use in pod {pod}")
                 })?;
             }
             Ok((info, bin, rails))
@@ -336,6 +337,7 @@ struct Server<'a, R: Runner> {
     runner: &'a R,
     pod: String,
     argv: Vec<String>,
+    secret: rdmabw::RunSecret,
     state: Mutex<Option<Daemon>>,
 }
 
@@ -374,7 +376,7 @@ impl<'a, R: Runner> Server<'a, R> {
         // fails to connect and `ended` adds the daemon's own words to that rail's error.
         let spawned = self
             .runner
-            .spawn(&self.pod, &self.argv)
+            .spawn(&self.pod, &self.argv, Some(self.secret.stdin_line()))
             .await
             .map_err(|e| {
                 format!(
@@ -505,6 +507,8 @@ struct Sweep<'a, R: Runner> {
     clients_s: std::sync::Mutex<f64>,
     /// The client pod's `rdmabw batch`, for rails measured one at a time.
     batch: Mutex<Batch>,
+    /// The secret the daemon and every client of this sweep share.
+    secret: rdmabw::RunSecret,
 }
 
 /// Where the sequential sweep's client runs.
@@ -547,7 +551,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
             min_line_rate_pct: self.cfg.min_line_rate_pct,
             warmup_s: self.cfg.warmup_s,
             cooldown_s: self.cfg.cooldown_s,
-            gpu_auto: self.cfg.gpu_auto,
+            gpu: self.cfg.gpu.clone(),
             transport: self.cfg.transport.clone(),
         };
         let argv = rdmabw::client_argv(&self.prep.client_bin, &test);
@@ -562,8 +566,9 @@ impl<'a, R: Runner> Sweep<'a, R> {
         let deadline = self.cfg.deadline();
         let pod = &self.prep.pods.client;
         let t0 = Instant::now();
+        let process_argv = rdmabw::with_secret_stdin(&argv);
         let spawned = tokio::select! {
-            r = self.runner.spawn(pod, &argv) => r,
+            r = self.runner.spawn(pod, &process_argv, Some(self.secret.stdin_line())) => r,
             _ = tokio::time::sleep(deadline) => return self.start_failure(),
             _ = self.cancel.cancelled() => return Attempt::Interrupted,
         };
@@ -636,7 +641,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
         }
         if !matches!(*slot, Batch::Running(_)) {
             let started = tokio::select! {
-                r = BatchClient::start(self.runner, pod, &self.prep.client_bin) => r,
+                r = BatchClient::start(self.runner, pod, &self.prep.client_bin, &self.secret) => r,
                 _ = tokio::time::sleep(deadline) => return Some(self.start_failure()),
                 _ = self.cancel.cancelled() => return Some(Attempt::Interrupted),
             };
@@ -917,6 +922,7 @@ pub async fn run<R: Runner>(
     run: SweepRun<'_>,
 ) -> Result<RailsOutcome> {
     let t0 = Instant::now();
+    let secret = rdmabw::RunSecret::generate()?;
     let pairs = planned_rails(cfg, prep, &run.skip);
     let rails: Vec<u32> = pairs.iter().map(|p| p.rail).collect();
     let progress = Progress::new(
@@ -940,13 +946,15 @@ pub async fn run<R: Runner>(
         server: Server {
             runner,
             pod: prep.pods.server.clone(),
-            argv: rdmabw::server_argv(&prep.server_bin, cfg.port, cfg.gpu_auto),
+            argv: rdmabw::server_argv(&prep.server_bin, cfg.port, cfg.gpu.as_ref()),
+            secret: secret.clone(),
             state: Mutex::new(None),
         },
         cancel: run.cancel.clone(),
         progress: progress.clone(),
         clients_s: std::sync::Mutex::new(0.0),
         batch: Mutex::new(Batch::Idle),
+        secret,
     };
     let mut outcome = RailsOutcome {
         rows: Vec::new(),

@@ -199,7 +199,7 @@ async fn spawned_process_outlives_its_stream_and_is_killed_by_pid() {
     let (c, ns) = setup("spawn").await;
     let r = runner(&c, &ns);
     let s = r
-        .spawn("pod-a", &argv(&["sleep", "60"]))
+        .spawn("pod-a", &argv(&["sleep", "60"]), None)
         .await
         .expect("spawns");
     let alive = r
@@ -214,7 +214,7 @@ async fn spawned_process_outlives_its_stream_and_is_killed_by_pid() {
     // Dropping the exec (its stream) leaves the process running, as a kubelet does: only a
     // kill ends it.
     let s = r
-        .spawn("pod-a", &argv(&["sleep", "60"]))
+        .spawn("pod-a", &argv(&["sleep", "60"]), None)
         .await
         .expect("spawns");
     let pid = s.pid;

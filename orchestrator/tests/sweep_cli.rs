@@ -78,7 +78,19 @@ fn every_rail_gets_a_row_and_the_daemon_is_ended() {
     );
     // One daemon served every rail, and it is gone.
     let server_args = std::fs::read_to_string(f.file("server-args")).expect("daemon ran");
-    assert_eq!(server_args.trim(), "server --daemon -p 18999");
+    assert_eq!(
+        server_args.trim(),
+        "server --daemon -p 18999 --secret-stdin"
+    );
+    // The daemon and the batch read one secret from their input, and no argument carries it.
+    let secret = std::fs::read_to_string(f.file("server-secret")).expect("daemon's secret");
+    let secret = secret.trim();
+    assert!(
+        secret.len() == 32 && secret.chars().all(|c| c.is_ascii_hexdigit()),
+        "{secret:?}"
+    );
+    assert_eq!(f.read("secrets.log").trim(), secret);
+    assert!(!log.contains(secret) && !server_args.contains(secret));
     let pid = f.pid_in("server.pid").expect("pid");
     assert!(!alive(pid), "the server daemon {pid} was ended");
     assert!(!stderr.contains("no --tclass"), "{stderr}");
@@ -115,6 +127,16 @@ fn an_rdmabw_without_batch_gets_one_client_per_rail() {
         "said once: {stderr}"
     );
     assert_eq!(f.client_log().lines().count(), 3);
+    // Each client process read the daemon's secret from its input.
+    let secret = f.read("server-secret");
+    let secrets = f.read("secrets.log");
+    assert_eq!(secrets.lines().count(), 3, "{secrets}");
+    assert!(secrets.lines().all(|l| l == secret.trim()), "{secrets}");
+    // A second sweep has a secret of its own.
+    let o2 = s(&f.file("sweep2.csv"));
+    let r = railsweep(&local_args(&bin, &o2));
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    assert_ne!(f.read("server-secret"), secret);
 }
 
 #[test]

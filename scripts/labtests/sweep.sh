@@ -177,3 +177,44 @@ for r in rows:
 print([(r["rail"], r["bw_avg_gbps"], r["bidirectional"], r["msg_size_bytes"]) for r in rows])
 PY
 }
+
+# The daemon railsweep starts serves only its own sweep (issue 21): a client without the run's
+# secret, or with another one, is refused mid-sweep with a message that says so, and the sweep
+# completes every rail. A daemon's per-test limits refuse a test by the limit's name.
+test_sweep_daemon_serves_only_its_run() {
+  local pid code nd srv
+  nd=$(topo podA 1 iface); srv=$(ctl_ip podB)
+  sweep secret -D 3 &
+  pid=$!
+  # Once rail 0's row is in, the daemon is up and serving.
+  for _ in $(seq 1 1200); do [ "$(rows_in "$T_OUT/secret.csv")" -ge 1 ] && break; sleep 0.2; done
+  [ "$(rows_in "$T_OUT/secret.csv")" -ge 1 ] || fail "no row after 240 s"
+  code=0
+  in_pod podA timeout 60 "$RDMABW" client --json -D 1 -s 4096 --netdev "$nd" --server-netdev "$nd" \
+    "$srv" >"$T_OUT/intruder.json" 2>"$T_OUT/intruder.err" || code=$?
+  cat "$T_OUT/intruder.err"
+  [ "$code" -eq 2 ] || fail "a client without the secret exited $code, not 2"
+  grep -q 'serves only the run that started it, and the client presented no secret' "$T_OUT/intruder.err" \
+    || fail "the refusal does not say why"
+  code=0
+  RDMABW_SECRET=0123456789abcdef in_pod podA timeout 60 "$RDMABW" client --json -D 1 -s 4096 \
+    --netdev "$nd" --server-netdev "$nd" "$srv" >/dev/null 2>"$T_OUT/intruder2.err" || code=$?
+  [ "$code" -eq 2 ] && grep -q "presented another run's secret" "$T_OUT/intruder2.err" \
+    || { cat "$T_OUT/intruder2.err"; fail "a client with another secret was not refused (exit $code)"; }
+  wait "$pid" || { cat "$T_OUT/secret.err"; fail "the sweep failed (exit $?)"; }
+  expect_rows "$T_OUT/secret.csv" 4
+  expect_traffic "$T_OUT/secret.csv" 0 1 2 3
+  # Limits: a daemon allowing 4 QPs per test refuses -q 8 by name; -q 2 runs.
+  in_pod podB timeout 120 "$RDMABW" server --daemon -p 18620 --max-qps 4 >/dev/null 2>"$T_OUT/limits.err" &
+  wait_port podB 18620
+  code=0
+  in_pod podA timeout 60 "$RDMABW" client --json -D 1 -s 4096 -q 8 --netdev "$nd" \
+    --server-netdev "$nd" -p 18620 "$srv" >/dev/null 2>"$T_OUT/qps.err" || code=$?
+  cat "$T_OUT/qps.err"
+  [ "$code" -eq 2 ] && grep -q 'at most 4 queue pairs per test (-q) and this test needs 8.*--max-qps 8' "$T_OUT/qps.err" \
+    || fail "-q 8 against --max-qps 4: exit $code"
+  in_pod podA timeout 60 "$RDMABW" client --json -D 1 -s 4096 -q 2 --netdev "$nd" \
+    --server-netdev "$nd" -p 18620 "$srv" >"$T_OUT/qps2.json" 2>"$T_OUT/qps2.err" \
+    || { cat "$T_OUT/qps2.err"; fail "-q 2 within the limit failed"; }
+  pkill -x rdmabw || true
+}

@@ -352,9 +352,9 @@ impl Runner for KubeRunner {
         Ok(finish(proc, Vec::new(), stdout, stdin).await)
     }
 
-    async fn spawn(&self, pod: &str, argv: &[String]) -> Result<Spawned> {
-        let (proc, pid, head, stdout) = self.attach_with_pid(pod, argv, false).await?;
-        let done = tokio::spawn(async move { Ok(finish(proc, head, Some(stdout), None).await) });
+    async fn spawn(&self, pod: &str, argv: &[String], stdin: Option<Vec<u8>>) -> Result<Spawned> {
+        let (proc, pid, head, stdout) = self.attach_with_pid(pod, argv, stdin.is_some()).await?;
+        let done = tokio::spawn(async move { Ok(finish(proc, head, Some(stdout), stdin).await) });
         Ok(Spawned { pid, done })
     }
 

@@ -134,17 +134,25 @@ impl Runner for LocalRunner {
         })
     }
 
-    async fn spawn(&self, pod: &str, argv: &[String]) -> Result<Spawned> {
+    async fn spawn(&self, pod: &str, argv: &[String], stdin: Option<Vec<u8>>) -> Result<Spawned> {
         let mut cmd = self.command(pod, argv)?;
-        cmd.stdin(Stdio::null());
+        cmd.stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
         // If railsweep itself goes away without cleaning up, take the process with it.
         cmd.kill_on_drop(true);
-        let child = cmd
+        let mut child = cmd
             .spawn()
             .with_context(|| format!("cannot start {} in {pod}", argv[0]))?;
         let pid = child
             .id()
             .context("the process ended before its PID was read")?;
+        if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            // Small (a secret's line): written, then closed, before anything waits on it.
+            let _ = pipe.write_all(&data).await;
+        }
         let done = tokio::spawn(async move {
             let out = child.wait_with_output().await?;
             Ok(Output {
@@ -252,7 +260,7 @@ mod tests {
     async fn spawned_process_can_be_killed() {
         let r = LocalRunner::new();
         let s = r
-            .spawn(HOST, &argv(&["sleep", "30"]))
+            .spawn(HOST, &argv(&["sleep", "30"]), None)
             .await
             .expect("starts");
         r.kill(HOST, s.pid, Signal::Term).await.expect("kills");

@@ -155,8 +155,14 @@ pub trait Runner: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Output>> + Send;
 
     /// Start `argv` in `pod` and return at once with its process id, so that it can be stopped
-    /// with [`Runner::kill`] even when the connection to it is gone.
-    fn spawn(&self, pod: &str, argv: &[String]) -> impl Future<Output = Result<Spawned>> + Send;
+    /// with [`Runner::kill`] even when the connection to it is gone; it reads `stdin` (then end
+    /// of file) if given, else nothing.
+    fn spawn(
+        &self,
+        pod: &str,
+        argv: &[String],
+        stdin: Option<Vec<u8>>,
+    ) -> impl Future<Output = Result<Spawned>> + Send;
 
     /// Start `argv` in `pod` with its standard streams connected, to talk to it while it runs
     /// (`rdmabw batch`); like [`Runner::spawn`], it can be stopped with [`Runner::kill`].

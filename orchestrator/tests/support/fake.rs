@@ -2,7 +2,9 @@
 //! `rails --json` from a file, runs `server --daemon` as a sleeping process whose PID it
 //! records, and for `client` prints a canned report chosen per rail (`-d mlx5_N` is rail N,
 //! `--netdev netN` rail N-1); `batch` runs clients from its input lines the way rdmabw's does
-//! (recording its PID in batch.pids), unless a file `no-batch` says it is an older build.
+//! (recording its PID in batch.pids), unless a file `no-batch` says it is an older build. A
+//! secret read with `--secret-stdin` goes to server-secret (the daemon's) or secrets.log (one
+//! line per client or batch).
 // Each test file uses part of it.
 #![allow(dead_code)]
 
@@ -60,6 +62,7 @@ client() {
       prev=$a
     done
     echo "$*" >>"$dir/client-args.log"
+    case " $* " in *" --secret-stdin "*) IFS= read -r s; echo "$s" >>"$dir/secrets.log" ;; esac
     b=$(cat "$dir/behave-$nd" 2>/dev/null || echo ok)
     case "$b" in
       ok) cat "$dir/report-$nd.json" ;;
@@ -75,11 +78,14 @@ client() {
 case "$1" in
   --version) cat "$dir/version" ;;
   rails) cat "$dir/rails.json" ;;
-  server) echo $$ >"$dir/server.pid"; echo "$*" >"$dir/server-args"; exec sleep 600 ;;
+  server) echo $$ >"$dir/server.pid"; echo "$*" >"$dir/server-args"
+    case " $* " in *" --secret-stdin "*) IFS= read -r s; echo "$s" >"$dir/server-secret" ;; esac
+    exec sleep 600 ;;
   client) client "$@"; exit $? ;;
   batch)
     [ -e "$dir/no-batch" ] && { echo "error: unrecognized subcommand 'batch'" >&2; exit 2; }
     echo $$ >>"$dir/batch.pids"
+    [ "$2" = --secret-stdin ] && { IFS= read -r s; echo "$s" >>"$dir/secrets.log"; }
     n=0
     # railsweep's argument vectors hold no quotes, commas or spaces: split the JSON array.
     while IFS= read -r line; do
@@ -186,6 +192,11 @@ impl Fake {
 
     pub fn write(&self, name: &str, text: &str) {
         std::fs::write(self.dir.path().join(name), text).expect("writes");
+    }
+
+    /// A file of its folder, empty when absent.
+    pub fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default()
     }
 
     pub fn set_rails(&self, rails: Vec<Value>) {
