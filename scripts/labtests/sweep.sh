@@ -184,7 +184,9 @@ PY
 test_sweep_daemon_serves_only_its_run() {
   local pid code nd srv
   nd=$(topo podA 1 iface); srv=$(ctl_ip podB)
-  sweep secret -D 3 &
+  # Rails of 10 s: the two refused clients below (a few seconds each to start) come while the
+  # sweep still runs, which the test checks.
+  sweep secret -D 10 &
   pid=$!
   # Once rail 0's row is in, the daemon is up and serving.
   for _ in $(seq 1 1200); do [ "$(rows_in "$T_OUT/secret.csv")" -ge 1 ] && break; sleep 0.2; done
@@ -201,6 +203,8 @@ test_sweep_daemon_serves_only_its_run() {
     --netdev "$nd" --server-netdev "$nd" "$srv" >/dev/null 2>"$T_OUT/intruder2.err" || code=$?
   [ "$code" -eq 2 ] && grep -q "presented another run's secret" "$T_OUT/intruder2.err" \
     || { cat "$T_OUT/intruder2.err"; fail "a client with another secret was not refused (exit $code)"; }
+  kill -0 "$pid" 2>/dev/null || fail "the sweep had ended before the refusals: they did not come mid-sweep"
+  [ "$(rows_in "$T_OUT/secret.csv")" -lt 4 ] || fail "every rail was measured before the refusals"
   wait "$pid" || { cat "$T_OUT/secret.err"; fail "the sweep failed (exit $?)"; }
   expect_rows "$T_OUT/secret.csv" 4
   expect_traffic "$T_OUT/secret.csv" 0 1 2 3
