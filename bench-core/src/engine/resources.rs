@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::plan::knobs;
+use super::validate::{Layout, Mismatch};
 use super::Endpoints;
 use crate::error::{Error, GidUnusable};
 use crate::gid::Rail;
@@ -43,6 +44,7 @@ pub struct Prepared {
     landing: u64,
     inline_bytes: u32,
     memory: MemoryUse,
+    layout: Option<Layout>,
 }
 
 impl Prepared {
@@ -122,15 +124,34 @@ impl Prepared {
         }
 
         let pd = device.alloc_pd()?;
-        let half = round_up_page(max_msg);
+        // --data_validation: a slot per QP in each half, each size at its own offset, and the
+        // source half filled with the pattern before the buffer is registered.
+        let layout = params
+            .data_validation
+            .then(|| Layout::new(&sizes, params.qps));
+        let half = layout
+            .as_ref()
+            .map_or_else(|| round_up_page(max_msg), Layout::half_bytes);
+        let init = match &layout {
+            Some(l) => {
+                let mut v = vec![0u8; usize::try_from(half).unwrap_or(usize::MAX)];
+                l.fill(&mut v);
+                v
+            }
+            None => Vec::new(),
+        };
         let (buffer, memory) = match &tuning.memory {
-            MemoryRequest::Host => (pd.alloc_host_buffer(2 * half)?, MemoryUse::host()),
+            MemoryRequest::Host => (
+                pd.alloc_host_buffer_init(2 * half, &init)?,
+                MemoryUse::host(),
+            ),
             // CUDA memory on the GPU asked for (or nearest this NIC), registered by dma-buf or
             // nvidia_peermem: see `crate::gpu`.
             MemoryRequest::Cuda { gpu, path } => {
-                crate::gpu::alloc_buffer(&pd, 2 * half, gpu, *path)?
+                crate::gpu::alloc_buffer(&pd, 2 * half, gpu, *path, &init)?
             }
         };
+        drop(init);
 
         let signaled_per_qp = k.depth / k.cq_mod + 2;
         let needed = u64::from(params.qps) * signaled_per_qp;
@@ -173,6 +194,7 @@ impl Prepared {
             landing: half,
             inline_bytes: tuning.inline_bytes,
             memory,
+            layout,
         })
     }
 
@@ -233,6 +255,17 @@ impl Prepared {
                 remote.device, remote.mr.len, self.max_msg
             )));
         }
+        if let Some(l) = &self.layout {
+            if remote.mr.len < l.half_bytes() {
+                return Err(Error::PeerMismatch(format!(
+                    "the peer's region on {} holds {} bytes, data validation here writes {} \
+                     (a slot per QP and size)",
+                    remote.device,
+                    remote.mr.len,
+                    l.half_bytes()
+                )));
+            }
+        }
         let Prepared {
             qps,
             cq,
@@ -241,6 +274,8 @@ impl Prepared {
             device,
             port,
             inline_bytes,
+            landing,
+            layout,
             ..
         } = self;
         let qps = qps
@@ -277,6 +312,8 @@ impl Prepared {
             stall_hint,
             rate_est: None,
             poisoned: false,
+            landing,
+            layout,
         })
     }
 }
@@ -299,6 +336,10 @@ pub struct Connected {
     /// stall guard.
     pub(super) rate_est: Option<f64>,
     pub(super) poisoned: bool,
+    /// Where the peer's writes land in `buffer` (the second half).
+    landing: u64,
+    /// `--data_validation`: where each QP's writes of each size go.
+    pub(super) layout: Option<Layout>,
 }
 
 impl Connected {
@@ -310,6 +351,34 @@ impl Connected {
     /// Device name.
     pub fn device_name(&self) -> &str {
         self.device.name()
+    }
+
+    /// `--data_validation`: checks every byte the peer wrote in this side's landing half (each
+    /// QP's writes of each size), once the peer's writes have completed (its `Done` came):
+    /// `Ok(None)` when all are the peer's pattern, else the first that is not. GPU memory is
+    /// copied to the host first. `Ok(None)` too when validation is off.
+    pub fn check_landing(&self) -> Result<Option<Mismatch>, Error> {
+        let Some(layout) = &self.layout else {
+            return Ok(None);
+        };
+        let mut copy = vec![0u8; usize::try_from(layout.half_bytes()).unwrap_or(usize::MAX)];
+        if self.buffer.is_host() {
+            if !self.buffer.read_host(self.landing, &mut copy) {
+                return Err(Error::InvalidParams(format!(
+                    "the landing region ({} bytes at {}) is outside the buffer on {}",
+                    copy.len(),
+                    self.landing,
+                    self.device.name()
+                )));
+            }
+        } else {
+            crate::gpu::read_buffer(&self.buffer, self.landing, &mut copy).map_err(|e| {
+                Error::InvalidParams(format!(
+                    "copying the GPU landing region to the host for --data_validation: {e}"
+                ))
+            })?;
+        }
+        Ok(layout.check(&copy))
     }
 
     /// Whether the thread that runs the writes polls at idle CPU priority (spin-polling on
