@@ -332,7 +332,7 @@ mod tests {
         };
         // 1 Gb/s of 64 KiB writes: 10^9 / 8 / 65536 = 1907.35 writes/s.
         let g = r(1.0, RateUnit::Gbps);
-        assert!((g.msgs_per_s(65536) - 1907.348_632_8).abs() < 1e-6);
+        assert!((g.msgs_per_s(65536) - 1_907.348_632_8).abs() < 1e-6);
         assert!((g.gbps(65536) - 1.0).abs() < 1e-12);
         // 100 MiB/s of 1 MiB writes: 100 writes/s, 0.8388608 Gb/s.
         let m = r(100.0, RateUnit::MibPerS);
