@@ -435,3 +435,19 @@ test_data_validation_clean_rail() {
   [ "$(grep -c 'data validation: every byte the client wrote is what it sent' "$T_OUT/daemon.err")" -eq 3 ] \
     || { cat "$T_OUT/daemon.err"; fail "the server did not check all three tests"; }
 }
+
+# --data_validation (issue 21) end to end: a client whose sent bytes are corrupted on purpose
+# (RDMABW_TEST_CORRUPT_SENT_BYTE, a test hook that flips one byte of its pattern before the
+# first write) fails on both sides, exit 1, naming the offset, the byte sent and the byte found.
+test_data_validation_catches_a_wrong_byte() {
+  in_pod podB timeout 280 "$RDMABW" server --daemon -p 18750 2>"$T_OUT/daemon.err" &
+  wait_port podB 18750
+  # Byte 70000 of the sending half: QP 1's slot (64 KiB per QP), its byte 4464.
+  expect_rc 1 corrupt in_pod podA env RDMABW_TEST_CORRUPT_SENT_BYTE=70000 timeout 120 "$RDMABW" client --data_validation -q 2 -n 200 --netdev net4 --server-netdev net4 -p 18750 "$SRV"
+  must_say corrupt 'stopped the test: data validation failed: byte 70000 of the landing region \(QP 1, 65536 B writes\) is 0x[0-9a-f]{2}, expected 0x[0-9a-f]{2}'
+  for i in $(seq 1 50); do grep -q 'test failed' "$T_OUT/daemon.err" && break; sleep 0.1; done
+  grep 'test failed' "$T_OUT/daemon.err" || { cat "$T_OUT/daemon.err"; fail "the server did not fail the test"; }
+  grep -q 'test failed: data validation failed: byte 70000' "$T_OUT/daemon.err" || fail "the server does not name the byte"
+  # The same client without the hook passes: the failure was the corrupted byte.
+  expect_rc 0 clean in_pod podA timeout 120 "$RDMABW" client --data_validation -q 2 -n 200 --netdev net4 --server-netdev net4 -p 18750 "$SRV"
+}

@@ -28,6 +28,20 @@ fn round_up_page(n: u64) -> u64 {
     n.div_ceil(PAGE as u64) * PAGE as u64
 }
 
+/// The environment variable that makes a test corrupt its own pattern: byte N of what this side
+/// sends under `--data_validation` is flipped before the first write, so that the lab can show
+/// the peer's check failing end to end. For tests only; nothing else reads it.
+pub const CORRUPT_FOR_TESTS_ENV: &str = "RDMABW_TEST_CORRUPT_SENT_BYTE";
+
+fn corrupt_for_tests(sent: &mut [u8]) {
+    let at = std::env::var(CORRUPT_FOR_TESTS_ENV)
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok());
+    if let Some(b) = at.and_then(|i| sent.get_mut(i)) {
+        *b ^= 0xff;
+    }
+}
+
 /// One side's resources with QPs in INIT, ready to exchange [`Endpoints`].
 #[derive(Debug)]
 pub struct Prepared {
@@ -136,6 +150,7 @@ impl Prepared {
             Some(l) => {
                 let mut v = vec![0u8; usize::try_from(half).unwrap_or(usize::MAX)];
                 l.fill(&mut v);
+                corrupt_for_tests(&mut v);
                 v
             }
             None => Vec::new(),
