@@ -298,6 +298,57 @@ pub struct TestArgs {
     #[arg(short = 'c', long = "connection", value_name = "TYPE")]
     pub connection: Option<String>,
 
+    /// Repeat the measured window until SIGINT/SIGTERM, one row per window as it closes
+    /// (ib_write_bw --run_infinitely): -D (or --window) SECONDS is the reporting interval, the
+    /// first window follows a short warm-up, and the writes never pause between windows. The
+    /// table, --json (a BwReport per line) and --csv (a header, then a row per window) are
+    /// written as a stream; then exit 130. One size, one direction; the server follows.
+    #[arg(long = "run_infinitely", alias = "run-infinitely")]
+    pub run_infinitely: bool,
+
+    /// Send no faster than RATE (ib_write_bw --rate_limit; in --rate_units, Gb/s by default):
+    /// a software limiter on this side's writes, all QPs together, posting from a bucket of
+    /// --burst_size writes. The measured bandwidth then sits at the limit.
+    #[arg(
+        long = "rate_limit",
+        alias = "rate-limit",
+        value_name = "RATE",
+        allow_negative_numbers = true,
+        help_heading = "Rate limiter"
+    )]
+    pub rate_limit: Option<f64>,
+
+    /// What --rate_limit counts: g Gb/s (10^9 bit/s, the default), M MiB/s (2^20 byte/s), p
+    /// writes per second (ib_write_bw --rate_units).
+    #[arg(
+        long = "rate_units",
+        alias = "rate-units",
+        value_name = "UNIT",
+        help_heading = "Rate limiter"
+    )]
+    pub rate_units: Option<String>,
+
+    /// Writes sent at once after a pause: the limiter's bucket (ib_write_bw --burst_size;
+    /// default the send queue depth, -t).
+    #[arg(
+        long = "burst_size",
+        alias = "burst-size",
+        value_name = "N",
+        allow_negative_numbers = true,
+        help_heading = "Rate limiter"
+    )]
+    pub burst_size: Option<i64>,
+
+    /// SW only (ib_write_bw --rate_limit_type): rdmabw's limiter is in software; the NIC's
+    /// (HW) and packet pacing (PP) are refused by name.
+    #[arg(
+        long = "rate_limit_type",
+        alias = "rate-limit-type",
+        value_name = "TYPE",
+        help_heading = "Rate limiter"
+    )]
+    pub rate_limit_type: Option<String>,
+
     /// Seconds of warm-up and of cool-down inside each -D test (ib_write_bw -f; default a
     /// quarter of -D, in whole seconds).
     #[arg(short = 'f', long = "margin", value_name = "SECONDS")]

@@ -8,7 +8,9 @@ use bench_core::control::{PhaseTimeouts, RunSecret, WatchConfig};
 use bench_core::gid::RailRequest;
 use bench_core::session::{ClientConfig, Pinned, ServerConfig, ServerLimits};
 use bench_core::sysfs::SysRoots;
-use results::rdmabw::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
+use results::rdmabw::params::{
+    Connection, LocalTuning, RateLimit, RateUnit, Sizes, TestLength, TestParams,
+};
 
 use crate::cli::{Cli, Cmd, TestArgs};
 
@@ -142,8 +144,8 @@ impl SecretInput<'_> {
     }
 }
 
-/// `ulimit -l` bytes a test needs: two halves of the largest message, page-rounded, plus slack
-/// for queues.
+/// `ulimit -l` bytes a test needs: two halves of the largest message, page-rounded (with
+/// `--data_validation`, of a slot per QP holding every size), plus slack for queues.
 pub fn memlock_needed_bytes(p: &TestParams) -> u64 {
     bench_core::engine::buffer_bytes(p) + (1 << 20)
 }
@@ -434,6 +436,9 @@ fn test_params(a: &TestArgs) -> Result<(TestParams, Pinned), Usage> {
         .margin
         .map(|m| seconds("-f/--margin", m, true))
         .transpose()?;
+    if a.run_infinitely {
+        return endless_params(a, sizes, margin, pinned);
+    }
     let length = match (a.iters, a.duration.or(a.window)) {
         (Some(_), Some(_)) => {
             return usage(
@@ -460,6 +465,79 @@ fn test_params(a: &TestArgs) -> Result<(TestParams, Pinned), Usage> {
             }
         }
     };
+    finish_params(a, sizes, length, pinned)
+}
+
+/// `--run_infinitely`: one size, one direction, -D or --window SECONDS the interval, a warm-up
+/// before the first window and no cool-down (the windows follow each other).
+fn endless_params(
+    a: &TestArgs,
+    sizes: Sizes,
+    margin: Option<f64>,
+    mut pinned: Pinned,
+) -> Result<(TestParams, Pinned), Usage> {
+    let example = "e.g. rdmabw --run_infinitely -D 5 HOST";
+    if a.all {
+        return usage(format!(
+            "--run_infinitely repeats one size: give -s BYTES (or leave it out for 65536), not \
+             -a ({example})"
+        ));
+    }
+    if a.transport.bidirectional {
+        return usage(format!(
+            "--run_infinitely measures one direction: leave out -b ({example})"
+        ));
+    }
+    if a.transport.data_validation {
+        return usage(
+            "--data_validation checks the bytes when the test ends, and a --run_infinitely test \
+             does not end: run --data_validation tests of their own (-D SECONDS)",
+        );
+    }
+    if a.iters.is_some() {
+        return usage(format!(
+            "-n/--iters and --run_infinitely conflict: --run_infinitely repeats a timed window; \
+             give -D SECONDS, the reporting interval ({example})"
+        ));
+    }
+    if a.cooldown.is_some() {
+        return usage(
+            "--cooldown does not apply to --run_infinitely: its windows follow each other, and \
+             SIGINT ends the last one",
+        );
+    }
+    let interval = match (a.duration, a.window) {
+        (Some(d), None) => seconds("-D/--duration", d, false)?,
+        (None, Some(w)) => seconds("--window", w, false)?,
+        _ => {
+            return usage(format!(
+                "--run_infinitely needs -D SECONDS: a row is printed every -D seconds, as in \
+                 ib_write_bw ({example})"
+            ))
+        }
+    };
+    let warmup = a
+        .warmup
+        .map(|w| seconds("--warmup", w, true))
+        .transpose()?
+        .or(margin)
+        .unwrap_or(0.05);
+    pinned.length = true;
+    let length = TestLength::Duration {
+        duration_s: interval,
+        warmup_s: warmup,
+        cooldown_s: 0.0,
+    };
+    finish_params(a, sizes, length, pinned)
+}
+
+/// The parameters both sides agree on, from the sizes and the length.
+fn finish_params(
+    a: &TestArgs,
+    sizes: Sizes,
+    length: TestLength,
+    mut pinned: Pinned,
+) -> Result<(TestParams, Pinned), Usage> {
     if let Some(c) = &a.connection {
         if !c.eq_ignore_ascii_case("rc") {
             return usage(format!(
@@ -469,6 +547,8 @@ fn test_params(a: &TestArgs) -> Result<(TestParams, Pinned), Usage> {
     }
     pinned.qps = a.qp.is_some();
     pinned.bidirectional = a.transport.bidirectional;
+    pinned.run_infinitely = a.run_infinitely;
+    pinned.data_validation = a.transport.data_validation;
     let qps = at_least_one("-q/--qp", a.qp, 1, 4)?;
     Ok((
         TestParams {
@@ -477,6 +557,8 @@ fn test_params(a: &TestArgs) -> Result<(TestParams, Pinned), Usage> {
             qps,
             connection: Connection::RC,
             bidirectional: a.transport.bidirectional,
+            run_infinitely: a.run_infinitely,
+            data_validation: a.transport.data_validation,
         },
         pinned,
     ))
@@ -549,6 +631,7 @@ fn tuning(a: &TestArgs, sizes: &Sizes) -> Result<LocalTuning, Usage> {
         100,
     )?;
     let post_list = at_least_one("-l/--post_list", a.transport.post_list, d.post_list, 1)?;
+    let rate_limit = rate_limit(a, tx_depth)?;
     let cpu = match (a.cpu, a.no_numa_bind) {
         (Some(n), _) => {
             let allowed = bench_core::ffi::allowed_cpus().unwrap_or_default();
@@ -585,7 +668,78 @@ fn tuning(a: &TestArgs, sizes: &Sizes) -> Result<LocalTuning, Usage> {
             crate::cli::PollArg::Spin => results::rdmabw::params::PollMode::Spin,
         },
         cpu,
+        rate_limit,
     })
+}
+
+/// `--rate_limit RATE` with `--rate_units`, `--burst_size` and `--rate_limit_type`, as
+/// ib_write_bw takes them (Gb/s by default, bursts of the send queue depth); SW only.
+fn rate_limit(a: &TestArgs, tx_depth: u32) -> Result<Option<RateLimit>, Usage> {
+    if let Some(t) = &a.rate_limit_type {
+        match t.to_ascii_uppercase().as_str() {
+            "SW" => {}
+            "HW" | "PP" => {
+                return usage(format!(
+                    "--rate_limit_type {t}: not supported by rdmabw: the NIC's rate limiter (HW) \
+                     and packet pacing (PP) are set through vendor verbs rdmabw does not use; its \
+                     limiter is in software: --rate_limit_type SW (or leave it out)"
+                ))
+            }
+            _ => {
+                return usage(format!(
+                    "--rate_limit_type {t}: give SW (rdmabw's software limiter; HW and PP are not \
+                     supported)"
+                ))
+            }
+        }
+    }
+    let Some(rate) = a.rate_limit else {
+        for (set, flag) in [
+            (a.rate_units.is_some(), "--rate_units"),
+            (a.burst_size.is_some(), "--burst_size"),
+            (a.rate_limit_type.is_some(), "--rate_limit_type"),
+        ] {
+            if set {
+                return usage(format!(
+                    "{flag} applies to the rate limiter: add --rate_limit RATE (e.g. \
+                     --rate_limit 10 for 10 Gb/s)"
+                ));
+            }
+        }
+        return Ok(None);
+    };
+    if !(rate.is_finite() && rate > 0.0) {
+        return usage(format!(
+            "--rate_limit {rate}: give a positive rate in --rate_units (Gb/s by default), e.g. \
+             --rate_limit 10"
+        ));
+    }
+    let unit = match a.rate_units.as_deref() {
+        None | Some("g") => RateUnit::Gbps,
+        Some("M") => RateUnit::MibPerS,
+        Some("p") => RateUnit::MsgsPerS,
+        Some(u) => {
+            return usage(format!(
+                "--rate_units {u}: give g (Gb/s, the default), M (MiB/s) or p (writes per \
+                 second), as ib_write_bw"
+            ))
+        }
+    };
+    let burst_msgs = match a.burst_size {
+        None => tx_depth,
+        Some(n) if n >= 1 => u32::try_from(n).unwrap_or(u32::MAX),
+        Some(n) => {
+            return usage(format!(
+                "--burst_size {n}: give at least 1 write per burst (default the send queue depth \
+                 -t, {tx_depth})"
+            ))
+        }
+    };
+    Ok(Some(RateLimit {
+        rate,
+        unit,
+        burst_msgs,
+    }))
 }
 
 fn output(a: &TestArgs) -> Result<Output, Usage> {
@@ -615,6 +769,28 @@ fn output(a: &TestArgs) -> Result<Output, Usage> {
         }
         other => other,
     };
+    if a.run_infinitely {
+        for (set, flag) in [
+            (a.limit_bw.is_some(), "-w/--limit_bw"),
+            (a.limit_msgrate.is_some(), "-y/--limit_msgrate"),
+            (a.min_gbps.is_some(), "--min-gbps"),
+            (a.min_line_rate_pct.is_some(), "--min-line-rate-pct"),
+            (
+                a.out_json || a.out_json_file.is_some(),
+                "--out_json/--out_json_file",
+            ),
+            (a.output_figure.is_some(), "--output"),
+            (a.report_counters.is_some(), "-W/--report-counters"),
+        ] {
+            if set {
+                return usage(format!(
+                    "{flag} judges or reports a test when it ends, and a --run_infinitely test \
+                     does not end (SIGINT stops it, exit 130): leave {flag} out, or read the \
+                     rows (--json or --csv) as they come"
+                ));
+            }
+        }
+    }
     if a.report_both && !a.transport.bidirectional {
         return usage("--report-both prints each direction of -b: add -b");
     }
@@ -785,6 +961,125 @@ mod tests {
         assert!(e(&["client", "--daemon", "10.0.0.9"]).contains("server flag"));
         assert!(e(&["--json", "--csv", "10.0.0.9"]).contains("conflict"));
         assert!(e(&["-q", "0", "10.0.0.9"]).contains("at least 1"));
+    }
+
+    #[test]
+    fn run_infinitely_repeats_a_window_of_minus_d() {
+        let c = |a: &[&str]| match cfg(a).unwrap() {
+            Config::Client(c, _) => c,
+            other => panic!("{other:?}"),
+        };
+        let p = c(&["--run_infinitely", "-D", "2", "10.0.0.2"]).params;
+        assert!(p.run_infinitely);
+        // -D is the reporting interval: all of it is measured, after a short warm-up.
+        assert_eq!(
+            p.length,
+            TestLength::Duration {
+                duration_s: 2.0,
+                warmup_s: 0.05,
+                cooldown_s: 0.0
+            }
+        );
+        let p = c(&["--run_infinitely", "--window", "1", "-f", "1", "10.0.0.2"]).params;
+        assert_eq!(
+            p.length,
+            TestLength::Duration {
+                duration_s: 1.0,
+                warmup_s: 1.0,
+                cooldown_s: 0.0
+            }
+        );
+        let e = |a: &[&str]| cfg(a).unwrap_err().to_string();
+        assert!(e(&["--run_infinitely", "10.0.0.2"]).starts_with("--run_infinitely needs -D"));
+        assert!(e(&["--run_infinitely", "-n", "5", "10.0.0.2"]).contains("-n/--iters"));
+        assert!(e(&["--run_infinitely", "-D", "2", "-a", "10.0.0.2"]).contains("not -a"));
+        assert!(e(&["--run_infinitely", "-D", "2", "-b", "10.0.0.2"]).contains("leave out -b"));
+        assert!(
+            e(&["--run_infinitely", "-D", "2", "--data_validation", "h"])
+                .starts_with("--data_validation")
+        );
+        assert!(e(&["--run_infinitely", "-D", "2", "--min-gbps", "5", "h"])
+            .starts_with("--min-gbps judges"));
+        assert!(e(&["--run_infinitely", "-D", "0", "h"]).starts_with("-D/--duration 0"));
+        // The server pins it when given, and follows the client when not.
+        match cfg(&["server", "--run_infinitely", "-D", "2"]).unwrap() {
+            Config::Server { cfg, .. } => {
+                assert!(cfg.pinned.run_infinitely && cfg.params.run_infinitely);
+            }
+            other => panic!("{other:?}"),
+        }
+        match cfg(&["server"]).unwrap() {
+            Config::Server { cfg, .. } => assert!(!cfg.pinned.run_infinitely),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn rate_limits_resolve_as_ib_write_bw_and_nonsense_names_the_flag() {
+        let rl = |a: &[&str]| match cfg(a).unwrap() {
+            Config::Client(c, _) => c.tuning.rate_limit,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(rl(&["10.0.0.2"]), None);
+        // Gb/s by default, bursts of the send queue depth.
+        assert_eq!(
+            rl(&["--rate_limit", "2.5", "-t", "64", "10.0.0.2"]),
+            Some(RateLimit {
+                rate: 2.5,
+                unit: RateUnit::Gbps,
+                burst_msgs: 64
+            })
+        );
+        assert_eq!(
+            rl(&[
+                "--rate_limit=300",
+                "--rate_units=M",
+                "--burst_size=8",
+                "--rate_limit_type=SW",
+                "10.0.0.2"
+            ]),
+            Some(RateLimit {
+                rate: 300.0,
+                unit: RateUnit::MibPerS,
+                burst_msgs: 8
+            })
+        );
+        assert_eq!(
+            rl(&["--rate_limit", "1000", "--rate_units", "p", "10.0.0.2"]).map(|r| r.unit),
+            Some(RateUnit::MsgsPerS)
+        );
+        let e = |a: &[&str]| cfg(a).unwrap_err().to_string();
+        assert!(e(&["--rate_limit", "0", "h"]).starts_with("--rate_limit 0: give a positive"));
+        assert!(e(&["--rate_limit", "-3", "h"]).starts_with("--rate_limit -3: give a positive"));
+        assert!(e(&["--rate_limit=-3", "h"]).starts_with("--rate_limit -3: "));
+        assert!(e(&["--rate_limit", "1", "--burst_size", "0", "h"]).starts_with("--burst_size 0"));
+        assert!(e(&["--rate_limit", "1", "--burst_size", "-2", "h"]).starts_with("--burst_size -2"));
+        assert!(e(&["--rate_limit", "1", "--rate_units", "k", "h"]).starts_with("--rate_units k"));
+        assert!(e(&["--rate_limit", "1", "--rate_limit_type", "HW", "h"])
+            .starts_with("--rate_limit_type HW: not supported by rdmabw"));
+        assert!(e(&["--rate_limit", "1", "--rate_limit_type", "PP", "h"]).contains("(PP)"));
+        assert!(e(&["--burst_size", "4", "h"]).starts_with("--burst_size applies"));
+        assert!(e(&["--rate_units", "M", "h"]).contains("add --rate_limit"));
+    }
+
+    #[test]
+    fn data_validation_is_agreed_and_sizes_the_buffer() {
+        let p = match cfg(&["--data_validation", "-a", "-q", "2", "10.0.0.2"]).unwrap() {
+            Config::Client(c, _) => c.params,
+            other => panic!("{other:?}"),
+        };
+        assert!(p.data_validation);
+        // A 16 MiB slot (every size of the sweep) per QP, in both halves, plus 1 MiB.
+        assert_eq!(memlock_needed_bytes(&p), 2 * 2 * (16 << 20) + (1 << 20));
+        let plain = TestParams {
+            data_validation: false,
+            ..p
+        };
+        assert_eq!(memlock_needed_bytes(&plain), 2 * (8 << 20) + (1 << 20));
+        match cfg(&["server", "--data_validation"]).unwrap() {
+            Config::Server { cfg, .. } => assert!(cfg.pinned.data_validation),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

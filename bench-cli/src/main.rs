@@ -264,9 +264,57 @@ fn client(c: &ClientConfig, out: &Output, stop: &Arc<AtomicBool>) -> Result<Exit
         return fail(&msg, Exit::Usage);
     }
     let log = logger(out.quiet, "rdmabw: ");
+    if c.params.run_infinitely {
+        return endless(c, out, stop, &log);
+    }
     match session::run_client(c, stop, &log) {
         Ok(o) => print_outcome(&o, out),
         Err(e) => fail(&explain(&e, c.port), Exit::of_session(&e)),
+    }
+}
+
+/// `--run_infinitely`: a row per measured window on stdout as it closes (the table, a BwReport
+/// per line, or CSV rows after one header) until SIGINT/SIGTERM, then exit 130. A reader of
+/// stdout that goes away ends the test too (exit 0, as for every other output).
+fn endless(c: &ClientConfig, out: &Output, stop: &Arc<AtomicBool>, log: &Log) -> Result<Exit> {
+    let mut stream = output::Stream::new(out);
+    let mut broken: Option<std::io::Error> = None;
+    let r = session::run_client_streaming(c, stop, log, &mut |o| {
+        if broken.is_some() {
+            return;
+        }
+        if let Err(e) = stream.window(o) {
+            broken = Some(e);
+            stop.store(true, Ordering::Relaxed);
+        }
+    });
+    if let Some(e) = broken {
+        return Err(anyhow::Error::new(e).context("writing the results"));
+    }
+    let windows = stream.windows();
+    stream.end().context("writing the results")?;
+    match r {
+        Err(SessionError::Interrupted { told_peer }) => {
+            log(&format!(
+                "interrupted after {windows} window{}{}",
+                if windows == 1 { "" } else { "s" },
+                if told_peer {
+                    "; the server was told"
+                } else {
+                    ""
+                }
+            ));
+            Ok(Exit::Interrupted)
+        }
+        Err(e) => failure(
+            Role::Client,
+            &c.params,
+            out,
+            &c.tuning,
+            &explain(&e, c.port),
+            Exit::of_session(&e),
+        ),
+        Ok(o) => print_outcome(&o, out),
     }
 }
 

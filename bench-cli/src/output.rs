@@ -253,6 +253,82 @@ pub fn print(rep: &BwReport, out: &Output) -> std::io::Result<()> {
     Ok(())
 }
 
+/// `--run_infinitely`'s output: the rows of the windows as they close, each flushed at once so
+/// that a reader of the pipe sees it then. The table: ib_write_bw's header before the first
+/// row, a row per window, and the closing line at the end. `--json`: one BwReport per line
+/// (its `results` that window alone). `--csv`: the header, then a results row per window.
+pub struct Stream<'a> {
+    out: &'a Output,
+    windows: u64,
+}
+
+impl<'a> Stream<'a> {
+    /// Nothing printed yet.
+    pub fn new(out: &'a Output) -> Stream<'a> {
+        Stream { out, windows: 0 }
+    }
+
+    /// Windows printed so far.
+    pub fn windows(&self) -> u64 {
+        self.windows
+    }
+
+    /// Prints the window `o` holds (its `client_results`).
+    pub fn window(&mut self, o: &Outcome) -> std::io::Result<()> {
+        let first = self.windows == 0;
+        self.windows += 1;
+        let out = self.out;
+        let rep = report(o, out);
+        let mut buf: Vec<u8> = Vec::new();
+        match out.format {
+            Format::Json => {
+                serde_json::to_writer(&mut buf, &rep).map_err(std::io::Error::from)?;
+                buf.push(b'\n');
+            }
+            Format::Csv => {
+                let rows = rep.rail_results(&RdmabwRun::ended_at(SystemTime::now()));
+                results::write_csv_rows(&mut buf, &rows, first).map_err(|e| match e {
+                    results::ResultsError::Io { source, .. } => source,
+                    other => std::io::Error::other(other),
+                })?;
+            }
+            Format::Table => {
+                if first {
+                    if !out.quiet {
+                        eprint!("{}", preamble(o));
+                    }
+                    writeln!(buf, "{RESULT_LINE}")?;
+                    write!(buf, "{}", if out.gbits { HEADER_GBITS } else { HEADER_MB })?;
+                    if out.cpu_util {
+                        write!(buf, "\tCPU_Util[%]")?;
+                    }
+                    writeln!(buf)?;
+                }
+                let t = table(&rep.results, out.gbits, out.cpu_util);
+                // The table's rows without its header and lines.
+                for line in t.lines().skip(2).filter(|l| *l != RESULT_LINE) {
+                    writeln!(buf, "{line}")?;
+                }
+            }
+        }
+        let stdout = std::io::stdout();
+        let mut w = stdout.lock();
+        w.write_all(&buf)?;
+        w.flush()
+    }
+
+    /// After the last window: the table's closing line (nothing for JSON and CSV).
+    pub fn end(self) -> std::io::Result<()> {
+        if self.out.format == Format::Table && self.windows > 0 {
+            let stdout = std::io::stdout();
+            let mut w = stdout.lock();
+            writeln!(w, "{RESULT_LINE}")?;
+            w.flush()?;
+        }
+        Ok(())
+    }
+}
+
 /// The preamble on stderr, like ib_write_bw's header block.
 pub fn preamble(o: &Outcome) -> String {
     let r = &o.rail;

@@ -40,29 +40,14 @@ const REFUSED: &[Refused] = &[
               rail: give an IPv6 GID's index with -x",
     },
     Refused {
-        names: &[
-            "rate_limit",
-            "rate_units",
-            "rate_limit_type",
-            "burst_size",
-            "typical_pkt_size",
-        ],
-        why: "is ib_write_bw's rate limiter; rdmabw has none yet: it measures the rail at full \
-              rate",
-    },
-    Refused {
-        names: &["run_infinitely"],
-        why: "repeats the test forever in ib_write_bw; rdmabw has no endless mode yet: loop over \
-              rdmabw, or run railsweep with --retries for a burn-in",
+        names: &["typical_pkt_size"],
+        why: "sizes the packets of ib_write_bw's packet-pacing (PP) rate limiter; rdmabw's \
+              limiter is in software (--rate_limit with --rate_units and --burst_size)",
     },
     Refused {
         names: &["e", "use_event"],
         why: "waits for completion events in ib_write_bw; rdmabw polls its completion queues \
               (--poll spin or adaptive)",
-    },
-    Refused {
-        names: &["data_validation"],
-        why: "checks the data written in ib_write_bw; rdmabw does not check the bytes yet",
     },
     Refused {
         names: &[
@@ -205,12 +190,14 @@ mod tests {
 
     #[test]
     fn a_refused_flag_is_named_with_what_to_do() {
-        let e = refuse_unsupported(&["-d", "mlx5_0", "--rate_limit=5", "10.0.0.2"]).unwrap_err();
+        let e = refuse_unsupported(&["-d", "mlx5_0", "--typical_pkt_size=512", "10.0.0.2"])
+            .unwrap_err();
         assert!(
-            e.0.starts_with("--rate_limit: not supported by rdmabw: it is"),
+            e.0.starts_with("--typical_pkt_size: not supported by rdmabw: it sizes"),
             "{}",
             e.0
         );
+        assert!(refuse_unsupported(&["--rate_limit=5", "--run_infinitely", "h"]).is_ok());
         let e = refuse_unsupported(&["-R", "10.0.0.2"]).unwrap_err();
         assert!(
             e.0.starts_with("-R: not supported") && e.0.contains("--tclass"),

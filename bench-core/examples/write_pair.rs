@@ -119,6 +119,8 @@ fn parse() -> Result<Args, String> {
         qps,
         connection: Connection::RC,
         bidirectional: bidir,
+        run_infinitely: false,
+        data_validation: false,
     });
     a.tuning = t;
     Ok(a)

@@ -32,6 +32,31 @@ pub(crate) fn reg_host_pages(
     unsafe { pd.reg_mr(ptr, len, access) }
 }
 
+/// Copies `out.len()` bytes of registered host pages, from byte `offset` of `pages`, into
+/// `out` (`--data_validation` reads what the peer wrote).
+///
+/// Sound because the range is checked against `pages` (a live allocation borrowed for the
+/// call) and the bytes are read through a raw pointer, never a Rust reference, so the compiler
+/// assumes nothing about them; the caller reads only after the peer's writes have completed
+/// (its `Done` came), and a byte the device changed during the copy would only make the check
+/// fail, never make the copy unsound (any bit pattern is a valid `u8`). The fence orders the
+/// copy after whatever told the caller that the writes are complete.
+pub(crate) fn read_registered_pages(pages: &[Page], offset: usize, out: &mut [u8]) -> bool {
+    let len = std::mem::size_of_val(pages);
+    match offset.checked_add(out.len()) {
+        Some(end) if end <= len => {}
+        _ => return false,
+    }
+    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    let src = pages.as_ptr().cast::<u8>();
+    // SAFETY: `src + offset .. src + offset + out.len()` lies inside `pages` (checked above),
+    // which outlives the call; `out` is a distinct, exclusively borrowed slice.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src.add(offset), out.as_mut_ptr(), out.len());
+    }
+    true
+}
+
 /// Registers dma-buf memory.
 ///
 /// Sound because the kernel validates the file descriptor (a borrowed, open fd; if it is not

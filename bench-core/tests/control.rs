@@ -28,6 +28,8 @@ fn params() -> TestParams {
         qps: 4,
         connection: Connection::RC,
         bidirectional: false,
+        run_infinitely: false,
+        data_validation: false,
     }
 }
 

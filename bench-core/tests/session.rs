@@ -41,6 +41,8 @@ fn params(qps: u32) -> TestParams {
         qps,
         connection: Connection::RC,
         bidirectional: false,
+        run_infinitely: false,
+        data_validation: false,
     }
 }
 

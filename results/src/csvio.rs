@@ -88,8 +88,14 @@ fn row_cells(row: &RailResult) -> Result<Vec<String>> {
 
 /// Write a header and `rows` as CSV. Every row is validated first
 /// ([`RailResult::validate`]); nothing is written if one is invalid.
-pub fn write_csv<W: Write>(mut out: W, rows: &[RailResult]) -> Result<()> {
-    let mut buf = header_bytes()?;
+pub fn write_csv<W: Write>(out: W, rows: &[RailResult]) -> Result<()> {
+    write_csv_rows(out, rows, true)
+}
+
+/// [`write_csv`], with the header line only when `header` is true: a stream of rows written
+/// as they come (`rdmabw --csv --run_infinitely`) has one header, then row after row.
+pub fn write_csv_rows<W: Write>(mut out: W, rows: &[RailResult], header: bool) -> Result<()> {
+    let mut buf = if header { header_bytes()? } else { Vec::new() };
     for row in rows {
         buf.extend(row_bytes(row)?);
     }

@@ -30,7 +30,7 @@ mod sink;
 mod summary;
 mod threshold;
 
-pub use csvio::{csv_header, read_csv, write_csv, SCHEMA_VERSION_COLUMN};
+pub use csvio::{csv_header, read_csv, write_csv, write_csv_rows, SCHEMA_VERSION_COLUMN};
 pub use error::{Location, Result, ResultsError};
 pub use export::{
     CsvExporter, Exporter, Format, JsonExporter, MarkdownExporter, SvgExporter, UnknownFormatName,

@@ -326,3 +326,128 @@ test_bad_inputs() {
   expect_rc 2 no_libibverbs in_pod podA unshare -m bash -c "mount --bind /dev/null $lib && exec $RDMABW -d rxe_a0 -n 10 $SRV"
   must_say no_libibverbs 'libibverbs could not be loaded.*install'
 }
+
+# --run_infinitely (issue 21): a row per -D window as it closes until SIGINT, then exit 130 with
+# every row on stdout; the server follows the client and is told. JSON lines and CSV rows are a
+# stream; the client's memory does not grow with the windows.
+test_run_infinitely_rows_until_sigint() {
+  local rc=0 tk t1 n i rss1 rss2
+  in_pod podB timeout 240 "$RDMABW" server --daemon -p 18720 2>"$T_OUT/daemon.err" &
+  wait_port podB 18720
+  # JSON lines, -D 1: interrupted after about three windows.
+  ip netns exec podA "$RDMABW" client --json --run_infinitely -D 1 --netdev net1 --server-netdev net1 -p 18720 "$SRV" \
+    >"$T_OUT/rows.jsonl" 2>"$T_OUT/client.err" &
+  local cpid=$!
+  wait_measuring "$T_OUT/client.err"
+  for i in $(seq 1 300); do [ "$(wc -l <"$T_OUT/rows.jsonl")" -ge 3 ] && break; sleep 0.1; done
+  tk=$(now); kill -INT "$cpid"
+  wait "$cpid" || rc=$?
+  t1=$(now)
+  n=$(wc -l <"$T_OUT/rows.jsonl")
+  echo "JSON: exit $rc, $n rows, $(elapsed "$tk" "$t1") s after SIGINT"
+  cat "$T_OUT/client.err"
+  [ "$rc" -eq 130 ] || fail "client exit $rc, expected 130"
+  [ "$n" -ge 2 ] || fail "$n rows after about three windows"
+  gt 5 "$(elapsed "$tk" "$t1")" || fail "took $(elapsed "$tk" "$t1") s to stop"
+  python3 - "$T_OUT/rows.jsonl" <<'PY' || fail "a row is not a one-window BwReport with traffic"
+import json, sys
+for i, line in enumerate(open(sys.argv[1]), 1):
+    d = json.loads(line)
+    r = d["results"]
+    assert len(r) == 1 and d["params"]["run_infinitely"], line
+    assert abs(r[0]["measured_s"] - 1.0) < 1e-9 and r[0]["iterations"] > 0 and r[0]["bw_avg_gbps"] > 0, line
+    print("row %d: %.4f Gb/s, %d writes, p50 %.4f" % (i, r[0]["bw_avg_gbps"], r[0]["iterations"], r[0]["bw_p50_gbps"]))
+PY
+  for i in $(seq 1 50); do grep -q 'test failed' "$T_OUT/daemon.err" && break; sleep 0.1; done
+  grep 'test failed' "$T_OUT/daemon.err" || true
+  grep -q 'test failed: .*interrupted on the other side' "$T_OUT/daemon.err" || { cat "$T_OUT/daemon.err"; fail "the server was not told"; }
+  # CSV rows, 0.25 s windows: one header, then a row per window; the resident memory after
+  # window 40 is that after window 10 (no growth per window).
+  ip netns exec podA "$RDMABW" client --csv --run_infinitely --window 0.25 --netdev net1 --server-netdev net1 -p 18720 "$SRV" \
+    >"$T_OUT/rows.csv" 2>"$T_OUT/csv.err" &
+  cpid=$!
+  for i in $(seq 1 900); do [ "$(wc -l <"$T_OUT/rows.csv")" -ge 11 ] && break; sleep 0.1; done
+  rss1=$(awk '/^VmRSS/ {print $2}' "/proc/$cpid/status")
+  for i in $(seq 1 900); do [ "$(wc -l <"$T_OUT/rows.csv")" -ge 41 ] && break; sleep 0.1; done
+  rss2=$(awk '/^VmRSS/ {print $2}' "/proc/$cpid/status")
+  kill -INT "$cpid"; rc=0; wait "$cpid" || rc=$?
+  n=$(wc -l <"$T_OUT/rows.csv")
+  echo "CSV: exit $rc, $n lines; VmRSS $rss1 kB after 10 windows, $rss2 kB after 40"
+  head -3 "$T_OUT/rows.csv" | cut -c1-160
+  [ "$rc" -eq 130 ] || { cat "$T_OUT/csv.err"; fail "CSV client exit $rc, expected 130"; }
+  [ "$n" -ge 41 ] || fail "only $n CSV lines"
+  [ "$(grep -c '^schema_version,' "$T_OUT/rows.csv")" -eq 1 ] || fail "the CSV header is not printed once"
+  # Under emulation the idle-priority poller can be off its CPU for a whole 0.25 s window, which
+  # then shows 0 and the next one the backlog: the windows' mean is what must be above 0.
+  python3 - "$T_OUT/rows.csv" <<'PY' || fail "the CSV rows do not parse, or carry no traffic"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+bw = [float(r["bw_avg_gbps"]) for r in rows]
+assert all(abs(float(r["duration_s"]) - 0.25) < 1e-9 for r in rows), rows
+assert sum(bw) / len(bw) > 0, bw
+print("%d CSV rows: mean %.4f Gb/s, %d of them 0" % (len(bw), sum(bw) / len(bw), bw.count(0.0)))
+PY
+  # Growth of more than 256 kB over 30 windows would be 8 kB per window kept.
+  gt $((rss1 + 256)) "$rss2" || fail "VmRSS grew from $rss1 to $rss2 kB over 30 windows"
+}
+
+# --rate_limit (issue 21): a limit of a third of the rail's measured rate gives a bandwidth
+# within 10% of the limit; nonsense is refused naming the flag.
+test_rate_limit_lands_at_the_limit() {
+  local full limit bw
+  expect_rc 2 zero in_pod podA "$RDMABW" --rate_limit 0 -n 10 "$SRV"
+  must_say zero '^rdmabw: error: --rate_limit 0: give a positive rate'
+  expect_rc 2 hw in_pod podA "$RDMABW" --rate_limit 1 --rate_limit_type HW -n 10 "$SRV"
+  must_say hw '--rate_limit_type HW: not supported by rdmabw'
+  in_pod podB timeout 280 "$RDMABW" server --daemon -p 18730 2>"$T_OUT/daemon.err" &
+  wait_port podB 18730
+  in_pod podA timeout 120 "$RDMABW" client --json --netdev net2 --server-netdev net2 -D 5 -p 18730 "$SRV" \
+    >"$T_OUT/full.json" 2>"$T_OUT/full.err" || { cat "$T_OUT/full.err"; fail "full-rate run failed"; }
+  full=$(json_get "$T_OUT/full.json" 'd["results"][0]["bw_avg_gbps"]')
+  limit=$(awk -v f="$full" 'BEGIN { printf "%.4f", f / 3 }')
+  in_pod podA timeout 120 "$RDMABW" client --json --netdev net2 --server-netdev net2 -D 5 --rate_limit "$limit" -p 18730 "$SRV" \
+    >"$T_OUT/limited.json" 2>"$T_OUT/limited.err" || { cat "$T_OUT/limited.err"; fail "limited run failed"; }
+  bw=$(json_get "$T_OUT/limited.json" 'd["results"][0]["bw_avg_gbps"]')
+  echo "full rate $full Gb/s; --rate_limit $limit (Gb/s): $bw Gb/s = $(awk -v b="$bw" -v l="$limit" 'BEGIN { printf "%.1f", 100 * b / l }')% of the limit"
+  [ "$(json_get "$T_OUT/limited.json" 'd["tuning"]["rate_limit"]["unit"]')" = gbps ] || fail "the report does not carry the limit"
+  gt "$bw" "$(awk -v l="$limit" 'BEGIN { print 0.9 * l }')" || fail "$bw Gb/s is more than 10% under the limit $limit"
+  gt "$(awk -v l="$limit" 'BEGIN { print 1.1 * l }')" "$bw" || fail "$bw Gb/s is more than 10% over the limit $limit"
+  # Writes per second (p), bursts of 4: the message rate sits at the limit too.
+  limit=$(json_get "$T_OUT/full.json" '"%.0f" % (d["results"][0]["msg_rate_mpps"] * 1e6 / 3)')
+  in_pod podA timeout 120 "$RDMABW" client --json --netdev net2 --server-netdev net2 -D 5 --rate_limit "$limit" --rate_units p --burst_size 4 -p 18730 "$SRV" \
+    >"$T_OUT/pps.json" 2>"$T_OUT/pps.err" || { cat "$T_OUT/pps.err"; fail "pps-limited run failed"; }
+  bw=$(json_get "$T_OUT/pps.json" '"%.1f" % (d["results"][0]["msg_rate_mpps"] * 1e6)')
+  echo "--rate_limit $limit --rate_units p --burst_size 4: $bw writes/s"
+  gt "$bw" "$(awk -v l="$limit" 'BEGIN { print 0.9 * l }')" || fail "$bw writes/s is more than 10% under $limit"
+  gt "$(awk -v l="$limit" 'BEGIN { print 1.1 * l }')" "$bw" || fail "$bw writes/s is more than 10% over $limit"
+}
+
+# --data_validation (issue 21) on a clean rail: every byte the peer wrote is what it sent, for
+# several QPs, an -a sweep (each size at its own offset), inline writes and both directions.
+test_data_validation_clean_rail() {
+  in_pod podB timeout 280 "$RDMABW" server --daemon -p 18740 2>"$T_OUT/daemon.err" &
+  wait_port podB 18740
+  expect_rc 0 qps in_pod podA timeout 120 "$RDMABW" client --json --data_validation -q 2 -D 2 --netdev net3 --server-netdev net3 -p 18740 "$SRV"
+  grep -q 'data validation: every byte this side wrote is what was sent' "$T_OUT/qps.out" || fail "no validation verdict on the client"
+  expect_rc 0 sweep in_pod podA timeout 120 "$RDMABW" client --json --data_validation -a -n 2 --netdev net3 --server-netdev net3 -p 18740 "$SRV"
+  expect_rc 0 inline_bidir in_pod podA timeout 120 "$RDMABW" client --json --data_validation -b -s 64 -I 64 -n 2000 --netdev net3 --server-netdev net3 -p 18740 "$SRV"
+  must_say inline_bidir 'every byte either side wrote is what was sent'
+  [ "$(grep -c 'data validation: every byte the client wrote is what it sent' "$T_OUT/daemon.err")" -eq 3 ] \
+    || { cat "$T_OUT/daemon.err"; fail "the server did not check all three tests"; }
+}
+
+# --data_validation (issue 21) end to end: a client whose sent bytes are corrupted on purpose
+# (RDMABW_TEST_CORRUPT_SENT_BYTE, a test hook that flips one byte of its pattern before the
+# first write) fails on both sides, exit 1, naming the offset, the byte sent and the byte found.
+test_data_validation_catches_a_wrong_byte() {
+  in_pod podB timeout 280 "$RDMABW" server --daemon -p 18750 2>"$T_OUT/daemon.err" &
+  wait_port podB 18750
+  # Byte 70000 of the sending half: QP 1's slot (64 KiB per QP), its byte 4464.
+  expect_rc 1 corrupt in_pod podA env RDMABW_TEST_CORRUPT_SENT_BYTE=70000 timeout 120 "$RDMABW" client --data_validation -q 2 -n 200 --netdev net4 --server-netdev net4 -p 18750 "$SRV"
+  must_say corrupt 'stopped the test: data validation failed: byte 70000 of the landing region \(QP 1, 65536 B writes\) is 0x[0-9a-f]{2}, expected 0x[0-9a-f]{2}'
+  for i in $(seq 1 50); do grep -q 'test failed' "$T_OUT/daemon.err" && break; sleep 0.1; done
+  grep 'test failed' "$T_OUT/daemon.err" || { cat "$T_OUT/daemon.err"; fail "the server did not fail the test"; }
+  grep -q 'test failed: data validation failed: byte 70000' "$T_OUT/daemon.err" || fail "the server does not name the byte"
+  # The same client without the hook passes: the failure was the corrupted byte.
+  expect_rc 0 clean in_pod podA timeout 120 "$RDMABW" client --data_validation -q 2 -n 200 --netdev net4 --server-netdev net4 -p 18750 "$SRV"
+}

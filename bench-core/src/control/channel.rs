@@ -133,12 +133,20 @@ impl PhaseTimeouts {
     }
 }
 
+/// The measure timeout of a `--run_infinitely` test: ten years, as good as none (the
+/// heartbeats still end it within seconds of a peer's death).
+pub const ENDLESS_MEASURE: Duration = Duration::from_secs(10 * 365 * 86_400);
+
 /// A generous bound on one test's measured window, plus a 30 s margin.
 ///
 /// Duration tests: sizes x (warm-up + duration + cool-down). Iteration tests: the bytes to move
 /// at a floor of 1 Gb/s (an estimate only: the heartbeats, not this bound, detect a dead peer).
+/// A `--run_infinitely` test has no end: [`ENDLESS_MEASURE`].
 pub fn measure_timeout(params: &TestParams) -> Duration {
     const MARGIN_S: f64 = 30.0;
+    if params.run_infinitely {
+        return ENDLESS_MEASURE;
+    }
     let sizes = params.sizes.list();
     let secs = match params.length {
         TestLength::Duration {
@@ -609,6 +617,11 @@ mod tests {
             iterations: u64::MAX,
         };
         assert_eq!(measure_timeout(&huge), Duration::from_secs(86_400));
+        let endless = TestParams {
+            run_infinitely: true,
+            ..p.clone()
+        };
+        assert_eq!(measure_timeout(&endless), ENDLESS_MEASURE);
         let t = PhaseTimeouts::default().with_measure_for(&p);
         assert_eq!(t.get(Phase::Measure), measure_timeout(&p));
         assert_eq!(t.get(Phase::Handshake), Duration::from_secs(10));

@@ -344,6 +344,8 @@ pub(crate) mod tests {
             qps: 4,
             connection: Connection::RC,
             bidirectional: false,
+            run_infinitely: false,
+            data_validation: false,
         }
     }
 

@@ -28,14 +28,21 @@
 //! fixed intervals (10 ms in duration mode, 1 ms in iteration mode) whose rates go into an
 //! HDR histogram for p1/p50/p99; the peak is the best interval.
 //!
+//! Modes: `--run_infinitely` ([`Connected::run_intervals`]) repeats the measured window of one
+//! size until stopped, handing over each window's result as it closes; `--rate_limit` posts
+//! from a token bucket (`limit`); `--data_validation` gives each QP and size its own slot and
+//! pattern ([`validate`]) and [`Connected::check_landing`] checks what the peer wrote.
+//!
 //! A caller-supplied `&AtomicBool` is checked every 200 us; a completion with an error status
 //! ends the run with [`Error::WorkCompletion`]; no completion for a long time with writes
 //! outstanding ends it with [`Error::Stalled`].
 
+mod limit;
 mod plan;
 mod resources;
 mod run;
 mod sampler;
+pub mod validate;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -45,6 +52,7 @@ use serde::{Deserialize, Serialize};
 use crate::verbs::{MrInfo, QpEndpoint};
 
 pub use resources::{buffer_bytes, Connected, Prepared};
+pub use validate::Mismatch;
 
 /// How often the stop flag is checked.
 pub const STOP_CHECK: Duration = Duration::from_micros(200);

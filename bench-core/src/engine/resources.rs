@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::plan::knobs;
+use super::validate::{Layout, Mismatch};
 use super::Endpoints;
 use crate::error::{Error, GidUnusable};
 use crate::gid::Rail;
@@ -27,10 +28,33 @@ fn round_up_page(n: u64) -> u64 {
     n.div_ceil(PAGE as u64) * PAGE as u64
 }
 
-/// The bytes of memory one side of a test registers: two page-rounded halves of the largest
-/// message (what its writes land in, and what it sends from).
+/// The bytes of memory one side of a test registers: two halves (what its writes land in, and
+/// what it sends from), each the largest message page-rounded, or with --data_validation a
+/// slot per QP holding every size.
 pub fn buffer_bytes(params: &TestParams) -> u64 {
-    2 * round_up_page(params.sizes.max())
+    2 * half_bytes(params)
+}
+
+fn half_bytes(params: &TestParams) -> u64 {
+    if params.data_validation {
+        Layout::new(&params.sizes.list(), params.qps).half_bytes()
+    } else {
+        round_up_page(params.sizes.max())
+    }
+}
+
+/// The environment variable that makes a test corrupt its own pattern: byte N of what this side
+/// sends under `--data_validation` is flipped before the first write, so that the lab can show
+/// the peer's check failing end to end. For tests only; nothing else reads it.
+pub const CORRUPT_FOR_TESTS_ENV: &str = "RDMABW_TEST_CORRUPT_SENT_BYTE";
+
+fn corrupt_for_tests(sent: &mut [u8]) {
+    let at = std::env::var(CORRUPT_FOR_TESTS_ENV)
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok());
+    if let Some(b) = at.and_then(|i| sent.get_mut(i)) {
+        *b ^= 0xff;
+    }
 }
 
 /// One side's resources with QPs in INIT, ready to exchange [`Endpoints`].
@@ -49,6 +73,7 @@ pub struct Prepared {
     landing: u64,
     inline_bytes: u32,
     memory: MemoryUse,
+    layout: Option<Layout>,
 }
 
 impl Prepared {
@@ -128,15 +153,35 @@ impl Prepared {
         }
 
         let pd = device.alloc_pd()?;
-        let half = round_up_page(max_msg);
+        // --data_validation: a slot per QP in each half, each size at its own offset, and the
+        // source half filled with the pattern before the buffer is registered.
+        let layout = params
+            .data_validation
+            .then(|| Layout::new(&sizes, params.qps));
+        let half = layout
+            .as_ref()
+            .map_or_else(|| round_up_page(max_msg), Layout::half_bytes);
+        let init = match &layout {
+            Some(l) => {
+                let mut v = vec![0u8; usize::try_from(half).unwrap_or(usize::MAX)];
+                l.fill(&mut v);
+                corrupt_for_tests(&mut v);
+                v
+            }
+            None => Vec::new(),
+        };
         let (buffer, memory) = match &tuning.memory {
-            MemoryRequest::Host => (pd.alloc_host_buffer(2 * half)?, MemoryUse::host()),
+            MemoryRequest::Host => (
+                pd.alloc_host_buffer_init(2 * half, &init)?,
+                MemoryUse::host(),
+            ),
             // CUDA memory on the GPU asked for (or nearest this NIC), registered by dma-buf or
             // nvidia_peermem: see `crate::gpu`.
             MemoryRequest::Cuda { gpu, path } => {
-                crate::gpu::alloc_buffer(&pd, 2 * half, gpu, *path)?
+                crate::gpu::alloc_buffer(&pd, 2 * half, gpu, *path, &init)?
             }
         };
+        drop(init);
 
         let signaled_per_qp = k.depth / k.cq_mod + 2;
         let needed = u64::from(params.qps) * signaled_per_qp;
@@ -179,6 +224,7 @@ impl Prepared {
             landing: half,
             inline_bytes: tuning.inline_bytes,
             memory,
+            layout,
         })
     }
 
@@ -239,6 +285,17 @@ impl Prepared {
                 remote.device, remote.mr.len, self.max_msg
             )));
         }
+        if let Some(l) = &self.layout {
+            if remote.mr.len < l.half_bytes() {
+                return Err(Error::PeerMismatch(format!(
+                    "the peer's region on {} holds {} bytes, data validation here writes {} \
+                     (a slot per QP and size)",
+                    remote.device,
+                    remote.mr.len,
+                    l.half_bytes()
+                )));
+            }
+        }
         let Prepared {
             qps,
             cq,
@@ -247,6 +304,8 @@ impl Prepared {
             device,
             port,
             inline_bytes,
+            landing,
+            layout,
             ..
         } = self;
         let qps = qps
@@ -283,6 +342,8 @@ impl Prepared {
             stall_hint,
             rate_est: None,
             poisoned: false,
+            landing,
+            layout,
         })
     }
 }
@@ -305,6 +366,10 @@ pub struct Connected {
     /// stall guard.
     pub(super) rate_est: Option<f64>,
     pub(super) poisoned: bool,
+    /// Where the peer's writes land in `buffer` (the second half).
+    landing: u64,
+    /// `--data_validation`: where each QP's writes of each size go.
+    pub(super) layout: Option<Layout>,
 }
 
 impl Connected {
@@ -316,6 +381,34 @@ impl Connected {
     /// Device name.
     pub fn device_name(&self) -> &str {
         self.device.name()
+    }
+
+    /// `--data_validation`: checks every byte the peer wrote in this side's landing half (each
+    /// QP's writes of each size), once the peer's writes have completed (its `Done` came):
+    /// `Ok(None)` when all are the peer's pattern, else the first that is not. GPU memory is
+    /// copied to the host first. `Ok(None)` too when validation is off.
+    pub fn check_landing(&self) -> Result<Option<Mismatch>, Error> {
+        let Some(layout) = &self.layout else {
+            return Ok(None);
+        };
+        let mut copy = vec![0u8; usize::try_from(layout.half_bytes()).unwrap_or(usize::MAX)];
+        if self.buffer.is_host() {
+            if !self.buffer.read_host(self.landing, &mut copy) {
+                return Err(Error::InvalidParams(format!(
+                    "the landing region ({} bytes at {}) is outside the buffer on {}",
+                    copy.len(),
+                    self.landing,
+                    self.device.name()
+                )));
+            }
+        } else {
+            crate::gpu::read_buffer(&self.buffer, self.landing, &mut copy).map_err(|e| {
+                Error::InvalidParams(format!(
+                    "copying the GPU landing region to the host for --data_validation: {e}"
+                ))
+            })?;
+        }
+        Ok(layout.check(&copy))
     }
 
     /// Whether the thread that runs the writes polls at idle CPU priority (spin-polling on

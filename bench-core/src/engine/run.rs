@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::limit::TokenBucket;
 use super::plan::{backoff, knobs, plan_posts, stall_limit_for, Knobs, QpRun};
 use super::resources::{polls_at_idle_priority, Connected};
 use super::sampler::Sampler;
@@ -10,7 +11,7 @@ use super::{StopFlags, DURATION_INTERVAL, ITERATION_INTERVAL, STOP_CHECK};
 use crate::error::Error;
 use crate::verbs::{Completion, Cq, Device, Qp, Rts, WriteSpec};
 use results::rdmabw::params::{
-    CpuChoice, LocalTuning, PollMode, SizeResult, TestLength, TestParams,
+    CpuChoice, LocalTuning, PollMode, RateLimit, SizeResult, TestLength, TestParams,
 };
 
 /// Empty polls between two clock reads while nothing completes. Spinning on an empty CQ needs
@@ -55,7 +56,8 @@ impl Connected {
             // After the last size nothing else runs on these QPs: its writes still in flight
             // when the window (and cool-down) closes count for nothing, so they are not waited
             // for. At Soft-RoCE's rate a full queue of 64 KiB writes takes 0.1-0.2 s to drain.
-            let drain = i + 1 < n;
+            // --data_validation: the peer checks what landed once this side's writes are in.
+            let drain = i + 1 < n || params.data_validation;
             match self.run_size_drained(size, &params.length, tuning, stop, drain) {
                 Ok(r) => out.push(r),
                 Err(Error::Stopped { device, port, .. }) => {
@@ -69,6 +71,39 @@ impl Connected {
             }
         }
         Ok(out)
+    }
+
+    /// `--run_infinitely`: runs the one message size of a duration test with its warm-up, then
+    /// measured window after measured window (each `duration_s` long, back to back: the writes
+    /// never pause) until a stop flag is raised, handing each window's result to `on_window`
+    /// as it closes. It only ends on an error: [`Error::Stopped`] for a stop. The memory it
+    /// uses does not grow with the windows.
+    pub fn run_intervals(
+        &mut self,
+        params: &TestParams,
+        tuning: &LocalTuning,
+        stop: StopFlags<'_>,
+        on_window: &mut dyn FnMut(SizeResult),
+    ) -> Error {
+        let sizes = params.sizes.list();
+        let (&[size], TestLength::Duration { .. }) = (sizes.as_slice(), &params.length) else {
+            return Error::InvalidParams(
+                "--run_infinitely runs one size (-s) for a duration (-D or --window)".into(),
+            );
+        };
+        if let CpuChoice::Cpu(cpu) = tuning.cpu {
+            let _ = crate::ffi::pin_current_thread(cpu);
+        }
+        if self.poisoned {
+            return Error::InvalidParams(
+                "an earlier run on these QPs failed, was stopped or left writes in flight; set up a new connection".into(),
+            );
+        }
+        self.poisoned = true;
+        match self.run_size_inner(size, &params.length, tuning, stop, false, Some(on_window)) {
+            Err(e) => e,
+            Ok(_) => Error::InvalidParams("an endless run ended without a stop".into()),
+        }
     }
 
     /// Runs one message size, and waits for every write it posted before returning.
@@ -98,7 +133,7 @@ impl Connected {
             ));
         }
         self.poisoned = true;
-        let r = self.run_size_inner(size, length, tuning, stop, drain);
+        let r = self.run_size_inner(size, length, tuning, stop, drain, None);
         if let Ok(res) = &r {
             // Writes left in flight would complete during the next size and be counted there.
             self.poisoned = !drain && matches!(length, TestLength::Duration { .. });
@@ -111,7 +146,8 @@ impl Connected {
 
     /// One size: set up, then pass after pass of post, poll, account for the completions,
     /// change phase (warm-up, window, cool-down, drain; or the iterations done), check for a
-    /// stop or a stall, and back off when idle; then the result.
+    /// stop or a stall, and back off when idle; then the result. With `on_window`
+    /// (`--run_infinitely`) the window repeats until a stop, each one handed over as it closes.
     fn run_size_inner(
         &mut self,
         size: u64,
@@ -119,6 +155,7 @@ impl Connected {
         tuning: &LocalTuning,
         stop: StopFlags<'_>,
         drain: bool,
+        mut on_window: Option<&mut dyn FnMut(SizeResult)>,
     ) -> Result<SizeResult, Error> {
         let k = knobs(tuning)?;
         if polls_at_idle_priority(&self.device, k.poll) {
@@ -137,30 +174,66 @@ impl Connected {
             stall_limit,
             stall_hint,
             rate_est,
+            layout,
             ..
         } = self;
-        let spec = if size32 as usize <= inline_src.len() {
-            WriteSpec::inline(&inline_src[..size32 as usize], remote_mr, 0)?
-        } else {
-            WriteSpec::from_buffer(buffer, 0, size32, remote_mr, 0)?
+        let inline = size32 as usize <= inline_src.len();
+        // --data_validation: each QP writes its own pattern from its own slot to its slot in
+        // the peer's buffer (inline writes carry the pattern in the work request).
+        let patterns: Vec<Vec<u8>> = match layout {
+            Some(_) if inline => (0..qps.len() as u32)
+                .map(|q| {
+                    let mut v = vec![0u8; size32 as usize];
+                    super::validate::fill_pattern(q, size, &mut v);
+                    v
+                })
+                .collect(),
+            _ => Vec::new(),
         };
+        let mut specs = Vec::with_capacity(qps.len());
+        for qi in 0..qps.len() as u32 {
+            let off = match layout {
+                Some(l) => l.offset(qi, size).ok_or_else(|| {
+                    Error::InvalidParams(format!("size {size} is not one of this test's sizes"))
+                })?,
+                None => 0,
+            };
+            specs.push(match patterns.get(qi as usize) {
+                Some(p) => WriteSpec::inline(p, remote_mr, off)?,
+                None if inline => WriteSpec::inline(&inline_src[..size32 as usize], remote_mr, 0)?,
+                None => WriteSpec::from_buffer(buffer, off, size32, remote_mr, off)?,
+            });
+        }
+        let limit = tuning.rate_limit;
         let link = Link {
             qps,
             cq,
-            spec,
+            specs,
             device,
             port: *port,
             stall_limit: *stall_limit,
             stall_hint: stall_hint.as_str(),
-            rate_est: *rate_est,
+            // Under a rate limit the writes go no faster than the limit: the stall guard's
+            // first estimate (before this size completes anything) is that rate at most.
+            rate_est: match limit {
+                Some(l) => {
+                    let cap = l.msgs_per_s(size) * size as f64;
+                    Some(rate_est.map_or(cap, |r| r.min(cap)))
+                }
+                None => *rate_est,
+            },
         };
 
-        let mut run = SizeRun::set_up(link, k, size, Schedule::of(length), drain);
+        let sched = Schedule::of(length, on_window.is_some());
+        let mut run = SizeRun::set_up(link, k, size, sched, drain, limit);
         loop {
             let posted = run.post()?;
             let Some(poll) = run.poll(posted)? else {
                 continue;
             };
+            if let Some(emit) = on_window.as_mut() {
+                run.roll(poll.t, &mut **emit);
+            }
             if poll.n > 0 {
                 run.complete(&poll)?;
             }
@@ -181,7 +254,9 @@ impl Connected {
 struct Link<'a> {
     qps: &'a mut [Qp<Rts>],
     cq: &'a Cq,
-    spec: WriteSpec<'a>,
+    /// What each QP writes (the same for every QP unless `--data_validation` gives each QP
+    /// its own slot and pattern).
+    specs: Vec<WriteSpec<'a>>,
     device: &'a Device,
     port: u8,
     stall_limit: Duration,
@@ -203,12 +278,18 @@ struct Schedule {
     wend: f64,
     /// Sampling interval.
     interval: Duration,
+    /// `--run_infinitely`: when the window closes, the next one opens (no cool-down, no end).
+    repeat: bool,
+    /// The first window's start.
+    first_ws: f64,
+    /// The window's length.
+    length: f64,
 }
 
 impl Schedule {
     /// Iteration mode measures from the first post to the last completion; duration mode
-    /// runs warm-up, window and cool-down.
-    fn of(length: &TestLength) -> Schedule {
+    /// runs warm-up, window and cool-down, or with `repeat` warm-up and window after window.
+    fn of(length: &TestLength, repeat: bool) -> Schedule {
         match *length {
             TestLength::Iterations { iterations } => Schedule {
                 target: Some(iterations),
@@ -216,6 +297,9 @@ impl Schedule {
                 we: f64::INFINITY,
                 wend: f64::INFINITY,
                 interval: ITERATION_INTERVAL,
+                repeat: false,
+                first_ws: 0.0,
+                length: f64::INFINITY,
             },
             TestLength::Duration {
                 duration_s,
@@ -228,8 +312,15 @@ impl Schedule {
                     target: None,
                     ws: w,
                     we: w + duration_s,
-                    wend: w + duration_s + c,
+                    wend: if repeat {
+                        f64::INFINITY
+                    } else {
+                        w + duration_s + c
+                    },
                     interval: DURATION_INTERVAL,
+                    repeat,
+                    first_ws: w,
+                    length: duration_s,
                 }
             }
         }
@@ -275,22 +366,34 @@ struct SizeRun<'a> {
     bracket: Duration,
     spare: f64,
     idle_polls: u32,
+    /// `--rate_limit`: the tokens writes are posted with.
+    bucket: Option<TokenBucket>,
+    /// `--run_infinitely`: windows closed so far.
+    windows: u64,
 }
 
 impl<'a> SizeRun<'a> {
     /// Set-up: the per-QP state, the buffers for posting and polling, the sampler; the clock
     /// starts here.
-    fn set_up(link: Link<'a>, k: Knobs, size: u64, sched: Schedule, drain: bool) -> SizeRun<'a> {
+    fn set_up(
+        link: Link<'a>,
+        k: Knobs,
+        size: u64,
+        sched: Schedule,
+        drain: bool,
+        limit: Option<RateLimit>,
+    ) -> SizeRun<'a> {
         let nq = link.qps.len();
         // A poll takes everything the CQ holds (at most every write in flight), under one time.
         let poll_max = (k.depth as usize).saturating_mul(nq).max(1);
         let st = vec![QpRun::default(); nq];
         let wrs = Vec::with_capacity(k.post_list as usize);
         let wcs = Vec::with_capacity(poll_max);
+        // An endless run's intervals go on past each window (see `roll`).
         let sampler = Sampler::new(
             sched.interval,
             sched.ws,
-            sched.target.map_or(Some(sched.we), |_| None),
+            (sched.target.is_none() && !sched.repeat).then_some(sched.we),
             nq,
         );
         let t0 = Instant::now();
@@ -325,6 +428,8 @@ impl<'a> SizeRun<'a> {
             bracket: sched.interval / 10,
             spare: (k.depth - k.cq_mod) as f64 / k.depth as f64,
             idle_polls: 0,
+            bucket: limit.map(|l| TokenBucket::new(l.msgs_per_s(size), l.burst_msgs, 0.0)),
+            windows: 0,
         }
     }
 
@@ -333,9 +438,18 @@ impl<'a> SizeRun<'a> {
     fn post(&mut self) -> Result<bool, Error> {
         let nq = self.link.qps.len();
         let mut posted = false;
+        // Under a rate limit, no more writes than the bucket holds now (the drain's few
+        // signaled writes are not counted: they only close the QPs' last batches).
+        let mut tokens = match &mut self.bucket {
+            Some(b) if !self.draining => b.available(self.t0.elapsed().as_secs_f64()),
+            _ => u64::MAX,
+        };
         for off in 0..nq {
             let qi = (self.rr + off) % nq;
             let s = &mut self.st[qi];
+            if tokens == 0 {
+                break;
+            }
             if self.draining {
                 if s.unsignaled == 0 {
                     continue;
@@ -346,11 +460,21 @@ impl<'a> SizeRun<'a> {
                 };
                 plan_posts(qi, s, one, Some(s.posted + 1), true, &mut self.wrs);
             } else {
-                plan_posts(qi, s, self.k, self.sched.target, false, &mut self.wrs);
+                let k = Knobs {
+                    post_list: self.k.post_list.min(tokens),
+                    ..self.k
+                };
+                plan_posts(qi, s, k, self.sched.target, false, &mut self.wrs);
             }
             if !self.wrs.is_empty() {
-                self.link.qps[qi].post_writes(&self.link.spec, self.wrs.iter().copied())?;
+                let spec = &self.link.specs[qi];
+                self.link.qps[qi].post_writes(spec, self.wrs.iter().copied())?;
                 posted = true;
+                if let (Some(b), false) = (&mut self.bucket, self.draining) {
+                    let n = self.wrs.len() as u64;
+                    b.take(n);
+                    tokens = tokens.saturating_sub(n);
+                }
             }
         }
         self.rr = (self.rr + 1) % nq.max(1);
@@ -544,21 +668,49 @@ impl<'a> SizeRun<'a> {
         }
     }
 
+    /// `--run_infinitely`: every window that has closed by `t` is handed to `emit` and the
+    /// next one opens where it closed, with its own count, intervals and CPU time. Completions
+    /// polled at `t` belong to the window open after this (call it before accounting for them).
+    fn roll(&mut self, t: f64, emit: &mut dyn FnMut(SizeResult)) {
+        while self.sched.repeat && t >= self.sched.we {
+            let cpu = crate::ffi::process_cpu_time();
+            if self.cpu0.is_none() {
+                self.cpu0 = Some(cpu);
+            }
+            self.cpu1 = Some(cpu);
+            let measured_s = self.sched.length;
+            emit(self.row(measured_s, self.window_msgs));
+            // From the first window's start, so that no rounding adds up over the windows.
+            self.windows += 1;
+            self.sched.ws = self.sched.we;
+            self.sched.we = self.sched.first_ws + (self.windows + 1) as f64 * self.sched.length;
+            self.window_msgs = 0;
+            self.cpu0 = Some(cpu);
+            self.cpu1 = None;
+        }
+    }
+
     /// The result: the window's writes (duration mode) or all of them (iteration mode) over
     /// the measured time, the sampler's percentiles and the CPU time in between.
-    fn result(self) -> SizeResult {
-        let size = self.size;
+    fn result(mut self) -> SizeResult {
         let (measured_s, msgs) = match self.sched.target {
             Some(n) => (self.t_end, n * self.st.len() as u64),
             None => (self.sched.we - self.sched.ws, self.window_msgs),
         };
+        self.row(measured_s, msgs)
+    }
+
+    /// `msgs` writes over `measured_s` seconds, with the sampler's intervals so far (which
+    /// it then forgets) and the CPU time between the window's two readings.
+    fn row(&mut self, measured_s: f64, msgs: u64) -> SizeResult {
+        let size = self.size;
         let bytes = msgs as f64 * size as f64;
         let avg = if measured_s > 0.0 {
             bytes * 8.0 / measured_s / 1e9
         } else {
             0.0
         };
-        let (p1, p50, p99, peak) = self.sampler.summary(avg);
+        let (p1, p50, p99, peak) = self.sampler.take_summary(avg);
         let cpu_s = match (self.cpu0, self.cpu1) {
             (Some(a), Some(b)) => b.saturating_sub(a).as_secs_f64(),
             _ => 0.0,

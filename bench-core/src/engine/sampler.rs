@@ -203,6 +203,19 @@ impl Sampler {
         let q = |x: f64| h.value_at_quantile(x) as f64 / 1e6;
         (q(0.01), q(0.50), q(0.99), self.peak_gbps)
     }
+
+    /// [`Sampler::summary`] of the intervals so far, then forgets them (the curves go on):
+    /// `--run_infinitely` reports each window's intervals and starts the next from nothing,
+    /// with the memory it already has.
+    pub(crate) fn take_summary(&mut self, fallback: f64) -> (f64, f64, f64, f64) {
+        let s = self.summary(fallback);
+        if let Some(h) = &mut self.hist {
+            h.reset();
+        }
+        self.peak_gbps = 0.0;
+        self.samples = 0;
+        s
+    }
 }
 
 #[cfg(test)]
@@ -220,6 +233,33 @@ mod tests {
             s.event(0, t, cum);
         }
         t
+    }
+
+    #[test]
+    fn take_summary_starts_the_next_window_from_nothing() {
+        // One window at 1 Gb/s (12.5 MB per 100 ms in 10 ms intervals), then one at 2 Gb/s.
+        let mut s = Sampler::new(Duration::from_millis(10), 0.0, None, 1);
+        let mut cum = 0u64;
+        for i in 1..=100 {
+            cum += 125_000;
+            s.event(0, f64::from(i) * 0.001, cum);
+        }
+        let (p1, p50, _, peak) = s.take_summary(0.0);
+        assert!(
+            (p50 - 1.0).abs() < 0.01 && (p1 - 1.0).abs() < 0.01,
+            "{p50} {p1}"
+        );
+        assert!((peak - 1.0).abs() < 0.01, "{peak}");
+        for i in 101..=200 {
+            cum += 250_000;
+            s.event(0, f64::from(i) * 0.001, cum);
+        }
+        let (p1, p50, _, _) = s.take_summary(0.0);
+        // The first interval of the new window may straddle the change: p1 is at least 1.
+        assert!((p50 - 2.0).abs() < 0.02, "{p50}");
+        assert!(p1 >= 0.99, "{p1}");
+        // Nothing since: the fallback.
+        assert_eq!(s.take_summary(7.0), (7.0, 7.0, 7.0, 7.0));
     }
 
     #[test]

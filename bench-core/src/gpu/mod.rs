@@ -79,7 +79,7 @@ impl fmt::Display for MemoryUse {
 struct GpuOwner {
     // Field order: the dma-buf fd is closed before the memory is freed.
     _dmabuf: Option<OwnedFd>,
-    _memory: GpuMemory,
+    memory: GpuMemory,
 }
 
 fn access() -> AccessFlags {
@@ -130,17 +130,22 @@ fn errno_text(e: &std::io::Error) -> String {
 }
 
 /// Allocates `bytes` of CUDA memory on the GPU `gpu` names and registers it on `pd`'s device
-/// by `path`. `auto` picks the GPU nearest `pd`'s NIC (sysfs under the device's roots).
+/// by `path`. `auto` picks the GPU nearest `pd`'s NIC (sysfs under the device's roots). The
+/// first bytes are `init` (copied in with `cuMemcpyHtoD`; `--data_validation`'s pattern).
 pub fn alloc_buffer(
     pd: &Pd,
     bytes: u64,
     gpu: &GpuSelect,
     path: CudaMemPath,
+    init: &[u8],
 ) -> Result<(Buffer, MemoryUse), GpuError> {
     let cuda = Cuda::load()?;
     let (info, chosen_by) = cuda.select(gpu, &pd.meta.roots, Some(pd.device_name()))?;
     let g = cuda.open(&info)?;
     let mem = g.alloc(bytes)?;
+    if !init.is_empty() {
+        mem.write(0, init)?;
+    }
     let use_of = |kind| MemoryUse {
         kind,
         gpu: Some(GpuUse {
@@ -176,9 +181,21 @@ pub fn alloc_buffer(
     };
     let owner: Box<dyn Any + Send + Sync> = Box::new(GpuOwner {
         _dmabuf: fd,
-        _memory: mem,
+        memory: mem,
     });
     Ok((buf.with_owner(owner), use_of(kind)))
+}
+
+/// Copies `out.len()` bytes from `offset` of a GPU buffer made by [`alloc_buffer`] to `out`
+/// (`cuMemcpyDtoH`), e.g. to check what the peer wrote there.
+pub fn read_buffer(buf: &Buffer, offset: u64, out: &mut [u8]) -> Result<(), GpuError> {
+    match buf.owner().and_then(|o| o.downcast_ref::<GpuOwner>()) {
+        Some(owner) => owner.memory.read(offset, out),
+        None => Err(GpuError::Invalid(format!(
+            "the buffer on {} is not GPU memory from alloc_buffer",
+            buf.device_name()
+        ))),
+    }
 }
 
 /// Where a host dma-buf for [`check_dmabuf_registration`] came from.

@@ -14,7 +14,7 @@ use crate::control::{
 };
 use crate::gid::RailRequest;
 use crate::sysfs::SysRoots;
-use results::rdmabw::params::{LocalTuning, TestParams};
+use results::rdmabw::params::{LocalTuning, SizeResult, TestParams};
 use results::rdmabw::report::Role;
 
 /// What the client runs.
@@ -51,6 +51,18 @@ pub fn run_client(
     cfg: &ClientConfig,
     stop: &Arc<AtomicBool>,
     log: &Log,
+) -> Result<Outcome, SessionError> {
+    run_client_streaming(cfg, stop, log, &mut |_| {})
+}
+
+/// [`run_client`], handing each measured window of a `--run_infinitely` test to `on_window`
+/// as it closes: an [`Outcome`] whose `client_results` is that window alone (no counters).
+/// Such a test only ends with an error, [`SessionError::Interrupted`] once `stop` is raised.
+pub fn run_client_streaming(
+    cfg: &ClientConfig,
+    stop: &Arc<AtomicBool>,
+    log: &Log,
+    on_window: &mut dyn FnMut(&Outcome),
 ) -> Result<Outcome, SessionError> {
     let (rail, _) = resolve_request(&cfg.roots, &cfg.rail)?;
     log(&format!(
@@ -105,6 +117,36 @@ pub fn run_client(
             ""
         }
     ));
+    let remote = Remote {
+        host: cfg.server.clone(),
+        addr: peer,
+        device: accept.device,
+        port: accept.port,
+        gid_index: Some(u32::from(accept.gid_index)),
+        gid: theirs.qps.first().map(|q| q.gid).unwrap_or_default(),
+        netdev: cfg.server_rail.netdev.clone(),
+        active_mtu_bytes: accept.active_mtu_bytes,
+        line_rate_gbps: Some(accept.line_rate_gbps).filter(|r| *r > 0.0),
+        rdmabw_version: Some(accept.rdmabw_version),
+    };
+    let mut outcome = Outcome {
+        role: Role::Client,
+        rail: rail.clone(),
+        active_mtu_bytes: local_mtu,
+        remote,
+        params: cfg.params.clone(),
+        tuning: cfg.tuning.clone(),
+        path_mtu_bytes: mtu.bytes(),
+        client_results: Vec::new(),
+        server_results: Vec::new(),
+        memory,
+        counters: Vec::new(),
+    };
+    let mut emit = |r: SizeResult| {
+        let mut o = outcome.clone();
+        o.client_results = vec![r];
+        on_window(&o);
+    };
     let spec = WindowSpec {
         roots: &cfg.roots,
         rail: &rail,
@@ -119,37 +161,39 @@ pub fn run_client(
         mut ch,
         results: client_results,
         counters,
-    } = window(&spec, &mut conn, ch, stop)?;
+    } = window(&spec, &mut conn, ch, stop, Some(&mut emit))?;
     ch.send(&Msg::Done {
         results: client_results.clone(),
         counters: counters.clone(),
     })
     .map_err(peer_failed)?;
+    // --data_validation: a server that found a byte of ours wrong answers with an error
+    // naming it (a failed peer here) instead of Done.
     let (server_results, server_counters) = ch.expect_done(Phase::Results).map_err(peer_failed)?;
+    // -b: the server's writes are complete (its Done came after its last completion).
+    // One way, nothing was written here: there is nothing to check.
+    let mismatch = if cfg.params.bidirectional {
+        conn.check_landing().map_err(SessionError::Local)?
+    } else {
+        None
+    };
     ch.close();
     drop(conn);
-    Ok(Outcome {
-        role: Role::Client,
-        rail,
-        active_mtu_bytes: local_mtu,
-        remote: Remote {
-            host: cfg.server.clone(),
-            addr: peer,
-            device: accept.device,
-            port: accept.port,
-            gid_index: Some(u32::from(accept.gid_index)),
-            gid: theirs.qps.first().map(|q| q.gid).unwrap_or_default(),
-            netdev: cfg.server_rail.netdev.clone(),
-            active_mtu_bytes: accept.active_mtu_bytes,
-            line_rate_gbps: Some(accept.line_rate_gbps).filter(|r| *r > 0.0),
-            rdmabw_version: Some(accept.rdmabw_version),
-        },
-        params: cfg.params.clone(),
-        tuning: cfg.tuning.clone(),
-        path_mtu_bytes: mtu.bytes(),
-        client_results,
-        server_results,
-        memory,
-        counters: counters.into_iter().chain(server_counters).collect(),
-    })
+    if let Some(m) = mismatch {
+        return Err(SessionError::DataValidation(m));
+    }
+    if cfg.params.data_validation {
+        log(&format!(
+            "data validation: every byte {} wrote is what was sent",
+            if cfg.params.bidirectional {
+                "either side"
+            } else {
+                "this side"
+            }
+        ));
+    }
+    outcome.client_results = client_results;
+    outcome.server_results = server_results;
+    outcome.counters = counters.into_iter().chain(server_counters).collect();
+    Ok(outcome)
 }

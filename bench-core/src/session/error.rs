@@ -40,6 +40,9 @@ pub enum SessionError {
         /// Which port, and its state.
         note: String,
     },
+    /// `--data_validation`: a byte the peer wrote is not what it sent.
+    #[error("{0}")]
+    DataValidation(crate::engine::Mismatch),
     /// SIGINT/SIGTERM (the caller's stop flag) ended the test.
     #[error("interrupted: the test was stopped on this side{}", if *.told_peer { " (the peer was told)" } else { "" })]
     Interrupted {
@@ -92,6 +95,7 @@ impl SessionError {
             SessionError::PeerFailed { .. }
             | SessionError::RailDown { .. }
             | SessionError::Run { .. }
+            | SessionError::DataValidation(_)
             | SessionError::Interrupted { .. } => false,
         }
     }

@@ -31,7 +31,7 @@ mod window;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use client::{run_client, ClientConfig};
+pub use client::{run_client, run_client_streaming, ClientConfig};
 pub use daemon::{Daemon, OnTest};
 pub use error::SessionError;
 pub use outcome::{combine, local_report, Outcome, Remote};

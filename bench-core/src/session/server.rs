@@ -44,6 +44,10 @@ pub struct Pinned {
     pub hop_limit: bool,
     /// `-m`.
     pub mtu: bool,
+    /// `--run_infinitely`.
+    pub run_infinitely: bool,
+    /// `--data_validation`.
+    pub data_validation: bool,
 }
 
 /// What a server runs when a client asks.
@@ -243,6 +247,12 @@ fn pinned_params(cfg: &ServerConfig, client: &TestParams) -> TestParams {
     if pin.bidirectional {
         p.bidirectional = cfg.params.bidirectional;
     }
+    if pin.run_infinitely {
+        p.run_infinitely = cfg.params.run_infinitely;
+    }
+    if pin.data_validation {
+        p.data_validation = cfg.params.data_validation;
+    }
     p.connection = cfg.params.connection;
     p
 }
@@ -423,8 +433,17 @@ pub fn serve_one(
         mut ch,
         results: server_results,
         counters,
-    } = window(&spec, &mut conn, ch, stop)?;
+    } = window(&spec, &mut conn, ch, stop, None)?;
     let (client_results, client_counters) = ch.expect_done(Phase::Results).map_err(peer_failed)?;
+    // --data_validation: the client's writes are complete (its Done came after its last
+    // completion): check what landed, and tell the client instead of answering Done.
+    if let Some(m) = conn.check_landing().map_err(SessionError::Local)? {
+        ch.fail(&m.to_string());
+        return Err(SessionError::DataValidation(m));
+    }
+    if params.data_validation {
+        log("data validation: every byte the client wrote is what it sent");
+    }
     ch.send(&Msg::Done {
         results: server_results.clone(),
         counters: counters.clone(),

@@ -50,12 +50,15 @@ pub(super) struct Windowed {
 
 /// The measured window under a watch: reads the rail's counters, runs the writes (or, as the
 /// passive side, waits for the client's `Done`), reads them again, then returns the channel,
-/// or the reason the window failed. Both reads happen outside the measured time.
+/// or the reason the window failed. Both reads happen outside the measured time. A writer of
+/// a `--run_infinitely` test hands each window's result to `on_window` until it is stopped
+/// (then the error is [`SessionError::Interrupted`], the peer told).
 pub(super) fn window(
     spec: &WindowSpec<'_>,
     conn: &mut Connected,
     ch: ControlChannel,
     stop: &Arc<AtomicBool>,
+    on_window: Option<&mut dyn FnMut(SizeResult)>,
 ) -> Result<Windowed, SessionError> {
     let WindowSpec {
         roots,
@@ -85,8 +88,13 @@ pub(super) fn window(
         ..tuning.clone()
     };
     let run = if writer {
-        conn.run_writes(params, tuning, StopFlags::either(stop, &engine_stop))
-            .map_err(Some)
+        let flags = StopFlags::either(stop, &engine_stop);
+        match on_window {
+            Some(emit) if params.run_infinitely => {
+                Err(Some(conn.run_intervals(params, tuning, flags, emit)))
+            }
+            _ => conn.run_writes(params, tuning, flags).map_err(Some),
+        }
     } else {
         let deadline = Instant::now() + measure_timeout;
         loop {

@@ -62,6 +62,13 @@ impl HostMemory {
         &mut self.pages
     }
 
+    /// Copies `init` to the first bytes (before registration: nothing else sees them yet).
+    pub(crate) fn init(&mut self, init: &[u8]) {
+        for (page, chunk) in self.pages.iter_mut().zip(init.chunks(PAGE)) {
+            page.0[..chunk.len()].copy_from_slice(chunk);
+        }
+    }
+
     fn addr(&self) -> u64 {
         self.pages.as_ptr() as u64
     }
@@ -161,6 +168,23 @@ impl Buffer {
     /// Whether this is host memory.
     pub fn is_host(&self) -> bool {
         matches!(self.inner.memory, Memory::Host(_))
+    }
+
+    /// The owner attached with [`Buffer::with_owner`], if any.
+    pub(crate) fn owner(&self) -> Option<&(dyn Any + Send + Sync)> {
+        match &self.inner.memory {
+            Memory::Dmabuf { owner } => owner.as_deref(),
+            Memory::Host(_) => None,
+        }
+    }
+
+    /// Copies `out.len()` bytes from `offset` of host memory into `out`; `false` for device
+    /// memory (read it through its owner) or a range outside the buffer.
+    pub(crate) fn read_host(&self, offset: u64, out: &mut [u8]) -> bool {
+        match (&self.inner.memory, usize::try_from(offset)) {
+            (Memory::Host(h), Ok(off)) => crate::ffi::read_registered_pages(&h.pages, off, out),
+            _ => false,
+        }
     }
 
     /// Local key.

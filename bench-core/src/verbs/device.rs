@@ -322,9 +322,15 @@ impl Pd {
     /// Allocates `bytes` of page-aligned host memory (rounded up to whole pages) and registers
     /// it with local-write and remote-write access.
     pub fn alloc_host_buffer(&self, bytes: u64) -> Result<Buffer, Error> {
+        self.alloc_host_buffer_init(bytes, &[])
+    }
+
+    /// [`Pd::alloc_host_buffer`] whose first bytes are `init` (copied before registration).
+    pub fn alloc_host_buffer_init(&self, bytes: u64, init: &[u8]) -> Result<Buffer, Error> {
         let mut mem = HostMemory::new(bytes).ok_or_else(|| {
             Error::InvalidParams(format!("a buffer of {bytes} bytes cannot be allocated"))
         })?;
+        mem.init(init);
         let len = mem.len();
         let access = AccessFlags::LocalWrite | AccessFlags::RemoteWrite;
         let mr = crate::ffi::reg_host_pages(&self.pd, mem.pages_mut(), access).map_err(|e| {

@@ -59,6 +59,15 @@ pub struct TransportFlags {
         )
     )]
     pub inline_size: Option<u32>,
+
+    /// Check every byte the peer wrote once its writes are in: each QP and size writes its own
+    /// pattern to a place of its own; a byte that differs fails the test (exit 1), naming its
+    /// offset, the byte sent and the byte found (ib_write_bw --data_validation).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long = "data_validation", alias = "data-validation")
+    )]
+    pub data_validation: bool,
 }
 
 impl TransportFlags {
@@ -78,6 +87,9 @@ impl TransportFlags {
         opt("-Q", self.cq_mod.map(|x| x.to_string()));
         opt("-l", self.post_list.map(|x| x.to_string()));
         opt("-I", self.inline_size.map(|x| x.to_string()));
+        if self.data_validation {
+            v.push("--data_validation".to_string());
+        }
         v
     }
 }
@@ -107,5 +119,10 @@ mod tests {
             ..TransportFlags::default()
         };
         assert_eq!(f.to_argv().join(" "), "-b --sl 3 -Q 4");
+        let v = TransportFlags {
+            data_validation: true,
+            ..f
+        };
+        assert_eq!(v.to_argv().join(" "), "-b --sl 3 -Q 4 --data_validation");
     }
 }

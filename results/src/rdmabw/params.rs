@@ -75,6 +75,18 @@ pub struct TestParams {
     pub connection: Connection,
     /// Traffic in both directions at once (ib_write_bw `-b`).
     pub bidirectional: bool,
+    /// Repeat the measured window until stopped, one result per window (ib_write_bw
+    /// `--run_infinitely`; duration tests of one size, one direction).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub run_infinitely: bool,
+    /// Every byte the peer wrote is checked against the pattern it sent once its writes are in
+    /// (ib_write_bw `--data_validation`); each QP and size lands at its own offset.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub data_validation: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// One parameter that differs between client and server.
@@ -125,6 +137,16 @@ impl TestParams {
             &self.bidirectional,
             &peer.bidirectional,
         )?;
+        differ(
+            "--run_infinitely",
+            &self.run_infinitely,
+            &peer.run_infinitely,
+        )?;
+        differ(
+            "--data_validation",
+            &self.data_validation,
+            &peer.data_validation,
+        )?;
         Ok(())
     }
 }
@@ -164,6 +186,53 @@ pub struct LocalTuning {
     /// never takes it from the client.
     #[serde(default)]
     pub cpu: CpuChoice,
+    /// A software rate limit on this side's writes (`--rate_limit`, `--rate_units`,
+    /// `--burst_size`); none by default. Per side: a server never takes it from the client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimit>,
+}
+
+/// ib_write_bw's `--rate_units`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateUnit {
+    /// Gb/s, 10^9 bit/s (`g`, ib_write_bw's default).
+    Gbps,
+    /// MiB/s, 2^20 byte/s (`M`).
+    MibPerS,
+    /// Messages (RDMA WRITEs) per second (`p`).
+    MsgsPerS,
+}
+
+/// A software rate limiter on the sender: a token bucket filled at `rate` and holding at most
+/// `burst_msgs` writes, taken from at post time. Long runs send at `rate`; a burst of up to
+/// `burst_msgs` writes goes out at once after a pause.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RateLimit {
+    /// The limit, in `unit`s (positive).
+    pub rate: f64,
+    /// What `rate` counts.
+    pub unit: RateUnit,
+    /// Writes per burst: the bucket's size (ib_write_bw `--burst_size`, default the send queue
+    /// depth `-t`).
+    pub burst_msgs: u32,
+}
+
+impl RateLimit {
+    /// Writes per second at `msg_size_bytes` bytes each (all of this side's QPs together).
+    pub fn msgs_per_s(&self, msg_size_bytes: u64) -> f64 {
+        let size = msg_size_bytes.max(1) as f64;
+        match self.unit {
+            RateUnit::Gbps => self.rate * 1e9 / 8.0 / size,
+            RateUnit::MibPerS => self.rate * 1_048_576.0 / size,
+            RateUnit::MsgsPerS => self.rate,
+        }
+    }
+
+    /// The limit in Gb/s at `msg_size_bytes` bytes per write.
+    pub fn gbps(&self, msg_size_bytes: u64) -> f64 {
+        self.msgs_per_s(msg_size_bytes) * msg_size_bytes as f64 * 8.0 / 1e9
+    }
 }
 
 /// Which CPU the polling thread (one for all of a side's QPs) runs on.
@@ -215,6 +284,7 @@ impl Default for LocalTuning {
             memory: MemoryRequest::Host,
             poll: PollMode::Spin,
             cpu: CpuChoice::Numa,
+            rate_limit: None,
         }
     }
 }
@@ -247,4 +317,64 @@ pub struct SizeResult {
     /// The CPU the polling thread of every QP was on when the window closed (`sched_getcpu`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub polling_cpu: Option<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_limits_convert_as_ib_write_bw_counts_them() {
+        let r = |rate, unit| RateLimit {
+            rate,
+            unit,
+            burst_msgs: 128,
+        };
+        // 1 Gb/s of 64 KiB writes: 10^9 / 8 / 65536 = 1907.35 writes/s.
+        let g = r(1.0, RateUnit::Gbps);
+        assert!((g.msgs_per_s(65536) - 1_907.348_632_8).abs() < 1e-6);
+        assert!((g.gbps(65536) - 1.0).abs() < 1e-12);
+        // 100 MiB/s of 1 MiB writes: 100 writes/s, 0.8388608 Gb/s.
+        let m = r(100.0, RateUnit::MibPerS);
+        assert!((m.msgs_per_s(1 << 20) - 100.0).abs() < 1e-9);
+        assert!((m.gbps(1 << 20) - 0.838_860_8).abs() < 1e-12);
+        // Packets per second do not depend on the size.
+        let p = r(5000.0, RateUnit::MsgsPerS);
+        assert_eq!(p.msgs_per_s(4096), 5000.0);
+        assert!((p.gbps(4096) - 5000.0 * 4096.0 * 8.0 / 1e9).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_new_modes_are_compared_and_absent_from_older_peers() {
+        let a = TestParams {
+            sizes: Sizes::One {
+                msg_size_bytes: 65536,
+            },
+            length: TestLength::Iterations { iterations: 10 },
+            qps: 1,
+            connection: Connection::RC,
+            bidirectional: false,
+            run_infinitely: false,
+            data_validation: false,
+        };
+        // An older peer's JSON has neither field: both read as off, and off is not written.
+        let json = serde_json::to_string(&a).unwrap_or_default();
+        assert!(!json.contains("run_infinitely") && !json.contains("data_validation"));
+        let back: TestParams = serde_json::from_str(&json).unwrap_or_else(|_| a.clone());
+        assert_eq!(back, a);
+        let b = TestParams {
+            data_validation: true,
+            ..a.clone()
+        };
+        let m = a.check_matches(&b).err().map(|m| m.param);
+        assert_eq!(m, Some("--data_validation"));
+        let c = TestParams {
+            run_infinitely: true,
+            ..a.clone()
+        };
+        assert_eq!(
+            a.check_matches(&c).err().map(|m| m.param),
+            Some("--run_infinitely")
+        );
+    }
 }
