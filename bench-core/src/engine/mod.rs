@@ -28,10 +28,15 @@
 //! fixed intervals (10 ms in duration mode, 1 ms in iteration mode) whose rates go into an
 //! HDR histogram for p1/p50/p99; the peak is the best interval.
 //!
+//! Waiting for completions (`--poll`): `spin` polls the CQ without pause through the window;
+//! `adaptive` sleeps in short steps when completions are far apart; `event` (`-e`) sleeps on
+//! the CQ's completion channel between completions (see `event`).
+//!
 //! A caller-supplied `&AtomicBool` is checked every 200 us; a completion with an error status
 //! ends the run with [`Error::WorkCompletion`]; no completion for a long time with writes
 //! outstanding ends it with [`Error::Stalled`].
 
+mod event;
 mod plan;
 mod resources;
 mod run;
