@@ -240,7 +240,7 @@ pub struct TestArgs {
     #[arg(short = 'a', long = "all")]
     pub all: bool,
 
-    /// The transport settings railsweep passes through (-b, --sl, -t, -Q, -l, -I).
+    /// The transport settings railsweep passes through (-b, --sl, -t, -Q, -l, -I, -e).
     #[command(flatten)]
     pub transport: results::rdmabw::flags::TransportFlags,
 
@@ -256,7 +256,14 @@ pub struct TestArgs {
     /// millisecond away, never letting the send queue run dry: for slow links or huge messages
     /// on a shared CPU (on Soft-RoCE it saves most of the CPU but costs bandwidth). A -D
     /// test's warm-up and cool-down are always polled adaptively: they are not measured.
-    #[arg(long = "poll", value_name = "MODE", value_enum, default_value_t = PollArg::Spin)]
+    /// `event` is -e: sleep on the CQ's completion channel between completions.
+    #[arg(
+        long = "poll",
+        value_name = "MODE",
+        value_enum,
+        default_value_t = PollArg::Spin,
+        conflicts_with = "use_event"
+    )]
     pub poll: PollArg,
 
     /// Poll the queue pairs on this CPU [default: the first allowed CPU of the NIC's NUMA node,
@@ -496,4 +503,6 @@ pub enum PollArg {
     Spin,
     /// Spin, and sleep briefly when completions are far apart.
     Adaptive,
+    /// Sleep on completion events (-e).
+    Event,
 }

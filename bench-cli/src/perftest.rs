@@ -56,11 +56,6 @@ const REFUSED: &[Refused] = &[
               rdmabw, or run railsweep with --retries for a burn-in",
     },
     Refused {
-        names: &["e", "use_event"],
-        why: "waits for completion events in ib_write_bw; rdmabw polls its completion queues \
-              (--poll spin or adaptive)",
-    },
-    Refused {
         names: &["data_validation"],
         why: "checks the data written in ib_write_bw; rdmabw does not check the bytes yet",
     },

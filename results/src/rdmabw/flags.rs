@@ -59,6 +59,15 @@ pub struct TransportFlags {
         )
     )]
     pub inline_size: Option<u32>,
+
+    /// Wait for completion events instead of polling (ib_write_bw -e, which refuses it for
+    /// RDMA WRITE): the sender sleeps on the CQ's completion channel between completions;
+    /// without -Q, at least half the send queue per completion.
+    #[cfg_attr(
+        feature = "cli",
+        arg(short = 'e', long = "use_event", alias = "use-event")
+    )]
+    pub use_event: bool,
 }
 
 impl TransportFlags {
@@ -78,6 +87,9 @@ impl TransportFlags {
         opt("-Q", self.cq_mod.map(|x| x.to_string()));
         opt("-l", self.post_list.map(|x| x.to_string()));
         opt("-I", self.inline_size.map(|x| x.to_string()));
+        if self.use_event {
+            v.push("-e".to_string());
+        }
         v
     }
 }
@@ -107,5 +119,11 @@ mod tests {
             ..TransportFlags::default()
         };
         assert_eq!(f.to_argv().join(" "), "-b --sl 3 -Q 4");
+        let e = TransportFlags {
+            use_event: true,
+            cq_mod: Some(64),
+            ..TransportFlags::default()
+        };
+        assert_eq!(e.to_argv().join(" "), "-Q 64 -e");
     }
 }
