@@ -254,9 +254,9 @@ pub struct TestArgs {
     /// log says so); `adaptive` spins while
     /// completions come often and sleeps in short steps when the next one is over a
     /// millisecond away, never letting the send queue run dry: for slow links or huge messages
-    /// on a shared CPU (on Soft-RoCE it saves most of the CPU but costs bandwidth). A -D
-    /// test's warm-up and cool-down are always polled adaptively: they are not measured.
-    /// `event` is -e: sleep on the CQ's completion channel between completions.
+    /// on a shared CPU (on Soft-RoCE it saves most of the CPU but costs bandwidth); with
+    /// either, a -D test's warm-up and cool-down are polled adaptively: they are not measured.
+    /// `event` is -e: sleep on the CQ's completion channel between completions, in every phase.
     #[arg(
         long = "poll",
         value_name = "MODE",
