@@ -57,7 +57,6 @@ impl Cq {
                 what: "a completion channel".to_string(),
                 source: match e.0 {
                     CreateCompletionChannelErrorKind::Ibverbs(e) => e,
-                    #[allow(unreachable_patterns)]
                     other => io::Error::other(other.to_string()),
                 },
             })?;
@@ -91,11 +90,6 @@ impl Cq {
             entries,
             meta: Arc::clone(&pd.meta),
         })
-    }
-
-    /// Whether this CQ has a completion channel (event mode).
-    pub fn has_events(&self) -> bool {
-        self.channel.is_some()
     }
 
     /// Arms the CQ (`ibv_req_notify_cq`): its next completion raises one event on the channel.
