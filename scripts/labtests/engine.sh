@@ -111,11 +111,11 @@ test_table_csv_bidir_sweep() {
 test_use_event() {
   local nd bw poll cpg q t0 secs
   nd=$(topo podA 0 iface)
-  in_pod podB timeout 120 "$RDMABW" --netdev "$(topo podB 0 iface)" -D 2 -p 18660 \
+  in_pod podB timeout 120 "$RDMABW" --netdev "$(topo podB 0 iface)" -D 2 -p 18725 \
     >"$T_OUT/server.txt" 2>"$T_OUT/server.err" &
-  wait_port podB 18660
+  wait_port podB 18725
   t0=$(now)
-  in_pod podA timeout 90 "$RDMABW" client -e --json --netdev "$nd" -D 2 -p 18660 "$SRV" \
+  in_pod podA timeout 90 "$RDMABW" client -e --json --netdev "$nd" -D 2 -p 18725 "$SRV" \
     >"$T_OUT/client.json" 2>"$T_OUT/client.err" || { cat "$T_OUT/client.err"; fail "the -e client failed"; }
   secs=$(elapsed "$t0")
   wait $! || { cat "$T_OUT/server.err"; fail "the server failed"; }
@@ -133,10 +133,10 @@ test_use_event() {
   # -D 2 with start-up under emulation: well under the 90 s limit, or a wait blocked.
   gt 60 "$secs" || fail "-e: the client took $secs s for -D 2"
   # Both ways, each writer on events; the table with --cpu_util has the CPU per GB column.
-  in_pod podB timeout 120 "$RDMABW" -e -b --netdev "$(topo podB 0 iface)" -D 2 -p 18661 --json \
+  in_pod podB timeout 120 "$RDMABW" -e -b --netdev "$(topo podB 0 iface)" -D 2 -p 18726 --json \
     >"$T_OUT/bserver.json" 2>"$T_OUT/bserver.err" &
-  wait_port podB 18661
-  in_pod podA timeout 90 "$RDMABW" client -e -b --cpu_util --report_gbits --netdev "$nd" -D 2 -p 18661 "$SRV" \
+  wait_port podB 18726
+  in_pod podA timeout 90 "$RDMABW" client -e -b --cpu_util --report_gbits --netdev "$nd" -D 2 -p 18726 "$SRV" \
     >"$T_OUT/bclient.txt" 2>"$T_OUT/bclient.err" || { cat "$T_OUT/bclient.err"; fail "-e -b client failed"; }
   wait $! || { cat "$T_OUT/bserver.err"; fail "-e -b server failed"; }
   cat "$T_OUT/bclient.txt"
