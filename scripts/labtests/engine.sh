@@ -111,11 +111,13 @@ test_table_csv_bidir_sweep() {
 test_use_event() {
   local nd bw poll cpg q t0 secs
   nd=$(topo podA 0 iface)
-  in_pod podB timeout 120 "$RDMABW" --netdev "$(topo podB 0 iface)" -D 2 -p 18725 \
+  # The server follows the client's length: a 4 s window (-D 4 would measure 2 s of it), long
+  # enough for a few batches of the default half queue (64 x 64 KiB) in a slow lab.
+  in_pod podB timeout 120 "$RDMABW" --netdev "$(topo podB 0 iface)" -p 18725 \
     >"$T_OUT/server.txt" 2>"$T_OUT/server.err" &
   wait_port podB 18725
   t0=$(now)
-  in_pod podA timeout 90 "$RDMABW" client -e --json --netdev "$nd" -D 2 -p 18725 "$SRV" \
+  in_pod podA timeout 90 "$RDMABW" client -e --json --netdev "$nd" --window 4 -p 18725 "$SRV" \
     >"$T_OUT/client.json" 2>"$T_OUT/client.err" || { cat "$T_OUT/client.err"; fail "the -e client failed"; }
   secs=$(elapsed "$t0")
   wait $! || { cat "$T_OUT/server.err"; fail "the server failed"; }
@@ -130,13 +132,15 @@ test_use_event() {
   [ "$q" -ge 64 ] || fail "-e without -Q: cq_mod $q, expected at least half the send queue (64)"
   gt "$cpg" 0 || fail "-e: cpu_s_per_gb is $cpg"
   grep -q 'waiting on completion events' "$T_OUT/client.err" || fail "-e: the log does not say it waits on events"
-  # -D 2 with start-up under emulation: well under the 90 s limit, or a wait blocked.
-  gt 60 "$secs" || fail "-e: the client took $secs s for -D 2"
-  # Both ways, each writer on events; the table with --cpu_util has the CPU per GB column.
-  in_pod podB timeout 120 "$RDMABW" -e -b --netdev "$(topo podB 0 iface)" -D 2 -p 18726 --json \
+  # A 4 s window with start-up under emulation: well under the 90 s limit, or a wait blocked.
+  gt 60 "$secs" || fail "-e: the client took $secs s for a 4 s window"
+  # Both ways, each writer on events; the table with --cpu_util has the CPU per GB column. -Q 16:
+  # with the default half queue (64 x 64 KiB, 4 MiB) a loaded lab at 0.02 Gb/s completes one
+  # batch in 2 s, and -b's window could close before the first.
+  in_pod podB timeout 120 "$RDMABW" -e -b -Q 16 --netdev "$(topo podB 0 iface)" -D 3 -p 18726 --json \
     >"$T_OUT/bserver.json" 2>"$T_OUT/bserver.err" &
   wait_port podB 18726
-  in_pod podA timeout 90 "$RDMABW" client -e -b --cpu_util --report_gbits --netdev "$nd" -D 2 -p 18726 "$SRV" \
+  in_pod podA timeout 90 "$RDMABW" client -e -b -Q 16 --cpu_util --report_gbits --netdev "$nd" -D 3 -p 18726 "$SRV" \
     >"$T_OUT/bclient.txt" 2>"$T_OUT/bclient.err" || { cat "$T_OUT/bclient.err"; fail "-e -b client failed"; }
   wait $! || { cat "$T_OUT/bserver.err"; fail "-e -b server failed"; }
   cat "$T_OUT/bclient.txt"
