@@ -249,7 +249,7 @@ pub struct TestArgs {
     #[arg(short = 'a', long = "all")]
     pub all: bool,
 
-    /// The transport settings railsweep passes through (-b, --sl, -t, -Q, -l, -I).
+    /// The transport settings railsweep passes through (-b, --sl, -t, -Q, -l, -I, -e).
     #[command(flatten)]
     pub transport: results::rdmabw::flags::TransportFlags,
 
@@ -263,9 +263,16 @@ pub struct TestArgs {
     /// log says so); `adaptive` spins while
     /// completions come often and sleeps in short steps when the next one is over a
     /// millisecond away, never letting the send queue run dry: for slow links or huge messages
-    /// on a shared CPU (on Soft-RoCE it saves most of the CPU but costs bandwidth). A -D
-    /// test's warm-up and cool-down are always polled adaptively: they are not measured.
-    #[arg(long = "poll", value_name = "MODE", value_enum, default_value_t = PollArg::Spin)]
+    /// on a shared CPU (on Soft-RoCE it saves most of the CPU but costs bandwidth); with
+    /// either, a -D test's warm-up and cool-down are polled adaptively: they are not measured.
+    /// `event` is -e: sleep on the CQ's completion channel between completions, in every phase.
+    #[arg(
+        long = "poll",
+        value_name = "MODE",
+        value_enum,
+        default_value_t = PollArg::Spin,
+        conflicts_with = "use_event"
+    )]
     pub poll: PollArg,
 
     /// Poll the queue pairs on this CPU [default: the first allowed CPU of the NIC's NUMA node,
@@ -594,4 +601,6 @@ pub enum PollArg {
     Spin,
     /// Spin, and sleep briefly when completions are far apart.
     Adaptive,
+    /// Sleep on completion events (-e).
+    Event,
 }

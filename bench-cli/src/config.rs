@@ -9,7 +9,7 @@ use bench_core::gid::RailRequest;
 use bench_core::session::{ClientConfig, Pinned, ServerConfig, ServerLimits};
 use bench_core::sysfs::SysRoots;
 use results::rdmabw::params::{
-    Connection, LocalTuning, RateLimit, RateUnit, Sizes, TestLength, TestParams,
+    Connection, LocalTuning, PollMode, RateLimit, RateUnit, Sizes, TestLength, TestParams,
 };
 
 use crate::cli::{Cli, Cmd, TestArgs};
@@ -624,12 +624,22 @@ fn tuning(a: &TestArgs, sizes: &Sizes) -> Result<LocalTuning, Usage> {
         }
     }
     let tx_depth = at_least_one("-t/--tx-depth", a.transport.tx_depth, d.tx_depth, 128)?;
-    let cq_mod = at_least_one(
-        "-Q/--cq-mod",
-        a.transport.cq_mod,
-        default_cq_mod(sizes, a.transport.post_list),
-        100,
-    )?;
+    let poll = match (a.transport.use_event, a.poll) {
+        (true, _) | (_, crate::cli::PollArg::Event) => PollMode::Event,
+        (false, crate::cli::PollArg::Adaptive) => PollMode::Adaptive,
+        (false, crate::cli::PollArg::Spin) => PollMode::Spin,
+    };
+    // An event wakes the sender once per signaled completion: with ib_write_bw's default of
+    // one per write above 8 KiB, every write would cost a wake-up. So in event mode each
+    // completion stands for at least half the send queue (the other half keeps the link busy
+    // while the sender wakes), unless -Q says otherwise.
+    let default_mod = match poll {
+        PollMode::Event => default_cq_mod(sizes, a.transport.post_list)
+            .max(tx_depth / 2)
+            .max(1),
+        _ => default_cq_mod(sizes, a.transport.post_list),
+    };
+    let cq_mod = at_least_one("-Q/--cq-mod", a.transport.cq_mod, default_mod, 100)?;
     let post_list = at_least_one("-l/--post_list", a.transport.post_list, d.post_list, 1)?;
     let rate_limit = rate_limit(a, tx_depth)?;
     let cpu = match (a.cpu, a.no_numa_bind) {
@@ -663,10 +673,7 @@ fn tuning(a: &TestArgs, sizes: &Sizes) -> Result<LocalTuning, Usage> {
         ack_timeout: a.qp_timeout.unwrap_or(d.ack_timeout),
         retry_count: a.retry_count.unwrap_or(d.retry_count),
         memory: crate::gpus::memory_request(a)?,
-        poll: match a.poll {
-            crate::cli::PollArg::Adaptive => results::rdmabw::params::PollMode::Adaptive,
-            crate::cli::PollArg::Spin => results::rdmabw::params::PollMode::Spin,
-        },
+        poll,
         cpu,
         rate_limit,
     })
@@ -1105,6 +1112,37 @@ mod tests {
         assert_eq!(q(&["-a", "10.0.0.2"]), 100);
         assert_eq!(q(&["-s", "65536", "-l", "8", "10.0.0.2"]), 8);
         assert_eq!(q(&["-s", "65536", "-Q", "50", "10.0.0.2"]), 50);
+    }
+
+    #[test]
+    fn use_event_waits_on_events_with_moderation() {
+        let t = |a: &[&str]| match cfg(a).unwrap() {
+            Config::Client(c, _) => c.tuning,
+            Config::Server { cfg, .. } => cfg.tuning,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(t(&["10.0.0.2"]).poll, PollMode::Spin);
+        // -e, its long spelling and --poll event say the same, on either side.
+        for a in [
+            &["-e", "10.0.0.2"][..],
+            &["--use_event", "10.0.0.2"],
+            &["--poll", "event", "10.0.0.2"],
+            &["server", "-e"],
+            &["server", "-b", "-e"],
+        ] {
+            assert_eq!(t(a).poll, PollMode::Event, "{a:?}");
+        }
+        // Each event stands for half the send queue at least, unless -Q is given.
+        assert_eq!(t(&["-e", "-s", "65536", "10.0.0.2"]).cq_mod, 64);
+        assert_eq!(t(&["-e", "-t", "512", "10.0.0.2"]).cq_mod, 256);
+        assert_eq!(t(&["-e", "-s", "64", "10.0.0.2"]).cq_mod, 100);
+        assert_eq!(t(&["-e", "-t", "1", "10.0.0.2"]).cq_mod, 1);
+        assert_eq!(t(&["-e", "-Q", "4", "10.0.0.2"]).cq_mod, 4);
+        // -e and another --poll mode contradict each other.
+        let mut v = vec!["rdmabw", "-e", "--poll", "adaptive", "10.0.0.2"];
+        assert!(Cli::try_parse_from(&v).is_err());
+        v[3] = "spin";
+        assert!(Cli::try_parse_from(&v).is_err());
     }
 
     #[test]

@@ -40,15 +40,16 @@ pub fn table_row(r: &SizeResult, gbits: bool) -> String {
     )
 }
 
-/// The whole table; with `cpu`, ib_write_bw --cpu_util's last column: this process's CPU time
-/// over the window in percent of one CPU.
+/// The whole table; with `cpu`, ib_write_bw --cpu_util's last column (this process's CPU time
+/// over the window in percent of one CPU), then CPU seconds per GB written (`cpu_s_per_gb`;
+/// `-` when not measured, as in iteration mode).
 pub fn table(rows: &[SizeResult], gbits: bool, cpu: bool) -> String {
     let mut s = String::new();
     s.push_str(RESULT_LINE);
     s.push('\n');
     s.push_str(if gbits { HEADER_GBITS } else { HEADER_MB });
     if cpu {
-        s.push_str("\tCPU_Util[%]");
+        s.push_str("\tCPU_Util[%]\tCPU[s/GB]");
     }
     s.push('\n');
     for r in rows {
@@ -60,6 +61,10 @@ pub fn table(rows: &[SizeResult], gbits: bool, cpu: bool) -> String {
                 0.0
             };
             s.push_str(&format!("\t   {pct:.2}"));
+            match r.cpu_s_per_gb {
+                Some(c) => s.push_str(&format!("\t   {c:.4}")),
+                None => s.push_str("\t   -"),
+            }
         }
         s.push('\n');
     }
@@ -414,6 +419,7 @@ mod tests {
             interval_ms: 10,
             measured_s: 5.0,
             cpu_s: 5.0,
+            cpu_s_per_gb: None,
             polling_cpu: None,
         };
         let row = table_row(&r, true);
@@ -434,11 +440,34 @@ mod tests {
         assert!(t.starts_with(RESULT_LINE));
         assert!(t.contains(HEADER_GBITS));
         assert!(!t.contains("CPU_Util"));
-        // --cpu_util: one more column, this process's CPU over the window (5 s of 5 s: 100%).
-        let t = table(&[SizeResult { cpu_s: 1.25, ..r }], true, true);
-        assert!(t.contains(&format!("{HEADER_GBITS}\tCPU_Util[%]")), "{t}");
+        // --cpu_util: two more columns, this process's CPU over the window (1.25 s of 5 s:
+        // 25%) and CPU seconds per GB (not measured here: `-`).
+        let t = table(
+            &[SizeResult {
+                cpu_s: 1.25,
+                ..r.clone()
+            }],
+            true,
+            true,
+        );
+        assert!(
+            t.contains(&format!("{HEADER_GBITS}\tCPU_Util[%]\tCPU[s/GB]")),
+            "{t}"
+        );
         let row = t.lines().nth(2).unwrap_or_default();
         assert_eq!(row.split_whitespace().nth(5), Some("25.00"), "{row}");
+        assert_eq!(row.split_whitespace().nth(6), Some("-"), "{row}");
+        let t = table(
+            &[SizeResult {
+                cpu_s: 1.25,
+                cpu_s_per_gb: Some(0.3125),
+                ..r
+            }],
+            true,
+            true,
+        );
+        let row = t.lines().nth(2).unwrap_or_default();
+        assert_eq!(row.split_whitespace().nth(6), Some("0.3125"), "{row}");
     }
 
     #[test]

@@ -45,11 +45,6 @@ const REFUSED: &[Refused] = &[
               limiter is in software (--rate_limit with --rate_units and --burst_size)",
     },
     Refused {
-        names: &["e", "use_event"],
-        why: "waits for completion events in ib_write_bw; rdmabw polls its completion queues \
-              (--poll spin or adaptive)",
-    },
-    Refused {
         names: &[
             "odp",
             "mmap",

@@ -384,6 +384,18 @@ pub enum Error {
         source: io::Error,
     },
 
+    /// Arming the completion queue, or taking or waiting for its completion event, failed
+    /// (event mode, `-e`).
+    #[error("{call} on the completion queue of {device} failed: {}", errno_name(.source))]
+    CqEvent {
+        /// Device name.
+        device: String,
+        /// The call that failed (`ibv_req_notify_cq`, `ibv_get_cq_event`, ...).
+        call: &'static str,
+        /// The errno.
+        source: io::Error,
+    },
+
     /// A work completion came back with an error status.
     #[error("RDMA WRITE on QP {qpn:#x} of {device} port {port} completed with {status_str} (status {status}, vendor error {vendor_err:#x}): {hint}")]
     WorkCompletion {

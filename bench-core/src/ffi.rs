@@ -160,6 +160,89 @@ pub(crate) fn poll_cq<'a>(
     Ok(unsafe { std::slice::from_raw_parts(wcs.as_ptr().cast::<RawWc>(), n) })
 }
 
+/// Arms `cq` (`ibv_req_notify_cq` for every completion, not only solicited ones): the next
+/// completion added to it raises one event on its completion channel. The errno on failure.
+pub(crate) fn req_notify_cq(
+    cq: &sideway::ibverbs::completion::BasicCompletionQueue,
+) -> Result<(), i32> {
+    use sideway::ibverbs::completion::CompletionQueue;
+    // SAFETY: `cq` is borrowed for the call, so its ibv_cq (and its context) is alive; the call
+    // only asks the provider to arm it.
+    let rc = unsafe { rdma_mummy_sys::ibv_req_notify_cq(cq.cq().as_ptr(), 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(rc)
+    }
+}
+
+/// Takes one event from `channel` (`ibv_get_cq_event`) and acknowledges it at once
+/// (`ibv_ack_cq_events`: `ibv_destroy_cq` waits until every event taken is acknowledged).
+/// `cq` must be the only CQ attached to `channel`, whose descriptor is non-blocking: `Ok(false)`
+/// when no event is pending.
+pub(crate) fn take_cq_event(
+    channel: &sideway::ibverbs::completion::CompletionChannel,
+    cq: &sideway::ibverbs::completion::BasicCompletionQueue,
+) -> std::io::Result<bool> {
+    use sideway::ibverbs::completion::CompletionQueue;
+    let mut ev_cq: *mut rdma_mummy_sys::ibv_cq = std::ptr::null_mut();
+    let mut ev_ctx: *mut std::ffi::c_void = std::ptr::null_mut();
+    // SAFETY: `channel` is borrowed for the call, so its ibv_comp_channel is alive; the two out
+    // pointers are live locals that the call writes.
+    let rc = unsafe {
+        rdma_mummy_sys::ibv_get_cq_event(channel.comp_channel().as_ptr(), &mut ev_cq, &mut ev_ctx)
+    };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted => Ok(false),
+            _ => Err(e),
+        };
+    }
+    // SAFETY: as in `req_notify_cq`, `cq` is alive.
+    let ours = unsafe { cq.cq() }.as_ptr();
+    if ev_cq != ours {
+        // Cannot happen while `cq` is the channel's only CQ; acking a CQ we do not hold would
+        // not be sound, so the event is left unacknowledged and reported.
+        return Err(std::io::Error::other(
+            "a completion event for another CQ on this CQ's channel",
+        ));
+    }
+    // SAFETY: `ours` is the live CQ the event was for, and this acknowledges the one event just
+    // taken.
+    unsafe { rdma_mummy_sys::ibv_ack_cq_events(ours, 1) };
+    Ok(true)
+}
+
+/// Waits until `fd` can be read from (or has an error), or `timeout` has passed (`ppoll(2)`,
+/// to the microsecond): whether it can. A signal ends the wait early with `false`.
+pub(crate) fn wait_fd_readable<F: AsRawFd + ?Sized>(
+    fd: &F,
+    timeout: Duration,
+) -> std::io::Result<bool> {
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
+        tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
+    };
+    // SAFETY: `pfd` is one initialised pollfd and `ts` a valid timespec, both outliving the
+    // call; `fd`'s owner is borrowed, so the descriptor stays open for it (an invalid one
+    // would only come back as POLLNVAL); a null signal mask keeps this thread's.
+    let rc = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+    if rc < 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.kind() {
+            std::io::ErrorKind::Interrupted => Ok(false),
+            _ => Err(e),
+        };
+    }
+    Ok(pfd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0)
+}
+
 /// Moves the calling thread to the `SCHED_IDLE` scheduling class: from then on it runs only
 /// while no ordinary thread wants its CPU, and any that wakes takes the CPU at once. For an
 /// unprivileged thread this is one-way (going back needs `CAP_SYS_NICE`).

@@ -46,6 +46,7 @@ fn result(size: u64) -> SizeResult {
         interval_ms: 10,
         measured_s: 2.0,
         cpu_s: 1.98,
+        cpu_s_per_gb: None,
         polling_cpu: None,
     }
 }

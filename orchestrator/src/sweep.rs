@@ -80,7 +80,8 @@ pub struct SweepConfig {
     pub cluster: Option<String>,
     /// GPUDirect: each rail's buffers, on both sides, in the GPU nearest that rail's NIC.
     pub gpu: Option<GpuSelect>,
-    /// rdmabw's transport flags, passed through as given (-b, --sl, -t, -Q, -l, -I).
+    /// rdmabw's transport flags, passed through as given (-b, --sl, -t, -Q, -l, -I, -e,
+    /// --data_validation).
     pub transport: results::rdmabw::flags::TransportFlags,
     /// Print each rdmabw client command on stderr before it runs.
     pub show_commands: bool,
@@ -845,6 +846,8 @@ impl<'a, R: Runner> Sweep<'a, R> {
             error: None,
             diagnosis: rep.map(|r| r.diagnosis.clone()).unwrap_or_default(),
             counters: rep.map(|r| r.counters.clone()).unwrap_or_default(),
+            poll: rep.map(|r| r.tuning.poll),
+            cpu_s_per_gb: None,
         }
     }
 
@@ -870,6 +873,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
             row.bw_p1_gbps = Some(r.bw_p1_gbps);
             row.bw_p50_gbps = Some(r.bw_p50_gbps);
             row.bw_p99_gbps = Some(r.bw_p99_gbps);
+            row.cpu_s_per_gb = r.cpu_s_per_gb;
         }
         let t = self.threshold(Some(rep), row.line_rate_gbps);
         row.classify(t);

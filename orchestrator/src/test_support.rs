@@ -46,5 +46,7 @@ pub(crate) fn row(client: &str, server: &str, rail: u32, bw: Option<f64>) -> Rai
         bidirectional: false,
         diagnosis: Vec::new(),
         counters: Vec::new(),
+        poll: None,
+        cpu_s_per_gb: None,
     }
 }

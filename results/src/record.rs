@@ -7,6 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::rdmabw::counters::{CounterReport, Finding, FindingKind};
+use crate::rdmabw::params::PollMode;
 use crate::threshold::{below_threshold, percent_of_line_rate};
 
 /// Version of the record layout written by this crate.
@@ -18,13 +19,20 @@ use crate::threshold::{below_threshold, percent_of_line_rate};
 /// changes meaning, and list an added field in [`ADDED_FIELDS`] so that older
 /// files still read.
 ///
-/// Version 2 added `bidirectional`, `diagnosis` and `counters`.
-pub const SCHEMA_VERSION: u32 = 2;
+/// Version 2 added `bidirectional`, `diagnosis` and `counters`; version 3 `poll` and
+/// `cpu_s_per_gb`.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Fields added after version 1, with the version that added them: a file of an
 /// older version has no column (no key) for them, and its rows read with the
-/// field's default (an empty list). Every other field is required.
-pub const ADDED_FIELDS: &[(&str, u32)] = &[("bidirectional", 2), ("diagnosis", 2), ("counters", 2)];
+/// field's default (`false`, an empty list, or empty). Every other field is required.
+pub const ADDED_FIELDS: &[(&str, u32)] = &[
+    ("bidirectional", 2),
+    ("diagnosis", 2),
+    ("counters", 2),
+    ("poll", 3),
+    ("cpu_s_per_gb", 3),
+];
 
 /// True when a file of `version` must have field `name`.
 pub(crate) fn field_required(name: &str, version: u32) -> bool {
@@ -278,6 +286,16 @@ pub struct RailResult {
     /// first); only the counters that moved and those a diagnosis reads.
     #[serde(default)]
     pub counters: Vec<CounterReport>,
+    /// How the client waited for completions (rdmabw `--poll`: `spin`, `adaptive`, or `event`
+    /// for `-e`); empty when not known (a rail that failed before rdmabw reported, or an
+    /// older file).
+    #[serde(default)]
+    pub poll: Option<PollMode>,
+    /// CPU seconds per GB (10^9 bytes) written in the measured window, as the report of the
+    /// row's size has it (rdmabw's `cpu_s_per_gb`: the reporting process's CPU over its bytes;
+    /// with `bidirectional`, both processes' over both directions'); empty when not measured.
+    #[serde(default)]
+    pub cpu_s_per_gb: Option<f64>,
 }
 
 /// A record that breaks one of [`RailResult`]'s rules, with the field at fault.

@@ -76,7 +76,7 @@ fn csv_missing_optional_column_is_still_an_error() {
 
 #[test]
 fn csv_unknown_column_is_an_error() {
-    let text = fixture_csv().replacen("counters\n", "counters,extra\n", 1);
+    let text = fixture_csv().replacen("cpu_s_per_gb\n", "cpu_s_per_gb,extra\n", 1);
     let text = text
         .lines()
         .enumerate()
@@ -92,7 +92,7 @@ fn csv_unknown_column_is_an_error() {
     let e = err(&text, "a.csv");
     assert_eq!(
         e.to_string(),
-        "a.csv:1:38: unknown column `extra` (schema_version 2 has no such column)"
+        "a.csv:1:40: unknown column `extra` (schema_version 3 has no such column)"
     );
 }
 
@@ -100,19 +100,19 @@ fn csv_unknown_column_is_an_error() {
 fn csv_newer_schema_is_refused_before_column_checks() {
     // A newer schema typically has columns this one does not know; the
     // version is what the user needs to hear about.
-    let text = set_cell(&fixture_csv(), 0, "schema_version", "3").replacen(
-        "counters\n",
-        "counters,new_field\n",
+    let text = set_cell(&fixture_csv(), 0, "schema_version", "4").replacen(
+        "cpu_s_per_gb\n",
+        "cpu_s_per_gb,new_field\n",
         1,
     );
     let e = err(&text, "new.csv");
     assert!(
-        matches!(e, ResultsError::NewerSchema { found: 3, .. }),
+        matches!(e, ResultsError::NewerSchema { found: 4, .. }),
         "{e:?}"
     );
     assert!(
         e.to_string()
-            .starts_with("new.csv:2:1: schema_version 3 is newer"),
+            .starts_with("new.csv:2:1: schema_version 4 is newer"),
         "{e}"
     );
 }
@@ -177,22 +177,22 @@ fn csv_short_row_is_an_error() {
     text.push_str("1,run,2025-06-01T00:00:00Z\n");
     let e = err(&text, "a.csv").to_string();
     assert!(
-        e.starts_with("a.csv:5:4: row has 3 cells but the header has 37 columns"),
+        e.starts_with("a.csv:5:4: row has 3 cells but the header has 39 columns"),
         "{e}"
     );
 }
 
 #[test]
 fn json_newer_schema_names_file_line_column() {
-    let text = fixture_json().replacen("\"schema_version\": 2", "\"schema_version\": 3", 1);
+    let text = fixture_json().replacen("\"schema_version\": 3", "\"schema_version\": 4", 1);
     let e = err(&text, "new.json");
     assert!(
-        matches!(e, ResultsError::NewerSchema { found: 3, .. }),
+        matches!(e, ResultsError::NewerSchema { found: 4, .. }),
         "{e:?}"
     );
     assert!(
         e.to_string()
-            .starts_with("new.json:2:21: schema_version 3 is newer"),
+            .starts_with("new.json:2:21: schema_version 4 is newer"),
         "{e}"
     );
 }
@@ -283,6 +283,42 @@ fn a_version_2_file_without_the_new_columns_is_an_error() {
 }
 
 #[test]
+fn a_version_2_csv_reads_without_poll_and_cpu_columns() {
+    let v3 = drop_column(&drop_column(&fixture_csv(), "cpu_s_per_gb"), "poll");
+    // Claiming version 3, the file lacks the columns version 3 added.
+    assert_eq!(
+        err(&v3, "a.csv").to_string(),
+        "a.csv:1:38: missing column `poll`"
+    );
+    let mut v2 = v3;
+    for row in 0..3 {
+        v2 = set_cell(&v2, row, "schema_version", "2");
+    }
+    let rows = read_str(&v2, "old.csv").expect("a version 2 file reads");
+    assert_eq!(rows.len(), 3);
+    assert!(rows
+        .iter()
+        .all(|r| r.poll.is_none() && r.cpu_s_per_gb.is_none()));
+}
+
+#[test]
+fn poll_and_cpu_per_gb_round_trip_through_csv() {
+    let mut rows = common::fixture_rows()[..2].to_vec();
+    rows[0].poll = Some(results::rdmabw::params::PollMode::Event);
+    rows[0].cpu_s_per_gb = Some(0.125);
+    let mut buf = Vec::new();
+    write_csv(&mut buf, &rows).expect("write");
+    let text = String::from_utf8(buf).expect("utf-8");
+    assert!(
+        text.lines()
+            .nth(1)
+            .is_some_and(|l| l.ends_with(",event,0.125")),
+        "{text}"
+    );
+    assert_eq!(read_str(&text, "rt.csv").expect("reads back"), rows);
+}
+
+#[test]
 fn a_list_cell_that_is_not_json_names_its_column() {
     let text = set_cell(&fixture_csv(), 1, "diagnosis", "loss");
     let e = err(&text, "a.csv").to_string();
@@ -294,8 +330,9 @@ fn a_list_cell_that_is_not_json_names_its_column() {
 
 #[test]
 fn a_version_1_json_file_reads_without_the_new_keys() {
-    let text = fixture_json().replacen("\"schema_version\": 2", "\"schema_version\": 1", 1);
+    let text = fixture_json().replacen("\"schema_version\": 3", "\"schema_version\": 1", 1);
     let text = text
+        .replace(",\n      \"poll\": null,\n      \"cpu_s_per_gb\": null", "")
         .replace(",\n      \"diagnosis\": [],\n      \"counters\": []", "")
         .replace(
             "\"error\": null,\n      \"diagnosis\": [],\n      \"counters\": []",

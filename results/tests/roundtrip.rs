@@ -168,8 +168,12 @@ fn resuming_a_version_1_file_rewrites_it_in_the_current_schema_first() {
     assert!(text
         .lines()
         .next()
-        .is_some_and(|h| h.ends_with(",error,diagnosis,counters")));
-    assert!(text.lines().skip(1).all(|l| l.starts_with("2,")), "{text}");
+        .is_some_and(|h| h.ends_with(",error,diagnosis,counters,poll,cpu_s_per_gb")));
+    let current = format!("{},", results::SCHEMA_VERSION);
+    assert!(
+        text.lines().skip(1).all(|l| l.starts_with(&current)),
+        "{text}"
+    );
     let mut want = rows[..4].to_vec();
     want.push(finding);
     assert_eq!(read_path(&csv).expect("csv"), want);

@@ -111,9 +111,9 @@ fn markdown_snapshot_with_report_threshold() {
 }
 
 #[test]
-fn a_version_1_fixture_reads_and_rewrites_as_version_2_row_for_row() {
+fn a_version_1_fixture_reads_and_rewrites_as_the_current_version_row_for_row() {
     // The fixture was written with schema version 1 (before `bidirectional`, `diagnosis` and
-    // `counters`).
+    // `counters` of version 2, and `poll` and `cpu_s_per_gb` of version 3).
     let fixture = std::fs::read_to_string(common::fixture_path("sweep-16x3.csv")).expect("fixture");
     let out = String::from_utf8(export(&common::fixture_report(), Format::Csv)).expect("utf-8");
     let records = |text: &str| -> Vec<Vec<String>> {
@@ -131,12 +131,17 @@ fn a_version_1_fixture_reads_and_rewrites_as_version_2_row_for_row() {
         let mut want = o.clone();
         if i == 0 {
             want.insert(after_qps, "bidirectional".into());
-            want.extend(["diagnosis".into(), "counters".into()]);
+            want.extend([
+                "diagnosis".into(),
+                "counters".into(),
+                "poll".into(),
+                "cpu_s_per_gb".into(),
+            ]);
         } else {
             assert_eq!(want[0], "1", "a version 1 row");
-            want[0] = "2".into();
+            want[0] = results::SCHEMA_VERSION.to_string();
             want.insert(after_qps, "false".into());
-            want.extend([String::new(), String::new()]);
+            want.extend([String::new(), String::new(), String::new(), String::new()]);
         }
         assert_eq!(
             &want,

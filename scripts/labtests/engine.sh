@@ -104,6 +104,54 @@ test_table_csv_bidir_sweep() {
   [ "$(json_get "$T_OUT/sweep.json" 'd["results"][-1]["msg_size_bytes"]')" -eq 8388608 ] || fail "-a does not end at 8 MiB"
 }
 
+# -e/--use_event (ib_write_bw refuses it for RDMA WRITE): the client sleeps on completion events
+# against a plain rdmabw server on one rail, moves data, ends on time, and its report says which
+# mode ran, with the CPU per GB beside the bandwidth (the table with --cpu_util too); then -b with
+# -e on both sides, so the server's writer waits on events as well.
+test_use_event() {
+  local nd bw poll cpg q t0 secs
+  nd=$(topo podA 0 iface)
+  # The server follows the client's length: a 4 s window (-D 4 would measure 2 s of it), long
+  # enough for a few batches of the default half queue (64 x 64 KiB) in a slow lab.
+  in_pod podB timeout 120 "$RDMABW" --netdev "$(topo podB 0 iface)" -p 18725 \
+    >"$T_OUT/server.txt" 2>"$T_OUT/server.err" &
+  wait_port podB 18725
+  t0=$(now)
+  in_pod podA timeout 90 "$RDMABW" client -e --json --netdev "$nd" --window 4 -p 18725 "$SRV" \
+    >"$T_OUT/client.json" 2>"$T_OUT/client.err" || { cat "$T_OUT/client.err"; fail "the -e client failed"; }
+  secs=$(elapsed "$t0")
+  wait $! || { cat "$T_OUT/server.err"; fail "the server failed"; }
+  cat "$T_OUT/client.err"
+  bw=$(json_get "$T_OUT/client.json" 'd["results"][-1]["bw_avg_gbps"]') || fail "JSON does not parse"
+  poll=$(json_get "$T_OUT/client.json" 'd["tuning"]["poll"]')
+  q=$(json_get "$T_OUT/client.json" 'd["tuning"]["cq_mod"]')
+  cpg=$(json_get "$T_OUT/client.json" 'd["results"][-1].get("cpu_s_per_gb")')
+  echo "-e: $bw Gb/s, poll $poll, cq_mod $q, $cpg CPU s per GB, client done in $secs s"
+  gt "$bw" 0 || fail "-e: bandwidth $bw is not above zero"
+  [ "$poll" = event ] || fail "-e: the report says poll $poll"
+  [ "$q" -ge 64 ] || fail "-e without -Q: cq_mod $q, expected at least half the send queue (64)"
+  gt "$cpg" 0 || fail "-e: cpu_s_per_gb is $cpg"
+  grep -q 'waiting on completion events' "$T_OUT/client.err" || fail "-e: the log does not say it waits on events"
+  # A 4 s window with start-up under emulation: well under the 90 s limit, or a wait blocked.
+  gt 60 "$secs" || fail "-e: the client took $secs s for a 4 s window"
+  # Both ways, each writer on events; the table with --cpu_util has the CPU per GB column. -Q 16:
+  # with the default half queue (64 x 64 KiB, 4 MiB) a loaded lab at 0.02 Gb/s completes one
+  # batch in 2 s, and -b's window could close before the first.
+  in_pod podB timeout 120 "$RDMABW" -e -b -Q 16 --netdev "$(topo podB 0 iface)" -D 3 -p 18726 --json \
+    >"$T_OUT/bserver.json" 2>"$T_OUT/bserver.err" &
+  wait_port podB 18726
+  in_pod podA timeout 90 "$RDMABW" client -e -b -Q 16 --cpu_util --report_gbits --netdev "$nd" -D 3 -p 18726 "$SRV" \
+    >"$T_OUT/bclient.txt" 2>"$T_OUT/bclient.err" || { cat "$T_OUT/bclient.err"; fail "-e -b client failed"; }
+  wait $! || { cat "$T_OUT/bserver.err"; fail "-e -b server failed"; }
+  cat "$T_OUT/bclient.txt"
+  grep -q 'CPU_Util\[%\]	CPU\[s/GB\]$' "$T_OUT/bclient.txt" || fail "--cpu_util: no CPU[s/GB] column"
+  bw=$(bw_of "$T_OUT/bclient.txt") || fail "-e -b: no result row"
+  gt "$bw" 0 || fail "-e -b: bandwidth $bw"
+  [ "$(json_get "$T_OUT/bserver.json" 'd["tuning"]["poll"]')" = event ] || fail "-e -b: the server did not wait on events"
+  bw=$(json_get "$T_OUT/bserver.json" 'd["directions"]["server_to_client"][0]["bw_avg_gbps"]')
+  gt "$bw" 0 || fail "-e -b: the server's direction moved $bw Gb/s"
+}
+
 # One daemon per pod serves all four rails at once (railsweep's path), then the next test.
 test_daemon_all_rails_at_once() {
   local i pids=() bw

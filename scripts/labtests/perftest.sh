@@ -96,15 +96,16 @@ test_perftest_duration_timing_is_ib_write_bws() {
 }
 
 # ib_write_bw's output flags with their meaning in rdmabw (issue 21): --cpu_util adds the
-# CPU_Util[%] column, --output=bandwidth prints one number, -y above the message rate exits 1
-# naming it, --out_json_file writes the document, --cpu pins the polling thread, and -b
-# --report-both prints each direction. The output flags are the client's; -b goes to both.
+# CPU_Util[%] column (and rdmabw's CPU[s/GB] after it), --output=bandwidth prints one number,
+# -y above the message rate exits 1 naming it, --out_json_file writes the document, --cpu pins
+# the polling thread, and -b --report-both prints each direction. The output flags are the client's; -b goes to both.
 test_perftest_output_flags_of_rdmabw() {
   rail0
   pair "$RDMABW" 18631 cpu "-D 2" -D 2 --cpu_util --report_gbits
   [ "$rc" -eq 0 ] || { cat "$T_OUT/cpu.err"; fail "--cpu_util: exit $rc"; }
-  grep -q 'MsgRate\[Mpps\].CPU_Util\[%\]' "$T_OUT/cpu.out" || { cat "$T_OUT/cpu.out"; fail "no CPU_Util[%] column"; }
-  awk '$1 == 65536 && NF == 6 { print "CPU_Util " $6 "%"; ok = 1 } END { exit !ok }' "$T_OUT/cpu.out" || fail "no CPU figure in the row"
+  grep -q 'MsgRate\[Mpps\].CPU_Util\[%\].CPU\[s/GB\]$' "$T_OUT/cpu.out" || { cat "$T_OUT/cpu.out"; fail "no CPU_Util[%] and CPU[s/GB] columns"; }
+  awk '$1 == 65536 && NF == 7 && $7 > 0 { print "CPU_Util " $6 "%, " $7 " CPU s per GB"; ok = 1 } END { exit !ok }' "$T_OUT/cpu.out" \
+    || fail "no CPU figures in the row"
   pair "$RDMABW" 18632 figure "-D 2" -D 2 --output=bandwidth --report_gbits
   [ "$rc" -eq 0 ] && grep -Eqx '[0-9]+\.[0-9]{2}' "$T_OUT/figure.out" || { cat "$T_OUT/figure.out"; fail "--output=bandwidth is not one number"; }
   echo "--output=bandwidth: $(cat "$T_OUT/figure.out") Gb/s"

@@ -362,6 +362,7 @@ pub(crate) mod tests {
             interval_ms: 10,
             measured_s: 5.0,
             cpu_s: 4.99,
+            cpu_s_per_gb: None,
             polling_cpu: None,
         }
     }

@@ -32,11 +32,15 @@
 //! size until stopped, handing over each window's result as it closes; `--rate_limit` posts
 //! from a token bucket (`limit`); `--data_validation` gives each QP and size its own slot and
 //! pattern ([`validate`]) and [`Connected::check_landing`] checks what the peer wrote.
+//! Waiting for completions (`--poll`): `spin` polls the CQ without pause through the window;
+//! `adaptive` sleeps in short steps when completions are far apart; `event` (`-e`) sleeps on
+//! the CQ's completion channel between completions (see `event`).
 //!
 //! A caller-supplied `&AtomicBool` is checked every 200 us; a completion with an error status
 //! ends the run with [`Error::WorkCompletion`]; no completion for a long time with writes
 //! outstanding ends it with [`Error::Stalled`].
 
+mod event;
 mod limit;
 mod plan;
 mod resources;

@@ -198,7 +198,13 @@ impl Prepared {
         let entries = (u64::from(params.qps) * k.depth + 1)
             .max(needed)
             .min(u64::from(caps.max_cqe));
-        let cq = pd.create_cq(u32::try_from(entries).unwrap_or(u32::MAX))?;
+        let entries = u32::try_from(entries).unwrap_or(u32::MAX);
+        // Event mode sleeps on a completion channel of this CQ's own.
+        let cq = if tuning.poll == PollMode::Event {
+            pd.create_cq_with_events(entries)?
+        } else {
+            pd.create_cq(entries)?
+        };
 
         let cfg = QpConfig {
             port,

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::event::{wait_timeout, EventWait, Idle};
 use super::limit::TokenBucket;
 use super::plan::{backoff, knobs, plan_posts, stall_limit_for, Knobs, QpRun};
 use super::resources::{polls_at_idle_priority, Connected};
@@ -11,7 +12,7 @@ use super::{StopFlags, DURATION_INTERVAL, ITERATION_INTERVAL, STOP_CHECK};
 use crate::error::Error;
 use crate::verbs::{Completion, Cq, Device, Qp, Rts, WriteSpec};
 use results::rdmabw::params::{
-    CpuChoice, LocalTuning, PollMode, RateLimit, SizeResult, TestLength, TestParams,
+    cpu_s_per_gb, CpuChoice, LocalTuning, PollMode, RateLimit, SizeResult, TestLength, TestParams,
 };
 
 /// Empty polls between two clock reads while nothing completes. Spinning on an empty CQ needs
@@ -242,7 +243,7 @@ impl Connected {
             }
             run.check(poll.now, stop)?;
             if poll.n == 0 && !posted {
-                run.idle(&poll);
+                run.idle(&poll)?;
             }
         }
         Ok(run.result())
@@ -370,6 +371,8 @@ struct SizeRun<'a> {
     bucket: Option<TokenBucket>,
     /// `--run_infinitely`: windows closed so far.
     windows: u64,
+    /// Event mode: whether the CQ is armed.
+    events: EventWait,
 }
 
 impl<'a> SizeRun<'a> {
@@ -430,6 +433,7 @@ impl<'a> SizeRun<'a> {
             idle_polls: 0,
             bucket: limit.map(|l| TokenBucket::new(l.msgs_per_s(size), l.burst_msgs, 0.0)),
             windows: 0,
+            events: EventWait::default(),
         }
     }
 
@@ -483,10 +487,10 @@ impl<'a> SizeRun<'a> {
 
     /// Polls the CQ. A pass that neither posted nor completed anything changes nothing that
     /// needs the time: `None` (go on posting) on all but every IDLE_POLLS_PER_CLOCK-th such
-    /// pass.
+    /// pass; in event mode every such pass goes on to `idle`, to arm the CQ or sleep.
     fn poll(&mut self, posted: bool) -> Result<Option<Poll>, Error> {
         let mut n = self.link.cq.poll(&mut self.wcs, self.poll_max)?;
-        if n == 0 && !posted {
+        if n == 0 && !posted && self.k.poll != PollMode::Event {
             self.idle_polls += 1;
             if self.idle_polls < IDLE_POLLS_PER_CLOCK {
                 return Ok(None);
@@ -639,14 +643,25 @@ impl<'a> SizeRun<'a> {
         Ok(())
     }
 
-    /// After a pass that posted and completed nothing: an adaptive poller may sleep (see
-    /// [`backoff`]). Warm-up and cool-down only keep the link loaded around the measured
-    /// window: there, completions are waited for adaptively whatever --poll says.
-    fn idle(&self, poll: &Poll) {
+    /// After a pass that posted and completed nothing: in event mode, arm the CQ or sleep on
+    /// its channel until the next completion (see `event`), in every phase; an adaptive poller
+    /// may sleep (see [`backoff`]). Warm-up and cool-down only keep the link loaded around the
+    /// measured window: there, a spinning poller waits adaptively too.
+    fn idle(&mut self, poll: &Poll) -> Result<(), Error> {
+        if self.k.poll == PollMode::Event {
+            let s = self.sched;
+            let timeout = wait_timeout(poll.t, &[s.ws, s.we, s.wend]);
+            if let Idle::Slept(_) = self.events.idle(self.link.cq, timeout)? {
+                // The thread chose to sleep: the poll that follows happens right after this
+                // clock read, so it needs no bracketing (see `poll`).
+                self.last_clock = Instant::now();
+            }
+            return Ok(());
+        }
         let outside_window =
             self.sched.target.is_none() && (poll.t < self.sched.ws || poll.t >= self.sched.we);
         if !(self.k.poll == PollMode::Adaptive || outside_window) {
-            return;
+            return Ok(());
         }
         // The rate of this size so far, else of the last one.
         let elapsed = self.last_progress.duration_since(self.t0).as_secs_f64();
@@ -666,6 +681,7 @@ impl<'a> SizeRun<'a> {
         ) {
             std::thread::sleep(q);
         }
+        Ok(())
     }
 
     /// `--run_infinitely`: every window that has closed by `t` is handed to `emit` and the
@@ -731,6 +747,7 @@ impl<'a> SizeRun<'a> {
             interval_ms: self.sched.interval.as_millis() as u64,
             measured_s,
             cpu_s,
+            cpu_s_per_gb: cpu_s_per_gb(cpu_s, bytes),
             polling_cpu: crate::ffi::current_cpu(),
         }
     }

@@ -113,8 +113,14 @@ pub fn run_client_streaming(
         mtu.bytes(),
         if conn.polls_at_idle_priority(&cfg.tuning) {
             " (polling at idle CPU priority: on Soft-RoCE the kernel moves the data on these CPUs)"
+                .to_string()
+        } else if cfg.tuning.poll == results::rdmabw::params::PollMode::Event {
+            format!(
+                " (waiting on completion events, one per {} writes per QP)",
+                cfg.tuning.cq_mod.min(cfg.tuning.tx_depth).max(1)
+            )
         } else {
-            ""
+            String::new()
         }
     ));
     let remote = Remote {

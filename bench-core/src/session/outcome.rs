@@ -7,7 +7,7 @@ use crate::gid::{Gid, Rail};
 use crate::gpu::MemoryUse;
 use crate::verbs::format_gid;
 use results::rdmabw::counters::CounterReport;
-use results::rdmabw::params::{LocalTuning, SizeResult, TestParams};
+use results::rdmabw::params::{cpu_s_per_gb, LocalTuning, SizeResult, TestParams};
 use results::rdmabw::report::EndpointReport;
 use results::rdmabw::report::Role;
 
@@ -132,6 +132,15 @@ pub fn combine(a: &[SizeResult], b: &[SizeResult]) -> Vec<SizeResult> {
                     interval_ms: x.interval_ms,
                     measured_s: x.measured_s.max(y.measured_s),
                     cpu_s: x.cpu_s + y.cpu_s,
+                    // Both processes' CPU over both directions' bytes: as one side alone
+                    // when only one measured its CPU (the other row has no ratio).
+                    cpu_s_per_gb: match (x.cpu_s_per_gb, y.cpu_s_per_gb) {
+                        (Some(_), Some(_)) => cpu_s_per_gb(
+                            x.cpu_s + y.cpu_s,
+                            (x.iterations + y.iterations) as f64 * x.msg_size_bytes as f64,
+                        ),
+                        (a, b) => a.or(b),
+                    },
                     polling_cpu: x.polling_cpu,
                 },
             },
@@ -157,6 +166,7 @@ mod tests {
             interval_ms: 10,
             measured_s: 2.0,
             cpu_s: 1.0,
+            cpu_s_per_gb: None,
             polling_cpu: None,
         }
     }

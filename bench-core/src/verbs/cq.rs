@@ -1,11 +1,14 @@
 //! The basic completion queue (`ibv_create_cq` + `ibv_poll_cq`, polled through
-//! [`crate::ffi::poll_cq`] into a buffer on the stack: nothing is allocated per poll).
+//! [`crate::ffi::poll_cq`] into a buffer on the stack: nothing is allocated per poll), with an
+//! optional completion channel of its own for event mode ([`Cq::arm`], [`Cq::wait_event`]).
 
 use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 
 use sideway::ibverbs::completion::{
-    BasicCompletionQueue, CreateCompletionQueueErrorKind, GenericCompletionQueue,
+    BasicCompletionQueue, CompletionChannel, CreateCompletionChannelErrorKind,
+    CreateCompletionQueueErrorKind, GenericCompletionQueue,
 };
 
 use super::device::{DevMeta, Pd};
@@ -38,30 +41,103 @@ impl Completion {
 #[derive(Debug, Clone)]
 pub struct Cq {
     pub(crate) cq: Arc<BasicCompletionQueue>,
+    /// The completion channel of this CQ alone, non-blocking, in event mode. (The CQ holds it
+    /// too, and is destroyed before it.)
+    channel: Option<Arc<CompletionChannel>>,
     entries: u32,
     pub(crate) meta: Arc<DevMeta>,
 }
 
 impl Cq {
-    pub(crate) fn new(pd: &Pd, entries: u32) -> Result<Cq, Error> {
-        let cq = pd
-            .ctx
-            .create_cq_builder()
-            .setup_cqe(entries)
-            .build()
-            .map_err(|e| Error::Create {
+    /// A CQ of `entries`; with `events`, on a completion channel of its own.
+    pub(crate) fn new(pd: &Pd, entries: u32, events: bool) -> Result<Cq, Error> {
+        let channel = if events {
+            let ch = CompletionChannel::new(&pd.ctx).map_err(|e| Error::Create {
                 device: pd.meta.name.clone(),
-                what: format!("a completion queue of {entries} entries"),
+                what: "a completion channel".to_string(),
                 source: match e.0 {
-                    CreateCompletionQueueErrorKind::Ibverbs(e) => e,
+                    CreateCompletionChannelErrorKind::Ibverbs(e) => e,
                     other => io::Error::other(other.to_string()),
                 },
             })?;
+            // Non-blocking, so that taking an event never waits: the wait is a poll(2) on
+            // the descriptor with a timeout (Cq::wait_event).
+            ch.set_nonblocking(true).map_err(|source| Error::Create {
+                device: pd.meta.name.clone(),
+                what: "a non-blocking completion channel".to_string(),
+                source,
+            })?;
+            Some(ch)
+        } else {
+            None
+        };
+        let mut builder = pd.ctx.create_cq_builder();
+        builder.setup_cqe(entries);
+        if let Some(ch) = &channel {
+            builder.setup_comp_channel(ch, 0);
+        }
+        let cq = builder.build().map_err(|e| Error::Create {
+            device: pd.meta.name.clone(),
+            what: format!("a completion queue of {entries} entries"),
+            source: match e.0 {
+                CreateCompletionQueueErrorKind::Ibverbs(e) => e,
+                other => io::Error::other(other.to_string()),
+            },
+        })?;
         Ok(Cq {
             cq,
+            channel,
             entries,
             meta: Arc::clone(&pd.meta),
         })
+    }
+
+    /// Arms the CQ (`ibv_req_notify_cq`): its next completion raises one event on the channel.
+    /// A completion that came before the arm raises none, so poll once more after arming and
+    /// before [`Cq::wait_event`].
+    pub fn arm(&self) -> Result<(), Error> {
+        if self.channel.is_none() {
+            return Err(self.event_error(
+                "ibv_req_notify_cq",
+                io::Error::other("the CQ has no completion channel"),
+            ));
+        }
+        crate::ffi::req_notify_cq(&self.cq).map_err(|rc| {
+            self.event_error("ibv_req_notify_cq", io::Error::from_raw_os_error(rc.abs()))
+        })
+    }
+
+    /// Waits at most `timeout` for the channel's event, then takes and acknowledges it: whether
+    /// one came. An event disarms the CQ: [`Cq::arm`] it again before the next wait.
+    pub fn wait_event(&self, timeout: Duration) -> Result<bool, Error> {
+        let Some(ch) = &self.channel else {
+            return Err(self.event_error(
+                "ibv_get_cq_event",
+                io::Error::other("the CQ has no completion channel"),
+            ));
+        };
+        let take = || {
+            crate::ffi::take_cq_event(ch, &self.cq)
+                .map_err(|e| self.event_error("ibv_get_cq_event", e))
+        };
+        if take()? {
+            return Ok(true);
+        }
+        let readable = crate::ffi::wait_fd_readable(ch.as_ref(), timeout)
+            .map_err(|e| self.event_error("poll(2) on the completion channel", e))?;
+        if readable {
+            take()
+        } else {
+            Ok(false)
+        }
+    }
+
+    fn event_error(&self, call: &'static str, source: io::Error) -> Error {
+        Error::CqEvent {
+            device: self.meta.name.clone(),
+            call,
+            source,
+        }
     }
 
     /// Number of entries asked for.

@@ -68,6 +68,14 @@ pub struct TransportFlags {
         arg(long = "data_validation", alias = "data-validation")
     )]
     pub data_validation: bool,
+    /// Wait for completion events instead of polling (ib_write_bw -e, which refuses it for
+    /// RDMA WRITE): the sender sleeps on the CQ's completion channel between completions;
+    /// without -Q, at least half the send queue per completion.
+    #[cfg_attr(
+        feature = "cli",
+        arg(short = 'e', long = "use_event", alias = "use-event")
+    )]
+    pub use_event: bool,
 }
 
 impl TransportFlags {
@@ -89,6 +97,9 @@ impl TransportFlags {
         opt("-I", self.inline_size.map(|x| x.to_string()));
         if self.data_validation {
             v.push("--data_validation".to_string());
+        }
+        if self.use_event {
+            v.push("-e".to_string());
         }
         v
     }
@@ -124,5 +135,11 @@ mod tests {
             ..f
         };
         assert_eq!(v.to_argv().join(" "), "-b --sl 3 -Q 4 --data_validation");
+        let e = TransportFlags {
+            use_event: true,
+            cq_mod: Some(64),
+            ..TransportFlags::default()
+        };
+        assert_eq!(e.to_argv().join(" "), "-Q 64 -e");
     }
 }

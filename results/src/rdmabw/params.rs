@@ -266,6 +266,32 @@ pub enum PollMode {
     /// the bandwidth by about 30% (the guest's kernel moves the data, and wakes up slower when
     /// a vCPU idles), hence not the default.
     Adaptive,
+    /// Sleep on a completion channel (`-e`/`--use_event`): when the CQ is empty and nothing
+    /// can be posted, arm the CQ (`ibv_req_notify_cq`), poll it once more (a completion that
+    /// came before the arm raises no event), then wait for the channel's event with a timeout
+    /// (so that a stop, the window's end and the stall guard are still seen), take and ack it.
+    /// Each event stands for `cq_mod` writes on a QP: without `-Q`, the moderation is at least
+    /// half the send queue. ib_write_bw refuses `-e` for RDMA WRITE; here the sender's core is
+    /// free between completions, at the cost of one wake-up per event.
+    Event,
+}
+
+impl PollMode {
+    /// The name `--poll` takes and reports print.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PollMode::Spin => "spin",
+            PollMode::Adaptive => "adaptive",
+            PollMode::Event => "event",
+        }
+    }
+}
+
+/// CPU seconds per GB (10^9 bytes): `cpu_s` spent while `bytes` were written; `None` when
+/// either is 0 or not finite (nothing measured, so no ratio).
+pub fn cpu_s_per_gb(cpu_s: f64, bytes: f64) -> Option<f64> {
+    (cpu_s > 0.0 && bytes > 0.0 && cpu_s.is_finite() && bytes.is_finite())
+        .then(|| cpu_s / (bytes / 1e9))
 }
 
 impl Default for LocalTuning {
@@ -314,12 +340,18 @@ pub struct SizeResult {
     pub measured_s: f64,
     /// CPU time (user + system) this process spent in the measured window, in seconds.
     pub cpu_s: f64,
+    /// CPU seconds per GB (10^9 bytes) written in the measured window: `cpu_s` over the bytes
+    /// of `iterations` (see [`cpu_s_per_gb`]); absent when the CPU time or the bytes are 0
+    /// (iteration mode measures no CPU time) and in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_s_per_gb: Option<f64>,
     /// The CPU the polling thread of every QP was on when the window closed (`sched_getcpu`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub polling_cpu: Option<u32>,
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -376,5 +408,25 @@ mod tests {
             a.check_matches(&c).err().map(|m| m.param),
             Some("--run_infinitely")
         );
+    }
+
+    #[test]
+    fn cpu_per_gb_is_cpu_seconds_over_gigabytes() {
+        // 2 s of CPU while 4 * 10^9 bytes went out: 0.5 s/GB.
+        assert_eq!(cpu_s_per_gb(2.0, 4e9), Some(0.5));
+        // Nothing measured: no ratio rather than 0 or infinity.
+        assert_eq!(cpu_s_per_gb(0.0, 4e9), None);
+        assert_eq!(cpu_s_per_gb(1.0, 0.0), None);
+        assert_eq!(cpu_s_per_gb(f64::NAN, 1.0), None);
+    }
+
+    #[test]
+    fn poll_modes_read_and_print_their_names() {
+        for m in [PollMode::Spin, PollMode::Adaptive, PollMode::Event] {
+            let json = serde_json::to_string(&m).unwrap();
+            assert_eq!(json, format!("\"{}\"", m.as_str()));
+            let back: PollMode = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, m);
+        }
     }
 }

@@ -110,6 +110,8 @@ impl BwReport {
             error: None,
             diagnosis: self.diagnosis.clone(),
             counters: self.counters.clone(),
+            poll: Some(self.tuning.poll),
+            cpu_s_per_gb: None,
         };
         if self.status == TestStatus::Failed || self.results.is_empty() {
             let mut row = base;
@@ -143,6 +145,7 @@ impl BwReport {
                     bw_p1_gbps: Some(r.bw_p1_gbps),
                     bw_p50_gbps: Some(r.bw_p50_gbps),
                     bw_p99_gbps: Some(r.bw_p99_gbps),
+                    cpu_s_per_gb: r.cpu_s_per_gb,
                     ..base.clone()
                 };
                 row.classify(self.threshold_gbps);
