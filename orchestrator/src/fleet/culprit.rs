@@ -237,6 +237,66 @@ fn own_findings(r: &RailResult, node: &str) -> BTreeSet<FindingKind> {
         .collect()
 }
 
+/// What one node's latest rows on one rail show: the evidence behind a verdict on that rail.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RailEvidence {
+    /// The rail.
+    pub rail: u32,
+    /// Pairs the node joined on that rail.
+    pub pairs: usize,
+    /// Of those, the slow or failed ones.
+    pub slow_pairs: usize,
+    /// Of those, the failed ones (the test did not complete).
+    pub failed_pairs: usize,
+    /// Median Gb/s of its pairs on that rail (a failed pair counts 0).
+    pub median_gbps: f64,
+    /// The fleet median of that rail, if any pair was measured.
+    pub fleet_median_gbps: Option<f64>,
+    /// `median_gbps` as a percentage of the fleet median.
+    pub pct_of_fleet_median: Option<f64>,
+    /// The findings its own side's counters showed in its slow pairs there (`link-flap`, ...).
+    pub findings: Vec<String>,
+}
+
+/// The evidence of `node`'s rail `rail` in the latest rows.
+pub fn evidence(rows: &[RailResult], node: &str, rail: u32, t: Threshold) -> RailEvidence {
+    let medians = rail_medians(rows);
+    let mut bws = Vec::new();
+    let (mut slow, mut failed) = (0, 0);
+    let mut findings: BTreeSet<FindingKind> = BTreeSet::new();
+    for (k, r) in latest(rows) {
+        if k.2 != rail || (k.0 != node && k.1 != node) {
+            continue;
+        }
+        let failed_row = r.status == RailStatus::Failed;
+        bws.push(if failed_row {
+            0.0
+        } else {
+            r.bw_avg_gbps.unwrap_or(0.0)
+        });
+        if is_slow(r, &medians, t) {
+            slow += 1;
+            findings.extend(own_findings(r, node));
+        }
+        failed += usize::from(failed_row);
+    }
+    bws.sort_by(f64::total_cmp);
+    let median_gbps = bws.get(bws.len() / 2).copied().unwrap_or(0.0);
+    let fleet_median_gbps = medians.get(&rail).copied();
+    RailEvidence {
+        rail,
+        pairs: bws.len(),
+        slow_pairs: slow,
+        failed_pairs: failed,
+        median_gbps,
+        fleet_median_gbps,
+        pct_of_fleet_median: fleet_median_gbps
+            .filter(|m| *m > 0.0)
+            .map(|m| median_gbps / m * 100.0),
+        findings: findings.iter().map(|k| k.word().to_string()).collect(),
+    }
+}
+
 /// Judge the latest row of every (pair, rail).
 pub fn judge(rows: &[RailResult], t: Threshold) -> Verdict {
     let medians = rail_medians(rows);

@@ -325,6 +325,21 @@ fn clock(t: f64) -> String {
     )
 }
 
+/// How a fleet run ended: its exit verdict and what the node verdicts are made of.
+#[derive(Debug)]
+pub(super) struct FleetEnd {
+    /// The exit verdict.
+    pub(super) verdict: Verdict,
+    /// Every row, re-measured ones appended.
+    pub(super) rows: Vec<RailResult>,
+    /// The judgement of the latest rows.
+    pub(super) judged: culprit::Verdict,
+    /// The outlier threshold the rows were judged by.
+    pub(super) threshold: Threshold,
+    /// The run id of the rows.
+    pub(super) run_id: String,
+}
+
 /// The fleet over `pods`, in this order; `cancel` (Ctrl-C) stops it, keeping the rows.
 pub(super) async fn fleet_with<R: Runner>(
     runner: &R,
@@ -332,7 +347,7 @@ pub(super) async fn fleet_with<R: Runner>(
     cfg: &SweepConfig,
     pods: Vec<String>,
     cancel: CancellationToken,
-) -> Result<Verdict> {
+) -> Result<FleetEnd> {
     let mut seen = BTreeSet::new();
     for p in &pods {
         if !seen.insert(p) {
@@ -521,10 +536,18 @@ pub(super) async fn fleet_with<R: Runner>(
             "railsweep: interrupted; what was measured is in {}",
             sink.csv_path().display()
         );
-        return Ok(Verdict::Interrupted);
     }
     let failed = rows.iter().any(|r| r.status != RailStatus::Ok);
-    Ok(Verdict::problems_if(
-        verdict.outliers > 0 || !problems.is_empty() || failed,
-    ))
+    let exit = if cancel.is_cancelled() {
+        Verdict::Interrupted
+    } else {
+        Verdict::problems_if(verdict.outliers > 0 || !problems.is_empty() || failed)
+    };
+    Ok(FleetEnd {
+        verdict: exit,
+        rows,
+        judged: verdict,
+        threshold,
+        run_id,
+    })
 }
