@@ -109,7 +109,7 @@ pub struct FleetArgs {
     /// A (pair, rail) under this percentage of its rail's fleet median is an outlier.
     #[arg(long, value_name = "PCT", default_value_t = 90.0, value_parser = positive)]
     pub outlier_pct: f64,
-    /// Do not measure outliers again.
+    /// Do not measure outliers again, nor the suspects against nodes that passed.
     #[arg(long)]
     pub no_remeasure: bool,
     /// Directory for the results [default: railsweep-fleet-RUNID].

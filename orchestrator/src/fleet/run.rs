@@ -472,6 +472,34 @@ pub(super) async fn fleet_with<R: Runner>(
             .collect();
         rt.run("again", pack(jobs), &mut sink).await?;
     }
+    // Culprits: each node that no fast pair clears on a rail, against a node that passed there.
+    let mut repaired: Option<(usize, usize, usize)> = None;
+    if !cancel.is_cancelled() && !args.no_remeasure {
+        let rows_now: Vec<RailResult> = sink.rows().to_vec();
+        let plan = culprit::repairs(&rows_now, threshold);
+        if !plan.is_empty() {
+            let suspects: BTreeSet<(&str, u32)> = plan
+                .iter()
+                .flat_map(|r| r.rails.iter().map(|rail| (r.suspect.as_str(), *rail)))
+                .collect();
+            eprintln!(
+                "railsweep: {} suspect node-rail(s): measuring each against a node that passed on that rail",
+                suspects.len()
+            );
+            let jobs: Vec<Job> = plan
+                .iter()
+                .map(|r| Job {
+                    round: 0,
+                    client: r.suspect.clone(),
+                    server: r.partner.clone(),
+                    rails: Some(r.rails.clone()),
+                })
+                .collect();
+            let packed = pack(jobs);
+            repaired = Some((suspects.len(), plan.len(), packed.len()));
+            rt.run("confirm", packed, &mut sink).await?;
+        }
+    }
     let wall = t0.elapsed().as_secs_f64();
 
     let rows: Vec<RailResult> = sink.rows().to_vec();
@@ -505,6 +533,12 @@ pub(super) async fn fleet_with<R: Runner>(
     )?;
     for (rail, m) in &medians {
         writeln!(out, "rail {rail}: fleet median {m:.3} Gb/s")?;
+    }
+    if let Some((suspects, pairs, rounds)) = repaired {
+        writeln!(
+            out,
+            "culprits: {suspects} suspect node-rail(s) measured against nodes that passed on that rail: {pairs} extra pair(s) in {rounds} round(s)"
+        )?;
     }
     let mut suspects_txt = String::new();
     if verdict.suspects.is_empty() {
