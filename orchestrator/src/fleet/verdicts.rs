@@ -560,7 +560,7 @@ mod tests {
         let gpu = taint("nvidia.com/gpu", "");
         let old = taint(TAINT_KEY, "0");
         assert_eq!(
-            new_taints(&[gpu.clone()], TaintAction::Set, "1"),
+            new_taints(std::slice::from_ref(&gpu), TaintAction::Set, "1"),
             Some(vec![gpu.clone(), taint(TAINT_KEY, "1")])
         );
         assert_eq!(
@@ -576,7 +576,10 @@ mod tests {
             new_taints(&[gpu.clone(), old], TaintAction::Remove, ""),
             Some(vec![gpu.clone()])
         );
-        assert_eq!(new_taints(&[gpu.clone()], TaintAction::Remove, ""), None);
+        assert_eq!(
+            new_taints(std::slice::from_ref(&gpu), TaintAction::Remove, ""),
+            None
+        );
         assert_eq!(new_taints(&[gpu], TaintAction::Keep, "1"), None);
     }
 
