@@ -237,6 +237,66 @@ fn own_findings(r: &RailResult, node: &str) -> BTreeSet<FindingKind> {
         .collect()
 }
 
+/// What one node's latest rows on one rail show: the evidence behind a verdict on that rail.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RailEvidence {
+    /// The rail.
+    pub rail: u32,
+    /// Pairs the node joined on that rail.
+    pub pairs: usize,
+    /// Of those, the slow or failed ones.
+    pub slow_pairs: usize,
+    /// Of those, the failed ones (the test did not complete).
+    pub failed_pairs: usize,
+    /// Median Gb/s of its pairs on that rail (a failed pair counts 0).
+    pub median_gbps: f64,
+    /// The fleet median of that rail, if any pair was measured.
+    pub fleet_median_gbps: Option<f64>,
+    /// `median_gbps` as a percentage of the fleet median.
+    pub pct_of_fleet_median: Option<f64>,
+    /// The findings its own side's counters showed in its slow pairs there (`link-flap`, ...).
+    pub findings: Vec<String>,
+}
+
+/// The evidence of `node`'s rail `rail` in the latest rows.
+pub fn evidence(rows: &[RailResult], node: &str, rail: u32, t: Threshold) -> RailEvidence {
+    let medians = rail_medians(rows);
+    let mut bws = Vec::new();
+    let (mut slow, mut failed) = (0, 0);
+    let mut findings: BTreeSet<FindingKind> = BTreeSet::new();
+    for (k, r) in latest(rows) {
+        if k.2 != rail || (k.0 != node && k.1 != node) {
+            continue;
+        }
+        let failed_row = r.status == RailStatus::Failed;
+        bws.push(if failed_row {
+            0.0
+        } else {
+            r.bw_avg_gbps.unwrap_or(0.0)
+        });
+        if is_slow(r, &medians, t) {
+            slow += 1;
+            findings.extend(own_findings(r, node));
+        }
+        failed += usize::from(failed_row);
+    }
+    bws.sort_by(f64::total_cmp);
+    let median_gbps = bws.get(bws.len() / 2).copied().unwrap_or(0.0);
+    let fleet_median_gbps = medians.get(&rail).copied();
+    RailEvidence {
+        rail,
+        pairs: bws.len(),
+        slow_pairs: slow,
+        failed_pairs: failed,
+        median_gbps,
+        fleet_median_gbps,
+        pct_of_fleet_median: fleet_median_gbps
+            .filter(|m| *m > 0.0)
+            .map(|m| median_gbps / m * 100.0),
+        findings: findings.iter().map(|k| k.word().to_string()).collect(),
+    }
+}
+
 /// Judge the latest row of every (pair, rail).
 pub fn judge(rows: &[RailResult], t: Threshold) -> Verdict {
     let medians = rail_medians(rows);
@@ -381,6 +441,154 @@ pub fn judge(rows: &[RailResult], t: Threshold) -> Verdict {
         suspects,
         unexplained,
         outliers: slow_keys.len(),
+    }
+}
+
+/// One pair measured after the schedule to tell a bad node from its partners: a suspect node
+/// against a node that passed on the suspect's rails.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repair {
+    /// The node no row clears on these rails.
+    pub suspect: String,
+    /// A node that passed on each of them (a fast pair there).
+    pub partner: String,
+    /// The rails.
+    pub rails: Vec<u32>,
+}
+
+/// The pairs that tell the bad nodes from their partners: every node that is in a slow
+/// (pair, rail) of the latest rows and in no fast one on that rail is measured once more on
+/// that rail, against a node that passed on it (a node with a fast pair there: a bad end makes
+/// every pair slow), one pair per suspect node and partner. With no node that passed on a
+/// rail, nothing is added for it (bandwidth cannot tell then).
+pub fn repairs(rows: &[RailResult], t: Threshold) -> Vec<Repair> {
+    let medians = rail_medians(rows);
+    // rail -> (nodes in a slow pair, nodes in a fast pair)
+    let mut per: BTreeMap<u32, (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
+    for (k, r) in latest(rows) {
+        let e = per.entry(k.2).or_default();
+        let side = if is_slow(r, &medians, t) {
+            &mut e.0
+        } else {
+            &mut e.1
+        };
+        side.insert(k.0.clone());
+        side.insert(k.1.clone());
+    }
+    // suspect -> its rails; rail -> the nodes that passed on it
+    let mut suspects: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    let mut passed: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for (rail, (slow, fast)) in &per {
+        for n in slow.difference(fast) {
+            suspects.entry(n.clone()).or_default().push(*rail);
+        }
+        passed.insert(*rail, fast.iter().cloned().collect());
+    }
+    // Partners in turn, so the extra pairs spread over the good nodes and fit in few rounds.
+    let mut next: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut out: Vec<Repair> = Vec::new();
+    for (node, rails) in suspects {
+        let mut by_partner: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        for rail in rails {
+            let good = &passed[&rail];
+            if good.is_empty() {
+                continue;
+            }
+            // One partner for all its rails when one passed on each of them.
+            let shared = by_partner.keys().find(|p| good.contains(p)).cloned();
+            let partner = shared.unwrap_or_else(|| {
+                let i = next.entry(rail).or_default();
+                let p = good[*i % good.len()].clone();
+                *i += 1;
+                p
+            });
+            by_partner.entry(partner).or_default().push(rail);
+        }
+        out.extend(by_partner.into_iter().map(|(partner, rails)| Repair {
+            suspect: node.clone(),
+            partner,
+            rails,
+        }));
+    }
+    out
+}
+
+/// Simulations of the ways to find the bad nodes after a schedule, over its pairs only (no
+/// measurement): a pair is slow exactly when one of its nodes is bad.
+pub mod simulate {
+    use std::collections::BTreeSet;
+
+    use crate::fleet::schedule::Pair;
+
+    /// Extra pairs railsweep measures ([`super::repairs`]): one per node that is in a slow pair
+    /// and in no fast one (the bad ones, and partners with no fast pair), against a node that
+    /// passed (one with a fast pair). Returns (extra pairs, the nodes found bad after them).
+    pub fn repair(n: usize, pairs: &[Pair], bad: &BTreeSet<usize>) -> (usize, BTreeSet<usize>) {
+        let slow = |p: &Pair| bad.contains(&p.client) || bad.contains(&p.server);
+        let mut in_slow = BTreeSet::new();
+        let mut in_fast = BTreeSet::new();
+        for p in pairs {
+            let set = if slow(p) { &mut in_slow } else { &mut in_fast };
+            set.insert(p.client);
+            set.insert(p.server);
+        }
+        let suspects: Vec<usize> = in_slow.difference(&in_fast).copied().collect();
+        if in_fast.is_empty() || n < 3 {
+            return (0, suspects.into_iter().collect());
+        }
+        // Against a node that passed, a suspect's pair is slow exactly when it is bad.
+        let found = suspects
+            .iter()
+            .copied()
+            .filter(|s| bad.contains(s))
+            .collect();
+        (suspects.len(), found)
+    }
+
+    /// A halving re-test as ClusterKit describes it, in this model: the nodes of the slow
+    /// pairs are split in two halves, each half is tested as a ring (a pair of 2 nodes as
+    /// one pair), and each half whose ring has a slow pair is halved again, until groups of 2,
+    /// whose nodes are each measured against a known-good node. Returns (extra pairs, the
+    /// nodes found bad).
+    pub fn halving(pairs: &[Pair], bad: &BTreeSet<usize>) -> (usize, BTreeSet<usize>) {
+        let slow = |a: usize, b: usize| bad.contains(&a) || bad.contains(&b);
+        let group: Vec<usize> = pairs
+            .iter()
+            .filter(|p| slow(p.client, p.server))
+            .flat_map(|p| [p.client, p.server])
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mut cost = 0;
+        let mut found = BTreeSet::new();
+        let mut stack = vec![group];
+        while let Some(g) = stack.pop() {
+            if g.len() <= 2 {
+                cost += g.len();
+                found.extend(g.iter().copied().filter(|x| bad.contains(x)));
+                continue;
+            }
+            let (a, b) = g.split_at(g.len() / 2);
+            for half in [a, b] {
+                let ring: Vec<(usize, usize)> = match half.len() {
+                    0 | 1 => Vec::new(),
+                    2 => vec![(half[0], half[1])],
+                    m => (0..m).map(|i| (half[i], half[(i + 1) % m])).collect(),
+                };
+                cost += ring.len();
+                let any_slow = ring.iter().any(|&(x, y)| slow(x, y));
+                if any_slow {
+                    stack.push(half.to_vec());
+                } else if half.len() == 1 && bad.contains(&half[0]) {
+                    // A lone node, tested against a known-good one.
+                    cost += 1;
+                    found.insert(half[0]);
+                } else if half.len() == 1 {
+                    cost += 1;
+                }
+            }
+        }
+        (cost, found)
     }
 }
 
@@ -547,6 +755,73 @@ mod tests {
                 pairs: 64 * 63 / 2
             }]
         );
+    }
+
+    #[test]
+    fn a_bad_node_is_measured_once_more_against_a_node_that_passed() {
+        let rows = fleet(Some(("n17", 5, Some(235.0))));
+        let r = repairs(&rows, Threshold::default());
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(
+            (r[0].suspect.as_str(), r[0].rails.as_slice()),
+            ("n17", &[5][..])
+        );
+        assert_ne!(r[0].partner, "n17");
+        assert!(repairs(&fleet(None), Threshold::default()).is_empty());
+        // Two nodes: neither passed, nothing to pair with.
+        let two = vec![
+            row("n1", "n2", 0, Some(20.0)),
+            row("n1", "n2", 1, Some(390.0)),
+        ];
+        assert!(repairs(&two, Threshold::LineRatePct(90.0)).is_empty());
+    }
+
+    #[test]
+    fn in_a_ring_both_neighbours_of_a_bad_pair_are_cleared() {
+        use crate::fleet::schedule::ring;
+        // Ring of 6: n2 and n3 bad on rail 0: pairs 1-2, 2-3, 3-4 slow; n1 and n4 have a
+        // fast pair each and are cleared; n2 and n3 are measured against nodes that passed.
+        let names: Vec<String> = (0..6).map(|i| format!("n{i}")).collect();
+        let mut rows = Vec::new();
+        for p in ring(6).pairs() {
+            let bad = [2, 3].contains(&p.client) || [2, 3].contains(&p.server);
+            rows.push(row(
+                &names[p.client],
+                &names[p.server],
+                0,
+                Some(if bad { 100.0 } else { 390.0 }),
+            ));
+        }
+        let r = repairs(&rows, Threshold::default());
+        let who: Vec<&str> = r.iter().map(|x| x.suspect.as_str()).collect();
+        assert_eq!(who, ["n2", "n3"], "{r:?}");
+        for x in &r {
+            assert!(
+                ["n0", "n1", "n4", "n5"].contains(&x.partner.as_str()),
+                "a node with a fast pair: {x:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn repair_finds_the_bad_nodes_in_fewer_pairs_than_halving() {
+        use crate::fleet::schedule::{all_pairs, ring};
+        use std::collections::BTreeSet;
+        for n in [8, 64, 256] {
+            for (name, sched) in [("all-pairs", all_pairs(n)), ("ring", ring(n))] {
+                let pairs: Vec<_> = sched.pairs().collect();
+                for bad in [vec![3], vec![3, 4], vec![1, n / 2, n - 2]] {
+                    let bad: BTreeSet<usize> = bad.into_iter().collect();
+                    let (ours, found) = simulate::repair(n, &pairs, &bad);
+                    let (halving, found_h) = simulate::halving(&pairs, &bad);
+                    assert_eq!(found, bad, "{name} n={n}: repair finds {bad:?}");
+                    assert_eq!(found_h, bad, "{name} n={n}: halving finds {bad:?}");
+                    // One pair per bad node, and one per partner that had no other pair.
+                    assert!(ours >= bad.len(), "{name} n={n} {bad:?}: {ours}");
+                    assert!(ours < halving, "{name} n={n} {bad:?}: {ours} vs {halving}");
+                }
+            }
+        }
     }
 
     #[test]

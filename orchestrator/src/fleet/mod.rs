@@ -3,7 +3,8 @@
 //! * [`schedule`]: which pairs are measured in which round (`all-pairs`, `ring`, `one-to-all`);
 //! * [`culprit`]: per-rail fleet medians, outliers, and the likely culprits;
 //! * [`heatmap`]: a node-by-node SVG per rail;
-//! * `run`: the rounds, each pair swept by [`crate::sweep`] as `railsweep run` sweeps two pods.
+//! * `run`: the rounds, each pair swept by [`crate::sweep`] as `railsweep run` sweeps two pods;
+//! * [`verdicts`]: the verdict written back onto the nodes (`--apply-verdicts`).
 #![forbid(unsafe_code)]
 
 pub mod culprit;
@@ -11,6 +12,7 @@ pub mod heatmap;
 mod nodes;
 mod run;
 pub mod schedule;
+pub mod verdicts;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -46,7 +48,15 @@ its pairs were not measured); with fewer than 2 ready it stops with exit status 
 prints the pods instead.
 
 Exit status: 0 every pair and rail ok; 1 an outlier, a failed rail or a pair not measured; 2 usage \
-or set-up error; 130 interrupted (what was measured is kept).")]
+or set-up error; 130 interrupted (what was measured is kept).
+
+--apply-verdicts labels|taints writes the verdict onto the nodes (Kubernetes runner only): every \
+measured node gets railbench.io/rails=ok|degraded|failed and railbench.io/rails-checked=DATE, a \
+bad one the annotation railbench.io/rails-evidence (its bad rails, Gb/s, % of the fleet median, \
+counter findings); with taints, also railbench.io/bad-rails=RAILS:NoSchedule, unless more than \
+--max-taint-pct of the measured nodes would get it (then none does, and railsweep says why). Only \
+the culprits get a verdict other than ok. With --dry-run the fleet runs and the patches are \
+printed on stdout (one JSON line per node) instead of sent.")]
 // The test parameters are `railsweep run`'s; these say what they mean for a fleet.
 #[command(mut_arg("rdmabw", |a| a.help(
     "rdmabw inside the pods [default: `rdmabw`; for --runner local, the one next to railsweep]"
@@ -99,7 +109,7 @@ pub struct FleetArgs {
     /// A (pair, rail) under this percentage of its rail's fleet median is an outlier.
     #[arg(long, value_name = "PCT", default_value_t = 90.0, value_parser = positive)]
     pub outlier_pct: f64,
-    /// Do not measure outliers again.
+    /// Do not measure outliers again, nor the suspects against nodes that passed.
     #[arg(long)]
     pub no_remeasure: bool,
     /// Directory for the results [default: railsweep-fleet-RUNID].
@@ -112,6 +122,20 @@ pub struct FleetArgs {
     #[arg(short = 'o', long, value_name = "FORMAT", requires = "dry_run", value_parser = ["yaml", "json"])]
     pub output: Option<String>,
 
+    /// Write the verdict onto the measured nodes: `labels` (railbench.io/rails=ok|degraded|failed,
+    /// railbench.io/rails-checked=DATE, and on a bad node the railbench.io/rails-evidence
+    /// annotation), `taints` (the labels, and railbench.io/bad-rails=RAILS:NoSchedule on the
+    /// nodes with bad rails), or `none`.
+    #[arg(long, value_name = "WHAT", value_enum, default_value = "none")]
+    pub apply_verdicts: verdicts::ApplyVerdicts,
+    /// With --apply-verdicts taints: taint no node when more than this percentage of the
+    /// measured nodes have bad rails (a problem of the fabric, more likely than of the nodes).
+    #[arg(long, value_name = "PCT", default_value_t = 10.0, value_parser = percentage)]
+    pub max_taint_pct: f64,
+    /// With --apply-verdicts: remove railsweep's taint from the measured nodes that pass now.
+    #[arg(long)]
+    pub untaint_passed: bool,
+
     /// The test parameters, as `railsweep run` takes them.
     #[command(flatten)]
     pub sweep: SweepArgs,
@@ -121,7 +145,42 @@ pub struct FleetArgs {
     pub pod_args: crate::modes::cli::PodArgs,
 }
 
+/// A percentage from 0 to 100.
+fn percentage(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s} is not a percentage from 0 to 100")),
+    }
+}
+
 impl FleetArgs {
+    /// The verdict options, checked against the other flags.
+    fn verdict_options(&self) -> Result<verdicts::Options> {
+        use verdicts::ApplyVerdicts;
+        if self.apply_verdicts == ApplyVerdicts::None && self.untaint_passed {
+            bail!("--untaint-passed changes the nodes' verdicts: give --apply-verdicts labels or taints with it");
+        }
+        if self.apply_verdicts != ApplyVerdicts::None && self.access.runner != RunnerKind::Kube {
+            bail!(
+                "--apply-verdicts writes onto Kubernetes nodes: it cannot go with --runner local"
+            );
+        }
+        let today = results::rfc3339_utc(std::time::SystemTime::now());
+        Ok(verdicts::Options {
+            apply: self.apply_verdicts,
+            max_taint_pct: self.max_taint_pct,
+            untaint_passed: self.untaint_passed,
+            dry_run: self.pod_args.dry_run,
+            date: today.get(..10).unwrap_or(&today).to_string(),
+            run_id: String::new(),
+        })
+    }
+
+    /// Whether `--dry-run` prints the pods (without --apply-verdicts) rather than the patches.
+    fn dry_run_pods(&self) -> bool {
+        self.pod_args.dry_run && self.apply_verdicts == verdicts::ApplyVerdicts::None
+    }
+
     /// The deadline of a round of jobs with these rail counts (`None`: every rail, taken as
     /// the --rails count or 8).
     fn round_deadline(&self, rails: &[Option<usize>], max_pairs: usize) -> Duration {
@@ -150,11 +209,12 @@ impl FleetArgs {
 /// `railsweep fleet`: over the pods railsweep creates (`--mode M --nodes SELECTOR`), or over
 /// existing ones.
 pub async fn run(args: FleetArgs) -> Result<Verdict> {
+    let verdict_opts = args.verdict_options()?;
     if let Some(nodes) = &args.nodes {
-        return over_nodes(&args, nodes).await;
+        return over_nodes(&args, nodes, verdict_opts).await;
     }
-    if args.pod_args.dry_run {
-        bail!("--dry-run prints the pods railsweep would create: give --mode M --nodes SELECTOR with it");
+    if args.dry_run_pods() {
+        bail!("--dry-run prints the pods railsweep would create: give --mode M --nodes SELECTOR with it (or --apply-verdicts, to print the nodes' patches)");
     }
     let mode = match &args.mode {
         Some(m) => Some(m.parse::<results::NetworkMode>().context("--mode")?),
@@ -169,7 +229,11 @@ pub async fn run(args: FleetArgs) -> Result<Verdict> {
                 .context("--runner local needs --pods POD,POD,... (network namespaces)")?;
             let cancel = CancellationToken::new();
             watch_ctrl_c(cancel.clone());
-            run::fleet_with(&LocalRunner::new(), &args, &cfg, pods, cancel).await
+            Ok(
+                run::fleet_with(&LocalRunner::new(), &args, &cfg, pods, cancel)
+                    .await?
+                    .verdict,
+            )
         }
         RunnerKind::Kube => {
             let target = args.access.kube_target(args.container.clone());
@@ -184,14 +248,45 @@ pub async fn run(args: FleetArgs) -> Result<Verdict> {
             };
             let cancel = CancellationToken::new();
             watch_ctrl_c(cancel.clone());
-            run::fleet_with(&runner, &args, &cfg, pods, cancel).await
+            let end = run::fleet_with(&runner, &args, &cfg, pods, cancel).await?;
+            write_verdicts(&runner, &end, verdict_opts).await?;
+            Ok(end.verdict)
         }
     }
 }
 
+/// `--apply-verdicts`: the verdict on every measured node, written (or printed) after the
+/// fleet; not after Ctrl-C.
+async fn write_verdicts(
+    runner: &KubeRunner,
+    end: &run::FleetEnd,
+    mut opts: verdicts::Options,
+) -> Result<()> {
+    if opts.apply == verdicts::ApplyVerdicts::None {
+        return Ok(());
+    }
+    if end.verdict == Verdict::Interrupted {
+        eprintln!("railsweep: interrupted: no verdict is written onto the nodes");
+        return Ok(());
+    }
+    opts.run_id.clone_from(&end.run_id);
+    let nodes = verdicts::node_verdicts(&end.rows, &end.judged, end.threshold);
+    let mut out = std::io::stdout();
+    let applied = verdicts::apply(runner.client(), &nodes, &opts, &mut out).await?;
+    std::io::Write::flush(&mut out)?;
+    for line in verdicts::summary(&nodes, &applied, &opts) {
+        eprintln!("railsweep: {line}");
+    }
+    Ok(())
+}
+
 /// `railsweep fleet --mode M --nodes SELECTOR` (and its `--dry-run`): the pods, the fleet over
 /// the ready ones in node order, in railsweep's container, and the pods' deletion.
-async fn over_nodes(args: &FleetArgs, nodes: &str) -> Result<Verdict> {
+async fn over_nodes(
+    args: &FleetArgs,
+    nodes: &str,
+    verdict_opts: verdicts::Options,
+) -> Result<Verdict> {
     let mode = nodes::mode_of(args)?;
     if args.access.runner != RunnerKind::Kube {
         bail!("--nodes creates pods through the Kubernetes API: it cannot go with --runner local (give --pods instead)");
@@ -203,7 +298,7 @@ async fn over_nodes(args: &FleetArgs, nodes: &str) -> Result<Verdict> {
         .clone()
         .unwrap_or_else(sweep::new_run_id);
     let target = args.access.kube_target(Some(modes::CONTAINER.to_string()));
-    if args.pod_args.dry_run {
+    if args.dry_run_pods() {
         return nodes::dry_run(args, &target, mode, choice, &run_id).await;
     }
     let cfg = args
@@ -227,6 +322,8 @@ async fn over_nodes(args: &FleetArgs, nodes: &str) -> Result<Verdict> {
     let outcome = run::fleet_with(&runner, args, &cfg, pods.ready.clone(), cancel.clone()).await;
     let some_not_started = pods.some_not_started();
     pods.finish(cancel.is_cancelled()).await;
+    let end = outcome?;
+    write_verdicts(&runner, &end, verdict_opts).await?;
     // The pairs of a pod that did not start were not measured.
-    Ok(outcome?.and(Verdict::problems_if(some_not_started)))
+    Ok(end.verdict.and(Verdict::problems_if(some_not_started)))
 }

@@ -23,6 +23,7 @@ use super::FleetArgs;
 use crate::exit::Verdict;
 use crate::managed::{clean_up, pods_not_started, DELETE_WAIT};
 use crate::modes::lifecycle::{LifecycleError, PodSet};
+use crate::modes::pattern::TolerationSpec;
 use crate::modes::{self, yaml, Mode};
 use crate::runner::{KubeRunner, KubeTarget};
 
@@ -92,6 +93,24 @@ pub(super) fn mode_of(args: &FleetArgs) -> Result<Mode> {
     m.parse::<Mode>().map_err(|e| anyhow!("--mode: {e}"))
 }
 
+/// The pod options of `--nodes`, plus a toleration of railsweep's own taint
+/// (`--apply-verdicts taints`): a node tainted by an earlier run is measured again, which is
+/// how `--untaint-passed` can clear it.
+fn fleet_pod_options(args: &FleetArgs, namespace: &str) -> Result<modes::PodOptions> {
+    let mut opts = args
+        .pod_args
+        .pod_options(namespace, args.sweep.port, args.sweep.inject)?;
+    let own = TolerationSpec {
+        key: super::verdicts::TAINT_KEY.into(),
+        value: None,
+        effect: Some(super::verdicts::TAINT_EFFECT.into()),
+    };
+    if !opts.tolerations.contains(&own) {
+        opts.tolerations.push(own);
+    }
+    Ok(opts)
+}
+
 fn node_of(p: &Pod) -> String {
     p.spec
         .as_ref()
@@ -124,9 +143,7 @@ pub(super) async fn dry_run(
             )
         }
     };
-    let opts = args
-        .pod_args
-        .pod_options(&namespace, args.sweep.port, args.sweep.inject)?;
+    let opts = fleet_pod_options(args, &namespace)?;
     let pods = modes::fleet_pods(mode, &opts, run_id, &nodes)?;
     let text = if args.output.as_deref() == Some("json") {
         let list = serde_json::json!({ "apiVersion": "v1", "kind": "List", "items": pods });
@@ -188,9 +205,7 @@ pub(super) async fn start(
             nodes.join(", ")
         );
     }
-    let opts = args
-        .pod_args
-        .pod_options(&namespace, args.sweep.port, args.sweep.inject)?;
+    let opts = fleet_pod_options(args, &namespace)?;
     let pods = modes::fleet_pods(mode, &opts, run_id, &nodes)?;
     let set = PodSet::new(runner.client(), &namespace);
     let keep = args.pod_args.keep_pods;

@@ -325,6 +325,21 @@ fn clock(t: f64) -> String {
     )
 }
 
+/// How a fleet run ended: its exit verdict and what the node verdicts are made of.
+#[derive(Debug)]
+pub(super) struct FleetEnd {
+    /// The exit verdict.
+    pub(super) verdict: Verdict,
+    /// Every row, re-measured ones appended.
+    pub(super) rows: Vec<RailResult>,
+    /// The judgement of the latest rows.
+    pub(super) judged: culprit::Verdict,
+    /// The outlier threshold the rows were judged by.
+    pub(super) threshold: Threshold,
+    /// The run id of the rows.
+    pub(super) run_id: String,
+}
+
 /// The fleet over `pods`, in this order; `cancel` (Ctrl-C) stops it, keeping the rows.
 pub(super) async fn fleet_with<R: Runner>(
     runner: &R,
@@ -332,7 +347,7 @@ pub(super) async fn fleet_with<R: Runner>(
     cfg: &SweepConfig,
     pods: Vec<String>,
     cancel: CancellationToken,
-) -> Result<Verdict> {
+) -> Result<FleetEnd> {
     let mut seen = BTreeSet::new();
     for p in &pods {
         if !seen.insert(p) {
@@ -457,6 +472,34 @@ pub(super) async fn fleet_with<R: Runner>(
             .collect();
         rt.run("again", pack(jobs), &mut sink).await?;
     }
+    // Culprits: each node that no fast pair clears on a rail, against a node that passed there.
+    let mut repaired: Option<(usize, usize, usize)> = None;
+    if !cancel.is_cancelled() && !args.no_remeasure {
+        let rows_now: Vec<RailResult> = sink.rows().to_vec();
+        let plan = culprit::repairs(&rows_now, threshold);
+        if !plan.is_empty() {
+            let suspects: BTreeSet<(&str, u32)> = plan
+                .iter()
+                .flat_map(|r| r.rails.iter().map(|rail| (r.suspect.as_str(), *rail)))
+                .collect();
+            eprintln!(
+                "railsweep: {} suspect node-rail(s): measuring each against a node that passed on that rail",
+                suspects.len()
+            );
+            let jobs: Vec<Job> = plan
+                .iter()
+                .map(|r| Job {
+                    round: 0,
+                    client: r.suspect.clone(),
+                    server: r.partner.clone(),
+                    rails: Some(r.rails.clone()),
+                })
+                .collect();
+            let packed = pack(jobs);
+            repaired = Some((suspects.len(), plan.len(), packed.len()));
+            rt.run("confirm", packed, &mut sink).await?;
+        }
+    }
     let wall = t0.elapsed().as_secs_f64();
 
     let rows: Vec<RailResult> = sink.rows().to_vec();
@@ -491,6 +534,12 @@ pub(super) async fn fleet_with<R: Runner>(
     for (rail, m) in &medians {
         writeln!(out, "rail {rail}: fleet median {m:.3} Gb/s")?;
     }
+    if let Some((suspects, pairs, rounds)) = repaired {
+        writeln!(
+            out,
+            "culprits: {suspects} suspect node-rail(s) measured against nodes that passed on that rail: {pairs} extra pair(s) in {rounds} round(s)"
+        )?;
+    }
     let mut suspects_txt = String::new();
     if verdict.suspects.is_empty() {
         writeln!(out, "suspects: none")?;
@@ -521,10 +570,18 @@ pub(super) async fn fleet_with<R: Runner>(
             "railsweep: interrupted; what was measured is in {}",
             sink.csv_path().display()
         );
-        return Ok(Verdict::Interrupted);
     }
     let failed = rows.iter().any(|r| r.status != RailStatus::Ok);
-    Ok(Verdict::problems_if(
-        verdict.outliers > 0 || !problems.is_empty() || failed,
-    ))
+    let exit = if cancel.is_cancelled() {
+        Verdict::Interrupted
+    } else {
+        Verdict::problems_if(verdict.outliers > 0 || !problems.is_empty() || failed)
+    };
+    Ok(FleetEnd {
+        verdict: exit,
+        rows,
+        judged: verdict,
+        threshold,
+        run_id,
+    })
 }

@@ -5,6 +5,12 @@
 //! (recording its PID in batch.pids), unless a file `no-batch` says it is an older build. A
 //! secret read with `--secret-stdin` goes to server-secret (the daemon's) or secrets.log (one
 //! line per client or batch).
+//!
+//! Per node ([`Fake::per_node`]): where its ancestors include a test cluster node agent
+//! (`testcluster node --name NODE`), the fake knows its node; `rails` then reports that node's
+//! own addresses, and a client reads the server's node from the address it is given, so a
+//! behaviour or report set for one node ([`Fake::behave_on`], [`Fake::report_on`]) applies to
+//! every pair that node is in, on either side.
 // Each test file uses part of it.
 #![allow(dead_code)]
 
@@ -54,30 +60,48 @@ pub struct Fake {
 
 const SCRIPT: &str = r#"#!/bin/sh
 dir=@DIR@
+# The node this runs on: the --name of a node agent among its ancestors (empty elsewhere).
+my_node() {
+    p=$$
+    while [ "${p:-1}" -gt 1 ]; do
+      n=$(tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | sed -n '/^--name$/{n;p;q;}')
+      [ -n "$n" ] && { echo "$n"; return; }
+      p=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f2)
+    done
+}
+# The first of these files that exists.
+first() { for f in "$@"; do [ -e "$f" ] && { echo "$f"; return; }; done; echo "$1"; }
 client() {
-    nd=""; prev=""
+    nd=""; prev=""; last=""
     for a in "$@"; do
       [ "$prev" = "--netdev" ] && nd=$a
       [ "$prev" = "-d" ] && nd=net$(( ${a#mlx5_} + 1 ))
-      prev=$a
+      prev=$a; last=$a
     done
     echo "$*" >>"$dir/client-args.log"
     case " $* " in *" --secret-stdin "*) IFS= read -r s; echo "$s" >>"$dir/secrets.log" ;; esac
-    b=$(cat "$dir/behave-$nd" 2>/dev/null || echo ok)
+    me=""; peer=""
+    if [ -e "$dir/per-node" ]; then
+      me=$(my_node); peer=$(cat "$dir/node-at-$last" 2>/dev/null)
+    fi
+    b=$(cat "$(first "$dir/behave-$me-$nd" "$dir/behave-$peer-$nd" "$dir/behave-$nd")" 2>/dev/null || echo ok)
+    rep=$(first "$dir/report-$me-$nd.json" "$dir/report-$peer-$nd.json" "$dir/report-$nd.json")
     case "$b" in
-      ok) cat "$dir/report-$nd.json" ;;
+      ok) cat "$rep" ;;
       fail) cat "$dir/report-fail.json"; return 2 ;;
       crash) echo "rdmabw: error: cannot connect to the server: connection refused" >&2; return 2 ;;
       hang) echo $$ >"$dir/hang-$nd.pid"; exec sleep 600 ;;
       once) echo ok >"$dir/behave-$nd"; cat "$dir/report-fail.json"; return 2 ;;
-      slow) sleep 1; cat "$dir/report-$nd.json" ;;
+      slow) sleep 1; cat "$rep" ;;
       killsrv) kill -9 "$(cat "$dir/server.pid")"; sleep 0.3
         echo "rdmabw: error: the server stopped answering (no heartbeat for 1.5 s)" >&2; return 2 ;;
     esac
 }
 case "$1" in
   --version) cat "$dir/version" ;;
-  rails) cat "$dir/rails.json" ;;
+  rails)
+    if [ -e "$dir/per-node" ]; then cat "$(first "$dir/rails-$(my_node).json" "$dir/rails.json")"
+    else cat "$dir/rails.json"; fi ;;
   server) echo $$ >"$dir/server.pid"; echo "$*" >"$dir/server-args"
     case " $* " in *" --secret-stdin "*) IFS= read -r s; echo "$s" >"$dir/server-secret" ;; esac
     exec sleep 600 ;;
@@ -215,6 +239,50 @@ impl Fake {
             serde_json::from_str(&std::fs::read_to_string(&path).expect("reads")).expect("json");
         doc["rdmabw_version"] = json!(v);
         std::fs::write(path, doc.to_string()).expect("writes");
+    }
+
+    /// Make each of `nodes` (test cluster node names) report rail addresses of its own, so
+    /// that behaviours and reports can be set per node. `rails` rails.
+    pub fn per_node(&self, nodes: &[&str], rails: u32) {
+        for (i, node) in nodes.iter().enumerate() {
+            let host = 10 + i;
+            let list: Vec<Value> = (0..rails)
+                .map(|r| {
+                    let mut v = rail(r, true);
+                    let ip = format!("10.224.{r}.{host}");
+                    self.write(&format!("node-at-{ip}"), node);
+                    v["ipv4"] = json!(ip);
+                    v
+                })
+                .collect();
+            let doc = json!({
+                "schema_version": 1, "rdmabw_version": "0.1.0", "host": node, "rails": list, "not_rails": [],
+            });
+            self.write(&format!("rails-{node}.json"), &doc.to_string());
+        }
+        self.write("per-node", "");
+    }
+
+    /// How the client behaves on `iface` in every pair `node` is in (see [`Fake::per_node`]).
+    pub fn behave_on(&self, node: &str, iface: &str, b: Behave) {
+        self.write(&format!("behave-{node}-{iface}"), b.word());
+    }
+
+    /// The report of `iface` in every pair `node` is in: `gbps` (see [`Fake::per_node`]).
+    pub fn report_on(&self, node: &str, iface: &str, gbps: f64) {
+        let rail: u32 = iface
+            .trim_start_matches("net")
+            .parse::<u32>()
+            .map_or(0, |n| n.saturating_sub(1));
+        self.write(
+            &format!("report-{node}-{iface}.json"),
+            &report(rail, gbps, None).to_string(),
+        );
+    }
+
+    /// Undo [`Fake::behave_on`].
+    pub fn clear_on(&self, node: &str, iface: &str) {
+        let _ = std::fs::remove_file(self.dir.path().join(format!("behave-{node}-{iface}")));
     }
 
     pub fn behave(&self, iface: &str, b: Behave) {

@@ -169,8 +169,14 @@ impl TestCluster {
         pods.get(&name).await.expect("gets the pod")
     }
 
-    /// A service account in `ns` bound to a Role of `rules`, and a kubeconfig with its token.
-    pub async fn token_kubeconfig(&self, ns: &str, rules: Vec<PolicyRule>, path: &std::path::Path) {
+    /// A service account in `ns` bound to a Role of `rules`, and a kubeconfig with its token;
+    /// the token.
+    pub async fn token_kubeconfig(
+        &self,
+        ns: &str,
+        rules: Vec<PolicyRule>,
+        path: &std::path::Path,
+    ) -> String {
         let meta = |name: &str| ObjectMeta {
             name: Some(name.into()),
             namespace: Some(ns.into()),
@@ -230,6 +236,7 @@ impl TestCluster {
             .expect("issues a token");
         let token = tr.status.expect("token").token;
         self.write_token_kubeconfig(ns, &token, path);
+        token
     }
 
     pub fn write_token_kubeconfig(&self, ns: &str, token: &str, path: &std::path::Path) {
@@ -267,7 +274,7 @@ impl TestCluster {
             }
             rules.retain(|r| r.resources.as_ref().is_some_and(|l| !l.is_empty()));
         }
-        self.token_kubeconfig(ns, rules, path).await;
+        let _ = self.token_kubeconfig(ns, rules, path).await;
         path.to_path_buf()
     }
 
@@ -279,8 +286,50 @@ impl TestCluster {
         path: &std::path::Path,
     ) -> PathBuf {
         let kc = self.railsweep_kubeconfig(ns, None, path).await;
-        let mut role: ClusterRole = shipped_rbac("ClusterRole");
-        let name = format!("railsweep-nodes-{ns}");
+        self.bind_cluster_role(ns, shipped_rbac("ClusterRole"))
+            .await;
+        kc
+    }
+
+    /// A kubeconfig for namespace `ns` with the token of a service account that holds
+    /// exactly deploy/fleet-job.yaml's Role and ClusterRole (what its CronJob runs with); the
+    /// token too, for an in-cluster run.
+    pub async fn fleet_job_kubeconfig(&self, ns: &str, path: &std::path::Path) -> String {
+        let role: Role = shipped("fleet-job.yaml", "Role");
+        let rules = role.rules.expect("deploy/fleet-job.yaml's Role has rules");
+        let token = self.token_kubeconfig(ns, rules, path).await;
+        self.bind_cluster_role(ns, shipped("fleet-job.yaml", "ClusterRole"))
+            .await;
+        token
+    }
+
+    /// The API server's host and port, and its CA certificate as the kubeconfig holds it
+    /// (base64 of the PEM), from the admin kubeconfig.
+    pub fn server(&self) -> (String, String, String) {
+        let admin = kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("reads");
+        let cluster = admin.clusters[0].cluster.clone().expect("cluster");
+        let url = cluster.server.expect("server");
+        let hostport = url
+            .trim_start_matches("https://")
+            .trim_end_matches('/')
+            .to_string();
+        let (host, port) = hostport.rsplit_once(':').expect("host:port");
+        (
+            host.to_string(),
+            port.to_string(),
+            cluster.certificate_authority_data.expect("CA data"),
+        )
+    }
+
+    /// `role` as a ClusterRole of its own for `ns`, bound to `ns`'s railsweep service account.
+    async fn bind_cluster_role(&self, ns: &str, mut role: ClusterRole) {
+        let name = format!(
+            "{}-{ns}",
+            role.metadata
+                .name
+                .clone()
+                .unwrap_or_else(|| "railsweep".into())
+        );
         role.metadata.name = Some(name.clone());
         let pp = PostParams::default();
         Api::<ClusterRole>::all(self.client.clone())
@@ -303,7 +352,6 @@ impl TestCluster {
             .create(&pp, &binding)
             .await
             .expect("binds the ClusterRole");
-        kc
     }
 
     /// A kubeconfig like the admin's whose context defaults to `ns`, written to `path`.
@@ -434,16 +482,21 @@ pub fn rule(resources: &[&str], verbs: &[&str]) -> PolicyRule {
 
 /// The document of `kind` in deploy/rbac.yaml, what the README says railsweep needs.
 fn shipped_rbac<T: serde::de::DeserializeOwned>(kind: &str) -> T {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/rbac.yaml"))
-        .expect("reads deploy/rbac.yaml");
+    shipped("rbac.yaml", kind)
+}
+
+/// The document of `kind` in deploy/FILE.
+pub fn shipped<T: serde::de::DeserializeOwned>(file: &str, kind: &str) -> T {
+    let path = format!("{}/../deploy/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reads {path}: {e}"));
     for doc in serde_yaml::Deserializer::from_str(&text) {
         let v = serde_yaml::Value::deserialize(doc).expect("YAML");
         if v.get("kind").and_then(|k| k.as_str()) == Some(kind) {
             return serde_yaml::from_value(v)
-                .unwrap_or_else(|e| panic!("deploy/rbac.yaml's {kind}: {e}"));
+                .unwrap_or_else(|e| panic!("deploy/{file}'s {kind}: {e}"));
         }
     }
-    panic!("deploy/rbac.yaml has no {kind}")
+    panic!("deploy/{file} has no {kind}")
 }
 
 /// The service account `railsweep` of `ns`, as a binding's subject.

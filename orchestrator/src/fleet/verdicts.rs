@@ -1,0 +1,623 @@
+//! `railsweep fleet --apply-verdicts`: the fleet's verdict written back into the cluster.
+//!
+//! Every measured node gets the label `railbench.io/rails` = `ok`, `degraded` or `failed`
+//! and `railbench.io/rails-checked` = the run's date (`2026-12-03`); a node with a bad rail
+//! gets the annotation `railbench.io/rails-evidence` (a JSON document: the bad rails, their
+//! Gb/s, the percentage of the fleet median, the counter findings), which an `ok` verdict
+//! removes. With `taints`, a node with a failed or degraded rail also gets the taint
+//! `railbench.io/bad-rails=<rails>:NoSchedule` (the rails joined by `.`: `1.3`), unless that
+//! would taint more than `--max-taint-pct` of the measured nodes: then no node is tainted, and
+//! railsweep says why (so many bad nodes at once point at the fabric, not at the nodes).
+//! `--untaint-passed` removes railsweep's taint from the nodes that now pass.
+//!
+//! Only the culprits named by [`super::culprit::judge`] get a verdict other than `ok`: a
+//! partner that was slow only in its pairs with a bad node is `ok`. A rail's verdict is
+//! `failed` when one of the node's pairs on it failed (the test did not complete), else
+//! `degraded` (below the outlier threshold). A whole rail slow everywhere is the fabric's: it
+//! marks no node.
+//!
+//! railsweep touches only these keys. Labels and annotations go in a JSON merge patch; the
+//! taints are read, changed and written with the node's `resourceVersion` in the same patch,
+//! so other taints are kept and a concurrent change (409 Conflict) makes railsweep read again.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use clap::ValueEnum;
+use k8s_openapi::api::core::v1::{Node, Taint};
+use kube::api::{Api, Patch, PatchParams};
+use kube::Client;
+use results::RailResult;
+use serde_json::{json, Value};
+
+use super::culprit::{self, RailEvidence, Suspect, Threshold};
+
+/// The label with the verdict.
+pub const LABEL: &str = "railbench.io/rails";
+/// The label with the date of the run that wrote the verdict.
+pub const CHECKED_LABEL: &str = "railbench.io/rails-checked";
+/// The annotation with the bad rails and their evidence.
+pub const EVIDENCE_ANNOTATION: &str = "railbench.io/rails-evidence";
+/// The taint key on nodes with bad rails.
+pub const TAINT_KEY: &str = "railbench.io/bad-rails";
+/// The effect of railsweep's taint.
+pub const TAINT_EFFECT: &str = "NoSchedule";
+/// Attempts at a node's read-modify-write before giving up on conflicts.
+const CONFLICT_ATTEMPTS: usize = 5;
+
+/// What `--apply-verdicts` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApplyVerdicts {
+    /// Nothing.
+    None,
+    /// The labels and the evidence annotation.
+    Labels,
+    /// The labels, and the taint on nodes with bad rails.
+    Taints,
+}
+
+/// A node's (or a rail's) health.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Health {
+    /// Measured and not a culprit.
+    Ok,
+    /// A rail below the outlier threshold.
+    Degraded,
+    /// A rail whose test failed.
+    Failed,
+}
+
+impl Health {
+    /// The label value.
+    pub fn word(self) -> &'static str {
+        match self {
+            Health::Ok => "ok",
+            Health::Degraded => "degraded",
+            Health::Failed => "failed",
+        }
+    }
+}
+
+/// One bad rail of a node, with its evidence.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct BadRail {
+    /// `failed` or `degraded`.
+    pub verdict: Health,
+    /// The bandwidth and counter evidence.
+    #[serde(flatten)]
+    pub evidence: RailEvidence,
+}
+
+/// The verdict on one measured node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeVerdict {
+    /// The Kubernetes node.
+    pub node: String,
+    /// The pod that stood for it in the fleet.
+    pub pod: String,
+    /// The worst of its rails.
+    pub health: Health,
+    /// Its bad rails, by rail.
+    pub bad_rails: Vec<BadRail>,
+}
+
+impl NodeVerdict {
+    /// The taint value: the bad rails joined by `.` (a label value allows no comma).
+    pub fn taint_value(&self) -> String {
+        self.bad_rails
+            .iter()
+            .map(|b| b.evidence.rail.to_string())
+            .collect::<Vec<_>>()
+            .join(".")
+    }
+}
+
+/// The verdict on every node measured in `rows`, by node name: culprits `failed` or
+/// `degraded`, everyone else `ok`. Pods are mapped to their nodes through the rows.
+pub fn node_verdicts(
+    rows: &[RailResult],
+    judged: &culprit::Verdict,
+    t: Threshold,
+) -> Vec<NodeVerdict> {
+    // pod (as the culprit logic names it) -> node
+    let mut node_of: BTreeMap<String, String> = BTreeMap::new();
+    for r in culprit::latest(rows).values() {
+        let (c, s) = culprit::row_nodes(r);
+        node_of.insert(c, r.client_node.clone());
+        node_of.insert(s, r.server_node.clone());
+    }
+    let mut bad: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+    for s in &judged.suspects {
+        match s {
+            Suspect::NodeRail { node, rail, .. } => {
+                bad.entry(node.clone()).or_default().insert(*rail);
+            }
+            Suspect::Node { node, rails } => {
+                bad.entry(node.clone())
+                    .or_default()
+                    .extend(rails.iter().copied());
+            }
+            // The fabric's: no node is to blame.
+            Suspect::Rail { .. } => {}
+        }
+    }
+    let mut out: Vec<NodeVerdict> = node_of
+        .into_iter()
+        .map(|(pod, node)| {
+            let bad_rails: Vec<BadRail> = bad
+                .get(&pod)
+                .into_iter()
+                .flatten()
+                .map(|rail| {
+                    let evidence = culprit::evidence(rows, &pod, *rail, t);
+                    let verdict = if evidence.failed_pairs > 0 {
+                        Health::Failed
+                    } else {
+                        Health::Degraded
+                    };
+                    BadRail { verdict, evidence }
+                })
+                .collect();
+            let health = bad_rails
+                .iter()
+                .map(|b| b.verdict)
+                .max()
+                .unwrap_or(Health::Ok);
+            NodeVerdict {
+                node,
+                pod,
+                health,
+                bad_rails,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.node.cmp(&b.node));
+    out
+}
+
+/// What `--apply-verdicts` and its options ask for, resolved.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `--apply-verdicts`.
+    pub apply: ApplyVerdicts,
+    /// `--max-taint-pct`.
+    pub max_taint_pct: f64,
+    /// `--untaint-passed`.
+    pub untaint_passed: bool,
+    /// `--dry-run`: print the patches instead of sending them.
+    pub dry_run: bool,
+    /// The run's date, `YYYY-MM-DD` (a valid label value).
+    pub date: String,
+    /// The run id, recorded in the annotation.
+    pub run_id: String,
+}
+
+/// The circuit breaker: `Err(why)` when tainting `bad` of `measured` nodes would taint more
+/// than `max_pct` percent of them.
+pub fn breaker(bad: usize, measured: usize, max_pct: f64) -> std::result::Result<(), String> {
+    #[allow(clippy::cast_precision_loss)]
+    let pct = if measured == 0 {
+        0.0
+    } else {
+        bad as f64 * 100.0 / measured as f64
+    };
+    if bad == 0 || pct <= max_pct {
+        return Ok(());
+    }
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    let most = (measured as f64 * max_pct / 100.0).floor() as usize;
+    Err(format!(
+        "not tainting: {bad} of {measured} measured nodes ({pct:.1} %) have bad rails, more than \
+         --max-taint-pct {max_pct} (at most {most} node(s)); so many at once point at the fabric \
+         (a switch, a cable plan, a setting), not at the nodes. The nodes are labelled; check the \
+         fabric, or raise --max-taint-pct to taint them"
+    ))
+}
+
+/// What railsweep does to one node's taints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaintAction {
+    /// Leave them as they are.
+    Keep,
+    /// Set railsweep's taint (replacing an older railsweep taint).
+    Set,
+    /// Remove railsweep's taint.
+    Remove,
+}
+
+/// The taints `current` becomes under `action`: other taints kept in their order; `None`
+/// when nothing changes.
+pub fn new_taints(current: &[Taint], action: TaintAction, value: &str) -> Option<Vec<Taint>> {
+    let mine = |t: &Taint| t.key == TAINT_KEY;
+    let mut others: Vec<Taint> = current.iter().filter(|t| !mine(t)).cloned().collect();
+    match action {
+        TaintAction::Keep => None,
+        TaintAction::Remove => (others.len() != current.len()).then_some(others),
+        TaintAction::Set => {
+            let want = Taint {
+                key: TAINT_KEY.into(),
+                value: Some(value.into()),
+                effect: TAINT_EFFECT.into(),
+                time_added: None,
+            };
+            let have: Vec<&Taint> = current.iter().filter(|t| mine(t)).collect();
+            if have.len() == 1 && have[0].value == want.value && have[0].effect == want.effect {
+                return None;
+            }
+            others.push(want);
+            Some(others)
+        }
+    }
+}
+
+/// The annotation's text for a node's verdict (`None` for `ok`: the annotation is removed).
+pub fn evidence_text(v: &NodeVerdict, o: &Options) -> Option<String> {
+    if v.health == Health::Ok {
+        return None;
+    }
+    let doc = json!({
+        "verdict": v.health,
+        "run_id": o.run_id,
+        "checked": o.date,
+        "pod": v.pod,
+        "bad_rails": v.bad_rails,
+    });
+    Some(doc.to_string())
+}
+
+/// The merge patch for one node: the labels and annotation, and with `taints` the whole
+/// taint list with the `resource_version` it was read at.
+pub fn node_patch(v: &NodeVerdict, o: &Options, taints: Option<(Vec<Taint>, &str)>) -> Value {
+    let mut patch = json!({
+        "metadata": {
+            "labels": { LABEL: v.health.word(), CHECKED_LABEL: o.date },
+            "annotations": { EVIDENCE_ANNOTATION: evidence_text(v, o) },
+        }
+    });
+    if let Some((list, rv)) = taints {
+        patch["metadata"]["resourceVersion"] = json!(rv);
+        patch["spec"] = json!({ "taints": list });
+    }
+    patch
+}
+
+/// What [`apply`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// Nodes patched (or printed, with --dry-run).
+    pub labelled: usize,
+    /// Nodes that got railsweep's taint.
+    pub tainted: Vec<String>,
+    /// Nodes whose railsweep taint was removed.
+    pub untainted: Vec<String>,
+    /// The circuit breaker's message, when it kept the taints off.
+    pub breaker: Option<String>,
+}
+
+/// The action on a node's taints.
+fn action_for(v: &NodeVerdict, o: &Options, may_taint: bool) -> TaintAction {
+    match (v.health, o.apply) {
+        (Health::Ok, _) if o.untaint_passed => TaintAction::Remove,
+        (Health::Degraded | Health::Failed, ApplyVerdicts::Taints) if may_taint => TaintAction::Set,
+        _ => TaintAction::Keep,
+    }
+}
+
+/// Write the verdicts into the cluster (or, with `--dry-run`, print each node's patch as a
+/// JSON line `{"node": ..., "patch": ...}` on `out`).
+pub async fn apply(
+    client: Client,
+    verdicts: &[NodeVerdict],
+    o: &Options,
+    out: &mut impl Write,
+) -> Result<Applied> {
+    let mut applied = Applied::default();
+    if o.apply == ApplyVerdicts::None {
+        return Ok(applied);
+    }
+    let bad = verdicts.iter().filter(|v| v.health != Health::Ok).count();
+    let mut may_taint = o.apply == ApplyVerdicts::Taints;
+    if may_taint {
+        if let Err(why) = breaker(bad, verdicts.len(), o.max_taint_pct) {
+            applied.breaker = Some(why);
+            may_taint = false;
+        }
+    }
+    let api: Api<Node> = Api::all(client);
+    let pp = PatchParams {
+        field_manager: Some("railsweep".into()),
+        ..PatchParams::default()
+    };
+    for v in verdicts {
+        let action = action_for(v, o, may_taint);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let taints = if action == TaintAction::Keep {
+                None
+            } else {
+                let node = api.get(&v.node).await.with_context(|| {
+                    format!(
+                        "cannot read node {} for its taints (railsweep needs get and patch on nodes: deploy/fleet-job.yaml)",
+                        v.node
+                    )
+                })?;
+                let current = node.spec.and_then(|s| s.taints).unwrap_or_default();
+                new_taints(&current, action, &v.taint_value())
+                    .map(|list| (list, node.metadata.resource_version.unwrap_or_default()))
+            };
+            let patch = node_patch(
+                v,
+                o,
+                taints.as_ref().map(|(l, rv)| (l.clone(), rv.as_str())),
+            );
+            if o.dry_run {
+                writeln!(out, "{}", json!({ "node": v.node, "patch": patch }))?;
+            } else {
+                match api.patch(&v.node, &pp, &Patch::Merge(&patch)).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(e)) if e.code == 409 && attempt < CONFLICT_ATTEMPTS => {
+                        eprintln!(
+                            "railsweep: node {} changed while its taints were written; reading it again",
+                            v.node
+                        );
+                        continue;
+                    }
+                    Err(e) => {
+                        return Err(anyhow::Error::new(e)).with_context(|| {
+                            format!(
+                                "cannot patch node {} with its verdict (railsweep needs get and patch on nodes: deploy/fleet-job.yaml)",
+                                v.node
+                            )
+                        })
+                    }
+                }
+            }
+            applied.labelled += 1;
+            if taints.is_some() {
+                match action {
+                    TaintAction::Set => applied.tainted.push(v.node.clone()),
+                    TaintAction::Remove => applied.untainted.push(v.node.clone()),
+                    TaintAction::Keep => {}
+                }
+            }
+            break;
+        }
+    }
+    Ok(applied)
+}
+
+/// The stderr lines that say what was written.
+pub fn summary(verdicts: &[NodeVerdict], applied: &Applied, o: &Options) -> Vec<String> {
+    let count = |h: Health| verdicts.iter().filter(|v| v.health == h).count();
+    let verb = if o.dry_run { "would label" } else { "labelled" };
+    let mut lines = vec![format!(
+        "verdicts: {verb} {} node(s) {LABEL}: {} ok, {} degraded, {} failed",
+        applied.labelled,
+        count(Health::Ok),
+        count(Health::Degraded),
+        count(Health::Failed)
+    )];
+    for v in verdicts.iter().filter(|v| v.health != Health::Ok) {
+        let rails: Vec<String> = v
+            .bad_rails
+            .iter()
+            .map(|b| {
+                let pct = b
+                    .evidence
+                    .pct_of_fleet_median
+                    .map(|p| format!(", {p:.0} % of the fleet median"))
+                    .unwrap_or_default();
+                let findings = if b.evidence.findings.is_empty() {
+                    String::new()
+                } else {
+                    format!("; counters: {}", b.evidence.findings.join(", "))
+                };
+                format!(
+                    "rail {} {} ({:.3} Gb/s{pct}{findings})",
+                    b.evidence.rail,
+                    b.verdict.word(),
+                    b.evidence.median_gbps
+                )
+            })
+            .collect();
+        lines.push(format!(
+            "verdict: node {} {}: {}",
+            v.node,
+            v.health.word(),
+            rails.join("; ")
+        ));
+    }
+    if let Some(why) = &applied.breaker {
+        lines.push(why.clone());
+    }
+    let verb = if o.dry_run { "would taint" } else { "tainted" };
+    if !applied.tainted.is_empty() {
+        lines.push(format!(
+            "verdicts: {verb} {} with {TAINT_KEY}:{TAINT_EFFECT}",
+            applied.tainted.join(", ")
+        ));
+    }
+    if !applied.untainted.is_empty() {
+        let verb = if o.dry_run { "would remove" } else { "removed" };
+        lines.push(format!(
+            "verdicts: {verb} {TAINT_KEY} from {} (they pass now)",
+            applied.untainted.join(", ")
+        ));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::schedule::all_pairs;
+    use crate::test_support::row;
+
+    /// 6 nodes, 2 rails, every pair at 96 Gb/s except those with `bad` on rail 1: failed
+    /// (`None`) or at that speed. Pods `pod-N` on nodes `node-N`.
+    fn fleet(bad: &[&str], bw: Option<f64>) -> Vec<RailResult> {
+        let names: Vec<String> = (1..=6).map(|i| format!("pod-{i}")).collect();
+        let mut rows = Vec::new();
+        for p in all_pairs(6).pairs() {
+            for rail in 0..2 {
+                let (c, s) = (&names[p.client], &names[p.server]);
+                let hit = rail == 1 && (bad.contains(&c.as_str()) || bad.contains(&s.as_str()));
+                let mut r = row(c, s, rail, if hit { bw } else { Some(96.0) });
+                r.client_node = c.replace("pod", "node");
+                r.server_node = s.replace("pod", "node");
+                rows.push(r);
+            }
+        }
+        rows
+    }
+
+    fn verdicts(rows: &[RailResult]) -> Vec<NodeVerdict> {
+        let t = Threshold::default();
+        node_verdicts(rows, &culprit::judge(rows, t), t)
+    }
+
+    fn opts(apply: ApplyVerdicts) -> Options {
+        Options {
+            apply,
+            max_taint_pct: 10.0,
+            untaint_passed: false,
+            dry_run: false,
+            date: "2026-12-03".into(),
+            run_id: "r1".into(),
+        }
+    }
+
+    #[test]
+    fn a_failed_rail_marks_its_node_failed_and_its_partners_ok() {
+        let v = verdicts(&fleet(&["pod-3"], None));
+        assert_eq!(v.len(), 6);
+        let bad: Vec<&NodeVerdict> = v.iter().filter(|v| v.health != Health::Ok).collect();
+        assert_eq!(bad.len(), 1, "{v:?}");
+        assert_eq!(
+            (bad[0].node.as_str(), bad[0].pod.as_str()),
+            ("node-3", "pod-3")
+        );
+        assert_eq!(bad[0].health, Health::Failed);
+        let e = &bad[0].bad_rails[0].evidence;
+        assert_eq!(
+            (e.rail, e.pairs, e.slow_pairs, e.failed_pairs),
+            (1, 5, 5, 5)
+        );
+        assert_eq!(e.median_gbps, 0.0);
+        assert_eq!(e.fleet_median_gbps, Some(96.0));
+        assert_eq!(bad[0].taint_value(), "1");
+    }
+
+    #[test]
+    fn a_slow_rail_is_degraded_with_its_share_of_the_median() {
+        let v = verdicts(&fleet(&["pod-5"], Some(48.0)));
+        let bad: Vec<&NodeVerdict> = v.iter().filter(|v| v.health != Health::Ok).collect();
+        assert_eq!(bad.len(), 1, "{v:?}");
+        assert_eq!(bad[0].health, Health::Degraded);
+        let e = &bad[0].bad_rails[0].evidence;
+        assert_eq!(e.failed_pairs, 0);
+        assert_eq!(e.pct_of_fleet_median, Some(50.0));
+        let text = evidence_text(bad[0], &opts(ApplyVerdicts::Labels)).expect("annotation");
+        let doc: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(doc["verdict"], "degraded");
+        assert_eq!(doc["bad_rails"][0]["rail"], 1);
+        assert_eq!(doc["bad_rails"][0]["median_gbps"], 48.0);
+        assert_eq!(doc["bad_rails"][0]["pct_of_fleet_median"], 50.0);
+    }
+
+    #[test]
+    fn the_breaker_keeps_taints_off_many_nodes() {
+        assert!(breaker(0, 6, 10.0).is_ok());
+        assert!(breaker(1, 6, 20.0).is_ok());
+        assert!(breaker(6, 64, 10.0).is_ok());
+        assert!(breaker(7, 64, 10.0).is_err());
+        let why = breaker(3, 6, 10.0).expect_err("3 of 6 is over 10 %");
+        assert!(why.contains("3 of 6 measured nodes (50.0 %)"), "{why}");
+        assert!(why.contains("at most 0 node(s)"), "{why}");
+        assert!(why.contains("fabric"), "{why}");
+        // One of six is 16.7 %: over the default 10 %.
+        assert!(breaker(1, 6, 10.0).is_err());
+    }
+
+    fn taint(key: &str, value: &str) -> Taint {
+        Taint {
+            key: key.into(),
+            value: Some(value.into()),
+            effect: "NoSchedule".into(),
+            time_added: None,
+        }
+    }
+
+    #[test]
+    fn other_taints_are_kept_and_only_railsweeps_changes() {
+        let gpu = taint("nvidia.com/gpu", "");
+        let old = taint(TAINT_KEY, "0");
+        assert_eq!(
+            new_taints(std::slice::from_ref(&gpu), TaintAction::Set, "1"),
+            Some(vec![gpu.clone(), taint(TAINT_KEY, "1")])
+        );
+        assert_eq!(
+            new_taints(&[old.clone(), gpu.clone()], TaintAction::Set, "1.3"),
+            Some(vec![gpu.clone(), taint(TAINT_KEY, "1.3")])
+        );
+        assert_eq!(
+            new_taints(&[gpu.clone(), taint(TAINT_KEY, "1")], TaintAction::Set, "1"),
+            None,
+            "already there"
+        );
+        assert_eq!(
+            new_taints(&[gpu.clone(), old], TaintAction::Remove, ""),
+            Some(vec![gpu.clone()])
+        );
+        assert_eq!(
+            new_taints(std::slice::from_ref(&gpu), TaintAction::Remove, ""),
+            None
+        );
+        assert_eq!(new_taints(&[gpu], TaintAction::Keep, "1"), None);
+    }
+
+    #[test]
+    fn the_patch_holds_labels_evidence_and_taints_at_a_version() {
+        let v = verdicts(&fleet(&["pod-2"], None));
+        let o = opts(ApplyVerdicts::Taints);
+        let bad = v.iter().find(|v| v.node == "node-2").expect("node-2");
+        let p = node_patch(bad, &o, Some((vec![taint(TAINT_KEY, "1")], "42")));
+        assert_eq!(p["metadata"]["labels"][LABEL], "failed");
+        assert_eq!(p["metadata"]["labels"][CHECKED_LABEL], "2026-12-03");
+        assert_eq!(p["metadata"]["resourceVersion"], "42");
+        assert_eq!(p["spec"]["taints"][0]["key"], TAINT_KEY);
+        let ok = v.iter().find(|v| v.node == "node-1").expect("node-1");
+        let p = node_patch(ok, &o, None);
+        assert_eq!(p["metadata"]["labels"][LABEL], "ok");
+        assert!(p["metadata"]["annotations"][EVIDENCE_ANNOTATION].is_null());
+        assert!(p.get("spec").is_none());
+        // Who gets which action.
+        assert_eq!(action_for(bad, &o, true), TaintAction::Set);
+        assert_eq!(action_for(bad, &o, false), TaintAction::Keep);
+        assert_eq!(action_for(ok, &o, true), TaintAction::Keep);
+        let o = Options {
+            untaint_passed: true,
+            ..opts(ApplyVerdicts::Labels)
+        };
+        assert_eq!(action_for(ok, &o, false), TaintAction::Remove);
+        assert_eq!(action_for(bad, &o, false), TaintAction::Keep);
+    }
+
+    #[test]
+    fn three_bad_nodes_of_six_are_all_named() {
+        let v = verdicts(&fleet(&["pod-1", "pod-4", "pod-6"], None));
+        let bad: Vec<&str> = v
+            .iter()
+            .filter(|v| v.health == Health::Failed)
+            .map(|v| v.node.as_str())
+            .collect();
+        assert_eq!(bad, ["node-1", "node-4", "node-6"]);
+    }
+}

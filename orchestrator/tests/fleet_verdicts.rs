@@ -1,0 +1,468 @@
+//! `railsweep fleet --apply-verdicts` against the real control plane (`scripts/cluster`): the
+//! verdict written onto the nodes through the API server, with exactly the grants of
+//! deploy/fleet-job.yaml (its Role and ClusterRole, bound to a service account whose token
+//! railsweep holds), and once with the in-cluster configuration that the CronJob uses. The
+//! nodes are fleet-1 ... fleet-6 of scripts/test (their pods run on this machine with the
+//! fake rdmabw, which tells the nodes apart: `Fake::per_node`). The tests change the nodes'
+//! labels and taints, so they run one at a time and each starts by clearing railsweep's keys.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+
+use k8s_openapi::api::core::v1::{Node, Taint};
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{json, Value};
+use support::fake::{Behave, Fake};
+use support::kube::railsweep;
+use support::process::text;
+use support::testcluster::{shipped, TestCluster};
+
+const NODES: [&str; 6] = [
+    "fleet-1", "fleet-2", "fleet-3", "fleet-4", "fleet-5", "fleet-6",
+];
+const LABEL: &str = "railbench.io/rails";
+const CHECKED: &str = "railbench.io/rails-checked";
+const EVIDENCE: &str = "railbench.io/rails-evidence";
+const TAINT: &str = "railbench.io/bad-rails";
+
+/// The tests share the nodes' labels and taints: one at a time.
+static NODES_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// `railsweep fleet` over `nodes` with the fake, 1 s per rail, on host port `port`.
+fn args(kc: &Path, f: &Fake, out: &Path, nodes: &[&str], port: u16, extra: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = vec![
+        "fleet".into(),
+        "--kubeconfig".into(),
+        kc.display().to_string(),
+    ];
+    v.extend(common(f, out, nodes, port));
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+fn common(f: &Fake, out: &Path, nodes: &[&str], port: u16) -> Vec<String> {
+    [
+        "--mode",
+        "hostnetwork",
+        "--nodes",
+        &nodes.join(","),
+        "--rdmabw",
+        &f.path().display().to_string(),
+        "-D",
+        "1",
+        "--pod-timeout",
+        "30",
+        "--port",
+        &port.to_string(),
+        "--out-dir",
+        &out.display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// A fake with 2 rails whose nodes are told apart.
+fn fake() -> Fake {
+    let f = Fake::new(2);
+    f.per_node(&NODES, 2);
+    f
+}
+
+/// A node's labels, annotations and taints.
+struct NodeState {
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+    taints: Vec<Taint>,
+}
+
+impl NodeState {
+    fn verdict(&self) -> Option<&str> {
+        self.labels.get(LABEL).map(String::as_str)
+    }
+
+    fn railsweep_taint(&self) -> Option<&Taint> {
+        self.taints.iter().find(|t| t.key == TAINT)
+    }
+}
+
+async fn state(c: &TestCluster, node: &str) -> NodeState {
+    let n = Api::<Node>::all(c.client.clone())
+        .get(node)
+        .await
+        .unwrap_or_else(|e| panic!("gets node {node}: {e} (scripts/test starts fleet-1..6)"));
+    NodeState {
+        labels: n.metadata.labels.unwrap_or_default(),
+        annotations: n.metadata.annotations.unwrap_or_default(),
+        taints: n.spec.and_then(|s| s.taints).unwrap_or_default(),
+    }
+}
+
+/// Remove railsweep's labels, annotation and taint from every test node (as the admin).
+async fn clear(c: &TestCluster) {
+    let api = Api::<Node>::all(c.client.clone());
+    for node in NODES {
+        let s = state(c, node).await;
+        let taints: Vec<&Taint> = s.taints.iter().filter(|t| t.key != TAINT).collect();
+        let patch = json!({
+            "metadata": {
+                "labels": { LABEL: null, CHECKED: null },
+                "annotations": { EVIDENCE: null },
+            },
+            "spec": { "taints": taints },
+        });
+        api.patch(node, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap_or_else(|e| panic!("clears node {node}: {e}"));
+    }
+}
+
+fn today() -> String {
+    let o = std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%d"])
+        .output()
+        .expect("date");
+    text(&o.stdout).trim().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_rail_is_labelled_and_tainted_and_untainted_once_fixed() {
+    let _one = NODES_LOCK.lock().await;
+    let c = TestCluster::get().await;
+    clear(&c).await;
+    let ns = c.namespace("verdicts", &[]).await;
+    let f = fake();
+    f.behave_on("fleet-6", "net2", Behave::Fail);
+    let kc = f.file("kubeconfig");
+    c.fleet_job_kubeconfig(&ns, &kc).await;
+    let out = f.file("run1");
+    // 1 of 6 is 16.7 %: over the default --max-taint-pct 10, under 20.
+    let r = railsweep(&args(
+        &kc,
+        &f,
+        &out,
+        &NODES,
+        18851,
+        &["--apply-verdicts", "taints", "--max-taint-pct", "20"],
+    ))
+    .await;
+    let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
+    assert_eq!(r.status.code(), Some(1), "a failed rail: {stderr}");
+    assert!(
+        stdout.contains("suspect: node railsweep-"),
+        "the culprit logic named it: {stdout}"
+    );
+    assert!(
+        stderr.contains(
+            "verdicts: labelled 6 node(s) railbench.io/rails: 5 ok, 0 degraded, 1 failed"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "verdict: node fleet-6 failed: rail 1 failed (0.000 Gb/s, 0 % of the fleet median)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("verdicts: tainted fleet-6 with railbench.io/bad-rails:NoSchedule"),
+        "{stderr}"
+    );
+    let date = today();
+    let bad = state(&c, "fleet-6").await;
+    assert_eq!(bad.verdict(), Some("failed"));
+    assert_eq!(bad.labels.get(CHECKED), Some(&date));
+    let doc: Value = serde_json::from_str(
+        bad.annotations
+            .get(EVIDENCE)
+            .expect("the evidence annotation"),
+    )
+    .expect("JSON");
+    assert_eq!(doc["verdict"], "failed");
+    assert_eq!(doc["bad_rails"][0]["rail"], 1);
+    assert_eq!(doc["bad_rails"][0]["verdict"], "failed");
+    assert_eq!(doc["bad_rails"][0]["pairs"], 5);
+    assert_eq!(doc["bad_rails"][0]["failed_pairs"], 5);
+    assert_eq!(doc["bad_rails"][0]["median_gbps"], 0.0);
+    // The fake's rail 1 runs at 96.1 Gb/s.
+    assert_eq!(doc["bad_rails"][0]["fleet_median_gbps"], 96.1);
+    assert_eq!(doc["bad_rails"][0]["pct_of_fleet_median"], 0.0);
+    let t = bad.railsweep_taint().expect("railsweep's taint on fleet-6");
+    assert_eq!(
+        (t.value.as_deref(), t.effect.as_str()),
+        (Some("1"), "NoSchedule")
+    );
+    assert!(
+        bad.taints.iter().any(|t| t.key == "nvidia.com/gpu"),
+        "the node's own taint is kept: {:?}",
+        bad.taints
+    );
+    for node in &NODES[..5] {
+        let s = state(&c, node).await;
+        assert_eq!(s.verdict(), Some("ok"), "{node}");
+        assert_eq!(s.labels.get(CHECKED), Some(&date), "{node}");
+        assert!(!s.annotations.contains_key(EVIDENCE), "{node}");
+        assert!(s.railsweep_taint().is_none(), "{node}: {:?}", s.taints);
+    }
+    assert!(c.pods_left(&ns).await.is_empty(), "{stderr}");
+
+    // The rail is fixed: the next run measures fleet-6 (its pod tolerates railsweep's taint)
+    // and takes the taint off.
+    std::fs::remove_file(f.file("behave-fleet-6-net2")).expect("fixes the rail");
+    let out = f.file("run2");
+    let r = railsweep(&args(
+        &kc,
+        &f,
+        &out,
+        &NODES,
+        18852,
+        &["--apply-verdicts", "labels", "--untaint-passed"],
+    ))
+    .await;
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("verdicts: removed railbench.io/bad-rails from fleet-6 (they pass now)"),
+        "{stderr}"
+    );
+    let fixed = state(&c, "fleet-6").await;
+    assert_eq!(fixed.verdict(), Some("ok"));
+    assert!(fixed.railsweep_taint().is_none(), "{:?}", fixed.taints);
+    assert!(!fixed.annotations.contains_key(EVIDENCE));
+    assert!(
+        fixed.taints.iter().any(|t| t.key == "nvidia.com/gpu"),
+        "{:?}",
+        fixed.taints
+    );
+    assert!(c.pods_left(&ns).await.is_empty(), "{stderr}");
+    c.delete_namespace(&ns).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_bad_nodes_of_six_trip_the_breaker_and_nothing_is_tainted() {
+    let _one = NODES_LOCK.lock().await;
+    let c = TestCluster::get().await;
+    clear(&c).await;
+    let ns = c.namespace("verdicts-breaker", &[]).await;
+    let f = fake();
+    for node in ["fleet-2", "fleet-4", "fleet-5"] {
+        f.behave_on(node, "net2", Behave::Fail);
+    }
+    let kc = f.file("kubeconfig");
+    c.fleet_job_kubeconfig(&ns, &kc).await;
+    let r = railsweep(&args(
+        &kc,
+        &f,
+        &f.file("run"),
+        &NODES,
+        18853,
+        &["--apply-verdicts", "taints", "--max-taint-pct", "10"],
+    ))
+    .await;
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "not tainting: 3 of 6 measured nodes (50.0 %) have bad rails, more than --max-taint-pct 10"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("point at the fabric"), "{stderr}");
+    assert!(!stderr.contains("verdicts: tainted"), "{stderr}");
+    for node in NODES {
+        let s = state(&c, node).await;
+        let want = if ["fleet-2", "fleet-4", "fleet-5"].contains(&node) {
+            "failed"
+        } else {
+            "ok"
+        };
+        assert_eq!(s.verdict(), Some(want), "{node}");
+        assert!(s.railsweep_taint().is_none(), "{node}: {:?}", s.taints);
+    }
+    c.delete_namespace(&ns).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_prints_the_patches_and_writes_nothing() {
+    let _one = NODES_LOCK.lock().await;
+    let c = TestCluster::get().await;
+    clear(&c).await;
+    let ns = c.namespace("verdicts-dry", &[]).await;
+    let f = fake();
+    f.behave_on("fleet-3", "net1", Behave::Fail);
+    let kc = f.file("kubeconfig");
+    c.fleet_job_kubeconfig(&ns, &kc).await;
+    let nodes = ["fleet-1", "fleet-2", "fleet-3", "fleet-4"];
+    let r = railsweep(&args(
+        &kc,
+        &f,
+        &f.file("run"),
+        &nodes,
+        18854,
+        &[
+            "--apply-verdicts",
+            "taints",
+            "--max-taint-pct",
+            "25",
+            "--dry-run",
+        ],
+    ))
+    .await;
+    let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
+    assert_eq!(r.status.code(), Some(1), "{stderr}");
+    let patches: BTreeMap<String, Value> = stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("a JSON line");
+            (
+                v["node"].as_str().expect("node").to_string(),
+                v["patch"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(patches.keys().collect::<Vec<_>>(), nodes, "{stdout}");
+    let bad = &patches["fleet-3"];
+    assert_eq!(bad["metadata"]["labels"][LABEL], "failed");
+    assert!(bad["metadata"]["resourceVersion"].is_string(), "{bad}");
+    let taints = bad["spec"]["taints"].as_array().expect("taints");
+    assert!(
+        taints
+            .iter()
+            .any(|t| t["key"] == TAINT && t["value"] == "0"),
+        "{bad}"
+    );
+    assert!(taints.iter().any(|t| t["key"] == "nvidia.com/gpu"), "{bad}");
+    assert_eq!(patches["fleet-1"]["metadata"]["labels"][LABEL], "ok");
+    assert!(stderr.contains("verdicts: would taint fleet-3"), "{stderr}");
+    for node in nodes {
+        let s = state(&c, node).await;
+        assert_eq!(s.verdict(), None, "{node}: nothing written");
+        assert!(s.railsweep_taint().is_none(), "{node}");
+    }
+    c.delete_namespace(&ns).await;
+}
+
+/// The CronJob's own command line from deploy/fleet-job.yaml, with this test's nodes,
+/// namespace, out dir and fake.
+fn cronjob_command(ns: &str, f: &Fake, out: &Path, nodes: &[&str], port: u16) -> Vec<String> {
+    let cj: Value = shipped("fleet-job.yaml", "CronJob");
+    let cmd: Vec<String> = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+        ["command"]
+        .as_array()
+        .expect("the CronJob's command")
+        .iter()
+        .map(|v| v.as_str().expect("a string").to_string())
+        .collect();
+    assert_eq!(&cmd[..2], ["railsweep", "fleet"]);
+    let mut v = Vec::new();
+    let mut it = cmd[1..].iter();
+    while let Some(a) = it.next() {
+        let replace = match a.as_str() {
+            "--nodes" => Some(nodes.join(",")),
+            "--namespace" => Some(ns.to_string()),
+            "--out-dir" => Some(out.display().to_string()),
+            "-D" => Some("1".into()),
+            _ => None,
+        };
+        v.push(a.clone());
+        if let Some(r) = replace {
+            it.next();
+            v.push(r);
+        }
+    }
+    assert!(
+        v.windows(2)
+            .any(|w| w[0] == "--apply-verdicts" && w[1] == "labels"),
+        "{v:?}"
+    );
+    v.extend([
+        "--rdmabw".into(),
+        f.path().display().to_string(),
+        "--pod-timeout".into(),
+        "30".into(),
+        "--port".into(),
+        port.to_string(),
+    ]);
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cronjobs_command_works_with_the_in_cluster_service_account() {
+    let _one = NODES_LOCK.lock().await;
+    let c = TestCluster::get().await;
+    clear(&c).await;
+    let ns = c.namespace("verdicts-incluster", &[]).await;
+    let f = fake();
+    f.behave_on("fleet-2", "net2", Behave::Fail);
+    let token = c
+        .fleet_job_kubeconfig(&ns, &f.file("unused-kubeconfig"))
+        .await;
+    let (host, port, ca_b64) = c.server();
+    let sa = f.file("sa");
+    std::fs::create_dir_all(&sa).expect("mkdir");
+    std::fs::write(sa.join("token"), &token).expect("writes");
+    std::fs::write(sa.join("namespace"), &ns).expect("writes");
+    std::fs::write(sa.join("ca.b64"), &ca_b64).expect("writes");
+    let home = f.file("home");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    let nodes = [
+        "fleet-1", "fleet-2", "fleet-3", "fleet-4", "fleet-5", "fleet-6",
+    ];
+    let argv = cronjob_command(&ns, &f, &f.file("run"), &nodes, 18855);
+    // A pod's view: the service account's files where kube-rs (and client-go) look for them,
+    // on a tmpfs over /run in a mount namespace of its own (this machine's /run untouched),
+    // KUBERNETES_SERVICE_HOST/PORT set, and no kubeconfig anywhere.
+    let script = r#"set -e
+mount -t tmpfs railsweep-test /run
+d=/run/secrets/kubernetes.io/serviceaccount
+mkdir -p "$d"
+cp "$SA/token" "$SA/namespace" "$d/"
+base64 -d "$SA/ca.b64" >"$d/ca.crt"
+exec "$RAILSWEEP" "$@""#;
+    let o = tokio::process::Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .args(&argv)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("SA", &sa)
+        .env("RAILSWEEP", env!("CARGO_BIN_EXE_railsweep"))
+        .env("KUBERNETES_SERVICE_HOST", &host)
+        .env("KUBERNETES_SERVICE_PORT", &port)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("unshare runs");
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "a failed rail: {stderr}");
+    assert!(
+        stderr.contains(&format!("railsweep: cluster in-cluster, namespace {ns}")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "verdicts: labelled 6 node(s) railbench.io/rails: 5 ok, 0 degraded, 1 failed"
+        ),
+        "{stderr}"
+    );
+    for node in nodes {
+        let s = state(&c, node).await;
+        let want = if node == "fleet-2" { "failed" } else { "ok" };
+        assert_eq!(s.verdict(), Some(want), "{node}");
+        assert!(s.railsweep_taint().is_none(), "labels only: {node}");
+    }
+    assert!(c.pods_left(&ns).await.is_empty(), "{stderr}");
+    c.delete_namespace(&ns).await;
+}
