@@ -2,7 +2,7 @@
 //! committed files must match what the typed builders make, byte for byte. After an intended
 //! change, `RAILBENCH_BLESS=1 cargo test --release -p orchestrator --test manifests` rewrites
 //! them; review the diff. `scripts/validate-manifests` checks every one of these files against
-//! the Kubernetes 1.33 OpenAPI schema.
+//! the Kubernetes 1.37 OpenAPI schema.
 
 use std::path::{Path, PathBuf};
 
