@@ -396,6 +396,9 @@ func (p *provider) CreatePod(ctx context.Context, in *v1.Pod) error {
 		HostIP:    p.opts.address,
 		HostIPs:   []v1.HostIP{{IP: p.opts.address}},
 		StartTime: &now,
+		// The resourceclaim controller's record of the pod's claims: a status update that
+		// drops it is refused by the API server.
+		ResourceClaimStatuses: in.Status.ResourceClaimStatuses,
 		Conditions: []v1.PodCondition{
 			{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: now},
 			{Type: v1.PodInitialized, Status: v1.ConditionTrue, LastTransitionTime: now},
