@@ -174,8 +174,15 @@ fn dry_run_prints_the_snapshots() {
         let list: serde_json::Value =
             serde_json::from_slice(&json.stdout).expect("-o json is JSON");
         assert_eq!(list["kind"], "List");
+        // The pods (after a dra run's ResourceClaimTemplate), server first.
+        let pods: Vec<&serde_json::Value> = list["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter(|i| i["kind"] == "Pod")
+            .collect();
         assert_eq!(
-            list["items"][0]["metadata"]["name"],
+            pods[0]["metadata"]["name"],
             format!("railsweep-20261129t101500z-{m}-server")
         );
     }
