@@ -54,6 +54,10 @@ type nodeOptions struct {
 	pullFails, pullSlow                             map[string]bool
 	numaNodes                                       int
 	cniBin, cniState                                string
+	// DRA (dra.go): rails published as dranet's devices, GPUs of a fixture layout.
+	draRails                         int
+	draLayout, draIfPrefix, draNetns string
+	draRxe                           bool
 }
 
 func parseNodeFlags(args []string) (*nodeOptions, error) {
@@ -71,6 +75,13 @@ func parseNodeFlags(args []string) (*nodeOptions, error) {
 		"not on the host network, with the networks of its "+networksAnnotation+" annotation attached by CNI; NAME in that "+
 		"existing namespace, every pod (the lab's pod namespaces, whose rails exist already)")
 	fs.IntVar(&o.numaNodes, "numa-nodes", 0, "a Topology Manager with policy restricted over N NUMA nodes, each extended resource spread evenly (0: none)")
+	fs.IntVar(&o.draRails, "dra-rails", 0, "publish N rail NICs in a ResourceSlice of driver "+draNetDriver+" (dranet's) and give a pod the rails "+
+		"its claims were allocated (0: none)")
+	fs.StringVar(&o.draLayout, "dra-layout", "", "b4.8: the rails over 4 PCIe roots, and 8 GPUs (driver "+draGPUDriver+") 2 per root")
+	fs.StringVar(&o.draIfPrefix, "dra-ifname", "", "the rails' interfaces are PREFIX0, PREFIX1, ... (default dra-NODE-, NODE cut to 6); "+
+		"one that does not exist is made, a veth pair (its peer PREFIXIp stays)")
+	fs.StringVar(&o.draNetns, "dra-netns", "-", "the network namespace the rails live in while no pod has them (-: the agent's own)")
+	fs.BoolVar(&o.draRxe, "dra-rxe", false, "a rail's rxe device follows it into the pod (deleted, made again there), as in the lab")
 	fs.StringVar(&o.cniBin, "cni-bin", "/usr/lib/cni", "the CNI plugin binaries (--netns per-pod)")
 	fs.StringVar(&o.cniState, "cni-state", "", "the node's CNI state: host-local's leases, when a config names no dataDir (required with --netns per-pod)")
 	fs.StringVar(&o.cert, "tls-cert", "", "serving certificate of the kubelet port (required)")
@@ -130,6 +141,19 @@ func parseNodeFlags(args []string) (*nodeOptions, error) {
 	for _, i := range pullSlow {
 		o.pullSlow[i] = true
 	}
+	if o.draIfPrefix == "" {
+		n := o.name
+		if len(n) > 6 {
+			n = n[:6]
+		}
+		o.draIfPrefix = "dra-" + n + "-"
+	}
+	if o.draLayout != "" && o.draLayout != "b4.8" {
+		return nil, fmt.Errorf("--dra-layout %q: the only layout is b4.8", o.draLayout)
+	}
+	if o.draRails > 0 && o.netns != "per-pod" {
+		return nil, fmt.Errorf("--dra-rails needs --netns per-pod: a rail moves into the namespace of the pod it is allocated to")
+	}
 	if o.netns == "per-pod" && o.cniState == "" {
 		return nil, fmt.Errorf("--netns per-pod needs --cni-state DIR (host-local's leases)")
 	}
@@ -165,7 +189,7 @@ func runNode(args []string) int {
 	eb.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer eb.Shutdown()
 	recorder := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: o.name})
-	p := &provider{opts: o, pods: map[string]*agentPod{}, events: recorder,
+	p := &provider{opts: o, pods: map[string]*agentPod{}, events: recorder, client: client,
 		cni: &cniRunner{client: dyn, binDir: o.cniBin, dataDir: filepath.Join(o.cniState, "networks")}}
 
 	httpMux := http.NewServeMux()
@@ -195,7 +219,15 @@ func runNode(args []string) int {
 		fmt.Fprintf(os.Stderr, "testcluster node %s: not ready: %v\n", o.name, err)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "testcluster node %s: ready (kubelet port %s:%d, pods in netns %s)\n", o.name, o.listen, o.port, o.netns)
+	if o.draRails > 0 {
+		if err := p.publishSlices(ctx, client); err != nil {
+			fmt.Fprintf(os.Stderr, "testcluster node %s: DRA: %v\n", o.name, err)
+			p.unpublish(client)
+			return 1
+		}
+		defer p.unpublish(client)
+	}
+	fmt.Fprintf(os.Stderr, "testcluster node %s: ready (kubelet port %s:%d, pods in netns %s, %d DRA rails)\n", o.name, o.listen, o.port, o.netns, o.draRails)
 	select {
 	case <-ctx.Done():
 	case <-n.Done():
@@ -216,6 +248,9 @@ type provider struct {
 	opts   *nodeOptions
 	events record.EventRecorder
 	cni    *cniRunner
+	client kubernetes.Interface
+	// draMade are the rail interfaces the agent made (veth pairs), deleted at shutdown.
+	draMade []string
 
 	mu     sync.Mutex
 	pods   map[string]*agentPod
@@ -249,6 +284,8 @@ func (ap *agentPod) deleted() bool {
 type sandbox struct {
 	netns    string
 	networks []attachment
+	// rails are the DRA rails moved into the namespace (dra.go).
+	rails []movedRail
 }
 
 type syncBuffer struct {
@@ -359,6 +396,9 @@ func (p *provider) CreatePod(ctx context.Context, in *v1.Pod) error {
 		HostIP:    p.opts.address,
 		HostIPs:   []v1.HostIP{{IP: p.opts.address}},
 		StartTime: &now,
+		// The resourceclaim controller's record of the pod's claims: a status update that
+		// drops it is refused by the API server.
+		ResourceClaimStatuses: in.Status.ResourceClaimStatuses,
 		Conditions: []v1.PodCondition{
 			{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: now},
 			{Type: v1.PodInitialized, Status: v1.ConditionTrue, LastTransitionTime: now},
@@ -423,6 +463,11 @@ func (p *provider) start(ap *agentPod) {
 		sb, err := p.makeSandbox(pod)
 		if err != nil {
 			p.events.Event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", err.Error())
+			return
+		}
+		if err := p.prepareResources(pod, sb); err != nil {
+			p.events.Event(pod, v1.EventTypeWarning, "FailedPrepareDynamicResources", err.Error())
+			p.removeSandbox(pod, sb)
 			return
 		}
 		p.mu.Lock()
@@ -529,6 +574,7 @@ func (p *provider) removeSandbox(pod *v1.Pod, sb *sandbox) {
 	if sb == nil {
 		return
 	}
+	p.takeRails(sb.netns, sb.rails)
 	p.cni.del(pod, sb.netns, sb.networks)
 	if out, err := exec.Command("ip", "netns", "del", sb.netns).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "testcluster node %s: ip netns del %s: %s\n", p.opts.name, sb.netns, strings.TrimSpace(string(out)))

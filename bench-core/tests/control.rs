@@ -339,7 +339,7 @@ fn param_mismatch_is_rejected_naming_the_parameter_and_both_values() {
     match srv.join().unwrap() {
         Admission::Refused { reply, hello } => {
             assert_eq!(hello.client_host, "pod-c");
-            assert!(matches!(reply, Msg::Reject { .. }));
+            assert!(matches!(*reply, Msg::Reject { .. }));
         }
         other => panic!("{other:?}"),
     }
@@ -395,10 +395,7 @@ fn busy_device_answers_busy_while_other_devices_are_admitted() {
     assert!(err.to_string().contains("is busy: device mlx5_0"), "{err}");
     assert!(matches!(
         srv.join().unwrap(),
-        Admission::Refused {
-            reply: Msg::Busy { .. },
-            ..
-        }
+        Admission::Refused { reply, .. } if matches!(*reply, Msg::Busy { .. })
     ));
 
     let (mut client, mut server) = pair(PhaseTimeouts::uniform(Duration::from_secs(10)));

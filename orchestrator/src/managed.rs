@@ -100,10 +100,13 @@ pub fn dry_run(
     let text = if format == "yaml" {
         yaml::pairs_yaml(std::slice::from_ref(&pair))?
     } else {
-        let list = serde_json::json!({
-            "apiVersion": "v1", "kind": "List",
-            "items": [&pair.server, &pair.client],
-        });
+        let mut items: Vec<serde_json::Value> = Vec::new();
+        for t in &pair.templates {
+            items.push(serde_json::to_value(t)?);
+        }
+        items.push(serde_json::to_value(&pair.server)?);
+        items.push(serde_json::to_value(&pair.client)?);
+        let list = serde_json::json!({ "apiVersion": "v1", "kind": "List", "items": items });
         serde_json::to_string_pretty(&list)? + "\n"
     };
     let mut out = std::io::stdout().lock();
@@ -133,7 +136,8 @@ fn describe(pair: &PodPair) -> String {
 /// Delete what `set` created, or with `--keep-pods` (`keep`) say how to.
 pub(crate) async fn clean_up(set: &PodSet, keep: bool, namespace: &str, wait: Option<Duration>) {
     let created = set.created();
-    if created.is_empty() {
+    let templates = set.made_templates();
+    if created.is_empty() && templates.is_empty() {
         return;
     }
     let names: Vec<String> = created.iter().map(|c| c.name.clone()).collect();
@@ -144,6 +148,12 @@ pub(crate) async fn clean_up(set: &PodSet, keep: bool, namespace: &str, wait: Op
             namespace,
             names.join(" ")
         );
+        if !templates.is_empty() {
+            eprintln!(
+                "railsweep: and their ResourceClaimTemplate: kubectl delete resourceclaimtemplates -n {namespace} {}",
+                templates.join(" ")
+            );
+        }
         return;
     }
     let (deleted, errors) = set.delete_all(wait).await;
@@ -193,6 +203,28 @@ impl ManagedPair {
     }
 }
 
+/// Say on stderr which rails a `dra` pod was allocated, one line per rail, each with its GPU.
+pub(crate) async fn report_allocation(set: &PodSet, pod: &k8s_openapi::api::core::v1::Pod) {
+    let name = pod.metadata.name.as_deref().unwrap_or("?");
+    let node = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .unwrap_or("?");
+    match set.allocation(pod).await {
+        Ok(rails) => {
+            eprintln!(
+                "railsweep: mode dra: pod {name} on {node} was allocated {} rail(s):",
+                rails.len()
+            );
+            for r in rails {
+                eprintln!("railsweep:   {r}");
+            }
+        }
+        Err(e) => eprintln!("railsweep: mode dra: pod {name}: {e}"),
+    }
+}
+
 /// Create the pods of `mode` and wait until both are ready (`None`: Ctrl-C came first; the
 /// pods are deleted then, and on an error).
 pub async fn start_pair(
@@ -203,7 +235,10 @@ pub async fn start_pair(
     let namespace = runner.namespace().to_string();
     let opts = spec.pod_options(&namespace, true)?;
     let pair = modes::pod_pair(mode, &opts, &spec.placement(&sweep::new_run_id()))?;
-    let set = PodSet::new(runner.client(), &namespace);
+    let mut set = PodSet::new(runner.client(), &namespace);
+    if mode == Mode::Dra {
+        set = set.with_dra(opts.dra.clone());
+    }
 
     // Ctrl-C from here until the sweep takes over: stop waiting, delete the pods.
     let cancel = CancellationToken::new();
@@ -241,6 +276,11 @@ pub async fn start_pair(
                 })
                 .collect();
             eprintln!("railsweep: mode {mode}: pods ready: {}", ips.join(", "));
+            if mode == Mode::Dra {
+                for p in &pods {
+                    report_allocation(&set, p).await;
+                }
+            }
         }
         Err(e) => {
             let what = format!("mode {mode}: the pods did not start");

@@ -2,7 +2,7 @@
 //! committed files must match what the typed builders make, byte for byte. After an intended
 //! change, `RAILBENCH_BLESS=1 cargo test --release -p orchestrator --test manifests` rewrites
 //! them; review the diff. `scripts/validate-manifests` checks every one of these files against
-//! the Kubernetes 1.33 OpenAPI schema.
+//! the Kubernetes 1.37 OpenAPI schema.
 
 use std::path::{Path, PathBuf};
 
@@ -174,8 +174,15 @@ fn dry_run_prints_the_snapshots() {
         let list: serde_json::Value =
             serde_json::from_slice(&json.stdout).expect("-o json is JSON");
         assert_eq!(list["kind"], "List");
+        // The pods (after a dra run's ResourceClaimTemplate), server first.
+        let pods: Vec<&serde_json::Value> = list["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter(|i| i["kind"] == "Pod")
+            .collect();
         assert_eq!(
-            list["items"][0]["metadata"]["name"],
+            pods[0]["metadata"]["name"],
             format!("railsweep-20261129t101500z-{m}-server")
         );
     }

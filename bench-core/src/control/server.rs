@@ -38,7 +38,7 @@ pub enum Admission {
         /// The client's hello.
         hello: Hello,
         /// The message sent to the client.
-        reply: Msg,
+        reply: Box<Msg>,
     },
 }
 
@@ -80,7 +80,10 @@ pub fn admit(
     if let Some(reason) = reason {
         let reply = Msg::Reject { reason };
         ch.send(&reply)?;
-        return Ok(Admission::Refused { hello, reply });
+        return Ok(Admission::Refused {
+            hello,
+            reply: Box::new(reply),
+        });
     }
     let by = format!("{} ({})", hello.client_host, ch.peer_addr());
     match claims.try_claim(&device, &by) {
@@ -92,7 +95,10 @@ pub fn admit(
         Err(busy) => {
             let reply = busy.to_msg();
             ch.send(&reply)?;
-            Ok(Admission::Refused { hello, reply })
+            Ok(Admission::Refused {
+                hello,
+                reply: Box::new(reply),
+            })
         }
     }
 }

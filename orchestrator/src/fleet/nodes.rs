@@ -145,11 +145,23 @@ pub(super) async fn dry_run(
     };
     let opts = fleet_pod_options(args, &namespace)?;
     let pods = modes::fleet_pods(mode, &opts, run_id, &nodes)?;
+    let templates = modes::templates(mode, &opts, &modes::run_label(run_id)?);
     let text = if args.output.as_deref() == Some("json") {
-        let list = serde_json::json!({ "apiVersion": "v1", "kind": "List", "items": pods });
+        let mut items: Vec<serde_json::Value> = Vec::new();
+        for t in &templates {
+            items.push(serde_json::to_value(t)?);
+        }
+        for p in &pods {
+            items.push(serde_json::to_value(p)?);
+        }
+        let list = serde_json::json!({ "apiVersion": "v1", "kind": "List", "items": items });
         serde_json::to_string_pretty(&list)? + "\n"
     } else {
-        yaml::fleet_yaml(mode, &pods)?
+        let mut text = String::new();
+        for t in &templates {
+            text.push_str(&yaml::template_document(t, mode)?);
+        }
+        text + &yaml::fleet_yaml(mode, &pods)?
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
@@ -207,8 +219,23 @@ pub(super) async fn start(
     }
     let opts = fleet_pod_options(args, &namespace)?;
     let pods = modes::fleet_pods(mode, &opts, run_id, &nodes)?;
-    let set = PodSet::new(runner.client(), &namespace);
+    let templates = modes::templates(mode, &opts, &modes::run_label(run_id)?);
+    let mut set = PodSet::new(runner.client(), &namespace);
+    if mode == Mode::Dra {
+        set = set.with_dra(opts.dra.clone());
+    }
     let keep = args.pod_args.keep_pods;
+    if let Some(first) = pods.first() {
+        let made = tokio::select! {
+            r = set.create_templates(&templates, first) => r,
+            () = cancel.cancelled() => Err(LifecycleError::Interrupted),
+        };
+        if let Err(e) = made {
+            let what = format!("mode {mode}: cannot create the fleet's ResourceClaimTemplate");
+            pods_not_started(e, &set, keep, &namespace, what).await?;
+            return Ok(None);
+        }
+    }
 
     eprintln!(
         "railsweep: mode {mode}: creating {} pods: {}",

@@ -89,6 +89,23 @@ pub struct PodArgs {
     /// applies to one mode only.
     #[arg(long = "rdma-resource", value_name = "[MODE:]NAME=COUNT")]
     pub rdma_resources: Vec<String>,
+    /// dra: the DeviceClass of the rails' NICs (DRANET's quick start names its class `dranet`).
+    #[arg(long, value_name = "NAME", default_value = super::dra::DEFAULT_DEVICE_CLASS)]
+    pub device_class: String,
+    /// dra: the CEL selector of the rails' NICs on top of the class ('' for none).
+    #[arg(long, value_name = "CEL", default_value = super::dra::DEFAULT_SELECTOR)]
+    pub device_selector: String,
+    /// dra: how many rails each pod asks for [default: every matching NIC of its node].
+    /// (--rails picks which of the pod's rails to measure.)
+    #[arg(long, value_name = "N")]
+    pub dra_rails: Option<u32>,
+    /// dra: a GPU per rail, allocated by the scheduler under the same
+    /// resource.kubernetes.io/pcieRoot as the rail's NIC (needs --dra-rails).
+    #[arg(long)]
+    pub gpu_align: bool,
+    /// dra, --gpu-align: the DeviceClass of the GPUs.
+    #[arg(long, value_name = "NAME", default_value = super::dra::DEFAULT_GPU_CLASS)]
+    pub gpu_class: String,
 }
 
 /// Split a `MODE:` prefix off `s`, if it names a mode.
@@ -177,6 +194,13 @@ impl PodArgs {
             },
             ipvlan,
             sriov,
+            dra: super::dra::DraOptions {
+                device_class: self.device_class.clone(),
+                selector: self.device_selector.clone(),
+                rails: self.dra_rails,
+                gpu_align: self.gpu_align,
+                gpu_class: self.gpu_class.clone(),
+            },
         })
     }
 }

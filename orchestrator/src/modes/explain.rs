@@ -51,6 +51,15 @@ pub enum Problem {
     Refused,
     /// The pod was not ready in time, with no failure to show.
     Timeout,
+    /// A claim names a DeviceClass that does not exist (mode `dra`).
+    DeviceClassMissing,
+    /// The scheduler cannot allocate the pod's claim on its node (mode `dra`): not enough
+    /// devices, a selector that matches none, an alignment that cannot be met.
+    ClaimUnallocatable,
+    /// The pod's claim was never made from its template, or never allocated (mode `dra`).
+    ClaimPending,
+    /// The node's DRA driver could not give the pod its allocated devices.
+    ClaimPrepare,
 }
 
 /// A pod that will not start: what the cluster says, and what to do.
@@ -171,6 +180,9 @@ pub fn explain_pod(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
     if let Some(d) = sandbox(pod, events) {
         return Some(d);
     }
+    if let Some(d) = claims(pod, events) {
+        return Some(d);
+    }
     if let Some(s) = status {
         if s.phase.as_deref() == Some("Failed") {
             let what = match (&s.reason, &s.message) {
@@ -286,8 +298,26 @@ fn unschedulable(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
     let other_than_selector = reasons
         .iter()
         .any(|r| !r.contains("didn't match Pod's node affinity/selector"));
+    let mut problem = Problem::Unschedulable;
     for r in &reasons {
-        if let Some(res) = r.strip_prefix("Insufficient ") {
+        if let Some(class) = r
+            .split_once("device class ")
+            .and_then(|(_, c)| c.strip_suffix(" does not exist"))
+        {
+            problem = Problem::DeviceClassMissing;
+            todo.push(format!(
+                "no DeviceClass {class} exists: install the DRA driver's class (for DRANET: a DeviceClass {class}                  selecting device.driver == \"dra.net\"), or name an existing one with --device-class (kubectl get                  deviceclasses)"
+            ));
+        } else if r.contains("cannot allocate all claims") {
+            problem = Problem::ClaimUnallocatable;
+            todo.push(format!(
+                "the scheduler cannot allocate the pod's claim {} on {node}",
+                claim_words(pod)
+            ));
+        } else if r.contains("resourceclaim") && r.contains("not found") {
+            problem = Problem::ClaimPending;
+            todo.push(pending_todo(pod));
+        } else if let Some(res) = r.strip_prefix("Insufficient ") {
             let asks = limit_of(pod, res)
                 .map(|q| format!(" (the pod asks for {q})"))
                 .unwrap_or_default();
@@ -353,9 +383,69 @@ fn unschedulable(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
     }
     Some(make(
         pod,
-        Problem::Unschedulable,
+        problem,
         format!("no node can take it: {message}"),
         todo.join("; "),
+    ))
+}
+
+/// The claim of a `dra` pod, in words: `rails (template T)`.
+fn claim_words(pod: &Pod) -> String {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.resource_claims.as_ref())
+        .and_then(|c| c.first())
+        .map(|c| match &c.resource_claim_template_name {
+            Some(t) => format!("{} (from ResourceClaimTemplate {t})", c.name),
+            None => c.name.clone(),
+        })
+        .unwrap_or_else(|| "?".into())
+}
+
+fn pending_todo(pod: &Pod) -> String {
+    format!(
+        "the pod's ResourceClaim {} was not made: kube-controller-manager's resourceclaim-controller makes it          from the template (is it running, with the resource.k8s.io/v1 API on: Kubernetes 1.34+?), and the          template must exist in namespace {} (kubectl get resourceclaimtemplates,resourceclaims -n {})",
+        claim_words(pod),
+        namespace(pod),
+        namespace(pod)
+    )
+}
+
+/// A `dra` pod whose claim was not made or prepared: the resourceclaim controller's
+/// `FailedResourceClaimCreation` event, the kubelet's `FailedPrepareDynamicResources`.
+fn claims(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
+    if let Some(e) = events
+        .iter()
+        .rev()
+        .find(|e| e.reason.as_deref() == Some("FailedResourceClaimCreation"))
+    {
+        return Some(make(
+            pod,
+            Problem::ClaimPending,
+            format!(
+                "its ResourceClaim cannot be made: {}",
+                e.message.as_deref().unwrap_or("")
+            ),
+            pending_todo(pod),
+        ));
+    }
+    let e = events
+        .iter()
+        .rev()
+        .find(|e| e.reason.as_deref() == Some("FailedPrepareDynamicResources"))?;
+    Some(make(
+        pod,
+        Problem::ClaimPrepare,
+        format!(
+            "the DRA driver on {} could not give it its devices: {}",
+            node_words(pod),
+            e.message.as_deref().unwrap_or("")
+        ),
+        format!(
+            "see the DRA driver's log on {} (DRANET: its DaemonSet's pod there) and the claim's devices              (kubectl get resourceclaims -n {} -o yaml)",
+            node_words(pod),
+            namespace(pod)
+        ),
     ))
 }
 
@@ -640,6 +730,53 @@ pub fn explain_create_error(pod: &Pod, status: &Status) -> Diagnosis {
     }
 }
 
+/// Why the API server refused to create the ResourceClaimTemplate `name` of `pod`'s mode.
+pub fn explain_template_error(pod: &Pod, name: &str, status: &Status) -> Diagnosis {
+    let message = status.message.as_str();
+    let ns = namespace(pod);
+    let (problem, todo) = if status.code == 404 && message.contains("namespaces") {
+        (
+            Problem::NamespaceMissing,
+            format!(
+                "create namespace {ns} (kubectl create namespace {ns}) or pick another with -n"
+            ),
+        )
+    } else if status.code == 404 {
+        (
+            Problem::Refused,
+            "the API server does not serve resource.k8s.io/v1 ResourceClaimTemplates: mode dra needs Kubernetes              1.34 or later (DRA is GA there)"
+                .to_string(),
+        )
+    } else if let Some((verb, resource)) = rbac_refusal(message) {
+        (
+            Problem::Refused,
+            format!(
+                "your account lacks `{verb}` on {resource} in namespace {ns}: grant it what deploy/rbac.yaml's                  Role holds (kubectl apply -f deploy/rbac.yaml)"
+            ),
+        )
+    } else if status.code == 409 {
+        (
+            Problem::Refused,
+            format!("a ResourceClaimTemplate {name} exists: delete it (kubectl delete resourceclaimtemplate -n {ns} {name}) or use another --run-id"),
+        )
+    } else {
+        (
+            Problem::Refused,
+            "the message says what the API server objects to in the claim (a --device-selector that is not valid              CEL, for one)"
+                .to_string(),
+        )
+    };
+    Diagnosis {
+        problem,
+        pod: pod_ref(pod),
+        what: format!(
+            "the API server refused its ResourceClaimTemplate {name} ({} {}): {message}",
+            status.code, status.reason
+        ),
+        todo,
+    }
+}
+
 /// Whether `pod` tolerates taints with `key` (or every taint).
 fn tolerates(pod: &Pod, key: &str) -> bool {
     pod.spec
@@ -698,6 +835,26 @@ pub fn explain_timeout(pod: Option<&Pod>, events: &[Event], waited: Duration) ->
         })
         .unwrap_or_default();
     let pulling = events.last().and_then(|e| e.reason.as_deref()) == Some("Pulling");
+    let claim_missing = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.resource_claims.as_ref())
+        .is_some_and(|c| !c.is_empty())
+        && status
+            .and_then(|s| s.resource_claim_statuses.as_ref())
+            .is_none_or(|c| c.is_empty());
+    if claim_missing {
+        return make(
+            pod,
+            Problem::ClaimPending,
+            format!(
+                "still {phase} after {} s, and its ResourceClaim {} was never made{last}",
+                waited.as_secs(),
+                claim_words(pod)
+            ),
+            pending_todo(pod),
+        );
+    }
     make(
         pod,
         Problem::Timeout,

@@ -11,12 +11,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client};
 use tokio_util::sync::CancellationToken;
 
-use super::explain::{explain_create_error, explain_pod, explain_timeout, Diagnosis};
+use super::dra::{self, DraOptions};
+use super::explain::{
+    explain_create_error, explain_pod, explain_template_error, explain_timeout, Diagnosis, Problem,
+};
 use super::PodPair;
 
 /// What can stop the pods from getting ready.
@@ -62,10 +68,16 @@ pub struct Created {
 /// The pods of one pair, through one namespace's API.
 #[derive(Clone)]
 pub struct PodSet {
+    client: Client,
     pods: Api<Pod>,
     events: Api<Event>,
+    templates: Api<ResourceClaimTemplate>,
     namespace: String,
     created: Arc<Mutex<Vec<Created>>>,
+    /// The ResourceClaimTemplates created (mode `dra`), deleted after the pods.
+    made_templates: Arc<Mutex<Vec<String>>>,
+    /// Mode `dra`: the claim's options, to explain a claim that cannot be allocated.
+    dra: Option<DraOptions>,
 }
 
 impl std::fmt::Debug for PodSet {
@@ -94,10 +106,135 @@ impl PodSet {
     pub fn new(client: Client, namespace: &str) -> PodSet {
         PodSet {
             pods: Api::namespaced(client.clone(), namespace),
-            events: Api::namespaced(client, namespace),
+            events: Api::namespaced(client.clone(), namespace),
+            templates: Api::namespaced(client.clone(), namespace),
+            client,
             namespace: namespace.to_string(),
             created: Arc::new(Mutex::new(Vec::new())),
+            made_templates: Arc::new(Mutex::new(Vec::new())),
+            dra: None,
         }
+    }
+
+    /// Mode `dra`: explain an unallocatable claim of these options from the nodes' devices.
+    pub fn with_dra(mut self, dra: DraOptions) -> PodSet {
+        self.dra = Some(dra);
+        self
+    }
+
+    /// Create the ResourceClaimTemplates `pod`'s mode needs (before any pod names them); a
+    /// refusal is explained for `pod`. One that exists from this set already is not made again.
+    pub async fn create_templates(
+        &self,
+        templates: &[ResourceClaimTemplate],
+        pod: &Pod,
+    ) -> Result<(), LifecycleError> {
+        for t in templates {
+            let name = t.metadata.name.clone().unwrap_or_default();
+            if self.made_templates().contains(&name) {
+                continue;
+            }
+            match self.templates.create(&PostParams::default(), t).await {
+                Ok(_) => {
+                    if let Ok(mut m) = self.made_templates.lock() {
+                        m.push(name);
+                    }
+                }
+                Err(kube::Error::Api(status)) => {
+                    return Err(LifecycleError::NotStarted(Box::new(
+                        explain_template_error(pod, &name, &status),
+                    )))
+                }
+                Err(source) => {
+                    return Err(LifecycleError::Api {
+                        action: "create the ResourceClaimTemplate of",
+                        pod: pod.metadata.name.clone().unwrap_or_default(),
+                        source,
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The ResourceClaimTemplates created so far.
+    pub fn made_templates(&self) -> Vec<String> {
+        self.made_templates
+            .lock()
+            .map(|m| m.clone())
+            .unwrap_or_default()
+    }
+
+    /// Mode `dra`: the rails allocated to `pod`'s claim, with the GPU of each rail, in words;
+    /// `Err` says what could not be read. The devices' attributes come from the node's
+    /// ResourceSlices when this account may list them, else only the device names are known.
+    pub async fn allocation(&self, pod: &Pod) -> Result<Vec<dra::AllocatedRail>, String> {
+        let Some(claim) = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.resource_claim_statuses.as_ref())
+            .and_then(|c| c.iter().find(|c| c.name == dra::CLAIM))
+            .and_then(|c| c.resource_claim_name.clone())
+        else {
+            return Err("the pod names no ResourceClaim in its status".into());
+        };
+        let claims: Api<ResourceClaim> = Api::namespaced(self.client.clone(), &self.namespace);
+        let claim = claims
+            .get(&claim)
+            .await
+            .map_err(|e| format!("cannot read ResourceClaim {claim}: {e}"))?;
+        let node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .unwrap_or_default();
+        let devices = self.node_devices(&node).await.unwrap_or_default();
+        Ok(dra::allocated_rails(&claim, &devices))
+    }
+
+    async fn node_devices(&self, node: &str) -> Result<Vec<dra::NodeDevice>, kube::Error> {
+        let slices: Api<ResourceSlice> = Api::all(self.client.clone());
+        let lp = ListParams::default().fields(&format!("spec.nodeName={node}"));
+        let list = slices.list(&lp).await?;
+        Ok(dra::node_devices(&list.items, node))
+    }
+
+    /// A diagnosis of an unallocatable claim, with why, from the pod's node's devices.
+    async fn with_dra_reasons(&self, mut d: Diagnosis, pod: &Pod) -> Diagnosis {
+        let Some(o) = self.dra.as_ref() else {
+            return d;
+        };
+        if d.problem != Problem::ClaimUnallocatable {
+            return d;
+        }
+        let node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_selector.as_ref())
+            .and_then(|s| s.get("kubernetes.io/hostname"))
+            .cloned();
+        let Some(node) = node else {
+            return d;
+        };
+        let devices = match self.node_devices(&node).await {
+            Ok(ds) => ds,
+            Err(e) => {
+                d.todo.push_str(&format!(
+                    "; railsweep cannot read node {node}'s ResourceSlices to say why ({e}): grant deploy/rbac.yaml's                      ClusterRole, or see kubectl get resourceslices --field-selector spec.nodeName={node} -o yaml"
+                ));
+                return d;
+            }
+        };
+        let classes_api: Api<DeviceClass> = Api::all(self.client.clone());
+        let mut classes = std::collections::BTreeMap::new();
+        for name in [&o.device_class, &o.gpu_class] {
+            if let Ok(Some(c)) = classes_api.get_opt(name).await {
+                classes.insert(name.clone(), c);
+            }
+        }
+        let why = dra::why_unallocatable(o, &node, &devices, &classes);
+        d.todo = format!("{}: {}", d.todo, why.join("; "));
+        d
     }
 
     /// The pods created so far, in creation order.
@@ -108,6 +245,7 @@ impl PodSet {
     /// Create the server pod, then the client pod. A refusal is explained; the pods created
     /// before it stay recorded, for [`PodSet::delete_all`].
     pub async fn create(&self, pair: &PodPair) -> Result<(), LifecycleError> {
+        self.create_templates(&pair.templates, &pair.server).await?;
         for (_, pod) in pair.pods() {
             self.create_one(pod).await?;
         }
@@ -221,6 +359,7 @@ impl PodSet {
                         }
                         let events = self.events_of(&name).await;
                         if let Some(d) = explain_pod(&p, &events) {
+                            let d = self.with_dra_reasons(d, &p).await;
                             return Err(LifecycleError::NotStarted(Box::new(d)));
                         }
                     }
@@ -236,6 +375,7 @@ impl PodSet {
                         }
                         let events = self.events_of(&name).await;
                         if let Some(d) = explain_pod(&p, &events) {
+                            let d = self.with_dra_reasons(d, &p).await;
                             return Err(LifecycleError::NotStarted(Box::new(d)));
                         }
                         last = Some(p);
@@ -258,7 +398,25 @@ impl PodSet {
     /// to be gone (`None`: do not wait). Returns the names deleted; errors are collected, not
     /// fatal, so that one failure does not leave the other pod behind.
     pub async fn delete_all(&self, wait: Option<Duration>) -> (Vec<String>, Vec<LifecycleError>) {
-        self.delete_these(&self.created(), wait).await
+        let (deleted, mut errors) = self.delete_these(&self.created(), wait).await;
+        for t in self.made_templates() {
+            match self.templates.delete(&t, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(source) => {
+                    errors.push(LifecycleError::Api {
+                        action: "delete the ResourceClaimTemplate of",
+                        pod: t.clone(),
+                        source,
+                    });
+                    continue;
+                }
+            }
+            if let Ok(mut m) = self.made_templates.lock() {
+                m.retain(|x| x != &t);
+            }
+        }
+        (deleted, errors)
     }
 
     /// [`PodSet::delete_all`] for the created pods named in `names` only (a fleet's pods that

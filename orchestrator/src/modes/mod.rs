@@ -8,6 +8,7 @@
 //! | `hostnetwork-crio` | `hostNetwork: true` without privileged: a CRI-O runtime class that accepts the `io.kubernetes.cri-o.Devices` annotation, the annotation listing the node's uverbs devices and `rdma_cm` one by one, and IPC_LOCK |
 //! | `ipvlan` | the Multus networks annotation (one IPvlan network per rail) and the RDMA device resource of the rails' PFs |
 //! | `sriov` | the Multus networks annotation (SR-IOV networks) and the VF resource(s) |
+//! | `dra` | a ResourceClaimTemplate: the scheduler allocates the rails' NICs (a DRA network driver's devices, as DRANET publishes them), with `--gpu-align` a GPU under each rail's PCIe root |
 //!
 //! The client pod goes to the first node and the server pod to the second (pinned by
 //! `kubernetes.io/hostname`). Both run `sleep infinity`: railsweep runs rdmabw in them through
@@ -22,6 +23,7 @@
 //! * [`cli`]: the command-line options that fill [`PodOptions`].
 
 pub mod cli;
+pub mod dra;
 pub mod explain;
 pub mod lifecycle;
 pub mod pattern;
@@ -32,9 +34,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, Pod, PodSpec, ResourceRequirements, SecurityContext,
-    Toleration,
+    Capabilities, Container, ContainerPort, Pod, PodResourceClaim, PodSpec, ResourceClaim,
+    ResourceRequirements, SecurityContext, Toleration,
 };
+use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -57,15 +60,20 @@ pub enum Mode {
     /// An SR-IOV VF per rail (Multus and the SR-IOV device plugin).
     #[value(name = "sriov")]
     Sriov,
+    /// The rails' NICs allocated by the scheduler through a ResourceClaimTemplate (Dynamic
+    /// Resource Allocation; a DRA network driver such as DRANET moves them into the pod).
+    #[value(name = "dra")]
+    Dra,
 }
 
 impl Mode {
     /// Every mode, in comparison order.
-    pub const ALL: [Mode; 4] = [
+    pub const ALL: [Mode; 5] = [
         Mode::HostNetwork,
         Mode::HostNetworkCrio,
         Mode::Ipvlan,
         Mode::Sriov,
+        Mode::Dra,
     ];
 
     /// The name on the command line, in pod names and in result rows.
@@ -75,6 +83,7 @@ impl Mode {
             Mode::HostNetworkCrio => "hostnetwork-crio",
             Mode::Ipvlan => "ipvlan",
             Mode::Sriov => "sriov",
+            Mode::Dra => "dra",
         }
     }
 
@@ -85,6 +94,7 @@ impl Mode {
             Mode::HostNetworkCrio => results::NetworkMode::HostNetworkCrio,
             Mode::Ipvlan => results::NetworkMode::Ipvlan,
             Mode::Sriov => results::NetworkMode::Sriov,
+            Mode::Dra => results::NetworkMode::Other("dra".into()),
         }
     }
 
@@ -133,7 +143,7 @@ pub enum ModeError {
         hint: &'static str,
     },
     /// A mode name that is none of [`Mode::ALL`].
-    #[error("unknown mode `{0}` (modes: hostnetwork, hostnetwork-crio, ipvlan, sriov)")]
+    #[error("unknown mode `{0}` (modes: hostnetwork, hostnetwork-crio, ipvlan, sriov, dra)")]
     UnknownMode(String),
     /// A name that cannot become part of a pod name or label.
     #[error("`{0}` cannot be part of a pod name (lowercase letters, digits and `-`, at most 28)")]
@@ -194,6 +204,8 @@ pub struct PodOptions {
     pub ipvlan: Attachment,
     /// `sriov`: networks and VF resource(s).
     pub sriov: Attachment,
+    /// `dra`: the claim of the rails.
+    pub dra: dra::DraOptions,
 }
 
 impl PodOptions {
@@ -258,6 +270,7 @@ impl Default for PodOptions {
             uverbs: vec![],
             ipvlan: Attachment::default(),
             sriov: Attachment::default(),
+            dra: dra::DraOptions::default(),
         }
     }
 }
@@ -282,6 +295,8 @@ pub struct PodPair {
     pub server: Pod,
     /// The client pod (on the first node).
     pub client: Pod,
+    /// The ResourceClaimTemplates the pods name (mode `dra`), created before them.
+    pub templates: Vec<ResourceClaimTemplate>,
 }
 
 impl PodPair {
@@ -331,6 +346,16 @@ pub fn check(mode: Mode, opts: &PodOptions) -> Result<(), ModeError> {
                    node lists them (e.g. --uverbs 0-17); CRI-O's allowed_devices must list the same devices",
         }),
         Mode::HostNetworkCrio => Ok(()),
+        Mode::Dra if opts.dra.gpu_align && opts.dra.rails.is_none() => Err(ModeError::Missing {
+            mode,
+            option: "--dra-rails",
+            hint: "how many rails (NIC and GPU pairs) each pod asks for with --gpu-align (e.g. --dra-rails 4)",
+        }),
+        Mode::Dra if opts.dra.rails == Some(0) => Err(ModeError::Pattern {
+            pattern: "--dra-rails 0".into(),
+            why: "a pod needs at least one rail".into(),
+        }),
+        Mode::Dra => Ok(()),
         Mode::Ipvlan | Mode::Sriov => {
             let a = attachment(mode, opts);
             if a.networks.is_empty() {
@@ -378,7 +403,26 @@ pub fn pod_pair(mode: Mode, opts: &PodOptions, place: &Placement) -> Result<PodP
         mode,
         server: build_pod(mode, Role::Server, opts, &run, place.server_node.as_deref()),
         client: build_pod(mode, Role::Client, opts, &run, place.client_node.as_deref()),
+        templates: templates(mode, opts, &run),
     })
+}
+
+/// The ResourceClaimTemplates of `mode`'s pods for run `run` (a run label): one for `dra`,
+/// labelled like the pods but for their role, none for the other modes.
+pub fn templates(mode: Mode, opts: &PodOptions, run: &str) -> Vec<ResourceClaimTemplate> {
+    if mode != Mode::Dra {
+        return vec![];
+    }
+    let labels: BTreeMap<String, String> = [
+        (labels::NAME, "rdmabw"),
+        (labels::MANAGED_BY, "railsweep"),
+        (labels::INSTANCE, run),
+        (labels::MODE, mode.as_str()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    vec![dra::claim_template(&opts.dra, &opts.namespace, run, labels)]
 }
 
 /// The component label of a fleet pod (it serves in some pairs and is the client in others).
@@ -502,7 +546,20 @@ fn build_pod(mode: Mode, role: Role, opts: &PodOptions, run: &str, node: Option<
                 limits.insert(r.name.clone(), Quantity(r.quantity.clone()));
             }
         }
+        Mode::Dra => {
+            spec.resource_claims = Some(vec![PodResourceClaim {
+                name: dra::CLAIM.into(),
+                resource_claim_template_name: Some(dra::template_name(run)),
+                ..PodResourceClaim::default()
+            }]);
+        }
     }
+    let claims = (mode == Mode::Dra).then(|| {
+        vec![ResourceClaim {
+            name: dra::CLAIM.into(),
+            ..ResourceClaim::default()
+        }]
+    });
     if ipc_lock {
         security.capabilities = Some(Capabilities {
             add: Some(vec!["IPC_LOCK".into()]),
@@ -510,6 +567,10 @@ fn build_pod(mode: Mode, role: Role, opts: &PodOptions, run: &str, node: Option<
         });
     }
     for r in &opts.resources {
+        // With --gpu-align the claim brings the GPUs, each under its rail's PCIe root.
+        if mode == Mode::Dra && opts.dra.gpu_align && r.name == GPU_RESOURCE {
+            continue;
+        }
         limits.insert(r.name.clone(), Quantity(r.quantity.clone()));
     }
     if let Some(n) = node {
@@ -549,8 +610,9 @@ fn build_pod(mode: Mode, role: Role, opts: &PodOptions, run: &str, node: Option<
         image_pull_policy: Some("IfNotPresent".into()),
         command: Some(vec!["sleep".into(), "infinity".into()]),
         ports,
-        resources: (!limits.is_empty()).then(|| ResourceRequirements {
-            limits: Some(limits),
+        resources: (!limits.is_empty() || claims.is_some()).then(|| ResourceRequirements {
+            limits: (!limits.is_empty()).then_some(limits),
+            claims,
             ..ResourceRequirements::default()
         }),
         security_context: (security != SecurityContext::default()).then_some(security),

@@ -67,10 +67,28 @@ fn header_of(pod: &Pod, what: &str) -> Vec<String> {
     lines
 }
 
-/// Every pod of `pairs`, server before client, as one YAML stream.
+/// One ResourceClaimTemplate as a YAML document, headed by what it is for.
+pub fn template_document(
+    t: &k8s_openapi::api::resource::v1::ResourceClaimTemplate,
+    mode: Mode,
+) -> Result<String, YamlError> {
+    let mut out = String::from("---\n");
+    out.push_str(&format!(
+        "# railsweep: the ResourceClaimTemplate of the {mode} pods: each pod gets a ResourceClaim of its own\n\
+         # from it, which the scheduler allocates (resource.k8s.io/v1: Kubernetes 1.34 or later).\n"
+    ));
+    out.push_str(&serde_yaml::to_string(t)?);
+    Ok(out)
+}
+
+/// Every object of `pairs` as one YAML stream: a pair's ResourceClaimTemplates, then its
+/// pods, server before client.
 pub fn pairs_yaml(pairs: &[PodPair]) -> Result<String, YamlError> {
     let mut out = String::new();
     for pair in pairs {
+        for t in &pair.templates {
+            out.push_str(&template_document(t, pair.mode)?);
+        }
         for (role, pod) in pair.pods() {
             out.push_str(&pod_document(pod, &pod_header(pair, role))?);
         }
@@ -154,8 +172,26 @@ pub fn examples() -> Result<Vec<(String, String)>, YamlError> {
         server_node: Some("NODE_B".into()),
     };
     let mut files = Vec::new();
-    for mode in super::Mode::ALL {
-        let pair = super::pod_pair(mode, &opts, &place).map_err(|e| {
+    let aligned = super::PodOptions {
+        dra: super::dra::DraOptions {
+            rails: Some(4),
+            gpu_align: true,
+            ..super::dra::DraOptions::default()
+        },
+        ..opts.clone()
+    };
+    let variants = super::Mode::ALL.into_iter().flat_map(|mode| {
+        if mode == super::Mode::Dra {
+            vec![
+                (mode, "dra-rails".to_string(), &opts),
+                (mode, "dra-gpu-align".to_string(), &aligned),
+            ]
+        } else {
+            vec![(mode, mode.to_string(), &opts)]
+        }
+    });
+    for (mode, file, opts) in variants {
+        let pair = super::pod_pair(mode, opts, &place).map_err(|e| {
             YamlError(serde::ser::Error::custom(format!(
                 "example options of {mode}: {e}"
             )))
@@ -171,6 +207,18 @@ pub fn examples() -> Result<Vec<(String, String)>, YamlError> {
             pair.client.metadata.name.as_deref().unwrap_or_default(),
             pair.server.metadata.name.as_deref().unwrap_or_default(),
         );
+        if file == "dra-rails" {
+            text.push_str(
+                "# Each pod asks for every RDMA NIC of its node that the DRA network driver publishes\n\
+                 # (DRANET: DeviceClass dranet, selector device.attributes[\"dra.net\"].rdma == true).\n",
+            );
+        }
+        if file == "dra-gpu-align" {
+            text.push_str(
+                "# Each pod asks for 4 rails, each a NIC and a GPU (NVIDIA's DRA driver, DeviceClass gpu.nvidia.com)\n\
+                 # under the same resource.kubernetes.io/pcieRoot: the scheduler aligns them.\n",
+            );
+        }
         if mode == super::Mode::HostNetworkCrio {
             text.push_str(
                 "# Needs the RuntimeClass and CRI-O drop-in of runtimeclass-runc-nohostdev.yaml, and the\n\
@@ -178,7 +226,7 @@ pub fn examples() -> Result<Vec<(String, String)>, YamlError> {
             );
         }
         text.push_str(&pairs_yaml(std::slice::from_ref(&pair))?);
-        files.push((format!("{mode}.yaml"), text));
+        files.push((format!("{file}.yaml"), text));
     }
     let mut rc = String::from(
         "# The RuntimeClass of railsweep's `hostnetwork-crio` mode: pods on it get the devices that their\n\

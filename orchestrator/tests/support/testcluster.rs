@@ -209,7 +209,7 @@ impl TestCluster {
                 &RoleBinding {
                     metadata: meta("railsweep"),
                     role_ref: RoleRef {
-                        api_group: "rbac.authorization.k8s.io".into(),
+                        api_group: Some("rbac.authorization.k8s.io".into()),
                         kind: "Role".into(),
                         name: "railsweep".into(),
                     },
@@ -224,17 +224,17 @@ impl TestCluster {
                 &pp,
                 &TokenRequest {
                     metadata: ObjectMeta::default(),
-                    spec: TokenRequestSpec {
-                        audiences: vec![],
+                    spec: Some(TokenRequestSpec {
+                        audiences: Some(vec![]),
                         expiration_seconds: Some(3600),
                         ..TokenRequestSpec::default()
-                    },
+                    }),
                     status: None,
                 },
             )
             .await
             .expect("issues a token");
-        let token = tr.status.expect("token").token;
+        let token = tr.status.expect("token").token.expect("token");
         self.write_token_kubeconfig(ns, &token, path);
         token
     }
@@ -342,7 +342,7 @@ impl TestCluster {
                 ..ObjectMeta::default()
             },
             role_ref: RoleRef {
-                api_group: "rbac.authorization.k8s.io".into(),
+                api_group: Some("rbac.authorization.k8s.io".into()),
                 kind: "ClusterRole".into(),
                 name,
             },
@@ -436,6 +436,38 @@ impl TestCluster {
             Ok(_) => {}
             Err(kube::Error::Api(s)) if s.code == 409 => {}
             Err(e) => panic!("creates RuntimeClass {name}: {e}"),
+        }
+    }
+}
+
+impl TestCluster {
+    /// DeviceClass `name` (cluster-wide) of every device of `driver`, made once for every test
+    /// that needs it: what a DRA driver's installation creates.
+    pub async fn device_class(&self, name: &str, driver: &str) {
+        use k8s_openapi::api::resource::v1::{
+            CELDeviceSelector, DeviceClass, DeviceClassSpec, DeviceSelector,
+        };
+        let class = DeviceClass {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(DeviceClassSpec {
+                selectors: Some(vec![DeviceSelector {
+                    cel: Some(CELDeviceSelector {
+                        expression: format!("device.driver == \"{driver}\""),
+                    }),
+                }]),
+                ..DeviceClassSpec::default()
+            }),
+        };
+        match Api::<DeviceClass>::all(self.client.clone())
+            .create(&PostParams::default(), &class)
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => panic!("creates DeviceClass {name}: {e}"),
         }
     }
 }
