@@ -256,43 +256,44 @@ fn a_silent_client_times_out_in_the_handshake() {
 
 #[test]
 fn a_daemon_serves_test_after_test_and_stops_on_request() {
-    let listener = Listener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-    let addr = listener.local_addr().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let seen: Arc<Mutex<Vec<bool>>> = Arc::new(Mutex::new(Vec::new()));
-    let seen2 = Arc::clone(&seen);
-    let on_test: OnTest = Arc::new(move |_, r| seen2.lock().unwrap().push(r.is_ok()));
-    let stop2 = Arc::clone(&stop);
-    let d = thread::spawn(move || {
-        let daemon = Daemon::new(server_cfg(true, Pinned::default(), RailRequest::default()));
-        daemon.run(&listener, &stop2, &quiet(), &on_test)
-    });
+    let d = daemon(server_cfg(true, Pinned::default(), RailRequest::default()));
     // A client that dies before its hello does not stop the daemon.
-    drop(TcpStream::connect(addr).unwrap());
+    drop(TcpStream::connect(d.addr).unwrap());
     for nd in ["net1", "net2", "net1"] {
-        let mut ch = client(addr);
+        let mut ch = client(d.addr);
         let hello = Hello::new(params(1), None, "pod-a").with_server_rail(Some(nd.into()), None);
         let e = ch.client_handshake(&hello).unwrap_err().to_string();
         assert!(e.contains("server set-up"), "{nd}: {e}");
     }
-    let t0 = Instant::now();
-    while seen.lock().unwrap().len() < 4 && t0.elapsed() < Duration::from_secs(10) {
-        thread::sleep(Duration::from_millis(20));
-    }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    d.join().unwrap().unwrap();
-    assert_eq!(seen.lock().unwrap().len(), 4);
+    assert_eq!(d.stop_after(4).len(), 4);
 }
 
-/// A daemon on a free port with `cfg`; its stop flag, the tests it saw end, and its thread.
-fn daemon(
-    cfg: ServerConfig,
-) -> (
-    SocketAddr,
-    Arc<AtomicBool>,
-    Arc<Mutex<Vec<bool>>>,
-    thread::JoinHandle<std::io::Result<()>>,
-) {
+/// A daemon serving on a thread: its address, its stop flag, whether each test it saw end was
+/// ok, and its thread.
+struct Running {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    seen: Arc<Mutex<Vec<bool>>>,
+    thread: thread::JoinHandle<std::io::Result<()>>,
+}
+
+impl Running {
+    /// Waits up to 10 s for `tests` tests to end, stops the daemon; whether each that ended
+    /// was ok.
+    fn stop_after(self, tests: usize) -> Vec<bool> {
+        let t0 = Instant::now();
+        while self.seen.lock().unwrap().len() < tests && t0.elapsed() < Duration::from_secs(10) {
+            thread::sleep(Duration::from_millis(20));
+        }
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap().unwrap();
+        let seen = self.seen.lock().unwrap().clone();
+        seen
+    }
+}
+
+/// A daemon with `cfg` on a free port.
+fn daemon(cfg: ServerConfig) -> Running {
     let listener = Listener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
@@ -300,15 +301,21 @@ fn daemon(
     let seen2 = Arc::clone(&seen);
     let on_test: OnTest = Arc::new(move |_, r| seen2.lock().unwrap().push(r.is_ok()));
     let stop2 = Arc::clone(&stop);
-    let d = thread::spawn(move || Daemon::new(cfg).run(&listener, &stop2, &quiet(), &on_test));
-    (addr, stop, seen, d)
+    let thread = thread::spawn(move || Daemon::new(cfg).run(&listener, &stop2, &quiet(), &on_test));
+    Running {
+        addr,
+        stop,
+        seen,
+        thread,
+    }
 }
 
 #[test]
 fn a_daemon_with_a_secret_refuses_other_runs_by_name_and_goes_on_serving() {
     let mut cfg = server_cfg(true, Pinned::default(), RailRequest::default());
     cfg.secret = RunSecret::new("run-4f2a");
-    let (addr, stop, seen, d) = daemon(cfg);
+    let d = daemon(cfg);
+    let addr = d.addr;
     let hello = || Hello::new(params(1), None, "pod-x").with_server_rail(Some("net1".into()), None);
     for (presented, secret) in [(false, None), (true, RunSecret::new("run-0000"))] {
         let e = client(addr)
@@ -331,13 +338,7 @@ fn a_daemon_with_a_secret_refuses_other_runs_by_name_and_goes_on_serving() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("server set-up"), "{e}");
-    let t0 = Instant::now();
-    while seen.lock().unwrap().len() < 3 && t0.elapsed() < Duration::from_secs(10) {
-        thread::sleep(Duration::from_millis(20));
-    }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    d.join().unwrap().unwrap();
-    assert_eq!(*seen.lock().unwrap(), vec![false, false, false]);
+    assert_eq!(d.stop_after(3), vec![false, false, false]);
 }
 
 #[test]
@@ -348,7 +349,8 @@ fn a_daemon_refuses_a_test_beyond_its_limits_naming_the_flag() {
         max_buffer_bytes: 1 << 20,
         max_tests: 1,
     };
-    let (addr, stop, _seen, d) = daemon(cfg);
+    let d = daemon(cfg);
+    let addr = d.addr;
     let e = client(addr)
         .client_handshake(&Hello::new(params(8), None, "pod-a"))
         .unwrap_err()
@@ -380,8 +382,9 @@ fn a_daemon_refuses_a_test_beyond_its_limits_naming_the_flag() {
         "{e}"
     );
     drop(holder);
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    d.join().unwrap().unwrap();
+    // The two refused by their parameters and the holder ended as tests; the one refused at
+    // the door never became one.
+    assert_eq!(d.stop_after(3), vec![false; 3]);
 }
 
 #[test]
