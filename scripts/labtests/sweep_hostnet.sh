@@ -5,7 +5,7 @@
 . "$RAILBENCH_SUITE_DIR/sweep.sh"
 # Only this file's tests run in this layout.
 unset -f test_sweep_every_rail test_sweep_parallel test_sweep_rail_down test_sweep_server_pod_killed \
-  test_sweep_ctrl_c_and_resume test_sweep_kubernetes_runner
+  test_sweep_ctrl_c_and_resume test_sweep_kubernetes_runner test_sweep_daemon_serves_only_its_run
 
 test_hostnet_sweep_every_rail() {
   sweep seq -D 2 --mode hostnetwork
