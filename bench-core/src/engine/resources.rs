@@ -158,9 +158,8 @@ impl Prepared {
         let layout = params
             .data_validation
             .then(|| Layout::new(&sizes, params.qps));
-        let half = layout
-            .as_ref()
-            .map_or_else(|| round_up_page(max_msg), Layout::half_bytes);
+        // The same half that the daemon's --max-buffer and rdmabw's memlock check count.
+        let half = half_bytes(params);
         let init = match &layout {
             Some(l) => {
                 let mut v = vec![0u8; usize::try_from(half).unwrap_or(usize::MAX)];
