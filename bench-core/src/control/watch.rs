@@ -237,6 +237,11 @@ impl PeerWatch {
         PeerAlive(Arc::clone(&self.shared.state))
     }
 
+    /// The peer's address.
+    pub fn peer(&self) -> std::net::SocketAddr {
+        self.peer
+    }
+
     /// The peer's state now.
     pub fn status(&self) -> PeerStatus {
         self.shared.lock().clone()

@@ -1,7 +1,6 @@
 //! The measured window of one test under a [`PeerWatch`] and the rail [`Guard`]: the writes (or
 //! the passive wait), and the explanation of a window that failed.
 
-use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -25,6 +24,52 @@ const EXPLAIN_WAIT: Duration = Duration::from_millis(400);
 /// How often a passive server looks at its stop flags (SIGINT, the rail guard) while it waits
 /// for the client's `Done` (the peer's `Done` or failure wakes it at once).
 const PASSIVE_POLL: Duration = Duration::from_millis(500);
+/// Past the measure timeout, a passive server waits on while its rail carried data within
+/// this long: the client is late, not gone.
+const LATE_GRACE: Duration = Duration::from_secs(10);
+
+/// When a passive server stops waiting for the client's `Done`: at the measure timeout, unless
+/// the rail is still carrying the test's data; then while it carried some within
+/// [`LATE_GRACE`], up to twice the timeout.
+///
+/// On Soft-RoCE the kernel moves the data on the host's CPUs, and a deep queue of large writes
+/// (8 QPs x 128 x 1 MiB is 1 GiB, half a minute of a loaded 2-CPU guest's work) keeps every
+/// process off its CPU until it has gone out: the client's window ended on time, but it cannot
+/// run to say so. Its heartbeats show it alive; the rail's counters show its data moving.
+struct LateWait {
+    deadline: Instant,
+    cap: Instant,
+    probe: crate::control::Progress,
+    last: Option<u64>,
+    last_growth: Instant,
+}
+
+impl LateWait {
+    fn new(measure_timeout: Duration, probe: crate::control::Progress) -> LateWait {
+        let now = Instant::now();
+        LateWait {
+            deadline: now + measure_timeout,
+            cap: now + measure_timeout * 2,
+            probe,
+            last: None,
+            last_growth: now,
+        }
+    }
+
+    /// Whether to wait on at `now`.
+    fn waits_on(&mut self, now: Instant) -> bool {
+        // The counters matter only from LATE_GRACE before the deadline on.
+        let near = now + LATE_GRACE >= self.deadline;
+        if let Some(v) = near.then(|| (self.probe)()).flatten() {
+            if self.last.is_some_and(|l| v > l) {
+                self.last_growth = now;
+            }
+            self.last = Some(v);
+        }
+        now < self.deadline
+            || (now < self.cap && now.duration_since(self.last_growth) < LATE_GRACE)
+    }
+}
 
 /// What [`window`] runs.
 pub(super) struct WindowSpec<'a> {
@@ -87,6 +132,7 @@ pub(super) fn window(
         ),
         ..tuning.clone()
     };
+    let start = Instant::now();
     let run = if writer {
         let flags = StopFlags::either(stop, &engine_stop);
         match on_window {
@@ -96,11 +142,14 @@ pub(super) fn window(
             _ => conn.run_writes(params, tuning, flags).map_err(Some),
         }
     } else {
-        let deadline = Instant::now() + measure_timeout;
+        let mut late = LateWait::new(
+            measure_timeout,
+            crate::counters::traffic_probe(roots, &target),
+        );
         loop {
             match watch.wait_peer_done(PASSIVE_POLL) {
                 Ok(()) => break Ok(Vec::new()),
-                Err(ControlError::Timeout { .. }) if Instant::now() < deadline => {
+                Err(ControlError::Timeout { .. }) if late.waits_on(Instant::now()) => {
                     if engine_stop.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed) {
                         break Err(None);
                     }
@@ -168,11 +217,16 @@ pub(super) fn window(
                 }
                 None => {
                     let cause = ControlError::Timeout {
-                        peer: watch_peer(&watch),
+                        peer: watch.peer(),
                         phase: Phase::Measure,
-                        after: measure_timeout,
+                        after: start.elapsed(),
                     };
-                    watch.abort("the server gave up waiting for the client's results");
+                    watch.abort(&format!(
+                        "the server gave up waiting for the client's results after {:.0?} \
+                         (the test's bound is {measure_timeout:.0?}; the rail had carried \
+                         nothing for {LATE_GRACE:?})",
+                        start.elapsed()
+                    ));
                     Err(peer_failed(cause))
                 }
             }
@@ -180,11 +234,53 @@ pub(super) fn window(
     }
 }
 
-fn watch_peer(w: &PeerWatch) -> SocketAddr {
-    match w.status() {
-        crate::control::PeerStatus::Failed { error, .. } => error
-            .peer()
-            .unwrap_or_else(|| SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))),
-        _ => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    /// A probe that reads what the test stored last.
+    fn probe(v: &Arc<AtomicU64>) -> crate::control::Progress {
+        let v = Arc::clone(v);
+        Box::new(move || Some(v.load(Ordering::Relaxed)))
+    }
+
+    #[test]
+    fn a_late_client_whose_data_still_moves_is_waited_for_up_to_twice_the_bound() {
+        let bytes = Arc::new(AtomicU64::new(0));
+        let mut late = LateWait::new(Duration::from_secs(30), probe(&bytes));
+        let t0 = late.deadline - Duration::from_secs(30);
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        assert!(late.waits_on(at(25)));
+        bytes.store(1 << 20, Ordering::Relaxed);
+        assert!(late.waits_on(at(29)), "growth seen before the deadline");
+        assert!(late.waits_on(at(35)), "moving 6 s ago: wait on past the deadline");
+        bytes.store(2 << 20, Ordering::Relaxed);
+        assert!(late.waits_on(at(50)));
+        assert!(late.waits_on(at(59)));
+        bytes.store(3 << 20, Ordering::Relaxed);
+        assert!(!late.waits_on(at(60)), "twice the bound is the end, moving or not");
+    }
+
+    #[test]
+    fn a_client_whose_rail_is_quiet_at_the_bound_is_given_up_on() {
+        let bytes = Arc::new(AtomicU64::new(7));
+        let mut late = LateWait::new(Duration::from_secs(30), probe(&bytes));
+        let t0 = late.deadline - Duration::from_secs(30);
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        assert!(late.waits_on(at(21)));
+        assert!(late.waits_on(at(29)));
+        assert!(!late.waits_on(at(30)), "nothing moved: the bound holds");
+
+        let bytes = Arc::new(AtomicU64::new(7));
+        let mut late = LateWait::new(Duration::from_secs(30), probe(&bytes));
+        let t0 = late.deadline - Duration::from_secs(30);
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        assert!(late.waits_on(at(21)));
+        bytes.store(8, Ordering::Relaxed);
+        assert!(late.waits_on(at(22)));
+        assert!(late.waits_on(at(31)), "moved 9 s ago");
+        assert!(!late.waits_on(at(33)), "quiet for 11 s: given up");
     }
 }
