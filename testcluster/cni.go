@@ -86,6 +86,8 @@ type cniRunner struct {
 	client  dynamic.Interface
 	binDir  string // where the plugin binaries are (/usr/lib/cni)
 	dataDir string // host-local's state, per node (a node's own disk under a kubelet)
+	// podNetwork is the CNI config of the pods' own network (eth0), if the node has one.
+	podNetwork string
 }
 
 // sandboxError is a failed sandbox, worded as the kubelet's FailedCreatePodSandBox event.
@@ -152,7 +154,13 @@ func (c *cniRunner) load(ctx context.Context, ref netRef) (attachment, error) {
 	if err := json.Unmarshal([]byte(config), &conf); err != nil {
 		return attachment{}, fmt.Errorf("GetCNIConfig: err in GetCNIConfigFromSpec of %s/%s: invalid config: %v", ref.Namespace, ref.Name, err)
 	}
-	a := attachment{ref: ref, name: ref.Name}
+	return c.resolve(ref, ref.Name, conf, fmt.Sprintf("NetworkAttachmentDefinition %s/%s", ref.Namespace, ref.Name))
+}
+
+// resolve turns a CNI config (one plugin, or a list under "plugins") into the plugins to run,
+// each with the network's name and version, host-local's leases under this node's state.
+func (c *cniRunner) resolve(ref netRef, name string, conf map[string]any, what string) (attachment, error) {
+	a := attachment{ref: ref, name: name}
 	if n, ok := conf["name"].(string); ok && n != "" {
 		a.name = n
 	}
@@ -166,7 +174,7 @@ func (c *cniRunner) load(ctx context.Context, ref netRef) (attachment, error) {
 	for _, item := range list {
 		p, ok := item.(map[string]any)
 		if !ok {
-			return attachment{}, fmt.Errorf("NetworkAttachmentDefinition %s/%s: a plugin of its config is not an object", ref.Namespace, ref.Name)
+			return attachment{}, fmt.Errorf("%s: a plugin of its config is not an object", what)
 		}
 		p = clone(p)
 		p["name"], p["cniVersion"] = a.name, version
@@ -233,4 +241,48 @@ func (c *cniRunner) run(ctx context.Context, command string, pod *v1.Pod, netns,
 		return nil, fmt.Errorf("%s", perr.Msg)
 	}
 	return nil, fmt.Errorf("netplugin failed: %q: %v", strings.TrimSpace(stderr.String()), err)
+}
+
+// primary attaches the node's pod network (--pod-network, a CNI config file, as a kubelet's
+// runtime reads /etc/cni/net.d) to netns as eth0: the attachment, and the pod's IPv4 address
+// from the plugin's result.
+func (c *cniRunner) primary(ctx context.Context, pod *v1.Pod, netns string) (attachment, string, error) {
+	fail := func(err error) (attachment, string, error) {
+		return attachment{}, "", fmt.Errorf("Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox %q: %v", string(pod.UID), err)
+	}
+	raw, err := os.ReadFile(c.podNetwork)
+	if err != nil {
+		return fail(err)
+	}
+	var conf map[string]any
+	if err := json.Unmarshal(raw, &conf); err != nil {
+		return fail(fmt.Errorf("%s: invalid config: %v", c.podNetwork, err))
+	}
+	a, err := c.resolve(netRef{Namespace: pod.Namespace, Name: "pod-network", Interface: "eth0"}, "pod-network", conf, c.podNetwork)
+	if err != nil {
+		return fail(err)
+	}
+	var prev json.RawMessage
+	for _, conf := range a.plugins {
+		out, err := c.run(ctx, "ADD", pod, netns, "eth0", conf, prev)
+		if err != nil {
+			c.del(pod, netns, []attachment{a})
+			return fail(fmt.Errorf("plugin type=%q failed (add): %v", conf["type"], err))
+		}
+		prev = out
+	}
+	a.result = prev
+	var res struct {
+		IPs []struct {
+			Address string `json:"address"`
+		} `json:"ips"`
+	}
+	_ = json.Unmarshal(prev, &res)
+	for _, ip := range res.IPs {
+		if addr, _, ok := strings.Cut(ip.Address, "/"); ok && !strings.Contains(addr, ":") {
+			return a, addr, nil
+		}
+	}
+	c.del(pod, netns, []attachment{a})
+	return fail(fmt.Errorf("the pod network %s gave no IPv4 address", c.podNetwork))
 }

@@ -62,7 +62,7 @@ func deviceName(ifName string) string {
 }
 
 // draInventory is the node's rails (and GPUs with the b4.8 layout). Rail i is interface
-// PREFIX+i. Without a layout every rail has a PCIe root of its own, NUMA node i%2; with b4.8
+// PREFIX+(FIRST+i). Without a layout every rail has a PCIe root of its own, NUMA node i%2; with b4.8
 // the rails are spread over 4 roots in order (2 per root for 8 rails), NUMA node = root.
 func (o *nodeOptions) draInventory() ([]draRail, []draGPU) {
 	var rails []draRail
@@ -80,7 +80,7 @@ func (o *nodeOptions) draInventory() ([]draRail, []draGPU) {
 			bus = 0x0c + r*0x40 + 1 + i%per
 			root, numa = fmt.Sprintf("pci0000:%02x", 0x0c+r*0x40), int64(r)
 		}
-		ifName := fmt.Sprintf("%s%d", o.draIfPrefix, i)
+		ifName := fmt.Sprintf("%s%d", o.draIfPrefix, o.draFirst+i)
 		rails = append(rails, draRail{device: deviceName(ifName), ifName: ifName,
 			pciAddress: fmt.Sprintf("0000:%02x:00.0", bus+1), pcieRoot: root, numaNode: numa})
 	}

@@ -53,9 +53,9 @@ type nodeOptions struct {
 	capacity                                        v1.ResourceList
 	pullFails, pullSlow                             map[string]bool
 	numaNodes                                       int
-	cniBin, cniState                                string
+	cniBin, cniState, podNetwork                    string
 	// DRA (dra.go): rails published as dranet's devices, GPUs of a fixture layout.
-	draRails                         int
+	draRails, draFirst               int
 	draLayout, draIfPrefix, draNetns string
 	draRxe                           bool
 }
@@ -80,9 +80,11 @@ func parseNodeFlags(args []string) (*nodeOptions, error) {
 	fs.StringVar(&o.draLayout, "dra-layout", "", "b4.8: the rails over 4 PCIe roots, and 8 GPUs (driver "+draGPUDriver+") 2 per root")
 	fs.StringVar(&o.draIfPrefix, "dra-ifname", "", "the rails' interfaces are PREFIX0, PREFIX1, ... (default dra-NODE-, NODE cut to 6); "+
 		"one that does not exist is made, a veth pair (its peer PREFIXIp stays)")
+	fs.IntVar(&o.draFirst, "dra-first", 0, "the number of the first rail's interface (1 for the lab's net1, net2, ...)")
 	fs.StringVar(&o.draNetns, "dra-netns", "-", "the network namespace the rails live in while no pod has them (-: the agent's own)")
 	fs.BoolVar(&o.draRxe, "dra-rxe", false, "a rail's rxe device follows it into the pod (deleted, made again there), as in the lab")
 	fs.StringVar(&o.cniBin, "cni-bin", "/usr/lib/cni", "the CNI plugin binaries (--netns per-pod)")
+	fs.StringVar(&o.podNetwork, "pod-network", "", "a CNI config file: the network every pod of its own namespace gets as eth0, whose IPv4 address is the pod's IP (default: none, the pod's IP is --pod-ip)")
 	fs.StringVar(&o.cniState, "cni-state", "", "the node's CNI state: host-local's leases, when a config names no dataDir (required with --netns per-pod)")
 	fs.StringVar(&o.cert, "tls-cert", "", "serving certificate of the kubelet port (required)")
 	fs.StringVar(&o.key, "tls-key", "", "its key (required)")
@@ -151,11 +153,11 @@ func parseNodeFlags(args []string) (*nodeOptions, error) {
 	if o.draLayout != "" && o.draLayout != "b4.8" {
 		return nil, fmt.Errorf("--dra-layout %q: the only layout is b4.8", o.draLayout)
 	}
-	if o.draRails > 0 && o.netns != "per-pod" {
-		return nil, fmt.Errorf("--dra-rails needs --netns per-pod: a rail moves into the namespace of the pod it is allocated to")
+	if o.draRails > 0 && o.netns != "per-pod" && o.podNetwork == "" {
+		return nil, fmt.Errorf("--dra-rails needs --netns per-pod, or --pod-network: a rail moves into the namespace of the pod it is allocated to, which needs a network of its own")
 	}
-	if o.netns == "per-pod" && o.cniState == "" {
-		return nil, fmt.Errorf("--netns per-pod needs --cni-state DIR (host-local's leases)")
+	if (o.netns == "per-pod" || o.podNetwork != "") && o.cniState == "" {
+		return nil, fmt.Errorf("--netns per-pod and --pod-network need --cni-state DIR (host-local's leases)")
 	}
 	return o, nil
 }
@@ -190,7 +192,7 @@ func runNode(args []string) int {
 	defer eb.Shutdown()
 	recorder := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: o.name})
 	p := &provider{opts: o, pods: map[string]*agentPod{}, events: recorder, client: client,
-		cni: &cniRunner{client: dyn, binDir: o.cniBin, dataDir: filepath.Join(o.cniState, "networks")}}
+		cni: &cniRunner{client: dyn, binDir: o.cniBin, dataDir: filepath.Join(o.cniState, "networks"), podNetwork: o.podNetwork}}
 
 	httpMux := http.NewServeMux()
 	n, err := nodeutil.NewNode(o.name, func(cfg nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
@@ -282,7 +284,9 @@ func (ap *agentPod) deleted() bool {
 }
 
 type sandbox struct {
-	netns    string
+	netns string
+	// ip is the pod's address on its own network (--pod-network), if it has one.
+	ip       string
 	networks []attachment
 	// rails are the DRA rails moved into the namespace (dra.go).
 	rails []movedRail
@@ -349,11 +353,10 @@ func (p *provider) configureNode(n *v1.Node) {
 // of /sys (ip netns exec), so rdmabw sees that namespace's interfaces and RDMA devices.
 func (p *provider) command(ap *agentPod, argv []string) *exec.Cmd {
 	netns := p.opts.netns
-	if netns == "per-pod" {
+	if ap.sandbox != nil {
+		netns = ap.sandbox.netns
+	} else if netns == "per-pod" {
 		netns = "-"
-		if ap.sandbox != nil {
-			netns = ap.sandbox.netns
-		}
 	}
 	if netns != "-" {
 		argv = append([]string{"ip", "netns", "exec", netns}, argv...)
@@ -366,7 +369,10 @@ func (p *provider) command(ap *agentPod, argv []string) *exec.Cmd {
 // podIP is a pod's IP as its node reports it: a hostNetwork pod has the node's, except with
 // --netns NAME, where every pod runs in that namespace (a lab pod standing for the node's
 // host network too) and so has its address.
-func (p *provider) podIP(pod *v1.Pod) string {
+func (p *provider) podIP(pod *v1.Pod, sb *sandbox) string {
+	if sb != nil && sb.ip != "" {
+		return sb.ip
+	}
 	fixed := p.opts.netns != "-" && p.opts.netns != "per-pod"
 	if pod.Spec.HostNetwork && !fixed {
 		return p.opts.address
@@ -459,7 +465,7 @@ func (p *provider) topologyRefusal(pod *v1.Pod) string {
 // start brings a pod up: sandbox, image, containers. Each step reports as a kubelet does.
 func (p *provider) start(ap *agentPod) {
 	pod := ap.pod // its spec does not change; its status only under p.mu
-	if p.opts.netns == "per-pod" && !pod.Spec.HostNetwork {
+	if p.sandboxed(pod) {
 		sb, err := p.makeSandbox(pod)
 		if err != nil {
 			p.events.Event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", err.Error())
@@ -498,7 +504,7 @@ func (p *provider) start(ap *agentPod) {
 		p.mu.Unlock()
 		return
 	}
-	pod.Status.PodIP = p.podIP(pod)
+	pod.Status.PodIP = p.podIP(pod, ap.sandbox)
 	pod.Status.PodIPs = []v1.PodIP{{IP: pod.Status.PodIP}}
 	for i, c := range pod.Spec.Containers {
 		p.startContainer(ap, c, &pod.Status.ContainerStatuses[i])
@@ -546,6 +552,17 @@ func (p *provider) startContainer(ap *agentPod, c v1.Container, status *v1.Conta
 	go p.wait(podKey(pod.Namespace, pod.Name), c.Name, cmd)
 }
 
+// sandboxed says whether a pod gets a network namespace of its own: every pod but a
+// hostNetwork one with --netns per-pod; with --pod-network also, whatever --netns says, a pod
+// with resource claims on a node whose rails DRA gives out (the rails move into the pod).
+func (p *provider) sandboxed(pod *v1.Pod) bool {
+	if pod.Spec.HostNetwork {
+		return false
+	}
+	return p.opts.netns == "per-pod" ||
+		(p.opts.podNetwork != "" && p.opts.draRails > 0 && len(pod.Spec.ResourceClaims) > 0)
+}
+
 // makeSandbox creates the pod's network namespace and attaches its networks; on a failure
 // nothing is left and the error is the FailedCreatePodSandBox event's text.
 func (p *provider) makeSandbox(pod *v1.Pod) (*sandbox, error) {
@@ -555,15 +572,26 @@ func (p *provider) makeSandbox(pod *v1.Pod) (*sandbox, error) {
 		return nil, fmt.Errorf("Failed to create pod sandbox: rpc error: code = Unknown desc = failed to create network namespace %s: %s", sb.netns, strings.TrimSpace(string(out)))
 	}
 	_ = exec.Command("ip", "-n", sb.netns, "link", "set", "lo", "up").Run()
+	if p.opts.podNetwork != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		a, ip, err := p.cni.primary(ctx, pod, sb.netns)
+		if err != nil {
+			_ = exec.Command("ip", "netns", "del", sb.netns).Run()
+			return nil, err
+		}
+		sb.networks, sb.ip = []attachment{a}, ip
+	}
 	if _, ok := pod.Annotations[networksAnnotation]; ok {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		nets, err := p.cni.add(ctx, pod, sb.netns)
 		if err != nil {
+			p.cni.del(pod, sb.netns, sb.networks)
 			_ = exec.Command("ip", "netns", "del", sb.netns).Run()
 			return nil, err
 		}
-		sb.networks = nets
+		sb.networks = append(sb.networks, nets...)
 	}
 	return sb, nil
 }

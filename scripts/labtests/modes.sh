@@ -1,4 +1,4 @@
-# lab: --layout pods --rails 2 --k8s-node node-a,netns=podA,pod-ip=10.99.0.1,cap=nvidia.com/sriov_rdma_rail0=4,cap=nvidia.com/sriov_rdma_rail1=4 --k8s-node node-b,netns=podB,pod-ip=10.99.0.2,cap=nvidia.com/sriov_rdma_rail0=4,cap=nvidia.com/sriov_rdma_rail1=4
+# lab: --layout pods --rails 2 --k8s-node node-a,netns=podA,pod-ip=10.99.0.1,cap=nvidia.com/sriov_rdma_rail0=4,cap=nvidia.com/sriov_rdma_rail1=4,dra=2,dra-ifname=net,dra-first=1,dra-netns=podA,dra-rxe,pod-network=scripts/labtests/cni/pod-network-a.json --k8s-node node-b,netns=podB,pod-ip=10.99.0.2,cap=nvidia.com/sriov_rdma_rail0=4,cap=nvidia.com/sriov_rdma_rail1=4,dra=2,dra-ifname=net,dra-first=1,dra-netns=podB,dra-rxe,pod-network=scripts/labtests/cni/pod-network-b.json
 # railsweep run --mode --nodes over real rxe, through a real Kubernetes control plane:
 # scripts/lab starts kube-apiserver, etcd, kube-scheduler and kube-controller-manager on the
 # host, and the guest runs the node agents of node-a (its pods run in podA) and node-b (podB),
@@ -8,7 +8,11 @@
 # scheduled is explained in the scheduler's words; compare runs hostnetwork and sriov into one
 # CSV, markdown and SVG. Each lab pod has its own RDMA devices, as an SR-IOV VF gives a pod its
 # own; the pod spec itself (annotations, resources) changes nothing in the lab, and every pod
-# of a node runs in that node's namespace. Bandwidths only have to be above zero.
+# of a node runs in that node's namespace. Each node also publishes its two rails as DRANET
+# does (a ResourceSlice of driver dra.net): a pod with a claim gets a namespace of its own, with
+# eth0 on the lab's control bridge (the bridge CNI plugin, host-local addresses) and exactly the
+# rails the scheduler allocated, moved out of podA/podB with their addresses and their rxe
+# devices, and given back when the pod goes. Bandwidths only have to be above zero.
 MARGIN=${MARGIN:-60}
 TEST_TIMEOUT=${TEST_TIMEOUT:-500}
 SRIOV=(--networks 'sriov:sriov-rdma-rail-{0..1}' --rdma-resource 'sriov:nvidia.com/sriov_rdma_rail{0..1}=1')
@@ -59,21 +63,64 @@ test_modes_unschedulable_is_explained() {
   no_pods_left
 }
 
-test_modes_compare_hostnetwork_sriov() {
-  railsweep_k8s cmp compare --modes hostnetwork,sriov "${SRIOV[@]}"
-  [ "$rc" -eq 0 ] || fail "railsweep compare: exit $rc"
-  python3 - "$T_OUT/cmp.csv" <<'PY' || fail "the file does not hold both modes"
+# dra_class: DRANET's DeviceClass, as its quick start makes it.
+dra_class() {
+  kube GET /apis/resource.k8s.io/v1/deviceclasses/dranet >/dev/null 2>&1 && return
+  kube POST /apis/resource.k8s.io/v1/deviceclasses '{"apiVersion":"resource.k8s.io/v1","kind":"DeviceClass",
+    "metadata":{"name":"dranet"},"spec":{"selectors":[{"cel":{"expression":"device.driver == \"dra.net\""}}]}}' >/dev/null
+}
+
+# rails_home NS LETTER: both rails are back in namespace NS with their addresses and rxe devices.
+rails_home() {
+  local i
+  for i in 0 1; do
+    ip -n "$1" -o -4 addr show dev "net$((i + 1))" | grep -q "10.224.$i." || fail "net$((i + 1)) not back in $1 with its address"
+    ip netns exec "$1" rdma link show | grep -q "rxe_$2$i/1 .*netdev net$((i + 1))" || fail "rxe_$2$i not back in $1"
+  done
+}
+
+test_modes_dra_sweeps_the_allocated_rails() {
+  dra_class
+  railsweep_k8s dra run --mode dra
+  [ "$rc" -eq 0 ] || fail "railsweep run --mode dra --nodes: exit $rc"
+  python3 - "$T_OUT/dra.csv" <<'PY' || fail "rows are not those of the DRA pods"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-assert [(r["network_mode"], r["rail"]) for r in rows] == [("hostnetwork", "0"), ("hostnetwork", "1"), ("sriov", "0"), ("sriov", "1")], rows
+assert [r["rail"] for r in rows] == ["0", "1"], rows
+for r in rows:
+    assert r["status"] == "ok" and float(r["bw_avg_gbps"]) > 0, r
+    assert r["network_mode"] == "dra", r
+    assert r["client_pod"].endswith("-dra-client") and r["client_node"] == "node-a", r
+    assert r["server_pod"].endswith("-dra-server") and r["server_node"] == "node-b", r
+    assert r["client_interface"] in ("net1", "net2") and r["client_rdma_device"].startswith("rxe_a"), r
+PY
+  # The scheduler's allocation, as railsweep read it from each pod's claim.
+  [ "$(grep -c 'was allocated 2 rail(s)' "$T_OUT/dra.err")" -eq 2 ] || fail "no allocation of 2 rails per pod"
+  grep -q 'rails net1 (net1)' "$T_OUT/dra.err" && grep -q 'rails net2 (net2)' "$T_OUT/dra.err" || fail "allocated NICs not named"
+  # The pods ran in namespaces of their own, on the control bridge, not in podA/podB.
+  grep -q 'deleted pods railsweep-.*-dra-client, railsweep-.*-dra-server' "$T_OUT/dra.err" || fail "pods not deleted"
+  no_pods_left
+  rails_home podA a
+  rails_home podB b
+}
+
+test_modes_compare_hostnetwork_sriov_dra() {
+  dra_class
+  railsweep_k8s cmp compare --modes hostnetwork,sriov,dra "${SRIOV[@]}"
+  [ "$rc" -eq 0 ] || fail "railsweep compare: exit $rc"
+  python3 - "$T_OUT/cmp.csv" <<'PY' || fail "the file does not hold the three modes"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [(r["network_mode"], r["rail"]) for r in rows] == [(m, i) for m in ("hostnetwork", "sriov", "dra") for i in ("0", "1")], rows
 for r in rows:
     assert r["status"] == "ok" and float(r["bw_avg_gbps"]) > 0, r
     assert r["client_node"] == "node-a" and r["server_node"] == "node-b", r
 PY
-  grep -q '| rail | hostnetwork | sriov |' "$T_OUT/cmp.md" || fail "no comparison table in cmp.md"
+  grep -q '| rail | hostnetwork | sriov | dra |' "$T_OUT/cmp.md" || fail "no comparison table of three modes in cmp.md"
   head -c 100 "$T_OUT/cmp.svg" | grep -q '<svg\|<?xml' || fail "no SVG chart"
-  [ "$(grep -c 'deleted pods' "$T_OUT/cmp.err")" -eq 2 ] || fail "each mode's pods not deleted"
+  [ "$(grep -c 'deleted pods' "$T_OUT/cmp.err")" -eq 3 ] || fail "each mode's pods not deleted"
   no_pods_left
+  rails_home podA a
 }
 
 # The Kubernetes runner with pods that exist already (--client-pod/--server-pod): two pods the
