@@ -1,5 +1,6 @@
 //! The control channel over loopback TCP: the message ladder, every framing failure, phase
-//! timeouts, peer death during the measured window, and the daemon's admission rules.
+//! timeouts, peer death during the measured window. (The daemon's admission rules are tested
+//! through `serve_one` in tests/session.rs.)
 //!
 //! Timing assertions only bound how late a failure is noticed, relative to the configured
 //! timeout (at most 5x): they hold on a loaded 2-core machine.
@@ -209,7 +210,7 @@ fn every_message_variant_crosses_a_real_socket() {
     }
 }
 
-/// The whole ladder, server and client as separate threads, with a daemon-style admission.
+/// The whole ladder, server and client as separate threads.
 #[test]
 fn full_test_ladder_with_heartbeats_and_results_both_ways() {
     let (l, addr) = listener();
@@ -218,19 +219,12 @@ fn full_test_ladder_with_heartbeats_and_results_both_ways() {
     let server = thread::spawn(move || {
         let (s, _) = l.accept().unwrap();
         let mut ch = ControlChannel::from_stream(s).unwrap();
-        let policy = ServerPolicy {
-            default_device: "mlx5_0".into(),
-            devices: vec!["mlx5_0".into(), "mlx5_1".into()],
-            params: None,
-        };
-        let Admission::Admitted {
-            hello,
-            device,
-            claim,
-        } = admit(&mut ch, &policy, &server_claims).unwrap()
-        else {
-            panic!("refused")
-        };
+        // Admission as a daemon does it (its refusals: tests/session.rs): the hello, then the
+        // claim of the device it names.
+        let hello = ch.expect_hello().unwrap();
+        let device = hello.device.clone().unwrap();
+        let by = format!("{} ({})", hello.client_host, ch.peer_addr());
+        let claim = server_claims.try_claim(&device, &by).unwrap();
         assert_eq!(device, "mlx5_1");
         assert_eq!(claim.device(), "mlx5_1");
         assert_eq!(hello.client_host, "pod-client-0");
@@ -292,127 +286,6 @@ fn full_test_ladder_with_heartbeats_and_results_both_ways() {
     ch.close();
     assert_eq!(server.join().unwrap(), ours);
     assert!(claims.is_empty(), "the device is free again");
-}
-
-#[test]
-fn param_mismatch_is_rejected_naming_the_parameter_and_both_values() {
-    let (mut client, mut server) = pair(PhaseTimeouts::uniform(Duration::from_secs(10)));
-    let srv = thread::spawn(move || {
-        let policy = ServerPolicy {
-            default_device: "mlx5_0".into(),
-            devices: vec![],
-            params: Some(params()),
-        };
-        let claims = DeviceClaims::new();
-        let out = admit(&mut server, &policy, &claims).unwrap();
-        assert!(claims.is_empty(), "a rejected client holds no device");
-        out
-    });
-    let mut p = params();
-    p.qps = 2;
-    let err = client
-        .client_handshake(&Hello::new(p, None, "pod-c"))
-        .unwrap_err();
-    match &err {
-        ControlError::Rejected {
-            reason:
-                RejectReason::ParamMismatch {
-                    param,
-                    server,
-                    client,
-                },
-            ..
-        } => {
-            assert_eq!(param, "--qp/-q");
-            assert_eq!(server, "4");
-            assert_eq!(client, "2");
-        }
-        other => panic!("{other:?}"),
-    }
-    let text = err.to_string();
-    assert!(
-        text.contains(
-            "rejected the test: parameter --qp/-q differs: the server has 4, the client has 2"
-        ),
-        "{text}"
-    );
-    match srv.join().unwrap() {
-        Admission::Refused { reply, hello } => {
-            assert_eq!(hello.client_host, "pod-c");
-            assert!(matches!(*reply, Msg::Reject { .. }));
-        }
-        other => panic!("{other:?}"),
-    }
-}
-
-#[test]
-fn unknown_device_is_rejected_with_the_list() {
-    let (mut client, mut server) = pair(PhaseTimeouts::uniform(Duration::from_secs(10)));
-    let srv = thread::spawn(move || {
-        let policy = ServerPolicy {
-            default_device: "mlx5_0".into(),
-            devices: vec!["mlx5_0".into(), "mlx5_1".into()],
-            params: None,
-        };
-        admit(&mut server, &policy, &DeviceClaims::new()).unwrap()
-    });
-    let err = client
-        .client_handshake(&Hello::new(params(), Some("mlx5_7".into()), "pod-c"))
-        .unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("the server has no device mlx5_7 (it serves: mlx5_0, mlx5_1)"),
-        "{err}"
-    );
-    assert!(matches!(srv.join().unwrap(), Admission::Refused { .. }));
-}
-
-/// A daemon: one rail busy, a second client for it gets Busy, a client for another rail runs.
-#[test]
-fn busy_device_answers_busy_while_other_devices_are_admitted() {
-    let claims = DeviceClaims::new();
-    let _held = claims.try_claim("mlx5_0", "pod-a (10.0.0.1:5000)").unwrap();
-    let policy = ServerPolicy {
-        default_device: "mlx5_0".into(),
-        devices: vec![],
-        params: None,
-    };
-
-    let (mut client, mut server) = pair(PhaseTimeouts::uniform(Duration::from_secs(10)));
-    let (c2, p2) = (claims.clone(), policy.clone());
-    let srv = thread::spawn(move || admit(&mut server, &p2, &c2).unwrap());
-    // No device named: the default, which is busy.
-    let err = client
-        .client_handshake(&Hello::new(params(), None, "pod-b"))
-        .unwrap_err();
-    match &err {
-        ControlError::Busy { device, by, .. } => {
-            assert_eq!(device, "mlx5_0");
-            assert_eq!(by, "pod-a (10.0.0.1:5000)");
-        }
-        other => panic!("{other:?}"),
-    }
-    assert!(err.to_string().contains("is busy: device mlx5_0"), "{err}");
-    assert!(matches!(
-        srv.join().unwrap(),
-        Admission::Refused { reply, .. } if matches!(*reply, Msg::Busy { .. })
-    ));
-
-    let (mut client, mut server) = pair(PhaseTimeouts::uniform(Duration::from_secs(10)));
-    let (c2, p2) = (claims.clone(), policy.clone());
-    let srv = thread::spawn(move || {
-        let adm = admit(&mut server, &p2, &c2).unwrap();
-        server.send(&Msg::Accept(accept_msg("mlx5_1"))).unwrap();
-        adm
-    });
-    let acc = client
-        .client_handshake(&Hello::new(params(), Some("mlx5_1".into()), "pod-b"))
-        .unwrap();
-    assert_eq!(acc.device, "mlx5_1");
-    let adm = srv.join().unwrap();
-    assert_eq!(claims.len(), 2);
-    drop(adm);
-    assert_eq!(claims.len(), 1);
 }
 
 #[test]

@@ -181,7 +181,13 @@ fn a_server_pinned_to_a_device_refuses_another() {
     );
     let mut ch = client(addr);
     let hello = Hello::new(params(1), Some("rxe_b1".into()), "pod-a");
-    match ch.client_handshake(&hello).unwrap_err() {
+    let e = ch.client_handshake(&hello).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("the server has no device rxe_b1 (it serves: rxe_b0)"),
+        "{e}"
+    );
+    match e {
         ControlError::Rejected {
             reason: RejectReason::UnknownDevice { device, available },
             ..

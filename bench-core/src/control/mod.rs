@@ -33,8 +33,9 @@
 //! the write loop, [`PeerWatch::finish`], `send(&Msg::Done { .. })`,
 //! [`ControlChannel::expect_done`] in [`Phase::Results`], [`ControlChannel::close`].
 //!
-//! Server: accept, [`ControlChannel::from_stream`], [`admit`] (which answers `Busy`/`Reject`),
-//! open the device and `send(&Msg::Accept(..))`, then `exchange_endpoints`, `sync_ready`,
+//! Server: accept, [`ControlChannel::from_stream`], [`ControlChannel::expect_hello`], the
+//! admission (`session::server::serve_one`: version, secret, limits, parameters, rail, then
+//! the device's claim from [`DeviceClaims`], answering `Reject`/`Busy`), open the device and `send(&Msg::Accept(..))`, then `exchange_endpoints`, `sync_ready`,
 //! `watch`, [`PeerWatch::wait_peer_done`] with the measure timeout, `finish`,
 //! `expect_done(Phase::Results)` (returns the client's results at once), `send(&Msg::Done {..})`,
 //! `close`. On any local failure: [`ControlChannel::fail`] or [`PeerWatch::abort`] with the reason.
@@ -44,7 +45,6 @@ mod claims;
 mod error;
 mod frame;
 mod msg;
-mod server;
 mod watch;
 
 pub use channel::{measure_timeout, ControlChannel, Phase, PhaseTimeouts};
@@ -55,7 +55,6 @@ pub use frame::{
     MAGIC, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 pub use msg::{Accept, Hello, Msg, RejectReason, RunSecret, RDMABW_VERSION};
-pub use server::{admit, Admission, ServerPolicy};
 pub use watch::{PeerAlive, PeerStatus, PeerWatch, Progress, WatchConfig};
 
 // The `endpoints` message's payload and its parts: the engine's and the verbs' own types,
