@@ -102,36 +102,16 @@ pub fn parse_gpus(out: &Output) -> Result<usize> {
     Ok(n)
 }
 
-/// rdmabw's flag that reads the run's secret from the first line of standard input.
-pub const SECRET_STDIN: &str = "--secret-stdin";
+pub use results::rdmabw::secret::{RunSecret, SECRET_STDIN};
 
-/// A sweep's secret: the daemon it starts serves only the clients that present it, so that
-/// another pod of the node's network (the daemon of a hostNetwork pod listens there) cannot
-/// run tests on it. It travels on the processes' standard input, never on a command line.
-#[derive(Clone, PartialEq, Eq)]
-pub struct RunSecret(String);
-
-impl std::fmt::Debug for RunSecret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("RunSecret(..)")
-    }
-}
-
-impl RunSecret {
-    /// 128 random bits from the kernel, as 32 hex digits.
-    pub fn generate() -> Result<RunSecret> {
-        use std::io::Read;
-        let mut b = [0u8; 16];
-        std::fs::File::open("/dev/urandom")
-            .and_then(|mut f| f.read_exact(&mut b))
-            .context("cannot read /dev/urandom for the sweep's secret")?;
-        Ok(RunSecret(b.iter().map(|x| format!("{x:02x}")).collect()))
-    }
-
-    /// What a process started with [`SECRET_STDIN`] reads first: the secret and a newline.
-    pub fn stdin_line(&self) -> Vec<u8> {
-        format!("{}\n", self.0).into_bytes()
-    }
+/// A sweep's secret: 128 random bits from the kernel, as 32 hex digits.
+pub fn new_secret() -> Result<RunSecret> {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .context("cannot read /dev/urandom for the sweep's secret")?;
+    RunSecret::from_bytes(&b).context("a secret of 16 bytes is valid")
 }
 
 /// `argv` (an `rdmabw SUBCOMMAND ...` vector) reading the run's secret from its standard input.

@@ -926,7 +926,7 @@ pub async fn run<R: Runner>(
     run: SweepRun<'_>,
 ) -> Result<RailsOutcome> {
     let t0 = Instant::now();
-    let secret = rdmabw::RunSecret::generate()?;
+    let secret = rdmabw::new_secret()?;
     let pairs = planned_rails(cfg, prep, &run.skip);
     let rails: Vec<u32> = pairs.iter().map(|p| p.rail).collect();
     let progress = Progress::new(

@@ -9,6 +9,7 @@ use super::frame::PROTOCOL_VERSION;
 use crate::engine::Endpoints;
 use results::rdmabw::counters::CounterReport;
 use results::rdmabw::params::{LocalTuning, ParamMismatch, SizeResult, TestParams};
+pub use results::rdmabw::secret::RunSecret;
 
 /// The rdmabw release this build belongs to, sent in [`Hello`] and [`Accept`] for the logs.
 pub const RDMABW_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -119,48 +120,6 @@ pub struct Hello {
     /// clients that present it. Never logged, never on a command line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret: Option<RunSecret>,
-}
-
-/// A run's shared secret. Its `Debug` hides the value, so it cannot reach a log by accident.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct RunSecret(String);
-
-impl RunSecret {
-    /// The longest secret taken, in bytes (railsweep's are 32 hex digits).
-    pub const MAX_LEN: usize = 256;
-
-    /// A secret from its text, trimmed; `None` when empty, too long or not printable ASCII.
-    pub fn new(text: &str) -> Option<RunSecret> {
-        let t = text.trim();
-        (!t.is_empty() && t.len() <= Self::MAX_LEN && t.bytes().all(|b| b.is_ascii_graphic()))
-            .then(|| RunSecret(t.to_string()))
-    }
-
-    /// The secret's text, to hand to a child process.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    /// Whether `presented` is this secret, compared in time that does not depend on where
-    /// the two differ.
-    pub fn admits(&self, presented: Option<&RunSecret>) -> bool {
-        let Some(p) = presented else {
-            return false;
-        };
-        let (a, b) = (self.0.as_bytes(), p.0.as_bytes());
-        let mut diff = a.len() ^ b.len();
-        for (i, x) in a.iter().enumerate() {
-            diff |= usize::from(x ^ b.get(i).copied().unwrap_or(0));
-        }
-        diff == 0
-    }
-}
-
-impl fmt::Debug for RunSecret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("RunSecret(..)")
-    }
 }
 
 impl Hello {

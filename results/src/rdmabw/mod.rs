@@ -12,6 +12,7 @@ pub mod probe;
 pub mod rails;
 pub mod report;
 mod rows;
+pub mod secret;
 pub mod topology;
 
 pub use rows::RdmabwRun;
