@@ -284,6 +284,8 @@ impl SweepArgs {
                 .or_else(|| (self.gpu == Some(GpuArg::Auto)).then_some(GpuSelect::Auto)),
             transport: self.transport.clone(),
             show_commands: self.show_commands,
+            // Known once the pods of `--mode dra --gpu-align` are allocated (run::sweep_mode).
+            rail_gpus: Default::default(),
         })
     }
 }

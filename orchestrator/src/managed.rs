@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ClusterArgs;
 use crate::exit::Verdict;
 use crate::modes::cli::{NodePair, PodArgs};
+use crate::modes::dra::{GpusByInterface, PairGpus};
 use crate::modes::lifecycle::{LifecycleError, PodSet};
 use crate::modes::{self, yaml, Mode, Placement, PodPair};
 use crate::runner::KubeRunner;
@@ -192,6 +193,8 @@ pub struct ManagedPair {
     keep: bool,
     /// The pods' names.
     pub pods: Pods,
+    /// Mode `dra --gpu-align`: the GPU allocated with each rail of each pod (empty otherwise).
+    pub rail_gpus: PairGpus,
 }
 
 impl ManagedPair {
@@ -203,8 +206,12 @@ impl ManagedPair {
     }
 }
 
-/// Say on stderr which rails a `dra` pod was allocated, one line per rail, each with its GPU.
-pub(crate) async fn report_allocation(set: &PodSet, pod: &k8s_openapi::api::core::v1::Pod) {
+/// Say on stderr which rails a `dra` pod was allocated, one line per rail, each with its GPU;
+/// the GPUs by their rails' interfaces, for the rows.
+pub(crate) async fn report_allocation(
+    set: &PodSet,
+    pod: &k8s_openapi::api::core::v1::Pod,
+) -> GpusByInterface {
     let name = pod.metadata.name.as_deref().unwrap_or("?");
     let node = pod
         .spec
@@ -217,11 +224,23 @@ pub(crate) async fn report_allocation(set: &PodSet, pod: &k8s_openapi::api::core
                 "railsweep: mode dra: pod {name} on {node} was allocated {} rail(s):",
                 rails.len()
             );
-            for r in rails {
+            for r in &rails {
                 eprintln!("railsweep:   {r}");
+                if r.gpu.is_some() && r.interface.is_none() {
+                    eprintln!(
+                        "railsweep: warning: pod {name}: the interface of {} ({}) is not known \
+                         (no dra.net/ifName, or railsweep may not list ResourceSlices): its rows \
+                         cannot say which GPU sits with it",
+                        r.request, r.nic
+                    );
+                }
             }
+            GpusByInterface::of(&rails)
         }
-        Err(e) => eprintln!("railsweep: mode dra: pod {name}: {e}"),
+        Err(e) => {
+            eprintln!("railsweep: mode dra: pod {name}: {e}");
+            GpusByInterface::default()
+        }
     }
 }
 
@@ -260,6 +279,7 @@ pub async fn start_pair(
         Err(e) => Err(e),
     };
     listener.abort();
+    let mut rail_gpus = PairGpus::default();
     match ready {
         Ok(pods) => {
             let ips: Vec<String> = pods
@@ -278,7 +298,12 @@ pub async fn start_pair(
             eprintln!("railsweep: mode {mode}: pods ready: {}", ips.join(", "));
             if mode == Mode::Dra {
                 for p in &pods {
-                    report_allocation(&set, p).await;
+                    let gpus = report_allocation(&set, p).await;
+                    if p.metadata.name == pair.client.metadata.name {
+                        rail_gpus.client = gpus;
+                    } else if p.metadata.name == pair.server.metadata.name {
+                        rail_gpus.server = gpus;
+                    }
                 }
             }
         }
@@ -297,5 +322,6 @@ pub async fn start_pair(
         namespace,
         keep: spec.pods.keep_pods,
         pods,
+        rail_gpus,
     }))
 }

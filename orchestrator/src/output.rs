@@ -8,12 +8,17 @@ fn gid(i: Option<u32>) -> String {
     i.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
-fn side(iface: &str, dev: &str) -> String {
-    match (iface.is_empty(), dev.is_empty()) {
+/// One side of a rail: `iface dev`, and the GPU allocated with it when there is one.
+fn side(iface: &str, dev: &str, gpu: Option<&str>) -> String {
+    let ends = match (iface.is_empty(), dev.is_empty()) {
         (true, true) => "-".into(),
         (false, true) => iface.into(),
         (true, false) => dev.into(),
         (false, false) => format!("{iface} {dev}"),
+    };
+    match gpu {
+        Some(g) => format!("{ends} {g}"),
+        None => ends,
     }
 }
 
@@ -27,17 +32,29 @@ fn diagnosis(r: &RailResult) -> String {
     }
 }
 
-/// The per-rail table: rail, devices on each side, GID indexes, Gb/s, % of line rate, status,
-/// and a word per counter finding (`diagnosis`).
+/// The per-rail table: rail, devices on each side (with the GPU allocated with each rail's NIC,
+/// `--mode dra --gpu-align`), GID indexes, Gb/s, % of line rate, status, and a word per counter
+/// finding (`diagnosis`).
 /// With `sum`, a last line adds up the bandwidth of the measured rails (for `--parallel`).
 pub fn table(rows: &[RailResult], sum: bool) -> Table {
+    let gpus = rows
+        .iter()
+        .any(|r| r.client_gpu.is_some() || r.server_gpu.is_some());
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled)
         .set_header(vec![
             "rail",
-            "client (iface dev)",
-            "server (iface dev)",
+            if gpus {
+                "client (iface dev GPU)"
+            } else {
+                "client (iface dev)"
+            },
+            if gpus {
+                "server (iface dev GPU)"
+            } else {
+                "server (iface dev)"
+            },
             "GID idx c/s",
             "Gb/s",
             "% line rate",
@@ -49,8 +66,16 @@ pub fn table(rows: &[RailResult], sum: bool) -> Table {
     for r in &sorted {
         t.add_row(vec![
             r.rail.to_string(),
-            side(&r.client_interface, &r.client_rdma_device),
-            side(&r.server_interface, &r.server_rdma_device),
+            side(
+                &r.client_interface,
+                &r.client_rdma_device,
+                r.client_gpu.as_deref(),
+            ),
+            side(
+                &r.server_interface,
+                &r.server_rdma_device,
+                r.server_gpu.as_deref(),
+            ),
             format!("{}/{}", gid(r.client_gid_index), gid(r.server_gid_index)),
             r.bw_avg_gbps
                 .map_or_else(|| "-".into(), |b| format!("{b:.2}")),
@@ -181,6 +206,32 @@ mod tests {
         );
         assert_eq!(s[1], "rail 2 failed: port down");
         assert!(lines.iter().all(|l| !l.contains("loss")), "{text}");
+        assert!(
+            lines[1].contains("client (iface dev)") && !text.contains("GPU"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn each_side_shows_the_gpu_allocated_with_its_rail() {
+        let mut aligned = row(0, Some(96.0));
+        aligned.client_interface = "eth0".into();
+        aligned.client_gpu = Some("gpu-1".into());
+        aligned.server_interface = "eth2".into();
+        aligned.server_gpu = Some("gpu-3".into());
+        let text = table(&[aligned, row(1, Some(96.0))], false).to_string();
+        assert!(
+            text.contains("client (iface dev GPU)") && text.contains("server (iface dev GPU)"),
+            "{text}"
+        );
+        let line = text
+            .lines()
+            .find(|l| l.contains("eth0"))
+            .unwrap_or_default();
+        assert!(
+            line.contains("eth0 mlx5_0 gpu-1") && line.contains("eth2 mlx5_0 gpu-3"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -199,7 +199,11 @@ pub(crate) async fn sweep_mode(
     let Some(pair) = managed::start_pair(runner, &args.pair_spec(), mode).await? else {
         return Ok(SweepOutcome::interrupted_in_set_up());
     };
-    let outcome = sweep_and_print(runner, args, csv, cfg, &pair.pods).await;
+    let cfg = SweepConfig {
+        rail_gpus: pair.rail_gpus.clone(),
+        ..cfg.clone()
+    };
+    let outcome = sweep_and_print(runner, args, csv, &cfg, &pair.pods).await;
     let interrupted = matches!(&outcome, Ok(o) if o.interrupted.is_some());
     pair.finish(interrupted).await;
     outcome

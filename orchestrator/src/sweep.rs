@@ -85,6 +85,8 @@ pub struct SweepConfig {
     pub transport: results::rdmabw::flags::TransportFlags,
     /// Print each rdmabw client command on stderr before it runs.
     pub show_commands: bool,
+    /// Mode `dra --gpu-align`: the GPU allocated with each rail of each pod, for the rows.
+    pub rail_gpus: crate::modes::dra::PairGpus,
 }
 
 impl SweepConfig {
@@ -795,6 +797,10 @@ impl<'a, R: Runner> Sweep<'a, R> {
         };
         let (ci, cd, cg) = side(local, &pair.client);
         let (si, sd, sg) = side(remote, &pair.server);
+        let (client_gpu, server_gpu) = (
+            self.cfg.rail_gpus.client.get(&ci),
+            self.cfg.rail_gpus.server.get(&si),
+        );
         let rate =
             |row: &Option<results::rdmabw::rails::RailRow>| row.as_ref().and_then(|r| r.rate_gbps);
         let line_rate = rep.and_then(|r| r.line_rate_gbps).or_else(|| {
@@ -848,6 +854,10 @@ impl<'a, R: Runner> Sweep<'a, R> {
             counters: rep.map(|r| r.counters.clone()).unwrap_or_default(),
             poll: rep.map(|r| r.tuning.poll),
             cpu_s_per_gb: None,
+            client_gpu: client_gpu.map(|g| g.device.clone()),
+            client_gpu_pcie_root: client_gpu.and_then(|g| g.pcie_root.clone()),
+            server_gpu: server_gpu.map(|g| g.device.clone()),
+            server_gpu_pcie_root: server_gpu.and_then(|g| g.pcie_root.clone()),
         }
     }
 

@@ -48,5 +48,9 @@ pub(crate) fn row(client: &str, server: &str, rail: u32, bw: Option<f64>) -> Rai
         counters: Vec::new(),
         poll: None,
         cpu_s_per_gb: None,
+        client_gpu: None,
+        client_gpu_pcie_root: None,
+        server_gpu: None,
+        server_gpu_pcie_root: None,
     }
 }

@@ -10,6 +10,7 @@
 
 mod support;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use orchestrator::runner::{KubeRunner, Runner};
@@ -146,6 +147,11 @@ async fn dra_pods_get_exactly_their_allocated_rails_and_compare_takes_the_mode()
         rows[0].client_pod.as_deref(),
         Some("railsweep-d1-dra-client")
     );
+    assert!(
+        rows.iter()
+            .all(|r| r.client_gpu.is_none() && r.server_gpu.is_none()),
+        "no GPU without --gpu-align: {rows:?}"
+    );
     // Deleting the pods gives the rails back to the nodes.
     c.delete_namespace(&ns).await;
     let back = tokio::time::timeout(std::time::Duration::from_secs(60), async {
@@ -188,11 +194,40 @@ async fn dra_pods_get_exactly_their_allocated_rails_and_compare_takes_the_mode()
     c.delete_namespace(&ns).await;
 }
 
+/// A node's devices as its ResourceSlices publish them: (driver, device) -> (ifName, pcieRoot).
+async fn published(
+    c: &TestCluster,
+    node: &str,
+) -> BTreeMap<(String, String), (Option<String>, Option<String>)> {
+    use k8s_openapi::api::resource::v1::ResourceSlice;
+    let slices: kube::Api<ResourceSlice> = kube::Api::all(c.client.clone());
+    let lp = kube::api::ListParams::default().fields(&format!("spec.nodeName={node}"));
+    let mut out = BTreeMap::new();
+    for s in slices.list(&lp).await.expect("lists ResourceSlices").items {
+        for d in s.spec.devices.unwrap_or_default() {
+            let attr = |name: &str| {
+                d.attributes
+                    .as_ref()
+                    .and_then(|a| a.get(name))
+                    .and_then(|v| v.string.clone())
+            };
+            out.insert(
+                (s.spec.driver.clone(), d.name.clone()),
+                (attr("ifName"), attr("resource.kubernetes.io/pcieRoot")),
+            );
+        }
+    }
+    out
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gpu_align_puts_every_rail_under_one_of_its_gpus_roots() {
     let f = Fake::new(2);
+    // The fake reports the rails the node agent moved into each pod, by their interfaces.
+    f.rails_from_links("dra-");
     let (c, ns, kc) = setup("dra-align", &f).await;
     let out = f.file("align.csv");
+    let json = f.file("align.json");
     let r = railsweep(&args(
         "run",
         &kc,
@@ -207,6 +242,8 @@ async fn gpu_align_puts_every_rail_under_one_of_its_gpus_roots() {
             "4",
             "--run-id",
             "g",
+            "--json",
+            &json.display().to_string(),
         ],
     ))
     .await;
@@ -239,7 +276,69 @@ async fn gpu_align_puts_every_rail_under_one_of_its_gpus_roots() {
         gpus.insert((l.contains("dra-b48-a-"), gpu.unwrap_or("").to_string()));
     }
     assert_eq!(gpus.len(), 8, "a GPU of its own for every rail: {lines:?}");
-    assert_eq!(read_path(&out).expect("rows").len(), 2);
+
+    // The rows say which GPU sits with each rail, on both sides, in the CSV and the JSON; each
+    // GPU is under the PCIe root of its rail's NIC, as the nodes' ResourceSlices publish them.
+    let rows = read_path(&out).expect("csv rows");
+    assert_eq!(read_path(&json).expect("json rows"), rows);
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for (node, side) in [("b48-a", "client"), ("b48-b", "server")] {
+        let devices = published(&c, node).await;
+        let mut seen = std::collections::BTreeSet::new();
+        for row in &rows {
+            let (n, iface, gpu, root) = if side == "client" {
+                (
+                    &row.client_node,
+                    &row.client_interface,
+                    &row.client_gpu,
+                    &row.client_gpu_pcie_root,
+                )
+            } else {
+                (
+                    &row.server_node,
+                    &row.server_interface,
+                    &row.server_gpu,
+                    &row.server_gpu_pcie_root,
+                )
+            };
+            assert_eq!(n, node);
+            assert!(iface.starts_with(&format!("dra-{node}-")), "{row:?}");
+            let gpu = gpu
+                .as_deref()
+                .unwrap_or_else(|| panic!("no {side} GPU: {row:?}"));
+            let nic_root = devices
+                .iter()
+                .find(|((driver, _), (if_name, _))| {
+                    driver == "dra.net" && if_name.as_deref() == Some(iface.as_str())
+                })
+                .and_then(|(_, (_, root))| root.clone())
+                .unwrap_or_else(|| panic!("node {node} publishes no NIC {iface}"));
+            let gpu_root = devices
+                .get(&("gpu.nvidia.com".to_string(), gpu.to_string()))
+                .and_then(|(_, root)| root.clone())
+                .unwrap_or_else(|| panic!("node {node} publishes no GPU {gpu}"));
+            assert_eq!(
+                (root.as_deref(), gpu_root.as_str()),
+                (Some(nic_root.as_str()), nic_root.as_str()),
+                "rail {} {side} {iface}: its GPU {gpu} is under its NIC's root",
+                row.rail
+            );
+            assert!(
+                seen.insert(gpu.to_string()),
+                "{gpu} twice on {node}: {rows:?}"
+            );
+        }
+    }
+    let stdout = text(&r.stdout);
+    assert!(
+        stdout.contains("client (iface dev GPU)")
+            && stdout.contains(&format!(
+                "{} mlx5_0 {}",
+                rows[0].client_interface,
+                rows[0].client_gpu.as_deref().unwrap_or("?")
+            )),
+        "the table shows each rail's GPU: {stdout}"
+    );
     assert!(c.pods_left(&ns).await.is_empty(), "{stderr}");
     c.delete_namespace(&ns).await;
 }

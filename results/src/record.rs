@@ -20,8 +20,9 @@ use crate::threshold::{below_threshold, percent_of_line_rate};
 /// files still read.
 ///
 /// Version 2 added `bidirectional`, `diagnosis` and `counters`; version 3 `poll` and
-/// `cpu_s_per_gb`.
-pub const SCHEMA_VERSION: u32 = 3;
+/// `cpu_s_per_gb`; version 4 `client_gpu`, `client_gpu_pcie_root`, `server_gpu` and
+/// `server_gpu_pcie_root`.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Fields added after version 1, with the version that added them: a file of an
 /// older version has no column (no key) for them, and its rows read with the
@@ -32,6 +33,10 @@ pub const ADDED_FIELDS: &[(&str, u32)] = &[
     ("counters", 2),
     ("poll", 3),
     ("cpu_s_per_gb", 3),
+    ("client_gpu", 4),
+    ("client_gpu_pcie_root", 4),
+    ("server_gpu", 4),
+    ("server_gpu_pcie_root", 4),
 ];
 
 /// True when a file of `version` must have field `name`.
@@ -296,6 +301,22 @@ pub struct RailResult {
     /// with `bidirectional`, both processes' over both directions'); empty when not measured.
     #[serde(default)]
     pub cpu_s_per_gb: Option<f64>,
+    /// The GPU allocated with this rail to the client pod (railsweep `--mode dra
+    /// --gpu-align`): the DRA device name, e.g. `gpu-3`, of the claim's request for the rail's
+    /// GPU. Empty without `--gpu-align`, outside DRA, and in an older file. It is not the GPU
+    /// the buffers were in (`--use_cuda`): rdmabw's report says that.
+    #[serde(default)]
+    pub client_gpu: Option<String>,
+    /// The PCIe root of `client_gpu` (the `resource.kubernetes.io/pcieRoot` its ResourceSlice
+    /// publishes, e.g. `pci0000:4c`); empty when none is published.
+    #[serde(default)]
+    pub client_gpu_pcie_root: Option<String>,
+    /// The GPU allocated with this rail to the server pod, as `client_gpu`.
+    #[serde(default)]
+    pub server_gpu: Option<String>,
+    /// The PCIe root of `server_gpu`, as `client_gpu_pcie_root`.
+    #[serde(default)]
+    pub server_gpu_pcie_root: Option<String>,
 }
 
 /// A record that breaks one of [`RailResult`]'s rules, with the field at fault.

@@ -76,7 +76,7 @@ fn csv_missing_optional_column_is_still_an_error() {
 
 #[test]
 fn csv_unknown_column_is_an_error() {
-    let text = fixture_csv().replacen("cpu_s_per_gb\n", "cpu_s_per_gb,extra\n", 1);
+    let text = fixture_csv().replacen("server_gpu_pcie_root\n", "server_gpu_pcie_root,extra\n", 1);
     let text = text
         .lines()
         .enumerate()
@@ -92,7 +92,7 @@ fn csv_unknown_column_is_an_error() {
     let e = err(&text, "a.csv");
     assert_eq!(
         e.to_string(),
-        "a.csv:1:40: unknown column `extra` (schema_version 3 has no such column)"
+        "a.csv:1:44: unknown column `extra` (schema_version 4 has no such column)"
     );
 }
 
@@ -100,19 +100,19 @@ fn csv_unknown_column_is_an_error() {
 fn csv_newer_schema_is_refused_before_column_checks() {
     // A newer schema typically has columns this one does not know; the
     // version is what the user needs to hear about.
-    let text = set_cell(&fixture_csv(), 0, "schema_version", "4").replacen(
-        "cpu_s_per_gb\n",
-        "cpu_s_per_gb,new_field\n",
+    let text = set_cell(&fixture_csv(), 0, "schema_version", "5").replacen(
+        "server_gpu_pcie_root\n",
+        "server_gpu_pcie_root,new_field\n",
         1,
     );
     let e = err(&text, "new.csv");
     assert!(
-        matches!(e, ResultsError::NewerSchema { found: 4, .. }),
+        matches!(e, ResultsError::NewerSchema { found: 5, .. }),
         "{e:?}"
     );
     assert!(
         e.to_string()
-            .starts_with("new.csv:2:1: schema_version 4 is newer"),
+            .starts_with("new.csv:2:1: schema_version 5 is newer"),
         "{e}"
     );
 }
@@ -177,22 +177,22 @@ fn csv_short_row_is_an_error() {
     text.push_str("1,run,2025-06-01T00:00:00Z\n");
     let e = err(&text, "a.csv").to_string();
     assert!(
-        e.starts_with("a.csv:5:4: row has 3 cells but the header has 39 columns"),
+        e.starts_with("a.csv:5:4: row has 3 cells but the header has 43 columns"),
         "{e}"
     );
 }
 
 #[test]
 fn json_newer_schema_names_file_line_column() {
-    let text = fixture_json().replacen("\"schema_version\": 3", "\"schema_version\": 4", 1);
+    let text = fixture_json().replacen("\"schema_version\": 4", "\"schema_version\": 5", 1);
     let e = err(&text, "new.json");
     assert!(
-        matches!(e, ResultsError::NewerSchema { found: 4, .. }),
+        matches!(e, ResultsError::NewerSchema { found: 5, .. }),
         "{e:?}"
     );
     assert!(
         e.to_string()
-            .starts_with("new.json:2:21: schema_version 4 is newer"),
+            .starts_with("new.json:2:21: schema_version 5 is newer"),
         "{e}"
     );
 }
@@ -285,7 +285,7 @@ fn a_version_2_file_without_the_new_columns_is_an_error() {
 #[test]
 fn a_version_2_csv_reads_without_poll_and_cpu_columns() {
     let v3 = drop_column(&drop_column(&fixture_csv(), "cpu_s_per_gb"), "poll");
-    // Claiming version 3, the file lacks the columns version 3 added.
+    // Claiming the current version, the file lacks the columns version 3 added.
     assert_eq!(
         err(&v3, "a.csv").to_string(),
         "a.csv:1:38: missing column `poll`"
@@ -312,7 +312,7 @@ fn poll_and_cpu_per_gb_round_trip_through_csv() {
     assert!(
         text.lines()
             .nth(1)
-            .is_some_and(|l| l.ends_with(",event,0.125")),
+            .is_some_and(|l| l.ends_with(",event,0.125,,,,")),
         "{text}"
     );
     assert_eq!(read_str(&text, "rt.csv").expect("reads back"), rows);
@@ -330,8 +330,8 @@ fn a_list_cell_that_is_not_json_names_its_column() {
 
 #[test]
 fn a_version_1_json_file_reads_without_the_new_keys() {
-    let text = fixture_json().replacen("\"schema_version\": 3", "\"schema_version\": 1", 1);
-    let text = text
+    let text = fixture_json().replacen("\"schema_version\": 4", "\"schema_version\": 1", 1);
+    let text = without_gpu_keys(&text)
         .replace(",\n      \"poll\": null,\n      \"cpu_s_per_gb\": null", "")
         .replace(",\n      \"diagnosis\": [],\n      \"counters\": []", "")
         .replace(
@@ -346,4 +346,82 @@ fn a_version_1_json_file_reads_without_the_new_keys() {
     assert!(err(&v2, "new.json")
         .to_string()
         .contains("missing column `diagnosis`"));
+}
+
+/// A JSON results text without the keys version 4 added (each row's last four, all null).
+fn without_gpu_keys(json: &str) -> String {
+    let keys = [
+        "client_gpu",
+        "client_gpu_pcie_root",
+        "server_gpu",
+        "server_gpu_pcie_root",
+    ];
+    let gone = keys.iter().fold(json.to_string(), |t, k| {
+        t.replace(&format!(",\n      \"{k}\": null"), "")
+    });
+    assert!(!gone.contains("_gpu"), "{gone}");
+    gone
+}
+
+#[test]
+fn a_version_3_file_reads_without_the_gpu_columns() {
+    let keys = [
+        "client_gpu",
+        "client_gpu_pcie_root",
+        "server_gpu",
+        "server_gpu_pcie_root",
+    ];
+    let v4 = keys.iter().fold(fixture_csv(), |t, k| drop_column(&t, k));
+    // Claiming version 4, the file lacks the columns version 4 added.
+    assert_eq!(
+        err(&v4, "a.csv").to_string(),
+        "a.csv:1:40: missing column `client_gpu`"
+    );
+    let v3 = (0..3).fold(v4, |t, row| set_cell(&t, row, "schema_version", "3"));
+    let rows = read_str(&v3, "old.csv").expect("a version 3 CSV reads");
+    assert_eq!(rows, common::fixture_rows()[..3].to_vec());
+    assert!(rows.iter().all(|r| r.client_gpu.is_none()
+        && r.client_gpu_pcie_root.is_none()
+        && r.server_gpu.is_none()
+        && r.server_gpu_pcie_root.is_none()));
+
+    let json = without_gpu_keys(&fixture_json());
+    assert!(err(&json, "a.json")
+        .to_string()
+        .contains("missing column `client_gpu`"));
+    let json = json.replacen("\"schema_version\": 4", "\"schema_version\": 3", 1);
+    let rows = read_str(&json, "old.json").expect("a version 3 JSON file reads");
+    assert_eq!(rows, common::fixture_rows()[..3].to_vec());
+}
+
+#[test]
+fn each_sides_gpu_and_its_root_round_trip_through_csv_and_json() {
+    let mut rows = common::fixture_rows()[..2].to_vec();
+    rows[0].client_gpu = Some("gpu-3".into());
+    rows[0].client_gpu_pcie_root = Some("pci0000:4c".into());
+    rows[0].server_gpu = Some("gpu-0".into());
+    // A GPU whose ResourceSlice publishes no PCIe root.
+    rows[0].server_gpu_pcie_root = None;
+    let mut buf = Vec::new();
+    write_csv(&mut buf, &rows).expect("write");
+    let text = String::from_utf8(buf).expect("utf-8");
+    assert!(
+        text.lines()
+            .nth(1)
+            .is_some_and(|l| l.ends_with(",gpu-3,pci0000:4c,gpu-0,")),
+        "{text}"
+    );
+    assert!(
+        text.lines().nth(2).is_some_and(|l| l.ends_with(",,,,")),
+        "{text}"
+    );
+    assert_eq!(read_str(&text, "rt.csv").expect("reads back"), rows);
+    let mut buf = Vec::new();
+    write_json(&mut buf, "t", &rows).expect("write");
+    let text = String::from_utf8(buf).expect("utf-8");
+    assert!(
+        text.contains("\"client_gpu\": \"gpu-3\",\n      \"client_gpu_pcie_root\": \"pci0000:4c\""),
+        "{text}"
+    );
+    assert_eq!(read_str(&text, "rt.json").expect("reads back"), rows);
 }

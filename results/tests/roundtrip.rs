@@ -146,6 +146,63 @@ fn row_sink_keeps_every_row_on_disk_as_it_goes() {
 }
 
 #[test]
+fn resuming_a_version_3_file_keeps_its_rows_and_adds_a_row_with_gpus() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = dir.path().join("v3.csv");
+    let rows = common::fixture_rows();
+    // A version 3 file: the current layout less the four GPU columns, its rows' last.
+    let mut buf = Vec::new();
+    results::write_csv(&mut buf, &rows[..3]).expect("write");
+    let current = String::from_utf8(buf).expect("utf-8");
+    let gpu_columns = ",client_gpu,client_gpu_pcie_root,server_gpu,server_gpu_pcie_root";
+    let v3: String = current
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let l = if i == 0 {
+                l.strip_suffix(gpu_columns)
+                    .expect("the GPU columns are last")
+            } else {
+                l.strip_suffix(",,,,").expect("no GPU in the fixture rows")
+            };
+            let l = match l.strip_prefix(&format!("{},", results::SCHEMA_VERSION)) {
+                Some(rest) => format!("3,{rest}"),
+                None => l.to_string(),
+            };
+            format!("{l}\n")
+        })
+        .collect();
+    std::fs::write(&csv, &v3).expect("write");
+    assert_eq!(read_path(&csv).expect("a version 3 file reads"), rows[..3]);
+
+    let mut aligned = rows[3].clone();
+    aligned.client_gpu = Some("gpu-1".into());
+    aligned.client_gpu_pcie_root = Some("pci0000:0c".into());
+    aligned.server_gpu = Some("gpu-6".into());
+    aligned.server_gpu_pcie_root = Some("pci0000:cc".into());
+    let json = dir.path().join("v3.json");
+    let mut sink = RowSink::resume(&csv, Some(&json), "resumed").expect("resume");
+    sink.append(aligned.clone()).expect("append");
+    drop(sink);
+    let text = std::fs::read_to_string(&csv).expect("csv");
+    assert!(
+        text.lines()
+            .next()
+            .is_some_and(|h| h.ends_with(gpu_columns)),
+        "{text}"
+    );
+    let version = format!("{},", results::SCHEMA_VERSION);
+    assert!(
+        text.lines().skip(1).all(|l| l.starts_with(&version)),
+        "{text}"
+    );
+    let mut want = rows[..3].to_vec();
+    want.push(aligned);
+    assert_eq!(read_path(&csv).expect("csv"), want);
+    assert_eq!(read_path(&json).expect("json"), want);
+}
+
+#[test]
 fn resuming_a_version_1_file_rewrites_it_in_the_current_schema_first() {
     let dir = tempfile::tempdir().expect("tempdir");
     let csv = dir.path().join("old.csv");
@@ -168,7 +225,9 @@ fn resuming_a_version_1_file_rewrites_it_in_the_current_schema_first() {
     assert!(text
         .lines()
         .next()
-        .is_some_and(|h| h.ends_with(",error,diagnosis,counters,poll,cpu_s_per_gb")));
+        .is_some_and(|h| h.ends_with(
+            ",error,diagnosis,counters,poll,cpu_s_per_gb,client_gpu,client_gpu_pcie_root,server_gpu,server_gpu_pcie_root"
+        )));
     let current = format!("{},", results::SCHEMA_VERSION);
     assert!(
         text.lines().skip(1).all(|l| l.starts_with(&current)),

@@ -113,7 +113,8 @@ fn markdown_snapshot_with_report_threshold() {
 #[test]
 fn a_version_1_fixture_reads_and_rewrites_as_the_current_version_row_for_row() {
     // The fixture was written with schema version 1 (before `bidirectional`, `diagnosis` and
-    // `counters` of version 2, and `poll` and `cpu_s_per_gb` of version 3).
+    // `counters` of version 2, `poll` and `cpu_s_per_gb` of version 3, and the GPU columns of
+    // version 4).
     let fixture = std::fs::read_to_string(common::fixture_path("sweep-16x3.csv")).expect("fixture");
     let out = String::from_utf8(export(&common::fixture_report(), Format::Csv)).expect("utf-8");
     let records = |text: &str| -> Vec<Vec<String>> {
@@ -136,12 +137,16 @@ fn a_version_1_fixture_reads_and_rewrites_as_the_current_version_row_for_row() {
                 "counters".into(),
                 "poll".into(),
                 "cpu_s_per_gb".into(),
+                "client_gpu".into(),
+                "client_gpu_pcie_root".into(),
+                "server_gpu".into(),
+                "server_gpu_pcie_root".into(),
             ]);
         } else {
             assert_eq!(want[0], "1", "a version 1 row");
             want[0] = results::SCHEMA_VERSION.to_string();
             want.insert(after_qps, "false".into());
-            want.extend([String::new(), String::new(), String::new(), String::new()]);
+            want.extend(std::iter::repeat_n(String::new(), 8));
         }
         assert_eq!(
             &want,
@@ -198,4 +203,40 @@ fn markdown_lists_each_rails_findings_with_their_evidence() {
     assert!(!export(&common::fixture_report(), Format::Markdown)
         .windows(11)
         .any(|w| w == b"## Findings"));
+}
+
+#[test]
+fn markdown_says_which_gpu_sits_with_each_rail_when_rows_have_one() {
+    let mut rows = common::fixture_rows();
+    let aligned = rows
+        .iter_mut()
+        .find(|r| r.network_mode.as_str() == "sriov" && r.rail == 2)
+        .expect("sriov rail 2");
+    aligned.client_gpu = Some("gpu-5".into());
+    aligned.client_gpu_pcie_root = Some("pci0000:8c".into());
+    aligned.server_gpu = Some("gpu-4".into());
+    let md = String::from_utf8(export(
+        &Report::new("railbench results test fixture", rows),
+        Format::Markdown,
+    ))
+    .expect("utf-8");
+    let at = md.find("## GPU of each rail").expect("a GPU section");
+    let section = &md[at..md[at..]
+        .find("## Failed rails")
+        .map_or(md.len(), |e| at + e)];
+    let lines: Vec<&str> = section.lines().filter(|l| l.starts_with("| ")).collect();
+    assert_eq!(
+        lines,
+        [
+            "| mode | rail | client | client GPU | server | server GPU |",
+            "| sriov | 2 | gpu-node-01 net3 | gpu-5 (pci0000:8c) | gpu-node-02 net3 | gpu-4 |",
+        ],
+        "{section}"
+    );
+    // Without a GPU in any row, no such section (the snapshot above).
+    assert!(
+        !String::from_utf8(export(&common::fixture_report(), Format::Markdown))
+            .expect("utf-8")
+            .contains("GPU of each rail")
+    );
 }

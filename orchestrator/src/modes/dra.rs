@@ -463,6 +463,15 @@ pub fn why_unallocatable(
     )]
 }
 
+/// A GPU allocated with a rail (`--gpu-align`): its DRA device and PCIe root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllocatedGpu {
+    /// The device name (`gpu-3`).
+    pub device: String,
+    /// Its PCIe root, when its ResourceSlice publishes one (and railsweep may list them).
+    pub pcie_root: Option<String>,
+}
+
 /// One rail a pod was allocated: the request, the NIC and (with `--gpu-align`) its GPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AllocatedRail {
@@ -474,8 +483,8 @@ pub struct AllocatedRail {
     pub interface: Option<String>,
     /// Its PCIe root, when published.
     pub pcie_root: Option<String>,
-    /// The GPU of the rail (`gpu-I`), with its PCIe root.
-    pub gpu: Option<(String, Option<String>)>,
+    /// The GPU of the rail (`gpu-I`).
+    pub gpu: Option<AllocatedGpu>,
 }
 
 impl std::fmt::Display for AllocatedRail {
@@ -487,9 +496,9 @@ impl std::fmt::Display for AllocatedRail {
         if let Some(r) = &self.pcie_root {
             write!(f, " pcieRoot {r}")?;
         }
-        if let Some((g, r)) = &self.gpu {
-            write!(f, ", GPU {g}")?;
-            if let Some(r) = r {
+        if let Some(g) = &self.gpu {
+            write!(f, ", GPU {}", g.device)?;
+            if let Some(r) = &g.pcie_root {
                 write!(f, " pcieRoot {r}")?;
             }
         }
@@ -522,9 +531,9 @@ pub fn allocated_rails(claim: &ResourceClaim, devices: &[NodeDevice]) -> Vec<All
             results
                 .iter()
                 .find(|g| g.request == format!("gpu-{i}"))
-                .map(|g| {
-                    let root = find(&g.driver, &g.pool, &g.device).and_then(|d| d.attr(PCIE_ROOT));
-                    (g.device.clone(), root)
+                .map(|g| AllocatedGpu {
+                    device: g.device.clone(),
+                    pcie_root: find(&g.driver, &g.pool, &g.device).and_then(|d| d.attr(PCIE_ROOT)),
                 })
         });
         rails.push(AllocatedRail {
@@ -536,6 +545,44 @@ pub fn allocated_rails(claim: &ResourceClaim, devices: &[NodeDevice]) -> Vec<All
         });
     }
     rails
+}
+
+/// The GPU allocated with each rail of one pod, by the rail's interface: the interface keeps
+/// its `dra.net/ifName` in the pod (as DRANET moves a netdev without a name in the claim's
+/// config), so the rows' `client_interface`/`server_interface` find it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GpusByInterface(BTreeMap<String, AllocatedGpu>);
+
+impl GpusByInterface {
+    /// The GPUs of `rails`; rails without a GPU or without a known interface are left out.
+    pub fn of(rails: &[AllocatedRail]) -> GpusByInterface {
+        GpusByInterface(
+            rails
+                .iter()
+                .filter_map(|r| Some((r.interface.clone()?, r.gpu.clone()?)))
+                .collect(),
+        )
+    }
+
+    /// The GPU allocated with the rail on `interface`.
+    pub fn get(&self, interface: &str) -> Option<&AllocatedGpu> {
+        self.0.get(interface)
+    }
+
+    /// Whether no rail has a GPU.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The GPU allocated with each rail of both pods of a pair (mode `dra` with `--gpu-align`),
+/// for the rows' `client_gpu` and `server_gpu`; empty otherwise.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PairGpus {
+    /// The client pod's rails.
+    pub client: GpusByInterface,
+    /// The server pod's rails.
+    pub server: GpusByInterface,
 }
 
 #[cfg(test)]
@@ -714,5 +761,57 @@ mod tests {
         assert!(w.contains("pci0000:0c: 2 NIC(s), 1 GPU(s)"), "{w}");
         let w = why_unallocatable(&o, "n1", &devs, &none).join("");
         assert!(w.contains("other claims may hold them"), "{w}");
+    }
+
+    #[test]
+    fn each_rail_gets_the_gpu_of_its_own_request_keyed_by_its_interface() {
+        use k8s_openapi::api::resource::v1::{
+            AllocationResult, DeviceAllocationResult, DeviceRequestAllocationResult,
+            ResourceClaimStatus,
+        };
+        let result = |request: &str, driver: &str, device: &str| DeviceRequestAllocationResult {
+            request: request.into(),
+            driver: driver.into(),
+            pool: "n1".into(),
+            device: device.into(),
+            ..DeviceRequestAllocationResult::default()
+        };
+        // The scheduler's results, GPUs not in rail order: rail-1 has gpu-7 (root 0xcc).
+        let claim = ResourceClaim {
+            status: Some(ResourceClaimStatus {
+                allocation: Some(AllocationResult {
+                    devices: Some(DeviceAllocationResult {
+                        results: Some(vec![
+                            result("rail-0", "dra.net", "nic0"),
+                            result("gpu-1", "gpu.nvidia.com", "gpu-7"),
+                            result("gpu-0", "gpu.nvidia.com", "gpu-1"),
+                            result("rail-1", "dra.net", "nic6"),
+                        ]),
+                        ..DeviceAllocationResult::default()
+                    }),
+                    ..AllocationResult::default()
+                }),
+                ..ResourceClaimStatus::default()
+            }),
+            ..ResourceClaim::default()
+        };
+        let devs = node_devices(&b48("n1"), "n1");
+        let rails = allocated_rails(&claim, &devs);
+        assert_eq!(rails.len(), 2);
+        assert_eq!(
+            rails[1].to_string(),
+            "rail-1 nic6 (eth6) pcieRoot pci0000:cc, GPU gpu-7 pcieRoot pci0000:cc"
+        );
+        let gpus = GpusByInterface::of(&rails);
+        let gpu = |i: &str| {
+            gpus.get(i)
+                .map(|g| (g.device.as_str(), g.pcie_root.as_deref()))
+        };
+        assert_eq!(gpu("eth0"), Some(("gpu-1", Some("pci0000:0c"))));
+        assert_eq!(gpu("eth6"), Some(("gpu-7", Some("pci0000:cc"))));
+        assert_eq!(gpu("eth1"), None);
+        // Without the node's devices (no right to list ResourceSlices) the interfaces are not
+        // known: no rail can be matched to a row.
+        assert!(GpusByInterface::of(&allocated_rails(&claim, &[])).is_empty());
     }
 }

@@ -71,10 +71,21 @@ my_node() {
 }
 # The first of these files that exists.
 first() { for f in "$@"; do [ -e "$f" ] && { echo "$f"; return; }; done; echo "$1"; }
+# A rails report of this network namespace's interfaces named PREFIX*, in name order.
+rails_from_links() {
+    i=0; sep=""
+    printf '{"schema_version":1,"rdmabw_version":"%s","host":"fake","rails":[' "$(sed 's/^rdmabw //' "$dir/version")"
+    for n in $(ip -o link show | sed -n 's/^[0-9]*: \([^:@]*\).*/\1/p' | grep "^$1" | sort); do
+      printf '%s{"rail":%d,"iface":"%s","ipv4":"10.225.%d.2","device":null,"port":null,"gid_index":null,"state":"ACTIVE","link_layer":"Ethernet","rate_gbps":100.0,"active_mtu_bytes":4096,"pci":null,"numa_node":null,"gpus":[],"attachment":"unknown","usable":true,"reason":null}' "$sep" "$i" "$n" "$i"
+      sep=","; i=$((i + 1))
+    done
+    printf '],"not_rails":[]}\n'
+}
 client() {
-    nd=""; prev=""; last=""
+    nd=""; snd=""; prev=""; last=""
     for a in "$@"; do
       [ "$prev" = "--netdev" ] && nd=$a
+      [ "$prev" = "--server-netdev" ] && snd=$a
       [ "$prev" = "-d" ] && nd=net$(( ${a#mlx5_} + 1 ))
       prev=$a; last=$a
     done
@@ -86,6 +97,12 @@ client() {
     fi
     b=$(cat "$(first "$dir/behave-$me-$nd" "$dir/behave-$peer-$nd" "$dir/behave-$nd")" 2>/dev/null || echo ok)
     rep=$(first "$dir/report-$me-$nd.json" "$dir/report-$peer-$nd.json" "$dir/report-$nd.json")
+    if [ -e "$dir/rails-links" ] && [ ! -e "$rep" ]; then
+      # Rails from the namespace's links: rail 0's report, with these interfaces (local first).
+      sed -e "s/\"netdev\":\"net1\"/\"netdev\":\"$nd\"/" -e "s/\"netdev\":\"net1\"/\"netdev\":\"$snd\"/" \
+        "$dir/report-net1.json" >"$dir/report-links-$$.json"
+      rep="$dir/report-links-$$.json"
+    fi
     case "$b" in
       ok) cat "$rep" ;;
       fail) cat "$dir/report-fail.json"; return 2 ;;
@@ -100,7 +117,8 @@ client() {
 case "$1" in
   --version) cat "$dir/version" ;;
   rails)
-    if [ -e "$dir/per-node" ]; then cat "$(first "$dir/rails-$(my_node).json" "$dir/rails.json")"
+    if [ -e "$dir/rails-links" ]; then rails_from_links "$(cat "$dir/rails-links")"
+    elif [ -e "$dir/per-node" ]; then cat "$(first "$dir/rails-$(my_node).json" "$dir/rails.json")"
     else cat "$dir/rails.json"; fi ;;
   server) echo $$ >"$dir/server.pid"; echo "$*" >"$dir/server-args"
     case " $* " in *" --secret-stdin "*) IFS= read -r s; echo "$s" >"$dir/server-secret" ;; esac
@@ -228,6 +246,14 @@ impl Fake {
             "schema_version": 1, "rdmabw_version": "0.1.0", "host": "fake", "rails": rails, "not_rails": [],
         });
         self.write("rails.json", &doc.to_string());
+    }
+
+    /// Make `rails` report the interfaces of the pod's network namespace whose names start with
+    /// `prefix` (the rails a DRA driver moved in), rail 0 up in name order, without RDMA
+    /// devices (so clients name `--netdev` and `--server-netdev`); a client on such a rail prints
+    /// rail 0's report with those interfaces as its ends' netdevs.
+    pub fn rails_from_links(&self, prefix: &str) {
+        self.write("rails-links", prefix);
     }
 
     /// Make the fake claim another version, in `--version` and in its rails report.

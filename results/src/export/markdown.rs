@@ -10,8 +10,9 @@ use crate::summary::{fmt_threshold, Comparison, Report};
 
 /// Rails as rows and modes as columns (average Gb/s), a table of run
 /// settings, one summary line per mode, the difference of every mode from
-/// the first, the error text of each failed rail, and each rail's counter findings with the
-/// counters that show them and what to do.
+/// the first, the GPU allocated with each rail (when rows have one), the error text of each
+/// failed rail, and each rail's counter findings with the counters that show them and what to
+/// do.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MarkdownExporter;
 
@@ -170,6 +171,8 @@ fn render(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
         writeln!(out)?;
     }
 
+    render_gpus(cmp, out)?;
+
     let failed = labelled_rows(cmp, |r| r.status == RailStatus::Failed);
     if !failed.is_empty() {
         writeln!(out, "## Failed rails")?;
@@ -211,6 +214,49 @@ fn rail_ends(row: &RailResult) -> String {
         "rail {} ({} {} -> {} {})",
         row.rail, row.client_node, row.client_rdma_device, row.server_node, row.server_rdma_device
     )
+}
+
+/// `gpu-3 (pci0000:4c)`: a GPU and its PCIe root; `-` for none.
+fn gpu_cell(gpu: Option<&str>, root: Option<&str>) -> String {
+    match (gpu, root) {
+        (None, _) => "-".to_string(),
+        (Some(g), None) => cell(g),
+        (Some(g), Some(r)) => cell(&format!("{g} ({r})")),
+    }
+}
+
+/// `## GPU of each rail`: per mode and rail, each side's interface and the GPU allocated with
+/// it (railsweep `--mode dra --gpu-align`). Nothing when no row has a GPU.
+fn render_gpus(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
+    let rows = labelled_rows(cmp, |r| r.client_gpu.is_some() || r.server_gpu.is_some());
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "## GPU of each rail")?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "The GPU allocated with each rail's NIC, and its PCIe root (`--mode dra --gpu-align`)."
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "| mode | rail | client | client GPU | server | server GPU |"
+    )?;
+    writeln!(out, "|---|---:|---|---|---|---|")?;
+    for (label, r) in rows {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            cell(label),
+            r.rail,
+            cell(&format!("{} {}", r.client_node, r.client_interface)),
+            gpu_cell(r.client_gpu.as_deref(), r.client_gpu_pcie_root.as_deref()),
+            cell(&format!("{} {}", r.server_node, r.server_interface)),
+            gpu_cell(r.server_gpu.as_deref(), r.server_gpu_pcie_root.as_deref()),
+        )?;
+    }
+    writeln!(out)
 }
 
 /// `## Findings`: per mode and rail, each finding, its evidence (side, counter, delta and

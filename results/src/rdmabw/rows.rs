@@ -112,6 +112,11 @@ impl BwReport {
             counters: self.counters.clone(),
             poll: Some(self.tuning.poll),
             cpu_s_per_gb: None,
+            // A DRA allocation, which rdmabw does not know; its own buffer's GPU is `gpu`.
+            client_gpu: None,
+            client_gpu_pcie_root: None,
+            server_gpu: None,
+            server_gpu_pcie_root: None,
         };
         if self.status == TestStatus::Failed || self.results.is_empty() {
             let mut row = base;
