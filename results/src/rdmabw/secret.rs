@@ -63,6 +63,7 @@ impl fmt::Debug for RunSecret {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
