@@ -208,6 +208,10 @@ fn check_memlock(params: &TestParams) -> Result<(), String> {
     ))
 }
 
+/// A window whose polling thread was off its CPU for more than this share of it gets a
+/// warning that its average misses what completed meanwhile.
+const STARVED_SHARE: f64 = 0.25;
+
 fn print_outcome(o: &Outcome, out: &Output) -> Result<Exit> {
     let rep = output::report(o, out);
     if out.format == Format::Table && !out.quiet {
@@ -216,6 +220,22 @@ fn print_outcome(o: &Outcome, out: &Output) -> Result<Exit> {
     if let results::rdmabw::params::TestLength::Duration { .. } = o.params.length {
         let batch = u64::from(o.tuning.cq_mod.max(1));
         for r in o.client_results.iter().chain(&o.server_results) {
+            if let Some(gap) = r
+                .off_cpu_max_s
+                .filter(|g| *g > STARVED_SHARE * r.measured_s)
+            {
+                if !out.quiet {
+                    eprintln!(
+                        "rdmabw: warning: {} B: the polling thread did not run for {gap:.1} s of \
+                         the {:.1} s window (the host's CPUs were taken: on Soft-RoCE by the \
+                         kernel moving the queued writes), so the completions of that time are \
+                         missing from this average; use fewer or smaller writes in flight (-t, \
+                         -q, -s) or a less loaded host",
+                        r.msg_size_bytes, r.measured_s
+                    );
+                }
+                continue;
+            }
             if r.iterations < 10 * batch && !out.quiet {
                 eprintln!(
                     "rdmabw: warning: {} B: only {} writes completed in the window, counted in \

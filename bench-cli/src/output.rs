@@ -421,6 +421,7 @@ mod tests {
             cpu_s: 5.0,
             cpu_s_per_gb: None,
             polling_cpu: None,
+            off_cpu_max_s: None,
         };
         let row = table_row(&r, true);
         assert_eq!(

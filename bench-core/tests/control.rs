@@ -49,6 +49,7 @@ fn result(size: u64) -> SizeResult {
         cpu_s: 1.98,
         cpu_s_per_gb: None,
         polling_cpu: None,
+        off_cpu_max_s: None,
     }
 }
 

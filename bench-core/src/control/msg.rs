@@ -323,6 +323,7 @@ pub(crate) mod tests {
             cpu_s: 4.99,
             cpu_s_per_gb: None,
             polling_cpu: None,
+            off_cpu_max_s: None,
         }
     }
 

@@ -364,6 +364,8 @@ struct SizeRun<'a> {
     last_progress: Instant,
     last_stop_check: Instant,
     last_clock: Instant,
+    /// The longest gap between two clock reads inside the window, in seconds.
+    off_cpu_max_s: f64,
     bracket: Duration,
     spare: f64,
     idle_polls: u32,
@@ -428,6 +430,7 @@ impl<'a> SizeRun<'a> {
             last_progress: t0,
             last_stop_check: t0,
             last_clock: t0,
+            off_cpu_max_s: 0.0,
             bracket: sched.interval / 10,
             spare: (k.depth - k.cq_mod) as f64 / k.depth as f64,
             idle_polls: 0,
@@ -505,6 +508,7 @@ impl<'a> SizeRun<'a> {
         // burst. So poll again until one poll is bracketed by two clock reads less than a
         // tenth of an interval apart: its time, and so every completion's, is then known
         // to that precision.
+        self.note_gap(self.last_clock, now);
         let mut tries = 0;
         let mut before = self.last_clock;
         while n > 0 && now.duration_since(before) > self.bracket && tries < BRACKET_TRIES {
@@ -647,6 +651,16 @@ impl<'a> SizeRun<'a> {
     /// its channel until the next completion (see `event`), in every phase; an adaptive poller
     /// may sleep (see [`backoff`]). Warm-up and cool-down only keep the link loaded around the
     /// measured window: there, a spinning poller waits adaptively too.
+    /// Keeps the longest part of the window between two clock reads (`from`, `to`).
+    fn note_gap(&mut self, from: Instant, to: Instant) {
+        let a = from.saturating_duration_since(self.t0).as_secs_f64();
+        let b = to.saturating_duration_since(self.t0).as_secs_f64();
+        let inside = b.min(self.sched.we) - a.max(self.sched.ws);
+        if inside > self.off_cpu_max_s {
+            self.off_cpu_max_s = inside;
+        }
+    }
+
     fn idle(&mut self, poll: &Poll) -> Result<(), Error> {
         if self.k.poll == PollMode::Event {
             let s = self.sched;
@@ -749,6 +763,7 @@ impl<'a> SizeRun<'a> {
             cpu_s,
             cpu_s_per_gb: cpu_s_per_gb(cpu_s, bytes),
             polling_cpu: crate::ffi::current_cpu(),
+            off_cpu_max_s: Some(std::mem::take(&mut self.off_cpu_max_s)),
         }
     }
 }

@@ -142,6 +142,10 @@ pub fn combine(a: &[SizeResult], b: &[SizeResult]) -> Vec<SizeResult> {
                         (a, b) => a.or(b),
                     },
                     polling_cpu: x.polling_cpu,
+                    off_cpu_max_s: match (x.off_cpu_max_s, y.off_cpu_max_s) {
+                        (Some(a), Some(b)) => Some(a.max(b)),
+                        (a, b) => a.or(b),
+                    },
                 },
             },
         )
@@ -168,6 +172,7 @@ mod tests {
             cpu_s: 1.0,
             cpu_s_per_gb: None,
             polling_cpu: None,
+            off_cpu_max_s: None,
         }
     }
 

@@ -348,6 +348,11 @@ pub struct SizeResult {
     /// The CPU the polling thread of every QP was on when the window closed (`sched_getcpu`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub polling_cpu: Option<u32>,
+    /// The longest time inside the window that the polling thread did not run (between two
+    /// of its clock reads), in seconds: completions in such a gap are only seen after it, and
+    /// one longer than the window's end drops them from the average. Absent in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub off_cpu_max_s: Option<f64>,
 }
 
 #[cfg(test)]
