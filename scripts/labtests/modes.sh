@@ -35,20 +35,28 @@ no_pods_left() {
   ! pgrep -f railsweep-rdmabw >/dev/null || { pgrep -af railsweep-rdmabw; fail "injected rdmabw processes left behind"; }
 }
 
-test_modes_created_pods_sweep_real_rails() {
-  kube GET /version | grep -q '"gitVersion": *"v1\.' || fail "no real API server version"
-  railsweep_k8s sriov run --mode sriov "${SRIOV[@]}"
-  [ "$rc" -eq 0 ] || fail "railsweep run --mode sriov --nodes: exit $rc"
-  python3 - "$T_OUT/sriov.csv" <<'PY' || fail "rows are not those of the created pods"
+# created_rows CSV MODE: both rails measured, ok, through the pods railsweep created for MODE,
+# the client on node-a and the server on node-b, over podA's rails (or the same rails moved).
+created_rows() {
+  python3 - "$1" "$2" <<'PY' || fail "rows are not those of the $2 pods"
 import csv, sys
+mode = sys.argv[2]
 rows = list(csv.DictReader(open(sys.argv[1])))
 assert [r["rail"] for r in rows] == ["0", "1"], rows
 for r in rows:
     assert r["status"] == "ok" and float(r["bw_avg_gbps"]) > 0, r
-    assert r["network_mode"] == "sriov", r
-    assert r["client_pod"].endswith("-sriov-client") and r["client_node"] == "node-a", r
-    assert r["server_pod"].endswith("-sriov-server") and r["server_node"] == "node-b", r
+    assert r["network_mode"] == mode, r
+    assert r["client_pod"].endswith(f"-{mode}-client") and r["client_node"] == "node-a", r
+    assert r["server_pod"].endswith(f"-{mode}-server") and r["server_node"] == "node-b", r
+    assert r["client_interface"] in ("net1", "net2") and r["client_rdma_device"].startswith("rxe_a"), r
 PY
+}
+
+test_modes_created_pods_sweep_real_rails() {
+  kube GET /version | grep -q '"gitVersion": *"v1\.' || fail "no real API server version"
+  railsweep_k8s sriov run --mode sriov "${SRIOV[@]}"
+  [ "$rc" -eq 0 ] || fail "railsweep run --mode sriov --nodes: exit $rc"
+  created_rows "$T_OUT/sriov.csv" sriov
   grep -q 'pods ready' "$T_OUT/sriov.err" || fail "no readiness line"
   grep -q 'deleted pods railsweep-.*-sriov-client, railsweep-.*-sriov-server' "$T_OUT/sriov.err" || fail "pods not deleted"
   no_pods_left
@@ -83,17 +91,7 @@ test_modes_dra_sweeps_the_allocated_rails() {
   dra_class
   railsweep_k8s dra run --mode dra
   [ "$rc" -eq 0 ] || fail "railsweep run --mode dra --nodes: exit $rc"
-  python3 - "$T_OUT/dra.csv" <<'PY' || fail "rows are not those of the DRA pods"
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-assert [r["rail"] for r in rows] == ["0", "1"], rows
-for r in rows:
-    assert r["status"] == "ok" and float(r["bw_avg_gbps"]) > 0, r
-    assert r["network_mode"] == "dra", r
-    assert r["client_pod"].endswith("-dra-client") and r["client_node"] == "node-a", r
-    assert r["server_pod"].endswith("-dra-server") and r["server_node"] == "node-b", r
-    assert r["client_interface"] in ("net1", "net2") and r["client_rdma_device"].startswith("rxe_a"), r
-PY
+  created_rows "$T_OUT/dra.csv" dra
   # The scheduler's allocation, as railsweep read it from each pod's claim.
   [ "$(grep -c 'was allocated 2 rail(s)' "$T_OUT/dra.err")" -eq 2 ] || fail "no allocation of 2 rails per pod"
   grep -q 'rails net1 (net1)' "$T_OUT/dra.err" && grep -q 'rails net2 (net2)' "$T_OUT/dra.err" || fail "allocated NICs not named"

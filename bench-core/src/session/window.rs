@@ -238,18 +238,22 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicU64;
 
-    /// A probe that reads what the test stored last.
-    fn probe(v: &Arc<AtomicU64>) -> crate::control::Progress {
-        let v = Arc::clone(v);
-        Box::new(move || Some(v.load(Ordering::Relaxed)))
+    /// A late wait with a bound of 30 s whose probe reads the counter it returns, and the
+    /// instant `s` seconds after its start.
+    fn late_wait(bytes: u64) -> (LateWait, Arc<AtomicU64>, impl Fn(u64) -> Instant) {
+        let v = Arc::new(AtomicU64::new(bytes));
+        let read = Arc::clone(&v);
+        let late = LateWait::new(
+            Duration::from_secs(30),
+            Box::new(move || Some(read.load(Ordering::Relaxed))),
+        );
+        let t0 = late.deadline - Duration::from_secs(30);
+        (late, v, move |s| t0 + Duration::from_secs(s))
     }
 
     #[test]
     fn a_late_client_whose_data_still_moves_is_waited_for_up_to_twice_the_bound() {
-        let bytes = Arc::new(AtomicU64::new(0));
-        let mut late = LateWait::new(Duration::from_secs(30), probe(&bytes));
-        let t0 = late.deadline - Duration::from_secs(30);
-        let at = |s: u64| t0 + Duration::from_secs(s);
+        let (mut late, bytes, at) = late_wait(0);
         assert!(late.waits_on(at(25)));
         bytes.store(1 << 20, Ordering::Relaxed);
         assert!(late.waits_on(at(29)), "growth seen before the deadline");
@@ -269,18 +273,12 @@ mod tests {
 
     #[test]
     fn a_client_whose_rail_is_quiet_at_the_bound_is_given_up_on() {
-        let bytes = Arc::new(AtomicU64::new(7));
-        let mut late = LateWait::new(Duration::from_secs(30), probe(&bytes));
-        let t0 = late.deadline - Duration::from_secs(30);
-        let at = |s: u64| t0 + Duration::from_secs(s);
+        let (mut late, bytes, at) = late_wait(7);
         assert!(late.waits_on(at(21)));
         assert!(late.waits_on(at(29)));
         assert!(!late.waits_on(at(30)), "nothing moved: the bound holds");
 
-        let bytes = Arc::new(AtomicU64::new(7));
-        let mut late = LateWait::new(Duration::from_secs(30), probe(&bytes));
-        let t0 = late.deadline - Duration::from_secs(30);
-        let at = |s: u64| t0 + Duration::from_secs(s);
+        let (mut late, bytes, at) = late_wait(7);
         assert!(late.waits_on(at(21)));
         bytes.store(8, Ordering::Relaxed);
         assert!(late.waits_on(at(22)));
