@@ -66,8 +66,7 @@ impl LateWait {
             }
             self.last = Some(v);
         }
-        now < self.deadline
-            || (now < self.cap && now.duration_since(self.last_growth) < LATE_GRACE)
+        now < self.deadline || (now < self.cap && now.duration_since(self.last_growth) < LATE_GRACE)
     }
 }
 
@@ -234,7 +233,6 @@ pub(super) fn window(
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,12 +253,18 @@ mod tests {
         assert!(late.waits_on(at(25)));
         bytes.store(1 << 20, Ordering::Relaxed);
         assert!(late.waits_on(at(29)), "growth seen before the deadline");
-        assert!(late.waits_on(at(35)), "moving 6 s ago: wait on past the deadline");
+        assert!(
+            late.waits_on(at(35)),
+            "moving 6 s ago: wait on past the deadline"
+        );
         bytes.store(2 << 20, Ordering::Relaxed);
         assert!(late.waits_on(at(50)));
         assert!(late.waits_on(at(59)));
         bytes.store(3 << 20, Ordering::Relaxed);
-        assert!(!late.waits_on(at(60)), "twice the bound is the end, moving or not");
+        assert!(
+            !late.waits_on(at(60)),
+            "twice the bound is the end, moving or not"
+        );
     }
 
     #[test]
