@@ -430,6 +430,13 @@ pub struct TestArgs {
     #[arg(long, help_heading = "Server")]
     pub daemon: bool,
 
+    /// Server --daemon, for launchers: after the secret (--secret-stdin), watch standard input
+    /// and stop as on SIGTERM at its end, so that the daemon ends with the session that
+    /// started it (railsweep closes its exec's input). Not the default: a daemon started with
+    /// its input at /dev/null would stop at once.
+    #[arg(long = "exit-on-stdin-eof", help_heading = "Server")]
+    pub exit_on_stdin_eof: bool,
+
     /// Server: the address to listen on.
     #[arg(
         long,

@@ -94,6 +94,8 @@ pub enum Config {
         cfg: Box<ServerConfig>,
         bind: SocketAddr,
         out: Output,
+        /// Stop at the end of standard input (`--exit-on-stdin-eof`).
+        exit_on_stdin_eof: bool,
     },
     Devices {
         json: bool,
@@ -289,6 +291,11 @@ pub fn resolve(cli: Cli, secrets: &mut SecretInput<'_>) -> Result<Config, Usage>
             if a.daemon {
                 return usage("--daemon is a server flag: run `rdmabw server --daemon` (no HOST)");
             }
+            if a.exit_on_stdin_eof {
+                return usage(
+                    "--exit-on-stdin-eof is a server flag: run `rdmabw server --daemon --exit-on-stdin-eof`",
+                );
+            }
             let host = host.unwrap_or_default();
             if host.trim().is_empty() {
                 return usage(
@@ -345,6 +352,11 @@ pub fn resolve(cli: Cli, secrets: &mut SecretInput<'_>) -> Result<Config, Usage>
                     ));
                 }
             }
+            if a.exit_on_stdin_eof && !a.daemon {
+                return usage(
+                    "--exit-on-stdin-eof applies to --daemon only (a one-test server ends after its test): add --daemon or drop it",
+                );
+            }
             if a.daemon && (out.min_gbps.is_some() || out.min_line_rate_pct.is_some()) {
                 return usage(
                     "--min-gbps/--min-line-rate-pct do not apply to --daemon: give them to each client",
@@ -391,6 +403,7 @@ pub fn resolve(cli: Cli, secrets: &mut SecretInput<'_>) -> Result<Config, Usage>
                 }),
                 bind: SocketAddr::new(ip, a.port),
                 out,
+                exit_on_stdin_eof: a.exit_on_stdin_eof,
             })
         }
     }
@@ -966,6 +979,8 @@ mod tests {
         }
         assert!(e(&["--server-netdev", "net1"]).contains("client flag"));
         assert!(e(&["client", "--daemon", "10.0.0.9"]).contains("server flag"));
+        assert!(e(&["client", "--exit-on-stdin-eof", "10.0.0.9"]).contains("server flag"));
+        assert!(e(&["server", "--exit-on-stdin-eof"]).contains("add --daemon"));
         assert!(e(&["--json", "--csv", "10.0.0.9"]).contains("conflict"));
         assert!(e(&["-q", "0", "10.0.0.9"]).contains("at least 1"));
     }

@@ -92,7 +92,17 @@ fn run(cli: cli::Cli) -> Result<Exit> {
             secret,
             secret_first,
         } => batch(std::io::stdin().lock(), secret, secret_first, &stop),
-        Config::Server { cfg, bind, out } => server(&cfg, bind, &out, &stop),
+        Config::Server {
+            cfg,
+            bind,
+            out,
+            exit_on_stdin_eof,
+        } => {
+            if exit_on_stdin_eof {
+                stop_at_stdin_eof(&stop)?;
+            }
+            server(&cfg, bind, &out, &stop)
+        }
     }
 }
 
@@ -113,6 +123,38 @@ fn install_signals(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
                 eprintln!("rdmabw: interrupted");
                 std::process::exit(i32::from(Exit::Interrupted.code()));
             }
+        })?;
+    Ok(())
+}
+
+/// `--exit-on-stdin-eof`: a thread reads standard input (what follows the secret line) to its
+/// end, then raises `stop` as SIGTERM would, and exits after 6 s if the process is still there
+/// (as after a signal). A launcher that holds the input open ends the daemon by closing it, and
+/// the daemon does not outlive a launcher that died.
+fn stop_at_stdin_eof(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
+    let stop = Arc::clone(stop);
+    thread::Builder::new()
+        .name("rdmabw-stdin".into())
+        .spawn(move || {
+            use std::io::Read;
+            let mut sink = [0u8; 4096];
+            let mut input = std::io::stdin().lock();
+            loop {
+                match input.read(&mut sink) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        eprintln!("rdmabw server: cannot read standard input ({e}): stopping");
+                        break;
+                    }
+                }
+            }
+            eprintln!("rdmabw server: standard input closed: stopping");
+            stop.store(true, Ordering::SeqCst);
+            thread::sleep(Duration::from_secs(6));
+            eprintln!("rdmabw: stopped at the end of standard input");
+            std::process::exit(i32::from(Exit::Interrupted.code()));
         })?;
     Ok(())
 }
@@ -554,6 +596,6 @@ fn daemon(
         Err(e) => log2(&format!("[{peer}] test failed: {e}")),
     });
     d.run(listener, stop, log, &on_test).context("serving")?;
-    log("stopped (SIGINT/SIGTERM)");
+    log("stopped");
     Ok(Exit::Ok)
 }

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::GENERATED_BY;
 use crate::exit::{self, Verdict};
 use crate::runner::Runner;
-use crate::sweep::{self, Pods, SweepConfig, SweepRun};
+use crate::sweep::{self, Pods, Prepared, SweepConfig, SweepRun};
 
 /// Where a sweep's rows go: a results CSV (and JSON snapshot), opened only once both pods are
 /// ready, so that a set-up error leaves no file behind.
@@ -78,6 +78,9 @@ pub struct PairRun {
     pub quiet: bool,
     /// Say on stderr what is set up (one pair at a time; a fleet's pairs keep quiet).
     pub announce: bool,
+    /// Both pods set up already (a fleet sets each pod up once for all its pairs): no set-up
+    /// here, no exec.
+    pub prepared: Option<Prepared>,
 }
 
 /// What stopped a sweep early.
@@ -157,9 +160,12 @@ pub async fn sweep_pair<R: Runner>(
             pods.client
         );
     }
-    let prep = tokio::select! {
-        p = sweep::prepare(runner, cfg, pods) => p?,
-        () = run.cancel.cancelled() => return Ok(SweepOutcome::interrupted_in_set_up()),
+    let prep = match run.prepared {
+        Some(p) => p,
+        None => tokio::select! {
+            p = sweep::prepare(runner, cfg, pods) => p?,
+            () = run.cancel.cancelled() => return Ok(SweepOutcome::interrupted_in_set_up()),
+        },
     };
     let mode = match (&cfg.mode, run.known_mode) {
         (None, Some(m)) => m,

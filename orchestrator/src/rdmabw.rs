@@ -121,9 +121,14 @@ pub fn with_secret_stdin(argv: &[String]) -> Vec<String> {
     v
 }
 
-/// `rdmabw server --daemon -p PORT --secret-stdin`: one server for every rail, test after
-/// test, several at once on different devices, serving only this sweep's clients (see
-/// [`RunSecret`]).
+/// The daemon flag that makes it stop at the end of its standard input: railsweep holds the
+/// input open after the secret and closes it to end the daemon (no `kill` exec); a railsweep
+/// that dies takes its daemons with it.
+pub const EXIT_ON_STDIN_EOF: &str = "--exit-on-stdin-eof";
+
+/// `rdmabw server --daemon -p PORT --secret-stdin --exit-on-stdin-eof`: one server for every
+/// rail, test after test, several at once on different devices, serving only this sweep's
+/// clients (see [`RunSecret`]), until its input ends.
 ///
 /// With `gpu`, every test's buffer on the server side is CUDA memory: of that GPU, or with
 /// `auto` of the GPU nearest that test's RDMA device (resolved per test by the daemon).
@@ -135,6 +140,7 @@ pub fn server_argv(bin: &str, port: u16, gpu: Option<&GpuSelect>) -> Vec<String>
         "-p".to_string(),
         port.to_string(),
         SECRET_STDIN.to_string(),
+        EXIT_ON_STDIN_EOF.to_string(),
     ];
     if let Some(g) = gpu {
         v.extend(["--use_cuda".to_string(), g.to_string()]);
@@ -411,11 +417,11 @@ mod tests {
     fn server_daemon_takes_the_gpu_nearest_each_tests_device() {
         assert_eq!(
             server_argv("rdmabw", 18515, None).join(" "),
-            "rdmabw server --daemon -p 18515 --secret-stdin"
+            "rdmabw server --daemon -p 18515 --secret-stdin --exit-on-stdin-eof"
         );
         assert_eq!(
             server_argv("/tmp/rdmabw", 18600, Some(&GpuSelect::Auto)).join(" "),
-            "/tmp/rdmabw server --daemon -p 18600 --secret-stdin --use_cuda auto"
+            "/tmp/rdmabw server --daemon -p 18600 --secret-stdin --exit-on-stdin-eof --use_cuda auto"
         );
     }
 

@@ -267,6 +267,7 @@ async fn sweep_and_print<R: Runner>(
             cancel,
             quiet: args.quiet,
             announce: true,
+            prepared: None,
         },
     )
     .await?;

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context, Result};
@@ -11,6 +13,7 @@ use results::rdmabw::gpu::GpuSelect;
 use results::rdmabw::rails::{Attachment, RailsReport};
 use results::rdmabw::report::BwReport;
 use results::{rfc3339_utc, MemoryKind, NetworkMode, RailResult, RailStatus, RowSink};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -208,11 +211,25 @@ async fn check_version<R: Runner>(
     Ok(version)
 }
 
-async fn prepare_pod<R: Runner>(
-    runner: &R,
-    cfg: &SweepConfig,
-    pod: &str,
-) -> Result<(PodInfo, String, RailsReport)> {
+/// One pod, ready for sweeps: what [`prepare_pod`] learnt about it.
+#[derive(Debug, Clone)]
+pub struct PodSetUp {
+    /// The pod.
+    pub info: PodInfo,
+    /// rdmabw's path in it.
+    pub bin: String,
+    /// Its rails.
+    pub rails: RailsReport,
+}
+
+/// Set one pod up: look it up, check (or inject) rdmabw, read its rails (and with `--use_cuda`
+/// check its GPUs). A fleet does this once per pod for all its pairs.
+///
+/// # Errors
+///
+/// The pod cannot be used: it is not running, or its rdmabw is missing, of another version,
+/// or fails.
+pub async fn prepare_pod<R: Runner>(runner: &R, cfg: &SweepConfig, pod: &str) -> Result<PodSetUp> {
     let info = runner.describe(pod).await?;
     let (bin, injected) = match &cfg.rdmabw {
         Rdmabw::InPods(path) => (path.clone(), false),
@@ -233,7 +250,7 @@ async fn prepare_pod<R: Runner>(
                     format!("--use_cuda {gpu}: no GPU rdmabw can use in pod {pod}")
                 })?;
             }
-            Ok((info, bin, rails))
+            Ok(PodSetUp { info, bin, rails })
         }
         Err(e) => {
             check_version(runner, pod, &bin, injected).await?;
@@ -256,18 +273,27 @@ pub async fn prepare<R: Runner>(runner: &R, cfg: &SweepConfig, pods: &Pods) -> R
         prepare_pod(runner, cfg, &pods.client),
         prepare_pod(runner, cfg, &pods.server)
     );
-    let (client, client_bin, client_rails) = c.context("client pod")?;
-    let (server, server_bin, server_rails) = s.context("server pod")?;
-    Ok(Prepared {
-        pods: pods.clone(),
-        client,
-        server,
-        client_bin,
-        server_bin,
-        client_rails,
-        server_rails,
-        setup_s: t0.elapsed().as_secs_f64(),
-    })
+    let client = c.context("client pod")?;
+    let server = s.context("server pod")?;
+    let mut prep = Prepared::of(pods, client, server);
+    prep.setup_s = t0.elapsed().as_secs_f64();
+    Ok(prep)
+}
+
+impl Prepared {
+    /// Both pods of `pods` from their set-ups (made by [`prepare_pod`] earlier: `setup_s` 0).
+    pub fn of(pods: &Pods, client: PodSetUp, server: PodSetUp) -> Prepared {
+        Prepared {
+            pods: pods.clone(),
+            client: client.info,
+            server: server.info,
+            client_bin: client.bin,
+            server_bin: server.bin,
+            client_rails: client.rails,
+            server_rails: server.rails,
+            setup_s: 0.0,
+        }
+    }
 }
 
 /// The network mode rows are recorded under: `--mode`, else hostNetwork pods, else the rails'
@@ -332,8 +358,88 @@ pub struct RailsOutcome {
 
 struct Daemon {
     pid: u32,
+    /// Its standard input, held open after the secret: a daemon started with
+    /// `--exit-on-stdin-eof` stops when it is closed (`None` for one started without).
+    stdin: Option<Pin<Box<dyn AsyncWrite + Send>>>,
     done: JoinHandle<Result<Output>>,
 }
+
+/// Read a stream to its end into `buf` (shared, so that what came is kept if the reading is
+/// given up).
+async fn read_into(mut r: Pin<Box<dyn AsyncRead + Send>>, buf: Arc<StdMutex<Vec<u8>>>) {
+    let mut chunk = [0u8; 4096];
+    while let Ok(n) = r.read(&mut chunk).await {
+        if n == 0 {
+            break;
+        }
+        if let Ok(mut b) = buf.lock() {
+            b.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+/// How long a process's streams may stay open after its exit (a child it left holds them)
+/// before what came so far is taken as all of its output.
+const STREAMS_AFTER_EXIT: Duration = Duration::from_secs(2);
+
+/// Start `argv` with its streams connected, write `stdin_line` and keep its input open (when
+/// `hold`; else close it); its output is collected until it ends.
+async fn start_held<R: Runner>(
+    runner: &R,
+    pod: &str,
+    argv: &[String],
+    stdin_line: &[u8],
+    hold: bool,
+) -> Result<Daemon> {
+    let mut p = runner.start(pod, argv).await?;
+    // A daemon that ends at once (its port in use) may have closed its input already: its own
+    // words say why.
+    let _ = p.stdin.write_all(stdin_line).await;
+    let _ = p.stdin.flush().await;
+    let stdin = if hold {
+        Some(p.stdin)
+    } else {
+        let _ = p.stdin.shutdown().await;
+        None
+    };
+    let (out, err) = (Arc::default(), Arc::default());
+    let mut readers = [
+        tokio::spawn(read_into(p.stdout, Arc::clone(&out))),
+        tokio::spawn(read_into(p.stderr, Arc::clone(&err))),
+    ];
+    let exit = p.done;
+    let done = tokio::spawn(async move {
+        let exit = match exit.await {
+            Ok(Ok(e)) => e,
+            Ok(Err(e)) => Exit::Error(format!("{e:#}")),
+            Err(e) => Exit::Error(e.to_string()),
+        };
+        let all = futures::future::join_all(readers.iter_mut());
+        let _ = tokio::time::timeout(STREAMS_AFTER_EXIT, all).await;
+        for r in &readers {
+            r.abort();
+        }
+        let take = |b: &StdMutex<Vec<u8>>| {
+            b.lock()
+                .map(|mut v| std::mem::take(&mut *v))
+                .unwrap_or_default()
+        };
+        Ok(Output {
+            exit,
+            stdout: take(&out),
+            stderr: take(&err),
+        })
+    });
+    Ok(Daemon {
+        pid: p.pid,
+        stdin,
+        done,
+    })
+}
+
+/// How long a daemon may take to stop after its input was closed before it is stopped by
+/// signal (it stops within a poll interval; a round trip through the API server adds to that).
+const DAEMON_STDIN_EOF_WAIT: Duration = Duration::from_secs(3);
 
 /// The one rdmabw server daemon in the server pod, restarted when it is found gone.
 struct Server<'a, R: Runner> {
@@ -342,6 +448,18 @@ struct Server<'a, R: Runner> {
     argv: Vec<String>,
     secret: rdmabw::RunSecret,
     state: Mutex<Option<Daemon>>,
+}
+
+/// Pods whose rdmabw has no `--exit-on-stdin-eof` (an older build), found out once per pod for
+/// every sweep of this process (a fleet's pairs): their daemons start without it and are
+/// stopped by signal.
+static LEGACY_DAEMON_PODS: StdMutex<BTreeSet<String>> = StdMutex::new(BTreeSet::new());
+
+fn legacy_daemon(pod: &str) -> bool {
+    LEGACY_DAEMON_PODS
+        .lock()
+        .map(|s| s.contains(pod))
+        .unwrap_or(false)
 }
 
 fn describe_end(r: std::result::Result<Result<Output>, tokio::task::JoinError>) -> String {
@@ -370,28 +488,59 @@ impl<'a, R: Runner> Server<'a, R> {
         }
         if let Some(old) = st.take() {
             let why = describe_end(old.done.await);
-            eprintln!(
-                "railsweep: the server daemon in pod {} had ended ({why}); starting it again",
-                self.pod
-            );
+            if !self.falls_back(&why) {
+                eprintln!(
+                    "railsweep: the server daemon in pod {} had ended ({why}); starting it again",
+                    self.pod
+                );
+            }
         }
         // A daemon that cannot start (port in use) ends at once; the first rail's client then
         // fails to connect and `ended` adds the daemon's own words to that rail's error.
-        let spawned = self
-            .runner
-            .spawn(&self.pod, &self.argv, Some(self.secret.stdin_line()))
-            .await
-            .map_err(|e| {
-                format!(
-                    "cannot start the rdmabw server daemon in pod {}: {e:#}",
-                    self.pod
-                )
-            })?;
-        *st = Some(Daemon {
-            pid: spawned.pid,
-            done: spawned.done,
-        });
+        let legacy = legacy_daemon(&self.pod);
+        let argv: Vec<String> = self
+            .argv
+            .iter()
+            .filter(|a| !legacy || a.as_str() != rdmabw::EXIT_ON_STDIN_EOF)
+            .cloned()
+            .collect();
+        let daemon = start_held(
+            self.runner,
+            &self.pod,
+            &argv,
+            &self.secret.stdin_line(),
+            !legacy,
+        )
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot start the rdmabw server daemon in pod {}: {e:#}",
+                self.pod
+            )
+        })?;
+        *st = Some(daemon);
         Ok(())
+    }
+
+    /// Whether a daemon that ended so (`why`, as [`describe_end`] says it) refused
+    /// `--exit-on-stdin-eof`: then the next one in this pod is started without it (said once).
+    fn falls_back(&self, why: &str) -> bool {
+        let refused = why.contains(rdmabw::EXIT_ON_STDIN_EOF)
+            && (why.contains("unexpected argument") || why.contains("unrecognized"));
+        let newly = refused
+            && LEGACY_DAEMON_PODS
+                .lock()
+                .map(|mut s| s.insert(self.pod.clone()))
+                .unwrap_or(false);
+        if !newly {
+            return false;
+        }
+        eprintln!(
+            "railsweep: note: the rdmabw in pod {} has no {} (an older build); starting its daemon without it",
+            self.pod,
+            rdmabw::EXIT_ON_STDIN_EOF
+        );
+        true
     }
 
     /// If the daemon has ended, how (and forget it, so that `ensure` starts a new one). Called
@@ -418,12 +567,30 @@ impl<'a, R: Runner> Server<'a, R> {
         }
     }
 
-    /// End the daemon: SIGTERM through the runner (closing an exec stream would leave it
-    /// running), then SIGKILL if it has not ended within 3 s.
+    /// End the daemon: close its input (`--exit-on-stdin-eof`: it stops as on SIGTERM, with no
+    /// second exec); if it has not ended within 3 s, SIGTERM through the runner, then SIGKILL.
     async fn stop(&self) {
         let Some(mut d) = self.state.lock().await.take() else {
             return;
         };
+        if let Some(mut w) = d.stdin.take() {
+            // Shutting the writer down closes the pipe (on Kubernetes, the exec's stdin stream).
+            let _ = w.shutdown().await;
+            drop(w);
+            if d.done.is_finished()
+                || tokio::time::timeout(DAEMON_STDIN_EOF_WAIT, &mut d.done)
+                    .await
+                    .is_ok()
+            {
+                return;
+            }
+            eprintln!(
+                "railsweep: warning: the server daemon (pid {}) in pod {} did not stop within {} s of the end of its input; stopping it by signal",
+                d.pid,
+                self.pod,
+                DAEMON_STDIN_EOF_WAIT.as_secs()
+            );
+        }
         let _ = stop_process(self.runner, &self.pod, d.pid, &mut d.done, "server daemon").await;
     }
 }
@@ -723,7 +890,9 @@ impl<'a, R: Runner> Sweep<'a, R> {
         }
         let attempts = self.cfg.retries + 1;
         let mut last: (String, Option<Box<BwReport>>) = (String::new(), None);
-        for n in 1..=attempts {
+        let mut n = 0;
+        while n < attempts {
+            n += 1;
             if self.cancel.is_cancelled() {
                 return RailEnd::Interrupted(rail);
             }
@@ -762,6 +931,11 @@ impl<'a, R: Runner> Sweep<'a, R> {
                 }
                 Attempt::Failed(mut why, rep) => {
                     if let Some(end) = self.server.ended(DAEMON_END_GRACE).await {
+                        if self.server.falls_back(&end) {
+                            // Not this rail's failure: the same attempt again.
+                            n -= 1;
+                            continue;
+                        }
                         why.push_str(&format!(
                             "; the server daemon in pod {} had ended ({end})",
                             self.prep.pods.server

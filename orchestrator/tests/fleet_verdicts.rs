@@ -128,6 +128,73 @@ fn today() -> String {
     text(&o.stdout).trim().to_string()
 }
 
+/// The pod exec requests the API server has served so far (apiserver_request_total of the
+/// subresource exec, summed over its labels), read from its /metrics as the admin.
+async fn exec_requests(c: &TestCluster) -> u64 {
+    let req = http::Request::get("/metrics")
+        .body(Vec::new())
+        .expect("a request");
+    let text = c.client.request_text(req).await.expect("reads /metrics");
+    let n: f64 = text
+        .lines()
+        .filter(|l| l.starts_with("apiserver_request_total{") && l.contains("subresource=\"exec\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let n = n as u64;
+    n
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_makes_two_exec_requests_per_pair_and_one_per_pod() {
+    // One at a time with the other fleets here, so that the count is this fleet's alone.
+    let _one = NODES_LOCK.lock().await;
+    let c = TestCluster::get().await;
+    let ns = c.namespace("fleet-execs", &[]).await;
+    let f = fake();
+    let kc = f.file("kubeconfig");
+    c.fleet_job_kubeconfig(&ns, &kc).await;
+    let out = f.file("run");
+    let before = exec_requests(&c).await;
+    let r = railsweep(&args(&kc, &f, &out, &NODES, 18856, &[])).await;
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(0), "{stderr}");
+    let pairs = std::fs::read_to_string(out.join("rounds.tsv"))
+        .expect("rounds.tsv")
+        .lines()
+        .count()
+        - 1;
+    assert_eq!(pairs, 15, "6 nodes, every pair once: {stderr}");
+    // Per pod: `rdmabw rails` once for the whole fleet. Per pair: the server daemon and the
+    // client's batch; no `rails` again, no `kill`. (The API server counts a request when it
+    // ends: wait until the count stops moving.)
+    let want = 2 * pairs as u64 + NODES.len() as u64;
+    let mut got = exec_requests(&c).await - before;
+    for _ in 0..50 {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let now = exec_requests(&c).await - before;
+        if now == got && now >= want {
+            break;
+        }
+        got = now;
+    }
+    assert_eq!(
+        got,
+        want,
+        "exec requests for {pairs} pairs of {} pods: {stderr}",
+        NODES.len()
+    );
+    // Every daemon ended at the end of its input: the close of the exec's stdin went through
+    // the API server and the node agent to the process.
+    assert_eq!(
+        f.read("server-end").lines().filter(|l| *l == "eof").count(),
+        pairs,
+        "{stderr}"
+    );
+    assert!(!stderr.contains("did not stop"), "{stderr}");
+    c.delete_namespace(&ns).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_rail_is_labelled_and_tainted_and_untainted_once_fixed() {
     let _one = NODES_LOCK.lock().await;

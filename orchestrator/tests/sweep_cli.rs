@@ -80,7 +80,7 @@ fn every_rail_gets_a_row_and_the_daemon_is_ended() {
     let server_args = std::fs::read_to_string(f.file("server-args")).expect("daemon ran");
     assert_eq!(
         server_args.trim(),
-        "server --daemon -p 18999 --secret-stdin"
+        "server --daemon -p 18999 --secret-stdin --exit-on-stdin-eof"
     );
     // The daemon and the batch read one secret from their input, and no argument carries it.
     let secret = std::fs::read_to_string(f.file("server-secret")).expect("daemon's secret");
@@ -93,12 +93,41 @@ fn every_rail_gets_a_row_and_the_daemon_is_ended() {
     assert!(!log.contains(secret) && !server_args.contains(secret));
     let pid = f.pid_in("server.pid").expect("pid");
     assert!(!alive(pid), "the server daemon {pid} was ended");
+    // By the end of its input (railsweep closed it), not by a signal.
+    assert_eq!(f.read("server-end"), "eof\n", "{stderr}");
+    assert!(!stderr.contains("did not stop"), "{stderr}");
     assert!(!stderr.contains("no --tclass"), "{stderr}");
     // One client process (`rdmabw batch`) ran the four tests, and it is gone too.
     let batches = batch_pids(&f);
     assert_eq!(batches.len(), 1, "{batches:?}");
     assert!(!alive(batches[0]), "the batch {} ended", batches[0]);
     assert_eq!(log.lines().count(), 4, "{log}");
+}
+
+#[test]
+fn an_rdmabw_without_exit_on_stdin_eof_gets_a_daemon_stopped_by_signal() {
+    let f = Fake::new(3);
+    f.write("no-exit-flag", "");
+    let out = f.file("sweep.csv");
+    let (bin, o) = (s(&f.path()), s(&out));
+    let r = railsweep(&local_args(&bin, &o));
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(0), "{stderr}");
+    let rows = read_path(&out).expect("csv reads");
+    assert_eq!(rows.len(), 3);
+    assert!(rows.iter().all(|r| r.status == RailStatus::Ok), "{rows:?}");
+    assert_eq!(
+        stderr.matches("has no --exit-on-stdin-eof").count(),
+        1,
+        "said once: {stderr}"
+    );
+    assert_eq!(
+        f.read("server-args").trim(),
+        "server --daemon -p 18999 --secret-stdin"
+    );
+    let pid = f.pid_in("server.pid").expect("pid");
+    assert!(!alive(pid), "the server daemon {pid} was stopped");
+    assert_eq!(f.read("server-end"), "", "not by its input");
 }
 
 fn batch_pids(f: &Fake) -> Vec<u32> {

@@ -18,7 +18,7 @@ use crate::config::GENERATED_BY;
 use crate::exit::Verdict;
 use crate::pair::{sweep_pair, Interruption, PairRun, RowsFile};
 use crate::runner::{KubeRunner, Runner};
-use crate::sweep::{self, Pods, Rdmabw, SweepConfig};
+use crate::sweep::{self, PodSetUp, Pods, Prepared, Rdmabw, SweepConfig};
 
 /// One pair to sweep: client and server pod, and the rails (`None`: all of them).
 #[derive(Debug, Clone)]
@@ -64,8 +64,9 @@ struct Fleet<'a, R: Runner> {
     base: SweepConfig,
     run_id: String,
     dir: PathBuf,
-    /// Pods the injected rdmabw could not be copied into, and why.
-    not_injected: BTreeMap<String, String>,
+    /// Each pod set up once for all its pairs (rdmabw copied in with `--inject`, checked, its
+    /// rails read), or why it could not be.
+    set_up: BTreeMap<String, std::result::Result<PodSetUp, String>>,
 }
 
 impl<R: Runner> Fleet<'_, R> {
@@ -88,13 +89,23 @@ impl<R: Runner> Fleet<'_, R> {
             start,
             end: start,
         };
+        let mut ready = Vec::new();
         for (side, pod) in [("client", &pods.client), ("server", &pods.server)] {
-            if let Some(e) = self.not_injected.get(pod) {
-                end.error = Some(format!("{side} pod: {e}"));
-                end.end = now_s();
-                return end;
+            match self.set_up.get(pod) {
+                Some(Ok(s)) => ready.push(s.clone()),
+                Some(Err(e)) => {
+                    end.error = Some(format!("{side} pod: {e}"));
+                    end.end = now_s();
+                    return end;
+                }
+                // Not set up (Ctrl-C came first): the sweep sees the Ctrl-C.
+                None => {}
             }
         }
+        let prepared = match <[PodSetUp; 2]>::try_from(ready) {
+            Ok([client, server]) => Some(Prepared::of(&pods, client, server)),
+            Err(_) => None,
+        };
         let path = self.dir.join("pairs").join(format!(
             "{attempt}-r{}-{}-{}.csv",
             end.job.round + 1,
@@ -113,6 +124,7 @@ impl<R: Runner> Fleet<'_, R> {
                 cancel,
                 quiet: true,
                 announce: false,
+                prepared,
             },
         )
         .await;
@@ -134,33 +146,45 @@ impl<R: Runner> Fleet<'_, R> {
     }
 }
 
-/// Pods an rdmabw is copied into at once.
-const PARALLEL_INJECTS: usize = 16;
+/// Pods set up at once.
+const PARALLEL_SET_UPS: usize = 16;
 
-/// Copy `local` into every pod once (not once per pair): the pods it could not be copied
-/// into, and why.
-async fn inject_all<R: Runner>(
+/// Set every pod up once (not once per pair): copy `inject` into it if given, check its
+/// rdmabw and read its rails, as a pair's set-up would (`cfg` names the rdmabw in the pods).
+/// Each pod's set-up, or why it failed.
+async fn set_up_all<R: Runner>(
     runner: &R,
+    cfg: &SweepConfig,
     pods: &[String],
-    local: &Path,
-) -> BTreeMap<String, String> {
+    inject: Option<&Path>,
+) -> BTreeMap<String, std::result::Result<PodSetUp, String>> {
     let t0 = Instant::now();
-    let failed: BTreeMap<String, String> =
+    let set_up: BTreeMap<String, std::result::Result<PodSetUp, String>> =
         futures::stream::iter(pods.iter().map(|pod| async move {
-            let r = sweep::inject(runner, pod, local).await;
-            (pod.clone(), r)
+            let r = async {
+                if let Some(local) = inject {
+                    sweep::inject(runner, pod, local).await?;
+                }
+                sweep::prepare_pod(runner, cfg, pod).await
+            }
+            .await;
+            (pod.clone(), r.map_err(|e| format!("{e:#}")))
         }))
-        .buffer_unordered(PARALLEL_INJECTS)
-        .filter_map(|(pod, r)| async move { r.err().map(|e| (pod, format!("{e:#}"))) })
+        .buffer_unordered(PARALLEL_SET_UPS)
         .collect()
         .await;
+    let ok = set_up.values().filter(|r| r.is_ok()).count();
     eprintln!(
-        "railsweep: rdmabw copied into {} of {} pods ({:.1} s)",
-        pods.len() - failed.len(),
+        "railsweep: {}rails read in {ok} of {} pods ({:.1} s)",
+        if inject.is_some() {
+            "rdmabw copied in and "
+        } else {
+            ""
+        },
         pods.len(),
         t0.elapsed().as_secs_f64()
     );
-    failed
+    set_up
 }
 
 /// Runs rounds of jobs, writing rows, the rounds table and problems as pairs end.
@@ -386,23 +410,24 @@ pub(super) async fn fleet_with<R: Runner>(
         args.max_pairs
     };
     let mut base = cfg.clone();
-    let not_injected = match &cfg.rdmabw {
+    let inject = match &cfg.rdmabw {
         Rdmabw::Inject(local) => {
             base.rdmabw = Rdmabw::Injected;
-            tokio::select! {
-                failed = inject_all(runner, &pods, local) => failed,
-                // Nothing more is measured: the rounds see the Ctrl-C.
-                () = cancel.cancelled() => BTreeMap::new(),
-            }
+            Some(local.as_path())
         }
-        Rdmabw::InPods(_) | Rdmabw::Injected => BTreeMap::new(),
+        Rdmabw::InPods(_) | Rdmabw::Injected => None,
+    };
+    let set_up = tokio::select! {
+        s = set_up_all(runner, &base, &pods, inject) => s,
+        // Nothing more is measured: the rounds see the Ctrl-C.
+        () = cancel.cancelled() => BTreeMap::new(),
     };
     let fleet = Fleet {
         runner,
         base,
         run_id: run_id.clone(),
         dir: dir.clone(),
-        not_injected,
+        set_up,
     };
     eprintln!(
         "railsweep: fleet of {} pods ({} runner), pattern {}: {} pairs in {} rounds, at most {} pairs at once; run {run_id}, results in {}",

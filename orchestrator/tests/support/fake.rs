@@ -4,7 +4,9 @@
 //! `--netdev netN` rail N-1); `batch` runs clients from its input lines the way rdmabw's does
 //! (recording its PID in batch.pids), unless a file `no-batch` says it is an older build. A
 //! secret read with `--secret-stdin` goes to server-secret (the daemon's) or secrets.log (one
-//! line per client or batch).
+//! line per client or batch). A daemon given `--exit-on-stdin-eof` ends at the end of its
+//! input and appends `eof` to server-end (a file `no-exit-flag`: it refuses the flag as an
+//! older build would).
 //!
 //! Per node ([`Fake::per_node`]): where its ancestors include a test cluster node agent
 //! (`testcluster node --name NODE`), the fake knows its node; `rails` then reports that node's
@@ -120,8 +122,13 @@ case "$1" in
     if [ -e "$dir/rails-links" ]; then rails_from_links "$(cat "$dir/rails-links")"
     elif [ -e "$dir/per-node" ]; then cat "$(first "$dir/rails-$(my_node).json" "$dir/rails.json")"
     else cat "$dir/rails.json"; fi ;;
-  server) echo $$ >"$dir/server.pid"; echo "$*" >"$dir/server-args"
+  server)
+    case " $* " in *" --exit-on-stdin-eof "*) [ -e "$dir/no-exit-flag" ] && {
+      echo "error: unexpected argument '--exit-on-stdin-eof' found" >&2; exit 2; } ;; esac
+    echo $$ >"$dir/server.pid"; echo "$*" >"$dir/server-args"
     case " $* " in *" --secret-stdin "*) IFS= read -r s; echo "$s" >"$dir/server-secret" ;; esac
+    # As rdmabw's: with the flag it stops at the end of its input (and says so in server-end).
+    case " $* " in *" --exit-on-stdin-eof "*) cat >/dev/null 2>&1; echo eof >>"$dir/server-end"; exit 0 ;; esac
     exec sleep 600 ;;
   client) client "$@"; exit $? ;;
   batch)
