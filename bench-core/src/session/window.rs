@@ -273,7 +273,7 @@ mod tests {
 
     #[test]
     fn a_client_whose_rail_is_quiet_at_the_bound_is_given_up_on() {
-        let (mut late, bytes, at) = late_wait(7);
+        let (mut late, _bytes, at) = late_wait(7);
         assert!(late.waits_on(at(21)));
         assert!(late.waits_on(at(29)));
         assert!(!late.waits_on(at(30)), "nothing moved: the bound holds");
