@@ -119,12 +119,18 @@ fn install_signals(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
         .name("rdmabw-signal".into())
         .spawn(move || {
             if signals.forever().next().is_some() {
-                thread::sleep(Duration::from_secs(6));
-                eprintln!("rdmabw: interrupted");
-                std::process::exit(i32::from(Exit::Interrupted.code()));
+                exit_after_grace("interrupted");
             }
         })?;
     Ok(())
+}
+
+/// After `stop` was raised: give the tests 6 s to end and tell their peers, then exit as
+/// interrupted if the process is still there (blocked in a set-up phase), saying `why`.
+fn exit_after_grace(why: &str) -> ! {
+    thread::sleep(Duration::from_secs(6));
+    eprintln!("rdmabw: {why}");
+    std::process::exit(i32::from(Exit::Interrupted.code()));
 }
 
 /// `--exit-on-stdin-eof`: a thread reads standard input (what follows the secret line) to its
@@ -152,9 +158,7 @@ fn stop_at_stdin_eof(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
             }
             eprintln!("rdmabw server: standard input closed: stopping");
             stop.store(true, Ordering::SeqCst);
-            thread::sleep(Duration::from_secs(6));
-            eprintln!("rdmabw: stopped at the end of standard input");
-            std::process::exit(i32::from(Exit::Interrupted.code()));
+            exit_after_grace("stopped at the end of standard input");
         })?;
     Ok(())
 }
