@@ -68,6 +68,15 @@ impl LateWait {
         }
         now < self.deadline || (now < self.cap && now.duration_since(self.last_growth) < LATE_GRACE)
     }
+
+    /// Why the wait ended at `now` (once [`LateWait::waits_on`] said no).
+    fn why_given_up(&self, now: Instant) -> String {
+        if now >= self.cap {
+            "twice the test's bound, though its rail still carried data".into()
+        } else {
+            format!("the rail had carried nothing for {LATE_GRACE:?}")
+        }
+    }
 }
 
 /// What [`window`] runs.
@@ -132,6 +141,8 @@ pub(super) fn window(
         ..tuning.clone()
     };
     let start = Instant::now();
+    // Why a passive server stopped waiting for the client, when it did.
+    let mut gave_up: Option<String> = None;
     let run = if writer {
         let flags = StopFlags::either(stop, &engine_stop);
         match on_window {
@@ -148,7 +159,12 @@ pub(super) fn window(
         loop {
             match watch.wait_peer_done(PASSIVE_POLL) {
                 Ok(()) => break Ok(Vec::new()),
-                Err(ControlError::Timeout { .. }) if late.waits_on(Instant::now()) => {
+                Err(ControlError::Timeout { .. }) => {
+                    let now = Instant::now();
+                    if !late.waits_on(now) {
+                        gave_up = Some(late.why_given_up(now));
+                        break Err(None);
+                    }
                     if engine_stop.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed) {
                         break Err(None);
                     }
@@ -222,9 +238,9 @@ pub(super) fn window(
                     };
                     watch.abort(&format!(
                         "the server gave up waiting for the client's results after {:.0?} \
-                         (the test's bound is {measure_timeout:.0?}; the rail had carried \
-                         nothing for {LATE_GRACE:?})",
-                        start.elapsed()
+                         (the test's bound is {measure_timeout:.0?}; {})",
+                        start.elapsed(),
+                        gave_up.as_deref().unwrap_or("the wait ended")
                     ));
                     Err(peer_failed(cause))
                 }
@@ -269,6 +285,9 @@ mod tests {
             !late.waits_on(at(60)),
             "twice the bound is the end, moving or not"
         );
+        assert!(late
+            .why_given_up(at(60))
+            .starts_with("twice the test's bound"));
     }
 
     #[test]
@@ -277,6 +296,10 @@ mod tests {
         assert!(late.waits_on(at(21)));
         assert!(late.waits_on(at(29)));
         assert!(!late.waits_on(at(30)), "nothing moved: the bound holds");
+        assert_eq!(
+            late.why_given_up(at(30)),
+            "the rail had carried nothing for 10s"
+        );
 
         let (mut late, bytes, at) = late_wait(7);
         assert!(late.waits_on(at(21)));
