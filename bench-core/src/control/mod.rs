@@ -35,8 +35,8 @@
 //!
 //! Server: accept, [`ControlChannel::from_stream`], [`ControlChannel::expect_hello`], the
 //! admission (`session::server::serve_one`: version, secret, limits, parameters, rail, then
-//! the device's claim from [`DeviceClaims`], answering `Reject`/`Busy`), open the device and `send(&Msg::Accept(..))`, then `exchange_endpoints`, `sync_ready`,
-//! `watch`, [`PeerWatch::wait_peer_done`] with the measure timeout, `finish`,
+//! the device's claim from [`DeviceClaims`], answering `Reject`/`Busy`), open the device and
+//! `send(&Msg::Accept(..))`, then `exchange_endpoints`, `sync_ready`, `watch`, [`PeerWatch::wait_peer_done`] with the measure timeout, `finish`,
 //! `expect_done(Phase::Results)` (returns the client's results at once), `send(&Msg::Done {..})`,
 //! `close`. On any local failure: [`ControlChannel::fail`] or [`PeerWatch::abort`] with the reason.
 

@@ -647,10 +647,6 @@ impl<'a> SizeRun<'a> {
         Ok(())
     }
 
-    /// After a pass that posted and completed nothing: in event mode, arm the CQ or sleep on
-    /// its channel until the next completion (see `event`), in every phase; an adaptive poller
-    /// may sleep (see [`backoff`]). Warm-up and cool-down only keep the link loaded around the
-    /// measured window: there, a spinning poller waits adaptively too.
     /// Keeps the longest part of the window between two clock reads (`from`, `to`).
     fn note_gap(&mut self, from: Instant, to: Instant) {
         let a = from.saturating_duration_since(self.t0).as_secs_f64();
@@ -661,6 +657,10 @@ impl<'a> SizeRun<'a> {
         }
     }
 
+    /// After a pass that posted and completed nothing: in event mode, arm the CQ or sleep on
+    /// its channel until the next completion (see `event`), in every phase; an adaptive poller
+    /// may sleep (see [`backoff`]). Warm-up and cool-down only keep the link loaded around the
+    /// measured window: there, a spinning poller waits adaptively too.
     fn idle(&mut self, poll: &Poll) -> Result<(), Error> {
         if self.k.poll == PollMode::Event {
             let s = self.sched;
