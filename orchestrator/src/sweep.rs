@@ -382,26 +382,20 @@ async fn read_into(mut r: Pin<Box<dyn AsyncRead + Send>>, buf: Arc<StdMutex<Vec<
 /// before what came so far is taken as all of its output.
 const STREAMS_AFTER_EXIT: Duration = Duration::from_secs(2);
 
-/// Start `argv` with its streams connected, write `stdin_line` and keep its input open (when
-/// `hold`; else close it); its output is collected until it ends.
+/// Start `argv` with its streams connected, write `stdin_line` and keep its input open; its
+/// output is collected until it ends.
 async fn start_held<R: Runner>(
     runner: &R,
     pod: &str,
     argv: &[String],
     stdin_line: &[u8],
-    hold: bool,
 ) -> Result<Daemon> {
     let mut p = runner.start(pod, argv).await?;
     // A daemon that ends at once (its port in use) may have closed its input already: its own
     // words say why.
     let _ = p.stdin.write_all(stdin_line).await;
     let _ = p.stdin.flush().await;
-    let stdin = if hold {
-        Some(p.stdin)
-    } else {
-        let _ = p.stdin.shutdown().await;
-        None
-    };
+    let stdin = Some(p.stdin);
     let (out, err) = (Arc::default(), Arc::default());
     let mut readers = [
         tokio::spawn(read_into(p.stdout, Arc::clone(&out))),
@@ -497,21 +491,26 @@ impl<'a, R: Runner> Server<'a, R> {
         }
         // A daemon that cannot start (port in use) ends at once; the first rail's client then
         // fails to connect and `ended` adds the daemon's own words to that rail's error.
-        let legacy = legacy_daemon(&self.pod);
-        let argv: Vec<String> = self
-            .argv
-            .iter()
-            .filter(|a| !legacy || a.as_str() != rdmabw::EXIT_ON_STDIN_EOF)
-            .cloned()
-            .collect();
-        let daemon = start_held(
-            self.runner,
-            &self.pod,
-            &argv,
-            &self.secret.stdin_line(),
-            !legacy,
-        )
-        .await
+        let secret = self.secret.stdin_line();
+        let daemon = if legacy_daemon(&self.pod) {
+            // An older rdmabw: its input closed after the secret, stopped by signal.
+            let argv: Vec<String> = self
+                .argv
+                .iter()
+                .filter(|a| a.as_str() != rdmabw::EXIT_ON_STDIN_EOF)
+                .cloned()
+                .collect();
+            self.runner
+                .spawn(&self.pod, &argv, Some(secret))
+                .await
+                .map(|s| Daemon {
+                    pid: s.pid,
+                    stdin: None,
+                    done: s.done,
+                })
+        } else {
+            start_held(self.runner, &self.pod, &self.argv, &secret).await
+        }
         .map_err(|e| {
             format!(
                 "cannot start the rdmabw server daemon in pod {}: {e:#}",
