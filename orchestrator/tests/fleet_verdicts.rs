@@ -5,6 +5,8 @@
 //! nodes are fleet-1 ... fleet-6 of scripts/test (their pods run on this machine with the
 //! fake rdmabw, which tells the nodes apart: `Fake::per_node`). The tests change the nodes'
 //! labels and taints, so they run one at a time and each starts by clearing railsweep's keys.
+//! Other binaries' fleets use the same nodes, and the exec count is the API server's whole
+//! count: scripts/test runs this binary alone.
 
 mod support;
 

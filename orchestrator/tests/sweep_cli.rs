@@ -1,17 +1,15 @@
-//! `railsweep run` end to end on the built binary, with a fake rdmabw: the local runner on
-//! this machine's own namespace (`-`), and the Kubernetes runner through the real control
-//! plane that `scripts/cluster up` starts.
+//! `railsweep run` end to end on the built binary, with a fake rdmabw, through the local runner
+//! on this machine's own namespace (`-`). The same sweep through the Kubernetes runner is in
+//! `sweep_cluster.rs` (it needs the control plane; this binary runs in `scripts/test --quick`).
 
 mod support;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use results::{read_path, RailStatus};
 use support::fake::{alive, rail, Behave, Fake};
 use support::process::{self, railsweep, text};
-use support::testcluster::TestCluster;
 
 fn local_args<'a>(fake: &'a str, out: &'a str) -> Vec<&'a str> {
     vec![
@@ -446,77 +444,4 @@ fn ctrl_c_ends_remote_processes_and_keeps_rows() {
     let daemon = f.pid_in("server.pid").expect("pid");
     assert!(!alive(hang) && !alive(daemon), "client and daemon ended");
     assert!(text(&o.stderr).contains("--resume"), "{}", text(&o.stderr));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_same_sweep_through_the_kubernetes_runner() {
-    // Two pods of the real control plane (scripts/cluster): pod-a on node-a in a network
-    // namespace of its own, pod-b on node-b; railsweep with deploy/rbac.yaml's grants only.
-    let f = Fake::new(2);
-    f.behave("net2", Behave::Crash);
-    let c = TestCluster::get().await;
-    let ns = c.namespace("sweep", &[]).await;
-    c.pod(&ns, "pod-a", "node-a", false, "rdmabw").await;
-    c.pod(&ns, "pod-b", "node-b", false, "rdmabw").await;
-    let kc = c
-        .railsweep_kubeconfig(&ns, None, &f.file("kubeconfig"))
-        .await;
-    let out = f.file("sweep.csv");
-    let json = f.file("sweep.json");
-    let args: Vec<String> = [
-        "run",
-        "--kubeconfig",
-        &s(&kc),
-        "--client-pod",
-        "pod-a",
-        "--server-pod",
-        "pod-b",
-        "--inject",
-        "--inject-binary",
-        &s(&f.path()),
-        "-D",
-        "1",
-        "--tclass",
-        "41",
-        "-o",
-        &s(&out),
-        "--json",
-        &s(&json),
-        "--format",
-        "json",
-    ]
-    .iter()
-    .map(|a| a.to_string())
-    .collect();
-    let r = tokio::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
-        .args(&args)
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .expect("runs");
-    let stderr = text(&r.stderr);
-    assert_eq!(r.status.code(), Some(1), "{stderr}");
-    let rows = read_path(&out).expect("reads");
-    assert_eq!(rows.len(), 2);
-    assert_eq!(rows[0].status, RailStatus::Ok);
-    assert_eq!(rows[0].client_pod.as_deref(), Some("pod-a"));
-    assert_eq!(rows[0].client_node, "node-a");
-    assert_eq!(rows[0].server_node, "node-b");
-    assert_eq!(rows[0].cluster, "railbench-lab");
-    assert!(rows[1]
-        .error
-        .as_deref()
-        .unwrap_or("")
-        .contains("connection refused"));
-    // stdout is the results JSON; the snapshot file is the same rows.
-    let printed = results::read_str(&text(&r.stdout), "stdout").expect("json on stdout");
-    assert_eq!(printed, rows);
-    assert_eq!(read_path(&json).expect("snapshot"), rows);
-    // The injected copy ran (the client log is the fake's), and the daemon is gone.
-    assert!(f.client_log().contains("-d mlx5_0"));
-    let daemon = f.pid_in("server.pid").expect("pid");
-    assert!(
-        !alive(daemon),
-        "daemon {daemon} ended through a second exec"
-    );
 }

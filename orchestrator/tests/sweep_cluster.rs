@@ -1,0 +1,90 @@
+//! `railsweep run --client-pod --server-pod --inject` end to end on the built binary, with a
+//! fake rdmabw, through the Kubernetes runner and the real control plane that `scripts/cluster
+//! up` starts (the local runner's cases are in `sweep_cli.rs`).
+
+mod support;
+
+use std::path::Path;
+use std::process::Stdio;
+
+use results::{read_path, RailStatus};
+use support::fake::{alive, Behave, Fake};
+use support::process::text;
+use support::testcluster::TestCluster;
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_sweep_through_the_kubernetes_runner() {
+    // Two pods of the real control plane (scripts/cluster): pod-a on node-a in a network
+    // namespace of its own, pod-b on node-b; railsweep with deploy/rbac.yaml's grants only.
+    let f = Fake::new(2);
+    f.behave("net2", Behave::Crash);
+    let c = TestCluster::get().await;
+    let ns = c.namespace("sweep", &[]).await;
+    c.pod(&ns, "pod-a", "node-a", false, "rdmabw").await;
+    c.pod(&ns, "pod-b", "node-b", false, "rdmabw").await;
+    let kc = c
+        .railsweep_kubeconfig(&ns, None, &f.file("kubeconfig"))
+        .await;
+    let out = f.file("sweep.csv");
+    let json = f.file("sweep.json");
+    let args: Vec<String> = [
+        "run",
+        "--kubeconfig",
+        &s(&kc),
+        "--client-pod",
+        "pod-a",
+        "--server-pod",
+        "pod-b",
+        "--inject",
+        "--inject-binary",
+        &s(&f.path()),
+        "-D",
+        "1",
+        "--tclass",
+        "41",
+        "-o",
+        &s(&out),
+        "--json",
+        &s(&json),
+        "--format",
+        "json",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    let r = tokio::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
+        .args(&args)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("runs");
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{stderr}");
+    let rows = read_path(&out).expect("reads");
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].status, RailStatus::Ok);
+    assert_eq!(rows[0].client_pod.as_deref(), Some("pod-a"));
+    assert_eq!(rows[0].client_node, "node-a");
+    assert_eq!(rows[0].server_node, "node-b");
+    assert_eq!(rows[0].cluster, "railbench-lab");
+    assert!(rows[1]
+        .error
+        .as_deref()
+        .unwrap_or("")
+        .contains("connection refused"));
+    // stdout is the results JSON; the snapshot file is the same rows.
+    let printed = results::read_str(&text(&r.stdout), "stdout").expect("json on stdout");
+    assert_eq!(printed, rows);
+    assert_eq!(read_path(&json).expect("snapshot"), rows);
+    // The injected copy ran (the client log is the fake's), and the daemon is gone.
+    assert!(f.client_log().contains("-d mlx5_0"));
+    let daemon = f.pid_in("server.pid").expect("pid");
+    assert!(
+        !alive(daemon),
+        "daemon {daemon} ended through a second exec"
+    );
+}
