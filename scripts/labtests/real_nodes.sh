@@ -142,3 +142,26 @@ assert c["uverbs-open"]["status"] == "FAIL", c["uverbs-open"]
 assert "EPERM" in c["uverbs-open"]["detail"], c["uverbs-open"]["detail"]
 EOF
 }
+
+# railsweep itself across the two real nodes: its hostNetwork pods (privileged, the imported
+# image), rdmabw run in them by exec through the API server and each kubelet, every rail from
+# node-a's rxe to node-b's over the rail's host bridge.
+test_railsweep_hostnetwork_across_nodes() {
+  local rc=0 t0 r line
+  t0=$(now)
+  "$RAILSWEEP" run --mode hostnetwork --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
+    -o "$T_OUT/sweep.csv" >"$T_OUT/sweep.out" 2>"$T_OUT/sweep.err" || rc=$?
+  echo "railsweep exit $rc after $(elapsed "$t0") s"
+  cat "$T_OUT/sweep.out"; tail -20 "$T_OUT/sweep.err"
+  [ "$rc" -eq 0 ] || fail "railsweep exit $rc"
+  for r in 0 1; do
+    line=$(python3 -c 'import csv, sys
+for x in csv.DictReader(open(sys.argv[1])):
+    if x["rail"] == sys.argv[2]: print(x["status"], x["bw_avg_gbps"])' "$T_OUT/sweep.csv" "$r")
+    [ "${line%% *}" = ok ] || fail "rail $r is not ok: $line"
+    gt "${line#* }" 0 || fail "rail $r: no traffic: $line"
+  done
+  # Its pods go (deleted at the end; a real kubelet takes a moment to stop their containers).
+  for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || return 0; sleep 1; done
+  fail "railsweep's pods still there 60 s after it ended: $(pods_in lab | tr '\n' ' ')"
+}
