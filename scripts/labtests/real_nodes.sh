@@ -165,3 +165,28 @@ for x in csv.DictReader(open(sys.argv[1])):
   for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || return 0; sleep 1; done
   fail "railsweep's pods still there 60 s after it ended: $(pods_in lab | tr '\n' ' ')"
 }
+
+# Seed 000's first two rows: a pod on the pod network (the node's bridge CNI network) has no rail
+# and no /dev/infiniband; hostNetwork alone has the rails but still no /dev/infiniband.
+test_pod_network_and_plain_hostnetwork_rows() {
+  local p
+  rn_pod rn-podnet node-a '{"container": {"command": ["sh", "-c", "ls /dev/infiniband; echo \"ls exit $?\"; ip -br addr; echo \"=== probe json\"; rdmabw probe --json"]}}'
+  rn_pod rn-hostnet node-b '{"hostNetwork": true, "container": {"command": ["sh", "-c", "ls /dev/infiniband; echo \"ls exit $?\"; ip -br addr; echo \"=== probe json\"; rdmabw probe --json"]}}'
+  for p in rn-podnet rn-hostnet; do
+    echo "$p: $(rn_wait_done "$p" 240), $(rn_pod_times "$p")"
+    rn_log "$p" >"$T_OUT/$p.log"
+    sed -n '/^=== probe json$/,$p' "$T_OUT/$p.log" | sed '1d' >"$T_OUT/$p.json"
+    sed -n '1,/^=== probe json$/p' "$T_OUT/$p.log"
+    grep -q '^ls exit [^0]' "$T_OUT/$p.log" || fail "$p: /dev/infiniband is there"
+  done
+  python3 - "$T_OUT/rn-podnet.json" "$T_OUT/rn-hostnet.json" <<'EOF2' || fail "the probe's checks are not as expected (above)"
+import json, sys
+pod, host = ({x["name"]: x for x in json.load(open(f))["checks"]} for f in sys.argv[1:3])
+for label, c in (("pod network", pod), ("hostNetwork", host)):
+    for name in ("rails", "uverbs-files", "uverbs-open"):
+        print(label, name, c[name]["status"], c[name]["detail"])
+assert pod["rails"]["status"] == "FAIL", pod["rails"]
+assert host["rails"]["status"] == "PASS", host["rails"]
+assert host["uverbs-files"]["status"] == "FAIL", host["uverbs-files"]
+EOF2
+}
