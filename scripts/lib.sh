@@ -35,6 +35,19 @@ build_release() {
   cargo build --release -p orchestrator -p bench-cli --bins >&2 || die "cargo build failed"
 }
 
+# k8s_version_ldflags VERSION: go build's -ldflags that stamp a Kubernetes version (v1.37.2) into
+# k8s.io/component-base and client-go, as Kubernetes' own build does; without them a binary built
+# from the module reports v0.0.0. Stripped (-s -w).
+k8s_version_ldflags() {
+  local ver=$1 minor kv ld="-s -w"
+  minor=${ver#v1.}; minor=${minor%%.*}
+  for kv in "gitVersion=$ver" "gitMajor=1" "gitMinor=$minor" "gitTreeState=clean" \
+            "buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"; do
+    ld+=" -X k8s.io/component-base/version.$kv -X k8s.io/client-go/pkg/version.$kv"
+  done
+  echo "$ld"
+}
+
 # now_s: seconds since the epoch with fractions, for stage timings.
 now_s() { date +%s.%N; }
 

@@ -1,0 +1,192 @@
+# lab: --real-nodes --rails 2
+# Real nodes (issue 36, first slice): node-a and node-b are QEMU guests with a real kubelet
+# (v1.37.2), Debian's containerd and runc, their rails as NICs with rxe devices; railsweep's image
+# (railbench/rdmabw:VERSION) was built here without a registry and imported into both. These
+# tests run on this machine (scripts/lab --real-nodes runs the command here) and talk to the API
+# server of $LAB_K8S_DIR with curl (kube, in lib.sh); every pod below is a real container, and
+# its logs come back through the kubelet.
+# shellcheck shell=bash
+
+# A pod's first start on an emulated node takes a while (sandbox, image snapshot, runc).
+TEST_TIMEOUT=${TEST_TIMEOUT:-300}
+
+# The image railsweep uses by default, by the name a pod spec gives it.
+RN_IMAGE=${LAB_IMAGE#docker.io/}
+
+# rn_pod NAME NODE SPEC_JSON: create pod NAME on NODE in namespace lab; SPEC_JSON is merged into
+# a spec that runs the image with imagePullPolicy Never and restartPolicy Never.
+rn_pod() {
+  local body
+  body=$(python3 - "$1" "$2" "$RN_IMAGE" "$3" <<'EOF'
+import json, sys
+name, node, image, extra = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+c = {"name": "main", "image": image, "imagePullPolicy": "Never"}
+c.update(extra.pop("container", {}))
+spec = {"nodeName": node, "restartPolicy": "Never", "automountServiceAccountToken": False,
+        "terminationGracePeriodSeconds": 1, "containers": [c]}
+spec.update(extra)
+print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}))
+EOF
+)
+  echo "$body" >"$T_OUT/$1.json"
+  kube POST /api/v1/namespaces/lab/pods "$body" >/dev/null
+}
+
+# rn_wait_done NAME SECONDS: wait until pod NAME has finished (Succeeded or Failed); prints the
+# phase. The pod's events go to T_OUT when it takes too long.
+rn_wait_done() {
+  local end=$((SECONDS + $2)) phase
+  while :; do
+    phase=$(kube GET "/api/v1/namespaces/lab/pods/$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["status"].get("phase", ""))')
+    case "$phase" in Succeeded|Failed) echo "$phase"; return 0 ;; esac
+    if [ $SECONDS -ge $end ]; then
+      kube GET "/api/v1/namespaces/lab/events?fieldSelector=involvedObject.name=$1" >"$T_OUT/$1.events.json" || true
+      kube GET "/api/v1/namespaces/lab/pods/$1" >"$T_OUT/$1.status.json" || true
+      fail "pod $1 still $phase after $2 s (events: $T_OUT/$1.events.json)"
+    fi
+    sleep 1
+  done
+}
+
+# rn_pod_times NAME: seconds from creation to the container's start, and to its end.
+rn_pod_times() {
+  kube GET "/api/v1/namespaces/lab/pods/$1" | python3 -c 'import json, sys
+from datetime import datetime
+p = json.load(sys.stdin)
+t = lambda s: datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ")
+c = p["metadata"]["creationTimestamp"]
+st = p["status"]["containerStatuses"][0]["state"]
+term = st.get("terminated") or {}
+print("created %s, container started %+d s, finished %+d s" % (c, (t(term["startedAt"]) - t(c)).total_seconds(), (t(term["finishedAt"]) - t(c)).total_seconds()))'
+}
+
+rn_log() { kube GET "/api/v1/namespaces/lab/pods/$1/log"; }
+rn_delete() { kube DELETE "/api/v1/namespaces/lab/pods/$1?gracePeriodSeconds=0" >/dev/null 2>&1 || true; }
+
+# `kubectl get nodes -o wide`, from the API.
+test_nodes_ready_with_kubelet_and_containerd() {
+  kube GET /api/v1/nodes >"$T_OUT/nodes.json"
+  python3 - "$T_OUT/nodes.json" <<'EOF' | tee "$T_OUT/nodes.txt"
+import json, sys
+items = json.load(open(sys.argv[1]))["items"]
+rows = [("NAME", "STATUS", "VERSION", "INTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME")]
+for n in items:
+    i = n["status"]["nodeInfo"]
+    ready = [c["status"] for c in n["status"]["conditions"] if c["type"] == "Ready"] == ["True"]
+    ip = [a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP"]
+    rows.append((n["metadata"]["name"], "Ready" if ready else "NotReady", i["kubeletVersion"], ",".join(ip),
+                 i["osImage"], i["kernelVersion"], i["containerRuntimeVersion"]))
+w = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
+for r in rows:
+    print("   ".join(c.ljust(w[k]) for k, c in enumerate(r)).rstrip())
+EOF
+  python3 - "$T_OUT/nodes.json" <<'EOF' || fail "the nodes are not as expected (above)"
+import json, sys
+items = {n["metadata"]["name"]: n for n in json.load(open(sys.argv[1]))["items"]}
+assert sorted(items) == ["node-a", "node-b"], sorted(items)
+for name, n in items.items():
+    i = n["status"]["nodeInfo"]
+    assert [c["status"] for c in n["status"]["conditions"] if c["type"] == "Ready"] == ["True"], name + " not Ready"
+    assert i["kubeletVersion"] == "v1.37.2", (name, i["kubeletVersion"])
+    assert i["containerRuntimeVersion"].startswith("containerd://1.6."), (name, i["containerRuntimeVersion"])
+EOF
+}
+
+# Seed 000's working row: hostNetwork and privileged (the pod of `railsweep --mode hostnetwork`),
+# where rdmabw sees both rails, their rxe devices and opens every uverbs file.
+test_privileged_hostnetwork_probe_and_rails() {
+  rn_pod rn-priv node-a '{"hostNetwork": true, "container": {"securityContext": {"privileged": true},
+    "command": ["sh", "-c", "ls /dev/infiniband; rdmabw probe; echo \"probe exit $?\"; rdmabw rails; echo \"rails exit $?\"; echo \"=== probe json\"; rdmabw probe --json"]}}'
+  phase=$(rn_wait_done rn-priv 240)
+  rn_pod_times rn-priv
+  rn_log rn-priv | tee "$T_OUT/rn-priv.log"
+  sed -n '/^=== probe json$/,$p' "$T_OUT/rn-priv.log" | sed '1d' >"$T_OUT/probe.json"
+  echo "phase $phase"
+  grep -q '^rails exit 0$' "$T_OUT/rn-priv.log" || fail "rdmabw rails failed in the privileged hostNetwork pod"
+  for i in 0 1; do
+    grep -q "rdma$i" "$T_OUT/rn-priv.log" || fail "rail rdma$i not in the pod's output"
+    grep -q "rxe$i" "$T_OUT/rn-priv.log" || fail "rxe$i not in the pod's output"
+  done
+  python3 - "$T_OUT/probe.json" <<'EOF' || fail "the probe's checks are not as expected (above)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = {x["name"]: x for x in r["checks"]}
+for name in ("rails", "uverbs-files", "uverbs-open"):
+    print(name, c[name]["status"], c[name]["detail"])
+assert c["rails"]["status"] == "PASS", c["rails"]
+assert c["uverbs-open"]["status"] == "PASS", c["uverbs-open"]
+EOF
+}
+
+# Seed 000's "plus a hostPath mount" row: hostNetwork with /dev/infiniband from the node, not
+# privileged. The files are there (crw-rw-rw-), open() is refused by the container's device cgroup.
+test_hostpath_unprivileged_open_is_refused() {
+  rn_pod rn-hostpath node-b '{"hostNetwork": true,
+    "volumes": [{"name": "ib", "hostPath": {"path": "/dev/infiniband"}}],
+    "container": {"volumeMounts": [{"name": "ib", "mountPath": "/dev/infiniband"}],
+      "command": ["sh", "-c", "ls -l /dev/infiniband; head -c 1 /dev/infiniband/uverbs0; echo \"head exit $?\"; rdmabw probe; echo \"probe exit $?\"; echo \"=== probe json\"; rdmabw probe --json"]}}'
+  phase=$(rn_wait_done rn-hostpath 240)
+  rn_pod_times rn-hostpath
+  rn_log rn-hostpath | tee "$T_OUT/rn-hostpath.log"
+  sed -n '/^=== probe json$/,$p' "$T_OUT/rn-hostpath.log" | sed '1d' >"$T_OUT/probe.json"
+  echo "phase $phase"
+  grep -q 'crw-rw-rw-.* uverbs0' "$T_OUT/rn-hostpath.log" || fail "no crw-rw-rw- uverbs0 in the pod"
+  grep -q "uverbs0.*Operation not permitted" "$T_OUT/rn-hostpath.log" || fail "open of uverbs0 was not refused with Operation not permitted"
+  python3 - "$T_OUT/probe.json" <<'EOF' || fail "the probe's checks are not as expected (above)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = {x["name"]: x for x in r["checks"]}
+for name in ("rails", "uverbs-files", "uverbs-open"):
+    print(name, c[name]["status"], c[name]["detail"])
+assert c["uverbs-open"]["status"] == "FAIL", c["uverbs-open"]
+assert "EPERM" in c["uverbs-open"]["detail"], c["uverbs-open"]["detail"]
+EOF
+}
+
+# railsweep itself across the two real nodes: its hostNetwork pods (privileged, the imported
+# image), rdmabw run in them by exec through the API server and each kubelet, every rail from
+# node-a's rxe to node-b's over the rail's host bridge.
+test_railsweep_hostnetwork_across_nodes() {
+  local rc=0 t0 r line
+  t0=$(now)
+  "$RAILSWEEP" run --mode hostnetwork --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
+    -o "$T_OUT/sweep.csv" >"$T_OUT/sweep.out" 2>"$T_OUT/sweep.err" || rc=$?
+  echo "railsweep exit $rc after $(elapsed "$t0") s"
+  cat "$T_OUT/sweep.out"; tail -20 "$T_OUT/sweep.err"
+  [ "$rc" -eq 0 ] || fail "railsweep exit $rc"
+  for r in 0 1; do
+    line=$(python3 -c 'import csv, sys
+for x in csv.DictReader(open(sys.argv[1])):
+    if x["rail"] == sys.argv[2]: print(x["status"], x["bw_avg_gbps"])' "$T_OUT/sweep.csv" "$r")
+    [ "${line%% *}" = ok ] || fail "rail $r is not ok: $line"
+    gt "${line#* }" 0 || fail "rail $r: no traffic: $line"
+  done
+  # Its pods go (deleted at the end; a real kubelet takes a moment to stop their containers).
+  for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || return 0; sleep 1; done
+  fail "railsweep's pods still there 60 s after it ended: $(pods_in lab | tr '\n' ' ')"
+}
+
+# Seed 000's first two rows: a pod on the pod network (the node's bridge CNI network) has no rail
+# and no /dev/infiniband; hostNetwork alone has the rails but still no /dev/infiniband.
+test_pod_network_and_plain_hostnetwork_rows() {
+  local p
+  rn_pod rn-podnet node-a '{"container": {"command": ["sh", "-c", "ls /dev/infiniband; echo \"ls exit $?\"; ip -br addr; echo \"=== probe json\"; rdmabw probe --json"]}}'
+  rn_pod rn-hostnet node-b '{"hostNetwork": true, "container": {"command": ["sh", "-c", "ls /dev/infiniband; echo \"ls exit $?\"; ip -br addr; echo \"=== probe json\"; rdmabw probe --json"]}}'
+  for p in rn-podnet rn-hostnet; do
+    echo "$p: $(rn_wait_done "$p" 240), $(rn_pod_times "$p")"
+    rn_log "$p" >"$T_OUT/$p.log"
+    sed -n '/^=== probe json$/,$p' "$T_OUT/$p.log" | sed '1d' >"$T_OUT/$p.json"
+    sed -n '1,/^=== probe json$/p' "$T_OUT/$p.log"
+    grep -q '^ls exit [^0]' "$T_OUT/$p.log" || fail "$p: /dev/infiniband is there"
+  done
+  python3 - "$T_OUT/rn-podnet.json" "$T_OUT/rn-hostnet.json" <<'EOF2' || fail "the probe's checks are not as expected (above)"
+import json, sys
+pod, host = ({x["name"]: x for x in json.load(open(f))["checks"]} for f in sys.argv[1:3])
+for label, c in (("pod network", pod), ("hostNetwork", host)):
+    for name in ("rails", "uverbs-files", "uverbs-open"):
+        print(label, name, c[name]["status"], c[name]["detail"])
+assert pod["rails"]["status"] == "FAIL", pod["rails"]
+assert host["rails"]["status"] == "PASS", host["rails"]
+assert host["uverbs-files"]["status"] == "FAIL", host["uverbs-files"]
+EOF2
+}
