@@ -10,6 +10,7 @@ use bench_core::session::{ClientConfig, Pinned, ServerConfig, ServerLimits};
 use bench_core::sysfs::SysRoots;
 use results::rdmabw::params::{
     Connection, LocalTuning, PollMode, RateLimit, RateUnit, Sizes, TestLength, TestParams,
+    MAX_SECONDS,
 };
 
 use crate::cli::{Cli, Cmd, TestArgs};
@@ -156,9 +157,10 @@ pub fn memlock_needed_bytes(p: &TestParams) -> u64 {
 pub use results::rdmabw::flags::parse_size;
 
 fn seconds(flag: &str, v: f64, allow_zero: bool) -> Result<f64, Usage> {
-    if !v.is_finite() || v < 0.0 || (!allow_zero && v == 0.0) {
+    if !v.is_finite() || v < 0.0 || (!allow_zero && v == 0.0) || v > MAX_SECONDS {
         return usage(format!(
-            "{flag} {v}: give a {} number of seconds (e.g. {flag} 5)",
+            "{flag} {v}: give a {} number of seconds, at most {MAX_SECONDS} (a week) (e.g. \
+             {flag} 5)",
             if allow_zero {
                 "non-negative"
             } else {

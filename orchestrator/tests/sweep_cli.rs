@@ -520,3 +520,38 @@ async fn the_same_sweep_through_the_kubernetes_runner() {
         "daemon {daemon} ended through a second exec"
     );
 }
+
+/// Issue 31, finding 5: numbers no `Duration` holds panicked (exit 101), `--pod-timeout`'s
+/// after the pods were created. Now clap refuses them first, naming the flag and the range.
+#[test]
+fn durations_beyond_a_week_or_not_numbers_are_usage_errors() {
+    for (flag, value) in [
+        ("--margin", "1e300"),
+        ("--margin", "NaN"),
+        ("--duration", "inf"),
+        ("--warmup", "1e300"),
+        ("--pod-timeout", "1e300"),
+        ("--pod-timeout", "NaN"),
+    ] {
+        let mut args = vec![
+            "run",
+            "--runner",
+            "local",
+            "--client-pod",
+            "-",
+            "--server-pod",
+            "-",
+        ];
+        if flag == "--pod-timeout" {
+            args = vec!["run", "--nodes", "node-a,node-b", "--dry-run"];
+        }
+        args.extend([flag, value]);
+        let r = railsweep(&args);
+        let stderr = text(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{flag} {value}: {stderr}");
+        assert!(
+            stderr.contains(flag) && stderr.contains("a week"),
+            "{flag} {value}: {stderr}"
+        );
+    }
+}

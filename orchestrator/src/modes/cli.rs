@@ -53,7 +53,7 @@ pub struct PodArgs {
     #[arg(long, value_name = "RUN")]
     pub run_id: Option<String>,
     /// Seconds to wait for the pods to be ready before giving up (image pulls can be slow).
-    #[arg(long, value_name = "S", default_value_t = 300.0)]
+    #[arg(long, value_name = "S", default_value_t = 300.0, value_parser = crate::config::seconds_positive)]
     pub pod_timeout: f64,
     /// Container image with rdmabw (built from deploy/Containerfile) [default: railbench/rdmabw:VERSION];
     /// with --inject, any image with libibverbs, sh, head and sleep.
