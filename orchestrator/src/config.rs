@@ -30,7 +30,7 @@ pub enum RunnerKind {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ClusterArgs {
     /// Namespace of the pods [default: the kubeconfig context's, else `default`].
-    #[arg(short = 'n', long, value_name = "NS")]
+    #[arg(short = 'n', long, value_name = "NS", value_parser = crate::names::namespace)]
     pub namespace: Option<String>,
     /// Kubeconfig context [default: the current context].
     #[arg(long, value_name = "NAME")]

@@ -555,3 +555,43 @@ fn durations_beyond_a_week_or_not_numbers_are_usage_errors() {
         );
     }
 }
+
+/// Issue 31, finding 4: a node name with a newline wrote a whole pod document into the
+/// dry run's YAML. Now it is refused as a Kubernetes name, and nothing is printed.
+#[test]
+fn a_node_name_that_is_not_a_kubernetes_name_writes_no_yaml() {
+    for nodes in [
+        "node-a\n---\napiVersion: v1\nkind: Pod,node-b",
+        "node-a,Node_B",
+        "node-a,node-b\n# x",
+    ] {
+        let r = railsweep(&[
+            "run",
+            "--dry-run",
+            "--mode",
+            "hostnetwork",
+            "-o",
+            "yaml",
+            "--nodes",
+            nodes,
+        ]);
+        let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
+        assert_eq!(r.status.code(), Some(2), "{nodes:?}: {stderr}");
+        assert!(stdout.is_empty(), "{nodes:?}: {stdout}");
+        assert!(
+            stderr.contains("not a Kubernetes name"),
+            "{nodes:?}: {stderr}"
+        );
+    }
+    let r = railsweep(&[
+        "run",
+        "--dry-run",
+        "--mode",
+        "hostnetwork",
+        "-n",
+        "ns\nkind: Pod",
+        "--nodes",
+        "a,b",
+    ]);
+    assert_eq!(r.status.code(), Some(2), "{}", text(&r.stderr));
+}

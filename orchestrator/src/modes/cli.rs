@@ -26,11 +26,12 @@ impl std::str::FromStr for NodePair {
     fn from_str(s: &str) -> Result<NodePair, String> {
         match s.split(',').map(str::trim).collect::<Vec<_>>().as_slice() {
             [a, b] if !a.is_empty() && !b.is_empty() => Ok(NodePair {
-                client: a.to_string(),
-                server: b.to_string(),
+                client: crate::names::subdomain("node", a)?,
+                server: crate::names::subdomain("node", b)?,
             }),
             _ => Err(format!(
-                "expected two node names, NODE_A,NODE_B (client on A, server on B), got `{s}`"
+                "expected two node names, NODE_A,NODE_B (client on A, server on B), got `{}`",
+                s.escape_debug()
             )),
         }
     }
