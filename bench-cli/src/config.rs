@@ -10,12 +10,14 @@ use bench_core::session::{ClientConfig, Pinned, ServerConfig, ServerLimits};
 use bench_core::sysfs::SysRoots;
 use results::rdmabw::params::{
     Connection, LocalTuning, PollMode, RateLimit, RateUnit, Sizes, TestLength, TestParams,
+    MAX_SECONDS,
 };
 
 use crate::cli::{Cli, Cmd, TestArgs};
 
-/// The largest message: the buffer rdmabw registers holds two of them.
-pub const MAX_MSG_BYTES: u64 = 1 << 30;
+/// The largest message: the buffer rdmabw registers holds two of them (the bound a server
+/// checks hellos against too).
+pub use results::rdmabw::params::MAX_MSG_BYTES;
 /// The top of an `-a` sweep, as ib_write_bw.
 pub const SWEEP_MAX_BYTES: u64 = 1 << 23;
 /// ib_write_bw's default iteration count.
@@ -149,15 +151,16 @@ impl SecretInput<'_> {
 /// `ulimit -l` bytes a test needs: two halves of the largest message, page-rounded (with
 /// `--data_validation`, of a slot per QP holding every size), plus slack for queues.
 pub fn memlock_needed_bytes(p: &TestParams) -> u64 {
-    bench_core::engine::buffer_bytes(p) + (1 << 20)
+    bench_core::engine::buffer_bytes(p).saturating_add(1 << 20)
 }
 
 pub use results::rdmabw::flags::parse_size;
 
 fn seconds(flag: &str, v: f64, allow_zero: bool) -> Result<f64, Usage> {
-    if !v.is_finite() || v < 0.0 || (!allow_zero && v == 0.0) {
+    if !v.is_finite() || v < 0.0 || (!allow_zero && v == 0.0) || v > MAX_SECONDS {
         return usage(format!(
-            "{flag} {v}: give a {} number of seconds (e.g. {flag} 5)",
+            "{flag} {v}: give a {} number of seconds, at most {MAX_SECONDS} (a week) (e.g. \
+             {flag} 5)",
             if allow_zero {
                 "non-negative"
             } else {

@@ -32,7 +32,7 @@ use std::thread;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use bench_core::control::{ControlError, RejectReason, RunSecret};
+use bench_core::control::{for_log, ControlError, RejectReason, RunSecret, PEER_TEXT_CHARS};
 use bench_core::error::Error;
 use bench_core::probe::{cap_eff, CAP_IPC_LOCK};
 use bench_core::session::{
@@ -532,35 +532,27 @@ fn server(
     if cfg.daemon {
         return daemon(cfg, &listener, out, stop, &log);
     }
-    loop {
-        let stream = match listener.accept(stop) {
-            Ok(Some(s)) => s,
-            Ok(None) => {
-                eprintln!("rdmabw: interrupted while waiting for a client");
-                return Ok(Exit::Interrupted);
-            }
-            Err(e) => return fail(&format!("accepting a connection: {e}"), Exit::Failed),
-        };
-        let peer = stream.peer_addr().ok();
-        match session::serve_one(cfg, stream, &shared, stop, &log) {
-            Ok(o) => return print_outcome(&o, out),
-            // A connection that closes before saying anything (a port probe) is not a test.
-            Err(SessionError::Control(ControlError::PeerClosed { .. })) => {
-                log(&format!(
-                    "{} closed the connection before its hello; still waiting",
-                    peer.map_or_else(|| "a client".to_string(), |p| p.to_string())
-                ));
-            }
-            Err(e) => {
-                let msg = match &e {
-                    SessionError::Local(l) => explain_local(l, false),
-                    e => e.to_string(),
-                };
-                return fail(&msg, Exit::of_session(&e));
-            }
+    // Connections that never become a test (silent, garbage, another run's secret) do not
+    // end a one-test server: it keeps waiting for its client.
+    match session::serve_first(cfg, &listener, &shared, stop, &log) {
+        Ok(None) => {
+            eprintln!("rdmabw: interrupted while waiting for a client");
+            Ok(Exit::Interrupted)
+        }
+        Err(e) => fail(&format!("accepting a connection: {e}"), Exit::Failed),
+        Ok(Some(Ok(o))) => print_outcome(&o, out),
+        Ok(Some(Err(e))) => {
+            let msg = match &e {
+                SessionError::Local(l) => explain_local(l, false),
+                e => for_log(&e.to_string(), LOGGED_ERROR_CHARS),
+            };
+            fail(&msg, Exit::of_session(&e))
         }
     }
 }
+
+/// The most characters of a test's error a server logs (it may quote what the peer sent).
+const LOGGED_ERROR_CHARS: usize = 1024;
 
 fn daemon(
     cfg: &ServerConfig,
@@ -580,8 +572,8 @@ fn daemon(
                     "[{peer}] done: {} on {} <- {} ({}): {} B average {:.3} Gb/s",
                     o.rail.device,
                     o.rail.netdev.as_deref().unwrap_or("-"),
-                    o.remote.host,
-                    o.remote.device,
+                    for_log(&o.remote.host, PEER_TEXT_CHARS),
+                    for_log(&o.remote.device, PEER_TEXT_CHARS),
                     last.msg_size_bytes,
                     last.bw_avg_gbps
                 ));
@@ -597,7 +589,13 @@ fn daemon(
                 }
             }
         }
-        Err(e) => log2(&format!("[{peer}] test failed: {e}")),
+        // Before admission nothing is logged: what the peer sent stays out of the log, and
+        // a flood of such connections cannot fill it.
+        Err(SessionError::NotAdmitted(_)) => {}
+        Err(e) => log2(&format!(
+            "[{peer}] test failed: {}",
+            for_log(&e.to_string(), LOGGED_ERROR_CHARS)
+        )),
     });
     d.run(listener, stop, log, &on_test).context("serving")?;
     log("stopped");

@@ -140,3 +140,28 @@ fn a_host_that_does_not_resolve_is_a_usage_error_at_once() {
     // One retry after a second, not the connect timeout's 11 s of retries.
     assert!(t0.elapsed().as_secs_f64() < 5.0, "took {:?}", t0.elapsed());
 }
+
+/// Issue 31, finding 5: `--connect-timeout 1e300` panicked (exit 101) where it became a
+/// `Duration`; every time flag now has an upper bound, named with the flag.
+#[test]
+fn times_beyond_a_week_are_usage_errors_naming_the_flag() {
+    for (flag, value) in [
+        ("--connect-timeout", "1e300"),
+        ("--connect-timeout", "NaN"),
+        ("-D", "1e300"),
+        ("--window", "inf"),
+        ("--warmup", "1e300"),
+    ] {
+        let mut args = vec!["client", "127.0.0.1", flag, value];
+        if flag == "--warmup" {
+            args.extend(["-D", "5"]);
+        }
+        let o = rdmabw(&args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}: {err}");
+        assert!(
+            err.contains(flag) && err.contains("at most"),
+            "{flag} {value}: {err}"
+        );
+    }
+}

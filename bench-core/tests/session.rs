@@ -375,22 +375,254 @@ fn a_daemon_refuses_a_test_beyond_its_limits_naming_the_flag() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("--max-buffer 2097152"), "{e}");
-    // One test at a time: a client that holds the only slot (connected, no hello yet) makes
-    // the next one hear the limit, not a reset connection.
+    // A connection that has not said anything is not a test: it does not hold the only
+    // slot (issue 31, finding 2), and the next client goes on to the device (and stops at its
+    // opening: no RDMA here).
     let holder = TcpStream::connect(addr).unwrap();
     thread::sleep(Duration::from_millis(300));
     let e = client(addr)
         .client_handshake(&Hello::new(params(1), None, "pod-b"))
         .unwrap_err()
         .to_string();
+    assert!(e.contains("server set-up"), "{e}");
+    drop(holder);
+    // The two refused by their parameters, the holder (never admitted) and the last client
+    // all ended.
+    assert_eq!(d.stop_after(4), vec![false; 4]);
+}
+
+/// A hello as `hello` is, sent raw after `edit` changed its JSON (values the typed API would
+/// never build); the server's answer.
+fn raw_hello(addr: SocketAddr, edit: impl FnOnce(&mut serde_json::Value)) -> ControlError {
+    let mut v = serde_json::to_value(bench_core::control::Msg::Hello(Hello::new(
+        params(1),
+        None,
+        "pod-raw",
+    )))
+    .unwrap();
+    edit(&mut v);
+    let json = serde_json::to_vec(&v).unwrap();
+    let mut frame = bench_core::control::MAGIC.to_vec();
+    frame.extend_from_slice(&bench_core::control::PROTOCOL_VERSION.to_be_bytes());
+    frame.extend_from_slice(&(json.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&json);
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(&frame).unwrap();
+    let mut ch = ControlChannel::from_stream(s)
+        .unwrap()
+        .with_timeouts(PhaseTimeouts::uniform(Duration::from_secs(5)));
+    ch.expect_accept().unwrap_err()
+}
+
+#[test]
+fn a_daemon_refuses_values_out_of_bounds_before_using_them_and_goes_on_serving() {
+    let d = daemon(server_cfg(true, Pinned::default(), RailRequest::default()));
+    let addr = d.addr;
+    let refused = |p: TestParams| {
+        client(addr)
+            .client_handshake(&Hello::new(p, None, "pod-a"))
+            .unwrap_err()
+            .to_string()
+    };
+    let with = |f: &dyn Fn(&mut TestParams)| {
+        let mut p = params(1);
+        f(&mut p);
+        p
+    };
+    // A sweep to 2^64-1 made the daemon's size list grow without end (it aborted), and
+    // sizes near 2^63 wrapped the buffer's size below --max-buffer.
+    let cases: Vec<(TestParams, &str)> = vec![
+        (
+            with(&|p| {
+                p.sizes = Sizes::Sweep {
+                    max_bytes: u64::MAX,
+                }
+            }),
+            "--all/-a",
+        ),
+        (
+            with(&|p| {
+                p.sizes = Sizes::One {
+                    msg_size_bytes: (1 << 63) + 1,
+                }
+            }),
+            "--size/-s",
+        ),
+        (with(&|p| p.qps = 0), "--qp/-q 0"),
+        (
+            with(&|p| p.length = TestLength::Iterations { iterations: 0 }),
+            "--iters/-n 0",
+        ),
+        (
+            with(&|p| {
+                p.length = TestLength::Duration {
+                    duration_s: -5.0,
+                    warmup_s: 0.0,
+                    cooldown_s: 0.0,
+                }
+            }),
+            "--duration/-D -5",
+        ),
+        (
+            with(&|p| {
+                p.length = TestLength::Duration {
+                    duration_s: 1e300,
+                    warmup_s: 0.0,
+                    cooldown_s: 0.0,
+                }
+            }),
+            "--duration/-D",
+        ),
+    ];
+    for (p, what) in cases {
+        let e = refused(p);
+        assert!(
+            e.contains("invalid hello") && e.contains(what),
+            "{what}: {e}"
+        );
+    }
+    // A device name is one path component under sysfs, never a path.
+    for name in ["/etc", "..", "", "mlx5_0/../../etc", "a\nb"] {
+        let e = client(addr)
+            .client_handshake(&Hello::new(params(1), Some(name.into()), "pod-a"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a device name"), "{name:?}: {e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+    let e = client(addr)
+        .client_handshake(
+            &Hello::new(params(1), None, "pod-a").with_server_rail(Some("../net1".into()), None),
+        )
+        .unwrap_err()
+        .to_string();
     assert!(
-        e.contains("at most 1 tests at once") && e.contains("--max-tests"),
+        e.contains("--server-netdev") && e.contains("not a device name"),
         "{e}"
     );
-    drop(holder);
-    // The two refused by their parameters and the holder ended as tests; the one refused at
-    // the door never became one.
-    assert_eq!(d.stop_after(3), vec![false; 3]);
+    // Values no typed client sends (a negative QP count, a duration that is a string) are a
+    // malformed hello: refused, and the daemon goes on.
+    let e = raw_hello(addr, |v| v["params"]["qps"] = serde_json::json!(-1));
+    assert!(!matches!(e, ControlError::Timeout { .. }), "{e:?}");
+    let e = raw_hello(addr, |v| {
+        v["params"]["sizes"] = serde_json::json!({"sweep": {"max_bytes": "inf"}})
+    });
+    assert!(!matches!(e, ControlError::Timeout { .. }), "{e:?}");
+    // After all that, a good client is still served (up to device opening: no RDMA here).
+    let e = client(addr)
+        .client_handshake(
+            &Hello::new(params(1), None, "pod-a").with_server_rail(Some("net1".into()), None),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("server set-up"), "{e}");
+}
+
+#[test]
+fn silent_connections_and_refused_hellos_do_not_lock_out_the_secret_holder() {
+    let mut cfg = server_cfg(true, Pinned::default(), RailRequest::default());
+    cfg.secret = RunSecret::new("run-4f2a");
+    cfg.limits.max_tests = 1;
+    let d = daemon(cfg);
+    let addr = d.addr;
+    // 200 silent connections from 127.0.0.1, and refused hellos from there on a loop.
+    let silent: Vec<TcpStream> = (0..200)
+        .filter_map(|_| TcpStream::connect(addr).ok())
+        .collect();
+    let flooding = Arc::new(AtomicBool::new(true));
+    let flooding2 = Arc::clone(&flooding);
+    let flood = thread::spawn(move || {
+        let mut sent = 0u32;
+        while flooding2.load(std::sync::atomic::Ordering::Relaxed) {
+            let hello = Hello::new(params(1), None, "x".repeat(100_000))
+                .with_secret(RunSecret::new("not-the-run"));
+            if let Ok(mut ch) =
+                ControlChannel::connect(addr, PhaseTimeouts::uniform(Duration::from_secs(2)))
+            {
+                let _ = ch.client_handshake(&hello);
+                sent += 1;
+            }
+        }
+        sent
+    });
+    thread::sleep(Duration::from_millis(300));
+    // The run's client, from another address of the loopback network.
+    let t0 = Instant::now();
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    sock.bind(&SocketAddr::from(([127, 0, 0, 2], 0)).into())
+        .unwrap();
+    sock.connect(&addr.into()).unwrap();
+    let mut ch = ControlChannel::from_stream(sock.into())
+        .unwrap()
+        .with_timeouts(PhaseTimeouts::uniform(Duration::from_secs(5)));
+    let hello = Hello::new(params(1), None, "pod-run")
+        .with_server_rail(Some("net1".into()), None)
+        .with_secret(RunSecret::new("run-4f2a"));
+    let e = ch.client_handshake(&hello).unwrap_err().to_string();
+    let took = t0.elapsed();
+    flooding.store(false, std::sync::atomic::Ordering::Relaxed);
+    let sent = flood.join().unwrap();
+    drop(silent);
+    assert!(e.contains("server set-up"), "admitted, then no RDMA: {e}");
+    assert!(took < Duration::from_secs(1), "admitted after {took:?}");
+    assert!(sent > 0);
+    eprintln!("admitted in {took:?} under 200 silent connections and {sent} refused hellos");
+    d.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    d.thread.join().unwrap().unwrap();
+}
+
+#[test]
+fn a_one_test_server_is_not_ended_by_garbage_or_another_runs_secret() {
+    let mut cfg = server_cfg(false, Pinned::default(), RailRequest::default());
+    cfg.secret = RunSecret::new("run-4f2a");
+    cfg.rail = RailRequest {
+        netdev: Some("net1".into()),
+        ..RailRequest::default()
+    };
+    let listener = Listener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = Arc::clone(&stop);
+    let server = thread::spawn(move || {
+        bench_core::session::serve_first(&cfg, &listener, &ServerShared::new(), &stop2, &quiet())
+    });
+    // Garbage, a connection closed at once, and another run's secret.
+    let mut g = TcpStream::connect(addr).unwrap();
+    g.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    let mut sink = Vec::new();
+    let _ = g.read_to_end(&mut sink);
+    drop(TcpStream::connect(addr).unwrap());
+    let e = client(addr)
+        .client_handshake(
+            &Hello::new(params(2), None, "pod-x").with_secret(RunSecret::new("run-0000")),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ControlError::Rejected {
+                reason: RejectReason::NotThisRun { .. },
+                ..
+            }
+        ),
+        "{e}"
+    );
+    thread::sleep(Duration::from_millis(200));
+    assert!(
+        !server.is_finished(),
+        "the server ended on a connection that was not its client"
+    );
+    // Its client is served (and stops at device opening: no RDMA here).
+    let e = client(addr)
+        .client_handshake(
+            &Hello::new(params(2), None, "pod-run").with_secret(RunSecret::new("run-4f2a")),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("server set-up"), "{e}");
+    let served = server.join().unwrap().unwrap();
+    assert!(matches!(served, Some(Err(_))), "{served:?}");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 #[test]

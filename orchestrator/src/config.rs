@@ -30,7 +30,7 @@ pub enum RunnerKind {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ClusterArgs {
     /// Namespace of the pods [default: the kubeconfig context's, else `default`].
-    #[arg(short = 'n', long, value_name = "NS")]
+    #[arg(short = 'n', long, value_name = "NS", value_parser = crate::names::namespace)]
     pub namespace: Option<String>,
     /// Kubeconfig context [default: the current context].
     #[arg(long, value_name = "NAME")]
@@ -77,11 +77,39 @@ pub(crate) fn positive(s: &str) -> Result<f64, String> {
     }
 }
 
-fn non_negative(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("expected a number >= 0, got `{s}`")),
-    }
+/// A flag value in seconds above 0, at most a week (`MAX_SECONDS`), that a `Duration` holds:
+/// NaN, infinities and 1e300 are refused here, with the range, instead of panicking where the
+/// value becomes a `Duration` (after pods were created).
+pub(crate) fn seconds_positive(s: &str) -> Result<f64, String> {
+    seconds_in(s, false)
+}
+
+/// As [`seconds_positive`], 0 allowed.
+pub(crate) fn seconds_non_negative(s: &str) -> Result<f64, String> {
+    seconds_in(s, true)
+}
+
+/// `v` seconds as a `Duration`, clamped to 0 .. a week (`MAX_SECONDS`); NaN is 0. The value
+/// parsers keep flags in that range already: this never panics whatever reaches it.
+pub(crate) fn secs(v: f64) -> Duration {
+    use results::rdmabw::params::MAX_SECONDS;
+    Duration::try_from_secs_f64(v.clamp(0.0, MAX_SECONDS)).unwrap_or(Duration::ZERO)
+}
+
+fn seconds_in(s: &str, zero: bool) -> Result<f64, String> {
+    use results::rdmabw::params::MAX_SECONDS;
+    let v = s.trim().parse::<f64>().ok();
+    let ok = v.filter(|v| {
+        (if zero { *v >= 0.0 } else { *v > 0.0 })
+            && *v <= MAX_SECONDS
+            && Duration::try_from_secs_f64(*v).is_ok()
+    });
+    ok.ok_or_else(|| {
+        format!(
+            "expected seconds, {} to {MAX_SECONDS} (a week), got `{s}`",
+            if zero { "0" } else { "above 0" }
+        )
+    })
 }
 
 fn size(s: &str) -> Result<u64, String> {
@@ -146,7 +174,7 @@ pub struct SweepArgs {
     )]
     pub use_cuda: Option<GpuSelect>,
     /// Measured seconds per rail.
-    #[arg(short = 'D', long, value_name = "S", default_value_t = 5.0, value_parser = positive)]
+    #[arg(short = 'D', long, value_name = "S", default_value_t = 5.0, value_parser = seconds_positive)]
     pub duration: f64,
     /// RDMA WRITE message size: bytes, or with K, M or G (powers of 2, as rdmabw and
     /// ib_write_bw: 64K, 1M).
@@ -182,17 +210,17 @@ pub struct SweepArgs {
     #[arg(long, value_name = "PCT", value_parser = positive)]
     pub min_line_rate_pct: Option<f64>,
     /// rdmabw's seconds of traffic before each measured window [default: rdmabw's, 0.05; 0.2 both ways].
-    #[arg(long, value_name = "S", value_parser = non_negative)]
+    #[arg(long, value_name = "S", value_parser = seconds_non_negative)]
     pub warmup: Option<f64>,
     /// rdmabw's seconds of traffic after each measured window [default: rdmabw's, 0 one way].
-    #[arg(long, value_name = "S", value_parser = non_negative)]
+    #[arg(long, value_name = "S", value_parser = seconds_non_negative)]
     pub cooldown: Option<f64>,
     /// Run a failed rail again up to N more times.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub retries: u32,
     /// Seconds a rail may take beyond --duration before railsweep stops it and records it as
     /// failed (covers start-up, QP bring-up and rdmabw's warm-up).
-    #[arg(long, value_name = "S", default_value_t = 15.0, value_parser = non_negative)]
+    #[arg(long, value_name = "S", default_value_t = 15.0, value_parser = seconds_non_negative)]
     pub margin: f64,
     /// Print each rdmabw client command on stderr before it runs (what a rail ran, to rerun
     /// it by hand).
@@ -275,7 +303,7 @@ impl SweepArgs {
             cooldown_s: self.cooldown,
             parallel: self.parallel,
             retries: self.retries,
-            margin: Duration::from_secs_f64(self.margin),
+            margin: secs(self.margin),
             mode,
             cluster,
             gpu: self
@@ -287,5 +315,25 @@ impl SweepArgs {
             // Known once the pods of `--mode dra --gpu-align` are allocated (run::sweep_mode).
             rail_gpus: Default::default(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_refuse_what_no_duration_holds_naming_the_range() {
+        for bad in [
+            "1e300", "NaN", "nan", "inf", "-inf", "-1", "604801", "x", "",
+        ] {
+            let e = seconds_positive(bad).err().unwrap_or_default();
+            assert!(e.contains("a week") && e.contains(bad), "{bad}: {e}");
+            assert!(seconds_non_negative(bad).is_err(), "{bad}");
+        }
+        assert_eq!(seconds_positive("0.5"), Ok(0.5));
+        assert_eq!(seconds_positive("604800"), Ok(604_800.0));
+        assert!(seconds_positive("0").is_err());
+        assert_eq!(seconds_non_negative("0"), Ok(0.0));
     }
 }

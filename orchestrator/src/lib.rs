@@ -23,6 +23,7 @@ pub mod exit;
 pub mod fleet;
 pub mod managed;
 pub mod modes;
+pub mod names;
 pub mod output;
 pub mod pair;
 pub mod plan;

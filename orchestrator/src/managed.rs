@@ -273,7 +273,7 @@ pub async fn start_pair(
         r = set.create(&pair) => r,
         _ = cancel.cancelled() => Err(LifecycleError::Interrupted),
     };
-    let timeout = Duration::from_secs_f64(spec.pods.pod_timeout.max(1.0));
+    let timeout = crate::config::secs(spec.pods.pod_timeout.max(1.0));
     let ready = match started {
         Ok(()) => set.wait_ready(timeout, &cancel).await,
         Err(e) => Err(e),

@@ -366,15 +366,42 @@ struct Daemon {
 
 /// Read a stream to its end into `buf` (shared, so that what came is kept if the reading is
 /// given up).
-async fn read_into(mut r: Pin<Box<dyn AsyncRead + Send>>, buf: Arc<StdMutex<Vec<u8>>>) {
+async fn read_into(
+    mut r: Pin<Box<dyn AsyncRead + Send>>,
+    buf: Arc<StdMutex<Vec<u8>>>,
+    cap: Option<usize>,
+) {
     let mut chunk = [0u8; 4096];
     while let Ok(n) = r.read(&mut chunk).await {
         if n == 0 {
             break;
         }
         if let Ok(mut b) = buf.lock() {
-            b.extend_from_slice(&chunk[..n]);
+            match cap {
+                Some(cap) => keep_tail(&mut b, &chunk[..n], cap),
+                None => b.extend_from_slice(&chunk[..n]),
+            }
         }
+    }
+}
+
+/// How much of a daemon's stderr railsweep keeps: its last 64 KiB. A daemon lives as long as
+/// the sweep, and what a peer makes it log must not grow railsweep's memory without bound;
+/// the last lines are what error messages quote.
+pub(crate) const DAEMON_STDERR_TAIL: usize = 64 * 1024;
+
+/// Appends `chunk` to `buf` and keeps only its last `cap` bytes, from the start of a line
+/// where one starts within them.
+fn keep_tail(buf: &mut Vec<u8>, chunk: &[u8], cap: usize) {
+    buf.extend_from_slice(chunk);
+    if buf.len() > cap {
+        let mut cut = buf.len() - cap;
+        if let Some(nl) = buf[cut..].iter().position(|&c| c == b'\n') {
+            if nl + 1 < buf.len() - cut {
+                cut += nl + 1;
+            }
+        }
+        buf.drain(..cut);
     }
 }
 
@@ -398,8 +425,12 @@ async fn start_held<R: Runner>(
     let stdin = Some(p.stdin);
     let (out, err) = (Arc::default(), Arc::default());
     let mut readers = [
-        tokio::spawn(read_into(p.stdout, Arc::clone(&out))),
-        tokio::spawn(read_into(p.stderr, Arc::clone(&err))),
+        tokio::spawn(read_into(p.stdout, Arc::clone(&out), None)),
+        tokio::spawn(read_into(
+            p.stderr,
+            Arc::clone(&err),
+            Some(DAEMON_STDERR_TAIL),
+        )),
     ];
     let exit = p.done;
     let done = tokio::spawn(async move {
@@ -1210,4 +1241,41 @@ pub fn one_line(r: &RailResult) -> String {
         "rail {} ({} {} -> {} {}): {what}",
         r.rail, r.client_interface, r.client_rdma_device, r.server_interface, r.server_rdma_device
     )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tail_keeps_the_last_bytes_from_a_line_start() {
+        let mut b = Vec::new();
+        keep_tail(&mut b, b"one\ntwo\n", 16);
+        assert_eq!(b, b"one\ntwo\n");
+        keep_tail(&mut b, b"three\nfour\n", 16);
+        assert_eq!(b, b"two\nthree\nfour\n");
+        // One line longer than the cap: its last bytes.
+        let mut b = Vec::new();
+        keep_tail(&mut b, &[b'x'; 100], 16);
+        assert_eq!(b.len(), 16);
+    }
+
+    #[tokio::test]
+    async fn a_daemons_stderr_is_kept_to_a_bounded_tail() {
+        // 20 MB of forged lines (issue 31: 20 refused hellos with a 1 MB name), then the line
+        // that says why the daemon ended.
+        let mut text = Vec::new();
+        for _ in 0..20 {
+            text.extend_from_slice(&vec![b'a'; 1 << 20]);
+            text.push(b'\n');
+        }
+        text.extend_from_slice(b"rdmabw server: stopped\n");
+        let buf = Arc::new(StdMutex::new(Vec::new()));
+        let r: Pin<Box<dyn AsyncRead + Send>> = Box::pin(std::io::Cursor::new(text));
+        read_into(r, Arc::clone(&buf), Some(DAEMON_STDERR_TAIL)).await;
+        let kept = buf.lock().unwrap().clone();
+        assert!(kept.len() <= DAEMON_STDERR_TAIL, "{}", kept.len());
+        assert!(kept.ends_with(b"rdmabw server: stopped\n"));
+    }
 }

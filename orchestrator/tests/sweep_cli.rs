@@ -445,3 +445,78 @@ fn ctrl_c_ends_remote_processes_and_keeps_rows() {
     assert!(!alive(hang) && !alive(daemon), "client and daemon ended");
     assert!(text(&o.stderr).contains("--resume"), "{}", text(&o.stderr));
 }
+
+/// Issue 31, finding 5: numbers no `Duration` holds panicked (exit 101), `--pod-timeout`'s
+/// after the pods were created. Now clap refuses them first, naming the flag and the range.
+#[test]
+fn durations_beyond_a_week_or_not_numbers_are_usage_errors() {
+    for (flag, value) in [
+        ("--margin", "1e300"),
+        ("--margin", "NaN"),
+        ("--duration", "inf"),
+        ("--warmup", "1e300"),
+        ("--pod-timeout", "1e300"),
+        ("--pod-timeout", "NaN"),
+    ] {
+        let mut args = vec![
+            "run",
+            "--runner",
+            "local",
+            "--client-pod",
+            "-",
+            "--server-pod",
+            "-",
+        ];
+        if flag == "--pod-timeout" {
+            args = vec!["run", "--nodes", "node-a,node-b", "--dry-run"];
+        }
+        args.extend([flag, value]);
+        let r = railsweep(&args);
+        let stderr = text(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{flag} {value}: {stderr}");
+        assert!(
+            stderr.contains(flag) && stderr.contains("a week"),
+            "{flag} {value}: {stderr}"
+        );
+    }
+}
+
+/// Issue 31, finding 4: a node name with a newline wrote a whole pod document into the
+/// dry run's YAML. Now it is refused as a Kubernetes name, and nothing is printed.
+#[test]
+fn a_node_name_that_is_not_a_kubernetes_name_writes_no_yaml() {
+    for nodes in [
+        "node-a\n---\napiVersion: v1\nkind: Pod,node-b",
+        "node-a,Node_B",
+        "node-a,node-b\n# x",
+    ] {
+        let r = railsweep(&[
+            "run",
+            "--dry-run",
+            "--mode",
+            "hostnetwork",
+            "-o",
+            "yaml",
+            "--nodes",
+            nodes,
+        ]);
+        let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
+        assert_eq!(r.status.code(), Some(2), "{nodes:?}: {stderr}");
+        assert!(stdout.is_empty(), "{nodes:?}: {stdout}");
+        assert!(
+            stderr.contains("not a Kubernetes name"),
+            "{nodes:?}: {stderr}"
+        );
+    }
+    let r = railsweep(&[
+        "run",
+        "--dry-run",
+        "--mode",
+        "hostnetwork",
+        "-n",
+        "ns\nkind: Pod",
+        "--nodes",
+        "a,b",
+    ]);
+    assert_eq!(r.status.code(), Some(2), "{}", text(&r.stderr));
+}

@@ -73,7 +73,7 @@ fn row_cells(row: &RailResult) -> Result<Vec<String>> {
     };
     let cell = |v: Option<&serde_json::Value>| match v {
         None | Some(serde_json::Value::Null) => String::new(),
-        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::String(s)) => text_cell(s),
         Some(serde_json::Value::Array(a)) if a.is_empty() => String::new(),
         Some(other) => other.to_string(),
     };
@@ -84,6 +84,28 @@ fn row_cells(row: &RailResult) -> Result<Vec<String>> {
                 .map(|f| cell(fields.get(*f))),
         )
         .collect())
+}
+
+/// The first characters that make a spreadsheet run a cell as a formula (`=`, `+`, `-`, `@`,
+/// and tab or carriage return, which some strip before looking), and the quote that marks a
+/// cell as text.
+const FORMULA_STARTS: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
+
+/// A text cell as written: one that a spreadsheet would run as a formula (a node name or an
+/// error text from elsewhere, `=HYPERLINK(..)`), or that already begins with `'`, gets a
+/// leading `'`, which spreadsheets show as text and [`read_csv`] takes off again. Numbers are
+/// never text cells: `-1.5` in a numeric column stays a number.
+fn text_cell(s: &str) -> String {
+    if s.starts_with(FORMULA_STARTS) || s.starts_with('\'') {
+        format!("'{s}")
+    } else {
+        s.to_string()
+    }
+}
+
+/// A text cell as read: [`text_cell`] undone.
+fn untext_cell(s: &str) -> &str {
+    s.strip_prefix('\'').unwrap_or(s)
 }
 
 /// Write a header and `rows` as CSV. Every row is validated first
@@ -382,7 +404,7 @@ impl<'de> de::Deserializer<'de> for CellDe<'_> {
     type Error = CellError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CellError> {
-        visitor.visit_str(self.0)
+        visitor.visit_str(untext_cell(self.0))
     }
 
     fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CellError> {
@@ -416,7 +438,8 @@ impl<'de> de::Deserializer<'de> for CellDe<'_> {
         _variants: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, CellError> {
-        let text: de::value::StrDeserializer<'_, CellError> = self.0.into_deserializer();
+        let text: de::value::StrDeserializer<'_, CellError> =
+            untext_cell(self.0).into_deserializer();
         visitor.visit_enum(text)
     }
 

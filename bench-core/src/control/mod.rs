@@ -45,6 +45,7 @@ mod claims;
 mod error;
 mod frame;
 mod msg;
+mod shown;
 mod watch;
 
 pub use channel::{measure_timeout, ControlChannel, Phase, PhaseTimeouts};
@@ -55,6 +56,7 @@ pub use frame::{
     MAGIC, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 pub use msg::{Accept, Hello, Msg, RejectReason, RunSecret, RDMABW_VERSION};
+pub use shown::{for_log, PEER_TEXT_CHARS};
 pub use watch::{PeerAlive, PeerStatus, PeerWatch, Progress, WatchConfig};
 
 // The `endpoints` message's payload and its parts: the engine's and the verbs' own types,

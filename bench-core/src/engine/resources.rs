@@ -24,15 +24,18 @@ pub(super) fn polls_at_idle_priority(device: &Device, poll: PollMode) -> bool {
     poll == PollMode::Spin && device.is_rxe()
 }
 
+/// `n` rounded up to whole pages; `u64::MAX` where that does not fit (so that a limit compared
+/// with it refuses it).
 fn round_up_page(n: u64) -> u64 {
-    n.div_ceil(PAGE as u64) * PAGE as u64
+    n.checked_next_multiple_of(PAGE as u64).unwrap_or(u64::MAX)
 }
 
 /// The bytes of memory one side of a test registers: two halves (what its writes land in, and
 /// what it sends from), each the largest message page-rounded, or with --data_validation a
-/// slot per QP holding every size.
+/// slot per QP holding every size. Saturates at `u64::MAX`: sizes a peer sends cannot wrap it
+/// below `--max-buffer`.
 pub fn buffer_bytes(params: &TestParams) -> u64 {
-    2 * half_bytes(params)
+    half_bytes(params).saturating_mul(2)
 }
 
 fn half_bytes(params: &TestParams) -> u64 {
@@ -171,13 +174,13 @@ impl Prepared {
         };
         let (buffer, memory) = match &tuning.memory {
             MemoryRequest::Host => (
-                pd.alloc_host_buffer_init(2 * half, &init)?,
+                pd.alloc_host_buffer_init(half.saturating_mul(2), &init)?,
                 MemoryUse::host(),
             ),
             // CUDA memory on the GPU asked for (or nearest this NIC), registered by dma-buf or
             // nvidia_peermem: see `crate::gpu`.
             MemoryRequest::Cuda { gpu, path } => {
-                crate::gpu::alloc_buffer(&pd, 2 * half, gpu, *path, &init)?
+                crate::gpu::alloc_buffer(&pd, half.saturating_mul(2), gpu, *path, &init)?
             }
         };
         drop(init);
@@ -420,5 +423,41 @@ impl Connected {
     /// Soft-RoCE, where kernel threads on the same CPUs move the data).
     pub fn polls_at_idle_priority(&self, tuning: &LocalTuning) -> bool {
         polls_at_idle_priority(&self.device, tuning.poll)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use results::rdmabw::params::{Connection, Sizes};
+
+    fn one(msg_size_bytes: u64, data_validation: bool) -> TestParams {
+        TestParams {
+            sizes: Sizes::One { msg_size_bytes },
+            length: TestLength::Iterations { iterations: 1 },
+            qps: 4,
+            connection: Connection::RC,
+            bidirectional: false,
+            run_infinitely: false,
+            data_validation,
+        }
+    }
+
+    #[test]
+    fn buffer_bytes_saturate_instead_of_wrapping_below_a_limit() {
+        assert_eq!(buffer_bytes(&one(65536, false)), 2 * 65536);
+        assert_eq!(buffer_bytes(&one(1, false)), 2 * PAGE as u64);
+        // Before: 2 * (2^63 + 4096) wrapped to 8192, which passed any --max-buffer.
+        for size in [(1u64 << 63) + 1, u64::MAX, u64::MAX - 1] {
+            assert_eq!(buffer_bytes(&one(size, false)), u64::MAX, "{size}");
+            assert_eq!(buffer_bytes(&one(size, true)), u64::MAX, "{size}");
+        }
+        let sweep = TestParams {
+            sizes: Sizes::Sweep {
+                max_bytes: u64::MAX,
+            },
+            ..one(1, true)
+        };
+        assert_eq!(buffer_bytes(&sweep), u64::MAX);
     }
 }

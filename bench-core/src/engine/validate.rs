@@ -25,24 +25,28 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// The layout of a test of `sizes` (in test order) on `qps` QPs.
+    /// The layout of a test of `sizes` (in test order) on `qps` QPs. The sums saturate at
+    /// `u64::MAX` (a size no buffer limit admits) rather than wrap.
     pub fn new(sizes: &[u64], qps: u32) -> Layout {
         let mut off = 0u64;
         let mut v = Vec::with_capacity(sizes.len());
         for &s in sizes {
             v.push((s, off));
-            off += s;
+            off = off.saturating_add(s);
         }
         Layout {
-            slot_bytes: off.div_ceil(PAGE as u64).max(1) * PAGE as u64,
+            slot_bytes: off
+                .max(1)
+                .checked_next_multiple_of(PAGE as u64)
+                .unwrap_or(u64::MAX),
             sizes: v,
             qps,
         }
     }
 
-    /// Bytes of one half (source or landing): a slot per QP.
+    /// Bytes of one half (source or landing): a slot per QP (saturating).
     pub fn half_bytes(&self) -> u64 {
-        self.slot_bytes * u64::from(self.qps)
+        self.slot_bytes.saturating_mul(u64::from(self.qps))
     }
 
     /// The offset of QP `qp`'s writes of `size` within a half.

@@ -43,6 +43,11 @@ pub enum SessionError {
     /// `--data_validation`: a byte the peer wrote is not what it sent.
     #[error("{0}")]
     DataValidation(crate::engine::Mismatch),
+    /// A daemon's connection that never became a test: it sent no hello in time, garbage, or
+    /// a hello the daemon refused before admission (another run's secret, a value out of
+    /// bounds). What the peer sent may be in `cause`: a daemon does not log these.
+    #[error("connection not admitted: {0}")]
+    NotAdmitted(Box<SessionError>),
     /// SIGINT/SIGTERM (the caller's stop flag) ended the test.
     #[error("interrupted: the test was stopped on this side{}", if *.told_peer { " (the peer was told)" } else { "" })]
     Interrupted {
@@ -92,6 +97,7 @@ impl SessionError {
                     | ControlError::VersionMismatch { .. }
             ),
             SessionError::NotRdmabw(_) | SessionError::ServerSetup(_) => true,
+            SessionError::NotAdmitted(cause) => cause.is_setup(),
             SessionError::PeerFailed { .. }
             | SessionError::RailDown { .. }
             | SessionError::Run { .. }

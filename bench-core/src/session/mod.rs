@@ -32,11 +32,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use client::{run_client, run_client_streaming, ClientConfig};
-pub use daemon::{Daemon, OnTest};
+pub use daemon::{Admission, Daemon, OnTest};
 pub use error::SessionError;
 pub use outcome::{combine, local_report, Outcome, Remote};
 pub use resolve::{inventory_for, resolve_request, ServerShared};
-pub use server::{refuse, serve_one, Listener, Pinned, ServerConfig, ServerLimits};
+pub use server::{
+    admit, check_hello, is_plain_name, refuse, serve_admitted, serve_first, serve_one, Admitted,
+    Listener, Pinned, ServerConfig, ServerLimits, MAX_NAME_BYTES,
+};
 
 /// Poll interval of the listeners (a new test waits for it) and of the daemon's shutdown.
 const POLL: Duration = Duration::from_millis(10);

@@ -304,6 +304,177 @@ pub fn refuse(cfg: &ServerConfig, stream: TcpStream, reason: RejectReason) -> Se
     refused
 }
 
+/// The longest a device or network interface name in a hello may be (the kernel's IB device
+/// names are at most 64 bytes, interface names 16).
+pub const MAX_NAME_BYTES: usize = 64;
+
+/// Whether `name` is a plain device or interface name: not empty, at most [`MAX_NAME_BYTES`],
+/// not `.` or `..`, and without `/`, NUL, white space or control characters. Such a name
+/// stays one path component under sysfs; anything else is refused before any lookup.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_BYTES
+        && name != "."
+        && name != ".."
+        && !name
+            .chars()
+            .any(|c| c == '/' || c == '\\' || c.is_whitespace() || c.is_control())
+}
+
+/// Checks what a hello asks for against the bounds rdmabw's command line enforces, before the
+/// server computes anything from it: the parameters ([`TestParams::check_bounds`]), the
+/// device and interface names (plain names), and the path attributes a server takes from the
+/// client (service level 0-15, an MTU of 256-4096).
+pub fn check_hello(hello: &Hello) -> Result<(), RejectReason> {
+    let invalid = |what: String| RejectReason::Other {
+        message: format!("invalid hello: {what}"),
+    };
+    hello
+        .params
+        .check_bounds()
+        .map_err(|e| invalid(e.to_string()))?;
+    for (flag, name) in [
+        ("--server-dev", hello.device.as_deref()),
+        ("--server-netdev", hello.netdev.as_deref()),
+    ] {
+        if let Some(n) = name {
+            if !is_plain_name(n) {
+                return Err(invalid(format!(
+                    "{flag} {}: not a device name (1 to {MAX_NAME_BYTES} bytes, no '/', no \
+                     white space, not '.' or '..')",
+                    crate::control::for_log(n, crate::control::PEER_TEXT_CHARS)
+                )));
+            }
+        }
+    }
+    if let Some(t) = &hello.tuning {
+        if t.service_level > 15 {
+            return Err(invalid(format!(
+                "--sl {}: service levels are 0-15",
+                t.service_level
+            )));
+        }
+        if let Some(m) = t.mtu_bytes {
+            if ![256, 512, 1024, 2048, 4096].contains(&m) {
+                return Err(invalid(format!(
+                    "-m/--mtu {m}: the MTU is 256, 512, 1024, 2048 or 4096"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A client whose hello passed admission: its protocol version is this one, it presented the
+/// run's secret (where the server has one), and every value in it is within bounds. Nothing
+/// the client sent is logged before this.
+#[derive(Debug)]
+pub struct Admitted {
+    ch: ControlChannel,
+    hello: Hello,
+    peer: SocketAddr,
+}
+
+impl Admitted {
+    /// The client's address.
+    pub fn peer(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// Answers `reason` and closes: the client is admitted but cannot be served now.
+    pub fn refuse(self, reason: RejectReason) -> SessionError {
+        let mut ch = self.ch;
+        let _ = ch.send(&Msg::Reject {
+            reason: reason.clone(),
+        });
+        ch.close();
+        SessionError::Control(ControlError::Rejected {
+            peer: self.peer,
+            reason,
+        })
+    }
+}
+
+/// Reads a client's hello within `hello_wait` (or the handshake timeout, if shorter) and
+/// admits it, or answers why not (protocol version, secret, a value out of bounds) and closes.
+/// Logs nothing: what a peer sends is not shown before it is admitted.
+pub fn admit(
+    cfg: &ServerConfig,
+    stream: TcpStream,
+    hello_wait: Duration,
+) -> Result<Admitted, SessionError> {
+    let ch = ControlChannel::from_stream(stream)
+        .map_err(|e| SessionError::Local(Error::InvalidParams(format!("control socket: {e}"))))?;
+    let mut first = cfg.timeouts;
+    first.handshake = first.handshake.min(hello_wait);
+    let mut ch = ch.with_timeouts(first);
+    let peer = ch.peer_addr();
+    let hello = ch.expect_hello().map_err(control)?;
+    ch.set_timeouts(cfg.timeouts);
+    let reason = if hello.protocol_version != PROTOCOL_VERSION {
+        Some(RejectReason::ProtocolVersion {
+            server: PROTOCOL_VERSION,
+            client: hello.protocol_version,
+        })
+    } else if cfg
+        .secret
+        .as_ref()
+        .is_some_and(|s| !s.admits(hello.secret.as_ref()))
+    {
+        Some(RejectReason::NotThisRun {
+            presented: hello.secret.is_some(),
+        })
+    } else {
+        check_hello(&hello).err()
+    };
+    let admitted = Admitted { ch, hello, peer };
+    match reason {
+        Some(r) => Err(admitted.refuse(r)),
+        None => Ok(admitted),
+    }
+}
+
+/// How many connections that were not admitted a one-test server notes in its log.
+const NOTED_NOT_ADMITTED: u32 = 3;
+
+/// A one-test server: waits on `listener` for the first client that passes admission and
+/// serves its test. Connections that never become a test (silent past the handshake
+/// timeout, garbage, another run's secret, values out of bounds) do not end it: the first
+/// few are noted in the log by address only, nothing they sent, and the wait goes on.
+/// `Ok(None)` once `stop` is raised while waiting.
+pub fn serve_first(
+    cfg: &ServerConfig,
+    listener: &Listener,
+    shared: &ServerShared,
+    stop: &Arc<AtomicBool>,
+    log: &Log,
+) -> io::Result<Option<Result<Outcome, SessionError>>> {
+    let mut not_admitted = 0u32;
+    loop {
+        let Some(stream) = listener.accept(stop)? else {
+            return Ok(None);
+        };
+        let peer = stream.peer_addr().ok();
+        match admit(cfg, stream, cfg.timeouts.handshake) {
+            Ok(a) => return Ok(Some(serve_admitted(cfg, a, shared, stop, log))),
+            Err(_) => {
+                not_admitted += 1;
+                if not_admitted <= NOTED_NOT_ADMITTED {
+                    log(&format!(
+                        "{} sent no admissible hello; still waiting{}",
+                        peer.map_or_else(|| "a client".to_string(), |p| p.to_string()),
+                        if not_admitted == NOTED_NOT_ADMITTED {
+                            " (further such connections are not noted)"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
+            }
+        }
+    }
+}
+
 /// Serves one test on an accepted connection. `shared` is shared by every test of a daemon;
 /// `stop` ends the test early (SIGINT/SIGTERM).
 pub fn serve_one(
@@ -313,14 +484,28 @@ pub fn serve_one(
     stop: &Arc<AtomicBool>,
     log: &Log,
 ) -> Result<Outcome, SessionError> {
-    let ch = ControlChannel::from_stream(stream)
-        .map_err(|e| SessionError::Local(Error::InvalidParams(format!("control socket: {e}"))))?;
-    let mut ch = ch.with_timeouts(cfg.timeouts);
-    let peer = ch.peer_addr();
-    let hello = ch.expect_hello().map_err(control)?;
+    let admitted = admit(cfg, stream, cfg.timeouts.handshake)?;
+    serve_admitted(cfg, admitted, shared, stop, log)
+}
+
+/// Serves the test of an admitted client (see [`admit`]): the server's limits and pinned
+/// parameters, the rail, the device's claim, then the test itself.
+pub fn serve_admitted(
+    cfg: &ServerConfig,
+    admitted: Admitted,
+    shared: &ServerShared,
+    stop: &Arc<AtomicBool>,
+    log: &Log,
+) -> Result<Outcome, SessionError> {
+    let Admitted {
+        mut ch,
+        hello,
+        peer,
+    } = admitted;
+    let host = crate::control::for_log(&hello.client_host, crate::control::PEER_TEXT_CHARS);
     log(&format!(
-        "test from {} ({peer}), rdmabw {}",
-        hello.client_host, hello.rdmabw_version
+        "test from {host} ({peer}), rdmabw {}",
+        crate::control::for_log(&hello.rdmabw_version, crate::control::PEER_TEXT_CHARS)
     ));
     let reject = |ch: ControlChannel, reason: RejectReason| -> SessionError {
         let mut ch = ch;
@@ -331,19 +516,6 @@ pub fn serve_one(
         ch.close();
         SessionError::Control(ControlError::Rejected { peer, reason })
     };
-    if hello.protocol_version != PROTOCOL_VERSION {
-        let reason = RejectReason::ProtocolVersion {
-            server: PROTOCOL_VERSION,
-            client: hello.protocol_version,
-        };
-        return Err(reject(ch, reason));
-    }
-    if let Some(secret) = &cfg.secret {
-        if !secret.admits(hello.secret.as_ref()) {
-            let presented = hello.secret.is_some();
-            return Err(reject(ch, RejectReason::NotThisRun { presented }));
-        }
-    }
     if let Some(reason) = cfg.limits.check(&hello.params) {
         return Err(reject(ch, reason));
     }
@@ -356,7 +528,7 @@ pub fn serve_one(
         Ok(r) => r,
         Err(reason) => return Err(reject(ch, reason)),
     };
-    let by = format!("{} ({peer})", hello.client_host);
+    let by = format!("{host} ({peer})");
     let _claim: DeviceClaim = match shared.claims.try_claim(&rail.device, &by) {
         Ok(c) => c,
         Err(busy) => {

@@ -73,7 +73,7 @@ printed on stdout (one JSON line per node) instead of sent.")]
 )))]
 #[command(mut_arg("margin", |a| a
     .help("Seconds a rail may take beyond --duration before it is stopped and recorded as failed.")
-    .value_parser(positive)))]
+    .value_parser(crate::config::seconds_positive)))]
 #[command(mut_arg("port", |a| a.help("TCP port of the server daemons.")))]
 pub struct FleetArgs {
     /// The fleet's pods (or network namespaces with --runner local), in this order.
@@ -104,7 +104,7 @@ pub struct FleetArgs {
     pub max_pairs: usize,
     /// Seconds a round may take before its pairs are stopped [default: from the rails,
     /// --duration and --margin, plus 60 s of set-up].
-    #[arg(long, value_name = "S", value_parser = positive)]
+    #[arg(long, value_name = "S", value_parser = crate::config::seconds_positive)]
     pub round_deadline: Option<f64>,
     /// A (pair, rail) under this percentage of its rail's fleet median is an outlier.
     #[arg(long, value_name = "PCT", default_value_t = 90.0, value_parser = positive)]

@@ -12,7 +12,6 @@
 //! kept), then the pods are deleted (exit 130). `--keep-pods` keeps them in every case.
 
 use std::io::Write;
-use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -265,7 +264,7 @@ pub(super) async fn start(
         }
     }
 
-    let timeout = Duration::from_secs_f64(args.pod_args.pod_timeout.max(1.0));
+    let timeout = crate::config::secs(args.pod_args.pod_timeout.max(1.0));
     let ends = match set.wait_each(timeout, cancel, PARALLEL_WAITS).await {
         Ok(e) => e,
         Err(e) => {

@@ -26,11 +26,12 @@ impl std::str::FromStr for NodePair {
     fn from_str(s: &str) -> Result<NodePair, String> {
         match s.split(',').map(str::trim).collect::<Vec<_>>().as_slice() {
             [a, b] if !a.is_empty() && !b.is_empty() => Ok(NodePair {
-                client: a.to_string(),
-                server: b.to_string(),
+                client: crate::names::subdomain("node", a)?,
+                server: crate::names::subdomain("node", b)?,
             }),
             _ => Err(format!(
-                "expected two node names, NODE_A,NODE_B (client on A, server on B), got `{s}`"
+                "expected two node names, NODE_A,NODE_B (client on A, server on B), got `{}`",
+                s.escape_debug()
             )),
         }
     }
@@ -53,7 +54,7 @@ pub struct PodArgs {
     #[arg(long, value_name = "RUN")]
     pub run_id: Option<String>,
     /// Seconds to wait for the pods to be ready before giving up (image pulls can be slow).
-    #[arg(long, value_name = "S", default_value_t = 300.0)]
+    #[arg(long, value_name = "S", default_value_t = 300.0, value_parser = crate::config::seconds_positive)]
     pub pod_timeout: f64,
     /// Container image with rdmabw (built from deploy/Containerfile) [default: railbench/rdmabw:VERSION];
     /// with --inject, any image with libibverbs, sh, head and sleep.

@@ -15,8 +15,10 @@ pub struct YamlError(#[from] serde_yaml::Error);
 pub fn pod_document(pod: &Pod, header: &[String]) -> Result<String, YamlError> {
     let mut out = String::from("---\n");
     for line in header {
+        // A comment line stays one line whatever it quotes: a line break in it would end the
+        // comment and start YAML of the quoted text's making.
         out.push_str("# ");
-        out.push_str(line);
+        out.extend(line.chars().map(|c| if c.is_control() { ' ' } else { c }));
         out.push('\n');
     }
     out.push_str(&serde_yaml::to_string(pod)?);
@@ -247,4 +249,30 @@ pub fn examples() -> Result<Vec<(String, String)>, YamlError> {
         rc,
     ));
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_header_line_cannot_start_a_document_of_its_own() {
+        let header =
+            vec!["hostnetwork server pod on node a\n---\nkind: Pod\n\rmetadata:".to_string()];
+        let doc = pod_document(&Pod::default(), &header).unwrap_or_default();
+        let plain = pod_document(&Pod::default(), &[]).unwrap_or_default();
+        // The header adds one comment line and nothing else.
+        assert_eq!(doc.lines().count(), plain.lines().count() + 1, "{doc}");
+        assert_eq!(
+            doc.lines().filter(|l| l.trim() == "---").count(),
+            1,
+            "{doc}"
+        );
+        assert!(
+            doc.lines()
+                .nth(1)
+                .is_some_and(|l| l.starts_with("# hostnetwork")),
+            "{doc}"
+        );
+    }
 }

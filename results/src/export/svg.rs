@@ -77,6 +77,15 @@ impl Exporter for SvgExporter {
     }
 }
 
+/// Text from a results file as a label: its control characters (which XML 1.0 does not
+/// allow: the document would not parse) as spaces. The backend escapes `<`, `>`, `&` and
+/// quotes itself.
+fn label(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 fn chart_err<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> ResultsError {
     ResultsError::export("svg", e)
 }
@@ -120,7 +129,7 @@ impl SvgExporter {
         let title = if cmp.series.is_empty() {
             "RDMA bandwidth per rail".to_string()
         } else {
-            let labels: Vec<&str> = cmp.series.iter().map(|s| s.label.as_str()).collect();
+            let labels: Vec<String> = cmp.series.iter().map(|s| label(&s.label)).collect();
             format!("RDMA bandwidth per rail: {}", labels.join(" vs "))
         };
 
@@ -180,7 +189,7 @@ impl SvgExporter {
             chart
                 .draw_series(bars)
                 .map_err(chart_err)?
-                .label(series.label.clone())
+                .label(label(&series.label))
                 .legend(move |(x, y)| {
                     Rectangle::new([(x, y - 6), (x + 14, y + 6)], color.filled())
                 });

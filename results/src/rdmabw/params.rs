@@ -32,7 +32,8 @@ pub enum Sizes {
 }
 
 impl Sizes {
-    /// The message sizes in test order.
+    /// The message sizes in test order. A sweep stops at the largest power of two that fits in
+    /// a `u64` (2^63), whatever `max_bytes` says: the list has at most 63 entries.
     pub fn list(&self) -> Vec<u64> {
         match *self {
             Sizes::One { msg_size_bytes } => vec![msg_size_bytes],
@@ -41,7 +42,10 @@ impl Sizes {
                 let mut s = 2u64;
                 while s <= max_bytes {
                     v.push(s);
-                    s *= 2;
+                    match s.checked_mul(2) {
+                        Some(next) => s = next,
+                        None => break,
+                    }
                 }
                 v
             }
@@ -52,6 +56,61 @@ impl Sizes {
     pub fn max(&self) -> u64 {
         self.list().last().copied().unwrap_or(0)
     }
+}
+
+/// The largest message rdmabw sends (`-s`, and the top of a sweep): the buffer it registers
+/// holds two of them. A server refuses a hello that asks for more, whatever its `--max-buffer`.
+pub const MAX_MSG_BYTES: u64 = 1 << 30;
+
+/// The longest any one time of a test may be (`-D`, `--window`, warm-up, cool-down,
+/// `--connect-timeout` and the like): a week. Far beyond any real test, and far below what
+/// `Duration` or a deadline's `Instant` arithmetic can hold.
+pub const MAX_SECONDS: f64 = 7.0 * 86_400.0;
+
+/// A parameter outside what rdmabw allows: the CLI says so before it starts, and a server
+/// refuses a hello that carries one before it computes anything from it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{param} {value} is out of range: {allowed}")]
+pub struct OutOfBounds {
+    /// The parameter, as the user knows it (the flag).
+    pub param: &'static str,
+    /// The value given.
+    pub value: String,
+    /// What is allowed, in words.
+    pub allowed: String,
+}
+
+fn out_of_bounds<T: std::fmt::Display>(
+    param: &'static str,
+    value: T,
+    allowed: impl Into<String>,
+) -> Result<(), OutOfBounds> {
+    Err(OutOfBounds {
+        param,
+        value: value.to_string(),
+        allowed: allowed.into(),
+    })
+}
+
+/// Checks that `v` seconds is a finite time of at most [`MAX_SECONDS`], positive unless
+/// `allow_zero`.
+pub fn check_seconds(param: &'static str, v: f64, allow_zero: bool) -> Result<(), OutOfBounds> {
+    let low_ok = if allow_zero { v >= 0.0 } else { v > 0.0 };
+    if v.is_finite() && low_ok && v <= MAX_SECONDS {
+        return Ok(());
+    }
+    out_of_bounds(
+        param,
+        v,
+        format!(
+            "give a {} number of seconds, at most {MAX_SECONDS} (a week)",
+            if allow_zero {
+                "non-negative"
+            } else {
+                "positive"
+            }
+        ),
+    )
 }
 
 /// Queue pair connection type. Only RC is implemented; the field exists so that a mismatch
@@ -111,6 +170,49 @@ impl std::fmt::Display for ParamMismatch {
 }
 
 impl TestParams {
+    /// Checks every parameter against the bounds rdmabw's command line enforces: sizes 1 B to
+    /// [`MAX_MSG_BYTES`] (a sweep's top at least 2 B), at least one QP and one iteration, and
+    /// times finite, non-negative, at most [`MAX_SECONDS`] (the window positive). A server
+    /// calls this on a hello before any arithmetic on it.
+    pub fn check_bounds(&self) -> Result<(), OutOfBounds> {
+        match self.sizes {
+            Sizes::One { msg_size_bytes } if !(1..=MAX_MSG_BYTES).contains(&msg_size_bytes) => {
+                return out_of_bounds(
+                    "--size/-s",
+                    msg_size_bytes,
+                    format!("a message is 1 to {MAX_MSG_BYTES} bytes"),
+                )
+            }
+            Sizes::Sweep { max_bytes } if !(2..=MAX_MSG_BYTES).contains(&max_bytes) => {
+                return out_of_bounds(
+                    "--all/-a (the sweep's largest size)",
+                    max_bytes,
+                    format!("a sweep goes up to 2 to {MAX_MSG_BYTES} bytes"),
+                )
+            }
+            _ => {}
+        }
+        if self.qps == 0 {
+            return out_of_bounds("--qp/-q", self.qps, "at least 1 queue pair");
+        }
+        match self.length {
+            TestLength::Iterations { iterations: 0 } => {
+                return out_of_bounds("--iters/-n", 0, "at least 1 iteration")
+            }
+            TestLength::Iterations { .. } => {}
+            TestLength::Duration {
+                duration_s,
+                warmup_s,
+                cooldown_s,
+            } => {
+                check_seconds("--duration/-D", duration_s, false)?;
+                check_seconds("--warmup", warmup_s, true)?;
+                check_seconds("--cooldown", cooldown_s, true)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Compares the parameters that must match; the first difference is named.
     pub fn check_matches(&self, peer: &TestParams) -> Result<(), ParamMismatch> {
         fn differ<T: std::fmt::Debug + PartialEq>(
@@ -413,6 +515,113 @@ mod tests {
             a.check_matches(&c).err().map(|m| m.param),
             Some("--run_infinitely")
         );
+    }
+
+    #[test]
+    fn a_sweep_to_the_top_of_u64_ends_at_2_pow_63() {
+        // Before: the doubling wrapped to 0 past 2^63 and the list grew without end.
+        let l = Sizes::Sweep {
+            max_bytes: u64::MAX,
+        }
+        .list();
+        assert_eq!(l.len(), 63);
+        assert_eq!(l.last(), Some(&(1u64 << 63)));
+        assert_eq!(Sizes::Sweep { max_bytes: 1 << 63 }.list().len(), 63);
+        assert_eq!(Sizes::Sweep { max_bytes: 1 }.list(), Vec::<u64>::new());
+        assert_eq!(Sizes::Sweep { max_bytes: 8 }.list(), vec![2, 4, 8]);
+    }
+
+    #[test]
+    fn bounds_refuse_what_the_command_line_refuses() {
+        let ok = TestParams {
+            sizes: Sizes::Sweep { max_bytes: 1 << 23 },
+            length: TestLength::Duration {
+                duration_s: 5.0,
+                warmup_s: 0.0,
+                cooldown_s: 0.5,
+            },
+            qps: 4,
+            connection: Connection::RC,
+            bidirectional: false,
+            run_infinitely: false,
+            data_validation: false,
+        };
+        assert_eq!(ok.check_bounds(), Ok(()));
+        let with = |f: &dyn Fn(&mut TestParams)| {
+            let mut p = ok.clone();
+            f(&mut p);
+            p
+        };
+        let dur = |d: f64, w: f64, c: f64| TestLength::Duration {
+            duration_s: d,
+            warmup_s: w,
+            cooldown_s: c,
+        };
+        let sweep = "--all/-a (the sweep's largest size)";
+        let cases: Vec<(TestParams, &str)> = vec![
+            (
+                with(&|p| {
+                    p.sizes = Sizes::Sweep {
+                        max_bytes: u64::MAX,
+                    }
+                }),
+                sweep,
+            ),
+            (with(&|p| p.sizes = Sizes::Sweep { max_bytes: 1 }), sweep),
+            (
+                with(&|p| p.sizes = Sizes::One { msg_size_bytes: 0 }),
+                "--size/-s",
+            ),
+            (
+                with(&|p| {
+                    p.sizes = Sizes::One {
+                        msg_size_bytes: (1 << 63) + 1,
+                    }
+                }),
+                "--size/-s",
+            ),
+            (
+                with(&|p| {
+                    p.sizes = Sizes::One {
+                        msg_size_bytes: MAX_MSG_BYTES + 1,
+                    }
+                }),
+                "--size/-s",
+            ),
+            (with(&|p| p.qps = 0), "--qp/-q"),
+            (
+                with(&|p| p.length = TestLength::Iterations { iterations: 0 }),
+                "--iters/-n",
+            ),
+            (with(&|p| p.length = dur(-1.0, 0.0, 0.0)), "--duration/-D"),
+            (with(&|p| p.length = dur(0.0, 0.0, 0.0)), "--duration/-D"),
+            (
+                with(&|p| p.length = dur(f64::NAN, 0.0, 0.0)),
+                "--duration/-D",
+            ),
+            (with(&|p| p.length = dur(1e300, 0.0, 0.0)), "--duration/-D"),
+            (with(&|p| p.length = dur(1.0, -0.5, 0.0)), "--warmup"),
+            (
+                with(&|p| p.length = dur(1.0, f64::INFINITY, 0.0)),
+                "--warmup",
+            ),
+            (with(&|p| p.length = dur(1.0, 0.0, f64::NAN)), "--cooldown"),
+        ];
+        for (i, (p, param)) in cases.into_iter().enumerate() {
+            assert_eq!(
+                p.check_bounds().map_err(|e| e.param),
+                Err(param),
+                "case {i}"
+            );
+        }
+        let edge = with(&|p| {
+            p.sizes = Sizes::One {
+                msg_size_bytes: MAX_MSG_BYTES,
+            }
+        });
+        assert_eq!(edge.check_bounds(), Ok(()));
+        let week = with(&|p| p.length = dur(MAX_SECONDS, 0.0, 0.0));
+        assert_eq!(week.check_bounds(), Ok(()));
     }
 
     #[test]

@@ -1,0 +1,347 @@
+//! Bounded random-input tests of the control channel on the stable toolchain (the cargo-fuzz
+//! target in `fuzz/` needs nightly): the frame decoder's entry points on random and mutated
+//! frames, a server's admission on random hellos over loopback TCP, and the property that a
+//! hello the server admits ([`check_hello`]) is safe for every computation the server then
+//! makes from it. A few seconds by default; `RAILBENCH_FUZZ_SECS=600` runs each for ten
+//! minutes. The seed is printed, and `RAILBENCH_FUZZ_SEED` replays one.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use bench_core::control::{
+    decode_frame, encode_frame, read_frame, FrameDecoder, Hello, Msg, PhaseTimeouts, RunSecret,
+    WatchConfig, HEADER_LEN, MAX_FRAME_BYTES,
+};
+use bench_core::gid::RailRequest;
+use bench_core::session::{admit, check_hello, Pinned, ServerConfig, ServerLimits};
+use bench_core::sysfs::SysRoots;
+use results::rdmabw::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
+
+/// xorshift64*: small, seeded, reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn byte(&mut self) -> u8 {
+        self.next() as u8
+    }
+    /// A u64 that is often at an edge (0, 1, a power of two and its neighbours, the top).
+    fn edgy_u64(&mut self) -> u64 {
+        match self.below(6) {
+            0 => 0,
+            1 => u64::MAX - self.below(3),
+            2 => (1u64 << self.below(64))
+                .wrapping_add(self.below(3))
+                .wrapping_sub(1),
+            3 => self.below(1 << 31),
+            _ => self.next(),
+        }
+    }
+    /// An f64 that is often NaN, infinite, negative, tiny or huge.
+    fn edgy_f64(&mut self) -> f64 {
+        match self.below(8) {
+            0 => f64::NAN,
+            1 => f64::INFINITY,
+            2 => f64::NEG_INFINITY,
+            3 => -(self.below(1000) as f64),
+            4 => 1e300,
+            5 => f64::from_bits(self.next()),
+            _ => self.below(100_000) as f64 / 100.0,
+        }
+    }
+}
+
+/// How long each target runs, and the seed.
+fn budget(name: &str) -> (Duration, Rng) {
+    let secs = std::env::var("RAILBENCH_FUZZ_SECS")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .unwrap_or(1.5);
+    let seed = std::env::var("RAILBENCH_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        })
+        | 1;
+    eprintln!("{name}: seed {seed} (RAILBENCH_FUZZ_SEED), {secs} s (RAILBENCH_FUZZ_SECS)");
+    (Duration::from_secs_f64(secs), Rng(seed))
+}
+
+fn random_params(r: &mut Rng) -> TestParams {
+    TestParams {
+        sizes: if r.below(2) == 0 {
+            Sizes::One {
+                msg_size_bytes: r.edgy_u64(),
+            }
+        } else {
+            Sizes::Sweep {
+                max_bytes: r.edgy_u64(),
+            }
+        },
+        length: if r.below(2) == 0 {
+            TestLength::Iterations {
+                iterations: r.edgy_u64(),
+            }
+        } else {
+            TestLength::Duration {
+                duration_s: r.edgy_f64(),
+                warmup_s: r.edgy_f64(),
+                cooldown_s: r.edgy_f64(),
+            }
+        },
+        qps: r.edgy_u64() as u32,
+        connection: Connection::RC,
+        bidirectional: r.below(2) == 0,
+        run_infinitely: r.below(4) == 0,
+        data_validation: r.below(2) == 0,
+    }
+}
+
+fn random_text(r: &mut Rng, max: u64) -> String {
+    let pool = [
+        "mlx5_0", "/", "..", ".", "", "\n", "\u{0}", "net1", "a", "\u{202e}", " ", "é",
+    ];
+    let n = r.below(max);
+    (0..n)
+        .map(|_| pool[r.below(pool.len() as u64) as usize])
+        .collect()
+}
+
+fn random_hello(r: &mut Rng) -> Hello {
+    let mut h = Hello::new(
+        random_params(r),
+        (r.below(2) == 0).then(|| random_text(r, 5)),
+        random_text(r, 8),
+    );
+    h.netdev = (r.below(3) == 0).then(|| random_text(r, 4));
+    h.gid_index = (r.below(3) == 0).then(|| r.edgy_u64() as u32);
+    if r.below(2) == 0 {
+        let service_level = r.byte();
+        let mtu_bytes = (r.below(2) == 0).then(|| r.edgy_u64() as u32);
+        let t = LocalTuning {
+            service_level,
+            mtu_bytes,
+            ..LocalTuning::default()
+        };
+        h.tuning = Some(t);
+    }
+    h
+}
+
+/// Every message kind, encoded: the corpus the mutations start from.
+fn corpus(r: &mut Rng) -> Vec<Vec<u8>> {
+    let msgs = [
+        Msg::Hello(random_hello(r)),
+        Msg::Ready,
+        Msg::Heartbeat { elapsed_ms: 5 },
+        Msg::Error {
+            message: "x".into(),
+        },
+        Msg::Busy {
+            device: "mlx5_0".into(),
+            by: "pod".into(),
+        },
+        Msg::Done {
+            results: vec![],
+            counters: None,
+        },
+    ];
+    msgs.iter().filter_map(|m| encode_frame(m).ok()).collect()
+}
+
+fn mutate(r: &mut Rng, base: &[u8]) -> Vec<u8> {
+    let mut v = base.to_vec();
+    for _ in 0..=r.below(4) {
+        match r.below(5) {
+            0 if !v.is_empty() => {
+                let i = r.below(v.len() as u64) as usize;
+                v[i] = r.byte();
+            }
+            1 if !v.is_empty() => {
+                let i = r.below(v.len() as u64) as usize;
+                v.truncate(i);
+            }
+            2 => {
+                let i = r.below(v.len() as u64 + 1) as usize;
+                v.insert(i, r.byte());
+            }
+            3 if v.len() >= HEADER_LEN => {
+                // A length field at an edge.
+                let len =
+                    [0u32, 1, MAX_FRAME_BYTES, MAX_FRAME_BYTES + 1, u32::MAX][r.below(5) as usize];
+                v[6..10].copy_from_slice(&len.to_be_bytes());
+            }
+            _ => v.extend((0..r.below(16)).map(|_| r.byte())),
+        }
+    }
+    v
+}
+
+/// Hands out the input in pieces, with would-block pauses between them.
+struct Pieces<'a> {
+    data: &'a [u8],
+    step: usize,
+    tick: bool,
+}
+
+impl Read for Pieces<'_> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        self.tick = !self.tick;
+        if self.tick {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let n = self.step.min(out.len()).min(self.data.len());
+        out[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+fn decode_all_ways(data: &[u8]) {
+    let whole = decode_frame(data);
+    if let Ok((msg, used)) = &whole {
+        assert!(*used <= data.len());
+        assert!(*used <= HEADER_LEN + MAX_FRAME_BYTES as usize);
+        if let Err(e) = encode_frame(msg) {
+            assert!(
+                matches!(e, bench_core::control::FrameError::Oversized { .. }),
+                "{e}"
+            );
+        }
+    }
+    let streamed = read_frame(&mut &data[..]);
+    assert_eq!(whole.is_ok(), streamed.is_ok());
+    let step = 1 + usize::from(data.first().copied().unwrap_or(0) % 17);
+    let mut r = Pieces {
+        data,
+        step,
+        tick: false,
+    };
+    let mut dec = FrameDecoder::new();
+    for _ in 0..2 * data.len() + 4 {
+        match dec.poll_read(&mut r) {
+            Ok(None) => assert!(dec.buffered() <= HEADER_LEN + MAX_FRAME_BYTES as usize),
+            Ok(Some(_)) | Err(_) => break,
+        }
+    }
+}
+
+#[test]
+fn the_frame_decoder_takes_random_and_mutated_frames_without_panicking() {
+    let (limit, mut r) = budget("frame decoder");
+    let t0 = Instant::now();
+    let mut cases = 0u64;
+    while t0.elapsed() < limit {
+        let corpus = corpus(&mut r);
+        for base in &corpus {
+            decode_all_ways(&mutate(&mut r, base));
+            cases += 1;
+        }
+        let noise: Vec<u8> = (0..r.below(64)).map(|_| r.byte()).collect();
+        decode_all_ways(&noise);
+        cases += 1;
+    }
+    eprintln!("frame decoder: {cases} inputs");
+    assert!(cases > 100);
+}
+
+#[test]
+fn an_admitted_hello_is_safe_for_every_computation_the_server_makes() {
+    let (limit, mut r) = budget("hello bounds");
+    let t0 = Instant::now();
+    let (mut cases, mut admitted) = (0u64, 0u64);
+    let limits = ServerLimits::default();
+    while t0.elapsed() < limit {
+        let h = random_hello(&mut r);
+        cases += 1;
+        if check_hello(&h).is_err() {
+            continue;
+        }
+        admitted += 1;
+        // What the server computes from an admitted hello: none of it may panic, loop or
+        // allocate without bound.
+        let sizes = h.params.sizes.list();
+        assert!(sizes.len() <= 63);
+        let _ = limits.check(&h.params);
+        let _ = bench_core::engine::buffer_bytes(&h.params);
+        let _ = bench_core::control::measure_timeout(&h.params);
+        let _ = PhaseTimeouts::default().with_measure_for(&h.params);
+        if let Some(n) = &h.device {
+            assert!(!n.contains('/') && n != ".." && !n.is_empty(), "{n:?}");
+        }
+    }
+    eprintln!("hello bounds: {cases} hellos, {admitted} admitted");
+    assert!(cases > 100);
+}
+
+fn fixture() -> SysRoots {
+    SysRoots::under(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rxe-pods/podB"))
+}
+
+#[test]
+fn admission_answers_random_bytes_and_hellos_within_its_deadline() {
+    let (limit, mut r) = budget("admission");
+    let cfg = ServerConfig {
+        rail: RailRequest::default(),
+        params: random_params(&mut r),
+        pinned: Pinned::default(),
+        tuning: LocalTuning::default(),
+        timeouts: PhaseTimeouts::uniform(Duration::from_secs(2)),
+        watch: WatchConfig::default(),
+        host: "server".into(),
+        roots: fixture(),
+        daemon: true,
+        secret: if r.below(2) == 0 {
+            RunSecret::new("run-1")
+        } else {
+            None
+        },
+        limits: ServerLimits::default(),
+    };
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let wait = Duration::from_millis(150);
+    let t0 = Instant::now();
+    let mut cases = 0u64;
+    while t0.elapsed() < limit {
+        let corpus = corpus(&mut r);
+        let pick = r.below(corpus.len() as u64) as usize;
+        let input = mutate(&mut r, &corpus[pick]);
+        let mut c = TcpStream::connect(addr).unwrap();
+        let _ = c.write_all(&input);
+        if r.below(4) != 0 {
+            // Mostly a client that has said all it will; sometimes one that stays silent.
+            let _ = c.shutdown(std::net::Shutdown::Write);
+        }
+        let (s, _) = l.accept().unwrap();
+        let started = Instant::now();
+        let _ = admit(&cfg, s, wait);
+        // The hello deadline, plus the 500 ms a refusal lingers for the client's close.
+        assert!(
+            started.elapsed() < wait + Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        cases += 1;
+    }
+    eprintln!("admission: {cases} connections");
+    assert!(cases > 5);
+}
