@@ -583,8 +583,12 @@ fn a_one_test_server_is_not_ended_by_garbage_or_another_runs_secret() {
     let addr = listener.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = Arc::clone(&stop);
+    let lines: Arc<Mutex<Vec<String>>> = Arc::default();
+    let lines2 = Arc::clone(&lines);
+    let log: bench_core::session::Log =
+        Arc::new(move |l: &str| lines2.lock().unwrap().push(l.into()));
     let server = thread::spawn(move || {
-        bench_core::session::serve_first(&cfg, &listener, &ServerShared::new(), &stop2, &quiet())
+        bench_core::session::serve_first(&cfg, &listener, &ServerShared::new(), &stop2, &log)
     });
     // Garbage, a connection closed at once, and another run's secret.
     let mut g = TcpStream::connect(addr).unwrap();
@@ -611,6 +615,26 @@ fn a_one_test_server_is_not_ended_by_garbage_or_another_runs_secret() {
     assert!(
         !server.is_finished(),
         "the server ended on a connection that was not its client"
+    );
+    // Noted by address and in this side's words: the one that spoke no rdmabw as perhaps
+    // perftest, the others as sending no admissible hello; nothing they sent.
+    let noted = lines.lock().unwrap().clone();
+    assert_eq!(noted.len(), 3, "{noted:?}");
+    assert!(
+        noted[0].contains("is not an rdmabw client (is it perftest's ib_write_bw?"),
+        "{noted:?}"
+    );
+    assert!(
+        noted[1..]
+            .iter()
+            .all(|l| l.contains("sent no admissible hello")),
+        "{noted:?}"
+    );
+    assert!(
+        !noted
+            .iter()
+            .any(|l| l.contains("GET") || l.contains("pod-x")),
+        "{noted:?}"
     );
     // Its client is served (and stops at device opening: no RDMA here).
     let e = client(addr)

@@ -440,7 +440,9 @@ const NOTED_NOT_ADMITTED: u32 = 3;
 /// A one-test server: waits on `listener` for the first client that passes admission and
 /// serves its test. Connections that never become a test (silent past the handshake
 /// timeout, garbage, another run's secret, values out of bounds) do not end it: the first
-/// few are noted in the log by address only, nothing they sent, and the wait goes on.
+/// few are noted in the log by address only, nothing they sent, and the wait goes on. One
+/// that did not speak rdmabw's control protocol at all is said to be so, in this side's
+/// words (perftest's ib_write_bw pointed at rdmabw, most likely).
 /// `Ok(None)` once `stop` is raised while waiting.
 pub fn serve_first(
     cfg: &ServerConfig,
@@ -457,11 +459,16 @@ pub fn serve_first(
         let peer = stream.peer_addr().ok();
         match admit(cfg, stream, cfg.timeouts.handshake) {
             Ok(a) => return Ok(Some(serve_admitted(cfg, a, shared, stop, log))),
-            Err(_) => {
+            Err(e) => {
                 not_admitted += 1;
                 if not_admitted <= NOTED_NOT_ADMITTED {
+                    let what = if matches!(e, SessionError::NotRdmabw(_)) {
+                        "is not an rdmabw client (is it perftest's ib_write_bw? both ends must run rdmabw)"
+                    } else {
+                        "sent no admissible hello"
+                    };
                     log(&format!(
-                        "{} sent no admissible hello; still waiting{}",
+                        "{} {what}; still waiting{}",
                         peer.map_or_else(|| "a client".to_string(), |p| p.to_string()),
                         if not_admitted == NOTED_NOT_ADMITTED {
                             " (further such connections are not noted)"
