@@ -1,6 +1,6 @@
 //! `railsweep run` end to end on the built binary, with a fake rdmabw, through the local runner
 //! on this machine's own namespace (`-`). The same sweep through the Kubernetes runner is in
-//! `sweep_cluster.rs` (it needs the control plane; this binary runs in `scripts/test --quick`).
+//! `cluster/sweep_cluster.rs` (it needs the control plane; this binary runs in `scripts/test --quick`).
 
 mod support;
 

@@ -968,7 +968,7 @@ mod tests {
 
     #[test]
     fn an_rbac_refusal_names_the_verb_and_resource() {
-        // The real kube-apiserver v1.37.2's wording (tests/modes_cluster.rs meets it).
+        // The real kube-apiserver v1.37.2's wording (tests/cluster/modes_cluster.rs meets it).
         let m = "pods is forbidden: User \"system:serviceaccount:ns1:railsweep\" cannot create resource \
                  \"pods\" in API group \"\" in the namespace \"ns1\"";
         assert_eq!(rbac_refusal(m), Some(("create", "pods")));
@@ -980,7 +980,7 @@ mod tests {
 
     #[test]
     fn an_unnamed_taint_as_kubernetes_1_37_words_it() {
-        // The real kube-scheduler v1.37.2's message (tests/modes_cluster.rs meets it).
+        // The real kube-scheduler v1.37.2's message (tests/cluster/modes_cluster.rs meets it).
         let pod = with_status(
             pair(Mode::HostNetwork, true).server,
             json!({ "phase": "Pending" }),

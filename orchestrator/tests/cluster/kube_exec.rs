@@ -5,13 +5,11 @@
 //! namespace node-a's agent made for it, pod-b on node-b's host network; both see this
 //! machine's files.
 
-mod support;
-
+use crate::support::testcluster::{rule, TestCluster};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::Api;
 use orchestrator::runner::{Exit, KubeRunner, KubeTarget, Runner, Signal};
-use support::testcluster::{rule, TestCluster};
 
 fn argv(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()

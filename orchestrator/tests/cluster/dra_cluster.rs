@@ -8,17 +8,15 @@
 //! rails each; b48-a and b48-b publish 8 rails and 8 GPUs, 2 of each under each of 4 PCIe
 //! roots (BM.GPU.B4.8). Tests that hold rails use their own nodes, so none waits for another.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::support::fake::Fake;
+use crate::support::kube::{railsweep, refused};
+use crate::support::process::text;
+use crate::support::testcluster::TestCluster;
 use orchestrator::runner::{KubeRunner, Runner};
 use results::read_path;
-use support::fake::Fake;
-use support::kube::{railsweep, refused};
-use support::process::text;
-use support::testcluster::TestCluster;
 
 /// A namespace, DRANET's and NVIDIA's DeviceClasses, and a kubeconfig with what
 /// deploy/rbac.yaml grants (its ClusterRole too: ResourceSlices and DeviceClasses).

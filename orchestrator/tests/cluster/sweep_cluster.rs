@@ -2,15 +2,13 @@
 //! fake rdmabw, through the Kubernetes runner and the real control plane that `scripts/cluster
 //! up` starts (the local runner's cases are in `sweep_cli.rs`).
 
-mod support;
-
 use std::path::Path;
 use std::process::Stdio;
 
+use crate::support::fake::{alive, Behave, Fake};
+use crate::support::process::text;
+use crate::support::testcluster::TestCluster;
 use results::{read_path, RailStatus};
-use support::fake::{alive, Behave, Fake};
-use support::process::text;
-use support::testcluster::TestCluster;
 
 fn s(p: &Path) -> String {
     p.display().to_string()

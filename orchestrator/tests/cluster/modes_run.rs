@@ -7,17 +7,15 @@
 //! pool) comes from the plugins, the Topology Manager's refusal from node-b's agent (4 NUMA
 //! nodes), and both must come back as explanations. Ctrl-C deletes what railsweep created.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::support::fake::{ended_within, Behave, Fake};
+use crate::support::kube::{railsweep, refused, MODE_OPTIONS};
+use crate::support::process::{self, text};
+use crate::support::testcluster::TestCluster;
 use orchestrator::runner::{KubeRunner, Runner};
 use results::{read_path, NetworkMode, RailStatus};
-use support::fake::{ended_within, Behave, Fake};
-use support::kube::{railsweep, refused, MODE_OPTIONS};
-use support::process::{self, text};
-use support::testcluster::TestCluster;
 
 /// A namespace for one test with the rail networks in it (`pool`: see [`TestCluster::networks`]), and a
 /// kubeconfig for it with only what deploy/rbac.yaml grants.

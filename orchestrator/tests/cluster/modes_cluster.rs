@@ -7,12 +7,10 @@
 //! node-a and node-b, each with 64 nvidia.com/hostdev, 8 nvidia.com/gpu, 8 VFs per rail
 //! resource, the nvidia.com/gpu:NoSchedule taint, and registry.invalid/rdma:1 failing to pull.
 
-mod support;
-
-use support::fake::Fake;
-use support::kube::{railsweep, refused, MODE_OPTIONS};
-use support::process::text;
-use support::testcluster::TestCluster;
+use crate::support::fake::Fake;
+use crate::support::kube::{railsweep, refused, MODE_OPTIONS};
+use crate::support::process::text;
+use crate::support::testcluster::TestCluster;
 
 /// railsweep's arguments for a run of `mode` between `nodes` with kubeconfig `kc`; its CSV
 /// goes to `out`.

@@ -7,19 +7,17 @@
 //! not start (the scheduler's refusal) leave no pod behind. Each test that creates pods uses
 //! a host port of its own: they share the fleet's nodes.
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::fake::{ended_within, Behave, Fake};
+use crate::support::fleet::{rounds, Ran};
+use crate::support::kube::railsweep;
+use crate::support::process::{self, text};
+use crate::support::testcluster::TestCluster;
 use results::{read_path, NetworkMode, RailResult, RailStatus};
-use support::fake::{ended_within, Behave, Fake};
-use support::fleet::{rounds, Ran};
-use support::kube::railsweep;
-use support::process::{self, text};
-use support::testcluster::TestCluster;
 
 fn args(kc: &Path, fake: &Fake, out: &Path, extra: &[&str]) -> Vec<String> {
     args_on(kc, fake, out, "rail-test=true", extra)
