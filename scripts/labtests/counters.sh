@@ -1,4 +1,4 @@
-# lab: --layout pods --rails 2
+# lab: --layout pods --rails 4
 # Counter deltas and findings (issue 20) over real rxe: with netem dropping a share of the
 # packets on rail 1's switch port towards podB, and nothing on rail 0, the client's report for
 # rail 1 has rxe's retry and sequence counters moving and the finding packet_loss, rail 0 has
@@ -104,7 +104,7 @@ test_counters_railsweep_names_the_lossy_rail() {
   tc qdisc add dev r1b root netem loss "$LOSS" || fail "tc netem on r1b"
   local rc=0
   "$RAILSWEEP" run --runner local --client-pod podA --server-pod podB --rdmabw "$RDMABW" \
-    --quiet -s 4096 --margin 60 -o "$T_OUT/sweep.csv" >"$T_OUT/sweep.out" 2>"$T_OUT/sweep.err" || rc=$?
+    --quiet -s 4096 --margin 60 --rails 0,1 -o "$T_OUT/sweep.csv" >"$T_OUT/sweep.out" 2>"$T_OUT/sweep.err" || rc=$?
   tc qdisc del dev r1b root
   cat "$T_OUT/sweep.out"; tail -5 "$T_OUT/sweep.err"
   [ "$rc" -eq 0 ] || fail "railsweep exit $rc"

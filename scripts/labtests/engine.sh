@@ -175,11 +175,13 @@ test_daemon_all_rails_at_once() {
 }
 
 # A second client for a device in use is told the device is busy; the first is unharmed.
+# The first runs -D 12: the second, started once the first is measuring, reaches the daemon
+# within a few seconds even under emulation.
 test_daemon_busy_device() {
   local rc=0
   in_pod podB timeout 240 "$RDMABW" server --daemon -p 18630 2>"$T_OUT/daemon.err" &
   wait_port podB 18630
-  in_pod podA timeout 150 "$RDMABW" client --json --netdev net3 --server-netdev net3 -D 25 -p 18630 "$SRV" >"$T_OUT/first.json" 2>"$T_OUT/first.err" &
+  in_pod podA timeout 150 "$RDMABW" client --json --netdev net3 --server-netdev net3 -D 12 -p 18630 "$SRV" >"$T_OUT/first.json" 2>"$T_OUT/first.err" &
   local first=$!
   wait_measuring "$T_OUT/first.err"
   expect_rc 1 second in_pod podA timeout 150 "$RDMABW" client -d rxe_a3 --server-netdev net3 -D 1 -p 18630 "$SRV"

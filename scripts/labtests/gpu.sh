@@ -1,4 +1,4 @@
-# lab: --layout pods --rails 2
+# lab: --layout pods --rails 4
 # GPUDirect flags where there is no GPU and no CUDA driver (the lab): every GPU path fails
 # with its clear error, exit 2, and the binary still runs; rxe refuses dma-buf memory.
 

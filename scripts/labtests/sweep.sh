@@ -99,7 +99,8 @@ test_sweep_rail_down() {
 test_sweep_server_pod_killed() {
   local t0 pid took line killed_rail
   t0=$(date +%s.%N)
-  MARGIN=40 sweep killed -D 6 &
+  # Three rails: the kill comes during rail 1, and rail 2 runs against a new daemon.
+  MARGIN=40 sweep killed -D 6 --rails 0,1,2 &
   pid=$!
   # Wait until rail 0's row is written and the next rail's test is under way (its control
   # connection to the daemon is up), let it get into its measured window, then kill
@@ -116,16 +117,17 @@ test_sweep_server_pod_killed() {
   took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   csv_rows "$T_OUT/killed.csv" | tee "$T_OUT/rows.txt"
   echo "sweep took $took s"
-  expect_rows "$T_OUT/killed.csv" 4
+  expect_rows "$T_OUT/killed.csv" 3
   [ "$(awk -F'\t' '$2 == "failed"' "$T_OUT/rows.txt" | wc -l)" -eq 1 ] || fail "expected exactly one failed rail"
   line=$(awk -F'\t' '$2 == "failed"' "$T_OUT/rows.txt")
   killed_rail=$(cut -f1 <<<"$line")
   [ "$killed_rail" -ge 1 ] || fail "rail 0 was already measured when podB was killed: $line"
   grep -q 'server daemon in pod podB had ended' <<<"$line" || fail "the failed rail's error does not name the server daemon: $line"
   # The rails after it ran against a new daemon.
-  for ((r = killed_rail + 1; r < 4; r++)); do expect_traffic "$T_OUT/killed.csv" "$r"; done
-  # Every rail within its deadline: 4 rails x (6 s + 40 s margin) at the very most.
-  gt 184 "$took" || fail "the sweep took $took s"
+  [ "$killed_rail" -le 1 ] || fail "rail 1 was measured before podB was killed: no rail after the kill to show a new daemon"
+  for ((r = killed_rail + 1; r < 3; r++)); do expect_traffic "$T_OUT/killed.csv" "$r"; done
+  # Every rail within its deadline: 3 rails x (6 s + 40 s margin) at the very most.
+  gt 138 "$took" || fail "the sweep took $took s"
   grep -q "rail $killed_rail failed: " "$T_OUT/killed.out" || fail "the summary does not report rail $killed_rail"
 }
 
@@ -184,9 +186,9 @@ PY
 test_sweep_daemon_serves_only_its_run() {
   local pid code nd srv
   nd=$(topo podA 1 iface); srv=$(ctl_ip podB)
-  # Rails of 10 s: the two refused clients below (a few seconds each to start) come while the
-  # sweep still runs, which the test checks.
-  sweep secret -D 10 &
+  # Three rails of 10 s: the two refused clients below (a few seconds each to start) come while
+  # the sweep still runs rails 1 and 2, which the test checks.
+  sweep secret -D 10 --rails 0,1,2 &
   pid=$!
   # Once rail 0's row is in, the daemon is up and serving.
   for _ in $(seq 1 1200); do [ "$(rows_in "$T_OUT/secret.csv")" -ge 1 ] && break; sleep 0.2; done
@@ -204,10 +206,10 @@ test_sweep_daemon_serves_only_its_run() {
   [ "$code" -eq 2 ] && grep -q "presented another run's secret" "$T_OUT/intruder2.err" \
     || { cat "$T_OUT/intruder2.err"; fail "a client with another secret was not refused (exit $code)"; }
   kill -0 "$pid" 2>/dev/null || fail "the sweep had ended before the refusals: they did not come mid-sweep"
-  [ "$(rows_in "$T_OUT/secret.csv")" -lt 4 ] || fail "every rail was measured before the refusals"
+  [ "$(rows_in "$T_OUT/secret.csv")" -lt 3 ] || fail "every rail was measured before the refusals"
   wait "$pid" || { cat "$T_OUT/secret.err"; fail "the sweep failed (exit $?)"; }
-  expect_rows "$T_OUT/secret.csv" 4
-  expect_traffic "$T_OUT/secret.csv" 0 1 2 3
+  expect_rows "$T_OUT/secret.csv" 3
+  expect_traffic "$T_OUT/secret.csv" 0 1 2
   # Limits: a daemon allowing 4 QPs per test refuses -q 8 by name; -q 2 runs.
   in_pod podB timeout 120 "$RDMABW" server --daemon -p 18620 --max-qps 4 >/dev/null 2>"$T_OUT/limits.err" &
   wait_port podB 18620
