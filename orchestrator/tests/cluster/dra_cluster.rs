@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::support::fake::Fake;
-use crate::support::kube::{railsweep, refused};
+use crate::support::kube::{railsweep, refused, sweep_args};
 use crate::support::process::text;
 use crate::support::testcluster::TestCluster;
 use orchestrator::runner::{KubeRunner, Runner};
@@ -32,28 +32,12 @@ async fn setup(prefix: &str, f: &Fake) -> (TestCluster, String, PathBuf) {
 }
 
 fn args(cmd: &str, kc: &Path, f: &Fake, out: &Path, nodes: &str, extra: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = [
-        cmd,
-        "--kubeconfig",
-        &kc.display().to_string(),
-        "--nodes",
-        nodes,
-        "--rdmabw",
-        &f.path().display().to_string(),
-        "-D",
-        "1",
-        "-o",
-        &out.display().to_string(),
-        "--quiet",
-        "--pod-timeout",
-        "30",
-        "--no-gpu-toleration",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    v.extend(extra.iter().map(|s| s.to_string()));
-    v
+    let extra: Vec<&str> = ["--no-gpu-toleration"]
+        .iter()
+        .chain(extra)
+        .copied()
+        .collect();
+    sweep_args(cmd, kc, f, out, nodes, &extra)
 }
 
 /// The interfaces of this machine's own network namespace whose names start with `prefix`.

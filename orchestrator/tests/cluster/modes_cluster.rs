@@ -8,7 +8,7 @@
 //! resource, the nvidia.com/gpu:NoSchedule taint, and registry.invalid/rdma:1 failing to pull.
 
 use crate::support::fake::Fake;
-use crate::support::kube::{railsweep, refused, MODE_OPTIONS};
+use crate::support::kube::{railsweep, refused, sweep_args, MODE_OPTIONS};
 use crate::support::process::text;
 use crate::support::testcluster::TestCluster;
 
@@ -22,30 +22,13 @@ fn run_args(
     mode: &str,
     extra: &[&str],
 ) -> Vec<String> {
-    let mut a: Vec<String> = [
-        "run",
-        "--kubeconfig",
-        &kc.display().to_string(),
-        "--nodes",
-        nodes,
-        "--rdmabw",
-        &f.path().display().to_string(),
-        "-D",
-        "1",
-        "-o",
-        &out.display().to_string(),
-        "--quiet",
-        "--pod-timeout",
-        "30",
-        "--mode",
-        mode,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    a.extend(MODE_OPTIONS.iter().map(|s| s.to_string()));
-    a.extend(extra.iter().map(|s| s.to_string()));
-    a
+    let extra: Vec<&str> = ["--mode", mode]
+        .iter()
+        .chain(&MODE_OPTIONS)
+        .chain(extra)
+        .copied()
+        .collect();
+    sweep_args("run", kc, f, out, nodes, &extra)
 }
 
 /// Run one mode that must not start, in a new namespace with `ns_labels`: exit 2, the

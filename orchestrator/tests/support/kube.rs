@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use super::fake::Fake;
 use super::testcluster::TestCluster;
 
 /// railsweep with `args`, no stdin, output captured.
@@ -16,6 +17,41 @@ pub async fn railsweep(args: &[String]) -> Output {
         .output()
         .await
         .expect("railsweep runs")
+}
+
+/// railsweep's arguments for `cmd` (run, compare) between `nodes` with kubeconfig `kc` and the
+/// fake rdmabw `f`: tests of one second, the CSV to `out`, quiet, pods given 30 s to start;
+/// then `extra`.
+pub fn sweep_args(
+    cmd: &str,
+    kc: &Path,
+    f: &Fake,
+    out: &Path,
+    nodes: &str,
+    extra: &[&str],
+) -> Vec<String> {
+    let (kc, rdmabw, out) = (
+        kc.display().to_string(),
+        f.path().display().to_string(),
+        out.display().to_string(),
+    );
+    let base = [
+        cmd,
+        "--kubeconfig",
+        &kc,
+        "--nodes",
+        nodes,
+        "--rdmabw",
+        &rdmabw,
+        "-D",
+        "1",
+        "-o",
+        &out,
+        "--quiet",
+        "--pod-timeout",
+        "30",
+    ];
+    base.iter().chain(extra).map(|s| s.to_string()).collect()
 }
 
 /// Every option the four modes need, as one command line (MODE: prefixes keep them apart).
