@@ -20,11 +20,13 @@
 //! * [`yaml`]: the `--dry-run -o yaml` printer;
 //! * [`explain`]: why a pod does not start, in words a user can act on;
 //! * [`lifecycle`]: create, wait for and delete the pods;
+//! * [`guard`]: the one guard that deletes them at the end, on every path;
 //! * [`cli`]: the command-line options that fill [`PodOptions`].
 
 pub mod cli;
 pub mod dra;
 pub mod explain;
+pub mod guard;
 pub mod lifecycle;
 pub mod pattern;
 pub mod security;
