@@ -17,6 +17,7 @@ use crate::config::ClusterArgs;
 use crate::exit::Verdict;
 use crate::modes::cli::{NodePair, PodArgs};
 use crate::modes::dra::{GpusByInterface, PairGpus};
+use crate::modes::guard::PodGuard;
 use crate::modes::lifecycle::{LifecycleError, PodSet};
 use crate::modes::{self, yaml, Mode, Placement, PodPair};
 use crate::runner::KubeRunner;
@@ -134,63 +135,11 @@ fn describe(pair: &PodPair) -> String {
     )
 }
 
-/// Delete what `set` created, or with `--keep-pods` (`keep`) say how to.
-pub(crate) async fn clean_up(set: &PodSet, keep: bool, namespace: &str, wait: Option<Duration>) {
-    let created = set.created();
-    let templates = set.made_templates();
-    if created.is_empty() && templates.is_empty() {
-        return;
-    }
-    let names: Vec<String> = created.iter().map(|c| c.name.clone()).collect();
-    if keep {
-        eprintln!(
-            "railsweep: keeping pods {} (--keep-pods); delete them with: kubectl delete pods -n {} {}",
-            names.join(", "),
-            namespace,
-            names.join(" ")
-        );
-        if !templates.is_empty() {
-            eprintln!(
-                "railsweep: and their ResourceClaimTemplate: kubectl delete resourceclaimtemplates -n {namespace} {}",
-                templates.join(" ")
-            );
-        }
-        return;
-    }
-    let (deleted, errors) = set.delete_all(wait).await;
-    if !deleted.is_empty() {
-        eprintln!("railsweep: deleted pods {}", deleted.join(", "));
-    }
-    for e in errors {
-        eprintln!("railsweep: warning: {e}; delete it with kubectl delete pod");
-    }
-}
-
-/// The end of a command whose pods did not start: their clean-up, then
-/// `Ok(Verdict::Interrupted)` after Ctrl-C, else the error with `what` as its context (e.g.
-/// `mode sriov: the pods did not start`).
-pub(crate) async fn pods_not_started(
-    e: LifecycleError,
-    set: &PodSet,
-    keep: bool,
-    namespace: &str,
-    what: String,
-) -> Result<Verdict> {
-    if let LifecycleError::Interrupted = e {
-        eprintln!("\nrailsweep: interrupted while the pods were starting");
-        clean_up(set, keep, namespace, None).await;
-        return Ok(Verdict::Interrupted);
-    }
-    clean_up(set, keep, namespace, Some(DELETE_WAIT)).await;
-    Err(anyhow::Error::new(e).context(what))
-}
-
-/// The pod pair of a mode, created and ready; [`ManagedPair::finish`] deletes it.
+/// The pod pair of a mode, created and ready; [`ManagedPair::finish`] deletes it, and so does
+/// dropping it (an error or a panic before `finish`: [`PodGuard`]).
 #[derive(Debug)]
 pub struct ManagedPair {
-    set: PodSet,
-    namespace: String,
-    keep: bool,
+    guard: PodGuard,
     /// The pods' names.
     pub pods: Pods,
     /// Mode `dra --gpu-align`: the GPU allocated with each rail of each pod (empty otherwise).
@@ -202,7 +151,7 @@ impl ManagedPair {
     /// waiting for them to be gone.
     pub async fn finish(self, interrupted: bool) {
         let wait = if interrupted { None } else { Some(DELETE_WAIT) };
-        clean_up(&self.set, self.keep, &self.namespace, wait).await;
+        self.guard.finish(wait).await;
     }
 }
 
@@ -258,6 +207,9 @@ pub async fn start_pair(
     if mode == Mode::Dra {
         set = set.with_dra(opts.dra.clone());
     }
+    // From here, whatever ends this command deletes what the set creates.
+    let guard = PodGuard::new(set, &namespace, spec.pods.keep_pods);
+    let set = guard.set();
 
     // Ctrl-C from here until the sweep takes over: stop waiting, delete the pods.
     let cancel = CancellationToken::new();
@@ -298,7 +250,7 @@ pub async fn start_pair(
             eprintln!("railsweep: mode {mode}: pods ready: {}", ips.join(", "));
             if mode == Mode::Dra {
                 for p in &pods {
-                    let gpus = report_allocation(&set, p).await;
+                    let gpus = report_allocation(set, p).await;
                     if p.metadata.name == pair.client.metadata.name {
                         rail_gpus.client = gpus;
                     } else if p.metadata.name == pair.server.metadata.name {
@@ -309,7 +261,7 @@ pub async fn start_pair(
         }
         Err(e) => {
             let what = format!("mode {mode}: the pods did not start");
-            pods_not_started(e, &set, spec.pods.keep_pods, &namespace, what).await?;
+            guard.fail(e, what).await?;
             return Ok(None);
         }
     }
@@ -318,9 +270,7 @@ pub async fn start_pair(
         server: pair.server.metadata.name.clone().unwrap_or_default(),
     };
     Ok(Some(ManagedPair {
-        set,
-        namespace,
-        keep: spec.pods.keep_pods,
+        guard,
         pods,
         rail_gpus,
     }))

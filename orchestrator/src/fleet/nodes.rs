@@ -20,7 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::FleetArgs;
 use crate::exit::Verdict;
-use crate::managed::{clean_up, pods_not_started, DELETE_WAIT};
+use crate::managed::DELETE_WAIT;
+use crate::modes::guard::PodGuard;
 use crate::modes::lifecycle::{LifecycleError, PodSet};
 use crate::modes::pattern::TolerationSpec;
 use crate::modes::{self, yaml, Mode};
@@ -168,12 +169,11 @@ pub(super) async fn dry_run(
     Ok(Verdict::Ok)
 }
 
-/// The fleet's pods, created; [`FleetPods::finish`] deletes them.
+/// The fleet's pods, created; [`FleetPods::finish`] deletes them, and so does dropping them
+/// (an error or a panic before `finish`: [`PodGuard`]).
 #[derive(Debug)]
 pub(super) struct FleetPods {
-    set: PodSet,
-    namespace: String,
-    keep: bool,
+    guard: PodGuard,
     /// The pods that are ready, in node order.
     pub(super) ready: Vec<String>,
     /// (pod, node, why it did not start)
@@ -189,7 +189,7 @@ impl FleetPods {
     /// Delete the pods (with `--keep-pods`, say how to); after Ctrl-C without waiting.
     pub(super) async fn finish(self, interrupted: bool) {
         let wait = if interrupted { None } else { Some(DELETE_WAIT) };
-        clean_up(&self.set, self.keep, &self.namespace, wait).await;
+        self.guard.finish(wait).await;
     }
 }
 
@@ -224,6 +224,9 @@ pub(super) async fn start(
         set = set.with_dra(opts.dra.clone());
     }
     let keep = args.pod_args.keep_pods;
+    // From here, whatever ends this command deletes what the set creates.
+    let guard = PodGuard::new(set, &namespace, keep);
+    let set = guard.set();
     if let Some(first) = pods.first() {
         let made = tokio::select! {
             r = set.create_templates(&templates, first) => r,
@@ -231,7 +234,7 @@ pub(super) async fn start(
         };
         if let Err(e) = made {
             let what = format!("mode {mode}: cannot create the fleet's ResourceClaimTemplate");
-            pods_not_started(e, &set, keep, &namespace, what).await?;
+            guard.fail(e, what).await?;
             return Ok(None);
         }
     }
@@ -258,7 +261,7 @@ pub(super) async fn start(
             }
             Err(e) => {
                 let what = format!("mode {mode}: cannot create the fleet's pods");
-                pods_not_started(e, &set, keep, &namespace, what).await?;
+                guard.fail(e, what).await?;
                 return Ok(None);
             }
         }
@@ -269,7 +272,7 @@ pub(super) async fn start(
         Ok(e) => e,
         Err(e) => {
             let what = format!("mode {mode}: the fleet's pods did not start");
-            pods_not_started(e, &set, keep, &namespace, what).await?;
+            guard.fail(e, what).await?;
             return Ok(None);
         }
     };
@@ -290,7 +293,7 @@ pub(super) async fn start(
         eprintln!("railsweep: pod {pod} on node {node} did not start: {why}");
     }
     if ready.len() < 2 {
-        clean_up(&set, keep, &namespace, Some(DELETE_WAIT)).await;
+        guard.finish(Some(DELETE_WAIT)).await;
         bail!(
             "mode {mode}: {} of {} pods started; a fleet needs at least 2 (the reasons are above)",
             ready.len(),
@@ -328,9 +331,7 @@ pub(super) async fn start(
     );
 
     Ok(Some(FleetPods {
-        set,
-        namespace,
-        keep,
+        guard,
         ready,
         not_started,
     }))

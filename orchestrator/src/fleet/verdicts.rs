@@ -344,7 +344,7 @@ pub async fn apply(
             } else {
                 let node = api.get(&v.node).await.with_context(|| {
                     format!(
-                        "cannot read node {} for its taints (railsweep needs get and patch on nodes: deploy/fleet-job.yaml)",
+                        "cannot read node {} for its taints (railsweep needs get and patch on nodes: deploy/fleet-job.yaml's ClusterRole railsweep-verdicts)",
                         v.node
                     )
                 })?;
@@ -372,7 +372,7 @@ pub async fn apply(
                     Err(e) => {
                         return Err(anyhow::Error::new(e)).with_context(|| {
                             format!(
-                                "cannot patch node {} with its verdict (railsweep needs get and patch on nodes: deploy/fleet-job.yaml)",
+                                "cannot patch node {} with its verdict (railsweep needs get and patch on nodes: deploy/fleet-job.yaml's ClusterRole railsweep-verdicts)",
                                 v.node
                             )
                         })

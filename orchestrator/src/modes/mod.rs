@@ -5,7 +5,7 @@
 //! | mode | what the pods get |
 //! | --- | --- |
 //! | `hostnetwork` | `hostNetwork: true`, `dnsPolicy: ClusterFirstWithHostNet`, privileged (every device of the node, so every uverbs device) |
-//! | `hostnetwork-crio` | `hostNetwork: true` without privileged: a CRI-O runtime class that accepts the `io.kubernetes.cri-o.Devices` annotation, the annotation listing the node's uverbs devices and `rdma_cm` one by one, and IPC_LOCK |
+//! | `hostnetwork-crio` | `hostNetwork: true` without privileged: a CRI-O runtime class that accepts the `io.kubernetes.cri-o.Devices` annotation, the annotation listing the node's uverbs devices and `rdma_cm` one by one, and IPC_LOCK (every other capability dropped, as in the modes below) |
 //! | `ipvlan` | the Multus networks annotation (one IPvlan network per rail) and the RDMA device resource of the rails' PFs |
 //! | `sriov` | the Multus networks annotation (SR-IOV networks) and the VF resource(s) |
 //! | `dra` | a ResourceClaimTemplate: the scheduler allocates the rails' NICs (a DRA network driver's devices, as DRANET publishes them), with `--gpu-align` a GPU under each rail's PCIe root |
@@ -20,11 +20,13 @@
 //! * [`yaml`]: the `--dry-run -o yaml` printer;
 //! * [`explain`]: why a pod does not start, in words a user can act on;
 //! * [`lifecycle`]: create, wait for and delete the pods;
+//! * [`guard`]: the one guard that deletes them at the end, on every path;
 //! * [`cli`]: the command-line options that fill [`PodOptions`].
 
 pub mod cli;
 pub mod dra;
 pub mod explain;
+pub mod guard;
 pub mod lifecycle;
 pub mod pattern;
 pub mod security;
@@ -513,7 +515,7 @@ fn build_pod(mode: Mode, role: Role, opts: &PodOptions, run: &str, node: Option<
 
     let mut security = SecurityContext::default();
     let mut limits: BTreeMap<String, Quantity> = BTreeMap::new();
-    let mut ipc_lock = opts.ipc_lock;
+    let ipc_lock = opts.ipc_lock;
     let mut spec = PodSpec {
         restart_policy: Some("Never".into()),
         // `sleep` as PID 1 ignores SIGTERM: do not wait 30 s for it on delete.
@@ -528,7 +530,6 @@ fn build_pod(mode: Mode, role: Role, opts: &PodOptions, run: &str, node: Option<
             // Privileged brings every device of the node, so /dev/infiniband, and every
             // capability, IPC_LOCK included.
             security.privileged = Some(true);
-            ipc_lock = false;
         }
         Mode::HostNetworkCrio => {
             spec.host_network = Some(true);
@@ -560,10 +561,16 @@ fn build_pod(mode: Mode, role: Role, opts: &PodOptions, run: &str, node: Option<
             ..ResourceClaim::default()
         }]
     });
-    if ipc_lock {
+    if security.privileged != Some(true) {
+        // Every mode but hostnetwork drops every capability the runtime would give and adds
+        // back only IPC_LOCK (registered memory is locked memory; --no-ipc-lock leaves it out):
+        // rdmabw binds an unprivileged port, opens the RDMA devices the pod was given, reads
+        // sysfs and RDMA netlink, none of which needs a capability (docs/modes.md,
+        // "Capabilities"). A privileged container has them all and cannot drop them.
+        security.allow_privilege_escalation = Some(false);
         security.capabilities = Some(Capabilities {
-            add: Some(vec!["IPC_LOCK".into()]),
-            ..Capabilities::default()
+            add: ipc_lock.then(|| vec!["IPC_LOCK".into()]),
+            drop: Some(vec!["ALL".into()]),
         });
     }
     for r in &opts.resources {
@@ -717,6 +724,28 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn every_unprivileged_mode_drops_all_capabilities_but_ipc_lock() {
+        for mode in [Mode::HostNetworkCrio, Mode::Ipvlan, Mode::Sriov, Mode::Dra] {
+            for ipc_lock in [true, false] {
+                let o = PodOptions { ipc_lock, ..opts() };
+                let p = pod_pair(mode, &o, &place()).expect("builds");
+                for pod in [&p.client, &p.server] {
+                    let sc = pod.spec.as_ref().expect("spec").containers[0]
+                        .security_context
+                        .as_ref()
+                        .expect("a security context");
+                    assert_eq!(sc.privileged, None, "{mode}");
+                    assert_eq!(sc.allow_privilege_escalation, Some(false), "{mode}");
+                    let caps = sc.capabilities.as_ref().expect("capabilities");
+                    assert_eq!(caps.drop, Some(vec!["ALL".to_string()]), "{mode}");
+                    let want = ipc_lock.then(|| vec!["IPC_LOCK".to_string()]);
+                    assert_eq!(caps.add, want, "{mode}, ipc_lock {ipc_lock}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -7,9 +7,11 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod deploy_cluster;
 mod dra_cluster;
 mod fleet_cluster;
 mod kube_exec;
 mod modes_cluster;
 mod modes_run;
+mod pod_guard_cluster;
 mod sweep_cluster;

@@ -292,15 +292,57 @@ impl TestCluster {
     }
 
     /// A kubeconfig for namespace `ns` with the token of a service account that holds
-    /// exactly deploy/fleet-job.yaml's Role and ClusterRole (what its CronJob runs with); the
-    /// token too, for an in-cluster run.
+    /// exactly deploy/fleet-job.yaml's Role and ClusterRoles (what its CronJob runs with: the
+    /// nodes' list and the verdict rights), held by its ValidatingAdmissionPolicy; the token
+    /// too, for an in-cluster run.
     pub async fn fleet_job_kubeconfig(&self, ns: &str, path: &std::path::Path) -> String {
         let role: Role = shipped("fleet-job.yaml", "Role");
         let rules = role.rules.expect("deploy/fleet-job.yaml's Role has rules");
         let token = self.token_kubeconfig(ns, rules, path).await;
-        self.bind_cluster_role(ns, shipped("fleet-job.yaml", "ClusterRole"))
-            .await;
+        for name in ["railsweep-fleet-nodes", "railsweep-verdicts"] {
+            self.bind_cluster_role(ns, shipped_named("fleet-job.yaml", "ClusterRole", name))
+                .await;
+        }
+        self.verdict_policy(ns).await;
         token
+    }
+
+    /// deploy/fleet-job.yaml's ValidatingAdmissionPolicy and its binding, made for `ns`'s
+    /// railsweep service account instead of railbench's railsweep-fleet (cluster-wide objects
+    /// named after `ns`). The API server enforces a new policy a moment later, not at once.
+    pub async fn verdict_policy(&self, ns: &str) {
+        let shipped_user = "system:serviceaccount:railbench:railsweep-fleet";
+        let name = format!("railsweep-verdicts-{ns}");
+        let mut policy: serde_json::Value = shipped("fleet-job.yaml", "ValidatingAdmissionPolicy");
+        policy["metadata"]["name"] = name.clone().into();
+        let cond = &mut policy["spec"]["matchConditions"][0]["expression"];
+        let expr = cond.as_str().expect("a matchCondition").to_string();
+        assert!(
+            expr.contains(shipped_user),
+            "the policy names {shipped_user}: {expr}"
+        );
+        *cond = expr
+            .replace(
+                shipped_user,
+                &format!("system:serviceaccount:{ns}:railsweep"),
+            )
+            .into();
+        let mut binding: serde_json::Value =
+            shipped("fleet-job.yaml", "ValidatingAdmissionPolicyBinding");
+        binding["metadata"]["name"] = name.clone().into();
+        binding["spec"]["policyName"] = name.clone().into();
+        for (kind, obj) in [
+            ("ValidatingAdmissionPolicy", policy),
+            ("ValidatingAdmissionPolicyBinding", binding),
+        ] {
+            let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
+            let ar = ApiResource::from_gvk(&gvk);
+            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
+            let obj: DynamicObject = serde_json::from_value(obj).expect("a DynamicObject");
+            api.create(&PostParams::default(), &obj)
+                .await
+                .unwrap_or_else(|e| panic!("creates {kind} {name}: {e}"));
+        }
     }
 
     /// The API server's host and port, and its CA certificate as the kubeconfig holds it
@@ -322,7 +364,7 @@ impl TestCluster {
     }
 
     /// `role` as a ClusterRole of its own for `ns`, bound to `ns`'s railsweep service account.
-    async fn bind_cluster_role(&self, ns: &str, mut role: ClusterRole) {
+    pub async fn bind_cluster_role(&self, ns: &str, mut role: ClusterRole) {
         let name = format!(
             "{}-{ns}",
             role.metadata
@@ -529,6 +571,25 @@ pub fn shipped<T: serde::de::DeserializeOwned>(file: &str, kind: &str) -> T {
         }
     }
     panic!("deploy/{file} has no {kind}")
+}
+
+/// The document of `kind` named `name` in deploy/FILE.
+pub fn shipped_named<T: serde::de::DeserializeOwned>(file: &str, kind: &str, name: &str) -> T {
+    let path = format!("{}/../deploy/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reads {path}: {e}"));
+    for doc in serde_yaml::Deserializer::from_str(&text) {
+        let v = serde_yaml::Value::deserialize(doc).expect("YAML");
+        if v.get("kind").and_then(|k| k.as_str()) == Some(kind)
+            && v.get("metadata")
+                .and_then(|m| m.get("name"))
+                .and_then(|n| n.as_str())
+                == Some(name)
+        {
+            return serde_yaml::from_value(v)
+                .unwrap_or_else(|e| panic!("deploy/{file}'s {kind} {name}: {e}"));
+        }
+    }
+    panic!("deploy/{file} has no {kind} named {name}")
 }
 
 /// The service account `railsweep` of `ns`, as a binding's subject.

@@ -1,0 +1,168 @@
+//! The one guard over the pods (and ResourceClaimTemplates) railsweep creates, for `run`,
+//! `compare` and `fleet` alike: from the moment a [`PodGuard`] holds the [`PodSet`], whatever
+//! ends the command deletes what the set created. The normal ends are explicit and async:
+//! [`PodGuard::finish`] (delete, wait for them to be gone, say so) and [`PodGuard::fail`] (the
+//! same for pods that did not start, with the error). Any other end (an error returned with
+//! `?`, a panic, a future dropped) drops the guard, and its `Drop` deletes them, under
+//! [`DROP_DELETE_TIMEOUT`], without waiting for them to be gone.
+//!
+//! With `--keep-pods` nothing is deleted; the guard says how to delete them instead.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use tokio::runtime::{Handle, RuntimeFlavor};
+
+use super::lifecycle::{LifecycleError, PodSet};
+use crate::exit::Verdict;
+
+/// How long a dropped guard waits for the API server to take its delete requests.
+pub const DROP_DELETE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Deletes the pods of its [`PodSet`] at the end, whichever end that is.
+#[derive(Debug)]
+pub struct PodGuard {
+    set: PodSet,
+    namespace: String,
+    keep: bool,
+    /// Still to clean up (`finish` and `fail` disarm it).
+    armed: bool,
+}
+
+impl PodGuard {
+    /// The guard of `set`, whose pods are in `namespace`; `keep` is `--keep-pods`.
+    pub fn new(set: PodSet, namespace: &str, keep: bool) -> PodGuard {
+        PodGuard {
+            set,
+            namespace: namespace.to_string(),
+            keep,
+            armed: true,
+        }
+    }
+
+    /// The pods: create, wait for and delete them through this.
+    pub fn set(&self) -> &PodSet {
+        &self.set
+    }
+
+    /// Delete the pods (with `--keep-pods`, say how to), and wait up to `wait` for them to be
+    /// gone (`None` after Ctrl-C: do not wait).
+    pub async fn finish(mut self, wait: Option<Duration>) {
+        self.armed = false;
+        clean_up(&self.set, self.keep, &self.namespace, wait).await;
+    }
+
+    /// The end of a command whose pods did not start: their clean-up, then
+    /// `Ok(Verdict::Interrupted)` after Ctrl-C, else the error with `what` as its context
+    /// (e.g. `mode sriov: the pods did not start`).
+    pub async fn fail(self, e: LifecycleError, what: String) -> Result<Verdict> {
+        if let LifecycleError::Interrupted = e {
+            eprintln!("\nrailsweep: interrupted while the pods were starting");
+            self.finish(None).await;
+            return Ok(Verdict::Interrupted);
+        }
+        self.finish(Some(crate::managed::DELETE_WAIT)).await;
+        Err(anyhow::Error::new(e).context(what))
+    }
+}
+
+impl Drop for PodGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let created = self.set.created();
+        let templates = self.set.made_templates();
+        if created.is_empty() && templates.is_empty() {
+            return;
+        }
+        let names: Vec<String> = created.into_iter().map(|c| c.name).collect();
+        if self.keep {
+            keep_message(&names, &templates, &self.namespace);
+            return;
+        }
+        eprintln!(
+            "railsweep: the command ended early; deleting pods {}",
+            names.join(", ")
+        );
+        let set = self.set.clone();
+        let delete =
+            async move { tokio::time::timeout(DROP_DELETE_TIMEOUT, set.delete_all(None)).await };
+        // Drop cannot await: block this thread on the delete where the runtime allows it (the
+        // multi-threaded runtime railsweep runs on), else hand it to the runtime, else to one
+        // of its own. Nothing here may panic: this also runs while a panic unwinds.
+        let done = match Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                Some(tokio::task::block_in_place(|| h.block_on(delete)))
+            }
+            Ok(h) => {
+                h.spawn(delete);
+                None
+            }
+            Err(_) => tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()
+                .map(|rt| rt.block_on(delete)),
+        };
+        let leftover = |why: String| {
+            eprintln!(
+                "railsweep: warning: {why}; delete them with: kubectl delete pods -n {} {}",
+                self.namespace,
+                names.join(" ")
+            )
+        };
+        match done {
+            Some(Ok((deleted, errors))) => {
+                if !deleted.is_empty() {
+                    eprintln!("railsweep: deleted pods {}", deleted.join(", "));
+                }
+                for e in errors {
+                    leftover(e.to_string());
+                }
+            }
+            Some(Err(_)) => leftover(format!(
+                "the API server did not take the deletes within {} s",
+                DROP_DELETE_TIMEOUT.as_secs()
+            )),
+            None => {} // on a single-threaded runtime, the delete runs as a task of it.
+        }
+    }
+}
+
+/// `--keep-pods`: what to delete, and how.
+fn keep_message(names: &[String], templates: &[String], namespace: &str) {
+    eprintln!(
+        "railsweep: keeping pods {} (--keep-pods); delete them with: kubectl delete pods -n {} {}",
+        names.join(", "),
+        namespace,
+        names.join(" ")
+    );
+    if !templates.is_empty() {
+        eprintln!(
+            "railsweep: and their ResourceClaimTemplate: kubectl delete resourceclaimtemplates -n {namespace} {}",
+            templates.join(" ")
+        );
+    }
+}
+
+/// Delete what `set` created, or with `--keep-pods` (`keep`) say how to.
+async fn clean_up(set: &PodSet, keep: bool, namespace: &str, wait: Option<Duration>) {
+    let created = set.created();
+    let templates = set.made_templates();
+    if created.is_empty() && templates.is_empty() {
+        return;
+    }
+    if keep {
+        let names: Vec<String> = created.into_iter().map(|c| c.name).collect();
+        keep_message(&names, &templates, namespace);
+        return;
+    }
+    let (deleted, errors) = set.delete_all(wait).await;
+    if !deleted.is_empty() {
+        eprintln!("railsweep: deleted pods {}", deleted.join(", "));
+    }
+    for e in errors {
+        eprintln!("railsweep: warning: {e}; delete it with kubectl delete pod");
+    }
+}

@@ -1,0 +1,359 @@
+//! What deploy/ ships, against the real API server (`scripts/cluster`): the account that `run`
+//! and `compare` use (deploy/rbac.yaml) cannot patch a node at all; the fleet's account
+//! (deploy/fleet-job.yaml: its ClusterRole railsweep-verdicts, held by its
+//! ValidatingAdmissionPolicy) may change a node's labels, annotations and taints under
+//! railbench.io/ and nothing else; the CronJob's pod passes Pod Security's `restricted` level.
+//! Each test patches a Node object of its own, with no agent behind it, so the tests run
+//! beside the others.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::support::testcluster::{shipped, TestCluster};
+use k8s_openapi::api::core::v1::{Node, Pod, ServiceAccount, Taint};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Client, Config};
+use serde_json::{json, Value};
+
+/// A key of another owner on the test node: a label, an annotation and a taint.
+const OTHER: &str = "example.com/keep";
+
+/// A Node object `name` (no agent) with a label, an annotation and a taint of another owner.
+async fn node(c: &TestCluster, name: &str) -> Api<Node> {
+    let api: Api<Node> = Api::all(c.client.clone());
+    let node: Node = serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": { OTHER: "yes" },
+            "annotations": { OTHER: "kept" },
+        },
+        "spec": { "taints": [{ "key": OTHER, "value": "x", "effect": "NoSchedule" }] },
+    }))
+    .expect("a Node");
+    api.create(&PostParams::default(), &node)
+        .await
+        .unwrap_or_else(|e| panic!("creates node {name}: {e}"));
+    api
+}
+
+/// A client with the credentials of the kubeconfig at `path`.
+async fn client_of(path: &Path) -> Client {
+    let config = Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::read_from(path).expect("reads the kubeconfig"),
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .expect("kubeconfig resolves");
+    Client::try_from(config).expect("client")
+}
+
+fn kubeconfig_path(ns: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("railbench-{ns}.kubeconfig"))
+}
+
+/// Merge-patch node `name` through `api` (a dry run with `dry`).
+async fn patch(api: &Api<Node>, name: &str, p: &Value, dry: bool) -> Result<(), kube::Error> {
+    let pp = PatchParams {
+        field_manager: Some("railsweep".into()),
+        dry_run: dry,
+        ..PatchParams::default()
+    };
+    api.patch(name, &pp, &Patch::Merge(p)).await.map(|_| ())
+}
+
+/// Patch node `name`'s taints to `edit(current)`, with the node's resourceVersion as a
+/// precondition (as railsweep does), again on a conflict: the node-lifecycle controller may
+/// taint an agent-less node meanwhile.
+async fn patch_taints(
+    api: &Api<Node>,
+    name: &str,
+    edit: impl Fn(&mut Vec<Taint>),
+) -> Result<(), kube::Error> {
+    for _ in 0..5 {
+        let n = api.get(name).await?;
+        let mut taints = n.spec.and_then(|s| s.taints).unwrap_or_default();
+        edit(&mut taints);
+        let p = json!({
+            "metadata": { "resourceVersion": n.metadata.resource_version },
+            "spec": { "taints": taints },
+        });
+        match patch(api, name, &p, false).await {
+            Err(kube::Error::Api(e)) if e.code == 409 => continue,
+            other => return other,
+        }
+    }
+    panic!("node {name}: 5 conflicts in a row")
+}
+
+/// The refusal of the policy, with the message of the rule that refused.
+fn refused_by_policy(r: Result<(), kube::Error>, rule: &str, what: &str) {
+    match r {
+        Err(kube::Error::Api(e)) => {
+            assert_eq!(e.code, 403, "{what}: {e:?}");
+            assert!(
+                e.message.contains("ValidatingAdmissionPolicy") && e.message.contains(rule),
+                "{what}: refused by the policy's rule `{rule}`: {}",
+                e.message
+            );
+        }
+        other => panic!("{what}: admitted, must be refused: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_and_compare_account_cannot_patch_nodes() {
+    let c = TestCluster::get().await;
+    let ns = c.namespace("rbac-run", &[]).await;
+    let kc = kubeconfig_path(&ns);
+    c.railsweep_kubeconfig_with_nodes(&ns, &kc).await;
+    let name = format!("rbac-{ns}");
+    let admin = node(&c, &name).await;
+    let api: Api<Node> = Api::all(client_of(&kc).await);
+    // The token works: it reads nodes (fleet --nodes SELECTOR lists them).
+    api.get(&name).await.expect("reads the node");
+    for p in [
+        json!({ "metadata": { "labels": { "railbench.io/rails": "ok" } } }),
+        json!({ "spec": { "unschedulable": true } }),
+    ] {
+        match patch(&api, &name, &p, false).await {
+            Err(kube::Error::Api(e)) => {
+                assert_eq!(e.code, 403, "{p}: {e:?}");
+                assert!(
+                    e.message.contains("cannot patch resource \"nodes\""),
+                    "refused by RBAC: {}",
+                    e.message
+                );
+            }
+            other => panic!("{p}: deploy/rbac.yaml's account patched a node: {other:?}"),
+        }
+    }
+    let _ = admin.delete(&name, &DeleteParams::default()).await;
+    let _ = std::fs::remove_file(&kc);
+    c.delete_namespace(&ns).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_verdict_account_changes_only_railbench_keys() {
+    let c = TestCluster::get().await;
+    let ns = c.namespace("rbac-verdicts", &[]).await;
+    let kc = kubeconfig_path(&ns);
+    c.fleet_job_kubeconfig(&ns, &kc).await;
+    let name = format!("rbac-{ns}");
+    let admin = node(&c, &name).await;
+    let api: Api<Node> = Api::all(client_of(&kc).await);
+
+    // A new policy is enforced a moment after it is made: wait for a dry run to be refused.
+    let other_label = json!({ "metadata": { "labels": { "example.com/other": "x" } } });
+    let mut enforced = false;
+    for _ in 0..150 {
+        if let Err(kube::Error::Api(e)) = patch(&api, &name, &other_label, true).await {
+            assert!(e.message.contains("ValidatingAdmissionPolicy"), "{e:?}");
+            enforced = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        enforced,
+        "deploy/fleet-job.yaml's ValidatingAdmissionPolicy is not enforced after 30 s \
+         (is the API server's ValidatingAdmissionPolicy admission plugin on?)"
+    );
+
+    // Admitted: railsweep's own keys, set and removed.
+    let ours = json!({
+        "metadata": {
+            "labels": { "railbench.io/rails": "failed", "railbench.io/rails-checked": "2026-12-04" },
+            "annotations": { "railbench.io/rails-evidence": "rail 1: 12 % of the fleet median" },
+        }
+    });
+    patch(&api, &name, &ours, false)
+        .await
+        .expect("railbench.io/ labels and annotation admitted");
+    patch_taints(&api, &name, |t| {
+        t.push(Taint {
+            key: "railbench.io/bad-rails".into(),
+            value: Some("failed".into()),
+            effect: "NoSchedule".into(),
+            time_added: None,
+        })
+    })
+    .await
+    .expect("the railbench.io/ taint admitted");
+    patch_taints(&api, &name, |t| {
+        t.retain(|t| t.key != "railbench.io/bad-rails")
+    })
+    .await
+    .expect("the railbench.io/ taint's removal admitted");
+    let unset = json!({ "metadata": { "labels": { "railbench.io/rails-checked": null } } });
+    patch(&api, &name, &unset, false)
+        .await
+        .expect("a railbench.io/ label's removal admitted");
+
+    // Refused: any other key, added, changed or removed, and cordoning.
+    let labels = "may change only labels under railbench.io/";
+    let annotations = "may change only annotations under railbench.io/";
+    let taints = "may change only taints under railbench.io/";
+    refused_by_policy(
+        patch(&api, &name, &other_label, false).await,
+        labels,
+        "a new label of another owner",
+    );
+    refused_by_policy(
+        patch(
+            &api,
+            &name,
+            &json!({ "metadata": { "labels": { OTHER: "no" } } }),
+            false,
+        )
+        .await,
+        labels,
+        "another owner's label changed",
+    );
+    refused_by_policy(
+        patch(
+            &api,
+            &name,
+            &json!({ "metadata": { "labels": { OTHER: null } } }),
+            false,
+        )
+        .await,
+        labels,
+        "another owner's label removed",
+    );
+    refused_by_policy(
+        patch(
+            &api,
+            &name,
+            &json!({ "metadata": { "annotations": { "example.com/other": "x" } } }),
+            false,
+        )
+        .await,
+        annotations,
+        "a new annotation of another owner",
+    );
+    refused_by_policy(
+        patch(
+            &api,
+            &name,
+            &json!({ "metadata": { "annotations": { OTHER: null } } }),
+            false,
+        )
+        .await,
+        annotations,
+        "another owner's annotation removed",
+    );
+    refused_by_policy(
+        patch_taints(&api, &name, |t| {
+            t.push(Taint {
+                key: "example.com/other".into(),
+                effect: "NoExecute".into(),
+                ..Taint::default()
+            })
+        })
+        .await,
+        taints,
+        "a taint of another owner",
+    );
+    refused_by_policy(
+        patch_taints(&api, &name, |t| t.retain(|t| t.key != OTHER)).await,
+        taints,
+        "another owner's taint removed",
+    );
+    refused_by_policy(
+        patch(
+            &api,
+            &name,
+            &json!({ "spec": { "unschedulable": true } }),
+            false,
+        )
+        .await,
+        "may not cordon or uncordon a node",
+        "cordon",
+    );
+
+    // What the admin sees: railsweep's label, the other owner's keys untouched.
+    let n = admin.get(&name).await.expect("gets the node");
+    let l = n.metadata.labels.unwrap_or_default();
+    assert_eq!(
+        l.get("railbench.io/rails").map(String::as_str),
+        Some("failed")
+    );
+    assert!(!l.contains_key("railbench.io/rails-checked"), "{l:?}");
+    assert_eq!(l.get(OTHER).map(String::as_str), Some("yes"), "{l:?}");
+    assert!(!l.contains_key("example.com/other"), "{l:?}");
+    let a = n.metadata.annotations.unwrap_or_default();
+    assert_eq!(a.get(OTHER).map(String::as_str), Some("kept"), "{a:?}");
+    let spec = n.spec.unwrap_or_default();
+    assert_ne!(spec.unschedulable, Some(true));
+    let keys: Vec<String> = spec
+        .taints
+        .unwrap_or_default()
+        .into_iter()
+        .map(|t| t.key)
+        .collect();
+    assert!(keys.iter().any(|k| k == OTHER), "{keys:?}");
+    assert!(
+        !keys
+            .iter()
+            .any(|k| k.starts_with("railbench.io/") || k == "example.com/other"),
+        "{keys:?}"
+    );
+
+    let _ = admin.delete(&name, &DeleteParams::default()).await;
+    let _ = std::fs::remove_file(&kc);
+    c.delete_namespace(&ns).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cronjobs_pod_passes_the_restricted_pod_security_level() {
+    let c = TestCluster::get().await;
+    let ns = c
+        .namespace(
+            "deploy-restricted",
+            &[("pod-security.kubernetes.io/enforce", "restricted")],
+        )
+        .await;
+    let mut sa: ServiceAccount = shipped("fleet-job.yaml", "ServiceAccount");
+    sa.metadata.namespace = None;
+    Api::<ServiceAccount>::namespaced(c.client.clone(), &ns)
+        .create(&PostParams::default(), &sa)
+        .await
+        .expect("creates the fleet's service account");
+    let cj: Value = shipped("fleet-job.yaml", "CronJob");
+    let template = &cj["spec"]["jobTemplate"]["spec"]["template"];
+    let pod = |template: &Value| -> Pod {
+        let mut v = json!({ "apiVersion": "v1", "kind": "Pod", "metadata": template["metadata"].clone(),
+                            "spec": template["spec"].clone() });
+        v["metadata"]["name"] = "railsweep-fleet".into();
+        serde_json::from_value(v).expect("a Pod")
+    };
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), &ns);
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    pods.create(&dry, &pod(template))
+        .await
+        .expect("the CronJob's pod is admitted at Pod Security level restricted");
+    let spec = &template["spec"]["containers"][0]["securityContext"];
+    assert_eq!(spec["readOnlyRootFilesystem"], json!(true), "{spec}");
+    // The check can fail: without its seccomp profile the same pod is refused.
+    let mut loose = template.clone();
+    loose["spec"]["securityContext"]
+        .as_object_mut()
+        .expect("a pod securityContext")
+        .remove("seccompProfile");
+    match pods.create(&dry, &pod(&loose)).await {
+        Err(kube::Error::Api(e)) => assert!(
+            e.message
+                .contains("violates PodSecurity \"restricted:latest\"")
+                && e.message.contains("seccompProfile"),
+            "{}",
+            e.message
+        ),
+        other => panic!("a pod without a seccomp profile was admitted at restricted: {other:?}"),
+    }
+    c.delete_namespace(&ns).await;
+}
