@@ -271,24 +271,61 @@ EOF2
 # railsweep's ipvlan mode across the two real nodes: its own pods (the Multus networks annotation
 # naming rdma-ipvlan-I, the device plugin's uverbs resources, IPC_LOCK, not privileged), every
 # rail from node-a's IPvlan child to node-b's.
+#
+# What rxe cannot do, and so what this test checks instead of bandwidth: Soft-RoCE sends from an
+# IPvlan child's GID but cannot receive on one. The client's rxe sends (sent_pkts) with the
+# child's address, the packets cross the rail and reach node-b's child in the server pod's
+# namespace (its rx_packets), and there the kernel answers "udp port 4791 unreachable" (seen with
+# tcpdump on the rail's bridge, 2026-12-04): rxe's UDP socket exists only in the namespace of the
+# netdev its device was created on (the node's rdmaI), and rxe_udp_encap_recv finds its device
+# only from that netdev or a VLAN on it, never from an IPvlan child. So every rail fails with 0
+# iterations and no rxe on node-b receives anything (docs/testing.md, "On real nodes"). A RoCE NIC
+# receives by GID in hardware; that is not tested here. Should rxe learn to receive on IPvlan
+# children, this test fails at "traffic flowed" and must then ask for ok rails.
 test_railsweep_ipvlan_across_nodes() {
-  local rc=0 t0 r line
+  local rc t0 attempt
   rn_wait_resource node-a smarter-devices/infiniband_uverbs0 120
   rn_wait_resource node-b smarter-devices/infiniband_uverbs0 120
-  t0=$(now)
-  "$RAILSWEEP" run --mode ipvlan --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
-    --networks "rdma-ipvlan-{0..$((LAB_RAILS - 1))}" --rdma-resource "smarter-devices/infiniband_uverbs{0..$((LAB_RAILS - 1))}=1" \
-    -o "$T_OUT/sweep.csv" >"$T_OUT/sweep.out" 2>"$T_OUT/sweep.err" || rc=$?
-  echo "railsweep exit $rc after $(elapsed "$t0") s"
-  cat "$T_OUT/sweep.out"; tail -30 "$T_OUT/sweep.err"
-  [ "$rc" -eq 0 ] || fail "railsweep exit $rc"
-  for ((r = 0; r < LAB_RAILS; r++)); do
-    line=$(python3 -c 'import csv, sys
-for x in csv.DictReader(open(sys.argv[1])):
-    if x["rail"] == sys.argv[2]: print(x["status"], x["bw_avg_gbps"])' "$T_OUT/sweep.csv" "$r")
-    [ "${line%% *}" = ok ] || fail "rail $r is not ok: $line"
-    gt "${line#* }" 0 || fail "rail $r: no traffic: $line"
+  for attempt in 1 2 3; do
+    rc=0 t0=$(now)
+    "$RAILSWEEP" run --mode ipvlan --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
+      --networks "rdma-ipvlan-{0..$((LAB_RAILS - 1))}" --rdma-resource "smarter-devices/infiniband_uverbs{0..$((LAB_RAILS - 1))}=1" \
+      -o "$T_OUT/sweep.csv" >"$T_OUT/sweep.out" 2>"$T_OUT/sweep.err" || rc=$?
+    echo "attempt $attempt: railsweep exit $rc after $(elapsed "$t0") s"
+    cp "$T_OUT/sweep.err" "$T_OUT/sweep.$attempt.err"
+    # Multus's thin plugin gives each GET of the pod 250 ms (multus.go, getPod): under emulation
+    # a fresh process's TLS handshake with the API server sometimes takes longer, and the
+    # sandbox fails with "error waiting for pod ... context deadline exceeded". Only that is tried again.
+    grep -q 'error waiting for pod: .*context deadline exceeded' "$T_OUT/sweep.err" || break
+    for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || break; sleep 1; done
   done
+  cat "$T_OUT/sweep.out"; tail -30 "$T_OUT/sweep.err"
+  # Exit 1: rails failed; 2 would be pods that did not start or a usage error.
+  [ "$rc" -eq 1 ] || fail "railsweep exit $rc, not 1 (every rail fails on rxe, see above)"
+  grep -q "mode ipvlan: pods ready" "$T_OUT/sweep.err" || fail "railsweep's ipvlan pods did not become ready"
+  python3 - "$T_OUT/sweep.csv" "$LAB_RAILS" <<'EOF2' || fail "the rails are not as expected (above)"
+import csv, json, sys
+rows = {int(x["rail"]): x for x in csv.DictReader(open(sys.argv[1]))}
+assert sorted(rows) == list(range(int(sys.argv[2]))), ("rails measured", sorted(rows))
+for r, x in sorted(rows.items()):
+    child = "net%d" % (r + 1)
+    counters = {c["role"]: c for c in json.loads(x["counters"] or "[]")}
+    delta = lambda role, source, name: sum(e["delta"] for e in counters[role]["deltas"] if e["source"] == source and e["name"] == name)
+    cs, sr, ss = delta("client", "hw", "sent_pkts"), delta("server", "netdev", "rx_packets"), delta("server", "hw", "rcvd_pkts")
+    print("rail %d: %s %s GID %s -> %s %s GID %s: %s, %s; client rxe sent_pkts %d, server %s rx_packets %d, server rxe rcvd_pkts %d" % (
+        r, x["client_interface"], x["client_rdma_device"], x["client_gid_index"], x["server_interface"], x["server_rdma_device"],
+        x["server_gid_index"], x["status"], x["error"], cs, child, sr, ss))
+    # The pods' rails are the IPvlan children on the parents' rxe devices, by the children's GIDs
+    # (index 2: 0 and 1 are the parent's own link-local and IPv4 GIDs).
+    for side in ("client", "server"):
+        assert x[side + "_interface"] == child and x[side + "_rdma_device"] == "rxe%d" % r, (side, x[side + "_interface"], x[side + "_rdma_device"])
+        assert int(x[side + "_gid_index"]) >= 2, (side, "GID index", x[side + "_gid_index"])
+    assert set(counters) == {"client", "server"}, ("counters of", sorted(counters))
+    assert cs > 0, "the client's rxe sent nothing from the child's GID"
+    assert sr > 0, "nothing reached the server pod's child " + child
+    assert not (x["status"] == "ok" or ss > 0), "traffic flowed over IPvlan on rxe: the limit in this test's comment is gone; ask for ok rails"
+    assert x["status"] == "failed" and "(0 iterations)" in x["error"], (x["status"], x["error"])
+EOF2
   for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || return 0; sleep 1; done
   fail "railsweep's pods still there 60 s after it ended: $(pods_in lab | tr '\n' ' ')"
 }
