@@ -13,19 +13,20 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-300}
 # The image railsweep uses by default, by the name a pod spec gives it.
 RN_IMAGE=${LAB_IMAGE#docker.io/}
 
-# rn_pod NAME NODE SPEC_JSON: create pod NAME on NODE in namespace lab; SPEC_JSON is merged into
-# a spec that runs the image with imagePullPolicy Never and restartPolicy Never.
+# rn_pod NAME NODE SPEC_JSON [ANNOTATIONS_JSON]: create pod NAME on NODE in namespace lab;
+# SPEC_JSON is merged into a spec that runs the image with imagePullPolicy Never and
+# restartPolicy Never.
 rn_pod() {
   local body
-  body=$(python3 - "$1" "$2" "$RN_IMAGE" "$3" <<'EOF'
+  body=$(python3 - "$1" "$2" "$RN_IMAGE" "$3" "${4:-{\}}" <<'EOF'
 import json, sys
-name, node, image, extra = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+name, node, image, extra, annotations = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), json.loads(sys.argv[5])
 c = {"name": "main", "image": image, "imagePullPolicy": "Never"}
 c.update(extra.pop("container", {}))
 spec = {"nodeName": node, "restartPolicy": "Never", "automountServiceAccountToken": False,
         "terminationGracePeriodSeconds": 1, "containers": [c]}
 spec.update(extra)
-print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}))
+print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "annotations": annotations}, "spec": spec}))
 EOF
 )
   echo "$body" >"$T_OUT/$1.json"
@@ -189,4 +190,177 @@ assert pod["rails"]["status"] == "FAIL", pod["rails"]
 assert host["rails"]["status"] == "PASS", host["rails"]
 assert host["uverbs-files"]["status"] == "FAIL", host["uverbs-files"]
 EOF2
+}
+
+# --- ipvlan (issue 36, item 3): real Multus (thin plugin v4.2.3) delegating to Debian's ipvlan and
+# host-local CNI plugins through the NetworkAttachmentDefinitions lab/rdma-ipvlan-I, and the rails'
+# uverbs devices from a real device plugin (smarter-device-manager), no privileged.
+
+# rn_wait_resource NODE RESOURCE SECONDS: wait until NODE's allocatable lists RESOURCE (the device
+# plugin registered and the kubelet reported it).
+rn_wait_resource() {
+  local end=$((SECONDS + $3))
+  until kube GET "/api/v1/nodes/$1" | python3 -c 'import json, sys
+sys.exit(0 if int(json.load(sys.stdin)["status"].get("allocatable", {}).get(sys.argv[1], "0")) > 0 else 1)' "$2"; do
+    [ $SECONDS -lt $end ] || fail "node $1 has no allocatable $2 after $3 s (the device plugin's log: $LAB_NODE_DIRS/$1/device-plugin.log)"
+    sleep 1
+  done
+}
+
+# The uverbs resources of the rails, as railsweep's --rdma-resource and a pod's limits name them.
+rn_uverbs_limits() {
+  python3 -c 'import json, sys
+print(json.dumps({"smarter-devices/infiniband_uverbs%d" % i: "1" for i in range(int(sys.argv[1]))}))' "$LAB_RAILS"
+}
+
+# An IPvlan pod as railsweep's ipvlan mode makes it, by hand: each rail's IPvlan child (net1, net2,
+# ...) from Multus in the pod's own network namespace, with an address of its node's range and a
+# RoCE v2 GID on the parent NIC's rxe device; the uverbs devices through the device plugin,
+# IPC_LOCK, not privileged: rdmabw opens every uverbs device and finds every rail.
+# The GID entries in use are found with one grep: rxe's table has 1024 entries a port, and a cat
+# per entry (about 0.1 s each under emulation) took minutes.
+test_ipvlan_pod_gets_child_gid_and_uverbs_without_privileged() {
+  local nets i
+  nets=$(seq -s, -f 'rdma-ipvlan-%g' 0 $((LAB_RAILS - 1)))
+  rn_wait_resource node-a smarter-devices/infiniband_uverbs0 120
+  rn_pod rn-ipvlan node-a "{\"container\": {
+      \"securityContext\": {\"capabilities\": {\"add\": [\"IPC_LOCK\"]}},
+      \"resources\": {\"limits\": $(rn_uverbs_limits)},
+      \"command\": [\"sh\", \"-c\", \"ip -br addr; ls -l /dev/infiniband; grep CapEff /proc/self/status; echo '=== gids'; for f in \$(grep -l . /sys/class/infiniband/*/ports/1/gid_attrs/ndevs/* 2>/dev/null); do i=\${f##*/}; d=\${f%/ports/*}; n=\$(cat \$f) && echo \${d##*/} \$i \$n \$(cat \$d/ports/1/gids/\$i) \$(cat \$d/ports/1/gid_attrs/types/\$i); done; echo '=== rails json'; rdmabw rails --json; echo '=== probe json'; rdmabw probe --json; echo '=== end'\"]}}" \
+    "{\"k8s.v1.cni.cncf.io/networks\": \"$nets\"}"
+  phase=$(rn_wait_done rn-ipvlan 240)
+  rn_pod_times rn-ipvlan
+  rn_log rn-ipvlan | tee "$T_OUT/rn-ipvlan.log"
+  kube GET /api/v1/namespaces/lab/pods/rn-ipvlan >"$T_OUT/rn-ipvlan.pod.json"
+  echo "phase $phase"
+  python3 - "$T_OUT/rn-ipvlan.log" "$T_OUT/rn-ipvlan.pod.json" "$LAB_RAILS" <<'EOF2' || fail "the IPvlan pod is not as expected (above)"
+import ipaddress, json, re, sys
+log, pod, rails = open(sys.argv[1]).read(), json.load(open(sys.argv[2])), int(sys.argv[3])
+part = lambda name: log.split("=== %s\n" % name, 1)[1].split("\n=== ", 1)[0]
+c = pod["spec"]["containers"][0]
+assert not (c.get("securityContext") or {}).get("privileged"), "the pod is privileged"
+# Multus's own record of what it attached.
+status = json.loads(pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/network-status"])
+print("network-status:", [(s["name"], s.get("interface"), s.get("ips")) for s in status])
+addrs = {}
+for m in re.finditer(r"^(net\d+)(?:@\S+)?\s+\S+\s+([\d.]+)/24", log, re.M):
+    addrs[m.group(1)] = m.group(2)
+gids = [l.split() for l in part("gids").splitlines() if l.strip()]
+for i in range(rails):
+    ifname = "net%d" % (i + 1)
+    ip = addrs.get(ifname)
+    assert ip, "no %s with an IPv4 address in the pod" % ifname
+    # node-a is node 1: its range is 10.224.I.50 to .99 (scripts/lab.d/node).
+    assert ipaddress.ip_address(ip) in ipaddress.ip_network("10.224.%d.0/24" % i) and 50 <= int(ip.split(".")[3]) <= 99, (ifname, ip)
+    assert any(s.get("interface") == ifname and ip in s.get("ips", []) for s in status), ("network-status lacks", ifname, ip)
+    want = "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x" % tuple(int(x) for x in ip.split("."))
+    rows = [g for g in gids if g[0] == "rxe%d" % i and g[2] == ifname and g[3] == want]
+    assert rows and " ".join(rows[0][4:]) == "RoCE v2", ("no RoCE v2 GID of", ifname, ip, "on rxe%d" % i, gids)
+    print("%s %s: rxe%d GID index %s %s" % (ifname, ip, i, rows[0][1], want))
+r = json.loads(part("rails json"))
+print("rails:", json.dumps(r)[:400])
+p = {x["name"]: x for x in json.loads(part("probe json"))["checks"]}
+for name in sorted(p):
+    print("probe", name, p[name]["status"], p[name]["detail"])
+assert p["uverbs-open"]["status"] == "PASS", p["uverbs-open"]
+assert p["rails"]["status"] == "PASS", p["rails"]
+assert p["memory-registration"]["status"] == "PASS", p["memory-registration"]
+EOF2
+}
+
+# railsweep's ipvlan mode across the two real nodes: its own pods (the Multus networks annotation
+# naming rdma-ipvlan-I, the device plugin's uverbs resources, IPC_LOCK, not privileged), every
+# rail from node-a's IPvlan child to node-b's.
+#
+# What rxe cannot do, and so what this test checks instead of bandwidth: Soft-RoCE sends from an
+# IPvlan child's GID but cannot receive on one. The client's rxe sends (sent_pkts) with the
+# child's address, the packets cross the rail and reach node-b's child in the server pod's
+# namespace (its rx_packets), and there the kernel answers "udp port 4791 unreachable" (seen with
+# tcpdump on the rail's bridge, 2026-12-04): rxe's UDP socket exists only in the namespace of the
+# netdev its device was created on (the node's rdmaI), and rxe_udp_encap_recv finds its device
+# only from that netdev or a VLAN on it, never from an IPvlan child. So every rail fails with 0
+# iterations and no rxe on node-b receives anything (docs/testing.md, "On real nodes"). A RoCE NIC
+# receives by GID in hardware; that is not tested here. Should rxe learn to receive on IPvlan
+# children, this test fails at "traffic flowed" and must then ask for ok rails.
+test_railsweep_ipvlan_across_nodes() {
+  local rc t0 attempt
+  rn_wait_resource node-a smarter-devices/infiniband_uverbs0 120
+  rn_wait_resource node-b smarter-devices/infiniband_uverbs0 120
+  for attempt in 1 2 3; do
+    rc=0 t0=$(now)
+    "$RAILSWEEP" run --mode ipvlan --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
+      --networks "rdma-ipvlan-{0..$((LAB_RAILS - 1))}" --rdma-resource "smarter-devices/infiniband_uverbs{0..$((LAB_RAILS - 1))}=1" \
+      -o "$T_OUT/sweep.csv" >"$T_OUT/sweep.out" 2>"$T_OUT/sweep.err" || rc=$?
+    echo "attempt $attempt: railsweep exit $rc after $(elapsed "$t0") s"
+    cp "$T_OUT/sweep.err" "$T_OUT/sweep.$attempt.err"
+    # Multus's thin plugin gives each GET of the pod 250 ms (multus.go, getPod): under emulation
+    # a fresh process's TLS handshake with the API server sometimes takes longer, and the
+    # sandbox fails with "error waiting for pod ... context deadline exceeded". Only that is tried again.
+    grep -q 'error waiting for pod: .*context deadline exceeded' "$T_OUT/sweep.err" || break
+    for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || break; sleep 1; done
+  done
+  cat "$T_OUT/sweep.out"; tail -30 "$T_OUT/sweep.err"
+  # Exit 1: rails failed; 2 would be pods that did not start or a usage error.
+  [ "$rc" -eq 1 ] || fail "railsweep exit $rc, not 1 (every rail fails on rxe, see above)"
+  grep -q "mode ipvlan: pods ready" "$T_OUT/sweep.err" || fail "railsweep's ipvlan pods did not become ready"
+  python3 - "$T_OUT/sweep.csv" "$LAB_RAILS" <<'EOF2' || fail "the rails are not as expected (above)"
+import csv, json, sys
+rows = {int(x["rail"]): x for x in csv.DictReader(open(sys.argv[1]))}
+assert sorted(rows) == list(range(int(sys.argv[2]))), ("rails measured", sorted(rows))
+for r, x in sorted(rows.items()):
+    child = "net%d" % (r + 1)
+    counters = {c["role"]: c for c in json.loads(x["counters"] or "[]")}
+    delta = lambda role, source, name: sum(e["delta"] for e in counters[role]["deltas"] if e["source"] == source and e["name"] == name)
+    cs, sr, ss = delta("client", "hw", "sent_pkts"), delta("server", "netdev", "rx_packets"), delta("server", "hw", "rcvd_pkts")
+    print("rail %d: %s %s GID %s -> %s %s GID %s: %s, %s; client rxe sent_pkts %d, server %s rx_packets %d, server rxe rcvd_pkts %d" % (
+        r, x["client_interface"], x["client_rdma_device"], x["client_gid_index"], x["server_interface"], x["server_rdma_device"],
+        x["server_gid_index"], x["status"], x["error"], cs, child, sr, ss))
+    # The pods' rails are the IPvlan children on the parents' rxe devices, by the children's GIDs
+    # (index 2: 0 and 1 are the parent's own link-local and IPv4 GIDs).
+    for side in ("client", "server"):
+        assert x[side + "_interface"] == child and x[side + "_rdma_device"] == "rxe%d" % r, (side, x[side + "_interface"], x[side + "_rdma_device"])
+        assert int(x[side + "_gid_index"]) >= 2, (side, "GID index", x[side + "_gid_index"])
+    assert set(counters) == {"client", "server"}, ("counters of", sorted(counters))
+    assert cs > 0, "the client's rxe sent nothing from the child's GID"
+    assert sr > 0, "nothing reached the server pod's child " + child
+    assert not (x["status"] == "ok" or ss > 0), "traffic flowed over IPvlan on rxe: the limit in this test's comment is gone; ask for ok rails"
+    assert x["status"] == "failed" and "(0 iterations)" in x["error"], (x["status"], x["error"])
+EOF2
+  for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || return 0; sleep 1; done
+  fail "railsweep's pods still there 60 s after it ended: $(pods_in lab | tr '\n' ' ')"
+}
+
+# Issue 36, item 5: pods that cannot start on real nodes, each explained by railsweep from the
+# real components' own words: a resource no device plugin offers (the scheduler's "Insufficient"),
+# a NetworkAttachmentDefinition that does not exist (Multus's error in the kubelet's sandbox
+# event), an image no node has and no registry serves (containerd's pull error). The three runs go
+# at once, a second apart (a run's pods are named by the second it started).
+test_railsweep_explains_pods_that_cannot_start() {
+  local name
+  local -A pid=() rc=()
+  rn_wait_resource node-a smarter-devices/infiniband_uverbs0 120
+  "$RAILSWEEP" run --mode ipvlan --nodes node-a,node-b -D 1 --pod-timeout 90 --networks rdma-ipvlan-0 \
+    --rdma-resource 'smarter-devices/infiniband_uverbs9=1' >"$T_OUT/resource.out" 2>"$T_OUT/resource.err" &
+  pid[resource]=$!
+  sleep 1.2
+  "$RAILSWEEP" run --mode ipvlan --nodes node-a,node-b -D 1 --pod-timeout 90 --networks rdma-ipvlan-0,rdma-ipvlan-missing \
+    --rdma-resource 'smarter-devices/infiniband_uverbs0=1' >"$T_OUT/network.out" 2>"$T_OUT/network.err" &
+  pid[network]=$!
+  sleep 1.2
+  "$RAILSWEEP" run --mode hostnetwork --nodes node-a,node-b -D 1 --pod-timeout 90 --image railbench/missing:0 \
+    >"$T_OUT/image.out" 2>"$T_OUT/image.err" &
+  pid[image]=$!
+  for name in resource network image; do
+    rc[$name]=0; wait "${pid[$name]}" || rc[$name]=$?
+    echo "=== $name: railsweep exit ${rc[$name]}"; tail -8 "$T_OUT/$name.err"
+  done
+  for name in resource network image; do [ "${rc[$name]}" -eq 2 ] || fail "$name: railsweep exit ${rc[$name]}, not 2 (a pod that cannot start)"; done
+  grep -q 'does not start: .*Insufficient smarter-devices/infiniband_uverbs9' "$T_OUT/resource.err" \
+    || fail "railsweep did not quote the scheduler's Insufficient smarter-devices/infiniband_uverbs9"
+  grep -q 'Multus cannot find the NetworkAttachmentDefinition rdma-ipvlan-missing in namespace lab: .*cannot find a network-attachment-definition (rdma-ipvlan-missing) in namespace (lab)' "$T_OUT/network.err" \
+    || fail "railsweep did not quote Multus's words about rdma-ipvlan-missing"
+  grep -q 'the image cannot be pulled: \(ErrImagePull\|ImagePullBackOff\): .*railbench/missing:0' "$T_OUT/image.err" \
+    || fail "railsweep did not quote containerd's pull error for railbench/missing:0"
+  for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || return 0; sleep 1; done
+  fail "railsweep's pods still there 60 s after it ended: $(pods_in lab | tr '\n' ' ')"
 }

@@ -156,16 +156,33 @@ impl ResourceSpec {
     }
 }
 
-/// `cpu`, `memory`, or `DOMAIN/NAME` with DNS-ish characters.
+/// `cpu`, `memory`, `ephemeral-storage`, or `PREFIX/NAME` as Kubernetes validates an extended
+/// resource name: PREFIX a DNS-1123 subdomain (lower case, digits, `-` and `.`; no dot needed:
+/// smarter-device-manager's `smarter-devices/infiniband_uverbs0` is valid and served), NAME a
+/// qualified name's part (letters, digits, `-`, `_`, `.`, beginning and ending alphanumeric).
 fn is_resource_name(n: &str) -> bool {
-    let ok = |t: &str| {
-        !t.is_empty()
-            && t.len() <= 63
+    let ends_alnum = |t: &str| {
+        t.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+            && t.chars().last().is_some_and(|c| c.is_ascii_alphanumeric())
+    };
+    let prefix = |t: &str| {
+        t.len() <= 253
+            && t.split('.').all(|label| {
+                label.len() <= 63
+                    && ends_alnum(label)
+                    && label
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            })
+    };
+    let name = |t: &str| {
+        t.len() <= 63
+            && ends_alnum(t)
             && t.chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     };
     match n.split_once('/') {
-        Some((domain, name)) => ok(domain) && ok(name) && domain.contains('.'),
+        Some((p, rest)) => prefix(p) && name(rest),
         None => matches!(n, "cpu" | "memory" | "ephemeral-storage"),
     }
 }
@@ -283,12 +300,21 @@ mod tests {
         let per_rail = ResourceSpec::parse_many("nvidia.com/sriov_rdma_rail{0..1}=1").expect("ok");
         assert_eq!(per_rail.len(), 2);
         assert_eq!(per_rail[1].name, "nvidia.com/sriov_rdma_rail1");
+        // A prefix without a dot is a valid DNS-1123 subdomain: smarter-device-manager's.
+        let uverbs =
+            ResourceSpec::parse_many("smarter-devices/infiniband_uverbs{0..1}=1").expect("ok");
+        assert_eq!(uverbs[1].name, "smarter-devices/infiniband_uverbs1");
         for bad in [
             "nvidia.com/hostdev",
             "nvidia.com/hostdev=0",
             "nvidia.com/hostdev=1.5",
             "hostdev=1",
             "=1",
+            "Nvidia.com/hostdev=1",
+            "nvidia..com/hostdev=1",
+            "-nvidia.com/hostdev=1",
+            "nvidia.com/_hostdev=1",
+            "nvidia.com/=1",
         ] {
             assert!(
                 ResourceSpec::parse_many(bad).is_err(),
