@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::support::fake::{ended_within, Behave, Fake};
-use crate::support::kube::{railsweep, refused, MODE_OPTIONS};
+use crate::support::kube::{railsweep, refused, sweep_args, MODE_OPTIONS};
 use crate::support::process::{self, text};
 use crate::support::testcluster::TestCluster;
 use orchestrator::runner::{KubeRunner, Runner};
@@ -37,32 +37,14 @@ async fn setup(
 /// railsweep's arguments: `cmd` between node-a and node-b, CSV to `out`. `port` is the test's
 /// own: tests share the nodes, and hostNetwork pods of two tests must not want one host port.
 fn args(cmd: &str, kc: &Path, f: &Fake, out: &Path, port: u16, extra: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = [
-        cmd,
-        "--kubeconfig",
-        &kc.display().to_string(),
-        "--nodes",
-        "node-a,node-b",
-        "--rdmabw",
-        &f.path().display().to_string(),
-        "-D",
-        "1",
-        "--tclass",
-        "41",
-        "--port",
-        &port.to_string(),
-        "-o",
-        &out.display().to_string(),
-        "--quiet",
-        "--pod-timeout",
-        "30",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    v.extend(MODE_OPTIONS.iter().map(|s| s.to_string()));
-    v.extend(extra.iter().map(|s| s.to_string()));
-    v
+    let port = port.to_string();
+    let extra: Vec<&str> = ["--tclass", "41", "--port", &port]
+        .iter()
+        .chain(&MODE_OPTIONS)
+        .chain(extra)
+        .copied()
+        .collect();
+    sweep_args(cmd, kc, f, out, "node-a,node-b", &extra)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,11 +13,13 @@ use orchestrator::modes::cli::{NodePair, PodArgs};
 use orchestrator::modes::Mode;
 use orchestrator::runner::KubeRunner;
 
-/// `railsweep run --mode hostnetwork --nodes node-a,node-b`'s pods in `ns`, ready.
-async fn ready_pair(c: &TestCluster, ns: &str, port: u16) -> managed::ManagedPair {
+/// `railsweep run --mode hostnetwork --nodes node-a,node-b`'s pods in `ns`, ready (kept after
+/// the pair goes with `keep_pods`, as `--keep-pods` does).
+async fn ready_pair(c: &TestCluster, ns: &str, port: u16, keep_pods: bool) -> managed::ManagedPair {
     let runner = KubeRunner::from_client(c.client.clone(), ns, "test", None);
     let pods = PodArgs {
         pod_timeout: 60.0,
+        keep_pods,
         ..PodArgs::default()
     };
     let nodes = NodePair {
@@ -58,7 +60,7 @@ async fn an_error_after_the_pods_started_deletes_them() {
     let ns = c.namespace("guard-error", &[]).await;
     // A command that fails between the pods' start and `finish`, returning its error with `?`.
     async fn command(c: &TestCluster, ns: &str) -> anyhow::Result<()> {
-        let _pair = ready_pair(c, ns, 18791).await;
+        let _pair = ready_pair(c, ns, 18791, false).await;
         anyhow::bail!("an error injected after the pods were created")
     }
     let e = command(&c, &ns).await.expect_err("the injected error");
@@ -72,7 +74,7 @@ async fn an_error_after_the_pods_started_deletes_them() {
 async fn a_panic_after_the_pods_started_deletes_them() {
     let c = TestCluster::get().await;
     let ns = c.namespace("guard-panic", &[]).await;
-    let pair = ready_pair(&c, &ns, 18792).await;
+    let pair = ready_pair(&c, &ns, 18792, false).await;
     let task = tokio::spawn(async move {
         let _pair = pair;
         panic!("a panic injected after the pods were created");
@@ -87,27 +89,7 @@ async fn a_panic_after_the_pods_started_deletes_them() {
 async fn keep_pods_keeps_them_whatever_the_end() {
     let c = TestCluster::get().await;
     let ns = c.namespace("guard-keep", &[]).await;
-    let runner = KubeRunner::from_client(c.client.clone(), &ns, "test", None);
-    let pods = PodArgs {
-        pod_timeout: 60.0,
-        keep_pods: true,
-        ..PodArgs::default()
-    };
-    let nodes = NodePair {
-        client: "node-a".into(),
-        server: "node-b".into(),
-    };
-    let spec = PairSpec {
-        pods: &pods,
-        nodes: Some(&nodes),
-        port: 18793,
-        inject: false,
-        gpu: false,
-    };
-    let pair = managed::start_pair(&runner, &spec, Mode::HostNetwork)
-        .await
-        .expect("the pods start")
-        .expect("not interrupted");
+    let pair = ready_pair(&c, &ns, 18793, true).await;
     drop(pair);
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(c.pods_left(&ns).await.len(), 2, "--keep-pods keeps them");
