@@ -437,10 +437,11 @@ pub struct TestArgs {
     #[arg(long = "exit-on-stdin-eof", help_heading = "Server")]
     pub exit_on_stdin_eof: bool,
 
-    /// Server: the address to listen on.
+    /// Server: the addresses to listen on, comma-separated (each an address of this host).
+    /// railsweep's daemons listen on their rails' addresses only, not on the node's network.
     #[arg(
         long,
-        value_name = "ADDR",
+        value_name = "ADDR[,ADDR...]",
         default_value = "0.0.0.0",
         help_heading = "Server"
     )]

@@ -94,7 +94,7 @@ pub enum Config {
     Client(Box<ClientConfig>, Output),
     Server {
         cfg: Box<ServerConfig>,
-        bind: SocketAddr,
+        bind: Vec<SocketAddr>,
         out: Output,
         /// Stop at the end of standard input (`--exit-on-stdin-eof`).
         exit_on_stdin_eof: bool,
@@ -384,12 +384,7 @@ pub fn resolve(cli: Cli, secrets: &mut SecretInput<'_>) -> Result<Config, Usage>
                     params.qps, limits.max_qps
                 ));
             }
-            let ip: IpAddr = a.bind.parse().map_err(|_| {
-                Usage(format!(
-                    "--bind {}: give an IP address of this host (e.g. --bind 0.0.0.0)",
-                    a.bind
-                ))
-            })?;
+            let bind = bind_addrs(&a.bind, a.port)?;
             Ok(Config::Server {
                 cfg: Box::new(ServerConfig {
                     rail,
@@ -404,12 +399,45 @@ pub fn resolve(cli: Cli, secrets: &mut SecretInput<'_>) -> Result<Config, Usage>
                     secret,
                     limits,
                 }),
-                bind: SocketAddr::new(ip, a.port),
+                bind,
                 out,
                 exit_on_stdin_eof: a.exit_on_stdin_eof,
             })
         }
     }
+}
+
+/// The most addresses `--bind` takes: a node's rails, with room to spare.
+const MAX_BIND_ADDRS: usize = 64;
+
+/// `--bind ADDR[,ADDR...]`: each an IP address of this host, duplicates dropped.
+fn bind_addrs(list: &str, port: u16) -> Result<Vec<SocketAddr>, Usage> {
+    let mut addrs: Vec<SocketAddr> = Vec::new();
+    for item in list.split(',').map(str::trim) {
+        let ip: IpAddr = item.parse().map_err(|_| {
+            Usage(format!(
+                "--bind {list}: {item:?} is not an IP address; give addresses of this host, \
+                 comma-separated (e.g. --bind 0.0.0.0, or --bind 10.0.1.2,10.0.2.2)"
+            ))
+        })?;
+        let a = SocketAddr::new(ip, port);
+        if !addrs.contains(&a) {
+            addrs.push(a);
+        }
+    }
+    if addrs.len() > 1 && addrs.iter().any(|a| a.ip().is_unspecified()) {
+        return usage(format!(
+            "--bind {list}: an unspecified address (0.0.0.0, ::) listens on every address \
+             already: give it alone, or only specific addresses"
+        ));
+    }
+    if addrs.len() > MAX_BIND_ADDRS {
+        return usage(format!(
+            "--bind: {} addresses, at most {MAX_BIND_ADDRS}: listen on 0.0.0.0 instead",
+            addrs.len()
+        ));
+    }
+    Ok(addrs)
 }
 
 fn test_params(a: &TestArgs) -> Result<(TestParams, Pinned), Usage> {

@@ -101,7 +101,7 @@ fn run(cli: cli::Cli) -> Result<Exit> {
             if exit_on_stdin_eof {
                 stop_at_stdin_eof(&stop)?;
             }
-            server(&cfg, bind, &out, &stop)
+            server(&cfg, &bind, &out, &stop)
         }
     }
 }
@@ -487,7 +487,7 @@ fn bind_error(e: &std::io::Error, bind: std::net::SocketAddr) -> String {
 
 fn server(
     cfg: &ServerConfig,
-    bind: std::net::SocketAddr,
+    bind: &[std::net::SocketAddr],
     out: &Output,
     stop: &Arc<AtomicBool>,
 ) -> Result<Exit> {
@@ -513,16 +513,23 @@ fn server(
             }
         }
     }
-    let listener = match Listener::bind(bind) {
+    let listener = match Listener::bind_each(bind) {
         Ok(l) => l,
-        Err(e) => return fail(&bind_error(&e, bind), Exit::Usage),
+        Err((at, e)) => {
+            let at = at.or_else(|| bind.first().copied());
+            let msg = at.map_or_else(|| e.to_string(), |a| bind_error(&e, a));
+            return fail(&msg, Exit::Usage);
+        }
     };
     let log = logger(out.quiet, "rdmabw server: ");
+    let addrs = listener.local_addrs().unwrap_or_else(|_| bind.to_vec());
     log(&format!(
         "listening on {}{}",
-        listener
-            .local_addr()
-            .map_or_else(|_| bind.to_string(), |a| a.to_string()),
+        addrs
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
         if cfg.daemon {
             " (daemon: test after test)"
         } else {

@@ -16,17 +16,17 @@ fn free_port() -> u16 {
 
 /// The daemon, its secret written and its input still open; its stderr lines on the receiver.
 fn daemon(extra: &[&str]) -> (Child, mpsc::Receiver<String>) {
-    let port = free_port().to_string();
+    let (child, rx, _) = daemon_on("127.0.0.1", extra);
+    (child, rx)
+}
+
+/// [`daemon`] listening on `bind` (`--bind`), and its port.
+fn daemon_on(bind: &str, extra: &[&str]) -> (Child, mpsc::Receiver<String>, u16) {
+    let port = free_port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_rdmabw"))
-        .args([
-            "server",
-            "--daemon",
-            "--bind",
-            "127.0.0.1",
-            "-p",
-            &port,
-            "--secret-stdin",
-        ])
+        .args(["server", "--daemon", "--bind", bind, "-p"])
+        .arg(port.to_string())
+        .arg("--secret-stdin")
         .args(extra)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -48,7 +48,7 @@ fn daemon(extra: &[&str]) -> (Child, mpsc::Receiver<String>) {
             }
         }
     });
-    (child, rx)
+    (child, rx, port)
 }
 
 /// Lines until one contains `what` (all of them, for the message), or `None` after `limit`.
@@ -121,4 +121,43 @@ fn without_the_flag_the_daemon_outlives_its_input() {
         code, None,
         "a daemon without the flag ignores its input's end"
     );
+}
+
+#[test]
+fn a_daemon_listens_on_the_addresses_it_is_given_and_on_no_other() {
+    let (child, rx, port) = daemon_on("127.0.0.2,127.0.0.3", &[]);
+    let said = format!("listening on 127.0.0.2:{port}, 127.0.0.3:{port}");
+    if let Err(seen) = wait_line(&rx, &said, Duration::from_secs(10)) {
+        panic!("no {said:?}: {seen:?}");
+    }
+    let connect = |ip: [u8; 4]| {
+        let a = std::net::SocketAddr::from((ip, port));
+        std::net::TcpStream::connect_timeout(&a, Duration::from_secs(2))
+    };
+    assert!(connect([127, 0, 0, 2]).is_ok(), "listens on 127.0.0.2");
+    assert!(connect([127, 0, 0, 3]).is_ok(), "listens on 127.0.0.3");
+    let other = connect([127, 0, 0, 1]).expect_err("not on 127.0.0.1");
+    assert_eq!(
+        other.kind(),
+        std::io::ErrorKind::ConnectionRefused,
+        "{other}"
+    );
+    end(child);
+}
+
+#[test]
+fn bind_lists_that_cannot_work_are_usage_errors() {
+    for (bind, says) in [
+        ("0.0.0.0,127.0.0.2", "give it alone"),
+        ("127.0.0.2,eth0", "\"eth0\" is not an IP address"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_rdmabw"))
+            .args(["server", "--daemon", "--bind", bind, "-p", "1"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--bind {bind}: {err}");
+        assert!(err.contains(says), "--bind {bind}: {err}");
+    }
 }

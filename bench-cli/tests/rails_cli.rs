@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use results::rdmabw::rails::{Attachment, RailsReport};
+use results::rdmabw::rails::{Attachment, Capability, RailsReport};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -35,6 +35,8 @@ fn rails_json_is_the_report_railsweep_reads() {
         .rails
         .iter()
         .all(|x| x.gid_index == Some(7) && x.attachment == Attachment::Ipvlan && x.usable));
+    // What this build can do, announced for railsweep to read (not guessed from errors).
+    assert_eq!(r.capabilities, Capability::OURS);
 }
 
 #[test]

@@ -1052,6 +1052,7 @@ pub fn probe(roots: &ProbeRoots, sys: &dyn ProbeSystem) -> ProbeReport {
         Err(_) => RailsReport {
             schema_version: REPORT_SCHEMA_VERSION,
             rdmabw_version: env!("CARGO_PKG_VERSION").to_string(),
+            capabilities: results::rdmabw::rails::Capability::OURS.to_vec(),
             host: String::new(),
             rails: Vec::new(),
             not_rails: Vec::new(),

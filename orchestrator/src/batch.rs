@@ -226,11 +226,3 @@ impl BatchClient {
         tokio::time::timeout(wait, &mut self.done).await.is_ok()
     }
 }
-
-/// Whether a batch that ended at its first test did so because its rdmabw has no `batch`
-/// command (an rdmabw built before it): then the sweep starts one client per rail instead.
-pub fn lacks_batch(out: &Output) -> bool {
-    let err = String::from_utf8_lossy(&out.stderr);
-    out.exit == Exit::Code(2)
-        && (err.contains("unrecognized subcommand") || err.contains("unexpected argument 'batch'"))
-}

@@ -145,6 +145,7 @@ pub(crate) mod tests {
         RailsReport {
             schema_version: 1,
             rdmabw_version: "0.1.0".into(),
+            capabilities: results::rdmabw::rails::Capability::OURS.to_vec(),
             host: host.into(),
             rails: rows,
             not_rails: vec![],

@@ -7,6 +7,7 @@
 use anyhow::{bail, Context, Result};
 use results::rdmabw::flags::TransportFlags;
 use results::rdmabw::gpu::GpuSelect;
+use results::rdmabw::rails::Capability;
 use results::rdmabw::rails::RailsReport;
 use results::rdmabw::report::{BwReport, TestStatus};
 use results::rdmabw::REPORT_SCHEMA_VERSION;
@@ -126,23 +127,64 @@ pub fn with_secret_stdin(argv: &[String]) -> Vec<String> {
 /// that dies takes its daemons with it.
 pub const EXIT_ON_STDIN_EOF: &str = "--exit-on-stdin-eof";
 
-/// `rdmabw server --daemon -p PORT --secret-stdin --exit-on-stdin-eof`: one server for every
-/// rail, test after test, several at once on different devices, serving only this sweep's
-/// clients (see [`RunSecret`]), until its input ends.
-///
-/// With `gpu`, every test's buffer on the server side is CUDA memory: of that GPU, or with
-/// `auto` of the GPU nearest that test's RDMA device (resolved per test by the daemon).
-pub fn server_argv(bin: &str, port: u16, gpu: Option<&GpuSelect>) -> Vec<String> {
+/// The server daemon of one sweep, as [`server_argv`] writes its command line.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DaemonSpec {
+    /// The control port.
+    pub port: u16,
+    /// Every test's server buffer in CUDA memory: of that GPU, or `auto`, the GPU nearest each
+    /// test's RDMA device (resolved per test by the daemon).
+    pub gpu: Option<GpuSelect>,
+    /// The addresses to listen on (the server's rail addresses); empty: every address.
+    pub bind: Vec<String>,
+    /// Whether it stops at the end of its input ([`EXIT_ON_STDIN_EOF`]); without, it is
+    /// stopped by signal.
+    pub exit_on_stdin_eof: bool,
+}
+
+impl DaemonSpec {
+    /// The daemon the pod's rdmabw can run, from what it announced: listening on `rail_addrs`
+    /// where it can bind a list of addresses (else on every address, as it always did), and
+    /// ending with its input where it can.
+    pub fn for_pod(
+        port: u16,
+        gpu: Option<GpuSelect>,
+        rail_addrs: Vec<String>,
+        caps: &[Capability],
+    ) -> DaemonSpec {
+        DaemonSpec {
+            port,
+            gpu,
+            bind: if caps.contains(&Capability::BindAddresses) {
+                rail_addrs
+            } else {
+                Vec::new()
+            },
+            exit_on_stdin_eof: caps.contains(&Capability::ExitOnStdinEof),
+        }
+    }
+}
+
+/// `rdmabw server --daemon -p PORT --secret-stdin --exit-on-stdin-eof --bind ADDR,...`: one
+/// server for every rail, test after test, several at once on different devices, serving only
+/// this sweep's clients (see [`RunSecret`]), until its input ends, reachable on the rails'
+/// addresses only.
+pub fn server_argv(bin: &str, d: &DaemonSpec) -> Vec<String> {
     let mut v = vec![
         bin.to_string(),
         "server".to_string(),
         "--daemon".to_string(),
         "-p".to_string(),
-        port.to_string(),
+        d.port.to_string(),
         SECRET_STDIN.to_string(),
-        EXIT_ON_STDIN_EOF.to_string(),
     ];
-    if let Some(g) = gpu {
+    if d.exit_on_stdin_eof {
+        v.push(EXIT_ON_STDIN_EOF.to_string());
+    }
+    if !d.bind.is_empty() {
+        v.extend(["--bind".to_string(), d.bind.join(",")]);
+    }
+    if let Some(g) = &d.gpu {
         v.extend(["--use_cuda".to_string(), g.to_string()]);
     }
     v
@@ -405,7 +447,8 @@ mod tests {
         assert!(client_argv("rdmabw", &t)
             .join(" ")
             .ends_with("--use_cuda 2 10.224.0.2"));
-        assert!(server_argv("rdmabw", 1, Some(&GpuSelect::Index(2)))
+        let gpu2 = DaemonSpec::for_pod(1, Some(GpuSelect::Index(2)), vec![], &Capability::OURS);
+        assert!(server_argv("rdmabw", &gpu2)
             .join(" ")
             .ends_with("--use_cuda 2"));
         // The secret's flag goes right after the subcommand; the secret itself never does.
@@ -415,13 +458,38 @@ mod tests {
 
     #[test]
     fn server_daemon_takes_the_gpu_nearest_each_tests_device() {
+        let spec = |port, gpu, bind: &[&str], caps: &[Capability]| {
+            let bind = bind.iter().map(ToString::to_string).collect();
+            DaemonSpec::for_pod(port, gpu, bind, caps)
+        };
         assert_eq!(
-            server_argv("rdmabw", 18515, None).join(" "),
+            server_argv("rdmabw", &spec(18515, None, &[], &Capability::OURS)).join(" "),
             "rdmabw server --daemon -p 18515 --secret-stdin --exit-on-stdin-eof"
         );
         assert_eq!(
-            server_argv("/tmp/rdmabw", 18600, Some(&GpuSelect::Auto)).join(" "),
+            server_argv(
+                "/tmp/rdmabw",
+                &spec(18600, Some(GpuSelect::Auto), &[], &Capability::OURS)
+            )
+            .join(" "),
             "/tmp/rdmabw server --daemon -p 18600 --secret-stdin --exit-on-stdin-eof --use_cuda auto"
+        );
+    }
+
+    #[test]
+    fn a_daemon_listens_on_the_rails_where_its_rdmabw_can() {
+        let rails = vec!["10.224.0.2".to_string(), "10.224.1.2".to_string()];
+        let ours = DaemonSpec::for_pod(18515, None, rails.clone(), &Capability::OURS);
+        assert_eq!(
+            server_argv("rdmabw", &ours).join(" "),
+            "rdmabw server --daemon -p 18515 --secret-stdin --exit-on-stdin-eof \
+             --bind 10.224.0.2,10.224.1.2"
+        );
+        // An rdmabw that announces nothing (built before the announcement): neither flag.
+        let old = DaemonSpec::for_pod(18515, None, rails, &[]);
+        assert_eq!(
+            server_argv("rdmabw", &old).join(" "),
+            "rdmabw server --daemon -p 18515 --secret-stdin"
         );
     }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{bail, Context, Result};
 use futures::stream::{FuturesUnordered, StreamExt};
 use results::rdmabw::gpu::GpuSelect;
-use results::rdmabw::rails::{Attachment, RailsReport};
+use results::rdmabw::rails::{Attachment, Capability, RailsReport};
 use results::rdmabw::report::BwReport;
 use results::{rfc3339_utc, MemoryKind, NetworkMode, RailResult, RailStatus, RowSink};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -18,7 +18,7 @@ use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::batch::{self, BatchClient, TestEnd};
+use crate::batch::{BatchClient, TestEnd};
 use crate::plan::{pair_rails, RailPair};
 use crate::progress::Progress;
 use crate::rdmabw::{self, ClientOutcome, ClientTest};
@@ -471,20 +471,11 @@ struct Server<'a, R: Runner> {
     runner: &'a R,
     pod: String,
     argv: Vec<String>,
+    /// Whether it stops at the end of its input (its rdmabw announced it can); else it is
+    /// started with its input closed after the secret and stopped by signal.
+    held: bool,
     secret: rdmabw::RunSecret,
     state: Mutex<Option<Daemon>>,
-}
-
-/// Pods whose rdmabw has no `--exit-on-stdin-eof` (an older build), found out once per pod for
-/// every sweep of this process (a fleet's pairs): their daemons start without it and are
-/// stopped by signal.
-static LEGACY_DAEMON_PODS: StdMutex<BTreeSet<String>> = StdMutex::new(BTreeSet::new());
-
-fn legacy_daemon(pod: &str) -> bool {
-    LEGACY_DAEMON_PODS
-        .lock()
-        .map(|s| s.contains(pod))
-        .unwrap_or(false)
 }
 
 fn describe_end(r: std::result::Result<Result<Output>, tokio::task::JoinError>) -> String {
@@ -513,34 +504,26 @@ impl<'a, R: Runner> Server<'a, R> {
         }
         if let Some(old) = st.take() {
             let why = describe_end(old.done.await);
-            if !self.falls_back(&why) {
-                eprintln!(
-                    "railsweep: the server daemon in pod {} had ended ({why}); starting it again",
-                    self.pod
-                );
-            }
+            eprintln!(
+                "railsweep: the server daemon in pod {} had ended ({why}); starting it again",
+                self.pod
+            );
         }
         // A daemon that cannot start (port in use) ends at once; the first rail's client then
         // fails to connect and `ended` adds the daemon's own words to that rail's error.
         let secret = self.secret.stdin_line();
-        let daemon = if legacy_daemon(&self.pod) {
+        let daemon = if self.held {
+            start_held(self.runner, &self.pod, &self.argv, &secret).await
+        } else {
             // An older rdmabw: its input closed after the secret, stopped by signal.
-            let argv: Vec<String> = self
-                .argv
-                .iter()
-                .filter(|a| a.as_str() != rdmabw::EXIT_ON_STDIN_EOF)
-                .cloned()
-                .collect();
             self.runner
-                .spawn(&self.pod, &argv, Some(secret))
+                .spawn(&self.pod, &self.argv, Some(secret))
                 .await
                 .map(|s| Daemon {
                     pid: s.pid,
                     stdin: None,
                     done: s.done,
                 })
-        } else {
-            start_held(self.runner, &self.pod, &self.argv, &secret).await
         }
         .map_err(|e| {
             format!(
@@ -550,27 +533,6 @@ impl<'a, R: Runner> Server<'a, R> {
         })?;
         *st = Some(daemon);
         Ok(())
-    }
-
-    /// Whether a daemon that ended so (`why`, as [`describe_end`] says it) refused
-    /// `--exit-on-stdin-eof`: then the next one in this pod is started without it (said once).
-    fn falls_back(&self, why: &str) -> bool {
-        let refused = why.contains(rdmabw::EXIT_ON_STDIN_EOF)
-            && (why.contains("unexpected argument") || why.contains("unrecognized"));
-        let newly = refused
-            && LEGACY_DAEMON_PODS
-                .lock()
-                .map(|mut s| s.insert(self.pod.clone()))
-                .unwrap_or(false);
-        if !newly {
-            return false;
-        }
-        eprintln!(
-            "railsweep: note: the rdmabw in pod {} has no {} (an older build); starting its daemon without it",
-            self.pod,
-            rdmabw::EXIT_ON_STDIN_EOF
-        );
-        true
     }
 
     /// If the daemon has ended, how (and forget it, so that `ensure` starts a new one). Called
@@ -868,15 +830,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
         let out = match end {
             Some(TestEnd::Ended(out)) => out,
             Some(TestEnd::Gone(out)) => {
-                let first = b.sent() == 1;
                 *slot = Batch::Idle;
-                if first && batch::lacks_batch(&out) {
-                    eprintln!(
-                        "railsweep: note: the rdmabw in pod {pod} has no `batch` command (an older build); starting one client per rail"
-                    );
-                    *slot = Batch::Unsupported;
-                    return None;
-                }
                 out
             }
             None => {
@@ -961,11 +915,6 @@ impl<'a, R: Runner> Sweep<'a, R> {
                 }
                 Attempt::Failed(mut why, rep) => {
                     if let Some(end) = self.server.ended(DAEMON_END_GRACE).await {
-                        if self.server.falls_back(&end) {
-                            // Not this rail's failure: the same attempt again.
-                            n -= 1;
-                            continue;
-                        }
                         why.push_str(&format!(
                             "; the server daemon in pod {} had ended ({end})",
                             self.prep.pods.server
@@ -1132,6 +1081,56 @@ pub fn planned_rails(cfg: &SweepConfig, prep: &Prepared, skip: &BTreeSet<u32>) -
         .collect()
 }
 
+/// The server daemon of a sweep over `pairs`, and whether the client pod runs its tests
+/// through one `rdmabw batch`: as far as each pod's rdmabw announced it can (see
+/// [`Capability`]), with a note for what an older build cannot do. The daemon listens on the
+/// server rails' addresses, which the clients connect to, and on nothing else.
+fn plan_processes(
+    cfg: &SweepConfig,
+    prep: &Prepared,
+    pairs: &[RailPair],
+) -> (rdmabw::DaemonSpec, bool) {
+    let mut addrs: Vec<String> = Vec::new();
+    for ip in pairs.iter().filter_map(|p| p.server.as_ref()?.ipv4.clone()) {
+        if !addrs.contains(&ip) {
+            addrs.push(ip);
+        }
+    }
+    let (server, client) = (
+        &prep.server_rails.capabilities,
+        &prep.client_rails.capabilities,
+    );
+    let daemon = rdmabw::DaemonSpec::for_pod(cfg.port, cfg.gpu.clone(), addrs, server);
+    let older = |pod: &str, lacks: &str, so: &str| {
+        eprintln!("railsweep: note: the rdmabw in pod {pod} has no {lacks} (an older build); {so}");
+    };
+    if !pairs.is_empty() {
+        if !daemon.exit_on_stdin_eof {
+            older(
+                &prep.pods.server,
+                rdmabw::EXIT_ON_STDIN_EOF,
+                "starting its daemon without it, to be stopped by signal",
+            );
+        }
+        if !server.contains(&Capability::BindAddresses) {
+            older(
+                &prep.pods.server,
+                "--bind for several addresses",
+                "its daemon listens on every address of the pod",
+            );
+        }
+    }
+    let batch = client.contains(&Capability::Batch);
+    if !batch && !pairs.is_empty() {
+        older(
+            &prep.pods.client,
+            "`batch` command",
+            "starting one client per rail",
+        );
+    }
+    (daemon, batch)
+}
+
 /// Run the rails: start the daemon, measure, write each row at once, stop the daemon.
 pub async fn run<R: Runner>(
     runner: &R,
@@ -1143,6 +1142,7 @@ pub async fn run<R: Runner>(
     let secret = rdmabw::new_secret()?;
     let pairs = planned_rails(cfg, prep, &run.skip);
     let rails: Vec<u32> = pairs.iter().map(|p| p.rail).collect();
+    let (daemon, batch) = plan_processes(cfg, prep, &pairs);
     let progress = Progress::new(
         &rails,
         Duration::from_secs_f64(cfg.duration_s.max(0.1) + 0.5),
@@ -1164,14 +1164,19 @@ pub async fn run<R: Runner>(
         server: Server {
             runner,
             pod: prep.pods.server.clone(),
-            argv: rdmabw::server_argv(&prep.server_bin, cfg.port, cfg.gpu.as_ref()),
+            argv: rdmabw::server_argv(&prep.server_bin, &daemon),
+            held: daemon.exit_on_stdin_eof,
             secret: secret.clone(),
             state: Mutex::new(None),
         },
         cancel: run.cancel.clone(),
         progress: progress.clone(),
         clients_s: std::sync::Mutex::new(0.0),
-        batch: Mutex::new(Batch::Idle),
+        batch: Mutex::new(if batch {
+            Batch::Idle
+        } else {
+            Batch::Unsupported
+        }),
         secret,
     };
     let mut outcome = RailsOutcome {

@@ -74,11 +74,13 @@ fn every_rail_gets_a_row_and_the_daemon_is_ended() {
         log.contains("-d mlx5_2 -x 3 --server-dev mlx5_2 --server-gid-index 3 -p 18999 --tclass 41 10.224.2.2"),
         "{log}"
     );
-    // One daemon served every rail, and it is gone.
+    // One daemon served every rail, listening on the server's rail addresses only, and it
+    // is gone.
     let server_args = std::fs::read_to_string(f.file("server-args")).expect("daemon ran");
     assert_eq!(
         server_args.trim(),
-        "server --daemon -p 18999 --secret-stdin --exit-on-stdin-eof"
+        "server --daemon -p 18999 --secret-stdin --exit-on-stdin-eof \
+         --bind 10.224.0.2,10.224.1.2,10.224.2.2,10.224.3.2"
     );
     // The daemon and the batch read one secret from their input, and no argument carries it.
     let secret = std::fs::read_to_string(f.file("server-secret")).expect("daemon's secret");
@@ -124,11 +126,20 @@ fn an_rdmabw_without_exit_on_stdin_eof_gets_a_daemon_stopped_by_signal() {
     let (f, _) = sweep_with_an_older_rdmabw("no-exit-flag", "has no --exit-on-stdin-eof");
     assert_eq!(
         f.read("server-args").trim(),
-        "server --daemon -p 18999 --secret-stdin"
+        "server --daemon -p 18999 --secret-stdin --bind 10.224.0.2,10.224.1.2,10.224.2.2"
     );
     let pid = f.pid_in("server.pid").expect("pid");
     assert!(!alive(pid), "the server daemon {pid} was stopped");
     assert_eq!(f.read("server-end"), "", "not by its input");
+}
+
+#[test]
+fn an_rdmabw_that_binds_one_address_gets_a_daemon_on_every_address() {
+    let (f, _) = sweep_with_an_older_rdmabw("no-bind", "its daemon listens on every address");
+    assert_eq!(
+        f.read("server-args").trim(),
+        "server --daemon -p 18999 --secret-stdin --exit-on-stdin-eof"
+    );
 }
 
 fn batch_pids(f: &Fake) -> Vec<u32> {

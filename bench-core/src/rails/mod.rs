@@ -44,7 +44,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr};
 
-use results::rdmabw::rails::{rail_number, Attachment, NotARail, RailRow, RailsReport};
+use results::rdmabw::rails::{rail_number, Attachment, Capability, NotARail, RailRow, RailsReport};
 use results::rdmabw::topology::Proximity;
 use results::rdmabw::REPORT_SCHEMA_VERSION;
 
@@ -518,6 +518,7 @@ fn build(
     RailsReport {
         schema_version: REPORT_SCHEMA_VERSION,
         rdmabw_version: env!("CARGO_PKG_VERSION").to_string(),
+        capabilities: Capability::OURS.to_vec(),
         host: sysfs::host_name(roots).unwrap_or_else(|| "unknown".to_string()),
         rails,
         not_rails,

@@ -137,42 +137,72 @@ impl Default for ServerLimits {
     }
 }
 
-/// A bound control port. Binding is separate from serving so that a port in use is reported
-/// before anything else happens.
+/// The bound control port, on one address or several. Binding is separate from serving so
+/// that a port in use is reported before anything else happens.
 #[derive(Debug)]
 pub struct Listener {
-    inner: TcpListener,
+    inner: Vec<TcpListener>,
 }
 
 impl Listener {
     /// Binds `addr` (e.g. `0.0.0.0:18515`).
     pub fn bind(addr: SocketAddr) -> io::Result<Listener> {
-        let inner = TcpListener::bind(addr)?;
-        inner.set_nonblocking(true)?;
+        Listener::bind_each(&[addr]).map_err(|(_, e)| e)
+    }
+
+    /// Binds each of `addrs` (a daemon that listens on its rails' addresses only); the error
+    /// names the address that could not be bound. No address is an `InvalidInput` error.
+    pub fn bind_each(addrs: &[SocketAddr]) -> Result<Listener, (Option<SocketAddr>, io::Error)> {
+        if addrs.is_empty() {
+            let e = io::Error::new(io::ErrorKind::InvalidInput, "no address to listen on");
+            return Err((None, e));
+        }
+        let mut inner = Vec::with_capacity(addrs.len());
+        for &a in addrs {
+            let l = TcpListener::bind(a)
+                .and_then(|l| l.set_nonblocking(true).map(|()| l))
+                .map_err(|e| (Some(a), e))?;
+            inner.push(l);
+        }
         Ok(Listener { inner })
     }
 
-    /// The bound address.
+    /// The bound address (the first one's, with several).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.local_addr()
+        self.inner
+            .first()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))?
+            .local_addr()
     }
 
-    /// Waits for a connection; `None` once `stop` is raised.
+    /// Every bound address, in the order given.
+    pub fn local_addrs(&self) -> io::Result<Vec<SocketAddr>> {
+        self.inner.iter().map(TcpListener::local_addr).collect()
+    }
+
+    /// Waits for a connection on any of the addresses; `None` once `stop` is raised.
     pub fn accept(&self, stop: &AtomicBool) -> io::Result<Option<TcpStream>> {
         loop {
             if stop.load(Ordering::Relaxed) {
                 return Ok(None);
             }
-            match self.inner.accept() {
-                Ok((s, _)) => {
-                    s.set_nonblocking(false)?;
-                    return Ok(Some(s));
+            for l in &self.inner {
+                match l.accept() {
+                    Ok((s, _)) => {
+                        s.set_nonblocking(false)?;
+                        return Ok(Some(s));
+                    }
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock
+                                | io::ErrorKind::Interrupted
+                                | io::ErrorKind::ConnectionAborted
+                        ) => {}
+                    Err(e) => return Err(e),
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => thread::sleep(POLL),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => {}
-                Err(e) => return Err(e),
             }
+            thread::sleep(POLL);
         }
     }
 }

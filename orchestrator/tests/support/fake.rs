@@ -6,7 +6,8 @@
 //! secret read with `--secret-stdin` goes to server-secret (the daemon's) or secrets.log (one
 //! line per client or batch). A daemon given `--exit-on-stdin-eof` ends at the end of its
 //! input and appends `eof` to server-end (a file `no-exit-flag`: it refuses the flag as an
-//! older build would).
+//! older build would). `rails` announces rdmabw's capabilities, less those a marker file
+//! (`no-exit-flag`, `no-batch`, `no-bind`) takes away.
 //!
 //! Per node ([`Fake::per_node`]): where its ancestors include a test cluster node agent
 //! (`testcluster node --name NODE`), the fake knows its node; `rails` then reports that node's
@@ -83,6 +84,15 @@ rails_from_links() {
     done
     printf '],"not_rails":[]}\n'
 }
+# The report on standard input with the capabilities this build announces first: rdmabw's,
+# less what a marker file (no-exit-flag, no-batch, no-bind) says an older build lacks.
+announce() {
+    caps=""
+    [ -e "$dir/no-exit-flag" ] || caps="$caps,\"exit-on-stdin-eof\""
+    [ -e "$dir/no-batch" ] || caps="$caps,\"batch\""
+    [ -e "$dir/no-bind" ] || caps="$caps,\"bind-addresses\""
+    sed "1s/^{/{\"capabilities\":[${caps#,}],/"
+}
 client() {
     nd=""; snd=""; prev=""; last=""
     for a in "$@"; do
@@ -121,7 +131,7 @@ case "$1" in
   rails)
     if [ -e "$dir/rails-links" ]; then rails_from_links "$(cat "$dir/rails-links")"
     elif [ -e "$dir/per-node" ]; then cat "$(first "$dir/rails-$(my_node).json" "$dir/rails.json")"
-    else cat "$dir/rails.json"; fi ;;
+    else cat "$dir/rails.json"; fi | announce ;;
   server)
     case " $* " in *" --exit-on-stdin-eof "*) [ -e "$dir/no-exit-flag" ] && {
       echo "error: unexpected argument '--exit-on-stdin-eof' found" >&2; exit 2; } ;; esac

@@ -65,6 +65,33 @@ pub struct NotARail {
     pub reason: String,
 }
 
+/// What an rdmabw build can do beyond the protocol its version names. rdmabw announces its
+/// own in `rdmabw rails --json` (the document railsweep reads from every pod before anything
+/// else), and railsweep decides from that announcement, per pod, what to ask of it: never from
+/// the text of an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Capability {
+    /// `server --daemon --exit-on-stdin-eof`: the daemon stops at the end of its input.
+    ExitOnStdinEof,
+    /// `rdmabw batch`: one client process runs test after test from its input.
+    Batch,
+    /// `server --bind ADDR,ADDR...`: the server listens on each of several addresses.
+    BindAddresses,
+    /// One this build does not know (announced by a newer rdmabw).
+    #[serde(other)]
+    Unknown,
+}
+
+impl Capability {
+    /// What this build can do: what its `rails --json` announces.
+    pub const OURS: [Capability; 3] = [
+        Capability::ExitOnStdinEof,
+        Capability::Batch,
+        Capability::BindAddresses,
+    ];
+}
+
 /// What `rdmabw rails --json` prints.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RailsReport {
@@ -72,6 +99,10 @@ pub struct RailsReport {
     pub schema_version: u32,
     /// Version of the rdmabw that printed it.
     pub rdmabw_version: String,
+    /// What that rdmabw can do ([`Capability::OURS`] of its build; empty from a build older
+    /// than the announcement, which railsweep treats as having none of them).
+    #[serde(default)]
+    pub capabilities: Vec<Capability>,
     /// Host (pod) name.
     pub host: String,
     /// Rails in rail order.
@@ -94,6 +125,30 @@ pub fn rail_number(iface: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn capabilities_read_unknown_ones_and_default_to_none() {
+        let r: RailsReport = serde_json::from_str(
+            r#"{"schema_version":1,"rdmabw_version":"0.1.0","host":"h","rails":[],"not_rails":[],
+                "capabilities":["batch","teleport","bind-addresses"]}"#,
+        )
+        .expect("reads");
+        assert_eq!(
+            r.capabilities,
+            [
+                Capability::Batch,
+                Capability::Unknown,
+                Capability::BindAddresses
+            ]
+        );
+        let old: RailsReport = serde_json::from_str(
+            r#"{"schema_version":1,"rdmabw_version":"0.1.0","host":"h","rails":[],"not_rails":[]}"#,
+        )
+        .expect("reads");
+        assert!(old.capabilities.is_empty());
+        let ours = serde_json::to_string(&Capability::OURS).expect("writes");
+        assert_eq!(ours, r#"["exit-on-stdin-eof","batch","bind-addresses"]"#);
+    }
 
     #[test]
     fn rail_numbers_follow_the_field_reports_names() {
