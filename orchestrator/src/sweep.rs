@@ -10,8 +10,9 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{bail, Context, Result};
 use futures::stream::{FuturesUnordered, StreamExt};
 use results::rdmabw::gpu::GpuSelect;
-use results::rdmabw::rails::{Attachment, Capability, RailsReport};
+use results::rdmabw::rails::{Attachment, Capability, RailRow, RailsReport};
 use results::rdmabw::report::BwReport;
+use results::rdmabw::{AskedTest, EndFacts, RdmabwRun};
 use results::{rfc3339_utc, MemoryKind, NetworkMode, RailResult, RailStatus, RowSink};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
@@ -19,6 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::batch::{BatchClient, TestEnd};
+use crate::modes::dra::GpusByInterface;
 use crate::plan::{pair_rails, RailPair};
 use crate::progress::Progress;
 use crate::rdmabw::{self, ClientOutcome, ClientTest};
@@ -932,127 +934,70 @@ impl<'a, R: Runner> Sweep<'a, R> {
         RailEnd::Row(Box::new(self.failed_row(&pair, why, rep.as_deref())))
     }
 
-    fn base_row(&self, pair: &RailPair, rep: Option<&BwReport>) -> RailResult {
-        let local = rep.and_then(|r| r.local.as_ref());
-        let remote = rep.and_then(|r| r.remote.as_ref());
-        let side = |ep: Option<&results::rdmabw::report::EndpointReport>,
-                    row: &Option<results::rdmabw::rails::RailRow>| {
-            (
-                ep.and_then(|e| e.netdev.clone())
-                    .or_else(|| row.as_ref().map(|r| r.iface.clone()))
-                    .unwrap_or_default(),
-                ep.map(|e| e.device.clone())
-                    .or_else(|| row.as_ref().and_then(|r| r.device.clone()))
-                    .unwrap_or_default(),
-                ep.map(|e| e.gid_index)
-                    .or_else(|| row.as_ref().and_then(|r| r.gid_index)),
-            )
-        };
-        let (ci, cd, cg) = side(local, &pair.client);
-        let (si, sd, sg) = side(remote, &pair.server);
-        let (client_gpu, server_gpu) = (
-            self.cfg.rail_gpus.client.get(&ci),
-            self.cfg.rail_gpus.server.get(&si),
-        );
-        let rate =
-            |row: &Option<results::rdmabw::rails::RailRow>| row.as_ref().and_then(|r| r.rate_gbps);
-        let line_rate = rep.and_then(|r| r.line_rate_gbps).or_else(|| {
-            match (rate(&pair.client), rate(&pair.server)) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            }
-        });
-        RailResult {
+    /// What a row of `pair` knows besides rdmabw's report: the run, the pods and nodes, the
+    /// rails' discovery, the GPUs a DRA allocation put beside them, and the test asked for.
+    fn row_facts(&self, pair: &RailPair) -> RdmabwRun {
+        let cfg = self.cfg;
+        let end =
+            |row: &Option<RailRow>, pod: &Option<String>, node: &str, gpus: &GpusByInterface| {
+                let gpu = row.as_ref().and_then(|r| gpus.get(&r.iface));
+                EndFacts {
+                    pod: pod.clone(),
+                    node: Some(node.to_string()),
+                    interface: row.as_ref().map(|r| r.iface.clone()),
+                    rdma_device: row.as_ref().and_then(|r| r.device.clone()),
+                    gid_index: row.as_ref().and_then(|r| r.gid_index),
+                    rate_gbps: row.as_ref().and_then(|r| r.rate_gbps),
+                    gpu: gpu.map(|g| g.device.clone()),
+                    gpu_pcie_root: gpu.and_then(|g| g.pcie_root.clone()),
+                }
+            };
+        RdmabwRun {
             run_id: self.ctx.run_id.clone(),
             time_utc: rfc3339_utc(SystemTime::now()),
             network_mode: self.ctx.mode.clone(),
             cluster: self.ctx.cluster.clone(),
-            client_pod: self.ctx.client_pod.clone(),
-            client_node: self.ctx.client_node.clone(),
-            server_pod: self.ctx.server_pod.clone(),
-            server_node: self.ctx.server_node.clone(),
-            rail: pair.rail,
-            client_interface: ci,
-            client_rdma_device: cd,
-            client_gid_index: cg,
-            server_interface: si,
-            server_rdma_device: sd,
-            server_gid_index: sg,
-            traffic_class: self.cfg.tclass,
-            mtu_bytes: rep.and_then(|r| r.path_mtu_bytes).or(self.cfg.mtu),
-            msg_size_bytes: self.cfg.size_bytes,
-            qps: rep.map(|r| r.params.qps).unwrap_or(self.cfg.qps),
-            bidirectional: rep
-                .map(|r| r.params.bidirectional)
-                .unwrap_or(self.cfg.transport.bidirectional),
-            duration_s: None,
-            iterations: None,
-            memory: match rep.map(|r| r.memory.as_str()) {
-                Some("cuda-dmabuf") => MemoryKind::CudaDmabuf,
-                Some("cuda-peermem") => MemoryKind::CudaPeermem,
-                _ => MemoryKind::Host,
-            },
-            status: RailStatus::Failed,
-            bw_avg_gbps: None,
-            bw_peak_gbps: None,
-            msg_rate_mpps: None,
-            bw_p1_gbps: None,
-            bw_p50_gbps: None,
-            bw_p99_gbps: None,
-            line_rate_gbps: line_rate.filter(|r| r.is_finite() && *r > 0.0),
-            line_rate_pct: None,
-            threshold_gbps: None,
-            error: None,
-            diagnosis: rep.map(|r| r.diagnosis.clone()).unwrap_or_default(),
-            counters: rep.map(|r| r.counters.clone()).unwrap_or_default(),
-            poll: rep.map(|r| r.tuning.poll),
-            cpu_s_per_gb: None,
-            client_gpu: client_gpu.map(|g| g.device.clone()),
-            client_gpu_pcie_root: client_gpu.and_then(|g| g.pcie_root.clone()),
-            server_gpu: server_gpu.map(|g| g.device.clone()),
-            server_gpu_pcie_root: server_gpu.and_then(|g| g.pcie_root.clone()),
+            rail: Some(pair.rail),
+            client: end(
+                &pair.client,
+                &self.ctx.client_pod,
+                &self.ctx.client_node,
+                &cfg.rail_gpus.client,
+            ),
+            server: end(
+                &pair.server,
+                &self.ctx.server_pod,
+                &self.ctx.server_node,
+                &cfg.rail_gpus.server,
+            ),
+            asked: Some(AskedTest {
+                size_bytes: cfg.size_bytes,
+                qps: cfg.qps,
+                bidirectional: cfg.transport.bidirectional,
+                traffic_class: cfg.tclass,
+                mtu_bytes: cfg.mtu,
+                memory: if cfg.gpu.is_some() {
+                    MemoryKind::Cuda
+                } else {
+                    MemoryKind::Host
+                },
+                min_gbps: cfg.min_gbps,
+                min_line_rate_pct: cfg.min_line_rate_pct,
+            }),
         }
     }
 
-    fn threshold(&self, rep: Option<&BwReport>, line_rate: Option<f64>) -> Option<f64> {
-        rep.and_then(|r| r.threshold_gbps)
-            .or(self.cfg.min_gbps)
-            .or_else(|| {
-                self.cfg
-                    .min_line_rate_pct
-                    .zip(line_rate)
-                    .map(|(p, l)| p * l / 100.0)
-            })
-    }
-
+    /// The row of a measured rail: the report's (railsweep measures one size), with this
+    /// sweep's facts.
     fn measured_row(&self, pair: &RailPair, rep: &BwReport) -> RailResult {
-        let mut row = self.base_row(pair, Some(rep));
-        if let Some(r) = rep.results.last() {
-            row.status = RailStatus::Ok;
-            row.duration_s = Some(r.measured_s);
-            row.bw_avg_gbps = Some(r.bw_avg_gbps);
-            row.bw_peak_gbps = Some(r.bw_peak_gbps);
-            row.msg_rate_mpps = Some(r.msg_rate_mpps);
-            row.bw_p1_gbps = Some(r.bw_p1_gbps);
-            row.bw_p50_gbps = Some(r.bw_p50_gbps);
-            row.bw_p99_gbps = Some(r.bw_p99_gbps);
-            row.cpu_s_per_gb = r.cpu_s_per_gb;
-        }
-        let t = self.threshold(Some(rep), row.line_rate_gbps);
-        row.classify(t);
-        row
+        let facts = self.row_facts(pair);
+        let mut rows = rep.rail_results(&facts);
+        rows.pop()
+            .unwrap_or_else(|| facts.failed_row(Some(rep), "rdmabw reported no result rows"))
     }
 
     fn failed_row(&self, pair: &RailPair, error: String, rep: Option<&BwReport>) -> RailResult {
-        let mut row = self.base_row(pair, rep);
-        row.error = Some(if error.is_empty() {
-            "failed".into()
-        } else {
-            error
-        });
-        let t = self.threshold(rep, row.line_rate_gbps);
-        row.classify(t);
-        row
+        self.row_facts(pair).failed_row(rep, &error)
     }
 }
 

@@ -7,7 +7,7 @@ mod support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use results::{read_path, RailStatus};
+use results::{read_path, MemoryKind, RailStatus};
 use support::fake::{alive, rail, Behave, Fake};
 use support::process::{self, railsweep, text};
 
@@ -530,4 +530,24 @@ fn a_node_name_that_is_not_a_kubernetes_name_writes_no_yaml() {
         "a,b",
     ]);
     assert_eq!(r.status.code(), Some(2), "{}", text(&r.stderr));
+}
+
+/// A rail measured with GPU memory is recorded as such by railsweep, as rdmabw's own CSV
+/// records it: the report's memory, not a name matched back to host memory.
+#[test]
+fn a_cuda_report_becomes_a_cuda_row() {
+    let f = Fake::new(2);
+    let mut rep = support::fake::report(0, 90.0, None);
+    rep["memory"] = serde_json::json!("cuda-dmabuf");
+    f.write("report-net1.json", &rep.to_string());
+    let mut rep = support::fake::report(1, 90.0, None);
+    rep["memory"] = serde_json::json!("cuda");
+    f.write("report-net2.json", &rep.to_string());
+    let out = f.file("sweep.csv");
+    let (bin, o) = (s(&f.path()), s(&out));
+    let r = railsweep(&local_args(&bin, &o));
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    let rows = read_path(&out).expect("csv reads");
+    let memory: Vec<MemoryKind> = rows.iter().map(|r| r.memory).collect();
+    assert_eq!(memory, [MemoryKind::CudaDmabuf, MemoryKind::Cuda]);
 }

@@ -15,7 +15,7 @@ mod rows;
 pub mod secret;
 pub mod topology;
 
-pub use rows::RdmabwRun;
+pub use rows::{AskedTest, EndFacts, RdmabwRun};
 
 /// Version of the documents in this module; bumped when a field changes meaning or goes away.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;

@@ -1,16 +1,19 @@
-//! `rdmabw --csv`: a [`BwReport`] as [`RailResult`] rows, one per message size, so that
-//! `railsweep report` reads rdmabw's CSV exactly as railsweep's own.
+//! A [`BwReport`] as [`RailResult`] rows: the one place where a test becomes rows, for
+//! `rdmabw --csv` and for railsweep alike, so that `railsweep report` reads rdmabw's CSV exactly
+//! as railsweep's own and a row means the same whoever wrote it.
 
 use std::io::Write;
 use std::time::SystemTime;
 
 use super::rails::rail_number;
 use super::report::{BwReport, EndpointReport, Role, TestStatus};
-use crate::record::{rfc3339_utc, NetworkMode, RailResult, RailStatus};
+use crate::record::{rfc3339_utc, MemoryKind, NetworkMode, RailResult, RailStatus};
 
 /// What a results row needs and a [`BwReport`] does not hold: the run it belongs to, when it
-/// was measured, and where. (Host names, devices, interfaces and GID indexes are the
-/// report's `local` and `remote` ends.)
+/// was measured, and where; for railsweep also its pods, nodes and rail, and the test it asked
+/// for (for a row whose test left no report, or a report without some value). rdmabw run by
+/// hand knows only the first part ([`RdmabwRun::ended_at`]); the report's own ends name hosts,
+/// devices, interfaces and GID indexes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RdmabwRun {
     /// Shared by the rows of one rdmabw test.
@@ -21,6 +24,57 @@ pub struct RdmabwRun {
     pub network_mode: NetworkMode,
     /// Kubernetes cluster or lab name; empty when not known.
     pub cluster: String,
+    /// The rail number, where the caller paired the rails (else the interface name's).
+    pub rail: Option<u32>,
+    /// The client's end as the caller knows it.
+    pub client: EndFacts,
+    /// The server's end as the caller knows it.
+    pub server: EndFacts,
+    /// The test the caller asked for, where it did (railsweep); `None` for rdmabw by hand.
+    pub asked: Option<AskedTest>,
+}
+
+/// One end of a test as its launcher knows it: where it ran (these win over the report's host),
+/// and its rail's interface, device, GID index and rate (the report's win over these).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EndFacts {
+    /// The pod, if the end ran in one.
+    pub pod: Option<String>,
+    /// The node; `None`: the report's host name.
+    pub node: Option<String>,
+    /// Interface, RDMA device and GID index from the rail's discovery.
+    pub interface: Option<String>,
+    /// See `interface`.
+    pub rdma_device: Option<String>,
+    /// See `interface`.
+    pub gid_index: Option<u32>,
+    /// The rail's port rate in Gb/s, for the line rate when the report has none.
+    pub rate_gbps: Option<f64>,
+    /// The GPU a DRA allocation put beside this rail, and its PCIe root.
+    pub gpu: Option<String>,
+    /// See `gpu`.
+    pub gpu_pcie_root: Option<String>,
+}
+
+/// The test a launcher asked rdmabw for: what its rows say where no report says otherwise.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AskedTest {
+    /// Message size in bytes.
+    pub size_bytes: u64,
+    /// Queue pairs.
+    pub qps: u32,
+    /// Both directions.
+    pub bidirectional: bool,
+    /// The traffic class given, if any (rows show it, not rdmabw's default).
+    pub traffic_class: Option<u8>,
+    /// The path MTU forced, if any.
+    pub mtu_bytes: Option<u32>,
+    /// The buffer's memory: [`MemoryKind::Cuda`] where GPU memory was asked for.
+    pub memory: MemoryKind,
+    /// Threshold in Gb/s, if given.
+    pub min_gbps: Option<f64>,
+    /// Threshold in percent of the line rate, if given.
+    pub min_line_rate_pct: Option<f64>,
 }
 
 impl RdmabwRun {
@@ -34,6 +88,134 @@ impl RdmabwRun {
             time_utc,
             network_mode: NetworkMode::Other("rdmabw".to_string()),
             cluster: String::new(),
+            rail: None,
+            client: EndFacts::default(),
+            server: EndFacts::default(),
+            asked: None,
+        }
+    }
+
+    /// The row of a test that failed, saying `error` ("failed" if empty): from its report
+    /// where it left one (without its numbers: a window in which nothing completed is no
+    /// measurement), else from what the launcher knows (it never started, or its client died).
+    pub fn failed_row(&self, rep: Option<&BwReport>, error: &str) -> RailResult {
+        let mut row = self.row(rep);
+        row.error = Some(if error.is_empty() { "failed" } else { error }.to_string());
+        row.classify(self.threshold(rep, row.line_rate_gbps));
+        row
+    }
+
+    /// The threshold a row is judged against: the report's, else the one asked for (in Gb/s,
+    /// or in percent of `line_rate`).
+    fn threshold(&self, rep: Option<&BwReport>, line_rate: Option<f64>) -> Option<f64> {
+        let asked = self.asked.as_ref();
+        rep.and_then(|r| r.threshold_gbps)
+            .or(asked.and_then(|a| a.min_gbps))
+            .or_else(|| {
+                asked
+                    .and_then(|a| a.min_line_rate_pct)
+                    .zip(line_rate)
+                    .map(|(p, l)| p * l / 100.0)
+            })
+    }
+
+    /// A failed row of the report's (or the asked) test, before its numbers: the fields every
+    /// row of the test shares.
+    fn row(&self, rep: Option<&BwReport>) -> RailResult {
+        let (client, server) = match rep {
+            Some(r) if r.role == Role::Server => (r.remote.as_ref(), r.local.as_ref()),
+            Some(r) => (r.local.as_ref(), r.remote.as_ref()),
+            None => (None, None),
+        };
+        let end = |e: Option<&EndpointReport>, f: &EndFacts| {
+            (
+                f.node
+                    .clone()
+                    .or_else(|| e.map(|e| e.host.clone()))
+                    .unwrap_or_default(),
+                e.and_then(|e| e.netdev.clone())
+                    .or_else(|| f.interface.clone())
+                    .unwrap_or_default(),
+                e.map(|e| e.device.clone())
+                    .or_else(|| f.rdma_device.clone())
+                    .unwrap_or_default(),
+                e.map(|e| e.gid_index).or(f.gid_index),
+            )
+        };
+        let (cn, ci, cd, cg) = end(client, &self.client);
+        let (sn, si, sd, sg) = end(server, &self.server);
+        let rail = self
+            .rail
+            .or_else(|| rail_number(&ci))
+            .or_else(|| rail_number(&si))
+            .unwrap_or(0);
+        let line_rate = rep.and_then(|r| r.line_rate_gbps).or_else(|| {
+            match (self.client.rate_gbps, self.server.rate_gbps) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        });
+        let asked = self.asked.as_ref();
+        RailResult {
+            run_id: self.run_id.clone(),
+            time_utc: self.time_utc.clone(),
+            network_mode: self.network_mode.clone(),
+            cluster: self.cluster.clone(),
+            client_pod: self.client.pod.clone(),
+            client_node: cn,
+            server_pod: self.server.pod.clone(),
+            server_node: sn,
+            rail,
+            client_interface: ci,
+            client_rdma_device: cd,
+            client_gid_index: cg,
+            server_interface: si,
+            server_rdma_device: sd,
+            server_gid_index: sg,
+            traffic_class: match asked {
+                Some(a) => a.traffic_class,
+                None => rep.map(|r| r.tuning.traffic_class),
+            },
+            mtu_bytes: rep
+                .and_then(|r| r.path_mtu_bytes)
+                .or(asked.and_then(|a| a.mtu_bytes)),
+            msg_size_bytes: rep
+                .map(|r| r.params.sizes.max())
+                .or(asked.map(|a| a.size_bytes))
+                .unwrap_or(0),
+            qps: rep
+                .map(|r| r.params.qps)
+                .or(asked.map(|a| a.qps))
+                .unwrap_or(1),
+            bidirectional: rep
+                .map(|r| r.params.bidirectional)
+                .or(asked.map(|a| a.bidirectional))
+                .unwrap_or(false),
+            duration_s: None,
+            iterations: None,
+            memory: rep
+                .map(|r| r.memory)
+                .or(asked.map(|a| a.memory))
+                .unwrap_or_default(),
+            status: RailStatus::Failed,
+            bw_avg_gbps: None,
+            bw_peak_gbps: None,
+            msg_rate_mpps: None,
+            bw_p1_gbps: None,
+            bw_p50_gbps: None,
+            bw_p99_gbps: None,
+            line_rate_gbps: line_rate.filter(|r| r.is_finite() && *r > 0.0),
+            line_rate_pct: None,
+            threshold_gbps: None,
+            error: None,
+            diagnosis: rep.map(|r| r.diagnosis.clone()).unwrap_or_default(),
+            counters: rep.map(|r| r.counters.clone()).unwrap_or_default(),
+            poll: rep.map(|r| r.tuning.poll),
+            cpu_s_per_gb: None,
+            client_gpu: self.client.gpu.clone(),
+            client_gpu_pcie_root: self.client.gpu_pcie_root.clone(),
+            server_gpu: self.server.gpu.clone(),
+            server_gpu_pcie_root: self.server.gpu_pcie_root.clone(),
         }
     }
 }
@@ -46,89 +228,28 @@ impl BwReport {
     }
 
     /// The report as results rows: one per message size, in test order, each judged against
-    /// the report's threshold ([`RailResult::classify`]); the largest size, the one the report
-    /// judged, keeps the report's `below_threshold` and its reason in `error` (also when the
-    /// threshold could not be resolved: `--min-line-rate-pct` without a line rate). A failed
-    /// report is one failed row at its largest size.
+    /// the report's threshold, else the one `run` asked for ([`RailResult::classify`]); the
+    /// largest size, the one the report judged, keeps the report's `below_threshold` and its
+    /// reason in `error` (also when the threshold could not be resolved:
+    /// `--min-line-rate-pct` without a line rate). A failed report is one failed row at its
+    /// largest size.
     ///
     /// A report of several sizes (`-a`) gives each size a run of its own, `RUN-SIZEB`
     /// (`20250601T120000Z-65536B`): a run has a rail once, and `railsweep report` lines the
     /// sizes up as columns.
     ///
     /// The client and server columns come from the `local` and `remote` ends as the report's
-    /// role says; hosts are nodes (the pod columns stay empty: rdmabw cannot tell a pod's host
-    /// name from a node's). The rail number is the one the client's interface name implies
-    /// (`rdmaN`, `netN`; else the server's, else 0). `duration_s` is the measured window,
-    /// `iterations` the writes completed in it.
+    /// role says, and where the report lacks one from what `run` knows of it; hosts are nodes
+    /// unless `run` names the nodes (rdmabw cannot tell a pod's host name from a node's). The
+    /// rail number is `run`'s, else the one the client's interface name implies (`rdmaN`,
+    /// `netN`; else the server's, else 0). `duration_s` is the measured window, `iterations`
+    /// the writes completed in it.
     pub fn rail_results(&self, run: &RdmabwRun) -> Vec<RailResult> {
-        let (client, server) = match self.role {
-            Role::Client => (self.local.as_ref(), self.remote.as_ref()),
-            Role::Server => (self.remote.as_ref(), self.local.as_ref()),
-        };
-        let host = |e: Option<&EndpointReport>| e.map(|e| e.host.clone()).unwrap_or_default();
-        let iface = |e: Option<&EndpointReport>| e.and_then(|e| e.netdev.clone());
-        let device = |e: Option<&EndpointReport>| e.map(|e| e.device.clone()).unwrap_or_default();
-        let rail = iface(client)
-            .as_deref()
-            .and_then(rail_number)
-            .or_else(|| iface(server).as_deref().and_then(rail_number))
-            .unwrap_or(0);
-        let base = RailResult {
-            run_id: run.run_id.clone(),
-            time_utc: run.time_utc.clone(),
-            network_mode: run.network_mode.clone(),
-            cluster: run.cluster.clone(),
-            client_pod: None,
-            client_node: host(client),
-            server_pod: None,
-            server_node: host(server),
-            rail,
-            client_interface: iface(client).unwrap_or_default(),
-            client_rdma_device: device(client),
-            client_gid_index: client.map(|e| e.gid_index),
-            server_interface: iface(server).unwrap_or_default(),
-            server_rdma_device: device(server),
-            server_gid_index: server.map(|e| e.gid_index),
-            traffic_class: Some(self.tuning.traffic_class),
-            mtu_bytes: self.path_mtu_bytes,
-            msg_size_bytes: self.params.sizes.max(),
-            qps: self.params.qps,
-            bidirectional: self.params.bidirectional,
-            duration_s: None,
-            iterations: None,
-            memory: self.memory,
-            status: RailStatus::Failed,
-            bw_avg_gbps: None,
-            bw_peak_gbps: None,
-            msg_rate_mpps: None,
-            bw_p1_gbps: None,
-            bw_p50_gbps: None,
-            bw_p99_gbps: None,
-            line_rate_gbps: self.line_rate_gbps,
-            line_rate_pct: None,
-            threshold_gbps: None,
-            error: None,
-            diagnosis: self.diagnosis.clone(),
-            counters: self.counters.clone(),
-            poll: Some(self.tuning.poll),
-            cpu_s_per_gb: None,
-            // A DRA allocation, which rdmabw does not know; its own buffer's GPU is `gpu`.
-            client_gpu: None,
-            client_gpu_pcie_root: None,
-            server_gpu: None,
-            server_gpu_pcie_root: None,
-        };
         if self.status == TestStatus::Failed || self.results.is_empty() {
-            let mut row = base;
-            row.error = Some(
-                self.error
-                    .clone()
-                    .filter(|e| !e.is_empty())
-                    .unwrap_or_else(|| "failed".to_string()),
-            );
-            row.classify(self.threshold_gbps);
-            return vec![row];
+            return vec![run.failed_row(Some(self), self.error.as_deref().unwrap_or(""))];
         }
+        let base = run.row(Some(self));
+        let threshold = run.threshold(Some(self), base.line_rate_gbps);
         let last = self.results.len() - 1;
         self.results
             .iter()
@@ -153,7 +274,7 @@ impl BwReport {
                     cpu_s_per_gb: r.cpu_s_per_gb,
                     ..base.clone()
                 };
-                row.classify(self.threshold_gbps);
+                row.classify(threshold);
                 if i == last && self.status == TestStatus::BelowThreshold {
                     row.status = RailStatus::BelowThreshold;
                     row.error.clone_from(&self.error);
