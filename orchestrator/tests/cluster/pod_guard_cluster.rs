@@ -96,3 +96,23 @@ async fn keep_pods_keeps_them_whatever_the_end() {
     // The namespace's deletion takes them.
     c.delete_namespace(&ns).await;
 }
+
+/// On a single-threaded runtime the guard cannot block in `Drop`: it hands the deletes to the
+/// runtime as a task, which runs at the runtime's next await.
+#[tokio::test(flavor = "current_thread")]
+async fn an_error_on_a_single_threaded_runtime_deletes_them_too() {
+    let c = TestCluster::get().await;
+    let ns = c.namespace("guard-single", &[]).await;
+    async fn command(c: &TestCluster, ns: &str) -> anyhow::Result<()> {
+        let _pair = ready_pair(c, ns, 18794, false).await;
+        anyhow::bail!("an error injected after the pods were created")
+    }
+    let e = command(&c, &ns).await.expect_err("the injected error");
+    assert!(e.to_string().contains("injected"), "{e}");
+    let left = none_left(&c, &ns).await;
+    assert!(
+        left.is_empty(),
+        "pods left behind on a single-threaded runtime: {left:?}"
+    );
+    c.delete_namespace(&ns).await;
+}
