@@ -18,8 +18,11 @@
 //! naming file, line and column.
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "charts")]
+pub mod charts;
 mod csvio;
 mod error;
+#[cfg(feature = "charts")]
 mod export;
 mod introspect;
 mod jsonio;
@@ -32,6 +35,7 @@ mod threshold;
 
 pub use csvio::{csv_header, read_csv, write_csv, write_csv_rows, SCHEMA_VERSION_COLUMN};
 pub use error::{Location, Result, ResultsError};
+#[cfg(feature = "charts")]
 pub use export::{
     CsvExporter, Exporter, Format, JsonExporter, MarkdownExporter, SvgExporter, UnknownFormatName,
 };

@@ -4,29 +4,13 @@
 //! grey where the pair was not measured).
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 
 use anyhow::{anyhow, Result};
 use plotters::prelude::*;
-use plotters::style::{register_font, FontStyle};
+use results::charts::{ensure_font, FONT};
 use results::{RailResult, RailStatus};
 
 use super::culprit::{self, Threshold};
-
-const FONT: &str = "sans-serif";
-
-/// Register the bundled DejaVu Sans as plotters' `sans-serif`, once, as the results crate's SVG
-/// exporter does (plotters needs font metrics to lay out text, even for SVG).
-fn ensure_font() -> Result<()> {
-    static REGISTERED: OnceLock<bool> = OnceLock::new();
-    if *REGISTERED
-        .get_or_init(|| register_font(FONT, FontStyle::Normal, dejavu::sans::regular()).is_ok())
-    {
-        Ok(())
-    } else {
-        Err(anyhow!("the bundled DejaVu Sans font could not be loaded"))
-    }
-}
 
 fn colour(bw: f64, limit: Option<f64>, median: Option<f64>) -> RGBColor {
     match (limit, median) {

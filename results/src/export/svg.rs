@@ -1,12 +1,11 @@
 //! SVG: a grouped bar chart, one bar per rail and mode.
 
 use std::collections::BTreeSet;
-use std::sync::OnceLock;
 
 use plotters::prelude::*;
-use plotters::style::{register_font, FontStyle};
 
 use super::Exporter;
+use crate::charts::{ensure_font, FONT};
 use crate::error::{Result, ResultsError};
 use crate::record::RailStatus;
 use crate::summary::{fmt_threshold, Report};
@@ -26,26 +25,6 @@ const PALETTE: [RGBColor; 10] = [
 ];
 const FAILED: RGBColor = RGBColor(214, 39, 40);
 const THRESHOLD: RGBColor = RGBColor(230, 85, 13);
-const FONT: &str = "sans-serif";
-
-/// Register the bundled DejaVu Sans as plotters' `sans-serif`, once. plotters
-/// needs font metrics to lay out text even for SVG, and this build has no
-/// system font lookup; the SVG itself only names `sans-serif`, so viewers use
-/// their own.
-fn ensure_font() -> Result<()> {
-    static REGISTERED: OnceLock<bool> = OnceLock::new();
-    let ok = *REGISTERED
-        .get_or_init(|| register_font(FONT, FontStyle::Normal, dejavu::sans::regular()).is_ok());
-    if ok {
-        Ok(())
-    } else {
-        Err(ResultsError::export(
-            "svg",
-            "the bundled DejaVu Sans font could not be loaded",
-        ))
-    }
-}
-
 /// Bar chart of average bandwidth: rails along x, one bar per mode side by
 /// side within each rail, a legend naming the modes, dashed reference lines at
 /// each line rate (black) and at the threshold (orange), and a red cross where
