@@ -18,6 +18,7 @@ use crate::config::{RunnerKind, GENERATED_BY};
 use crate::exit::Verdict;
 use crate::managed;
 use crate::modes::Mode;
+use crate::output::{self, Dest};
 use crate::run::{sweep_mode, RunArgs};
 use crate::sweep::{self, SweepConfig};
 
@@ -126,12 +127,7 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
         (Format::Markdown, sibling(&csv, "md")),
         (Format::Svg, sibling(&csv, "svg")),
     ] {
-        let bytes = format
-            .exporter()
-            .serialize(&report)
-            .with_context(|| format!("cannot produce {format} output"))?;
-        std::fs::write(&path, &bytes)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        let bytes = output::export(&report, format, Dest::File(&path))?;
         if format == Format::Markdown {
             let mut out = std::io::stdout().lock();
             out.write_all(&bytes)?;

@@ -1,8 +1,52 @@
-//! The per-rail table and the summary lines printed at the end of a sweep.
+//! The per-rail table and the summary lines printed at the end of a sweep, and the one place
+//! where a report leaves railsweep in one of the results formats.
 
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
-use results::{RailResult, RailStatus, Report};
+use results::{Format, RailResult, RailStatus, Report};
+
+/// Where [`export`] writes.
+pub enum Dest<'a> {
+    /// A file, created or replaced.
+    File(&'a Path),
+    /// A stream (standard output), flushed after.
+    Stream(&'a mut dyn Write),
+}
+
+impl std::fmt::Debug for Dest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Dest::File(p) => write!(f, "File({})", p.display()),
+            Dest::Stream(_) => f.write_str("Stream"),
+        }
+    }
+}
+
+/// `report` in `format`, written to `to`; the bytes written, for a caller that shows them
+/// again. Errors name the format or the destination.
+///
+/// # Errors
+///
+/// The format cannot be produced, or the file or stream cannot be written.
+pub fn export(report: &Report, format: Format, to: Dest<'_>) -> anyhow::Result<Vec<u8>> {
+    let bytes = format
+        .exporter()
+        .serialize(report)
+        .with_context(|| format!("cannot produce {format} output"))?;
+    match to {
+        Dest::File(path) => std::fs::write(path, &bytes)
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        Dest::Stream(out) => out
+            .write_all(&bytes)
+            .and_then(|()| out.flush())
+            .context("cannot write to stdout")?,
+    }
+    Ok(bytes)
+}
 
 fn gid(i: Option<u32>) -> String {
     i.map_or_else(|| "-".into(), |v| v.to_string())

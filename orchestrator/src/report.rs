@@ -1,11 +1,12 @@
 //! `railsweep report`: merge saved runs and print or write the comparison.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use orchestrator::exit::Verdict;
+use orchestrator::output::{export, Dest};
 use results::{read_path, read_str, Format, RailStatus, Report};
 
 /// Arguments of `railsweep report`.
@@ -112,22 +113,13 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
             );
         }
     }
-    let bytes = format
-        .exporter()
-        .serialize(&report)
-        .with_context(|| format!("cannot produce {format} output"))?;
-
     match &args.output {
         Some(path) => {
-            std::fs::write(path, &bytes)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            export(&report, format, Dest::File(path))?;
             eprintln!("railsweep: wrote {format} to {}", path.display());
         }
         None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(&bytes)
-                .and_then(|()| out.flush())
-                .context("cannot write to stdout")?;
+            export(&report, format, Dest::Stream(&mut std::io::stdout().lock()))?;
         }
     }
     // Markdown on stdout already has the summary lines; otherwise log them.

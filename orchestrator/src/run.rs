@@ -323,11 +323,8 @@ fn print_rows(rows: &[results::RailResult], format: OutFormat, parallel: bool) -
                 OutFormat::Csv => Format::Csv,
                 _ => Format::Json,
             };
-            let bytes = f
-                .exporter()
-                .serialize(&Report::new(GENERATED_BY, rows.to_vec()))
-                .with_context(|| format!("cannot produce {f} output"))?;
-            out.write_all(&bytes)?;
+            let report = Report::new(GENERATED_BY, rows.to_vec());
+            output::export(&report, f, output::Dest::Stream(&mut out))?;
         }
     }
     out.flush()?;
