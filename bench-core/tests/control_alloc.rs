@@ -9,12 +9,11 @@
 #![allow(clippy::unwrap_used)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::io::{self, Read};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use bench_core::control::{
-    decode_frame, encode_frame, read_frame, FrameDecoder, FrameError, Msg, HEADER_LEN, MAGIC,
-    MAX_FRAME_BYTES, PROTOCOL_VERSION,
+    decode_frame, encode_frame, read_frame, Dribble, FrameDecoder, FrameError, Msg, HEADER_LEN,
+    MAGIC, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 
 struct Counting;
@@ -89,25 +88,6 @@ fn header(len: u32) -> Vec<u8> {
     h
 }
 
-/// Hands out its bytes a few at a time, with a timeout in between, like a slow peer.
-struct Dribble<'a> {
-    data: &'a [u8],
-    tick: bool,
-}
-
-impl Read for Dribble<'_> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        self.tick = !self.tick;
-        if self.tick {
-            return Err(io::ErrorKind::WouldBlock.into());
-        }
-        let n = 5.min(out.len()).min(self.data.len());
-        out[..n].copy_from_slice(&self.data[..n]);
-        self.data = &self.data[n..];
-        Ok(n)
-    }
-}
-
 #[test]
 fn decoder_memory_follows_arrived_bytes_not_announced_length() {
     let frame_max = HEADER_LEN + MAX_FRAME_BYTES as usize;
@@ -137,10 +117,7 @@ fn decoder_memory_follows_arrived_bytes_not_announced_length() {
     // Same, through the incremental decoder fed five bytes at a time.
     let (_, peak, _) = measure(|| {
         let mut dec = FrameDecoder::new();
-        let mut r = Dribble {
-            data: &lie,
-            tick: false,
-        };
+        let mut r = Dribble::new(&lie, 5);
         while let Ok(None) = dec.poll_read(&mut r) {}
     });
     assert!(peak < 4096, "peak {peak}");

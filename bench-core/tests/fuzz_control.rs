@@ -6,14 +6,14 @@
 //! minutes. The seed is printed, and `RAILBENCH_FUZZ_SEED` replays one.
 #![allow(clippy::unwrap_used)]
 
-use std::io::{self, Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bench_core::control::{
-    decode_frame, encode_frame, read_frame, FrameDecoder, Hello, Msg, PhaseTimeouts, RunSecret,
-    WatchConfig, HEADER_LEN, MAX_FRAME_BYTES,
+    decode_frame, encode_frame, read_frame, Dribble, FrameDecoder, Hello, Msg, PhaseTimeouts,
+    RunSecret, WatchConfig, HEADER_LEN, MAX_FRAME_BYTES,
 };
 use bench_core::gid::RailRequest;
 use bench_core::session::{admit, check_hello, Pinned, ServerConfig, ServerLimits};
@@ -195,26 +195,6 @@ fn mutate(r: &mut Rng, base: &[u8]) -> Vec<u8> {
     v
 }
 
-/// Hands out the input in pieces, with would-block pauses between them.
-struct Pieces<'a> {
-    data: &'a [u8],
-    step: usize,
-    tick: bool,
-}
-
-impl Read for Pieces<'_> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        self.tick = !self.tick;
-        if self.tick {
-            return Err(io::ErrorKind::WouldBlock.into());
-        }
-        let n = self.step.min(out.len()).min(self.data.len());
-        out[..n].copy_from_slice(&self.data[..n]);
-        self.data = &self.data[n..];
-        Ok(n)
-    }
-}
-
 fn decode_all_ways(data: &[u8]) {
     let whole = decode_frame(data);
     if let Ok((msg, used)) = &whole {
@@ -230,11 +210,7 @@ fn decode_all_ways(data: &[u8]) {
     let streamed = read_frame(&mut &data[..]);
     assert_eq!(whole.is_ok(), streamed.is_ok());
     let step = 1 + usize::from(data.first().copied().unwrap_or(0) % 17);
-    let mut r = Pieces {
-        data,
-        step,
-        tick: false,
-    };
+    let mut r = Dribble::new(data, step);
     let mut dec = FrameDecoder::new();
     for _ in 0..2 * data.len() + 4 {
         match dec.poll_read(&mut r) {

@@ -3,32 +3,12 @@
 //! again.
 #![no_main]
 
-use std::io::{self, Read};
 
 use bench_core::control::{
+    Dribble,
     decode_frame, encode_frame, read_frame, FrameDecoder, HEADER_LEN, MAX_FRAME_BYTES,
 };
 use libfuzzer_sys::fuzz_target;
-
-/// Hands out the input in pieces whose sizes come from the input, with timeouts between them.
-struct Pieces<'a> {
-    data: &'a [u8],
-    step: usize,
-    tick: bool,
-}
-
-impl Read for Pieces<'_> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        self.tick = !self.tick;
-        if self.tick {
-            return Err(io::ErrorKind::WouldBlock.into());
-        }
-        let n = self.step.min(out.len()).min(self.data.len());
-        out[..n].copy_from_slice(&self.data[..n]);
-        self.data = &self.data[n..];
-        Ok(n)
-    }
-}
 
 fuzz_target!(|data: &[u8]| {
     let whole = decode_frame(data);
@@ -47,11 +27,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(whole.is_ok(), streamed.is_ok());
 
     let step = 1 + usize::from(data.first().copied().unwrap_or(0) % 17);
-    let mut r = Pieces {
-        data,
-        step,
-        tick: false,
-    };
+    let mut r = Dribble::new(data, step);
     let mut dec = FrameDecoder::new();
     for _ in 0..2 * data.len() + 4 {
         match dec.poll_read(&mut r) {

@@ -303,6 +303,39 @@ impl FrameDecoder {
     }
 }
 
+/// A reader that hands out its bytes `step` at a time, with a would-block timeout before each
+/// piece, as a slow peer's socket would: what the decoder's tests and fuzz targets read from.
+#[derive(Debug)]
+pub struct Dribble<'a> {
+    data: &'a [u8],
+    step: usize,
+    tick: bool,
+}
+
+impl<'a> Dribble<'a> {
+    /// `data`, `step` bytes at a time (at least one).
+    pub fn new(data: &'a [u8], step: usize) -> Dribble<'a> {
+        Dribble {
+            data,
+            step: step.max(1),
+            tick: false,
+        }
+    }
+}
+
+impl Read for Dribble<'_> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        self.tick = !self.tick;
+        if self.tick {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let n = self.step.min(out.len()).min(self.data.len());
+        out[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -451,26 +484,6 @@ mod tests {
         }
     }
 
-    /// A reader that hands out its bytes in small pieces and times out in between.
-    struct Dribble<'a> {
-        data: &'a [u8],
-        step: usize,
-        tick: bool,
-    }
-
-    impl Read for Dribble<'_> {
-        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-            self.tick = !self.tick;
-            if self.tick {
-                return Err(io::ErrorKind::WouldBlock.into());
-            }
-            let n = self.step.min(out.len()).min(self.data.len());
-            out[..n].copy_from_slice(&self.data[..n]);
-            self.data = &self.data[n..];
-            Ok(n)
-        }
-    }
-
     #[test]
     fn decoder_survives_timeouts_between_pieces() {
         let all = every_variant();
@@ -479,11 +492,7 @@ mod tests {
             stream.extend(encode_frame(m).unwrap());
         }
         for step in [1, 3, 7, 64, 4096] {
-            let mut r = Dribble {
-                data: &stream,
-                step,
-                tick: false,
-            };
+            let mut r = Dribble::new(&stream, step);
             let mut dec = FrameDecoder::new();
             let mut got = Vec::new();
             loop {
@@ -583,11 +592,7 @@ mod tests {
                 _ => panic!("decode_frame and read_frame disagree on {input:?}: {a:?} vs {b:?}"),
             }
             let step = 1 + rng.below(16);
-            let mut r = Dribble {
-                data: &input,
-                step,
-                tick: false,
-            };
+            let mut r = Dribble::new(&input, step);
             let mut dec = FrameDecoder::new();
             for _ in 0..input.len() * 2 + 4 {
                 match dec.poll_read(&mut r) {
