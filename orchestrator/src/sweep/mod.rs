@@ -1,0 +1,337 @@
+//! The sweep itself, the same for every [`Runner`]: set-up in both pods, one rdmabw server
+//! daemon, then the rails one by one (or all at once), each row written as soon as it is known.
+//!
+//! One concern a file: `setup` (each pod's rdmabw and rails), `daemon` (the server daemon's
+//! life), `rail` (a rail's attempts and its row), and here the sweep's loop.
+
+mod daemon;
+mod rail;
+mod setup;
+
+pub use setup::{infer_mode, inject, injected_path, prepare, prepare_pod, PodSetUp};
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, Result};
+use futures::stream::{FuturesUnordered, StreamExt};
+use results::rdmabw::gpu::GpuSelect;
+use results::rdmabw::rails::{Capability, RailsReport};
+use results::{rfc3339_utc, NetworkMode, RailResult, RailStatus, RowSink};
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::plan::{pair_rails, RailPair};
+use crate::progress::Progress;
+use crate::rdmabw;
+use crate::runner::{PodInfo, Runner};
+use daemon::Server;
+use rail::{pod_field, Batch, RailEnd, RowContext, Sweep};
+
+/// The two pods of a sweep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pods {
+    /// Pod running the clients.
+    pub client: String,
+    /// Pod running the server daemon.
+    pub server: String,
+}
+
+/// Which rdmabw the pods run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rdmabw {
+    /// This path (or name in `PATH`) inside the pods.
+    InPods(String),
+    /// Copy this local rdmabw into each pod first (`--inject`).
+    Inject(PathBuf),
+    /// Already copied into each pod, at [`injected_path`] (a fleet injects once per pod).
+    Injected,
+}
+
+/// Everything a sweep is asked to do, validated (see [`crate::config::SweepArgs`]).
+#[derive(Debug, Clone)]
+pub struct SweepConfig {
+    /// The pods' rdmabw.
+    pub rdmabw: Rdmabw,
+    /// Only these rails (`--rails`).
+    pub rails: Option<Vec<u32>>,
+    /// The daemon's TCP port.
+    pub port: u16,
+    /// Measured seconds per rail.
+    pub duration_s: f64,
+    /// RDMA WRITE size.
+    pub size_bytes: u64,
+    /// Traffic class.
+    pub tclass: Option<u8>,
+    /// Queue pairs per rail.
+    pub qps: u32,
+    /// Forced path MTU.
+    pub mtu: Option<u32>,
+    /// Threshold in Gb/s.
+    pub min_gbps: Option<f64>,
+    /// Threshold in percent of line rate.
+    pub min_line_rate_pct: Option<f64>,
+    /// rdmabw's warm-up before the measured window, if not its default.
+    pub warmup_s: Option<f64>,
+    /// rdmabw's cool-down after the measured window, if not its default.
+    pub cooldown_s: Option<f64>,
+    /// All rails at once.
+    pub parallel: bool,
+    /// Extra attempts for a failed rail.
+    pub retries: u32,
+    /// Time allowed beyond the duration before railsweep stops a rail itself.
+    pub margin: Duration,
+    /// Network mode for the rows; `None` infers it.
+    pub mode: Option<NetworkMode>,
+    /// Cluster name for the rows; `None` takes the runner's.
+    pub cluster: Option<String>,
+    /// GPUDirect: each rail's buffers, on both sides, in the GPU nearest that rail's NIC.
+    pub gpu: Option<GpuSelect>,
+    /// rdmabw's transport flags, passed through as given (-b, --sl, -t, -Q, -l, -I, -e,
+    /// --data_validation).
+    pub transport: results::rdmabw::flags::TransportFlags,
+    /// Print each rdmabw client command on stderr before it runs.
+    pub show_commands: bool,
+    /// Mode `dra --gpu-align`: the GPU allocated with each rail of each pod, for the rows.
+    pub rail_gpus: crate::modes::dra::PairGpus,
+}
+
+impl SweepConfig {
+    /// The deadline of one attempt on one rail: the measured duration plus the margin (which
+    /// covers start-up, QP bring-up, rdmabw's warm-up and cool-down, and the report).
+    pub fn deadline(&self) -> Duration {
+        Duration::from_secs_f64(self.duration_s.max(0.0)) + self.margin
+    }
+}
+
+/// Both pods, ready for a sweep.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The pods' names, as given.
+    pub pods: Pods,
+    /// The client pod.
+    pub client: PodInfo,
+    /// The server pod.
+    pub server: PodInfo,
+    /// rdmabw's path in the client pod.
+    pub client_bin: String,
+    /// rdmabw's path in the server pod.
+    pub server_bin: String,
+    /// The client pod's rails.
+    pub client_rails: RailsReport,
+    /// The server pod's rails.
+    pub server_rails: RailsReport,
+    /// Seconds the set-up took.
+    pub setup_s: f64,
+}
+
+/// A run id: the UTC start time, `20260601T120000Z`.
+pub fn new_run_id() -> String {
+    rfc3339_utc(SystemTime::now()).replace(['-', ':'], "")
+}
+
+/// How the rails of a sweep ended (see [`crate::pair::SweepOutcome`] for the whole sweep).
+#[derive(Debug, Clone)]
+pub struct RailsOutcome {
+    /// Rows written by this invocation, in the order they were measured.
+    pub rows: Vec<RailResult>,
+    /// Rails that were not measured because of Ctrl-C (not written: `--resume` picks them up).
+    pub interrupted: Vec<u32>,
+    /// Wall time of the rails (set-up excluded), seconds.
+    pub rails_wall_s: f64,
+    /// Seconds the rdmabw client processes ran, summed over rails and attempts.
+    pub clients_s: f64,
+}
+
+/// Everything a sweep needs besides the runner and the configuration.
+#[derive(Debug)]
+pub struct SweepRun<'a> {
+    /// Where rows go, one at a time.
+    pub sink: &'a mut RowSink,
+    /// Rails already in the results file (`--resume`): not measured again.
+    pub skip: BTreeSet<u32>,
+    /// The run id of the rows.
+    pub run_id: String,
+    /// The network mode of the rows.
+    pub mode: NetworkMode,
+    /// Raised by Ctrl-C.
+    pub cancel: CancellationToken,
+    /// Hide the progress bars.
+    pub quiet: bool,
+}
+
+/// The rails this sweep will measure, in order.
+pub fn planned_rails(cfg: &SweepConfig, prep: &Prepared, skip: &BTreeSet<u32>) -> Vec<RailPair> {
+    pair_rails(&prep.client_rails, &prep.server_rails, cfg.rails.as_deref())
+        .into_iter()
+        .filter(|p| !skip.contains(&p.rail))
+        .collect()
+}
+
+/// The server daemon of a sweep over `pairs`, and whether the client pod runs its tests
+/// through one `rdmabw batch`: as far as each pod's rdmabw announced it can (see
+/// [`Capability`]), with a note for what an older build cannot do. The daemon listens on the
+/// server rails' addresses, which the clients connect to, and on nothing else.
+fn plan_processes(
+    cfg: &SweepConfig,
+    prep: &Prepared,
+    pairs: &[RailPair],
+) -> (rdmabw::DaemonSpec, bool) {
+    let mut addrs: Vec<String> = Vec::new();
+    for ip in pairs.iter().filter_map(|p| p.server.as_ref()?.ipv4.clone()) {
+        if !addrs.contains(&ip) {
+            addrs.push(ip);
+        }
+    }
+    let (server, client) = (
+        &prep.server_rails.capabilities,
+        &prep.client_rails.capabilities,
+    );
+    let daemon = rdmabw::DaemonSpec::for_pod(cfg.port, cfg.gpu.clone(), addrs, server);
+    let older = |pod: &str, lacks: &str, so: &str| {
+        eprintln!("railsweep: note: the rdmabw in pod {pod} has no {lacks} (an older build); {so}");
+    };
+    if !pairs.is_empty() {
+        if !daemon.exit_on_stdin_eof {
+            older(
+                &prep.pods.server,
+                rdmabw::EXIT_ON_STDIN_EOF,
+                "starting its daemon without it, to be stopped by signal",
+            );
+        }
+        if !server.contains(&Capability::BindAddresses) {
+            older(
+                &prep.pods.server,
+                "--bind for several addresses",
+                "its daemon listens on every address of the pod",
+            );
+        }
+    }
+    let batch = client.contains(&Capability::Batch);
+    if !batch && !pairs.is_empty() {
+        older(
+            &prep.pods.client,
+            "`batch` command",
+            "starting one client per rail",
+        );
+    }
+    (daemon, batch)
+}
+
+/// Run the rails: start the daemon, measure, write each row at once, stop the daemon.
+pub async fn run<R: Runner>(
+    runner: &R,
+    cfg: &SweepConfig,
+    prep: &Prepared,
+    run: SweepRun<'_>,
+) -> Result<RailsOutcome> {
+    let t0 = Instant::now();
+    let secret = rdmabw::new_secret()?;
+    let pairs = planned_rails(cfg, prep, &run.skip);
+    let rails: Vec<u32> = pairs.iter().map(|p| p.rail).collect();
+    let (daemon, batch) = plan_processes(cfg, prep, &pairs);
+    let progress = Progress::new(
+        &rails,
+        Duration::from_secs_f64(cfg.duration_s.max(0.1) + 0.5),
+        run.quiet,
+    );
+    let sweep = Sweep {
+        runner,
+        cfg,
+        prep,
+        ctx: RowContext {
+            run_id: run.run_id.clone(),
+            mode: run.mode.clone(),
+            cluster: cfg.cluster.clone().unwrap_or_else(|| runner.cluster()),
+            client_pod: pod_field(&prep.client.name),
+            client_node: prep.client.node.clone(),
+            server_pod: pod_field(&prep.server.name),
+            server_node: prep.server.node.clone(),
+        },
+        server: Server {
+            runner,
+            pod: prep.pods.server.clone(),
+            argv: rdmabw::server_argv(&prep.server_bin, &daemon),
+            held: daemon.exit_on_stdin_eof,
+            secret: secret.clone(),
+            state: Mutex::new(None),
+        },
+        cancel: run.cancel.clone(),
+        progress: progress.clone(),
+        clients_s: std::sync::Mutex::new(0.0),
+        batch: Mutex::new(if batch {
+            Batch::Idle
+        } else {
+            Batch::Unsupported
+        }),
+        secret,
+    };
+    let mut outcome = RailsOutcome {
+        rows: Vec::new(),
+        interrupted: Vec::new(),
+        rails_wall_s: 0.0,
+        clients_s: 0.0,
+    };
+    // Start the daemon before the first rail; if it cannot start, every rail says why.
+    if !pairs.is_empty() {
+        if let Err(e) = sweep.server.ensure().await {
+            progress.println(&format!("railsweep: {e}"));
+        }
+    }
+    let sink = run.sink;
+    let mut record = |end: RailEnd, outcome: &mut RailsOutcome| -> Result<()> {
+        match end {
+            RailEnd::Row(row) => {
+                if !progress.visible() {
+                    eprintln!("railsweep: {}", one_line(&row));
+                }
+                sink.append((*row).clone()).with_context(|| {
+                    format!(
+                        "cannot write rail {} to {}",
+                        row.rail,
+                        sink.csv_path().display()
+                    )
+                })?;
+                outcome.rows.push(*row);
+            }
+            RailEnd::Interrupted(r) => outcome.interrupted.push(r),
+        }
+        Ok(())
+    };
+    let result: Result<()> = async {
+        if cfg.parallel {
+            let mut running: FuturesUnordered<_> =
+                pairs.into_iter().map(|p| sweep.rail(p)).collect();
+            while let Some(end) = running.next().await {
+                record(end, &mut outcome)?;
+            }
+        } else {
+            for p in pairs {
+                let end = sweep.rail(p).await;
+                record(end, &mut outcome)?;
+            }
+        }
+        Ok(())
+    }
+    .await;
+    sweep.close_batch().await;
+    sweep.server.stop().await;
+    outcome.rails_wall_s = t0.elapsed().as_secs_f64();
+    outcome.clients_s = sweep.clients_s.lock().map(|t| *t).unwrap_or(0.0);
+    result?;
+    Ok(outcome)
+}
+
+/// `rail 2 (net3 rxe_a2 -> net3 rxe_b2): 0.12 Gb/s ok`, or the error.
+pub fn one_line(r: &RailResult) -> String {
+    let what = match (r.status, r.bw_avg_gbps, &r.error) {
+        (RailStatus::Failed, _, Some(e)) => format!("failed: {e}"),
+        (s, Some(bw), _) => format!("{bw:.2} Gb/s {s}"),
+        (s, None, _) => s.to_string(),
+    };
+    format!(
+        "rail {} ({} {} -> {} {}): {what}",
+        r.rail, r.client_interface, r.client_rdma_device, r.server_interface, r.server_rdma_device
+    )
+}

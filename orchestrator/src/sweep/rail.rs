@@ -1,0 +1,404 @@
+//! One rail of a sweep: its attempts (through the batch client, or one client process each),
+//! its deadline, and its row.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use results::rdmabw::rails::RailRow;
+use results::rdmabw::report::BwReport;
+use results::rdmabw::{AskedTest, EndFacts, RdmabwRun};
+use results::{rfc3339_utc, MemoryKind, NetworkMode, RailResult};
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use super::daemon::{stop_process, Server};
+use super::{Prepared, SweepConfig};
+use crate::batch::{BatchClient, TestEnd};
+use crate::modes::dra::GpusByInterface;
+use crate::plan::RailPair;
+use crate::progress::Progress;
+use crate::rdmabw::{self, ClientOutcome, ClientTest};
+use crate::runner::{Output, Runner};
+
+/// How long a failed rail waits to see whether the server daemon has ended too (to say so in
+/// the rail's error and start a new one for the next rail).
+pub(super) const DAEMON_END_GRACE: Duration = Duration::from_millis(500);
+
+/// Adds the time since its start to a total when dropped (however the attempt ends).
+pub(super) struct CountTime<'a>(&'a std::sync::Mutex<f64>, Instant);
+
+impl Drop for CountTime<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut t) = self.0.lock() {
+            *t += self.1.elapsed().as_secs_f64();
+        }
+    }
+}
+
+pub(super) enum Attempt {
+    Measured(Box<BwReport>),
+    Failed(String, Option<Box<BwReport>>),
+    Interrupted,
+}
+
+pub(super) enum RailEnd {
+    Row(Box<RailResult>),
+    Interrupted(u32),
+}
+
+/// What every row of a sweep shares.
+#[derive(Debug, Clone)]
+pub(super) struct RowContext {
+    pub(super) run_id: String,
+    pub(super) mode: NetworkMode,
+    pub(super) cluster: String,
+    pub(super) client_pod: Option<String>,
+    pub(super) client_node: String,
+    pub(super) server_pod: Option<String>,
+    pub(super) server_node: String,
+}
+
+pub(super) struct Sweep<'a, R: Runner> {
+    pub(super) runner: &'a R,
+    pub(super) cfg: &'a SweepConfig,
+    pub(super) prep: &'a Prepared,
+    pub(super) ctx: RowContext,
+    pub(super) server: Server<'a, R>,
+    pub(super) cancel: CancellationToken,
+    pub(super) progress: Progress,
+    pub(super) clients_s: std::sync::Mutex<f64>,
+    /// The client pod's `rdmabw batch`, for rails measured one at a time.
+    pub(super) batch: Mutex<Batch>,
+    /// The secret the daemon and every client of this sweep share.
+    pub(super) secret: rdmabw::RunSecret,
+}
+
+/// Where the sequential sweep's client runs.
+#[derive(Debug)]
+pub(super) enum Batch {
+    /// No batch running: the next rail starts one.
+    Idle,
+    /// This one takes the next rail.
+    Running(BatchClient),
+    /// The pod's rdmabw has no `batch`: one client process per rail.
+    Unsupported,
+}
+
+pub(super) fn pod_field(name: &str) -> Option<String> {
+    (name != crate::runner::local::HOST).then(|| name.to_string())
+}
+
+impl<'a, R: Runner> Sweep<'a, R> {
+    pub(super) async fn attempt(&self, pair: &RailPair) -> Attempt {
+        let (Some(c), Some(s)) = (&pair.client, &pair.server) else {
+            return Attempt::Failed("rail missing on one side".into(), None);
+        };
+        let test = ClientTest {
+            server_addr: s.ipv4.clone().unwrap_or_default(),
+            port: self.cfg.port,
+            netdev: c.iface.clone(),
+            device: c
+                .device
+                .clone()
+                .zip(c.gid_index)
+                .map(|(d, g)| (d, c.port, g)),
+            server_netdev: s.iface.clone(),
+            server_device: s.device.clone().zip(s.gid_index),
+            duration_s: self.cfg.duration_s,
+            size_bytes: self.cfg.size_bytes,
+            tclass: self.cfg.tclass,
+            qps: self.cfg.qps,
+            mtu: self.cfg.mtu,
+            min_gbps: self.cfg.min_gbps,
+            min_line_rate_pct: self.cfg.min_line_rate_pct,
+            warmup_s: self.cfg.warmup_s,
+            cooldown_s: self.cfg.cooldown_s,
+            gpu: self.cfg.gpu.clone(),
+            transport: self.cfg.transport.clone(),
+        };
+        let argv = rdmabw::client_argv(&self.prep.client_bin, &test);
+        if self.cfg.show_commands {
+            eprintln!("railsweep: rail {}: {}", pair.rail, argv.join(" "));
+        }
+        if !self.cfg.parallel {
+            if let Some(a) = self.attempt_batched(&argv).await {
+                return a;
+            }
+        }
+        let deadline = self.cfg.deadline();
+        let pod = &self.prep.pods.client;
+        let t0 = Instant::now();
+        let process_argv = rdmabw::with_secret_stdin(&argv);
+        let spawned = tokio::select! {
+            r = self.runner.spawn(pod, &process_argv, Some(self.secret.stdin_line())) => r,
+            _ = tokio::time::sleep(deadline) => return self.start_failure(),
+            _ = self.cancel.cancelled() => return Attempt::Interrupted,
+        };
+        let mut spawned = match spawned {
+            Ok(s) => s,
+            Err(e) => return Attempt::Failed(format!("{e:#}"), None),
+        };
+        let left = deadline.saturating_sub(t0.elapsed());
+        let started = Instant::now();
+        let _count = CountTime(&self.clients_s, started);
+        tokio::select! {
+            r = &mut spawned.done => match r {
+                Ok(Ok(out)) => match rdmabw::parse_client(&out) {
+                    ClientOutcome::Measured(rep) => Attempt::Measured(rep),
+                    ClientOutcome::Failed(why, rep) => Attempt::Failed(why, rep),
+                },
+                Ok(Err(e)) => Attempt::Failed(format!("lost the client in pod {pod}: {e:#}"), None),
+                Err(e) => Attempt::Failed(format!("lost the client in pod {pod}: {e}"), None),
+            },
+            _ = tokio::time::sleep(left) => {
+                let words = stop_process(self.runner, pod, spawned.pid, &mut spawned.done, "client").await;
+                self.deadline_failure(words)
+            }
+            _ = self.cancel.cancelled() => {
+                let _ = stop_process(self.runner, pod, spawned.pid, &mut spawned.done, "client").await;
+                Attempt::Interrupted
+            }
+        }
+    }
+
+    /// A client that could not even be started before the rail's deadline.
+    pub(super) fn start_failure(&self) -> Attempt {
+        Attempt::Failed(
+            format!(
+                "could not start the client in pod {} within the rail's deadline of {:.0} s",
+                self.prep.pods.client,
+                self.cfg.deadline().as_secs_f64()
+            ),
+            None,
+        )
+    }
+
+    /// The deadline message of a rail whose client railsweep stopped.
+    pub(super) fn deadline_failure(&self, last_words: Option<Output>) -> Attempt {
+        let last = last_words
+            .map(|o| o.stderr_tail(2))
+            .filter(|t| !t.is_empty())
+            .map(|t| format!("; its last words: {t}"))
+            .unwrap_or_default();
+        Attempt::Failed(
+            format!(
+                "no result within the rail's deadline of {:.0} s ({} s test + {} s margin); railsweep stopped the client{last}",
+                self.cfg.deadline().as_secs_f64(),
+                self.cfg.duration_s,
+                self.cfg.margin.as_secs_f64()
+            ),
+            None,
+        )
+    }
+
+    /// One attempt through the client pod's `rdmabw batch` (started on first use, and again
+    /// after one was stopped or died). `None`: this rdmabw has no `batch`, use a process.
+    pub(super) async fn attempt_batched(&self, argv: &[String]) -> Option<Attempt> {
+        let mut slot = self.batch.lock().await;
+        let pod = &self.prep.pods.client;
+        let deadline = self.cfg.deadline();
+        let t0 = Instant::now();
+        if matches!(*slot, Batch::Unsupported) {
+            return None;
+        }
+        if !matches!(*slot, Batch::Running(_)) {
+            let started = tokio::select! {
+                r = BatchClient::start(self.runner, pod, &self.prep.client_bin, &self.secret) => r,
+                _ = tokio::time::sleep(deadline) => return Some(self.start_failure()),
+                _ = self.cancel.cancelled() => return Some(Attempt::Interrupted),
+            };
+            match started {
+                Ok(b) => *slot = Batch::Running(b),
+                Err(e) => return Some(Attempt::Failed(format!("{e:#}"), None)),
+            }
+        }
+        let Batch::Running(b) = &mut *slot else {
+            return None;
+        };
+        let left = deadline.saturating_sub(t0.elapsed());
+        let _count = CountTime(&self.clients_s, Instant::now());
+        let end = tokio::select! {
+            end = b.run(&argv[1..]) => Some(end),
+            _ = tokio::time::sleep(left) => None,
+            _ = self.cancel.cancelled() => {
+                let pid = b.pid();
+                let _ = stop_process(self.runner, pod, pid, b.done_mut(), "client").await;
+                *slot = Batch::Idle;
+                return Some(Attempt::Interrupted);
+            }
+        };
+        let out = match end {
+            Some(TestEnd::Ended(out)) => out,
+            Some(TestEnd::Gone(out)) => {
+                *slot = Batch::Idle;
+                out
+            }
+            None => {
+                let pid = b.pid();
+                let stopped = stop_process(self.runner, pod, pid, b.done_mut(), "client").await;
+                let words = stopped.map(|_| b.last_words());
+                *slot = Batch::Idle;
+                return Some(self.deadline_failure(words));
+            }
+        };
+        Some(match rdmabw::parse_client(&out) {
+            ClientOutcome::Measured(rep) => Attempt::Measured(rep),
+            ClientOutcome::Failed(why, rep) => Attempt::Failed(why, rep),
+        })
+    }
+
+    /// End the batch at the end of the sweep: close its input, else stop it.
+    pub(super) async fn close_batch(&self) {
+        let mut slot = self.batch.lock().await;
+        if let Batch::Running(b) = &mut *slot {
+            if !b.close(Duration::from_secs(3)).await {
+                let pid = b.pid();
+                let _ = stop_process(
+                    self.runner,
+                    &self.prep.pods.client,
+                    pid,
+                    b.done_mut(),
+                    "client",
+                )
+                .await;
+            }
+        }
+        *slot = Batch::Idle;
+    }
+
+    pub(super) async fn rail(&self, pair: RailPair) -> RailEnd {
+        let rail = pair.rail;
+        if let Some(problem) = pair.problem(&self.prep.pods.client, &self.prep.pods.server) {
+            self.progress.finish(rail, "not measured");
+            return RailEnd::Row(Box::new(self.failed_row(&pair, problem, None)));
+        }
+        let attempts = self.cfg.retries + 1;
+        let mut last: (String, Option<Box<BwReport>>) = (String::new(), None);
+        let mut n = 0;
+        while n < attempts {
+            n += 1;
+            if self.cancel.is_cancelled() {
+                return RailEnd::Interrupted(rail);
+            }
+            if n > 1 {
+                self.progress.println(&format!(
+                    "railsweep: rail {rail}: attempt {} of {attempts} after: {}",
+                    n, last.0
+                ));
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    _ = self.cancel.cancelled() => return RailEnd::Interrupted(rail),
+                }
+            }
+            if let Err(e) = self.server.ensure().await {
+                last = (e, None);
+                continue;
+            }
+            self.progress.start(
+                rail,
+                &if n == 1 {
+                    "measuring".to_string()
+                } else {
+                    format!("attempt {n}")
+                },
+            );
+            match self.attempt(&pair).await {
+                Attempt::Measured(rep) => {
+                    let row = self.measured_row(&pair, &rep);
+                    let msg = format!("{:.2} Gb/s {}", row.bw_avg_gbps.unwrap_or(0.0), row.status);
+                    self.progress.finish(rail, &msg);
+                    return RailEnd::Row(Box::new(row));
+                }
+                Attempt::Interrupted => {
+                    self.progress.finish(rail, "interrupted");
+                    return RailEnd::Interrupted(rail);
+                }
+                Attempt::Failed(mut why, rep) => {
+                    if let Some(end) = self.server.ended(DAEMON_END_GRACE).await {
+                        why.push_str(&format!(
+                            "; the server daemon in pod {} had ended ({end})",
+                            self.prep.pods.server
+                        ));
+                    }
+                    last = (why, rep);
+                }
+            }
+        }
+        let (mut why, rep) = last;
+        if attempts > 1 {
+            why = format!("{why} (after {attempts} attempts)");
+        }
+        self.progress.finish(rail, "failed");
+        RailEnd::Row(Box::new(self.failed_row(&pair, why, rep.as_deref())))
+    }
+
+    /// What a row of `pair` knows besides rdmabw's report: the run, the pods and nodes, the
+    /// rails' discovery, the GPUs a DRA allocation put beside them, and the test asked for.
+    pub(super) fn row_facts(&self, pair: &RailPair) -> RdmabwRun {
+        let cfg = self.cfg;
+        let end =
+            |row: &Option<RailRow>, pod: &Option<String>, node: &str, gpus: &GpusByInterface| {
+                let gpu = row.as_ref().and_then(|r| gpus.get(&r.iface));
+                EndFacts {
+                    pod: pod.clone(),
+                    node: Some(node.to_string()),
+                    interface: row.as_ref().map(|r| r.iface.clone()),
+                    rdma_device: row.as_ref().and_then(|r| r.device.clone()),
+                    gid_index: row.as_ref().and_then(|r| r.gid_index),
+                    rate_gbps: row.as_ref().and_then(|r| r.rate_gbps),
+                    gpu: gpu.map(|g| g.device.clone()),
+                    gpu_pcie_root: gpu.and_then(|g| g.pcie_root.clone()),
+                }
+            };
+        RdmabwRun {
+            run_id: self.ctx.run_id.clone(),
+            time_utc: rfc3339_utc(SystemTime::now()),
+            network_mode: self.ctx.mode.clone(),
+            cluster: self.ctx.cluster.clone(),
+            rail: Some(pair.rail),
+            client: end(
+                &pair.client,
+                &self.ctx.client_pod,
+                &self.ctx.client_node,
+                &cfg.rail_gpus.client,
+            ),
+            server: end(
+                &pair.server,
+                &self.ctx.server_pod,
+                &self.ctx.server_node,
+                &cfg.rail_gpus.server,
+            ),
+            asked: Some(AskedTest {
+                size_bytes: cfg.size_bytes,
+                qps: cfg.qps,
+                bidirectional: cfg.transport.bidirectional,
+                traffic_class: cfg.tclass,
+                mtu_bytes: cfg.mtu,
+                memory: if cfg.gpu.is_some() {
+                    MemoryKind::Cuda
+                } else {
+                    MemoryKind::Host
+                },
+                min_gbps: cfg.min_gbps,
+                min_line_rate_pct: cfg.min_line_rate_pct,
+            }),
+        }
+    }
+
+    /// The row of a measured rail: the report's (railsweep measures one size), with this
+    /// sweep's facts.
+    pub(super) fn measured_row(&self, pair: &RailPair, rep: &BwReport) -> RailResult {
+        let facts = self.row_facts(pair);
+        let mut rows = rep.rail_results(&facts);
+        rows.pop()
+            .unwrap_or_else(|| facts.failed_row(Some(rep), "rdmabw reported no result rows"))
+    }
+
+    pub(super) fn failed_row(
+        &self,
+        pair: &RailPair,
+        error: String,
+        rep: Option<&BwReport>,
+    ) -> RailResult {
+        self.row_facts(pair).failed_row(rep, &error)
+    }
+}
