@@ -34,12 +34,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use bench_core::control::{for_log, ControlError, RejectReason, RunSecret, PEER_TEXT_CHARS};
 use bench_core::error::Error;
-use bench_core::probe::{cap_eff, CAP_IPC_LOCK};
+use bench_core::probe::Memlock;
 use bench_core::session::{
     self, ClientConfig, Daemon, Listener, Log, OnTest, Outcome, ServerConfig, ServerShared,
     SessionError,
 };
-use bench_core::sysfs::{self, SysRoots};
+use bench_core::sysfs::SysRoots;
 use clap::Parser;
 use results::rdmabw::params::TestParams;
 use results::rdmabw::report::{BatchEnd, Role, TestStatus};
@@ -233,18 +233,11 @@ fn explain(e: &SessionError, port: u16) -> String {
 
 /// Whether the process may lock `needed` bytes: `ulimit -l`, unless it holds CAP_IPC_LOCK.
 fn check_memlock(params: &TestParams) -> Result<(), String> {
-    let roots = SysRoots::default();
-    let Some(limit_kib) = sysfs::memlock_limit_kib(&roots) else {
+    let m = Memlock::read(&SysRoots::default());
+    let needed = config::memlock_needed_bytes(params);
+    let Some(limit_kib) = m.limit_kib.filter(|_| m.allows(needed) == Some(false)) else {
         return Ok(());
     };
-    let needed = config::memlock_needed_bytes(params);
-    if limit_kib == u64::MAX || limit_kib.saturating_mul(1024) >= needed {
-        return Ok(());
-    }
-    // CAP_IPC_LOCK lifts the limit for memory registration.
-    if cap_eff(&roots).is_some_and(|caps| caps & (1 << CAP_IPC_LOCK) != 0) {
-        return Ok(());
-    }
     Err(format!(
         "memlock limit too low: ulimit -l is {limit_kib} KiB, and this test registers {} KiB of \
          buffers; raise it with `ulimit -l unlimited` (as root, or via /etc/security/limits.conf), \

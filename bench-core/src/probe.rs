@@ -165,6 +165,42 @@ pub fn cap_eff(roots: &SysRoots) -> Option<u64> {
     u64::from_str_radix(line.trim_start_matches("CapEff:").trim(), 16).ok()
 }
 
+/// What bounds RDMA memory registration in this process: the memlock limit (`ulimit -l`),
+/// unless `CAP_IPC_LOCK` is effective. The one reading of that policy, for `rdmabw probe`'s
+/// check and for the test's own pre-flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Memlock {
+    /// `ulimit -l` in KiB (`u64::MAX`: unlimited); `None` if unreadable.
+    pub limit_kib: Option<u64>,
+    /// The effective capability set; `None` if unreadable.
+    pub caps: Option<u64>,
+}
+
+impl Memlock {
+    /// This process's limit and capabilities.
+    pub fn read(roots: &SysRoots) -> Memlock {
+        Memlock {
+            limit_kib: sysfs::memlock_limit_kib(roots),
+            caps: cap_eff(roots),
+        }
+    }
+
+    /// Whether `CAP_IPC_LOCK` is effective (`None`: the capabilities are unreadable).
+    pub fn ipc_lock(&self) -> Option<bool> {
+        self.caps.map(|c| c & (1 << CAP_IPC_LOCK) != 0)
+    }
+
+    /// Whether `bytes` may be registered: `None` when neither IPC_LOCK nor a readable limit
+    /// says.
+    pub fn allows(&self, bytes: u64) -> Option<bool> {
+        if self.ipc_lock() == Some(true) {
+            return Some(true);
+        }
+        self.limit_kib
+            .map(|k| k == u64::MAX || k.saturating_mul(1024) >= bytes)
+    }
+}
+
 /// Whether `caps` holds every capability up to `<proc>/sys/kernel/cap_last_cap` (what a
 /// privileged container gets).
 pub fn is_full_capability_set(roots: &SysRoots, caps: u64) -> bool {
@@ -496,9 +532,8 @@ fn check_uverbs_open(
 }
 
 fn check_memlock(roots: &SysRoots) -> Check {
-    let caps = cap_eff(roots);
-    let ipc_lock = caps.map(|c| c & (1 << CAP_IPC_LOCK) != 0);
-    let limit = sysfs::memlock_limit_kib(roots);
+    let m = Memlock::read(roots);
+    let (caps, ipc_lock, limit) = (m.caps, m.ipc_lock(), m.limit_kib);
     let lim_text = match limit {
         Some(u64::MAX) => "unlimited".to_string(),
         Some(k) => human(k.saturating_mul(1024)),
@@ -1102,6 +1137,18 @@ pub fn probe(roots: &ProbeRoots, sys: &dyn ProbeSystem) -> ProbeReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memlock_allows_what_the_limit_or_ipc_lock_allows() {
+        let m = |limit_kib, caps| Memlock { limit_kib, caps };
+        let ipc = 1 << CAP_IPC_LOCK;
+        assert_eq!(m(Some(64), Some(0)).allows(64 * 1024), Some(true));
+        assert_eq!(m(Some(64), Some(0)).allows(64 * 1024 + 1), Some(false));
+        assert_eq!(m(Some(64), Some(ipc)).allows(u64::MAX), Some(true));
+        assert_eq!(m(Some(u64::MAX), None).allows(u64::MAX), Some(true));
+        assert_eq!(m(None, Some(0)).allows(1), None);
+        assert_eq!(m(None, None).ipc_lock(), None);
+    }
 
     #[test]
     fn shm_sizes() {
