@@ -188,7 +188,7 @@ EOF2
 # (about 7 s after); with a polling rail-follow that took 11-20 s, railsweep found "no RDMA
 # device" on every rail.
 test_railsweep_dra_across_nodes() {
-  local rc t0 r line attempt
+  local rc t0 r line attempt status bw cif sif
   rn_wait_slices 240
   for attempt in 1 2 3; do
     rc=0 t0=$(now)
@@ -210,10 +210,10 @@ test_railsweep_dra_across_nodes() {
 for x in csv.DictReader(open(sys.argv[1])):
     if x["rail"] == sys.argv[2]: print(x["status"], x["bw_avg_gbps"], x["client_interface"], x["server_interface"])' "$T_OUT/sweep.csv" "$r")
     echo "rail $r: $line"
-    [ "${line%% *}" = ok ] || fail "rail $r is not ok: $line"
-    set -- $line
-    gt "$2" 0 || fail "rail $r: no traffic: $line"
-    [ "$3" = "rdma$r" ] && [ "$4" = "rdma$r" ] || fail "rail $r ran over $3 and $4, not rdma$r"
+    read -r status bw cif sif <<<"$line"
+    [ "$status" = ok ] || fail "rail $r is not ok: $line"
+    gt "$bw" 0 || fail "rail $r: no traffic: $line"
+    if [ "$cif" != "rdma$r" ] || [ "$sif" != "rdma$r" ]; then fail "rail $r ran over $cif and $sif, not rdma$r"; fi
   done
   for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || return 0; sleep 1; done
   fail "railsweep's pods still there 60 s after it ended: $(pods_in lab | tr '\n' ' ')"
