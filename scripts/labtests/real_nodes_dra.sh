@@ -183,10 +183,11 @@ EOF2
 # railsweep's dra mode across the two real nodes: its ResourceClaimTemplate and pods as in
 # rn_dra_pod, the scheduler allocating each pod every rdma rail of its node, DRANET moving them,
 # rdmabw by exec in both pods, every rail from node-a to node-b over the rail's host bridge.
-# A rail's rxe comes back in the pod a few seconds after DRANET moved its netdev (rail-follow,
-# scripts/lab.d/node; a NIC's RDMA device would not go at all), before railsweep looks for it
-# (about 7 s after); with a polling rail-follow that took 11-20 s, railsweep found "no RDMA
-# device" on every rail.
+# A rail's rxe comes back in the pod 0.2-5 s after DRANET moved its netdev (rail-follow,
+# scripts/lab.d/node; a NIC's RDMA device would not go at all), mostly before railsweep reads the
+# pod's rails (6-13 s after the pods are ready), not always: this test is flaky (passed 2 of 3
+# runs on 2026-12-04; the third failed on rail 1 with "no RDMA device"). With a polling
+# rail-follow that took 11-20 s, railsweep found "no RDMA device" on every rail.
 test_railsweep_dra_across_nodes() {
   local rc t0 r line attempt status bw cif sif
   rn_wait_slices 240
