@@ -1,0 +1,221 @@
+# lab: --real-nodes --rails 2 --dra
+# Real nodes with DRANET (issue 36, item 3, mode dra): node-a and node-b as in suite real_nodes,
+# but with containerd v2.4.2 (NRI on) in place of Debian's 1.6, and DRANET v1.4.0 (unmodified,
+# sigs.k8s.io/dranet) on each node: it publishes the node's NICs as ResourceSlices of driver
+# dra.net, the real scheduler allocates a pod's ResourceClaim from them, and DRANET's NRI hooks
+# give the pod the allocated rails. scripts/lab.d/node says how each node runs them, and what
+# stands in for what rxe cannot do: rxe's device goes when DRANET moves its netdev into the pod
+# (a RoCE NIC's stays), so the node's rail-follow makes it again where the netdev went.
+# shellcheck shell=bash
+
+# A pod's first start on an emulated node takes a while; railsweep's test may run it three times.
+TEST_TIMEOUT=${TEST_TIMEOUT:-480}
+RN_IMAGE=${LAB_IMAGE#docker.io/}
+
+rn_log() { kube GET "/api/v1/namespaces/lab/pods/$1/log"; }
+rn_delete() { kube DELETE "/api/v1/namespaces/lab/pods/$1?gracePeriodSeconds=0" >/dev/null 2>&1 || true; }
+
+# slices_json: every ResourceSlice of driver dra.net, as the API gives them.
+slices_json() { kube GET /apis/resource.k8s.io/v1/resourceslices; }
+
+# rn_wait_slices SECONDS: wait until both nodes publish a dra.net slice whose rail NICs are
+# marked rdma (DRANET's first scan ends after the kubelet registered it).
+rn_wait_slices() {
+  local end=$((SECONDS + $1))
+  until slices_json | python3 -c 'import json, sys
+rails = int(sys.argv[1])
+have = {}
+for s in json.load(sys.stdin)["items"]:
+    if s["spec"]["driver"] != "dra.net": continue
+    for d in s["spec"].get("devices", []):
+        a = d.get("attributes", {})
+        if a.get("dra.net/rdma", {}).get("bool") and a.get("dra.net/ifName", {}).get("string", "").startswith("rdma"):
+            have.setdefault(s["spec"]["nodeName"], set()).add(a["dra.net/ifName"]["string"])
+sys.exit(0 if all(len(have.get(n, ())) == rails for n in ("node-a", "node-b")) else 1)' "$LAB_RAILS"; do
+    [ $SECONDS -lt $end ] || fail "not both nodes publish $LAB_RAILS rdma rails after $1 s (DRANET's logs: $LAB_NODE_DIRS/NAME/dranet.log)"
+    sleep 1
+  done
+}
+
+# `kubectl get nodes -o wide`'s columns: both Ready, kubelet v1.37.2, containerd v2.4.2 (its CRI
+# reports the version without the v).
+test_nodes_ready_with_containerd_v2() {
+  kube GET /api/v1/nodes >"$T_OUT/nodes.json"
+  python3 - "$T_OUT/nodes.json" <<'EOF' || fail "the nodes are not as expected (above)"
+import json, sys
+items = {n["metadata"]["name"]: n for n in json.load(open(sys.argv[1]))["items"]}
+for name, n in sorted(items.items()):
+    i = n["status"]["nodeInfo"]
+    print(name, i["kubeletVersion"], i["containerRuntimeVersion"], i["kernelVersion"])
+assert sorted(items) == ["node-a", "node-b"], sorted(items)
+for name, n in items.items():
+    i = n["status"]["nodeInfo"]
+    assert [c["status"] for c in n["status"]["conditions"] if c["type"] == "Ready"] == ["True"], name + " not Ready"
+    assert i["kubeletVersion"] == "v1.37.2", (name, i["kubeletVersion"])
+    assert i["containerRuntimeVersion"] == "containerd://2.4.2", (name, i["containerRuntimeVersion"])
+EOF
+}
+
+# DRANET's inventory on each node: its ResourceSlice (driver dra.net, pool = the node) lists the
+# rail NICs rdma0 and rdma1 by interface, PCI address (virtio-net NICs of the guest) and rdma: true,
+# which rdmamap finds for an rxe device through its GID table's netdevs; the control NIC eth0 is
+# there too, rdma: false.
+test_dranet_publishes_rails_as_resourceslices() {
+  rn_wait_slices 240
+  slices_json >"$T_OUT/slices.json"
+  python3 - "$T_OUT/slices.json" "$LAB_RAILS" <<'EOF2' || fail "the ResourceSlices are not as expected (above)"
+import json, sys
+rails = int(sys.argv[2])
+seen = {}
+for s in json.load(open(sys.argv[1]))["items"]:
+    sp = s["spec"]
+    if sp["driver"] != "dra.net": continue
+    assert sp["pool"]["name"] == sp["nodeName"], (sp["pool"], sp["nodeName"])
+    for d in sp.get("devices", []):
+        # DRANET writes qualified names (dra.net/ifName); the standard ones keep their domain.
+        a = {k.removeprefix("dra.net/"): list(v.values())[0] for k, v in d.get("attributes", {}).items()}
+        print(sp["nodeName"], d["name"], {k: a.get(k) for k in ("ifName", "rdma", "pciAddress", "virtual", "resource.kubernetes.io/pcieRoot")})
+        seen.setdefault(sp["nodeName"], {})[a.get("ifName")] = a
+for node in ("node-a", "node-b"):
+    nics = seen.get(node, {})
+    for i in range(rails):
+        a = nics.get("rdma%d" % i)
+        assert a, (node, "no device with ifName rdma%d" % i, sorted(nics, key=str))
+        assert a.get("rdma") is True and a.get("virtual") is False and a.get("pciAddress"), (node, i, a)
+    assert nics.get("eth0", {}).get("rdma") is False, (node, "eth0", nics.get("eth0"))
+EOF2
+}
+
+# rn_dra_pod NAME NODE: a pod as railsweep's --mode dra makes one (a ResourceClaimTemplate asking
+# DeviceClass dranet for every device with dra.net/rdma true; not privileged, every capability
+# dropped but IPC_LOCK), on NODE, printing what it was given and then sleeping.
+rn_dra_pod() {
+  kube POST /apis/resource.k8s.io/v1/namespaces/lab/resourceclaimtemplates "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaimTemplate\",
+    \"metadata\":{\"name\":\"$1\"},\"spec\":{\"spec\":{\"devices\":{\"requests\":[{\"name\":\"rails\",\"exactly\":{\"deviceClassName\":\"dranet\",
+    \"selectors\":[{\"cel\":{\"expression\":\"device.attributes[\\\"dra.net\\\"].rdma == true\"}}],\"allocationMode\":\"All\"}}]}}}}" >/dev/null
+  rn_pod_json "$1" "$2" | { read -r body; kube POST /api/v1/namespaces/lab/pods "$body" >/dev/null; }
+}
+rn_pod_json() {
+  python3 - "$1" "$2" "$RN_IMAGE" "$LAB_RAILS" <<'EOF2'
+import json, sys
+name, node, image = sys.argv[1:4]
+# Until rail-follow made the rxe devices again in this namespace (at most 60 s), then what it has.
+show = ("for t in $(seq 120); do [ $(rdma link show | grep -c 'netdev rdma') -ge %d ] && break; sleep 0.5; done; echo \"rxe after $t\"; "
+        "ip -br addr; ls -l /dev/infiniband; rdma link; grep CapEff /proc/self/status; echo '=== rails json'; rdmabw rails --json; "
+        "echo '=== probe json'; rdmabw probe --json; echo '=== end'; sleep infinity") % int(sys.argv[4])
+print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+  "spec": {"nodeSelector": {"kubernetes.io/hostname": node}, "restartPolicy": "Never", "terminationGracePeriodSeconds": 2,
+           "automountServiceAccountToken": False, "resourceClaims": [{"name": "rails", "resourceClaimTemplateName": name}],
+           "containers": [{"name": "main", "image": image, "imagePullPolicy": "Never", "command": ["sh", "-c", show],
+                           "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"add": ["IPC_LOCK"], "drop": ["ALL"]}},
+                           "resources": {"claims": [{"name": "rails"}]}}]}}))
+EOF2
+}
+
+# rn_wait_running NAME SECONDS: wait until pod NAME runs; its events and status to T_OUT if not.
+rn_wait_running() {
+  local end=$((SECONDS + $2)) phase
+  while :; do
+    phase=$(kube GET "/api/v1/namespaces/lab/pods/$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["status"].get("phase", ""))')
+    [ "$phase" = Running ] && return 0
+    if [ "$phase" = Failed ] || [ $SECONDS -ge $end ]; then
+      kube GET "/api/v1/namespaces/lab/events?fieldSelector=involvedObject.name=$1" >"$T_OUT/$1.events.json" || true
+      kube GET "/api/v1/namespaces/lab/pods/$1" >"$T_OUT/$1.status.json" || true
+      python3 -c 'import json, sys
+for e in json.load(open(sys.argv[1]))["items"]: print("event", e["reason"], e["message"][:300])' "$T_OUT/$1.events.json" || true
+      fail "pod $1 is $phase after $2 s, not Running (events: $T_OUT/$1.events.json)"
+    fi
+    sleep 1
+  done
+}
+
+# The real scheduler allocates the claim from node-a's slice (both rails), and DRANET's NRI hooks
+# give the pod what it was allocated: the rail netdevs moved into the pod's network namespace with
+# the node's addresses (DRANET writes them in the claim's status.devices[].networkData), and the
+# uverbs files of the rails' RDMA devices (shared RDMA netns mode: DRANET adds the character
+# devices it found at prepare time to the container, with their device cgroup rule; rdma_cm too
+# where the node has it, which these nodes do not load), without privileged. With rail-follow's
+# rxe in the pod, rdmabw opens both uverbs files and finds both rails.
+test_claim_allocated_and_rails_given_to_pod() {
+  local t0
+  rn_wait_slices 240
+  t0=$(now)
+  rn_dra_pod rn-dra-a node-a
+  rn_wait_running rn-dra-a 240
+  echo "rn-dra-a Running $(elapsed "$t0") s after it was created"
+  for _ in $(seq 60); do rn_log rn-dra-a | grep -q '^=== end$' && break; sleep 1; done
+  rn_log rn-dra-a | tee "$T_OUT/rn-dra-a.log"
+  kube GET /api/v1/namespaces/lab/pods/rn-dra-a >"$T_OUT/rn-dra-a.pod.json"
+  kube GET /apis/resource.k8s.io/v1/namespaces/lab/resourceclaims >"$T_OUT/claims.json"
+  python3 - "$T_OUT/rn-dra-a.pod.json" "$T_OUT/claims.json" "$T_OUT/rn-dra-a.log" "$LAB_RAILS" <<'EOF2' || fail "the claim or the pod is not as expected (above)"
+import json, re, sys
+pod, claims, log, rails = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))["items"], open(sys.argv[3]).read(), int(sys.argv[4])
+names = {s["name"]: s.get("resourceClaimName") for s in pod["status"].get("resourceClaimStatuses", [])}
+claim = [c for c in claims if c["metadata"]["name"] == names.get("rails")]
+assert claim, ("no ResourceClaim for the pod", names)
+st = claim[0]["status"]
+res = st["allocation"]["devices"]["results"]
+print("allocated:", [(r["driver"], r["pool"], r["device"]) for r in res])
+assert len(res) == rails and all(r["driver"] == "dra.net" and r["pool"] == "node-a" for r in res), res
+for d in st.get("devices", []):
+    print("status.devices:", d["device"], d.get("networkData"), [c["type"] + "=" + c["status"] for c in d.get("conditions", [])])
+nd = {d["device"]: d.get("networkData", {}) for d in st.get("devices", [])}
+for i in range(rails):
+    m = re.search(r"^rdma%d\s+UP\s+(10\.224\.%d\.1)/24" % (i, i), log, re.M)
+    assert m, "no rdma%d with 10.224.%d.1/24 in the pod" % (i, i)
+    assert any(v.get("interfaceName") == "rdma%d" % i and "10.224.%d.1/24" % i in v.get("ips", []) for v in nd.values()), ("networkData lacks rdma%d" % i, nd)
+assert all(re.search(r"^crw.* 231, *%d .* uverbs%d$" % (192 + i, i), log, re.M) for i in range(rails)), "the pod has not the rails' uverbs files"
+c = pod["spec"]["containers"][0]
+assert not (c.get("securityContext") or {}).get("privileged"), "the pod is privileged"
+part = lambda name: log.split("=== %s\n" % name, 1)[1].split("\n=== ", 1)[0]
+r = json.loads(part("rails json"))
+for x in r["rails"]:
+    print("rail", x["rail"], x["iface"], x["ipv4"], x["device"], "GID", x["gid_index"], "usable", x["usable"], x["reason"] or "")
+assert sorted((x["iface"], x["usable"]) for x in r["rails"]) == [("rdma%d" % i, True) for i in range(rails)], r["rails"]
+p = {x["name"]: x for x in json.loads(part("probe json"))["checks"]}
+for name in sorted(p):
+    print("probe", name, p[name]["status"], p[name]["detail"])
+assert p["uverbs-open"]["status"] == "PASS", p["uverbs-open"]
+EOF2
+  rn_delete rn-dra-a
+}
+
+# railsweep's dra mode across the two real nodes: its ResourceClaimTemplate and pods as in
+# rn_dra_pod, the scheduler allocating each pod every rdma rail of its node, DRANET moving them,
+# rdmabw by exec in both pods, every rail from node-a to node-b over the rail's host bridge.
+# A rail's rxe comes back in the pod 0.2-5 s after DRANET moved its netdev (rail-follow,
+# scripts/lab.d/node; a NIC's RDMA device would not go at all), mostly before railsweep reads the
+# pod's rails (6-13 s after the pods are ready), not always: this test is flaky (passed 2 of 3
+# runs on 2026-12-04; the third failed on rail 1 with "no RDMA device"). With a polling
+# rail-follow that took 11-20 s, railsweep found "no RDMA device" on every rail.
+test_railsweep_dra_across_nodes() {
+  local rc t0 r line attempt status bw cif sif
+  rn_wait_slices 240
+  for attempt in 1 2 3; do
+    rc=0 t0=$(now)
+    "$RAILSWEEP" run --mode dra --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
+      -o "$T_OUT/sweep.csv" >"$T_OUT/sweep.out" 2>"$T_OUT/sweep.err" || rc=$?
+    echo "attempt $attempt: railsweep exit $rc after $(elapsed "$t0") s"
+    cp "$T_OUT/sweep.err" "$T_OUT/sweep.$attempt.err"
+    # The pods' cluster network is Multus's thin plugin, whose 250 ms for a GET of the pod an
+    # emulated node sometimes misses (suite real_nodes): only that is tried again, once the
+    # released rails are in the slices again (rail-follow's rxe, DRANET's next scan).
+    grep -q 'error waiting for pod: .*context deadline exceeded' "$T_OUT/sweep.err" || break
+    for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || break; sleep 1; done
+    rn_wait_slices 120
+  done
+  cat "$T_OUT/sweep.out"; tail -20 "$T_OUT/sweep.err"
+  [ "$rc" -eq 0 ] || fail "railsweep exit $rc"
+  for r in $(seq 0 $((LAB_RAILS - 1))); do
+    line=$(python3 -c 'import csv, sys
+for x in csv.DictReader(open(sys.argv[1])):
+    if x["rail"] == sys.argv[2]: print(x["status"], x["bw_avg_gbps"], x["client_interface"], x["server_interface"])' "$T_OUT/sweep.csv" "$r")
+    echo "rail $r: $line"
+    read -r status bw cif sif <<<"$line"
+    [ "$status" = ok ] || fail "rail $r is not ok: $line"
+    gt "$bw" 0 || fail "rail $r: no traffic: $line"
+    if [ "$cif" != "rdma$r" ] || [ "$sif" != "rdma$r" ]; then fail "rail $r ran over $cif and $sif, not rdma$r"; fi
+  done
+  for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || return 0; sleep 1; done
+  fail "railsweep's pods still there 60 s after it ended: $(pods_in lab | tr '\n' ' ')"
+}
