@@ -184,8 +184,10 @@ PY
 # secret, or with another one, is refused mid-sweep with a message that says so, and the sweep
 # completes every rail. A daemon's per-test limits refuse a test by the limit's name.
 test_sweep_daemon_serves_only_its_run() {
-  local pid code nd srv
-  nd=$(topo podA 1 iface); srv=$(ctl_ip podB)
+  local pid code nd srv ctl
+  # The daemon listens on podB's rail addresses only: an intruder comes over rail 1, and podB's
+  # control address is not served at all.
+  nd=$(topo podA 1 iface); srv=$(topo podB 1 ipv4); ctl=$(ctl_ip podB)
   # Three rails of 10 s: the two refused clients below (a few seconds each to start) come while
   # the sweep still runs rails 1 and 2, which the test checks.
   sweep secret -D 10 --rails 0,1,2 &
@@ -193,6 +195,9 @@ test_sweep_daemon_serves_only_its_run() {
   # Once rail 0's row is in, the daemon is up and serving.
   for _ in $(seq 1 1200); do [ "$(rows_in "$T_OUT/secret.csv")" -ge 1 ] && break; sleep 0.2; done
   [ "$(rows_in "$T_OUT/secret.csv")" -ge 1 ] || fail "no row after 240 s"
+  if in_pod podA timeout 5 bash -c ": </dev/tcp/$ctl/18515" 2>/dev/null; then
+    fail "the daemon answers on podB's control address $ctl: it should listen on the rails' addresses only"
+  fi
   code=0
   in_pod podA timeout 60 "$RDMABW" client --json -D 1 -s 4096 --netdev "$nd" --server-netdev "$nd" \
     "$srv" >"$T_OUT/intruder.json" 2>"$T_OUT/intruder.err" || code=$?
