@@ -133,11 +133,15 @@ async fn stdin_reaches_the_process_and_closes() {
     let (c, ns) = setup("stdin").await;
     let r = runner(&c, &ns);
     let data = vec![b'z'; 200_000];
-    // `wc -c` needs the end of stdin: v5's close signal carries it through the API server.
-    let out = r
-        .exec("pod-a", &argv(&["wc", "-c"]), Some(data.clone()))
-        .await
-        .expect("execs");
+    // `wc -c` needs the end of stdin: v5's close signal carries it through the API server. If
+    // the close is lost, `wc` waits for ever: a bounded wait fails the test instead.
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        r.exec("pod-a", &argv(&["wc", "-c"]), Some(data.clone())),
+    )
+    .await
+    .expect("`wc -c` ended within 60 s: the close of stdin reached it")
+    .expect("execs");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "200000");
     // `head -c N`, as --inject uses it, needs no end of file at all.
     let out = r
