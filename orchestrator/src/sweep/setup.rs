@@ -2,10 +2,11 @@
 //! are recorded under.
 
 use std::collections::BTreeSet;
-use std::time::Instant;
+use std::future::Future;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use results::rdmabw::rails::{Attachment, RailsReport};
+use results::rdmabw::rails::{Attachment, RailRow, RailsReport};
 use results::NetworkMode;
 
 use super::{Pods, Prepared, Rdmabw, SweepConfig};
@@ -134,6 +135,11 @@ pub async fn prepare_pod<R: Runner>(runner: &R, cfg: &SweepConfig, pod: &str) ->
     match rdmabw::parse_rails(&out) {
         Ok(rails) => {
             check_compatible(&rails.rdmabw_version, pod, injected)?;
+            let read = || async {
+                let out = runner.exec(pod, &rdmabw::rails_argv(&bin), None).await?;
+                rdmabw::parse_rails(&out)
+            };
+            let rails = settle_rails(pod, rails, read, RAILS_SETTLE).await;
             if let Some(gpu) = &cfg.gpu {
                 // Every rail would fail the same way: say it once, before any test.
                 let out = runner.exec(pod, &rdmabw::gpus_argv(&bin), None).await?;
@@ -148,6 +154,68 @@ pub async fn prepare_pod<R: Runner>(runner: &R, cfg: &SweepConfig, pod: &str) ->
             Err(e.context(format!("in pod {pod}")))
         }
     }
+}
+
+/// How long a pod's rails may take to come up once it runs: the kernel fills a RoCE device's
+/// GID table, and brings its port up, after the pod's network is set up (a DRA driver moving a
+/// NIC into the pod, a CNI adding an address), so the first look can come too early.
+pub const RAILS_SETTLE: Duration = Duration::from_secs(8);
+
+/// A rail that may still be coming up: it has its address, but no GID of it or no active port.
+pub fn settling(r: &RailRow) -> bool {
+    !r.usable && r.ipv4.is_some() && (r.gid_index.is_none() || r.state.as_deref() != Some("ACTIVE"))
+}
+
+/// `first`, or while some of its rails are [`settling`], what `read` says on looking again
+/// (every 250 ms, for at most `within`): the first report with none settling, else the last one
+/// read. A failing read ends the wait with the last good report.
+pub async fn settle_rails<F, Fut>(
+    pod: &str,
+    first: RailsReport,
+    mut read: F,
+    within: Duration,
+) -> RailsReport
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<RailsReport>>,
+{
+    let waiting: Vec<&str> = first
+        .rails
+        .iter()
+        .filter(|r| settling(r))
+        .map(|r| r.iface.as_str())
+        .collect();
+    if waiting.is_empty() {
+        return first;
+    }
+    eprintln!(
+        "railsweep: pod {pod}: rail(s) {} not up yet ({}); looking again for up to {} s",
+        waiting.join(", "),
+        first
+            .rails
+            .iter()
+            .find(|r| settling(r))
+            .and_then(|r| r.reason.as_deref())
+            .unwrap_or("no GID"),
+        within.as_secs()
+    );
+    let t0 = Instant::now();
+    let mut last = first;
+    while t0.elapsed() < within {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        match read().await {
+            Ok(r) => last = r,
+            Err(_) => break,
+        }
+        if !last.rails.iter().any(settling) {
+            eprintln!(
+                "railsweep: pod {pod}: its rails came up after {:.1} s",
+                t0.elapsed().as_secs_f64()
+            );
+            break;
+        }
+    }
+    last
 }
 
 /// Set-up: look both pods up, check (or inject) rdmabw, and read their rails, both pods at once.
@@ -226,5 +294,66 @@ pub fn infer_mode(
         NetworkMode::Lab
     } else {
         NetworkMode::Pods
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::tests::{report, row};
+    use std::cell::Cell;
+
+    /// Rail net1 with (`gid`) or without its GID, its port in `state`.
+    fn rail(gid: Option<u32>, state: &str) -> RailRow {
+        let mut r = row(0, "net1", "rxe0", "10.224.0.1");
+        r.gid_index = gid;
+        r.state = Some(state.into());
+        r.usable = gid.is_some() && state == "ACTIVE";
+        r
+    }
+
+    #[test]
+    fn a_rail_without_its_gid_or_active_port_is_settling() {
+        assert!(settling(&rail(None, "ACTIVE")));
+        assert!(settling(&rail(Some(1), "DOWN")));
+        assert!(!settling(&rail(Some(1), "ACTIVE")));
+        let mut no_addr = rail(None, "ACTIVE");
+        no_addr.ipv4 = None;
+        assert!(
+            !settling(&no_addr),
+            "no address: nothing will come up by itself"
+        );
+    }
+
+    #[tokio::test]
+    async fn rails_are_read_again_until_they_are_up() {
+        let reads = Cell::new(0);
+        let read = || {
+            reads.set(reads.get() + 1);
+            let gid = (reads.get() >= 2).then_some(1);
+            async move { Ok(report("p", vec![rail(gid, "ACTIVE")])) }
+        };
+        let first = report("p", vec![rail(None, "ACTIVE")]);
+        let got = settle_rails("p", first, read, Duration::from_secs(5)).await;
+        assert_eq!(reads.get(), 2, "read until the GID came, and no more");
+        assert!(got.rails[0].usable);
+    }
+
+    #[tokio::test]
+    async fn up_rails_are_not_read_again_and_a_dead_one_is_given_up() {
+        let reads = Cell::new(0);
+        let up = report("p", vec![rail(Some(1), "ACTIVE")]);
+        let read = || {
+            reads.set(reads.get() + 1);
+            async { Ok(report("p", vec![rail(None, "ACTIVE")])) }
+        };
+        let got = settle_rails("p", up.clone(), read, Duration::from_secs(5)).await;
+        assert_eq!((reads.get(), got), (0, up));
+        let t0 = Instant::now();
+        let down = report("p", vec![rail(Some(1), "DOWN")]);
+        let read = || async { Ok(report("p", vec![rail(Some(1), "DOWN")])) };
+        let got = settle_rails("p", down.clone(), read, Duration::from_millis(600)).await;
+        assert_eq!(got, down);
+        assert!(t0.elapsed() < Duration::from_secs(2), "bounded by `within`");
     }
 }
