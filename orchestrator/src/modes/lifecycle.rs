@@ -333,6 +333,18 @@ impl PodSet {
         Ok(ends)
     }
 
+    /// How the wait for `pod` ends, if it does now: ready, or a failure its status and events
+    /// explain.
+    async fn ended(&self, name: &str, pod: &Pod) -> Option<Result<Pod, LifecycleError>> {
+        if is_ready(pod) {
+            return Some(Ok(pod.clone()));
+        }
+        let events = self.events_of(name).await;
+        let d = explain_pod(pod, &events)?;
+        let d = self.with_dra_reasons(d, pod).await;
+        Some(Err(LifecycleError::NotStarted(Box::new(d))))
+    }
+
     async fn wait_one(
         &self,
         name: String,
@@ -354,13 +366,8 @@ impl PodSet {
                     watching = false;
                     let pod = r.map_err(|source| LifecycleError::Watch { pod: name.clone(), source })?;
                     if let Some(p) = pod {
-                        if is_ready(&p) {
-                            return Ok(p);
-                        }
-                        let events = self.events_of(&name).await;
-                        if let Some(d) = explain_pod(&p, &events) {
-                            let d = self.with_dra_reasons(d, &p).await;
-                            return Err(LifecycleError::NotStarted(Box::new(d)));
+                        if let Some(end) = self.ended(&name, &p).await {
+                            return end;
                         }
                     }
                     // A failure gone by the time it was read: go on with the beat alone.
@@ -370,13 +377,8 @@ impl PodSet {
                         action: "read", pod: name.clone(), source,
                     })?;
                     if let Some(p) = pod {
-                        if is_ready(&p) {
-                            return Ok(p);
-                        }
-                        let events = self.events_of(&name).await;
-                        if let Some(d) = explain_pod(&p, &events) {
-                            let d = self.with_dra_reasons(d, &p).await;
-                            return Err(LifecycleError::NotStarted(Box::new(d)));
+                        if let Some(end) = self.ended(&name, &p).await {
+                            return end;
                         }
                         last = Some(p);
                     }

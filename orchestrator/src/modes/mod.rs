@@ -808,13 +808,14 @@ mod tests {
         let nodes: Vec<String> = ["node-b", "node-a", "10.140.66.66"]
             .map(String::from)
             .to_vec();
+        let names = |pods: &[Pod]| -> Vec<String> {
+            pods.iter()
+                .filter_map(|p| p.metadata.name.clone())
+                .collect()
+        };
         let pods = fleet_pods(Mode::Sriov, &opts(), "f1", &nodes).expect("builds");
-        let names: Vec<&str> = pods
-            .iter()
-            .filter_map(|p| p.metadata.name.as_deref())
-            .collect();
         assert_eq!(
-            names,
+            names(&pods),
             [
                 "railsweep-f1-sriov-node-b",
                 "railsweep-f1-sriov-node-a",
@@ -841,12 +842,8 @@ mod tests {
         // Names that cannot be part of a pod name, or that would collide, become indexes.
         let odd: Vec<String> = ["Node_A", &"n".repeat(60)].map(String::from).to_vec();
         let pods = fleet_pods(Mode::HostNetwork, &opts(), "f1", &odd).expect("builds");
-        let names: Vec<&str> = pods
-            .iter()
-            .filter_map(|p| p.metadata.name.as_deref())
-            .collect();
         assert_eq!(
-            names,
+            names(&pods),
             ["railsweep-f1-hostnetwork-0", "railsweep-f1-hostnetwork-1"]
         );
         assert!(fleet_pods(Mode::Ipvlan, &PodOptions::default(), "f1", &nodes).is_err());

@@ -26,7 +26,10 @@ impl LocalRunner {
         LocalRunner::default()
     }
 
-    fn command(&self, pod: &str, argv: &[String]) -> Result<Command> {
+    /// `argv` in `pod`, its stdout and stderr piped, its stdin piped when `stdin` (else
+    /// empty), killed if railsweep drops it (if railsweep itself goes away without cleaning
+    /// up, the process goes with it).
+    fn command(&self, pod: &str, argv: &[String], stdin: bool) -> Result<Command> {
         let Some((program, args)) = argv.split_first() else {
             bail!("empty command");
         };
@@ -42,6 +45,8 @@ impl LocalRunner {
             c
         };
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(if stdin { Stdio::piped() } else { Stdio::null() });
+        cmd.kill_on_drop(true);
         Ok(cmd)
     }
 
@@ -59,6 +64,15 @@ fn exit_of(status: std::process::ExitStatus) -> Exit {
         (Some(c), _) => Exit::Code(c),
         (None, Some(s)) => Exit::Code(128 + s),
         (None, None) => Exit::Error("ended without an exit code".into()),
+    }
+}
+
+/// A finished process's status and output as the runner's [`Output`].
+fn output_of(out: std::process::Output) -> Output {
+    Output {
+        exit: exit_of(out.status),
+        stdout: out.stdout,
+        stderr: out.stderr,
     }
 }
 
@@ -99,13 +113,7 @@ impl Runner for LocalRunner {
     }
 
     async fn exec(&self, pod: &str, argv: &[String], stdin: Option<Vec<u8>>) -> Result<Output> {
-        let mut cmd = self.command(pod, argv)?;
-        cmd.stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        });
-        cmd.kill_on_drop(true);
+        let mut cmd = self.command(pod, argv, stdin.is_some())?;
         let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {
@@ -127,22 +135,11 @@ impl Runner for LocalRunner {
             .wait_with_output()
             .await
             .with_context(|| format!("waiting for {}", argv[0]))?;
-        Ok(Output {
-            exit: exit_of(out.status),
-            stdout: out.stdout,
-            stderr: out.stderr,
-        })
+        Ok(output_of(out))
     }
 
     async fn spawn(&self, pod: &str, argv: &[String], stdin: Option<Vec<u8>>) -> Result<Spawned> {
-        let mut cmd = self.command(pod, argv)?;
-        cmd.stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        });
-        // If railsweep itself goes away without cleaning up, take the process with it.
-        cmd.kill_on_drop(true);
+        let mut cmd = self.command(pod, argv, stdin.is_some())?;
         let mut child = cmd
             .spawn()
             .with_context(|| format!("cannot start {} in {pod}", argv[0]))?;
@@ -153,21 +150,12 @@ impl Runner for LocalRunner {
             // Small (a secret's line): written, then closed, before anything waits on it.
             let _ = pipe.write_all(&data).await;
         }
-        let done = tokio::spawn(async move {
-            let out = child.wait_with_output().await?;
-            Ok(Output {
-                exit: exit_of(out.status),
-                stdout: out.stdout,
-                stderr: out.stderr,
-            })
-        });
+        let done = tokio::spawn(async move { Ok(output_of(child.wait_with_output().await?)) });
         Ok(Spawned { pid, done })
     }
 
     async fn start(&self, pod: &str, argv: &[String]) -> Result<Piped> {
-        let mut cmd = self.command(pod, argv)?;
-        cmd.stdin(Stdio::piped());
-        cmd.kill_on_drop(true);
+        let mut cmd = self.command(pod, argv, true)?;
         let mut child = cmd
             .spawn()
             .with_context(|| format!("cannot start {} in {pod}", argv[0]))?;
