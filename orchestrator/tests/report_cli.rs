@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 #[path = "support/process.rs"]
 mod process;
 
-use process::{railsweep, text};
+use process::{assert_says, railsweep, text};
 use results::{read_path, read_str, write_csv, write_json, NetworkMode, RailResult};
 
 fn fixture() -> PathBuf {
@@ -79,11 +79,7 @@ fn merges_csv_and_json_into_a_markdown_comparison_on_stdout() {
     );
     // Logs go to stderr, never into the machine output.
     assert!(!stdout.contains("railsweep:"), "{stdout}");
-    assert!(
-        text(&out.stderr).contains("read 16 rows from"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_says(&out.stderr, "read 16 rows from");
 }
 
 #[test]
@@ -169,11 +165,7 @@ fn the_same_run_twice_is_an_input_error() {
     let f = fixture();
     let out = railsweep(&["report", path_str(&f), path_str(&f)]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("more than once"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_says(&out.stderr, "more than once");
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use results::{read_path, MemoryKind, RailStatus};
 use support::fake::{alive, rail, Behave, Fake};
-use support::process::{self, railsweep, text};
+use support::process::{self, assert_says, railsweep, text};
 
 fn local_args<'a>(fake: &'a str, out: &'a str) -> Vec<&'a str> {
     vec![
@@ -176,11 +176,7 @@ fn no_tclass_warns() {
     args.retain(|a| *a != "--tclass" && *a != "41");
     let r = railsweep(&args);
     assert_eq!(r.status.code(), Some(0));
-    assert!(
-        text(&r.stderr).contains("warning: no --tclass"),
-        "{}",
-        text(&r.stderr)
-    );
+    assert_says(&r.stderr, "warning: no --tclass");
 }
 
 #[test]
@@ -221,11 +217,7 @@ fn a_failed_rail_is_recorded_and_the_others_are_measured() {
         !f.client_log().contains("-d mlx5_2 "),
         "the unusable rail was not run"
     );
-    assert!(
-        text(&r.stdout).contains("rail 2 failed: "),
-        "{}",
-        text(&r.stdout)
-    );
+    assert_says(&r.stdout, "rail 2 failed: ");
 }
 
 #[test]
@@ -250,11 +242,7 @@ fn a_window_without_a_completed_write_is_no_measurement() {
         "{:?}",
         rows[1].error
     );
-    assert!(
-        text(&r.stdout).contains("rail 1 failed: "),
-        "{}",
-        text(&r.stdout)
-    );
+    assert_says(&r.stdout, "rail 1 failed: ");
 }
 
 #[test]
@@ -319,11 +307,7 @@ fn retries_run_a_failed_rail_again() {
     let r = railsweep(&args);
     assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
     assert_eq!(f.client_log().matches("-d mlx5_0 ").count(), 2);
-    assert!(
-        text(&r.stderr).contains("attempt 2 of 2"),
-        "{}",
-        text(&r.stderr)
-    );
+    assert_says(&r.stderr, "attempt 2 of 2");
 }
 
 #[test]
@@ -337,11 +321,7 @@ fn resume_measures_only_the_missing_rails() {
     // Without --resume an existing file is refused.
     let again = railsweep(&local_args(&bin, &o));
     assert_eq!(again.status.code(), Some(2));
-    assert!(
-        text(&again.stderr).contains("--resume"),
-        "{}",
-        text(&again.stderr)
-    );
+    assert_says(&again.stderr, "--resume");
 
     std::fs::remove_file(f.file("client-args.log")).expect("rm");
     let mut args = local_args(&bin, &o);
@@ -403,7 +383,7 @@ fn missing_or_foreign_rdmabw_is_a_setup_error() {
     let o = s(&out);
     let r = railsweep(&local_args("/nonexistent/rdmabw", &o));
     assert_eq!(r.status.code(), Some(2));
-    assert!(text(&r.stderr).contains("--inject"), "{}", text(&r.stderr));
+    assert_says(&r.stderr, "--inject");
     assert!(
         !out.exists(),
         "no results file for a sweep that never started"
@@ -413,22 +393,14 @@ fn missing_or_foreign_rdmabw_is_a_setup_error() {
     let bin = s(&f.path());
     let r = railsweep(&local_args(&bin, &o));
     assert_eq!(r.status.code(), Some(2));
-    assert!(
-        text(&r.stderr).contains("rdmabw 9.0.0"),
-        "{}",
-        text(&r.stderr)
-    );
+    assert_says(&r.stderr, "rdmabw 9.0.0");
 
     // An rdmabw without `rails` (or whose rails fails): --version tells which it is.
     f.set_version("0.1.0");
     f.write("rails.json", "not json");
     let r = railsweep(&local_args(&bin, &o));
     assert_eq!(r.status.code(), Some(2));
-    assert!(
-        text(&r.stderr).contains("not a rails report"),
-        "{}",
-        text(&r.stderr)
-    );
+    assert_says(&r.stderr, "not a rails report");
 }
 
 #[test]
@@ -454,7 +426,7 @@ fn ctrl_c_ends_remote_processes_and_keeps_rows() {
     let hang = f.pid_in("hang-net2.pid").expect("pid");
     let daemon = f.pid_in("server.pid").expect("pid");
     assert!(!alive(hang) && !alive(daemon), "client and daemon ended");
-    assert!(text(&o.stderr).contains("--resume"), "{}", text(&o.stderr));
+    assert_says(&o.stderr, "--resume");
 }
 
 /// Issue 31, finding 5: numbers no `Duration` holds panicked (exit 101), `--pod-timeout`'s

@@ -18,6 +18,13 @@ pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Asserts that `out` (a stream's bytes) says `what`, showing all of it when not.
+#[track_caller]
+pub fn assert_says(out: &[u8], what: &str) {
+    let t = text(out);
+    assert!(t.contains(what), "expected {what:?} in:\n{t}");
+}
+
 /// Starts railsweep with `args`: no stdin, stdout and stderr captured.
 pub fn start<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_railsweep"))
