@@ -47,6 +47,11 @@ fn drop_column(csv: &str, column: &str) -> String {
         + "\n"
 }
 
+/// The error of reading the fixture's CSV as `a.csv` with one cell set (see [`set_cell`]).
+fn cell_error(row: usize, column: &str, value: &str) -> String {
+    err(&set_cell(&fixture_csv(), row, column, value), "a.csv").to_string()
+}
+
 fn err(text: &str, name: &str) -> ResultsError {
     read_str(text, name).expect_err("input must be rejected")
 }
@@ -140,9 +145,8 @@ fn csv_bad_number_names_line_and_column() {
 
 #[test]
 fn csv_bad_integer_and_empty_required_number() {
-    let text = set_cell(&fixture_csv(), 0, "rail", "-1");
     assert_eq!(
-        err(&text, "a.csv").to_string(),
+        cell_error(0, "rail", "-1"),
         "a.csv:2:10: column `rail`: expected an integer from 0 to 4294967295, found `-1`"
     );
     let text = set_cell(&fixture_csv(), 0, "qps", "");
@@ -154,8 +158,7 @@ fn csv_bad_integer_and_empty_required_number() {
 
 #[test]
 fn csv_bad_enum_value_is_pinned_to_its_column() {
-    let text = set_cell(&fixture_csv(), 2, "status", "great");
-    let e = err(&text, "a.csv").to_string();
+    let e = cell_error(2, "status", "great");
     assert!(
         e.starts_with("a.csv:4:25: column `status`: unknown variant `great`"),
         "{e}"
@@ -164,9 +167,8 @@ fn csv_bad_enum_value_is_pinned_to_its_column() {
 
 #[test]
 fn csv_row_breaking_a_rule_is_an_error() {
-    let text = set_cell(&fixture_csv(), 0, "bw_avg_gbps", "");
     assert_eq!(
-        err(&text, "a.csv").to_string(),
+        cell_error(0, "bw_avg_gbps", ""),
         "a.csv:2:26: column `bw_avg_gbps` is required when status is ok"
     );
 }
@@ -320,8 +322,7 @@ fn poll_and_cpu_per_gb_round_trip_through_csv() {
 
 #[test]
 fn a_list_cell_that_is_not_json_names_its_column() {
-    let text = set_cell(&fixture_csv(), 1, "diagnosis", "loss");
-    let e = err(&text, "a.csv").to_string();
+    let e = cell_error(1, "diagnosis", "loss");
     assert!(
         e.starts_with("a.csv:3:36: column `diagnosis`: expected a JSON list (or an empty cell)"),
         "{e}"
