@@ -12,78 +12,17 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bench_core::control::{
-    decode_frame, encode_frame, read_frame, Dribble, FrameDecoder, Hello, Msg, PhaseTimeouts,
-    RunSecret, WatchConfig, HEADER_LEN, MAX_FRAME_BYTES,
+    check_decoder_invariants, encode_frame, Hello, Msg, PhaseTimeouts, RunSecret, WatchConfig,
+    HEADER_LEN, MAX_FRAME_BYTES,
 };
 use bench_core::gid::RailRequest;
 use bench_core::session::{admit, check_hello, Pinned, ServerConfig, ServerLimits};
 use bench_core::sysfs::SysRoots;
+#[path = "../../results/tests/fuzzing/mod.rs"]
+mod fuzzing;
+
+use fuzzing::{budget, Rng};
 use results::rdmabw::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
-
-/// xorshift64*: small, seeded, reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn byte(&mut self) -> u8 {
-        self.next() as u8
-    }
-    /// A u64 that is often at an edge (0, 1, a power of two and its neighbours, the top).
-    fn edgy_u64(&mut self) -> u64 {
-        match self.below(6) {
-            0 => 0,
-            1 => u64::MAX - self.below(3),
-            2 => (1u64 << self.below(64))
-                .wrapping_add(self.below(3))
-                .wrapping_sub(1),
-            3 => self.below(1 << 31),
-            _ => self.next(),
-        }
-    }
-    /// An f64 that is often NaN, infinite, negative, tiny or huge.
-    fn edgy_f64(&mut self) -> f64 {
-        match self.below(8) {
-            0 => f64::NAN,
-            1 => f64::INFINITY,
-            2 => f64::NEG_INFINITY,
-            3 => -(self.below(1000) as f64),
-            4 => 1e300,
-            5 => f64::from_bits(self.next()),
-            _ => self.below(100_000) as f64 / 100.0,
-        }
-    }
-}
-
-/// How long each target runs, and the seed.
-fn budget(name: &str) -> (Duration, Rng) {
-    let secs = std::env::var("RAILBENCH_FUZZ_SECS")
-        .ok()
-        .and_then(|s| s.parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .unwrap_or(1.5);
-    let seed = std::env::var("RAILBENCH_FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        })
-        | 1;
-    eprintln!("{name}: seed {seed} (RAILBENCH_FUZZ_SEED), {secs} s (RAILBENCH_FUZZ_SECS)");
-    (Duration::from_secs_f64(secs), Rng(seed))
-}
 
 fn random_params(r: &mut Rng) -> TestParams {
     TestParams {
@@ -195,44 +134,19 @@ fn mutate(r: &mut Rng, base: &[u8]) -> Vec<u8> {
     v
 }
 
-fn decode_all_ways(data: &[u8]) {
-    let whole = decode_frame(data);
-    if let Ok((msg, used)) = &whole {
-        assert!(*used <= data.len());
-        assert!(*used <= HEADER_LEN + MAX_FRAME_BYTES as usize);
-        if let Err(e) = encode_frame(msg) {
-            assert!(
-                matches!(e, bench_core::control::FrameError::Oversized { .. }),
-                "{e}"
-            );
-        }
-    }
-    let streamed = read_frame(&mut &data[..]);
-    assert_eq!(whole.is_ok(), streamed.is_ok());
-    let step = 1 + usize::from(data.first().copied().unwrap_or(0) % 17);
-    let mut r = Dribble::new(data, step);
-    let mut dec = FrameDecoder::new();
-    for _ in 0..2 * data.len() + 4 {
-        match dec.poll_read(&mut r) {
-            Ok(None) => assert!(dec.buffered() <= HEADER_LEN + MAX_FRAME_BYTES as usize),
-            Ok(Some(_)) | Err(_) => break,
-        }
-    }
-}
-
 #[test]
 fn the_frame_decoder_takes_random_and_mutated_frames_without_panicking() {
-    let (limit, mut r) = budget("frame decoder");
+    let (limit, mut r) = budget("frame decoder", 1.5);
     let t0 = Instant::now();
     let mut cases = 0u64;
     while t0.elapsed() < limit {
         let corpus = corpus(&mut r);
         for base in &corpus {
-            decode_all_ways(&mutate(&mut r, base));
+            check_decoder_invariants(&mutate(&mut r, base));
             cases += 1;
         }
         let noise: Vec<u8> = (0..r.below(64)).map(|_| r.byte()).collect();
-        decode_all_ways(&noise);
+        check_decoder_invariants(&noise);
         cases += 1;
     }
     eprintln!("frame decoder: {cases} inputs");
@@ -241,7 +155,7 @@ fn the_frame_decoder_takes_random_and_mutated_frames_without_panicking() {
 
 #[test]
 fn an_admitted_hello_is_safe_for_every_computation_the_server_makes() {
-    let (limit, mut r) = budget("hello bounds");
+    let (limit, mut r) = budget("hello bounds", 1.5);
     let t0 = Instant::now();
     let (mut cases, mut admitted) = (0u64, 0u64);
     let limits = ServerLimits::default();
@@ -274,7 +188,7 @@ fn fixture() -> SysRoots {
 
 #[test]
 fn admission_answers_random_bytes_and_hellos_within_its_deadline() {
-    let (limit, mut r) = budget("admission");
+    let (limit, mut r) = budget("admission", 1.5);
     let cfg = ServerConfig {
         rail: RailRequest::default(),
         params: random_params(&mut r),

@@ -4,26 +4,12 @@
 //! runs it for ten minutes. The seed is printed, and `RAILBENCH_FUZZ_SEED` replays one.
 
 mod common;
+mod fuzzing;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use fuzzing::{budget, Rng};
 use results::{read_str, write_csv, write_json};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
 
 /// Bytes a mutation inserts: the ones CSV and JSON give meaning to, and some others.
 const SPICE: &[u8] = b",\"\n\r{}[]:0-9eE.+-nulltrue\\'=@\t \xef\xbb\xbf\xff";
@@ -54,23 +40,7 @@ fn mutate(r: &mut Rng, base: &[u8]) -> Vec<u8> {
 
 #[test]
 fn the_readers_take_random_and_mutated_files_without_panicking() {
-    let secs = std::env::var("RAILBENCH_FUZZ_SECS")
-        .ok()
-        .and_then(|s| s.parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .unwrap_or(2.0);
-    let seed = std::env::var("RAILBENCH_FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        })
-        | 1;
-    eprintln!("results readers: seed {seed} (RAILBENCH_FUZZ_SEED), {secs} s (RAILBENCH_FUZZ_SECS)");
-    let mut r = Rng(seed);
+    let (limit, mut r) = budget("results readers", 2.0);
     let rows = common::fixture_rows();
     let (mut csv, mut json) = (Vec::new(), Vec::new());
     write_csv(&mut csv, &rows[..4]).unwrap_or_else(|e| panic!("{e}"));
@@ -78,7 +48,7 @@ fn the_readers_take_random_and_mutated_files_without_panicking() {
     let corpus = [(csv, "in.csv"), (json, "in.json")];
     let t0 = Instant::now();
     let (mut cases, mut read) = (0u64, 0u64);
-    while t0.elapsed() < Duration::from_secs_f64(secs) {
+    while t0.elapsed() < limit {
         let (base, name) = &corpus[r.below(2) as usize];
         let input = if r.below(10) == 0 {
             (0..r.below(200)).map(|_| r.next() as u8).collect()

@@ -336,6 +336,38 @@ impl Read for Dribble<'_> {
     }
 }
 
+/// The decoder's invariants on one arbitrary input, for the fuzz target (`fuzz/`) and the
+/// stable-toolchain fuzz test: every entry point takes `data` without panicking and agrees on
+/// whether it holds a frame, what decodes encodes again (unless JSON re-spelling passes the
+/// cap), and the streaming decoder, fed a few bytes at a time, never buffers more than one
+/// capped frame.
+///
+/// # Panics
+///
+/// When an invariant does not hold: that is what a fuzzer looks for.
+#[doc(hidden)]
+pub fn check_decoder_invariants(data: &[u8]) {
+    let whole = decode_frame(data);
+    if let Ok((msg, used)) = &whole {
+        assert!(*used <= data.len());
+        assert!(*used <= HEADER_LEN + MAX_FRAME_BYTES as usize);
+        if let Err(e) = encode_frame(msg) {
+            assert!(matches!(e, FrameError::Oversized { .. }), "{e}");
+        }
+    }
+    let streamed = read_frame(&mut &data[..]);
+    assert_eq!(whole.is_ok(), streamed.is_ok());
+    let step = 1 + usize::from(data.first().copied().unwrap_or(0) % 17);
+    let mut r = Dribble::new(data, step);
+    let mut dec = FrameDecoder::new();
+    for _ in 0..2 * data.len() + 4 {
+        match dec.poll_read(&mut r) {
+            Ok(None) => assert!(dec.buffered() <= HEADER_LEN + MAX_FRAME_BYTES as usize),
+            Ok(Some(_)) | Err(_) => break,
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -52,8 +52,8 @@ pub use channel::{measure_timeout, ControlChannel, Phase, PhaseTimeouts};
 pub use claims::{ClaimInfo, DeviceBusy, DeviceClaim, DeviceClaims};
 pub use error::ControlError;
 pub use frame::{
-    decode_frame, encode_frame, read_frame, write_frame, Dribble, FrameDecoder, FrameError,
-    HEADER_LEN, MAGIC, MAX_FRAME_BYTES, PROTOCOL_VERSION,
+    check_decoder_invariants, decode_frame, encode_frame, read_frame, write_frame, Dribble,
+    FrameDecoder, FrameError, HEADER_LEN, MAGIC, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 pub use msg::{Accept, Hello, Msg, RejectReason, RunSecret, RDMABW_VERSION};
 pub use shown::{for_log, PEER_TEXT_CHARS};
