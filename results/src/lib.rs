@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 #[cfg(feature = "charts")]
+pub mod bench;
 pub mod charts;
 mod csvio;
 mod error;
