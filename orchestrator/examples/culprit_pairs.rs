@@ -1,14 +1,17 @@
 //! Extra pairs to tell the bad nodes from their partners after a fleet's schedule: railsweep's
 //! re-pairing (each suspect node against a node that passed) beside a halving re-test
 //! (ClusterKit's way, as modelled in `orchestrator::fleet::culprit::simulate::halving`), over
-//! the pairs of the same schedules. A simulation: a pair is slow exactly when a node is bad.
+//! the pairs of the same schedules. A simulation: a pair is slow exactly when a node is bad
+//! (or, with a bad uplink, when it crosses that group's uplink).
 //!
-//! `cargo run --release -p orchestrator --example culprit_pairs`
+//! `cargo run --release -p orchestrator --example culprit_pairs` prints two tables: small
+//! fleets with placed bad nodes, then fleets of 1,000 to 16,000 nodes with random bad nodes and
+//! a bad group uplink (docs/fleet.md has them).
 
 use std::collections::BTreeSet;
 
 use orchestrator::fleet::culprit::simulate;
-use orchestrator::fleet::schedule::{all_pairs, ring};
+use orchestrator::fleet::schedule::{all_pairs, random, ring, Schedule};
 
 fn main() {
     println!("pattern\tnodes\tbad\trepair_pairs\thalving_pairs\tboth_found_all");
@@ -31,6 +34,108 @@ fn main() {
                     found == bad && found_h == bad
                 );
             }
+        }
+    }
+    println!();
+    at_scale();
+}
+
+/// Trials per fleet size, pairing and planting.
+const TRIALS: usize = 10;
+/// Nodes behind one leaf switch, for the bad-uplink planting.
+const GROUP: usize = 32;
+
+/// xorshift64*, seeded: the same table each run.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) % n as u64) as usize
+    }
+
+    fn distinct(&mut self, k: usize, n: usize) -> BTreeSet<usize> {
+        let mut s = BTreeSet::new();
+        while s.len() < k {
+            s.insert(self.below(n));
+        }
+        s
+    }
+}
+
+/// Large fleets: for each pairing, the pairs and rounds of its first pass, then over
+/// [`TRIALS`] random plantings the extra pairs of the second pass, how often exactly the
+/// planted nodes were named, and how many good nodes were named on average.
+fn at_scale() {
+    println!(
+        "pairing\tnodes\tplanted\tpairs\trounds\textra_pairs\texactly_the_planted\tgood_nodes_named"
+    );
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for n in [1_000, 4_000, 16_000] {
+        let mut pairings: Vec<(String, Schedule)> = Vec::new();
+        // All pairs of 16,000 nodes are 128 million pairs in 15,999 rounds: not a schedule
+        // anyone runs; its figures are those of the smaller fleets' (every bad node found).
+        if n <= 4_000 {
+            pairings.push(("all-pairs".into(), all_pairs(n)));
+        }
+        pairings.push(("random:8".into(), random(n, 8, 42)));
+        pairings.push(("random:15".into(), random(n, 15, 42)));
+        pairings.push(("ring".into(), ring(n)));
+        for (name, sched) in &pairings {
+            let pairs: Vec<_> = sched.pairs().collect();
+            for k in [4, 16] {
+                let (mut extra, mut exact, mut good_named) = (0, 0, 0);
+                let (mut extra_h, mut exact_h) = (0, 0);
+                for _ in 0..TRIALS {
+                    let bad = rng.distinct(k, n);
+                    let (e, found) = simulate::repair(n, &pairs, &bad);
+                    extra += e;
+                    exact += usize::from(found == bad);
+                    good_named += found.difference(&bad).count();
+                    if name == "ring" {
+                        let (e, found) = simulate::halving(&pairs, &bad);
+                        extra_h += e;
+                        exact_h += usize::from(found == bad);
+                    }
+                }
+                println!(
+                    "{name}\t{n}\t{k} bad nodes\t{}\t{}\t{:.1}\t{exact}/{TRIALS}\t{:.1}",
+                    pairs.len(),
+                    sched.rounds.len(),
+                    extra as f64 / TRIALS as f64,
+                    good_named as f64 / TRIALS as f64
+                );
+                if name == "ring" {
+                    println!(
+                        "ring+halving\t{n}\t{k} bad nodes\t{}\t{}\t{:.1}\t{exact_h}/{TRIALS}\t-",
+                        pairs.len(),
+                        sched.rounds.len(),
+                        extra_h as f64 / TRIALS as f64,
+                    );
+                }
+            }
+            // One group's uplink is bad: every pair across it is slow, its inside pairs are
+            // not. No node is bad; any node named is a good node named.
+            let (mut extra, mut good_named) = (0, 0);
+            for _ in 0..TRIALS {
+                let g = rng.below(n / GROUP);
+                let inside = |x: usize| x / GROUP == g;
+                let slow = |a: usize, b: usize| inside(a) != inside(b);
+                let (e, found) = simulate::repair_with(n, &pairs, &slow);
+                extra += e;
+                good_named += found.len();
+            }
+            println!(
+                "{name}\t{n}\tbad uplink of {GROUP}\t{}\t{}\t{:.1}\t-\t{:.1}",
+                pairs.len(),
+                sched.rounds.len(),
+                extra as f64 / TRIALS as f64,
+                good_named as f64 / TRIALS as f64
+            );
         }
     }
 }

@@ -524,23 +524,38 @@ pub mod simulate {
     /// and in no fast one (the bad ones, and partners with no fast pair), against a node that
     /// passed (one with a fast pair). Returns (extra pairs, the nodes found bad after them).
     pub fn repair(n: usize, pairs: &[Pair], bad: &BTreeSet<usize>) -> (usize, BTreeSet<usize>) {
-        let slow = |p: &Pair| bad.contains(&p.client) || bad.contains(&p.server);
-        let mut in_slow = BTreeSet::new();
-        let mut in_fast = BTreeSet::new();
+        repair_with(n, pairs, &|a, b| bad.contains(&a) || bad.contains(&b))
+    }
+
+    /// [`repair`] where `slow(a, b)` says whether a pair is slow (a bad uplink makes every
+    /// pair across it slow, whatever its nodes). The partners that passed are taken in turn,
+    /// as railsweep does; a suspect is found bad when its pair with its partner is slow.
+    pub fn repair_with(
+        n: usize,
+        pairs: &[Pair],
+        slow: &dyn Fn(usize, usize) -> bool,
+    ) -> (usize, BTreeSet<usize>) {
+        let mut in_slow = vec![false; n];
+        let mut in_fast = vec![false; n];
         for p in pairs {
-            let set = if slow(p) { &mut in_slow } else { &mut in_fast };
-            set.insert(p.client);
-            set.insert(p.server);
+            let set = if slow(p.client, p.server) {
+                &mut in_slow
+            } else {
+                &mut in_fast
+            };
+            set[p.client] = true;
+            set[p.server] = true;
         }
-        let suspects: Vec<usize> = in_slow.difference(&in_fast).copied().collect();
-        if in_fast.is_empty() || n < 3 {
+        let suspects: Vec<usize> = (0..n).filter(|&x| in_slow[x] && !in_fast[x]).collect();
+        let passed: Vec<usize> = (0..n).filter(|&x| in_fast[x]).collect();
+        if passed.is_empty() || n < 3 {
             return (0, suspects.into_iter().collect());
         }
-        // Against a node that passed, a suspect's pair is slow exactly when it is bad.
         let found = suspects
             .iter()
-            .copied()
-            .filter(|s| bad.contains(s))
+            .enumerate()
+            .filter(|(i, &s)| slow(s, passed[i % passed.len()]))
+            .map(|(_, &s)| s)
             .collect();
         (suspects.len(), found)
     }

@@ -96,8 +96,11 @@ pub struct FleetArgs {
     /// Container to run in [default: the pod's default container; with --nodes, railsweep's].
     #[arg(short = 'c', long, value_name = "NAME", conflicts_with = "nodes")]
     pub container: Option<String>,
-    /// Which pairs: `all-pairs`, `ring` (each pod with the next), or `one-to-all=POD`.
-    #[arg(long, value_name = "PATTERN", default_value = "all-pairs")]
+    /// Which pairs: `all-pairs`, `ring` (each pod with the next), `random[:ROUNDS[:SEED]]`
+    /// (ROUNDS rounds of random disjoint pairs, default 8, for fleets too large for all pairs;
+    /// the header prints the seed that repeats it), `one-to-all=POD`, or `auto`: all pairs up
+    /// to 64 pods, random:8 above.
+    #[arg(long, value_name = "PATTERN", default_value = "auto")]
     pub pattern: schedule::Pattern,
     /// At most this many pairs at once within a round (0: the whole round).
     #[arg(long, value_name = "N", default_value_t = 0)]

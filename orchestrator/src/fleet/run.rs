@@ -12,7 +12,7 @@ use results::{RailResult, RailStatus, RowSink};
 use tokio_util::sync::CancellationToken;
 
 use super::culprit::{self, Threshold};
-use super::schedule::{Pair, Schedule};
+use super::schedule::{self, Pair, Schedule};
 use super::{heatmap, FleetArgs};
 use crate::config::GENERATED_BY;
 use crate::exit::Verdict;
@@ -378,7 +378,10 @@ pub(super) async fn fleet_with<R: Runner>(
             bail!("pod {p} is given twice");
         }
     }
-    let schedule = Schedule::build(&args.pattern, &pods)?;
+    // `auto` becomes a pattern by the fleet's size, and a random one gets its seed now: the
+    // header prints what ran, so that the run can be repeated.
+    let pattern = args.pattern.clone().for_fleet(pods.len());
+    let schedule = Schedule::build(&pattern, &pods)?;
     let threshold = match cfg.min_line_rate_pct {
         Some(p) => Threshold::LineRatePct(p),
         None => Threshold::MedianPct(args.outlier_pct),
@@ -430,10 +433,15 @@ pub(super) async fn fleet_with<R: Runner>(
         set_up,
     };
     eprintln!(
-        "railsweep: fleet of {} pods ({} runner), pattern {}: {} pairs in {} rounds, at most {} pairs at once; run {run_id}, results in {}",
+        "railsweep: fleet of {} pods ({} runner), pattern {}{}: {} pairs in {} rounds, at most {} pairs at once; run {run_id}, results in {}",
         pods.len(),
         runner.kind(),
-        args.pattern,
+        pattern,
+        if args.pattern == schedule::Pattern::Auto {
+            format!(" (auto: all pairs up to {} pods)", schedule::AUTO_ALL_PAIRS_MAX)
+        } else {
+            String::new()
+        },
         schedule.len(),
         schedule.rounds.len(),
         if args.max_pairs == 0 { "all".to_string() } else { args.max_pairs.to_string() },

@@ -16,6 +16,9 @@ use std::str::FromStr;
 /// Which pairs a fleet run measures.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pattern {
+    /// [`Pattern::AllPairs`] up to [`AUTO_ALL_PAIRS_MAX`] nodes, [`Pattern::Random`] with
+    /// [`RANDOM_ROUNDS`] rounds above ([`Pattern::for_fleet`]).
+    Auto,
     /// Every pair of nodes once (`N(N-1)/2` pairs).
     AllPairs,
     /// Each node with its neighbour in the node order, the last with the first (`N` pairs;
@@ -24,6 +27,58 @@ pub enum Pattern {
     /// Every other node against one reference node, one pair per round (the reference can
     /// only take part in one test at a time).
     OneToAll(String),
+    /// `rounds` rounds of random disjoint pairs, as fleets of thousands are checked (Google's
+    /// cluster health scanner, Imbue's 15 rounds): each node in one pair a round (one bye a
+    /// round when odd). `seed` makes it repeatable; none takes one from the clock
+    /// ([`Pattern::with_seed`]), which the run prints.
+    Random {
+        /// How many rounds.
+        rounds: usize,
+        /// The generator's seed.
+        seed: Option<u64>,
+    },
+}
+
+/// The rounds of `random` when not given.
+pub const RANDOM_ROUNDS: usize = 8;
+
+/// The largest fleet `auto` measures all pairs of: 63 rounds (64 nodes at one 5 s window a
+/// round is about 6 minutes a rail); above, all pairs grow as the square of the fleet.
+pub const AUTO_ALL_PAIRS_MAX: usize = 64;
+
+impl Pattern {
+    /// The pattern a fleet of `n` nodes runs: `auto` chosen by its size, and a seed where it
+    /// takes one and has none ([`Pattern::with_seed`]).
+    #[must_use]
+    pub fn for_fleet(self, n: usize) -> Pattern {
+        match self {
+            Pattern::Auto if n <= AUTO_ALL_PAIRS_MAX => Pattern::AllPairs,
+            Pattern::Auto => Pattern::Random {
+                rounds: RANDOM_ROUNDS,
+                seed: None,
+            }
+            .with_seed(),
+            p => p.with_seed(),
+        }
+    }
+
+    /// The same pattern with a seed where it takes one and has none: from the clock, so that
+    /// two runs pair differently; the pattern's text then repeats this run.
+    #[must_use]
+    pub fn with_seed(self) -> Pattern {
+        match self {
+            Pattern::Random { rounds, seed: None } => Pattern::Random {
+                rounds,
+                seed: Some(
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_nanos() as u64)
+                        .unwrap_or(1),
+                ),
+            },
+            p => p,
+        }
+    }
 }
 
 impl FromStr for Pattern {
@@ -31,8 +86,25 @@ impl FromStr for Pattern {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
+            "auto" => Ok(Pattern::Auto),
             "all-pairs" => Ok(Pattern::AllPairs),
             "ring" => Ok(Pattern::Ring),
+            _ if s == "random" || s.starts_with("random:") => {
+                let mut parts = s.splitn(3, ':').skip(1);
+                let rounds = match parts.next() {
+                    None => RANDOM_ROUNDS,
+                    Some(r) => r.parse::<usize>().ok().filter(|r| (1..=10_000).contains(r)).ok_or_else(|| {
+                        format!("`{s}`: the rounds of random:ROUNDS[:SEED] are a whole number from 1 to 10000, e.g. random:8")
+                    })?,
+                };
+                let seed = match parts.next() {
+                    None => None,
+                    Some(x) => Some(x.parse::<u64>().map_err(|_| {
+                        format!("`{s}`: the seed of random:ROUNDS:SEED is a whole number, e.g. random:8:42")
+                    })?),
+                };
+                Ok(Pattern::Random { rounds, seed })
+            }
             _ => match s.strip_prefix("one-to-all") {
                 Some(rest) => {
                     let node = rest.trim_start_matches(['=', ':', ' ']).trim();
@@ -43,7 +115,7 @@ impl FromStr for Pattern {
                     }
                 }
                 None => Err(format!(
-                    "unknown pattern `{s}`: expected all-pairs, ring or one-to-all=NODE"
+                    "unknown pattern `{s}`: expected auto, all-pairs, ring, random[:ROUNDS[:SEED]] or one-to-all=NODE"
                 )),
             },
         }
@@ -53,9 +125,15 @@ impl FromStr for Pattern {
 impl fmt::Display for Pattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Pattern::Auto => f.write_str("auto"),
             Pattern::AllPairs => f.write_str("all-pairs"),
             Pattern::Ring => f.write_str("ring"),
             Pattern::OneToAll(n) => write!(f, "one-to-all={n}"),
+            Pattern::Random { rounds, seed: None } => write!(f, "random:{rounds}"),
+            Pattern::Random {
+                rounds,
+                seed: Some(s),
+            } => write!(f, "random:{rounds}:{s}"),
         }
     }
 }
@@ -104,6 +182,7 @@ impl Schedule {
             return Err(ScheduleError::TooFew(n));
         }
         Ok(match pattern {
+            Pattern::Auto => return Schedule::build(&Pattern::Auto.for_fleet(n), names),
             Pattern::AllPairs => all_pairs(n),
             Pattern::Ring => ring(n),
             Pattern::OneToAll(reference) => {
@@ -113,6 +192,7 @@ impl Schedule {
                     .ok_or_else(|| ScheduleError::UnknownReference(reference.clone()))?;
                 one_to_all(n, r)
             }
+            Pattern::Random { rounds, seed } => random(n, *rounds, seed.unwrap_or(1)),
         })
     }
 
@@ -191,6 +271,34 @@ pub fn ring(n: usize) -> Schedule {
             rounds[i % 2].push(p);
         }
     }
+    Schedule { nodes: n, rounds }
+}
+
+/// `rounds` rounds, each a random matching of the `n` nodes (a shuffle, then neighbours pair
+/// up; for `n` odd the last sits out), from the xorshift64* generator seeded with `seed`.
+pub fn random(n: usize, rounds: usize, seed: u64) -> Schedule {
+    let mut x = seed | 1;
+    let mut below = |m: usize| {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) % m as u64) as usize
+    };
+    let mut order: Vec<usize> = (0..n).collect();
+    let rounds = (0..rounds)
+        .map(|_| {
+            for i in (1..n).rev() {
+                order.swap(i, below(i + 1));
+            }
+            order
+                .chunks_exact(2)
+                .map(|p| Pair {
+                    client: p[0],
+                    server: p[1],
+                })
+                .collect()
+        })
+        .collect();
     Schedule { nodes: n, rounds }
 }
 
@@ -321,7 +429,70 @@ mod tests {
     }
 
     #[test]
+    fn random_rounds_are_matchings_repeatable_by_seed() {
+        for n in [2, 3, 10, 1001] {
+            let s = random(n, 8, 42);
+            check_rounds(&s);
+            assert_eq!(s.rounds.len(), 8);
+            assert!(s.rounds.iter().all(|r| r.len() == n / 2), "N={n}");
+            assert_eq!(s, random(n, 8, 42), "the same seed, the same pairs");
+        }
+        assert_ne!(random(100, 8, 1), random(100, 8, 2));
+        // 8 rounds of 1000 nodes: few pairs come twice (28 pairs of rounds x 500 pairs / 999: 14
+        // expected).
+        let s = random(1000, 8, 7);
+        let distinct: std::collections::BTreeSet<(usize, usize)> =
+            s.pairs().map(Pair::key).collect();
+        assert!(
+            distinct.len() > 3950,
+            "{} distinct pairs of 4000",
+            distinct.len()
+        );
+    }
+
+    #[test]
     fn patterns_parse() {
+        assert_eq!(
+            "random".parse(),
+            Ok(Pattern::Random {
+                rounds: RANDOM_ROUNDS,
+                seed: None
+            })
+        );
+        assert_eq!(
+            "random:15:42".parse(),
+            Ok(Pattern::Random {
+                rounds: 15,
+                seed: Some(42)
+            })
+        );
+        assert_eq!(
+            "random:15:42".parse::<Pattern>().map(|p| p.to_string()),
+            Ok("random:15:42".into())
+        );
+        assert!("random:0"
+            .parse::<Pattern>()
+            .expect_err("0 rounds")
+            .contains("from 1 to 10000"));
+        assert!("random:8:x"
+            .parse::<Pattern>()
+            .expect_err("bad seed")
+            .contains("SEED"));
+        assert_eq!(Pattern::Auto.for_fleet(64), Pattern::AllPairs);
+        assert!(matches!(
+            Pattern::Auto.for_fleet(65),
+            Pattern::Random {
+                rounds: RANDOM_ROUNDS,
+                seed: Some(_)
+            }
+        ));
+        match "random:3".parse::<Pattern>().map(Pattern::with_seed) {
+            Ok(Pattern::Random {
+                rounds: 3,
+                seed: Some(_),
+            }) => {}
+            other => panic!("{other:?}"),
+        }
         assert_eq!("all-pairs".parse(), Ok(Pattern::AllPairs));
         assert_eq!("ring".parse(), Ok(Pattern::Ring));
         assert_eq!(
