@@ -11,7 +11,8 @@ use results::{Format, RailResult, RailStatus, Report};
 
 /// Where [`export`] writes.
 pub enum Dest<'a> {
-    /// A file, created or replaced.
+    /// A file, created or replaced at once (written beside it, then renamed over it, so that a
+    /// reader, such as node-exporter's textfile collector, never sees half of it).
     File(&'a Path),
     /// A stream (standard output), flushed after.
     Stream(&'a mut dyn Write),
@@ -38,8 +39,17 @@ pub fn export(report: &Report, format: Format, to: Dest<'_>) -> anyhow::Result<V
         .serialize(report)
         .with_context(|| format!("cannot produce {format} output"))?;
     match to {
-        Dest::File(path) => std::fs::write(path, &bytes)
-            .with_context(|| format!("cannot write {}", path.display()))?,
+        Dest::File(path) => {
+            let mut tmp = path.as_os_str().to_owned();
+            tmp.push(format!(".tmp-{}", std::process::id()));
+            let tmp = std::path::PathBuf::from(tmp);
+            std::fs::write(&tmp, &bytes)
+                .and_then(|()| std::fs::rename(&tmp, path))
+                .inspect_err(|_| {
+                    let _ = std::fs::remove_file(&tmp);
+                })
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
         Dest::Stream(out) => out
             .write_all(&bytes)
             .and_then(|()| out.flush())

@@ -22,7 +22,7 @@ pub struct ReportArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
 
-    /// Output format [default: taken from the -o extension (.md, .csv, .json, .svg), else markdown]
+    /// Output format [default: taken from the -o extension (.md, .csv, .json, .svg, .prom), else markdown]
     #[arg(short, long, value_enum)]
     pub format: Option<FormatArg>,
 
@@ -47,6 +47,9 @@ pub enum FormatArg {
     Json,
     /// Grouped bar chart: one bar per rail and mode, line rate and threshold lines.
     Svg,
+    /// OpenMetrics text, a sample per node pair and rail, for Prometheus (node-exporter's
+    /// textfile collector, a Pushgateway); see docs/fleet.md.
+    Openmetrics,
 }
 
 impl From<FormatArg> for Format {
@@ -56,6 +59,7 @@ impl From<FormatArg> for Format {
             FormatArg::Csv => Format::Csv,
             FormatArg::Json => Format::Json,
             FormatArg::Svg => Format::Svg,
+            FormatArg::Openmetrics => Format::OpenMetrics,
         }
     }
 }

@@ -43,8 +43,8 @@ pub use export::{
 pub use jsonio::{read_json, write_json, JsonResults};
 pub use read::{detect_format, read_path, read_str, InputFormat};
 pub use record::{
-    rfc3339_utc, EmptyNetworkMode, InvalidRecord, MemoryKind, NetworkMode, RailResult, RailStatus,
-    SCHEMA_VERSION,
+    rfc3339_utc, unix_seconds, EmptyNetworkMode, InvalidRecord, MemoryKind, NetworkMode,
+    RailResult, RailStatus, SCHEMA_VERSION,
 };
 pub use sink::RowSink;
 pub use summary::{Comparison, ModeSummary, RailDiff, Report, Series};

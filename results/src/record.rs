@@ -436,10 +436,58 @@ pub fn rfc3339_utc(time: SystemTime) -> String {
     )
 }
 
+/// Seconds since the Unix epoch of a time exactly as [`rfc3339_utc`] writes it
+/// (`YYYY-MM-DDTHH:MM:SSZ`); `None` for any other text.
+pub fn unix_seconds(rfc3339: &str) -> Option<i64> {
+    let b = rfc3339.as_bytes();
+    if b.len() != 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || !rfc3339.ends_with('Z')
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| rfc3339.get(r)?.parse::<i64>().ok();
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, m, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
+        return None;
+    }
+    // Days-from-civil, Howard Hinnant's algorithm (the inverse of rfc3339_utc's).
+    let y = year - i64::from(month <= 2);
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + h * 3600 + m * 60 + sec)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn unix_seconds_reads_what_rfc3339_utc_writes() {
+        for secs in [
+            0u64,
+            951_782_400,
+            1_767_225_600,
+            1_796_428_799,
+            4_102_444_800,
+        ] {
+            let text = rfc3339_utc(UNIX_EPOCH + Duration::from_secs(secs));
+            assert_eq!(unix_seconds(&text), Some(secs as i64), "{text}");
+        }
+        assert_eq!(unix_seconds("2026-12-04T12:00:00.5Z"), None);
+        assert_eq!(unix_seconds("2026-13-04T12:00:00Z"), None);
+        assert_eq!(unix_seconds("yesterday"), None);
+    }
 
     #[test]
     fn network_mode_names_round_trip() {

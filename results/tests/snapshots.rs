@@ -102,6 +102,14 @@ fn svg_snapshot() {
 }
 
 #[test]
+fn openmetrics_snapshot() {
+    check_snapshot(
+        "sweep-16x3.prom",
+        &export(&common::fixture_report(), Format::OpenMetrics),
+    );
+}
+
+#[test]
 fn markdown_snapshot_with_report_threshold() {
     let report = common::fixture_report().with_threshold(Some(96.85));
     check_snapshot(

@@ -19,7 +19,7 @@ fleet() {
 # too noisy for the outlier rule (a pair can get ~0 of the shared CPU), so none is re-measured
 # and the exit code only has to say that railsweep ran (0 or 1).
 test_fleet_all_pairs_in_rounds() {
-  fleet all -D 1 --no-remeasure
+  fleet all -D 1 --no-remeasure --metrics "$T_OUT/all.prom"
   [ "$rc" -le 1 ] || { cat "$T_OUT/all.err"; fail "railsweep fleet exit $rc"; }
   python3 - "$T_OUT/all" <<'PY' || fail "rounds or rows are not as expected"
 import csv, sys, itertools
@@ -44,6 +44,11 @@ for k, ts in rounds.items():
     assert overlap > 1.0, f"round {k}: pairs did not run at the same time"
 PY
   [ -s "$T_OUT/all/heatmap-rail0.svg" ] && [ -s "$T_OUT/all/heatmap-rail1.svg" ] || fail "no heatmaps"
+  # The fleet's OpenMetrics, in --out-dir and where --metrics said: a railbench_rail_ok sample
+  # per pair and rail (the format itself: scripts/check-metrics).
+  cmp -s "$T_OUT/all/fleet.prom" "$T_OUT/all.prom" || fail "--metrics FILE is not fleet.prom"
+  [ "$(grep -c '^railbench_rail_ok{' "$T_OUT/all/fleet.prom")" -eq 12 ] || fail "not 12 railbench_rail_ok samples"
+  tail -1 "$T_OUT/all/fleet.prom" | grep -qx '# EOF' || fail "fleet.prom does not end with # EOF"
   ! pgrep -x rdmabw >/dev/null || { pgrep -a rdmabw; fail "rdmabw processes left behind"; }
 }
 

@@ -121,6 +121,11 @@ pub struct FleetArgs {
     /// Also keep a results JSON snapshot of fleet.csv here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write the fleet's OpenMetrics (fleet.prom of --out-dir: a sample per node pair and
+    /// rail) to FILE, replaced at once: e.g. a file in node-exporter's textfile-collector
+    /// directory, or for a Pushgateway.
+    #[arg(long, value_name = "FILE")]
+    pub metrics: Option<PathBuf>,
     /// With --dry-run: print the pods as `yaml` (the default) or as a JSON `List` (`json`).
     #[arg(short = 'o', long, value_name = "FORMAT", requires = "dry_run", value_parser = ["yaml", "json"])]
     pub output: Option<String>,

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 use futures::stream::StreamExt;
-use results::{RailResult, RailStatus, RowSink};
+use results::{Format, RailResult, RailStatus, Report, RowSink};
 use tokio_util::sync::CancellationToken;
 
 use super::culprit::{self, Threshold};
@@ -16,6 +16,7 @@ use super::schedule::{self, Pair, Schedule};
 use super::{heatmap, FleetArgs};
 use crate::config::GENERATED_BY;
 use crate::exit::Verdict;
+use crate::output::{self, Dest};
 use crate::pair::{sweep_pair, Interruption, PairRun, RowsFile};
 use crate::runner::{KubeRunner, Runner};
 use crate::sweep::{self, PodSetUp, Pods, Prepared, Rdmabw, SweepConfig};
@@ -546,6 +547,10 @@ pub(super) async fn fleet_with<R: Runner>(
             Err(e) => eprintln!("railsweep: warning: no heatmap for rail {rail}: {e:#}"),
         }
     }
+    let metrics = Report::new(GENERATED_BY, rows.clone());
+    for path in std::iter::once(dir.join("fleet.prom")).chain(args.metrics.clone()) {
+        output::export(&metrics, Format::OpenMetrics, Dest::File(&path))?;
+    }
     let medians = culprit::rail_medians(&rows);
     let mut out = std::io::stdout().lock();
     let measured_pairs: BTreeSet<(String, String)> = culprit::latest(&rows)
@@ -589,10 +594,15 @@ pub(super) async fn fleet_with<R: Runner>(
     std::fs::write(dir.join("suspects.txt"), &suspects_txt)?;
     writeln!(
         out,
-        "results: {} (rows), {}/heatmap-rail*.svg, {}",
+        "results: {} (rows), {}/heatmap-rail*.svg, {}, {} (OpenMetrics){}",
         sink.csv_path().display(),
         dir.display(),
-        dir.join("rounds.tsv").display()
+        dir.join("rounds.tsv").display(),
+        dir.join("fleet.prom").display(),
+        args.metrics
+            .as_ref()
+            .map(|m| format!(" and {}", m.display()))
+            .unwrap_or_default()
     )?;
     out.flush()?;
     for p in &problems {

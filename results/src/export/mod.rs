@@ -1,6 +1,7 @@
 //! Output formats, all behind one trait.
 
 mod markdown;
+mod openmetrics;
 mod svg;
 
 use std::fmt;
@@ -13,6 +14,7 @@ use crate::jsonio::json_bytes;
 use crate::summary::Report;
 
 pub use markdown::MarkdownExporter;
+pub use openmetrics::OpenMetricsExporter;
 pub use svg::SvgExporter;
 
 /// Turns a [`Report`] into the bytes of one output format.
@@ -54,11 +56,20 @@ pub enum Format {
     Markdown,
     /// Grouped bar chart, one bar per rail and mode.
     Svg,
+    /// OpenMetrics text: a sample per node pair and rail (Prometheus, node-exporter's textfile
+    /// collector, a Pushgateway).
+    OpenMetrics,
 }
 
 impl Format {
     /// Every format, in the order help texts list them.
-    pub const ALL: [Format; 4] = [Format::Markdown, Format::Csv, Format::Json, Format::Svg];
+    pub const ALL: [Format; 5] = [
+        Format::Markdown,
+        Format::Csv,
+        Format::Json,
+        Format::Svg,
+        Format::OpenMetrics,
+    ];
 
     /// The exporter for this format, with default settings.
     pub fn exporter(self) -> Box<dyn Exporter> {
@@ -67,6 +78,7 @@ impl Format {
             Format::Json => Box::new(JsonExporter),
             Format::Markdown => Box::new(MarkdownExporter),
             Format::Svg => Box::new(SvgExporter::default()),
+            Format::OpenMetrics => Box::new(OpenMetricsExporter),
         }
     }
 
@@ -77,11 +89,12 @@ impl Format {
             Format::Json => "json",
             Format::Markdown => "markdown",
             Format::Svg => "svg",
+            Format::OpenMetrics => "openmetrics",
         }
     }
 
     /// The format a file name's extension implies: `.csv`, `.json`, `.md` or
-    /// `.markdown`, `.svg` (any case).
+    /// `.markdown`, `.svg`, `.prom` (any case).
     pub fn from_path(path: &Path) -> Option<Format> {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
         match ext.as_str() {
@@ -89,6 +102,7 @@ impl Format {
             "json" => Some(Format::Json),
             "md" | "markdown" => Some(Format::Markdown),
             "svg" => Some(Format::Svg),
+            "prom" => Some(Format::OpenMetrics),
             _ => None,
         }
     }
@@ -102,7 +116,7 @@ impl fmt::Display for Format {
 
 /// An unknown format name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown format `{0}`; expected markdown, csv, json or svg")]
+#[error("unknown format `{0}`; expected markdown, csv, json, svg or openmetrics")]
 pub struct UnknownFormatName(pub String);
 
 impl FromStr for Format {
@@ -114,6 +128,7 @@ impl FromStr for Format {
             "json" => Ok(Format::Json),
             "markdown" | "md" => Ok(Format::Markdown),
             "svg" => Ok(Format::Svg),
+            "openmetrics" | "prom" => Ok(Format::OpenMetrics),
             _ => Err(UnknownFormatName(s.to_string())),
         }
     }
