@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use crate::stats::{median, Rng};
+
 /// One run of one tool in one round of one guest: a row of `runs.tsv`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
@@ -91,18 +93,6 @@ pub fn read_runs(tsv: &str) -> Result<Vec<Run>, String> {
     Ok(runs)
 }
 
-/// The median; `None` for no values.
-pub fn median(values: &[f64]) -> Option<f64> {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
-
 /// A round: (boot, round).
 type Round<'a> = (&'a str, u32);
 
@@ -160,21 +150,6 @@ impl<'a> Table<'a> {
     }
 }
 
-/// xorshift64*: the resampling's seeded generator (a fixed seed: the same runs give the same
-/// interval).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1) as u64) as usize
-    }
-}
-
 /// How many resamples an interval draws.
 pub const RESAMPLES: usize = 1000;
 
@@ -184,7 +159,8 @@ pub const RESAMPLES: usize = 1000;
 /// are drawn; with one, its rounds.
 pub fn interval(runs: &[Run], tool: &str, base: &str, f: Figure) -> (f64, f64) {
     let t = Table::new(runs);
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    // A fixed seed: the same runs give the same interval.
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
     let boots: Vec<&str> = t.boots.iter().map(|(b, _)| *b).collect();
     let mut ratios: Vec<f64> = (0..RESAMPLES)
         .map(|_| {
@@ -372,13 +348,6 @@ mod tests {
             gbps,
             cpu_s_per_gb: cpu,
         }
-    }
-
-    #[test]
-    fn medians_of_odd_even_and_no_values() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
-        assert_eq!(median(&[]), None);
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub mod rdmabw;
 mod read;
 mod record;
 mod sink;
+pub mod stats;
 mod summary;
 mod threshold;
 

@@ -277,18 +277,12 @@ pub fn ring(n: usize) -> Schedule {
 /// `rounds` rounds, each a random matching of the `n` nodes (a shuffle, then neighbours pair
 /// up; for `n` odd the last sits out), from the xorshift64* generator seeded with `seed`.
 pub fn random(n: usize, rounds: usize, seed: u64) -> Schedule {
-    let mut x = seed | 1;
-    let mut below = |m: usize| {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) % m as u64) as usize
-    };
+    let mut rng = results::stats::Rng::new(seed);
     let mut order: Vec<usize> = (0..n).collect();
     let rounds = (0..rounds)
         .map(|_| {
             for i in (1..n).rev() {
-                order.swap(i, below(i + 1));
+                order.swap(i, rng.below(i + 1));
             }
             order
                 .chunks_exact(2)

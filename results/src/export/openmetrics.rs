@@ -27,6 +27,7 @@ use prometheus_client::registry::Registry;
 use super::Exporter;
 use crate::error::{Result, ResultsError};
 use crate::record::{unix_seconds, RailResult, RailStatus};
+use crate::stats::median;
 use crate::summary::Report;
 
 /// The labels of one sample.
@@ -47,16 +48,6 @@ fn labels(r: &RailResult) -> Labels {
         ("mode".into(), r.network_mode.as_str().to_string()),
         ("cluster".into(), r.cluster.clone()),
     ]
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
 }
 
 impl Exporter for OpenMetricsExporter {
@@ -86,7 +77,7 @@ impl Exporter for OpenMetricsExporter {
         }
         let medians: BTreeMap<(&str, u32), f64> = by_rail
             .into_iter()
-            .filter_map(|(rail, v)| Some((rail, median(v)?)))
+            .filter_map(|(rail, v)| Some((rail, median(&v)?)))
             .collect();
 
         let mut registry = Registry::with_prefix("railbench_rail");
