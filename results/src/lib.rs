@@ -18,8 +18,8 @@
 //! naming file, line and column.
 #![forbid(unsafe_code)]
 
-#[cfg(feature = "charts")]
 pub mod bench;
+#[cfg(feature = "charts")]
 pub mod charts;
 mod csvio;
 mod error;

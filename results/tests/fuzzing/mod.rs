@@ -5,17 +5,12 @@
 
 use std::time::Duration;
 
-/// xorshift64*: small, seeded, reproducible.
-pub struct Rng(pub u64);
+/// The seeded generator of `results::stats`, with the edges fuzzing wants.
+pub struct Rng(pub results::stats::Rng);
 
 impl Rng {
     pub fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        self.0.next_u64()
     }
 
     pub fn below(&mut self, n: u64) -> u64 {
@@ -71,5 +66,8 @@ pub fn budget(name: &str, default_secs: f64) -> (Duration, Rng) {
         })
         | 1;
     eprintln!("{name}: seed {seed} (RAILBENCH_FUZZ_SEED), {secs} s (RAILBENCH_FUZZ_SECS)");
-    (Duration::from_secs_f64(secs), Rng(seed))
+    (
+        Duration::from_secs_f64(secs),
+        Rng(results::stats::Rng::new(seed)),
+    )
 }
