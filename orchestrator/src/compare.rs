@@ -121,6 +121,7 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
         }
     }
 
+    crate::run::write_metrics(base.metrics.as_deref(), &rows)?;
     let report = Report::new(GENERATED_BY, rows);
     for (format, path) in [
         (Format::Csv, csv.clone()),

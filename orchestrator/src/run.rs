@@ -66,6 +66,10 @@ pub struct RunArgs {
     /// Also keep a results JSON snapshot here, rewritten after every rail.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write OpenMetrics (a sample per node pair and rail; see docs/fleet.md) to FILE,
+    /// replaced at once: a file of node-exporter's textfile collector, or for a Pushgateway.
+    #[arg(long, value_name = "FILE")]
+    pub metrics: Option<PathBuf>,
     /// Continue the sweep in this results CSV: measure only the rails it has no row for.
     #[arg(long, value_name = "FILE")]
     pub resume: Option<PathBuf>,
@@ -143,11 +147,9 @@ pub async fn run(args: RunArgs) -> Result<Verdict> {
             args.cluster.clone(),
         )?;
         let runner = managed::connect(&args.access).await?;
-        return Ok(
-            sweep_mode(&runner, &args, &cfg, mode, args.output.as_deref())
-                .await?
-                .verdict(),
-        );
+        let outcome = sweep_mode(&runner, &args, &cfg, mode, args.output.as_deref()).await?;
+        write_metrics(args.metrics.as_deref(), &outcome.rows)?;
+        return Ok(outcome.verdict());
     }
     let mode = match &args.mode {
         Some(m) => Some(m.parse::<NetworkMode>().context("--mode")?),
@@ -183,7 +185,18 @@ pub async fn run(args: RunArgs) -> Result<Verdict> {
             sweep_and_print(&runner, &args, args.output.as_deref(), &cfg, &pods).await?
         }
     };
+    write_metrics(args.metrics.as_deref(), &outcome.rows)?;
     Ok(outcome.verdict())
+}
+
+/// `--metrics FILE`: the rows as OpenMetrics, when asked for and there are rows.
+pub(crate) fn write_metrics(path: Option<&Path>, rows: &[results::RailResult]) -> Result<()> {
+    if let Some(path) = path.filter(|_| !rows.is_empty()) {
+        let report = Report::new(GENERATED_BY, rows.to_vec());
+        output::export(&report, Format::OpenMetrics, output::Dest::File(path))?;
+        eprintln!("railsweep: metrics in {}", path.display());
+    }
+    Ok(())
 }
 
 /// Create the pods of `mode`, sweep them as `railsweep run --client-pod --server-pod` does

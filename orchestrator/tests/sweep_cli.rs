@@ -168,6 +168,26 @@ fn an_rdmabw_without_batch_gets_one_client_per_rail() {
 }
 
 #[test]
+fn metrics_file_has_a_sample_per_rail() {
+    let f = Fake::new(3);
+    let (out, prom) = (f.file("sweep.csv"), f.file("rails.prom"));
+    let (bin, o, m) = (s(&f.path()), s(&out), s(&prom));
+    let mut args = local_args(&bin, &o);
+    args.extend(["--metrics", &m]);
+    let r = railsweep(&args);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    let text = std::fs::read_to_string(&prom).expect("metrics written");
+    let oks: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("railbench_rail_ok{"))
+        .collect();
+    assert_eq!(oks.len(), 3, "{text}");
+    assert!(oks.iter().all(|l| l.ends_with(" 1.0")), "{text}");
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    assert_says(&r.stderr, "metrics in ");
+}
+
+#[test]
 fn no_tclass_warns() {
     let f = Fake::new(1);
     let out = f.file("sweep.csv");

@@ -104,8 +104,10 @@ test_modes_dra_sweeps_the_allocated_rails() {
 
 test_modes_compare_hostnetwork_sriov_dra() {
   dra_class
-  railsweep_k8s cmp compare --modes hostnetwork,sriov,dra "${SRIOV[@]}"
+  railsweep_k8s cmp compare --modes hostnetwork,sriov,dra "${SRIOV[@]}" --metrics "$T_OUT/cmp.prom"
   [ "$rc" -eq 0 ] || fail "railsweep compare: exit $rc"
+  # One OpenMetrics file for the three modes: a railbench_rail_ok sample per mode and rail.
+  [ "$(grep -c '^railbench_rail_ok{.*} 1.0$' "$T_OUT/cmp.prom")" -eq 6 ] || fail "not 6 ok samples in --metrics"
   python3 - "$T_OUT/cmp.csv" <<'PY' || fail "the file does not hold the three modes"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
