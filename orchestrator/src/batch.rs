@@ -195,7 +195,7 @@ impl BatchClient {
     async fn ended(&mut self) -> Output {
         let exit = match (&mut self.done).await {
             Ok(Ok(e)) => e,
-            Ok(Err(e)) => Exit::Error(format!("{e:#}")),
+            Ok(Err(e)) => Exit::Error(crate::exit::words(&e)),
             Err(e) => Exit::Error(e.to_string()),
         };
         // The process's end does not mean its streams have been read to their end: an rdmabw

@@ -115,7 +115,7 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
                 }
             }
             Err(e) => {
-                eprintln!("railsweep: error: {e:#}");
+                eprintln!("railsweep: error: {}", crate::exit::words(&e));
                 failed_modes.push(*m);
             }
         }

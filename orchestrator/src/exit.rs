@@ -58,6 +58,30 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
+/// An error and its causes in words for a user, outermost first, joined with `: `: each cause
+/// once (one whose text an outer one already holds is left out), and a Kubernetes API error as
+/// the API server's message and code (`pods "A" not found (404 NotFound)`), never kube-rs's
+/// form of it, which repeats the message and adds Rust's debug form of the whole `Status`.
+pub fn words(err: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in err.chain() {
+        let (text, last) = match cause.downcast_ref::<kube::Error>() {
+            Some(kube::Error::Api(s)) => (format!("{} ({} {})", s.message, s.code, s.reason), true),
+            Some(kube::Error::HyperError(_) | kube::Error::Service(_)) => {
+                ("cannot reach the Kubernetes API server".to_string(), false)
+            }
+            _ => (cause.to_string(), false),
+        };
+        if !parts.iter().any(|p| p.contains(text.as_str())) {
+            parts.push(text);
+        }
+        if last {
+            break;
+        }
+    }
+    parts.join(": ")
+}
+
 /// The exit status of a command's outcome; an error is printed (to stderr) unless it is a
 /// broken pipe.
 pub fn status(outcome: anyhow::Result<Verdict>) -> ExitCode {
@@ -67,7 +91,7 @@ pub fn status(outcome: anyhow::Result<Verdict>) -> ExitCode {
         Ok(Verdict::Interrupted) => ExitCode::from(INTERRUPTED),
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("railsweep: error: {err:#}");
+            eprintln!("railsweep: error: {}", words(&err));
             ExitCode::from(ERROR)
         }
     }
@@ -89,6 +113,27 @@ mod tests {
         assert_eq!(status(Err(err)), ExitCode::SUCCESS);
         let other = anyhow::Error::new(std::io::Error::from(std::io::ErrorKind::NotFound));
         assert!(!is_broken_pipe(&other.context("cannot read x")));
+    }
+
+    #[test]
+    fn a_kubernetes_error_is_the_servers_words_once_and_no_debug_form() {
+        let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure", "message": "pods \"A\" not found", "reason": "NotFound", "code": 404,
+            "details": {"name": "A", "kind": "pods"}
+        }))
+        .expect("a Status");
+        let err =
+            anyhow::Error::new(kube::Error::Api(status.boxed())).context("cannot get pod lab/A");
+        assert_eq!(
+            words(&err),
+            "cannot get pod lab/A: pods \"A\" not found (404 NotFound)"
+        );
+        assert!(!format!("{err:#}").is_empty() && !words(&err).contains("Status {"));
+        // A cause already said by its context is said once.
+        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let said = io.to_string();
+        let err = anyhow::Error::new(io).context(format!("cannot read x.csv: {said}"));
+        assert_eq!(words(&err), format!("cannot read x.csv: {said}"));
     }
 
     #[test]

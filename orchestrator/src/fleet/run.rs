@@ -140,7 +140,7 @@ impl<R: Runner> Fleet<'_, R> {
                 }
                 None => end.rows = o.rows,
             },
-            Err(e) => end.error = Some(format!("{e:#}")),
+            Err(e) => end.error = Some(crate::exit::words(&e)),
         }
         end.end = now_s();
         end
@@ -169,7 +169,7 @@ async fn set_up_all<R: Runner>(
                 sweep::prepare_pod(runner, cfg, pod).await
             }
             .await;
-            (pod.clone(), r.map_err(|e| format!("{e:#}")))
+            (pod.clone(), r.map_err(|e| crate::exit::words(&e)))
         }))
         .buffer_unordered(PARALLEL_SET_UPS)
         .collect()
@@ -544,7 +544,10 @@ pub(super) async fn fleet_with<R: Runner>(
         match heatmap::heatmap(&pods, &rows, *rail, threshold) {
             Ok(svg) => std::fs::write(&path, svg)
                 .with_context(|| format!("cannot write {}", path.display()))?,
-            Err(e) => eprintln!("railsweep: warning: no heatmap for rail {rail}: {e:#}"),
+            Err(e) => eprintln!(
+                "railsweep: warning: no heatmap for rail {rail}: {}",
+                crate::exit::words(&e)
+            ),
         }
     }
     let metrics = Report::new(GENERATED_BY, rows.clone());

@@ -43,6 +43,8 @@ pub struct KubeRunner {
     namespace: String,
     cluster: String,
     container: Option<String>,
+    /// The API server's URL, when railsweep resolved the configuration itself.
+    server: Option<String>,
 }
 
 impl std::fmt::Debug for KubeRunner {
@@ -69,10 +71,18 @@ impl KubeRunner {
     /// [`KubeRunner::connect`], then say on stderr which cluster and namespace it reached.
     pub async fn connect_announced(target: &KubeTarget) -> Result<Self> {
         let runner = Self::connect(target).await?;
+        // The server is named: an error that says the API server cannot be reached then
+        // says which one.
         eprintln!(
-            "railsweep: cluster {}, namespace {}",
+            "railsweep: cluster {}, namespace {}{}",
             runner.cluster(),
-            runner.namespace()
+            runner.namespace(),
+            runner
+                .server
+                .as_ref()
+                .filter(|s| **s != runner.cluster())
+                .map(|s| format!(", API server {s}"))
+                .unwrap_or_default()
         );
         Ok(runner)
     }
@@ -116,17 +126,16 @@ impl KubeRunner {
                 "in-cluster".to_string(),
             ),
         };
+        let server = config.cluster_url.to_string();
         let namespace = target
             .namespace
             .clone()
             .unwrap_or_else(|| config.default_namespace.clone());
         let client = Client::try_from(config).context("cannot build a Kubernetes client")?;
-        Ok(Self::from_client(
-            client,
-            &namespace,
-            &cluster,
-            target.container.clone(),
-        ))
+        Ok(KubeRunner {
+            server: Some(server),
+            ..Self::from_client(client, &namespace, &cluster, target.container.clone())
+        })
     }
 
     /// A runner over an existing client (tests use one pointed at a test API server).
@@ -141,6 +150,7 @@ impl KubeRunner {
             namespace: namespace.to_string(),
             cluster: cluster.to_string(),
             container,
+            server: None,
         }
     }
 

@@ -93,7 +93,7 @@ pub(super) async fn start_held<R: Runner>(
     let done = tokio::spawn(async move {
         let exit = match exit.await {
             Ok(Ok(e)) => e,
-            Ok(Err(e)) => Exit::Error(format!("{e:#}")),
+            Ok(Err(e)) => Exit::Error(crate::exit::words(&e)),
             Err(e) => Exit::Error(e.to_string()),
         };
         let all = futures::future::join_all(readers.iter_mut());
@@ -147,7 +147,7 @@ pub(super) fn describe_end(
                 format!("{}: {tail}", out.exit)
             }
         }
-        Ok(Err(e)) => format!("{e:#}"),
+        Ok(Err(e)) => crate::exit::words(&e),
         Err(e) => e.to_string(),
     }
 }
@@ -186,8 +186,9 @@ impl<'a, R: Runner> Server<'a, R> {
         }
         .map_err(|e| {
             format!(
-                "cannot start the rdmabw server daemon in pod {}: {e:#}",
-                self.pod
+                "cannot start the rdmabw server daemon in pod {}: {}",
+                self.pod,
+                crate::exit::words(&e)
             )
         })?;
         *st = Some(daemon);
@@ -263,7 +264,8 @@ pub(super) async fn stop_process<R: Runner, T>(
         if let Err(e) = runner.kill(pod, pid, signal).await {
             if !done.is_finished() {
                 eprintln!(
-                    "railsweep: warning: stopping the {what} (pid {pid}) in pod {pod}: {e:#}"
+                    "railsweep: warning: stopping the {what} (pid {pid}) in pod {pod}: {}",
+                    crate::exit::words(&e)
                 );
             }
         }

@@ -135,7 +135,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
         };
         let mut spawned = match spawned {
             Ok(s) => s,
-            Err(e) => return Attempt::Failed(format!("{e:#}"), None),
+            Err(e) => return Attempt::Failed(crate::exit::words(&e), None),
         };
         let left = deadline.saturating_sub(t0.elapsed());
         let started = Instant::now();
@@ -146,7 +146,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
                     ClientOutcome::Measured(rep) => Attempt::Measured(rep),
                     ClientOutcome::Failed(why, rep) => Attempt::Failed(why, rep),
                 },
-                Ok(Err(e)) => Attempt::Failed(format!("lost the client in pod {pod}: {e:#}"), None),
+                Ok(Err(e)) => Attempt::Failed(format!("lost the client in pod {pod}: {}", crate::exit::words(&e)), None),
                 Err(e) => Attempt::Failed(format!("lost the client in pod {pod}: {e}"), None),
             },
             _ = tokio::time::sleep(left) => {
@@ -208,7 +208,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
             };
             match started {
                 Ok(b) => *slot = Batch::Running(b),
-                Err(e) => return Some(Attempt::Failed(format!("{e:#}"), None)),
+                Err(e) => return Some(Attempt::Failed(crate::exit::words(&e), None)),
             }
         }
         let Batch::Running(b) = &mut *slot else {
