@@ -59,14 +59,25 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
 }
 
 /// An error and its causes in words for a user, outermost first, joined with `: `: each cause
-/// once (one whose text an outer one already holds is left out), and a Kubernetes API error as
-/// the API server's message and code (`pods "A" not found (404 NotFound)`), never kube-rs's
-/// form of it, which repeats the message and adds Rust's debug form of the whole `Status`.
+/// once (one whose text an outer one already holds is left out), and a Kubernetes API error in
+/// kubectl's words (`Error from server (NotFound): pods "A" not found`), never kube-rs's form
+/// of it, which repeats the message and adds Rust's debug form of the whole `Status`.
 pub fn words(err: &anyhow::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     for cause in err.chain() {
         let (text, last) = match cause.downcast_ref::<kube::Error>() {
-            Some(kube::Error::Api(s)) => (format!("{} ({} {})", s.message, s.code, s.reason), true),
+            Some(kube::Error::Api(s)) => (
+                format!(
+                    "Error from server ({}): {}",
+                    if s.reason.is_empty() {
+                        s.code.to_string()
+                    } else {
+                        s.reason.clone()
+                    },
+                    s.message
+                ),
+                true,
+            ),
             Some(kube::Error::HyperError(_) | kube::Error::Service(_)) => {
                 ("cannot reach the Kubernetes API server".to_string(), false)
             }
@@ -126,7 +137,7 @@ mod tests {
             anyhow::Error::new(kube::Error::Api(status.boxed())).context("cannot get pod lab/A");
         assert_eq!(
             words(&err),
-            "cannot get pod lab/A: pods \"A\" not found (404 NotFound)"
+            "cannot get pod lab/A: Error from server (NotFound): pods \"A\" not found"
         );
         assert!(!format!("{err:#}").is_empty() && !words(&err).contains("Status {"));
         // A cause already said by its context is said once.

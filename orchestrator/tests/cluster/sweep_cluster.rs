@@ -86,3 +86,50 @@ async fn the_same_sweep_through_the_kubernetes_runner() {
         "daemon {daemon} ended through a second exec"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_pod_is_the_servers_words_not_a_debug_dump() {
+    // Issue 33: this printed `ApiError: pods "gone" not found: NotFound (Status { status:
+    // Some(Failure), ... })`, the message three times.
+    let f = Fake::new(1);
+    let c = TestCluster::get().await;
+    let ns = c.namespace("missing", &[]).await;
+    let kc = c
+        .railsweep_kubeconfig(&ns, None, &f.file("kubeconfig"))
+        .await;
+    let r = tokio::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
+        .args([
+            "run",
+            "--kubeconfig",
+            &s(&kc),
+            "--client-pod",
+            "gone",
+            "--server-pod",
+            "gone",
+            "--rdmabw",
+            "/usr/bin/rdmabw",
+            "--tclass",
+            "41",
+            "-o",
+            &s(&f.file("none.csv")),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("railsweep runs");
+    let err = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("Error from server (NotFound): pods \"gone\" not found"),
+        "{err}"
+    );
+    assert_eq!(err.matches("not found").count(), 1, "said once: {err}");
+    assert!(
+        !err.contains("Status {") && !err.contains("ApiError"),
+        "{err}"
+    );
+    assert!(
+        err.contains(", API server https://"),
+        "the server is named: {err}"
+    );
+}
