@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use results::{NetworkMode, RailResult, RailStatus, RowSink};
 use tokio_util::sync::CancellationToken;
 
@@ -173,6 +173,9 @@ pub async fn sweep_pair<R: Runner>(
     };
     if run.announce {
         let planned = sweep::planned_rails(cfg, &prep, &run.skip);
+        if planned.is_empty() && run.skip.is_empty() {
+            bail!("{}", nothing_to_measure(&prep));
+        }
         eprintln!(
             "railsweep: rdmabw ready in both pods ({:.1} s); {} rail(s) to measure{}, mode {mode}, run {}{}",
             prep.setup_s,
@@ -234,4 +237,24 @@ pub fn watch_ctrl_c(cancel: CancellationToken) {
             std::process::exit(i32::from(exit::INTERRUPTED));
         }
     });
+}
+
+/// Why a sweep has no rail to measure, and the probe that tells more: a set-up error, not an
+/// empty table that passes.
+fn nothing_to_measure(prep: &Prepared) -> String {
+    let side = |pod: &str, r: &results::rdmabw::rails::RailsReport| match r.rails.len() {
+        0 => format!(
+            "pod {pod} has no rail{}",
+            r.not_rails
+                .first()
+                .map(|n| format!(" ({}: {})", n.name, n.reason))
+                .unwrap_or_default()
+        ),
+        n => format!("pod {pod} has {n} rail(s)"),
+    };
+    format!(
+        "nothing to measure: {}, {}; see why with `rdmabw probe` in each pod (kubectl exec POD -- rdmabw probe)",
+        side(&prep.pods.client, &prep.client_rails),
+        side(&prep.pods.server, &prep.server_rails),
+    )
 }

@@ -188,6 +188,21 @@ fn metrics_file_has_a_sample_per_rail() {
 }
 
 #[test]
+fn nothing_to_measure_is_a_set_up_error_naming_the_probe() {
+    // Issue 33: pods without rails gave an empty table and exit 0.
+    let f = Fake::new(0);
+    let out = f.file("sweep.csv");
+    let (bin, o) = (s(&f.path()), s(&out));
+    let r = railsweep(&local_args(&bin, &o));
+    assert_eq!(r.status.code(), Some(2), "{}", text(&r.stderr));
+    assert_says(
+        &r.stderr,
+        "nothing to measure: pod - has no rail, pod - has no rail",
+    );
+    assert_says(&r.stderr, "rdmabw probe");
+}
+
+#[test]
 fn no_tclass_warns() {
     let f = Fake::new(1);
     let out = f.file("sweep.csv");
