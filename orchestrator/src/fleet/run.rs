@@ -379,7 +379,7 @@ pub(super) async fn fleet_with<R: Runner>(
         }
     }
     let schedule = Schedule::build(&args.pattern, &pods)?;
-    let threshold = match cfg.min_line_rate_pct {
+    let threshold = match cfg.test.min_line_rate_pct {
         Some(p) => Threshold::LineRatePct(p),
         None => Threshold::MedianPct(args.outlier_pct),
     };
