@@ -228,10 +228,6 @@ pub struct TestArgs {
     #[arg(short = 'n', long = "iters", value_name = "N")]
     pub iters: Option<u64>,
 
-    /// Traffic class in the GRH, 0-255 (the IPv4 TOS byte on RoCE v2: DSCP << 2 | ECN).
-    #[arg(long = "tclass", value_name = "TC")]
-    pub tclass: Option<u16>,
-
     /// Control port (ib_write_bw -p).
     #[arg(
         short = 'p',
@@ -241,21 +237,17 @@ pub struct TestArgs {
     )]
     pub port: u16,
 
-    /// Message size in bytes (ib_write_bw -s; K/M/G suffixes are powers of 2; default 65536).
-    #[arg(short = 's', long = "size", value_name = "BYTES")]
-    pub size: Option<String>,
-
     /// Sweep sizes 2 B .. 8 MiB (ib_write_bw -a).
     #[arg(short = 'a', long = "all")]
     pub all: bool,
 
-    /// The transport settings railsweep passes through (-b, --sl, -t, -Q, -l, -I, -e).
+    /// The test flags railsweep passes through, defined once for both binaries (-s, -q,
+    /// --tclass, -b, --sl, -t, -Q, -l, -I, -e, --data_validation, -m, --min-gbps,
+    /// --min-line-rate-pct, --warmup, --cooldown). rdmabw's -D, -f, -a, --use_cuda and -p
+    /// stay here: railsweep's flags of those names mean something else (see
+    /// `results::rdmabw::flags`).
     #[command(flatten)]
-    pub transport: results::rdmabw::flags::TransportFlags,
-
-    /// Queue pairs (ib_write_bw -q).
-    #[arg(short = 'q', long = "qp", value_name = "N")]
-    pub qp: Option<u32>,
+    pub flags: results::rdmabw::flags::TestFlags,
 
     /// How to wait for completions: `spin` busy-polls through the measured window, as
     /// ib_write_bw does (the default: the highest bandwidth; on Soft-RoCE the polling thread
@@ -283,11 +275,6 @@ pub struct TestArgs {
     /// Leave the polling thread wherever the scheduler puts it (no NUMA binding).
     #[arg(long = "no-numa-bind")]
     pub no_numa_bind: bool,
-
-    /// Path MTU: 256, 512, 1024, 2048 or 4096 (ib_write_bw -m; default: the smaller active MTU
-    /// of both ports).
-    #[arg(short = 'm', long = "mtu", value_name = "BYTES")]
-    pub mtu: Option<u32>,
 
     /// Local ACK timeout exponent, 0-31: 4.096 us * 2^N (ib_write_bw -u).
     #[arg(short = 'u', long = "qp-timeout", value_name = "N")]
@@ -360,17 +347,6 @@ pub struct TestArgs {
     /// quarter of -D, in whole seconds).
     #[arg(short = 'f', long = "margin", value_name = "SECONDS")]
     pub margin: Option<f64>,
-
-    /// Seconds of traffic before each measured window (default: -f with -D; with --window, or
-    /// when -f is 0, 0.05, and 0.2 with -b).
-    #[arg(long, value_name = "SECONDS")]
-    pub warmup: Option<f64>,
-
-    /// Seconds of traffic after each measured window (default: -f with -D; with --window, or
-    /// when -f is 0, 0.25 with -b and 0 otherwise: one direction's window closes with its
-    /// queue still full).
-    #[arg(long, value_name = "SECONDS")]
-    pub cooldown: Option<f64>,
 
     /// Put this side's buffer in GPU memory (ib_write_bw --use_cuda): a CUDA GPU index, or auto:
     /// the GPU nearest this side's NIC (same PCIe switch, else root port, host bridge, NUMA node).
@@ -559,19 +535,6 @@ pub struct TestArgs {
     #[arg(long = "perform_warm_up")]
     pub perform_warm_up: bool,
 
-    /// Exit 1 when the average bandwidth of the largest size is below this many Gb/s.
-    #[arg(long = "min-gbps", value_name = "GBPS", help_heading = "Output")]
-    pub min_gbps: Option<f64>,
-
-    /// Exit 1 when the average bandwidth of the largest size is below this percentage of the
-    /// line rate (the smaller of both ports).
-    #[arg(
-        long = "min-line-rate-pct",
-        value_name = "PCT",
-        help_heading = "Output"
-    )]
-    pub min_line_rate_pct: Option<f64>,
-
     /// No progress lines on stderr (errors are still shown).
     #[arg(long, help_heading = "Output")]
     pub quiet: bool,
@@ -611,4 +574,110 @@ pub enum PollArg {
     Adaptive,
     /// Sleep on completion events (-e).
     Event,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use results::rdmabw::flags::{TestFlags, TransportFlags};
+
+    /// What rdmabw's own parser makes of `rdmabw client ARGV... HOST` and of the bare
+    /// ib_write_bw form `rdmabw ARGV... HOST`: the test flags of both.
+    fn parsed(argv: &[String]) -> [TestFlags; 2] {
+        let client = ["rdmabw", "client"]
+            .into_iter()
+            .map(String::from)
+            .chain(argv.iter().cloned())
+            .chain(["10.0.0.2".to_string()]);
+        let client = match Cli::try_parse_from(client).map(|c| c.cmd) {
+            Ok(Some(Cmd::Client(c))) => c.test.flags,
+            other => panic!("{argv:?}: {other:?}"),
+        };
+        let bare = ["rdmabw"]
+            .into_iter()
+            .map(String::from)
+            .chain(argv.iter().cloned())
+            .chain(["10.0.0.2".to_string()]);
+        let bare = match Cli::try_parse_from(bare) {
+            Ok(c) if c.cmd.is_none() => c.test.flags,
+            other => panic!("{argv:?}: {other:?}"),
+        };
+        [client, bare]
+    }
+
+    /// Every test flag set away from its default (a struct literal without `..`, so that a new
+    /// flag cannot be left out of this test): what railsweep writes with `to_argv` is what
+    /// rdmabw reads, flag by flag.
+    #[test]
+    fn test_flags_survive_to_argv_and_rdmabws_parser() {
+        let all = TestFlags {
+            size: Some(1 << 20),
+            qp: Some(4),
+            tclass: Some(41),
+            transport: TransportFlags {
+                bidirectional: true,
+                sl: Some(3),
+                tx_depth: Some(256),
+                cq_mod: Some(8),
+                post_list: Some(2),
+                inline_size: Some(64),
+                data_validation: true,
+                use_event: true,
+            },
+            mtu: Some(2048),
+            min_gbps: Some(90.5),
+            min_line_rate_pct: Some(87.25),
+            warmup: Some(0.3),
+            cooldown: Some(0.125),
+        };
+        let argv = all.to_argv();
+        for got in parsed(&argv) {
+            assert_eq!(got.size, all.size, "-s in {argv:?}");
+            assert_eq!(got.qp, all.qp, "-q in {argv:?}");
+            assert_eq!(got.tclass, all.tclass, "--tclass in {argv:?}");
+            let (g, w) = (&got.transport, &all.transport);
+            assert_eq!(g.bidirectional, w.bidirectional, "-b in {argv:?}");
+            assert_eq!(g.sl, w.sl, "--sl in {argv:?}");
+            assert_eq!(g.tx_depth, w.tx_depth, "-t in {argv:?}");
+            assert_eq!(g.cq_mod, w.cq_mod, "-Q in {argv:?}");
+            assert_eq!(g.post_list, w.post_list, "-l in {argv:?}");
+            assert_eq!(g.inline_size, w.inline_size, "-I in {argv:?}");
+            assert_eq!(g.data_validation, w.data_validation, "--data_validation");
+            assert_eq!(g.use_event, w.use_event, "-e in {argv:?}");
+            assert_eq!(got.mtu, all.mtu, "-m in {argv:?}");
+            assert_eq!(got.min_gbps, all.min_gbps, "--min-gbps in {argv:?}");
+            assert_eq!(got.min_line_rate_pct, all.min_line_rate_pct, "{argv:?}");
+            assert_eq!(got.warmup, all.warmup, "--warmup in {argv:?}");
+            assert_eq!(got.cooldown, all.cooldown, "--cooldown in {argv:?}");
+            // And as a whole, for whatever the lines above do not name.
+            assert_eq!(got, all, "{argv:?}");
+        }
+        // The two halves railsweep puts the rail's selection between are the whole.
+        assert_eq!([all.shape_argv(), all.tuning_argv()].concat(), argv);
+    }
+
+    /// No flag given: nothing written, and rdmabw reads its defaults.
+    #[test]
+    fn default_test_flags_write_nothing_and_read_back_as_defaults() {
+        let none = TestFlags::default();
+        assert!(none.to_argv().is_empty());
+        for got in parsed(&none.to_argv()) {
+            assert_eq!(got, none);
+        }
+    }
+
+    /// Numbers railsweep computes (not typed by hand) come back as the same f64.
+    #[test]
+    fn fractional_seconds_and_rates_read_back_exactly() {
+        let f = TestFlags {
+            min_gbps: Some(0.1 + 0.2),
+            min_line_rate_pct: Some(1.0 / 3.0),
+            warmup: Some(1e-9),
+            cooldown: Some(604_799.999),
+            ..TestFlags::default()
+        };
+        for got in parsed(&f.to_argv()) {
+            assert_eq!(got, f, "{:?}", f.to_argv());
+        }
+    }
 }

@@ -183,13 +183,26 @@ fn duration_length(a: &TestArgs, margin: Option<f64>) -> Result<TestLength, Usag
     // warm-up the start shows in p1 (one of six runs: 0.04 Gb/s). 0.05 s leaves that start out.
     // Both directions: 0.2 s, so that the peer's traffic (started a moment apart) is flowing
     // when this side's window opens.
-    let default_warmup = if a.transport.bidirectional { 0.2 } else { 0.05 };
+    let default_warmup = if a.flags.transport.bidirectional {
+        0.2
+    } else {
+        0.05
+    };
     // One direction: the window closes on this side's completions, with the queue still full,
     // so nothing after it changes the figure. Both directions: keep loading the link while the
     // peer's window (started a moment apart) closes.
-    let default_cooldown = if a.transport.bidirectional { 0.25 } else { 0.0 };
-    let warmup = a.warmup.map(|w| seconds("--warmup", w, true)).transpose()?;
+    let default_cooldown = if a.flags.transport.bidirectional {
+        0.25
+    } else {
+        0.0
+    };
+    let warmup = a
+        .flags
+        .warmup
+        .map(|w| seconds("--warmup", w, true))
+        .transpose()?;
     let cooldown = a
+        .flags
         .cooldown
         .map(|c| seconds("--cooldown", c, true))
         .transpose()?;
@@ -442,7 +455,7 @@ fn bind_addrs(list: &str, port: u16) -> Result<Vec<SocketAddr>, Usage> {
 
 fn test_params(a: &TestArgs) -> Result<(TestParams, Pinned), Usage> {
     let mut pinned = Pinned::default();
-    let sizes = match (&a.size, a.all) {
+    let sizes = match (a.flags.size, a.all) {
         (Some(_), true) => {
             return usage(
                 "-s/--size and -a/--all conflict: -a sweeps 2 B .. 8 MiB, -s runs one size",
@@ -454,13 +467,8 @@ fn test_params(a: &TestArgs) -> Result<(TestParams, Pinned), Usage> {
                 max_bytes: SWEEP_MAX_BYTES,
             }
         }
-        (Some(text), false) => {
+        (Some(n), false) => {
             pinned.sizes = true;
-            let Some(n) = parse_size(text) else {
-                return usage(format!(
-                    "-s/--size {text}: give a number of bytes, e.g. -s 65536 or -s 64K"
-                ));
-            };
             if n == 0 {
                 return usage("-s/--size 0: a message must be at least 1 byte (e.g. -s 65536)");
             }
@@ -499,7 +507,7 @@ fn test_params(a: &TestArgs) -> Result<(TestParams, Pinned), Usage> {
             duration_length(a, margin)?
         }
         (None, None) => {
-            if a.warmup.is_some() || a.cooldown.is_some() || a.margin.is_some() {
+            if a.flags.warmup.is_some() || a.flags.cooldown.is_some() || a.margin.is_some() {
                 return usage(
                     "--warmup/--cooldown/-f apply to timed tests: add -D SECONDS or --window SECONDS",
                 );
@@ -527,12 +535,12 @@ fn endless_params(
              -a ({example})"
         ));
     }
-    if a.transport.bidirectional {
+    if a.flags.transport.bidirectional {
         return usage(format!(
             "--run_infinitely measures one direction: leave out -b ({example})"
         ));
     }
-    if a.transport.data_validation {
+    if a.flags.transport.data_validation {
         return usage(
             "--data_validation checks the bytes when the test ends, and a --run_infinitely test \
              does not end: run --data_validation tests of their own (-D SECONDS)",
@@ -544,7 +552,7 @@ fn endless_params(
              give -D SECONDS, the reporting interval ({example})"
         ));
     }
-    if a.cooldown.is_some() {
+    if a.flags.cooldown.is_some() {
         return usage(
             "--cooldown does not apply to --run_infinitely: its windows follow each other, and \
              SIGINT ends the last one",
@@ -561,6 +569,7 @@ fn endless_params(
         }
     };
     let warmup = a
+        .flags
         .warmup
         .map(|w| seconds("--warmup", w, true))
         .transpose()?
@@ -589,28 +598,28 @@ fn finish_params(
             ));
         }
     }
-    pinned.qps = a.qp.is_some();
-    pinned.bidirectional = a.transport.bidirectional;
+    pinned.qps = a.flags.qp.is_some();
+    pinned.bidirectional = a.flags.transport.bidirectional;
     pinned.run_infinitely = a.run_infinitely;
-    pinned.data_validation = a.transport.data_validation;
-    let qps = at_least_one("-q/--qp", a.qp, 1, 4)?;
+    pinned.data_validation = a.flags.transport.data_validation;
+    let qps = at_least_one("-q/--qp", a.flags.qp, 1, 4)?;
     Ok((
         TestParams {
             sizes,
             length,
             qps,
             connection: Connection::RC,
-            bidirectional: a.transport.bidirectional,
+            bidirectional: a.flags.transport.bidirectional,
             run_infinitely: a.run_infinitely,
-            data_validation: a.transport.data_validation,
+            data_validation: a.flags.transport.data_validation,
         },
         pinned,
     ))
     .map(|(p, mut pin)| {
-        pin.traffic_class = a.tclass.is_some();
-        pin.service_level = a.transport.sl.is_some();
+        pin.traffic_class = a.flags.tclass.is_some();
+        pin.service_level = a.flags.transport.sl.is_some();
         pin.hop_limit = a.hop_limit.is_some();
-        pin.mtu = a.mtu.is_some();
+        pin.mtu = a.flags.mtu.is_some();
         (p, pin)
     })
 }
@@ -633,7 +642,7 @@ fn default_cq_mod(sizes: &Sizes, post_list: Option<u32>) -> u32 {
 
 fn tuning(a: &TestArgs, sizes: &Sizes) -> Result<LocalTuning, Usage> {
     let d = LocalTuning::default();
-    let traffic_class = match a.tclass {
+    let traffic_class = match a.flags.tclass {
         None => d.traffic_class,
         Some(tc) => u8::try_from(tc).map_err(|_| {
             Usage(format!(
@@ -642,7 +651,7 @@ fn tuning(a: &TestArgs, sizes: &Sizes) -> Result<LocalTuning, Usage> {
             ))
         })?,
     };
-    if let Some(sl) = a.transport.sl {
+    if let Some(sl) = a.flags.transport.sl {
         if sl > 15 {
             return usage(format!("--sl {sl}: service levels are 0-15"));
         }
@@ -659,7 +668,7 @@ fn tuning(a: &TestArgs, sizes: &Sizes) -> Result<LocalTuning, Usage> {
             return usage(format!("--retry-count {r}: the retry count is 0-7"));
         }
     }
-    if let Some(m) = a.mtu {
+    if let Some(m) = a.flags.mtu {
         if ![256, 512, 1024, 2048, 4096].contains(&m) {
             return usage(format!(
                 "-m/--mtu {m}: use 256, 512, 1024, 2048 or 4096 (or leave it out for the smaller \
@@ -667,8 +676,8 @@ fn tuning(a: &TestArgs, sizes: &Sizes) -> Result<LocalTuning, Usage> {
             ));
         }
     }
-    let tx_depth = at_least_one("-t/--tx-depth", a.transport.tx_depth, d.tx_depth, 128)?;
-    let poll = match (a.transport.use_event, a.poll) {
+    let tx_depth = at_least_one("-t/--tx-depth", a.flags.transport.tx_depth, d.tx_depth, 128)?;
+    let poll = match (a.flags.transport.use_event, a.poll) {
         (true, _) | (_, crate::cli::PollArg::Event) => PollMode::Event,
         (false, crate::cli::PollArg::Adaptive) => PollMode::Adaptive,
         (false, crate::cli::PollArg::Spin) => PollMode::Spin,
@@ -678,13 +687,18 @@ fn tuning(a: &TestArgs, sizes: &Sizes) -> Result<LocalTuning, Usage> {
     // completion stands for at least half the send queue (the other half keeps the link busy
     // while the sender wakes), unless -Q says otherwise.
     let default_mod = match poll {
-        PollMode::Event => default_cq_mod(sizes, a.transport.post_list)
+        PollMode::Event => default_cq_mod(sizes, a.flags.transport.post_list)
             .max(tx_depth / 2)
             .max(1),
-        _ => default_cq_mod(sizes, a.transport.post_list),
+        _ => default_cq_mod(sizes, a.flags.transport.post_list),
     };
-    let cq_mod = at_least_one("-Q/--cq-mod", a.transport.cq_mod, default_mod, 100)?;
-    let post_list = at_least_one("-l/--post_list", a.transport.post_list, d.post_list, 1)?;
+    let cq_mod = at_least_one("-Q/--cq-mod", a.flags.transport.cq_mod, default_mod, 100)?;
+    let post_list = at_least_one(
+        "-l/--post_list",
+        a.flags.transport.post_list,
+        d.post_list,
+        1,
+    )?;
     let rate_limit = rate_limit(a, tx_depth)?;
     let cpu = match (a.cpu, a.no_numa_bind) {
         (Some(n), _) => {
@@ -709,11 +723,11 @@ fn tuning(a: &TestArgs, sizes: &Sizes) -> Result<LocalTuning, Usage> {
         tx_depth,
         cq_mod,
         post_list,
-        inline_bytes: a.transport.inline_size.unwrap_or(d.inline_bytes),
+        inline_bytes: a.flags.transport.inline_size.unwrap_or(d.inline_bytes),
         traffic_class,
-        service_level: a.transport.sl.unwrap_or(d.service_level),
+        service_level: a.flags.transport.sl.unwrap_or(d.service_level),
         hop_limit: a.hop_limit.unwrap_or(d.hop_limit),
-        mtu_bytes: a.mtu,
+        mtu_bytes: a.flags.mtu,
         ack_timeout: a.qp_timeout.unwrap_or(d.ack_timeout),
         retry_count: a.retry_count.unwrap_or(d.retry_count),
         memory: crate::gpus::memory_request(a)?,
@@ -810,7 +824,7 @@ fn output(a: &TestArgs) -> Result<Output, Usage> {
         }
         Some(w) if a.report_gbits => Some(w),
         Some(w) => Some(w * 1_048_576.0 * 8.0 / 1e9),
-        None => a.min_gbps,
+        None => a.flags.min_gbps,
     };
     let min_mpps = match a.limit_msgrate {
         Some(y) if !(y.is_finite() && y >= 0.0) => {
@@ -824,8 +838,8 @@ fn output(a: &TestArgs) -> Result<Output, Usage> {
         for (set, flag) in [
             (a.limit_bw.is_some(), "-w/--limit_bw"),
             (a.limit_msgrate.is_some(), "-y/--limit_msgrate"),
-            (a.min_gbps.is_some(), "--min-gbps"),
-            (a.min_line_rate_pct.is_some(), "--min-line-rate-pct"),
+            (a.flags.min_gbps.is_some(), "--min-gbps"),
+            (a.flags.min_line_rate_pct.is_some(), "--min-line-rate-pct"),
             (
                 a.out_json || a.out_json_file.is_some(),
                 "--out_json/--out_json_file",
@@ -842,17 +856,17 @@ fn output(a: &TestArgs) -> Result<Output, Usage> {
             }
         }
     }
-    if a.report_both && !a.transport.bidirectional {
+    if a.report_both && !a.flags.transport.bidirectional {
         return usage("--report-both prints each direction of -b: add -b");
     }
-    if let Some(g) = a.min_gbps {
+    if let Some(g) = a.flags.min_gbps {
         if !(g.is_finite() && g >= 0.0) {
             return usage(format!(
                 "--min-gbps {g}: give a bandwidth in Gb/s, e.g. --min-gbps 90"
             ));
         }
     }
-    if let Some(p) = a.min_line_rate_pct {
+    if let Some(p) = a.flags.min_line_rate_pct {
         if !(p.is_finite() && p > 0.0 && p <= 100.0) {
             return usage(format!(
                 "--min-line-rate-pct {p}: give a percentage above 0 and at most 100, e.g. 90"
@@ -863,7 +877,7 @@ fn output(a: &TestArgs) -> Result<Output, Usage> {
         format,
         gbits: a.report_gbits,
         min_gbps,
-        min_line_rate_pct: a.min_line_rate_pct,
+        min_line_rate_pct: a.flags.min_line_rate_pct,
         quiet: a.quiet,
         report_counters: a.report_counters.as_ref().map(|names| {
             names

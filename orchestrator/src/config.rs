@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, ValueEnum};
+use clap::{ArgGroup, Args, ValueEnum};
+use results::rdmabw::flags::TestFlags;
 use results::rdmabw::gpu::GpuSelect;
 use results::NetworkMode;
 
@@ -112,21 +113,12 @@ fn seconds_in(s: &str, zero: bool) -> Result<f64, String> {
     })
 }
 
-fn size(s: &str) -> Result<u64, String> {
-    results::rdmabw::flags::parse_size(s)
-        .ok_or_else(|| format!("expected bytes, or K, M or G (64K, 1M), got `{s}`"))
-}
-
-fn mtu(s: &str) -> Result<u32, String> {
-    match s.parse::<u32>() {
-        Ok(v @ (256 | 512 | 1024 | 2048 | 4096)) => Ok(v),
-        _ => Err(format!("expected 256, 512, 1024, 2048 or 4096, got `{s}`")),
-    }
-}
-
 fn use_cuda(s: &str) -> Result<GpuSelect, String> {
     GpuSelect::parse(s).ok_or_else(|| format!("expected a CUDA GPU index or auto, got `{s}`"))
 }
+
+/// railsweep's message size when -s is not given (rdmabw's too).
+pub(crate) const DEFAULT_SIZE_BYTES: u64 = 65536;
 
 /// `--gpu` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -137,6 +129,7 @@ pub enum GpuArg {
 
 /// The test parameters of every sweep: `railsweep run`, `compare` and `fleet` flatten these.
 #[derive(Debug, Clone, Args)]
+#[command(group(ArgGroup::new("threshold").args(["min_gbps", "min_line_rate_pct"])))]
 pub struct SweepArgs {
     /// rdmabw inside the pods: a path, or a name looked up in PATH
     /// [default: `rdmabw`; for --runner local, the rdmabw next to railsweep if there is one].
@@ -176,45 +169,14 @@ pub struct SweepArgs {
     /// Measured seconds per rail.
     #[arg(short = 'D', long, value_name = "S", default_value_t = 5.0, value_parser = seconds_positive)]
     pub duration: f64,
-    /// RDMA WRITE message size: bytes, or with K, M or G (powers of 2, as rdmabw and
-    /// ib_write_bw: 64K, 1M).
-    #[arg(short = 's', long, value_name = "BYTES", default_value = "65536", value_parser = size)]
-    pub size: u64,
+    /// The test flags rdmabw takes too (-s, -q, --tclass, transport, -m, thresholds, warm-up
+    /// and cool-down), passed to every rdmabw client.
+    #[command(flatten)]
+    pub test: TestFlags,
     /// rdmabw's -a (every size from 2 B to 8 MiB) is not a railsweep flag: a row is one rail at
     /// one size. Refused with that advice.
     #[arg(short = 'a', long = "all", hide = true)]
     pub all_sizes: bool,
-    /// Traffic class (IPv4 TOS byte) for the QPs, e.g. 41 for a lossless RoCE class
-    /// [default: none, with a warning].
-    #[arg(long, value_name = "N")]
-    pub tclass: Option<u8>,
-    /// Queue pairs per rail (rdmabw's and ib_write_bw's -q/--qp).
-    #[arg(
-        short = 'q',
-        long = "qp",
-        alias = "qps",
-        value_name = "N",
-        default_value_t = 1
-    )]
-    pub qps: u32,
-    /// rdmabw's transport flags, passed to every rdmabw client as given.
-    #[command(flatten)]
-    pub transport: results::rdmabw::flags::TransportFlags,
-    /// Path MTU in bytes [default: the smaller active MTU of both ends].
-    #[arg(short = 'm', long, value_name = "BYTES", value_parser = mtu)]
-    pub mtu: Option<u32>,
-    /// Rails under this average Gb/s count as below threshold (exit code 1).
-    #[arg(long, value_name = "GBPS", value_parser = positive, conflicts_with = "min_line_rate_pct")]
-    pub min_gbps: Option<f64>,
-    /// Rails under this percentage of their line rate count as below threshold (exit code 1).
-    #[arg(long, value_name = "PCT", value_parser = positive)]
-    pub min_line_rate_pct: Option<f64>,
-    /// rdmabw's seconds of traffic before each measured window [default: rdmabw's, 0.05; 0.2 both ways].
-    #[arg(long, value_name = "S", value_parser = seconds_non_negative)]
-    pub warmup: Option<f64>,
-    /// rdmabw's seconds of traffic after each measured window [default: rdmabw's, 0 one way].
-    #[arg(long, value_name = "S", value_parser = seconds_non_negative)]
-    pub cooldown: Option<f64>,
     /// Run a failed rail again up to N more times.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub retries: u32,
@@ -253,6 +215,39 @@ pub(crate) fn inject_default() -> Option<PathBuf> {
 }
 
 impl SweepArgs {
+    /// The test flags checked as railsweep takes them, with its defaults made explicit: the
+    /// size (65536) and the queue pairs (1) always go to rdmabw.
+    fn test(&self) -> Result<TestFlags> {
+        let t = &self.test;
+        let size = t.size.unwrap_or(DEFAULT_SIZE_BYTES);
+        if size == 0 {
+            bail!("--size must be at least 1 byte");
+        }
+        let qp = t.qp.unwrap_or(1);
+        if qp == 0 {
+            bail!("-q/--qp must be at least 1");
+        }
+        if let Some(tc) = t.tclass.filter(|tc| *tc > 255) {
+            bail!("--tclass {tc}: the traffic class is one byte, 0-255 (e.g. --tclass 41)");
+        }
+        if let Some(m) = t.mtu.filter(|m| ![256, 512, 1024, 2048, 4096].contains(m)) {
+            bail!("-m/--mtu {m}: expected 256, 512, 1024, 2048 or 4096");
+        }
+        for (flag, v) in [
+            ("--min-gbps", t.min_gbps),
+            ("--min-line-rate-pct", t.min_line_rate_pct),
+        ] {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
+                bail!("{flag} {v}: expected a positive number");
+            }
+        }
+        Ok(TestFlags {
+            size: Some(size),
+            qp: Some(qp),
+            ..t.clone()
+        })
+    }
+
     /// Check the parameters and resolve them, for pods reached through `runner`, rows recorded
     /// under `mode` (`None`: inferred) and `cluster` (`None`: the runner's).
     pub fn resolve(
@@ -261,18 +256,13 @@ impl SweepArgs {
         mode: Option<NetworkMode>,
         cluster: Option<String>,
     ) -> Result<SweepConfig> {
-        if self.size == 0 {
-            bail!("--size must be at least 1 byte");
-        }
+        let test = self.test()?;
         if self.all_sizes {
             bail!(
                 "-a/--all: railsweep measures one message size per row (-s, default 64K); run it \
                  once per size (-s 4K, -s 64K, -s 1M ...) to compare sizes, or rdmabw -a in a pod \
                  for one rail's whole curve"
             );
-        }
-        if self.qps == 0 {
-            bail!("-q/--qp must be at least 1");
         }
         let rdmabw =
             if self.inject {
@@ -293,14 +283,7 @@ impl SweepArgs {
             rails: self.rails.clone().map(|r| r.0),
             port: self.port,
             duration_s: self.duration,
-            size_bytes: self.size,
-            tclass: self.tclass,
-            qps: self.qps,
-            mtu: self.mtu,
-            min_gbps: self.min_gbps,
-            min_line_rate_pct: self.min_line_rate_pct,
-            warmup_s: self.warmup,
-            cooldown_s: self.cooldown,
+            test,
             parallel: self.parallel,
             retries: self.retries,
             margin: secs(self.margin),
@@ -310,7 +293,6 @@ impl SweepArgs {
                 .use_cuda
                 .clone()
                 .or_else(|| (self.gpu == Some(GpuArg::Auto)).then_some(GpuSelect::Auto)),
-            transport: self.transport.clone(),
             show_commands: self.show_commands,
             // Known once the pods of `--mode dra --gpu-align` are allocated (run::sweep_mode).
             rail_gpus: Default::default(),

@@ -5,7 +5,7 @@
 //! ones rdmabw prints with.
 
 use anyhow::{bail, Context, Result};
-use results::rdmabw::flags::TransportFlags;
+use results::rdmabw::flags::{fmt_num, TestFlags};
 use results::rdmabw::gpu::GpuSelect;
 use results::rdmabw::rails::Capability;
 use results::rdmabw::rails::RailsReport;
@@ -207,26 +207,10 @@ pub struct ClientTest {
     pub server_device: Option<(String, u32)>,
     /// Measured seconds.
     pub duration_s: f64,
-    /// RDMA WRITE size.
-    pub size_bytes: u64,
-    /// Traffic class, if any.
-    pub tclass: Option<u8>,
-    /// Queue pairs.
-    pub qps: u32,
-    /// Path MTU, if forced.
-    pub mtu: Option<u32>,
-    /// Threshold in Gb/s.
-    pub min_gbps: Option<f64>,
-    /// Threshold in percent of line rate.
-    pub min_line_rate_pct: Option<f64>,
-    /// Seconds of traffic before the measured window, if not rdmabw's default.
-    pub warmup_s: Option<f64>,
-    /// Seconds of traffic after the measured window, if not rdmabw's default.
-    pub cooldown_s: Option<f64>,
+    /// The test flags, passed through (railsweep's size and queue pairs always given).
+    pub test: TestFlags,
     /// The client's buffer in the GPU nearest its RDMA device (`--use_cuda auto`).
     pub gpu: Option<GpuSelect>,
-    /// -b, --sl, -t, -Q, -l, -I as given to railsweep.
-    pub transport: TransportFlags,
 }
 
 /// `rdmabw client --json ...` for one rail.
@@ -243,11 +227,8 @@ pub fn client_argv(bin: &str, t: &ClientTest) -> Vec<String> {
         // The measured seconds: rdmabw's -D is ib_write_bw's whole test, margins inside.
         "--window".into(),
         fmt_num(t.duration_s),
-        "-s".into(),
-        t.size_bytes.to_string(),
-        "-q".into(),
-        t.qps.to_string(),
     ];
+    v.extend(t.test.shape_argv());
     match &t.device {
         Some((dev, port, gid)) => {
             v.extend(["-d".into(), dev.clone(), "-x".into(), gid.to_string()]);
@@ -267,38 +248,12 @@ pub fn client_argv(bin: &str, t: &ClientTest) -> Vec<String> {
         None => v.extend(["--server-netdev".into(), t.server_netdev.clone()]),
     }
     v.extend(["-p".into(), t.port.to_string()]);
-    if let Some(tc) = t.tclass {
-        v.extend(["--tclass".into(), tc.to_string()]);
-    }
-    v.extend(t.transport.to_argv());
-    if let Some(m) = t.mtu {
-        v.extend(["-m".into(), m.to_string()]);
-    }
-    if let Some(g) = t.min_gbps {
-        v.extend(["--min-gbps".into(), fmt_num(g)]);
-    }
-    if let Some(p) = t.min_line_rate_pct {
-        v.extend(["--min-line-rate-pct".into(), fmt_num(p)]);
-    }
-    if let Some(w) = t.warmup_s {
-        v.extend(["--warmup".into(), fmt_num(w)]);
-    }
-    if let Some(c) = t.cooldown_s {
-        v.extend(["--cooldown".into(), fmt_num(c)]);
-    }
+    v.extend(t.test.tuning_argv());
     if let Some(g) = &t.gpu {
         v.extend(["--use_cuda".into(), g.to_string()]);
     }
     v.push(t.server_addr.clone());
     v
-}
-
-fn fmt_num(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{}", x as i64)
-    } else {
-        format!("{x}")
-    }
 }
 
 /// What one client run came to.
@@ -373,6 +328,7 @@ pub fn parse_client(out: &Output) -> ClientOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use results::rdmabw::flags::TransportFlags;
 
     #[test]
     fn versions() {
@@ -395,20 +351,22 @@ mod tests {
             server_netdev: "net1".into(),
             server_device: Some(("mlx5_4".into(), 5)),
             duration_s: 3.0,
-            size_bytes: 65536,
-            tclass: Some(41),
-            qps: 4,
-            mtu: Some(4096),
-            min_gbps: Some(90.5),
-            min_line_rate_pct: None,
-            warmup_s: Some(0.2),
-            cooldown_s: None,
-            gpu: None,
-            transport: TransportFlags {
-                bidirectional: true,
-                cq_mod: Some(4),
-                ..TransportFlags::default()
+            test: TestFlags {
+                size: Some(65536),
+                qp: Some(4),
+                tclass: Some(41),
+                transport: TransportFlags {
+                    bidirectional: true,
+                    cq_mod: Some(4),
+                    ..TransportFlags::default()
+                },
+                mtu: Some(4096),
+                min_gbps: Some(90.5),
+                min_line_rate_pct: None,
+                warmup: Some(0.2),
+                cooldown: None,
             },
+            gpu: None,
         };
         let v = client_argv("rdmabw", &t);
         let s = v.join(" ");

@@ -158,7 +158,7 @@ pub async fn run(args: RunArgs) -> Result<Verdict> {
     let cfg = args
         .sweep
         .resolve(args.access.runner, mode, args.cluster.clone())?;
-    if cfg.tclass.is_none() {
+    if cfg.test.tclass.is_none() {
         eprintln!(
             "railsweep: warning: no --tclass: RoCE fabrics usually need the traffic class of their \
              lossless queue (often --tclass 41, NCCL_IB_TC); without it a field report lost 40% of the bandwidth"

@@ -383,7 +383,7 @@ pub(super) async fn fleet_with<R: Runner>(
     // header prints what ran, so that the run can be repeated.
     let pattern = args.pattern.clone().for_fleet(pods.len());
     let schedule = Schedule::build(&pattern, &pods)?;
-    let threshold = match cfg.min_line_rate_pct {
+    let threshold = match cfg.test.min_line_rate_pct {
         Some(p) => Threshold::LineRatePct(p),
         None => Threshold::MedianPct(args.outlier_pct),
     };

@@ -60,22 +60,9 @@ pub struct SweepConfig {
     pub port: u16,
     /// Measured seconds per rail.
     pub duration_s: f64,
-    /// RDMA WRITE size.
-    pub size_bytes: u64,
-    /// Traffic class.
-    pub tclass: Option<u8>,
-    /// Queue pairs per rail.
-    pub qps: u32,
-    /// Forced path MTU.
-    pub mtu: Option<u32>,
-    /// Threshold in Gb/s.
-    pub min_gbps: Option<f64>,
-    /// Threshold in percent of line rate.
-    pub min_line_rate_pct: Option<f64>,
-    /// rdmabw's warm-up before the measured window, if not its default.
-    pub warmup_s: Option<f64>,
-    /// rdmabw's cool-down after the measured window, if not its default.
-    pub cooldown_s: Option<f64>,
+    /// The test flags every rdmabw client gets, checked, with the size and the queue pairs
+    /// always given (`SweepArgs::resolve`).
+    pub test: results::rdmabw::flags::TestFlags,
     /// All rails at once.
     pub parallel: bool,
     /// Extra attempts for a failed rail.
@@ -88,9 +75,6 @@ pub struct SweepConfig {
     pub cluster: Option<String>,
     /// GPUDirect: each rail's buffers, on both sides, in the GPU nearest that rail's NIC.
     pub gpu: Option<GpuSelect>,
-    /// rdmabw's transport flags, passed through as given (-b, --sl, -t, -Q, -l, -I, -e,
-    /// --data_validation).
-    pub transport: results::rdmabw::flags::TransportFlags,
     /// Print each rdmabw client command on stderr before it runs.
     pub show_commands: bool,
     /// Mode `dra --gpu-align`: the GPU allocated with each rail of each pod, for the rows.
@@ -98,6 +82,26 @@ pub struct SweepConfig {
 }
 
 impl SweepConfig {
+    /// RDMA WRITE size.
+    pub fn size_bytes(&self) -> u64 {
+        self.test.size.unwrap_or(crate::config::DEFAULT_SIZE_BYTES)
+    }
+
+    /// Queue pairs per rail.
+    pub fn qps(&self) -> u32 {
+        self.test.qp.unwrap_or(1)
+    }
+
+    /// The traffic class, if given (checked to fit a byte when resolved).
+    pub fn tclass(&self) -> Option<u8> {
+        self.test.tclass.and_then(|tc| u8::try_from(tc).ok())
+    }
+
+    /// rdmabw's transport flags, passed through as given.
+    pub fn transport(&self) -> &results::rdmabw::flags::TransportFlags {
+        &self.test.transport
+    }
+
     /// The deadline of one attempt on one rail: the measured duration plus the margin (which
     /// covers start-up, QP bring-up, rdmabw's warm-up and cool-down, and the report).
     pub fn deadline(&self) -> Duration {

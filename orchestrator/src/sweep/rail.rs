@@ -104,16 +104,8 @@ impl<'a, R: Runner> Sweep<'a, R> {
             server_netdev: s.iface.clone(),
             server_device: s.device.clone().zip(s.gid_index),
             duration_s: self.cfg.duration_s,
-            size_bytes: self.cfg.size_bytes,
-            tclass: self.cfg.tclass,
-            qps: self.cfg.qps,
-            mtu: self.cfg.mtu,
-            min_gbps: self.cfg.min_gbps,
-            min_line_rate_pct: self.cfg.min_line_rate_pct,
-            warmup_s: self.cfg.warmup_s,
-            cooldown_s: self.cfg.cooldown_s,
+            test: self.cfg.test.clone(),
             gpu: self.cfg.gpu.clone(),
-            transport: self.cfg.transport.clone(),
         };
         let argv = rdmabw::client_argv(&self.prep.client_bin, &test);
         if self.cfg.show_commands {
@@ -368,18 +360,18 @@ impl<'a, R: Runner> Sweep<'a, R> {
                 &cfg.rail_gpus.server,
             ),
             asked: Some(AskedTest {
-                size_bytes: cfg.size_bytes,
-                qps: cfg.qps,
-                bidirectional: cfg.transport.bidirectional,
-                traffic_class: cfg.tclass,
-                mtu_bytes: cfg.mtu,
+                size_bytes: cfg.size_bytes(),
+                qps: cfg.qps(),
+                bidirectional: cfg.transport().bidirectional,
+                traffic_class: cfg.tclass(),
+                mtu_bytes: cfg.test.mtu,
                 memory: if cfg.gpu.is_some() {
                     MemoryKind::Cuda
                 } else {
                     MemoryKind::Host
                 },
-                min_gbps: cfg.min_gbps,
-                min_line_rate_pct: cfg.min_line_rate_pct,
+                min_gbps: cfg.test.min_gbps,
+                min_line_rate_pct: cfg.test.min_line_rate_pct,
             }),
         }
     }

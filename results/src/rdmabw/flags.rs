@@ -1,6 +1,18 @@
 //! The test parameters that rdmabw and railsweep both take, defined once so that the same
 //! spelling means the same thing in both (`railsweep run -b -Q 4` runs `rdmabw client -b -Q 4`):
 //! clap arguments (with the `cli` feature), and the argv railsweep hands to rdmabw.
+//!
+//! [`TestFlags`] is every flag railsweep passes through to `rdmabw client`, [`TransportFlags`]
+//! among them. Each binary resolves them into its own validated configuration (the range checks
+//! that differ, such as railsweep refusing `--min-gbps 0`, are there). Flags that both binaries
+//! spell alike but read differently stay out of it, each in its own binary:
+//! - `-D`/`--duration`: rdmabw's is ib_write_bw's whole test, the margins inside it; railsweep's
+//!   is the measured seconds (it hands rdmabw `--window`).
+//! - `-f`/`--margin`: rdmabw's is ib_write_bw's warm-up and cool-down; railsweep's is the time a
+//!   rail may take beyond `-D` before railsweep stops it.
+//! - `-a`/`--all`: rdmabw sweeps 2 B .. 8 MiB; railsweep refuses it (a row is one size).
+//! - `--use_cuda`: rdmabw's puts this side's buffer in a GPU; railsweep's puts both sides'.
+//! - `-p`/`--port`: railsweep's is also its daemon's port (not a test parameter).
 
 /// Message sizes as ib_write_bw writes them: bytes, or with a K, M or G suffix (powers of 2,
 /// `64K` = 65536; `KB`/`KiB`, `MB`/`MiB`, `GB`/`GiB` the same).
@@ -76,6 +88,141 @@ pub struct TransportFlags {
         arg(short = 'e', long = "use_event", alias = "use-event")
     )]
     pub use_event: bool,
+}
+
+/// The test parameters railsweep passes through to every `rdmabw client` it runs (message
+/// size, queue pairs, traffic class, transport, MTU, thresholds, warm-up and cool-down), as
+/// both binaries' command lines take them: one definition, one type per flag. Absent values
+/// are rdmabw's defaults. Only the types are checked here; each binary checks the ranges.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct TestFlags {
+    /// Message size in bytes (ib_write_bw -s; K/M/G suffixes are powers of 2; default 65536).
+    #[cfg_attr(
+        feature = "cli",
+        arg(short = 's', long = "size", value_name = "BYTES", value_parser = size_arg)
+    )]
+    pub size: Option<u64>,
+
+    /// Queue pairs (ib_write_bw -q; railsweep: per rail; default 1).
+    #[cfg_attr(
+        feature = "cli",
+        arg(short = 'q', long = "qp", alias = "qps", value_name = "N")
+    )]
+    pub qp: Option<u32>,
+
+    /// Traffic class in the GRH, 0-255 (the IPv4 TOS byte on RoCE v2: DSCP << 2 | ECN), e.g. 41
+    /// for a lossless RoCE class [default: none; railsweep warns].
+    #[cfg_attr(feature = "cli", arg(long = "tclass", value_name = "TC"))]
+    pub tclass: Option<u16>,
+
+    /// The transport settings (-b, --sl, -t, -Q, -l, -I, -e, --data_validation).
+    #[cfg_attr(feature = "cli", command(flatten))]
+    pub transport: TransportFlags,
+
+    /// Path MTU: 256, 512, 1024, 2048 or 4096 (ib_write_bw -m; default: the smaller active MTU
+    /// of both ports).
+    #[cfg_attr(feature = "cli", arg(short = 'm', long = "mtu", value_name = "BYTES"))]
+    pub mtu: Option<u32>,
+
+    /// Exit 1 when the average bandwidth of the largest size is below this many Gb/s (railsweep:
+    /// the rail counts as below threshold).
+    #[cfg_attr(feature = "cli", arg(long = "min-gbps", value_name = "GBPS"))]
+    pub min_gbps: Option<f64>,
+
+    /// Exit 1 when the average bandwidth of the largest size is below this percentage of the
+    /// line rate (the smaller of both ports; railsweep: the rail counts as below threshold).
+    #[cfg_attr(feature = "cli", arg(long = "min-line-rate-pct", value_name = "PCT"))]
+    pub min_line_rate_pct: Option<f64>,
+
+    /// Seconds of traffic before each measured window (rdmabw's default: -f with -D; with
+    /// --window, as railsweep runs it, or when -f is 0, 0.05, and 0.2 with -b).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_name = "SECONDS", value_parser = seconds_arg)
+    )]
+    pub warmup: Option<f64>,
+
+    /// Seconds of traffic after each measured window (rdmabw's default: -f with -D; with
+    /// --window, as railsweep runs it, or when -f is 0, 0.25 with -b and 0 otherwise: one
+    /// direction's window closes with its queue still full).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_name = "SECONDS", value_parser = seconds_arg)
+    )]
+    pub cooldown: Option<f64>,
+}
+
+/// `-s`'s value parser: [`parse_size`], naming what it takes.
+#[cfg(feature = "cli")]
+fn size_arg(s: &str) -> Result<u64, String> {
+    parse_size(s).ok_or_else(|| format!("expected bytes, or K, M or G (64K, 1M), got `{s}`"))
+}
+
+/// `--warmup`'s and `--cooldown`'s value parser: seconds, 0 to a week
+/// ([`crate::rdmabw::params::MAX_SECONDS`]), which every `Duration` holds.
+#[cfg(feature = "cli")]
+fn seconds_arg(s: &str) -> Result<f64, String> {
+    use crate::rdmabw::params::MAX_SECONDS;
+    match s.trim().parse::<f64>() {
+        Ok(v) if (0.0..=MAX_SECONDS).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "expected a non-negative number of seconds, at most {MAX_SECONDS} (a week), got `{s}`"
+        )),
+    }
+}
+
+impl TestFlags {
+    /// The flags as rdmabw's command line takes them, only those given: [`Self::shape_argv`]
+    /// and then [`Self::tuning_argv`].
+    pub fn to_argv(&self) -> Vec<String> {
+        let mut v = self.shape_argv();
+        v.extend(self.tuning_argv());
+        v
+    }
+
+    /// The test's shape, `-s` and `-q`, which lead railsweep's commands (the rail's selection
+    /// follows them, then the rest).
+    pub fn shape_argv(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if let Some(s) = self.size {
+            v.extend(["-s".to_string(), s.to_string()]);
+        }
+        if let Some(q) = self.qp {
+            v.extend(["-q".to_string(), q.to_string()]);
+        }
+        v
+    }
+
+    /// Every flag but the shape: traffic class, transport, MTU, thresholds, warm-up, cool-down.
+    pub fn tuning_argv(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if let Some(tc) = self.tclass {
+            v.extend(["--tclass".to_string(), tc.to_string()]);
+        }
+        v.extend(self.transport.to_argv());
+        let mut opt = |flag: &str, value: Option<String>| {
+            if let Some(value) = value {
+                v.extend([flag.to_string(), value]);
+            }
+        };
+        opt("-m", self.mtu.map(|m| m.to_string()));
+        opt("--min-gbps", self.min_gbps.map(fmt_num));
+        opt("--min-line-rate-pct", self.min_line_rate_pct.map(fmt_num));
+        opt("--warmup", self.warmup.map(fmt_num));
+        opt("--cooldown", self.cooldown.map(fmt_num));
+        v
+    }
+}
+
+/// A number as a flag's value: whole numbers without a fraction (`3`, not `3.0`), the others
+/// as Rust prints them, which parse back to the same `f64`.
+pub fn fmt_num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
 }
 
 impl TransportFlags {
