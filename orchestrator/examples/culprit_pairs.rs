@@ -76,6 +76,15 @@ fn at_scale() {
         pairings.push(("ring".into(), ring(n)));
         for (name, sched) in &pairings {
             let pairs: Vec<_> = sched.pairs().collect();
+            // A line of the table: extra pairs as the mean over the trials.
+            let row = |pairing: &str, planted: &str, extra: usize, exact: String, good: String| {
+                println!(
+                    "{pairing}\t{n}\t{planted}\t{}\t{}\t{:.1}\t{exact}\t{good}",
+                    pairs.len(),
+                    sched.rounds.len(),
+                    extra as f64 / TRIALS as f64
+                );
+            };
             for k in [4, 16] {
                 let (mut extra, mut exact, mut good_named) = (0, 0, 0);
                 let (mut extra_h, mut exact_h) = (0, 0);
@@ -91,19 +100,21 @@ fn at_scale() {
                         exact_h += usize::from(found == bad);
                     }
                 }
-                println!(
-                    "{name}\t{n}\t{k} bad nodes\t{}\t{}\t{:.1}\t{exact}/{TRIALS}\t{:.1}",
-                    pairs.len(),
-                    sched.rounds.len(),
-                    extra as f64 / TRIALS as f64,
-                    good_named as f64 / TRIALS as f64
+                let planted = format!("{k} bad nodes");
+                row(
+                    name,
+                    &planted,
+                    extra,
+                    format!("{exact}/{TRIALS}"),
+                    format!("{:.1}", good_named as f64 / TRIALS as f64),
                 );
                 if name == "ring" {
-                    println!(
-                        "ring+halving\t{n}\t{k} bad nodes\t{}\t{}\t{:.1}\t{exact_h}/{TRIALS}\t-",
-                        pairs.len(),
-                        sched.rounds.len(),
-                        extra_h as f64 / TRIALS as f64,
+                    row(
+                        "ring+halving",
+                        &planted,
+                        extra_h,
+                        format!("{exact_h}/{TRIALS}"),
+                        "-".into(),
                     );
                 }
             }
@@ -118,12 +129,12 @@ fn at_scale() {
                 extra += e;
                 good_named += found.len();
             }
-            println!(
-                "{name}\t{n}\tbad uplink of {GROUP}\t{}\t{}\t{:.1}\t-\t{:.1}",
-                pairs.len(),
-                sched.rounds.len(),
-                extra as f64 / TRIALS as f64,
-                good_named as f64 / TRIALS as f64
+            row(
+                name,
+                &format!("bad uplink of {GROUP}"),
+                extra,
+                "-".into(),
+                format!("{:.1}", good_named as f64 / TRIALS as f64),
             );
         }
     }

@@ -240,17 +240,17 @@ pub fn watch_ctrl_c(cancel: CancellationToken) {
 }
 
 /// Why a sweep has no rail to measure, and the probe that tells more: a set-up error, not an
-/// empty table that passes.
+/// empty table that passes. Rails pair by number, a rail of one pod alone being planned (and
+/// recorded as failed), so nothing is planned only when neither pod has a rail.
 fn nothing_to_measure(prep: &Prepared) -> String {
-    let side = |pod: &str, r: &results::rdmabw::rails::RailsReport| match r.rails.len() {
-        0 => format!(
+    let side = |pod: &str, r: &results::rdmabw::rails::RailsReport| {
+        format!(
             "pod {pod} has no rail{}",
             r.not_rails
                 .first()
                 .map(|n| format!(" ({}: {})", n.name, n.reason))
                 .unwrap_or_default()
-        ),
-        n => format!("pod {pod} has {n} rail(s)"),
+        )
     };
     format!(
         "nothing to measure: {}, {}; see why with `rdmabw probe` in each pod (kubectl exec POD -- rdmabw probe)",
