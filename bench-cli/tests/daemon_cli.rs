@@ -3,52 +3,17 @@
 //! ends (a launcher closing it, or dying); without the flag it keeps serving. No RDMA device is
 //! needed: a daemon without a rail of its own only listens until a client comes.
 
-use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// A free TCP port on the loopback address.
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
-    l.local_addr().expect("address").port()
-}
+mod support;
+use support::daemon_on;
 
 /// The daemon, its secret written and its input still open; its stderr lines on the receiver.
 fn daemon(extra: &[&str]) -> (Child, mpsc::Receiver<String>) {
     let (child, rx, _) = daemon_on("127.0.0.1", extra);
     (child, rx)
-}
-
-/// [`daemon`] listening on `bind` (`--bind`), and its port.
-fn daemon_on(bind: &str, extra: &[&str]) -> (Child, mpsc::Receiver<String>, u16) {
-    let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rdmabw"))
-        .args(["server", "--daemon", "--bind", bind, "-p"])
-        .arg(port.to_string())
-        .arg("--secret-stdin")
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starts rdmabw server --daemon");
-    child
-        .stdin
-        .as_mut()
-        .expect("stdin")
-        .write_all(b"0123456789abcdef\n")
-        .expect("writes the secret");
-    let (tx, rx) = mpsc::channel();
-    let stderr = child.stderr.take().expect("stderr");
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    (child, rx, port)
 }
 
 /// Lines until one contains `what` (all of them, for the message), or `None` after `limit`.

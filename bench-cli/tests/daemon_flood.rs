@@ -5,22 +5,17 @@
 //! device is needed: the admitted test stops at device opening, which the client hears as a
 //! server set-up failure. The figures are printed (`--nocapture`).
 
-use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bench_core::control::{ControlChannel, Hello, PhaseTimeouts, RunSecret};
 use results::rdmabw::params::{Connection, Sizes, TestLength, TestParams};
 
-const SECRET: &str = "0123456789abcdef";
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
-    l.local_addr().expect("address").port()
-}
+mod support;
+use support::{daemon_on, free_port, lines, SECRET};
 
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -58,39 +53,9 @@ impl Drop for Ended {
 
 #[test]
 fn a_flood_neither_locks_out_the_run_nor_fills_the_log_or_memory() {
-    let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rdmabw"))
-        .args([
-            "server",
-            "--daemon",
-            "--bind",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-        ])
-        .args(["--secret-stdin", "--max-tests", "2"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starts rdmabw server --daemon");
-    child
-        .stdin
-        .as_mut()
-        .expect("stdin")
-        .write_all(format!("{SECRET}\n").as_bytes())
-        .expect("writes the secret");
-    let stderr = child.stderr.take().expect("stderr");
+    let (child, rx, port) = daemon_on("127.0.0.1", &["--max-tests", "2"]);
     let pid = child.id();
     let _child = Ended(child);
-    let (tx, rx) = mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
     let first = rx
         .recv_timeout(Duration::from_secs(10))
         .expect("a first line");
@@ -206,15 +171,7 @@ fn a_daemon_out_of_file_descriptors_backs_off_and_goes_on() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("starts rdmabw server --daemon");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let rx = lines(child.stderr.take().expect("stderr"));
     let first = rx
         .recv_timeout(Duration::from_secs(10))
         .expect("a first line");

@@ -11,47 +11,10 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use bench_core::control::samples::{every_variant, params, result};
 use bench_core::control::*;
-use results::rdmabw::params::{Connection, SizeResult, Sizes, TestLength, TestParams};
 
 const SHORT: Duration = Duration::from_millis(300);
-
-fn params() -> TestParams {
-    TestParams {
-        sizes: Sizes::One {
-            msg_size_bytes: 65536,
-        },
-        length: TestLength::Duration {
-            duration_s: 2.0,
-            warmup_s: 0.5,
-            cooldown_s: 0.5,
-        },
-        qps: 4,
-        connection: Connection::RC,
-        bidirectional: false,
-        run_infinitely: false,
-        data_validation: false,
-    }
-}
-
-fn result(size: u64) -> SizeResult {
-    SizeResult {
-        msg_size_bytes: size,
-        iterations: 1_000_000,
-        bw_peak_gbps: 391.25,
-        bw_avg_gbps: 388.5,
-        msg_rate_mpps: 0.74,
-        bw_p1_gbps: 381.0,
-        bw_p50_gbps: 388.0,
-        bw_p99_gbps: 390.0,
-        interval_ms: 10,
-        measured_s: 2.0,
-        cpu_s: 1.98,
-        cpu_s_per_gb: None,
-        polling_cpu: None,
-        off_cpu_max_s: None,
-    }
-}
 
 fn endpoints(n: usize, seed: u32) -> Endpoints {
     Endpoints {
@@ -86,52 +49,6 @@ fn accept_msg(device: &str) -> Accept {
         line_rate_gbps: 400.0,
         rdmabw_version: RDMABW_VERSION.into(),
     }
-}
-
-fn every_variant() -> Vec<Msg> {
-    vec![
-        Msg::Hello(Hello::new(params(), Some("mlx5_3".into()), "pod-a")),
-        Msg::Hello(Hello::new(params(), None, "pod-a")),
-        Msg::Accept(accept_msg("mlx5_3")),
-        Msg::Busy {
-            device: "mlx5_3".into(),
-            by: "pod-b (10.0.0.2:4000)".into(),
-        },
-        Msg::Reject {
-            reason: RejectReason::ParamMismatch {
-                param: "--qp/-q".into(),
-                server: "4".into(),
-                client: "2".into(),
-            },
-        },
-        Msg::Reject {
-            reason: RejectReason::UnknownDevice {
-                device: "mlx5_9".into(),
-                available: vec!["mlx5_0".into()],
-            },
-        },
-        Msg::Reject {
-            reason: RejectReason::ProtocolVersion {
-                server: 1,
-                client: 9,
-            },
-        },
-        Msg::Reject {
-            reason: RejectReason::Other {
-                message: "draining".into(),
-            },
-        },
-        Msg::Endpoints(endpoints(4, 100)),
-        Msg::Ready,
-        Msg::Heartbeat { elapsed_ms: 12_345 },
-        Msg::Done {
-            results: vec![result(2), result(8 << 20)],
-            counters: None,
-        },
-        Msg::Error {
-            message: "work completion error: retry exceeded".into(),
-        },
-    ]
 }
 
 fn listener() -> (TcpListener, SocketAddr) {

@@ -16,26 +16,7 @@ use results::{read_path, NetworkMode, RailStatus};
 
 /// A `rdmabw client --json --min-gbps 1` document of a size sweep over net2 (rail 1) of the
 /// Soft-RoCE lab, with two of its sizes (4 and 64 KiB) kept.
-const RECORDED: &str = r#"{"schema_version":1,"rdmabw_version":"0.1.0","role":"client",
-  "params":{"sizes":{"sweep":{"max_bytes":65536}},
-    "length":{"duration":{"duration_s":2.0,"warmup_s":0.5,"cooldown_s":0.5}},
-    "qps":1,"connection":"RC","bidirectional":false},
-  "tuning":{"tx_depth":128,"cq_mod":100,"post_list":1,"inline_bytes":0,"traffic_class":41,
-    "service_level":0,"hop_limit":64,"mtu_bytes":null,"ack_timeout":14,"retry_count":7,
-    "poll":"spin"},
-  "path_mtu_bytes":1024,"memory":"host",
-  "local":{"host":"podA","device":"rxe1","port":1,"gid_index":1,"gid":"::ffff:10.0.2.1",
-    "netdev":"net2","ipv4":"10.0.2.1","active_mtu_bytes":1024,"line_rate_gbps":10.0},
-  "remote":{"host":"podB","device":"rxe3","port":1,"gid_index":1,"gid":"::ffff:10.0.2.2",
-    "netdev":"net2","ipv4":"10.0.2.2","active_mtu_bytes":1024,"line_rate_gbps":10.0},
-  "results":[
-    {"msg_size_bytes":4096,"iterations":61000,"bw_peak_gbps":1.1,"bw_avg_gbps":0.9985,
-     "msg_rate_mpps":0.0305,"bw_p1_gbps":0.75,"bw_p50_gbps":1.0,"bw_p99_gbps":1.09,
-     "interval_ms":100,"measured_s":2.0,"cpu_s":1.2},
-    {"msg_size_bytes":65536,"iterations":8400,"bw_peak_gbps":2.4,"bw_avg_gbps":2.2,
-     "msg_rate_mpps":0.0042,"bw_p1_gbps":1.9,"bw_p50_gbps":2.2,"bw_p99_gbps":2.35,
-     "interval_ms":100,"measured_s":2.0,"cpu_s":1.1}],
-  "line_rate_gbps":10.0,"line_rate_pct":22.0,"threshold_gbps":1.0,"status":"ok","error":null}"#;
+const RECORDED: &str = include_str!("fixtures/bwreport-lab-4k-64k.json");
 
 fn railsweep(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_railsweep"))

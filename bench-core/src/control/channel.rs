@@ -593,7 +593,7 @@ impl ControlChannel {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::control::msg::tests::params;
+    use crate::control::samples::params;
     use results::rdmabw::params::Sizes;
 
     #[test]

@@ -372,7 +372,7 @@ pub fn check_decoder_invariants(data: &[u8]) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::control::msg::tests::every_variant;
+    use crate::control::samples::every_variant;
 
     fn header(magic: &[u8; 4], version: u16, len: u32) -> Vec<u8> {
         let mut h = magic.to_vec();

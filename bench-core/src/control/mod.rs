@@ -45,6 +45,8 @@ mod claims;
 mod error;
 mod frame;
 mod msg;
+#[doc(hidden)]
+pub mod samples;
 mod shown;
 mod watch;
 

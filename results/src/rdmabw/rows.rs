@@ -295,26 +295,7 @@ mod tests {
 
     /// What `rdmabw client --json` printed for a sweep of 2 and 4 B over net3 (rail 2), with a
     /// 3 Gb/s threshold.
-    const SWEEP: &str = r#"{"schema_version":1,"rdmabw_version":"0.1.0","role":"client",
-        "params":{"sizes":{"sweep":{"max_bytes":4}},"length":{"iterations":{"iterations":1000}},
-            "qps":2,"connection":"RC","bidirectional":false},
-        "tuning":{"tx_depth":128,"cq_mod":100,"post_list":1,"inline_bytes":0,"traffic_class":41,
-            "service_level":0,"hop_limit":64,"mtu_bytes":null,"ack_timeout":14,"retry_count":7,
-            "poll":"spin"},
-        "path_mtu_bytes":1024,"memory":"host",
-        "local":{"host":"podA","device":"rxe2","port":1,"gid_index":1,"gid":"::ffff:10.0.3.1",
-            "netdev":"net3","ipv4":"10.0.3.1","active_mtu_bytes":1024,"line_rate_gbps":8.0},
-        "remote":{"host":"podB","device":"rxe5","port":1,"gid_index":3,"gid":"::ffff:10.0.3.2",
-            "netdev":"net3","ipv4":"10.0.3.2","active_mtu_bytes":1024,"line_rate_gbps":8.0},
-        "results":[
-            {"msg_size_bytes":2,"iterations":2000,"bw_peak_gbps":2.5,"bw_avg_gbps":2.0,
-             "msg_rate_mpps":2.5,"bw_p1_gbps":1.5,"bw_p50_gbps":2.0,"bw_p99_gbps":2.5,
-             "interval_ms":10,"measured_s":0.5,"cpu_s":0.4},
-            {"msg_size_bytes":4,"iterations":2000,"bw_peak_gbps":4.5,"bw_avg_gbps":4.0,
-             "msg_rate_mpps":2.5,"bw_p1_gbps":3.5,"bw_p50_gbps":4.0,"bw_p99_gbps":4.5,
-             "interval_ms":10,"measured_s":0.5,"cpu_s":0.4}],
-        "line_rate_gbps":8.0,"line_rate_pct":50.0,"threshold_gbps":3.0,"status":"ok",
-        "error":null}"#;
+    const SWEEP: &str = include_str!("../../tests/fixtures/bwreport-sweep-2-4B.json");
 
     fn run() -> RdmabwRun {
         RdmabwRun::ended_at(UNIX_EPOCH + Duration::from_secs(1_709_210_096))
