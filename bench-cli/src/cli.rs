@@ -1,6 +1,8 @@
 //! The raw command line (clap derive). Nothing here is validated beyond types; `config`
 //! resolves it into a [`crate::config::Config`] before any work starts.
 
+use std::path::PathBuf;
+
 use bench_core::session::ServerLimits;
 use clap::{Args, Parser, Subcommand};
 
@@ -58,7 +60,7 @@ Examples (the ib_write_bw line each one replaces first):
 #[derive(Debug, Parser)]
 #[command(
     name = "rdmabw",
-    version,
+    version = results::VERSION,
     about = ABOUT,
     long_about = long_about(),
     after_long_help = EXAMPLES,
@@ -94,13 +96,13 @@ pub enum Cmd {
     Gpus(GpusCmd),
     /// List the rails of this network namespace: interface, address, RDMA device, port, GID
     /// index, state, rate, MTU, PCI, NUMA, nearby GPUs and how the rail reaches the pod.
-    Rails(crate::rails::RailsCmd),
+    Rails(RailsCmd),
     /// Print every counter of one rail as it stands: the RDMA port's counters and hw_counters,
     /// the interface's statistics and ethtool statistics (what -W shows the deltas of).
-    Counters(crate::counters::CountersCmd),
+    Counters(CountersCmd),
     /// Check whether an RDMA test can run here (devices, memlock, GIDs, DNS, /dev/shm, GPUs):
     /// PASS, WARN or FAIL with the fix; exit 1 when any check fails.
-    Probe(crate::probe::ProbeCmd),
+    Probe(ProbeCmd),
     /// Run client tests one after another in this one process, for orchestrators: read a JSON
     /// array of `rdmabw client` arguments per line on stdin, run it, then print
     /// `rdmabw-batch-end {"test":N,"exit_code":C}` on stdout and on stderr; end at end of input.
@@ -147,6 +149,52 @@ pub struct ClientCmd {
     /// The server's control address (host name or IP).
     #[arg(value_name = "HOST")]
     pub host: String,
+}
+
+/// Flags of `rdmabw counters`.
+#[derive(Debug, Args)]
+pub struct CountersCmd {
+    /// RDMA device; default: the one behind --netdev.
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
+    pub ib_dev: Option<String>,
+    /// Port of the device (default: that of --netdev, else 1).
+    #[arg(short = 'i', long = "ib-port", value_name = "PORT")]
+    pub ib_port: Option<u8>,
+    /// The rail's interface (its statistics are read too); default: the interface of this
+    /// network namespace that owns GIDs of the device's port, when there is one.
+    #[arg(long, value_name = "IF")]
+    pub netdev: Option<String>,
+    /// One JSON document (a CountersReport) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Read ROOT/sys instead of /sys (fixture trees); ethtool statistics are then not read.
+    #[arg(long, value_name = "ROOT")]
+    pub root: Option<PathBuf>,
+}
+
+/// Flags of `rdmabw probe`.
+#[derive(Debug, Args)]
+pub struct ProbeCmd {
+    /// One JSON document (a ProbeReport) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Flags of `rdmabw rails`.
+#[derive(Debug, Args)]
+pub struct RailsCmd {
+    /// One JSON document (a RailsReport, what railsweep reads) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Do not open the devices: the active MTU is derived from the interface MTU.
+    #[arg(long = "no-verbs")]
+    pub no_verbs: bool,
+
+    /// Read ROOT/sys, ROOT/proc and ROOT/dev instead of /sys, /proc and /dev (fixture trees,
+    /// or a copy of a pod's view); implies --no-verbs.
+    #[arg(long, value_name = "ROOT")]
+    pub root: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -13,7 +13,8 @@ use results::rdmabw::params::{
     MAX_SECONDS,
 };
 
-use crate::cli::{Cli, Cmd, TestArgs};
+use crate::cli::{Cli, Cmd, CountersCmd, ProbeCmd, RailsCmd, TestArgs};
+use crate::exit::{usage, Usage};
 
 /// The largest message: the buffer rdmabw registers holds two of them (the bound a server
 /// checks hellos against too).
@@ -24,11 +25,6 @@ pub const SWEEP_MAX_BYTES: u64 = 1 << 23;
 pub const DEFAULT_ITERS: u64 = 5000;
 /// ib_write_bw's default size.
 pub const DEFAULT_SIZE: u64 = 65536;
-
-/// A usage or set-up mistake, shown as is, exit 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Usage(pub String);
 
 /// Whether `host` (an IP address, or a name) gives at least one address. A name that does not
 /// resolve is a usage error at once, not a server that does not answer yet; a resolver that
@@ -49,10 +45,6 @@ fn resolves(host: &str, port: u16) -> Result<(), String> {
         std::thread::sleep(Duration::from_secs(1));
         once()
     })
-}
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
-    Err(Usage(msg.into()))
 }
 
 /// How results are printed.
@@ -104,9 +96,9 @@ pub enum Config {
         root: Option<std::path::PathBuf>,
     },
     Gpus(crate::gpus::GpusConfig),
-    Rails(crate::rails::RailsCmd),
-    Counters(crate::counters::CountersCmd),
-    Probe(crate::probe::ProbeCmd),
+    Rails(RailsCmd),
+    Counters(CountersCmd),
+    Probe(ProbeCmd),
     Batch {
         /// The secret every test presents (the input's first line, or RDMABW_SECRET).
         secret: Option<RunSecret>,
@@ -264,7 +256,7 @@ pub fn resolve(cli: Cli, secrets: &mut SecretInput<'_>) -> Result<Config, Usage>
                 root: d.root,
             })
         }
-        Some(Cmd::Gpus(g)) => return crate::gpus::resolve(g).map(Config::Gpus),
+        Some(Cmd::Gpus(g)) => return crate::gpus::gpus_config(g).map(Config::Gpus),
         Some(Cmd::Rails(r)) => return Ok(Config::Rails(r)),
         Some(Cmd::Counters(c)) => return Ok(Config::Counters(c)),
         Some(Cmd::Probe(p)) => return Ok(Config::Probe(p)),

@@ -2,41 +2,18 @@
 //! hardware counters, the netdev's statistics and ethtool statistics), and the `-W` table of
 //! their deltas after a test.
 
-use std::path::PathBuf;
-
 use anyhow::{bail, Context, Result};
 use bench_core::counters::{CounterTarget, Snapshot};
 use bench_core::sysfs::{self, SysRoots};
-use clap::Args;
 use comfy_table::{presets, Table};
 use results::rdmabw::counters::{
     CounterDelta, CounterReport, CounterSource, CounterValue, CountersReport, Finding,
 };
 use results::rdmabw::REPORT_SCHEMA_VERSION;
 
+use crate::cli::CountersCmd;
 use crate::exit::Exit;
 use crate::stdout;
-
-/// Flags of `rdmabw counters`.
-#[derive(Debug, Args)]
-pub struct CountersCmd {
-    /// RDMA device; default: the one behind --netdev.
-    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
-    pub ib_dev: Option<String>,
-    /// Port of the device (default: that of --netdev, else 1).
-    #[arg(short = 'i', long = "ib-port", value_name = "PORT")]
-    pub ib_port: Option<u8>,
-    /// The rail's interface (its statistics are read too); default: the interface of this
-    /// network namespace that owns GIDs of the device's port, when there is one.
-    #[arg(long, value_name = "IF")]
-    pub netdev: Option<String>,
-    /// One JSON document (a CountersReport) instead of the table.
-    #[arg(long)]
-    pub json: bool,
-    /// Read ROOT/sys instead of /sys (fixture trees); ethtool statistics are then not read.
-    #[arg(long, value_name = "ROOT")]
-    pub root: Option<PathBuf>,
-}
 
 /// Resolves the device, port and interface the flags name.
 fn target(cmd: &CountersCmd, roots: &SysRoots) -> Result<CounterTarget> {

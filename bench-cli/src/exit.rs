@@ -18,7 +18,15 @@ use bench_core::gpu::GpuError;
 use bench_core::rails::RailsError;
 use bench_core::session::SessionError;
 
-use crate::config::Usage;
+/// A usage or set-up mistake, shown as is, exit 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
+
+/// `Err` of a [`Usage`] saying `msg`.
+pub fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
+    Err(Usage(msg.into()))
+}
 
 /// Every exit status rdmabw uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,9 +15,9 @@ use results::rdmabw::gpu::{CudaMemPath, GpuSelect, GpusReport, MemoryRequest};
 use serde::Serialize;
 
 use crate::cli::{GpusCmd, TestArgs};
-use crate::config::{parse_size, Usage};
-use crate::exit::Exit;
+use crate::exit::{usage, Exit, Usage};
 use crate::stdout;
+use results::rdmabw::flags::parse_size;
 
 /// The self-test's default buffer: 2 MiB.
 const SELFTEST_BYTES: u64 = 2 << 20;
@@ -42,10 +42,6 @@ pub enum GpusMode {
 pub struct GpusConfig {
     pub json: bool,
     pub mode: GpusMode,
-}
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
-    Err(Usage(msg.into()))
 }
 
 fn gpu_select(use_cuda: Option<&str>, bus_id: Option<&str>) -> Result<Option<GpuSelect>, Usage> {
@@ -121,7 +117,7 @@ pub fn memory_request(a: &TestArgs) -> Result<MemoryRequest, Usage> {
 }
 
 /// Resolves `rdmabw gpus`' flags.
-pub fn resolve(c: GpusCmd) -> Result<GpusConfig, Usage> {
+pub fn gpus_config(c: GpusCmd) -> Result<GpusConfig, Usage> {
     let bytes = match c.size.as_deref() {
         None => SELFTEST_BYTES,
         Some(s) => match parse_size(s) {

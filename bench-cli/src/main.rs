@@ -44,8 +44,8 @@ use clap::Parser;
 use results::rdmabw::params::TestParams;
 use results::rdmabw::report::{BatchEnd, Role, TestStatus};
 
-use crate::config::{Config, Format, Output, Usage};
-use crate::exit::Exit;
+use crate::config::{Config, Format, Output};
+use crate::exit::{Exit, Usage};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -4,7 +4,7 @@
 //! [`crate::cli`]; a test reads the installed ib_write_bw's `--help` and checks that every flag
 //! it lists is one or the other.
 
-use crate::config::Usage;
+use crate::exit::Usage;
 
 /// A flag of ib_write_bw that rdmabw refuses: its spellings and why, with what to do instead.
 struct Refused {

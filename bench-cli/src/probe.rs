@@ -1,20 +1,12 @@
 //! `rdmabw probe`: can an RDMA test run in this pod (see `bench_core::probe`).
 
 use bench_core::probe::{self, LiveSystem, ProbeRoots};
-use clap::Args;
 use comfy_table::{presets, Cell, Color, ContentArrangement, Table};
 use results::rdmabw::probe::{ProbeReport, Status};
 
+use crate::cli::ProbeCmd;
 use crate::exit::Exit;
 use crate::stdout;
-
-/// Flags of `rdmabw probe`.
-#[derive(Debug, Args)]
-pub struct ProbeCmd {
-    /// One JSON document (a ProbeReport) instead of the table.
-    #[arg(long)]
-    pub json: bool,
-}
 
 /// The table: check, status, and the explanation with the fix below it.
 pub fn render(r: &ProbeReport) -> String {

@@ -1,33 +1,14 @@
 //! `rdmabw rails`: one row per rail of this network namespace (see `bench_core::rails`).
 
-use std::path::PathBuf;
-
 use anyhow::{Context, Result};
 use bench_core::rails::{self, PortQuery, SysfsOnly, VerbsQuery};
 use bench_core::sysfs::SysRoots;
-use clap::Args;
 use comfy_table::{presets, Table};
 use results::rdmabw::rails::{Attachment, RailRow, RailsReport};
 
+use crate::cli::RailsCmd;
 use crate::exit::Exit;
 use crate::stdout;
-
-/// Flags of `rdmabw rails`.
-#[derive(Debug, Args)]
-pub struct RailsCmd {
-    /// One JSON document (a RailsReport, what railsweep reads) instead of the table.
-    #[arg(long)]
-    pub json: bool,
-
-    /// Do not open the devices: the active MTU is derived from the interface MTU.
-    #[arg(long = "no-verbs")]
-    pub no_verbs: bool,
-
-    /// Read ROOT/sys, ROOT/proc and ROOT/dev instead of /sys, /proc and /dev (fixture trees,
-    /// or a copy of a pod's view); implies --no-verbs.
-    #[arg(long, value_name = "ROOT")]
-    pub root: Option<PathBuf>,
-}
 
 fn dash<T: ToString>(v: Option<T>) -> String {
     v.map(|x| x.to_string()).unwrap_or_else(|| "-".to_string())
