@@ -127,7 +127,7 @@ pub fn collect(root: Option<&Path>) -> Result<DevicesReport> {
         }
     }
     Ok(DevicesReport {
-        rdmabw_version: env!("CARGO_PKG_VERSION").to_string(),
+        rdmabw_version: results::VERSION.to_string(),
         ports,
         verbs_error,
     })

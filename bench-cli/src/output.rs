@@ -92,7 +92,7 @@ pub fn report(o: &Outcome, out: &Output) -> BwReport {
     let missing_rate = out.min_line_rate_pct.is_some() && line_rate.is_none();
     BwReport {
         schema_version: REPORT_SCHEMA_VERSION,
-        rdmabw_version: env!("CARGO_PKG_VERSION").to_string(),
+        rdmabw_version: results::VERSION.to_string(),
         role: o.role,
         params: o.params.clone(),
         tuning: o.tuning.clone(),
@@ -154,7 +154,7 @@ pub fn failed_report(
 ) -> BwReport {
     BwReport {
         schema_version: REPORT_SCHEMA_VERSION,
-        rdmabw_version: env!("CARGO_PKG_VERSION").to_string(),
+        rdmabw_version: results::VERSION.to_string(),
         role,
         params: params.clone(),
         tuning: tuning.clone(),
@@ -343,7 +343,7 @@ pub fn preamble(o: &Outcome) -> String {
     s.push('\n');
     s.push_str(&format!(
         "                    RDMA_Write BW Test (rdmabw {})\n",
-        env!("CARGO_PKG_VERSION")
+        results::VERSION
     ));
     s.push_str(&format!(
         " Dual-port       : OFF\t\tDevice         : {}\n",

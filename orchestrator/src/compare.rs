@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use results::{Format, Report};
 
-use crate::config::{RunnerKind, GENERATED_BY};
+use crate::config::{generated_by, RunnerKind};
 use crate::exit::Verdict;
 use crate::managed;
 use crate::modes::Mode;
@@ -25,14 +25,18 @@ use crate::sweep::{self, SweepConfig};
 /// Arguments of `railsweep compare`: the modes, and every `railsweep run` option for the
 /// pods and the sweep (`--nodes` is required; `--mode` is replaced by `--modes`).
 #[derive(Debug, Args)]
-#[command(after_help = "\
+#[command(after_help = format!("\
 Each mode needs its own settings where it has any: give them all at once, with a MODE: prefix \
-where they differ, e.g. --uverbs 0-17 --networks 'ipvlan:rdma-ipvlan-{0..15}' --rdma-resource \
-'ipvlan:nvidia.com/hostdev=16' --networks 'sriov:sriov-rdma-rail-{0..15}' --rdma-resource \
-'sriov:nvidia.com/sriov_rdma_rail{0..15}=1'.
-
-Exit status: 0 every mode ran and every rail is ok; 1 a mode did not start, or a rail failed or \
-fell below a threshold; 2 usage or set-up error; 130 interrupted (the pods are deleted).")]
+where they differ, e.g. --uverbs 0-17 --networks 'ipvlan:rdma-ipvlan-{{0..15}}' --rdma-resource \
+'ipvlan:nvidia.com/hostdev=16' --networks 'sriov:sriov-rdma-rail-{{0..15}}' --rdma-resource \
+'sriov:nvidia.com/sriov_rdma_rail{{0..15}}=1'.\n\n{}",
+    crate::exit::help(
+        "every mode ran and every rail is ok",
+        "a mode did not start, or a rail failed or fell below a threshold",
+        "usage or set-up error",
+        Some("interrupted (the pods are deleted)"),
+    )
+))]
 pub struct CompareArgs {
     /// The modes, run one after the other in this order.
     #[arg(long, value_delimiter = ',', required = true, value_name = "MODE,...")]
@@ -122,7 +126,7 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
     }
 
     crate::run::write_metrics(base.metrics.as_deref(), &rows)?;
-    let report = Report::new(GENERATED_BY, rows);
+    let report = Report::new(generated_by(), rows);
     for (format, path) in [
         (Format::Csv, csv.clone()),
         (Format::Markdown, sibling(&csv, "md")),

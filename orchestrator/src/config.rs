@@ -15,8 +15,10 @@ use crate::plan::parse_rail_list;
 use crate::runner::KubeTarget;
 use crate::sweep::{Rdmabw, SweepConfig};
 
-/// The program name and version recorded in JSON output.
-pub const GENERATED_BY: &str = concat!("railsweep ", env!("CARGO_PKG_VERSION"));
+/// The program name and version recorded in JSON output (`railsweep 0.1.0+cd06ab8`).
+pub fn generated_by() -> String {
+    format!("railsweep {}", results::VERSION)
+}
 
 /// How commands reach the pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -217,7 +219,7 @@ pub(crate) fn inject_default() -> Option<PathBuf> {
 impl SweepArgs {
     /// The test flags checked as railsweep takes them, with its defaults made explicit: the
     /// size (65536) and the queue pairs (1) always go to rdmabw.
-    fn test(&self) -> Result<TestFlags> {
+    pub(crate) fn test(&self) -> Result<TestFlags> {
         let t = &self.test;
         let size = t.size.unwrap_or(DEFAULT_SIZE_BYTES);
         if size == 0 {

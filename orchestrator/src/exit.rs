@@ -49,6 +49,16 @@ const PROBLEMS: u8 = 1;
 /// The status of a usage or set-up error.
 const ERROR: u8 = 2;
 
+/// What a command's help says of its exit statuses: what 0, 1 and 2 mean for it, and 130 where
+/// it can be interrupted. The numbers are written here only.
+pub fn help(ok: &str, problems: &str, error: &str, interrupted: Option<&str>) -> String {
+    let mut s = format!("Exit status: 0 {ok}; {PROBLEMS} {problems}; {ERROR} {error}");
+    if let Some(i) = interrupted {
+        s += &format!("; {INTERRUPTED} {i}");
+    }
+    s + "."
+}
+
 /// Whether `err` is, anywhere in its chain, a broken pipe: the reader of stdout went away
 /// (`railsweep report ... | head`), which is no failure of railsweep.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {

@@ -15,7 +15,7 @@ use orchestrator::exit::{self, Verdict};
 
 /// Sweep every RDMA rail between two pods and compare network modes.
 #[derive(Debug, Parser)]
-#[command(name = "railsweep", version, about, long_about = None)]
+#[command(name = "railsweep", version = results::VERSION, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

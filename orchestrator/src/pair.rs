@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use results::{NetworkMode, RailResult, RailStatus, RowSink};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::GENERATED_BY;
+use crate::config::generated_by;
 use crate::exit::{self, Verdict};
 use crate::runner::Runner;
 use crate::sweep::{self, Pods, Prepared, SweepConfig, SweepRun};
@@ -52,9 +52,9 @@ impl RowsFile {
         if self.sink.is_none() {
             let json = self.json.as_deref();
             let sink = if self.resume {
-                RowSink::resume(&self.csv, json, GENERATED_BY)
+                RowSink::resume(&self.csv, json, generated_by())
             } else {
-                RowSink::create(&self.csv, json, GENERATED_BY)
+                RowSink::create(&self.csv, json, generated_by())
             }
             .with_context(|| format!("cannot open the results file {}", self.csv.display()))?;
             self.sink = Some(sink);

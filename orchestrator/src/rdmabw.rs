@@ -15,7 +15,7 @@ use results::rdmabw::REPORT_SCHEMA_VERSION;
 use crate::runner::{Exit, Output};
 
 /// The rdmabw release this railsweep was built with (one workspace, one version).
-pub const OWN_VERSION: &str = env!("CARGO_PKG_VERSION");
+pub const OWN_VERSION: &str = results::VERSION;
 
 /// `rdmabw --version`.
 pub fn version_argv(bin: &str) -> Vec<String> {

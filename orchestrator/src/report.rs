@@ -5,18 +5,23 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use orchestrator::config::generated_by;
 use orchestrator::exit::Verdict;
 use orchestrator::output::{export, Dest};
 use results::{read_path, read_str, Format, RailStatus, Report};
 
 /// Arguments of `railsweep report`.
 #[derive(Debug, Args)]
-#[command(after_help = "\
+#[command(after_help = format!("\
 Output goes to stdout unless -o is given; logs and, for non-markdown output, \
-the summary lines go to stderr.
-
-Exit status: 0 all rails fine; 1 some rail failed or fell below the threshold; \
-2 bad arguments or a file that cannot be read (the message names file, line and column).")]
+the summary lines go to stderr.\n\n{}",
+    orchestrator::exit::help(
+        "all rails fine",
+        "some rail failed or fell below the threshold",
+        "bad arguments or a file that cannot be read (the message names file, line and column)",
+        None,
+    )
+))]
 pub struct ReportArgs {
     /// Saved runs: results CSV or JSON, told apart by extension or content. `-` reads stdin.
     #[arg(required = true, value_name = "FILE")]
@@ -71,9 +76,6 @@ fn parse_gbps(s: &str) -> Result<f64, String> {
     }
 }
 
-/// The program name and version recorded in JSON output.
-const GENERATED_BY: &str = concat!("railsweep ", env!("CARGO_PKG_VERSION"));
-
 fn load(path: &Path) -> Result<Vec<results::RailResult>> {
     if path.as_os_str() == "-" {
         let mut text = String::new();
@@ -101,7 +103,7 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
     if rows.is_empty() {
         eprintln!("railsweep: warning: the input holds no rows");
     }
-    let report = Report::new(GENERATED_BY, rows).with_threshold(args.threshold_gbps);
+    let report = Report::new(generated_by(), rows).with_threshold(args.threshold_gbps);
     let comparison = report.comparison().context("cannot merge the runs")?;
 
     let format: Format = args

@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use results::{Format, NetworkMode, Report};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{ClusterArgs, RunnerKind, SweepArgs, GENERATED_BY};
+use crate::config::{generated_by, ClusterArgs, RunnerKind, SweepArgs};
 use crate::exit::Verdict;
 use crate::managed::{self, PairSpec};
 use crate::modes::Mode;
@@ -33,15 +33,18 @@ pub enum OutFormat {
 
 /// Arguments of `railsweep run`.
 #[derive(Debug, Clone, Args)]
-#[command(after_help = "\
+#[command(after_help = format!("\
 Per rail, the client pod runs `rdmabw client` against the server pod's address on that rail, \
 using the rail's interface, RDMA device and GID on each side; one `rdmabw server --daemon` in \
 the server pod serves every rail. Each rail's row is appended to the results CSV as soon as it \
-is known. The table and summary go to stdout; logs and progress bars to stderr.
-
-Exit status: 0 every rail ok; 1 a rail failed or fell below a threshold; 2 usage or set-up \
-error (pods, kubeconfig, rdmabw missing or of another version); 130 interrupted (Ctrl-C: remote \
-processes are ended, rows written so far are kept, --resume continues).")]
+is known. The table and summary go to stdout; logs and progress bars to stderr.\n\n{}",
+    crate::exit::help(
+        "every rail ok",
+        "a rail failed or fell below a threshold",
+        "usage or set-up error (pods, kubeconfig, rdmabw missing or of another version)",
+        Some("interrupted (Ctrl-C: remote processes are ended, rows written so far are kept, --resume continues)"),
+    )
+))]
 pub struct RunArgs {
     /// Pod that runs the rdmabw server daemon (not with --nodes, which creates it).
     #[arg(long, value_name = "POD", required_unless_present_any = ["nodes", "dry_run"], conflicts_with = "nodes")]
@@ -126,6 +129,8 @@ pub async fn run(args: RunArgs) -> Result<Verdict> {
     if args.nodes.is_some() || args.pods.dry_run {
         let mode = args.pod_mode()?;
         if args.pods.dry_run {
+            // What a run would refuse, a dry run refuses too.
+            args.sweep.test()?;
             return managed::dry_run(
                 &args.pair_spec(),
                 &args.access,
@@ -192,7 +197,7 @@ pub async fn run(args: RunArgs) -> Result<Verdict> {
 /// `--metrics FILE`: the rows as OpenMetrics, when asked for and there are rows.
 pub(crate) fn write_metrics(path: Option<&Path>, rows: &[results::RailResult]) -> Result<()> {
     if let Some(path) = path.filter(|_| !rows.is_empty()) {
-        let report = Report::new(GENERATED_BY, rows.to_vec());
+        let report = Report::new(generated_by(), rows.to_vec());
         output::export(&report, Format::OpenMetrics, output::Dest::File(path))?;
         eprintln!("railsweep: metrics in {}", path.display());
     }
@@ -326,7 +331,7 @@ fn print_rows(rows: &[results::RailResult], format: OutFormat, parallel: bool) -
     match format {
         OutFormat::Table => {
             writeln!(out, "{}", output::table(rows, parallel))?;
-            for line in output::summary_lines(rows, GENERATED_BY) {
+            for line in output::summary_lines(rows, &generated_by()) {
                 writeln!(out, "{line}")?;
             }
         }
@@ -336,7 +341,7 @@ fn print_rows(rows: &[results::RailResult], format: OutFormat, parallel: bool) -
                 OutFormat::Csv => Format::Csv,
                 _ => Format::Json,
             };
-            let report = Report::new(GENERATED_BY, rows.to_vec());
+            let report = Report::new(generated_by(), rows.to_vec());
             output::export(&report, f, output::Dest::Stream(&mut out))?;
         }
     }

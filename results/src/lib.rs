@@ -32,6 +32,8 @@ mod read;
 mod record;
 mod sink;
 pub mod stats;
+// `VERSION`, made by build.rs.
+include!(concat!(env!("OUT_DIR"), "/version.rs"));
 mod summary;
 mod threshold;
 

@@ -12,7 +12,7 @@ use results::rdmabw::params::{LocalTuning, ParamMismatch, SizeResult, TestParams
 pub use results::rdmabw::secret::RunSecret;
 
 /// The rdmabw release this build belongs to, sent in [`Hello`] and [`Accept`] for the logs.
-pub const RDMABW_VERSION: &str = env!("CARGO_PKG_VERSION");
+pub const RDMABW_VERSION: &str = results::VERSION;
 
 /// One control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

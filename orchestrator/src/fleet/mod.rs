@@ -30,7 +30,7 @@ use crate::sweep;
 
 /// Arguments of `railsweep fleet`.
 #[derive(Debug, Clone, Args)]
-#[command(after_help = "\
+#[command(after_help = format!("\
 The pairs of a round are disjoint (no pod in two tests at once) and are measured at the same \
 time, each as `railsweep run` measures two pods (one rdmabw server daemon, the rails one after \
 another or all at once with --parallel). A (pair, rail) under --outlier-pct of its rail's fleet \
@@ -47,8 +47,7 @@ the fleet goes on without its node if at least 2 pods are ready (exit status the
 its pairs were not measured); with fewer than 2 ready it stops with exit status 2. --dry-run \
 prints the pods instead.
 
-Exit status: 0 every pair and rail ok; 1 an outlier, a failed rail or a pair not measured; 2 usage \
-or set-up error; 130 interrupted (what was measured is kept).
+{}
 
 --apply-verdicts labels|taints writes the verdict onto the nodes (Kubernetes runner only): every \
 measured node gets railbench.io/rails=ok|degraded|failed and railbench.io/rails-checked=DATE, a \
@@ -56,7 +55,14 @@ bad one the annotation railbench.io/rails-evidence (its bad rails, Gb/s, % of th
 counter findings); with taints, also railbench.io/bad-rails=RAILS:NoSchedule, unless more than \
 --max-taint-pct of the measured nodes would get it (then none does, and railsweep says why). Only \
 the culprits get a verdict other than ok. With --dry-run the fleet runs and the patches are \
-printed on stdout (one JSON line per node) instead of sent.")]
+printed on stdout (one JSON line per node) instead of sent.",
+    crate::exit::help(
+        "every pair and rail ok",
+        "an outlier, a failed rail or a pair not measured",
+        "usage or set-up error",
+        Some("interrupted (what was measured is kept)"),
+    )
+))]
 // The test parameters are `railsweep run`'s; these say what they mean for a fleet.
 #[command(mut_arg("rdmabw", |a| a.help(
     "rdmabw inside the pods [default: `rdmabw`; for --runner local, the one next to railsweep]"

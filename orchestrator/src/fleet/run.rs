@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::culprit::{self, Threshold};
 use super::schedule::{self, Pair, Schedule};
 use super::{heatmap, FleetArgs};
-use crate::config::GENERATED_BY;
+use crate::config::generated_by;
 use crate::exit::Verdict;
 use crate::output::{self, Dest};
 use crate::pair::{sweep_pair, Interruption, PairRun, RowsFile};
@@ -400,7 +400,7 @@ pub(super) async fn fleet_with<R: Runner>(
     }
     std::fs::create_dir_all(dir.join("pairs"))
         .with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut sink = RowSink::create(dir.join("fleet.csv"), args.json.as_deref(), GENERATED_BY)
+    let mut sink = RowSink::create(dir.join("fleet.csv"), args.json.as_deref(), generated_by())
         .with_context(|| format!("cannot open {}", dir.join("fleet.csv").display()))?;
     let mut rounds_tsv = std::fs::File::create(dir.join("rounds.tsv"))?;
     writeln!(
@@ -550,7 +550,7 @@ pub(super) async fn fleet_with<R: Runner>(
             ),
         }
     }
-    let metrics = Report::new(GENERATED_BY, rows.clone());
+    let metrics = Report::new(generated_by(), rows.clone());
     for path in std::iter::once(dir.join("fleet.prom")).chain(args.metrics.clone()) {
         output::export(&metrics, Format::OpenMetrics, Dest::File(&path))?;
     }

@@ -57,6 +57,12 @@ fn install_hint(injected: bool) -> &'static str {
 }
 
 /// Refuse an rdmabw that does not speak our documents and protocol; note a different patch.
+/// A version without its build metadata (`0.1.0+cd06ab8` is release `0.1.0`): by semver's rule
+/// two builds of one release are the same release.
+fn release(version: &str) -> &str {
+    version.split('+').next().unwrap_or(version)
+}
+
 fn check_compatible(version: &str, pod: &str, injected: bool) -> Result<()> {
     if !rdmabw::compatible(version, rdmabw::OWN_VERSION) {
         bail!(
@@ -65,7 +71,7 @@ fn check_compatible(version: &str, pod: &str, injected: bool) -> Result<()> {
             install_hint(injected)
         );
     }
-    if version != rdmabw::OWN_VERSION {
+    if release(version) != release(rdmabw::OWN_VERSION) {
         eprintln!(
             "railsweep: note: pod {pod} has rdmabw {version}, this railsweep was built with {}",
             rdmabw::OWN_VERSION
@@ -302,6 +308,13 @@ mod tests {
     use super::*;
     use crate::plan::tests::{report, row};
     use std::cell::Cell;
+
+    #[test]
+    fn another_build_of_the_release_is_no_other_release() {
+        assert_eq!(release("0.1.0+cd06ab8"), "0.1.0");
+        assert_eq!(release("0.1.0"), "0.1.0");
+        assert_ne!(release("0.2.0+cd06ab8"), release("0.1.0+cd06ab8"));
+    }
 
     /// Rail net1 with (`gid`) or without its GID, its port in `state`.
     fn rail(gid: Option<u32>, state: &str) -> RailRow {
