@@ -4,7 +4,7 @@
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use results::{read_path, MemoryKind, RailStatus};
@@ -33,6 +33,14 @@ fn local_args<'a>(fake: &'a str, out: &'a str) -> Vec<&'a str> {
     ]
 }
 
+/// The sweep's CSV in the fake's folder, and the fake's path and that CSV's as
+/// [`local_args`] takes them.
+fn paths(f: &Fake) -> (PathBuf, String, String) {
+    let out = f.file("sweep.csv");
+    let (bin, o) = (s(&f.path()), s(&out));
+    (out, bin, o)
+}
+
 fn s(p: &Path) -> String {
     p.display().to_string()
 }
@@ -40,8 +48,7 @@ fn s(p: &Path) -> String {
 #[test]
 fn every_rail_gets_a_row_and_the_daemon_is_ended() {
     let f = Fake::new(4);
-    let out = f.file("sweep.csv");
-    let (bin, o) = (s(&f.path()), s(&out));
+    let (out, bin, o) = paths(&f);
     let r = railsweep(&local_args(&bin, &o));
     let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
     assert_eq!(
@@ -109,8 +116,7 @@ fn every_rail_gets_a_row_and_the_daemon_is_ended() {
 fn sweep_with_an_older_rdmabw(marker: &str, said: &str) -> (Fake, String) {
     let f = Fake::new(3);
     f.write(marker, "");
-    let out = f.file("sweep.csv");
-    let (bin, o) = (s(&f.path()), s(&out));
+    let (out, bin, o) = paths(&f);
     let r = railsweep(&local_args(&bin, &o));
     let stderr = text(&r.stderr);
     assert_eq!(r.status.code(), Some(0), "{stderr}");
@@ -191,8 +197,7 @@ fn metrics_file_has_a_sample_per_rail() {
 fn nothing_to_measure_is_a_set_up_error_naming_the_probe() {
     // Issue 33: pods without rails gave an empty table and exit 0.
     let f = Fake::new(0);
-    let out = f.file("sweep.csv");
-    let (bin, o) = (s(&f.path()), s(&out));
+    let (_, bin, o) = paths(&f);
     let r = railsweep(&local_args(&bin, &o));
     assert_eq!(r.status.code(), Some(2), "{}", text(&r.stderr));
     assert_says(
@@ -203,10 +208,28 @@ fn nothing_to_measure_is_a_set_up_error_naming_the_probe() {
 }
 
 #[test]
+fn a_dry_run_refuses_the_test_flags_a_run_refuses() {
+    let r = railsweep(&[
+        "run",
+        "--dry-run",
+        "--mode",
+        "hostnetwork",
+        "--nodes",
+        "a,b",
+        "-m",
+        "1500",
+    ]);
+    assert_eq!(r.status.code(), Some(2), "{}", text(&r.stderr));
+    assert_says(
+        &r.stderr,
+        "-m/--mtu 1500: expected 256, 512, 1024, 2048 or 4096",
+    );
+}
+
+#[test]
 fn no_tclass_warns() {
     let f = Fake::new(1);
-    let out = f.file("sweep.csv");
-    let (bin, o) = (s(&f.path()), s(&out));
+    let (_, bin, o) = paths(&f);
     let mut args = local_args(&bin, &o);
     args.retain(|a| *a != "--tclass" && *a != "41");
     let r = railsweep(&args);
@@ -225,8 +248,7 @@ fn a_failed_rail_is_recorded_and_the_others_are_measured() {
     ]);
     f.behave("net4", Behave::Crash);
     f.behave("net2", Behave::Fail);
-    let out = f.file("sweep.csv");
-    let (bin, o) = (s(&f.path()), s(&out));
+    let (out, bin, o) = paths(&f);
     let r = railsweep(&local_args(&bin, &o));
     assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
     let rows = read_path(&out).expect("csv reads");
@@ -262,8 +284,7 @@ fn a_window_without_a_completed_write_is_no_measurement() {
         "report-net2.json",
         &support::fake::report_iters(1, 0.0, None, 0).to_string(),
     );
-    let out = f.file("sweep.csv");
-    let (bin, o) = (s(&f.path()), s(&out));
+    let (out, bin, o) = paths(&f);
     let r = railsweep(&local_args(&bin, &o));
     assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
     let rows = read_path(&out).expect("csv reads");
@@ -284,8 +305,7 @@ fn a_window_without_a_completed_write_is_no_measurement() {
 fn a_hanging_rail_ends_at_its_deadline() {
     let f = Fake::new(3);
     f.behave("net2", Behave::Hang);
-    let out = f.file("sweep.csv");
-    let (bin, o) = (s(&f.path()), s(&out));
+    let (out, bin, o) = paths(&f);
     let mut args = local_args(&bin, &o);
     args.extend(["--margin", "1"]);
     let t0 = Instant::now();
@@ -311,8 +331,7 @@ fn a_hanging_rail_ends_at_its_deadline() {
 fn a_server_killed_mid_sweep_is_reported_and_restarted() {
     let f = Fake::new(3);
     f.behave("net2", Behave::KillServer);
-    let out = f.file("sweep.csv");
-    let (bin, o) = (s(&f.path()), s(&out));
+    let (out, bin, o) = paths(&f);
     let first_daemon = || f.pid_in("server.pid");
     let r = railsweep(&local_args(&bin, &o));
     assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
@@ -335,8 +354,7 @@ fn a_server_killed_mid_sweep_is_reported_and_restarted() {
 fn retries_run_a_failed_rail_again() {
     let f = Fake::new(2);
     f.behave("net1", Behave::Once);
-    let out = f.file("sweep.csv");
-    let (bin, o) = (s(&f.path()), s(&out));
+    let (_, bin, o) = paths(&f);
     let mut args = local_args(&bin, &o);
     args.extend(["--retries", "1"]);
     let r = railsweep(&args);
@@ -348,8 +366,7 @@ fn retries_run_a_failed_rail_again() {
 #[test]
 fn resume_measures_only_the_missing_rails() {
     let f = Fake::new(4);
-    let out = f.file("sweep.csv");
-    let (bin, o) = (s(&f.path()), s(&out));
+    let (out, bin, o) = paths(&f);
     let mut args = local_args(&bin, &o);
     args.extend(["--rails", "0,1"]);
     assert_eq!(railsweep(&args).status.code(), Some(0));
@@ -391,8 +408,7 @@ fn parallel_runs_all_rails_at_once_and_sums_them() {
     for i in 1..=4 {
         f.behave(&format!("net{i}"), Behave::Slow);
     }
-    let out = f.file("sweep.csv");
-    let (bin, o) = (s(&f.path()), s(&out));
+    let (out, bin, o) = paths(&f);
     let mut args = local_args(&bin, &o);
     args.push("--parallel");
     let t0 = Instant::now();
@@ -442,8 +458,7 @@ fn missing_or_foreign_rdmabw_is_a_setup_error() {
 fn ctrl_c_ends_remote_processes_and_keeps_rows() {
     let f = Fake::new(3);
     f.behave("net2", Behave::Hang);
-    let out = f.file("sweep.csv");
-    let (bin, o) = (s(&f.path()), s(&out));
+    let (out, bin, o) = paths(&f);
     let child = process::start(&local_args(&bin, &o));
     // Wait for the hanging rail to start, then interrupt.
     let t0 = Instant::now();
@@ -550,8 +565,7 @@ fn a_cuda_report_becomes_a_cuda_row() {
     let mut rep = support::fake::report(1, 90.0, None);
     rep["memory"] = serde_json::json!("cuda");
     f.write("report-net2.json", &rep.to_string());
-    let out = f.file("sweep.csv");
-    let (bin, o) = (s(&f.path()), s(&out));
+    let (out, bin, o) = paths(&f);
     let r = railsweep(&local_args(&bin, &o));
     assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
     let rows = read_path(&out).expect("csv reads");
