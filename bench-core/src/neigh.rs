@@ -36,7 +36,7 @@ fn complete(roots: &SysRoots, ip: Ipv4Addr) -> bool {
 /// Makes sure this namespace knows `peer`'s link-layer address: nothing when it does; else one
 /// datagram to its discard port, then up to `wait` for the entry to complete. Best effort:
 /// returns whether the entry is complete.
-pub fn resolve(roots: &SysRoots, peer: Ipv4Addr, wait: Duration) -> bool {
+pub fn ensure_neighbour(roots: &SysRoots, peer: Ipv4Addr, wait: Duration) -> bool {
     if complete(roots, peer) {
         return true;
     }
@@ -96,13 +96,13 @@ IP address       HW type     Flags       HW address            Mask     Device
             ..SysRoots::default()
         };
         let t0 = Instant::now();
-        assert!(!resolve(
+        assert!(!ensure_neighbour(
             &roots,
             Ipv4Addr::LOCALHOST,
             Duration::from_millis(50)
         ));
         assert!(t0.elapsed() < Duration::from_secs(2));
-        assert!(resolve(
+        assert!(ensure_neighbour(
             &roots,
             Ipv4Addr::new(10, 224, 0, 2),
             Duration::from_millis(50)

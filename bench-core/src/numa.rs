@@ -36,7 +36,7 @@ pub fn node_cpus(roots: &SysRoots, node: u32) -> Option<Vec<u32>> {
 /// `choice` made concrete for a NIC on NUMA node `nic_node` (the rail's, as sysfs gave it: a
 /// software device such as rxe has none): `Numa` becomes the first CPU of that node that this
 /// process may run on (`allowed`), or `Unbound` when the node or such a CPU is unknown.
-pub fn resolve(
+pub fn cpu_for(
     roots: &SysRoots,
     nic_node: Option<u32>,
     choice: CpuChoice,
@@ -80,24 +80,24 @@ mod tests {
         let allowed = [0, 1, 2, 3, 4, 5];
         assert_eq!(node_cpus(&roots, 1), Some(vec![4, 5, 6, 7]));
         assert_eq!(
-            resolve(&roots, Some(1), CpuChoice::Numa, &allowed),
+            cpu_for(&roots, Some(1), CpuChoice::Numa, &allowed),
             CpuChoice::Cpu(4)
         );
         assert_eq!(
-            resolve(&roots, Some(1), CpuChoice::Numa, &[6, 7]),
+            cpu_for(&roots, Some(1), CpuChoice::Numa, &[6, 7]),
             CpuChoice::Cpu(6)
         );
         // None of the node's CPUs allowed, a node sysfs does not list, or no node (rxe).
         assert_eq!(
-            resolve(&roots, Some(1), CpuChoice::Numa, &[0]),
+            cpu_for(&roots, Some(1), CpuChoice::Numa, &[0]),
             CpuChoice::Unbound
         );
         assert_eq!(
-            resolve(&roots, Some(7), CpuChoice::Numa, &allowed),
+            cpu_for(&roots, Some(7), CpuChoice::Numa, &allowed),
             CpuChoice::Unbound
         );
         assert_eq!(
-            resolve(&roots, None, CpuChoice::Numa, &allowed),
+            cpu_for(&roots, None, CpuChoice::Numa, &allowed),
             CpuChoice::Unbound
         );
         // The node comes from the device's sysfs entry: a PCI device's `numa_node`, where -1
@@ -110,21 +110,21 @@ mod tests {
         fs::write(pci.join("numa_node"), "1\n").unwrap();
         assert_eq!(node(), Some(1));
         assert_eq!(
-            resolve(&roots, node(), CpuChoice::Numa, &allowed),
+            cpu_for(&roots, node(), CpuChoice::Numa, &allowed),
             CpuChoice::Cpu(4)
         );
         fs::write(pci.join("numa_node"), "-1\n").unwrap();
         assert_eq!(
-            resolve(&roots, node(), CpuChoice::Numa, &allowed),
+            cpu_for(&roots, node(), CpuChoice::Numa, &allowed),
             CpuChoice::Unbound
         );
         // An explicit choice stays.
         assert_eq!(
-            resolve(&roots, None, CpuChoice::Cpu(1), &allowed),
+            cpu_for(&roots, None, CpuChoice::Cpu(1), &allowed),
             CpuChoice::Cpu(1)
         );
         assert_eq!(
-            resolve(&roots, Some(1), CpuChoice::Unbound, &allowed),
+            cpu_for(&roots, Some(1), CpuChoice::Unbound, &allowed),
             CpuChoice::Unbound
         );
     }

@@ -74,7 +74,7 @@ pub trait ProbeSystem: PortQuery {
     /// Opens `path` for reading and writing and closes it again.
     fn open_rw(&self, path: &Path) -> io::Result<()>;
     /// Resolves a host name, giving up after `timeout`.
-    fn resolve(&self, name: &str, timeout: Duration) -> io::Result<Vec<IpAddr>>;
+    fn lookup_host(&self, name: &str, timeout: Duration) -> io::Result<Vec<IpAddr>>;
     /// Opens `device`, allocates a protection domain and registers `bytes` of host memory.
     fn register_memory(&self, device: &str, bytes: u64) -> Result<(), String>;
 }
@@ -119,7 +119,7 @@ impl ProbeSystem for LiveSystem {
             .map(drop)
     }
 
-    fn resolve(&self, name: &str, timeout: Duration) -> io::Result<Vec<IpAddr>> {
+    fn lookup_host(&self, name: &str, timeout: Duration) -> io::Result<Vec<IpAddr>> {
         let (tx, rx) = mpsc::channel();
         let host = name.to_string();
         // getaddrinfo has no timeout: ask on a thread and stop waiting for it.
@@ -875,7 +875,7 @@ fn check_cluster_dns(
         .find_map(|s| s.strip_prefix("svc."))
         .unwrap_or("cluster.local");
     let name = format!("kubernetes.default.svc.{domain}");
-    match sys.resolve(&name, Duration::from_secs(2)) {
+    match sys.lookup_host(&name, Duration::from_secs(2)) {
         Ok(a) if !a.is_empty() => check(
             "cluster-dns",
             Status::Pass,

@@ -114,7 +114,7 @@ impl ProbeSystem for FixtureSystem {
         fs::File::open(path).map(drop)
     }
 
-    fn resolve(&self, name: &str, timeout: Duration) -> io::Result<Vec<IpAddr>> {
+    fn lookup_host(&self, name: &str, timeout: Duration) -> io::Result<Vec<IpAddr>> {
         match self.resolve.get(name) {
             Some(a) if !a.is_empty() => Ok(a.clone()),
             _ => Err(io::Error::new(

@@ -54,7 +54,7 @@ fn connect_qps(
         .first()
         .and_then(|q| Gid::from(q.gid).ipv4_mapped())
     {
-        crate::neigh::resolve(roots, peer, crate::neigh::WAIT);
+        crate::neigh::ensure_neighbour(roots, peer, crate::neigh::WAIT);
     }
     let remote_mtu = PathMtu::from_bytes(theirs.mtu_bytes).ok_or_else(|| {
         Error::PeerMismatch(format!(

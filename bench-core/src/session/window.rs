@@ -132,7 +132,7 @@ pub(super) fn window(
     let watch = PeerWatch::start_watching(ch, watch_cfg, Arc::clone(&engine_stop), Some(progress))?;
     let guard = Guard::start(Arc::clone(&engine_stop), roots, rail);
     let tuning = &LocalTuning {
-        cpu: crate::numa::resolve(
+        cpu: crate::numa::cpu_for(
             roots,
             rail.numa_node,
             tuning.cpu,
