@@ -10,17 +10,28 @@ OUT=${LAB_OUT:-/tmp}
 SRV=10.99.0.2
 port=18600
 
-pair() { # pair NAME [common options] -- [client-only options]
-  local name=$1; shift
-  local common=() client=()
+# start NAME [common options] -- [client-only options]: scenario NAME's server in podB on the
+# next port, its pid in $spid; $name, $common and $client are left for run_client.
+start() {
+  name=$1; shift
+  common=() client=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do common+=("$1"); shift; done
   [ $# -gt 0 ] && shift && client=("$@")
   port=$((port + 1))
   mkdir -p "$OUT/$name"
   ip netns exec podB "$W" server --listen "$SRV:$port" "${common[@]}" >"$OUT/$name/server.json" 2>"$OUT/$name/server.log" &
   spid=$!
+}
+
+# run_client: the client of the scenario started last, in podA; its exit code in client.rc.
+run_client() {
   ip netns exec podA "$W" client --connect "$SRV:$port" "${common[@]}" "${client[@]}" >"$OUT/$name/client.json" 2>"$OUT/$name/client.log"
   echo $? >"$OUT/$name/client.rc"
+}
+
+pair() { # pair NAME [common options] -- [client-only options]
+  start "$@"
+  run_client
   # A server whose client failed before connecting would wait for its accept timeout.
   for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 $spid 2>/dev/null || break; sleep 1; done
   kill $spid 2>/dev/null
@@ -42,17 +53,10 @@ after_connected() {
 # kill_server_after NAME SECONDS [options] -- [client-only options]: kill -9 the server SECONDS
 # after the client has connected.
 kill_server_after() {
-  local name=$1 after=$2; shift 2
-  local common=() client=()
-  while [ $# -gt 0 ] && [ "$1" != -- ]; do common+=("$1"); shift; done
-  [ $# -gt 0 ] && shift && client=("$@")
-  port=$((port + 1))
-  mkdir -p "$OUT/$name"
-  ip netns exec podB "$W" server --listen "$SRV:$port" "${common[@]}" >"$OUT/$name/server.json" 2>"$OUT/$name/server.log" &
-  spid=$!
+  local after=$2
+  start "$1" "${@:3}"
   ( after_connected "$OUT/$name/client.log" "$after"; date +%s.%N >"$OUT/$name/killed_at"; kill -9 $spid ) &
-  ip netns exec podA "$W" client --connect "$SRV:$port" "${common[@]}" "${client[@]}" >"$OUT/$name/client.json" 2>"$OUT/$name/client.log"
-  echo $? >"$OUT/$name/client.rc"
+  run_client
   date +%s.%N >"$OUT/$name/client_exit_at"
   wait
   echo "scenario $name: client rc $(cat "$OUT/$name/client.rc")" >&2

@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 #[path = "support/process.rs"]
 mod process;
 
-use process::{assert_says, railsweep, text};
+use process::{assert_says, railsweep, stdout_of, text};
 use results::{read_path, read_str, write_csv, write_json, NetworkMode, RailResult};
 
 fn fixture() -> PathBuf {
@@ -261,13 +261,7 @@ fn gpu_auto_pods_ask_for_gpus() {
         "--networks",
         "sriov-rail-{0..1}",
     ];
-    let out = railsweep(&base);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let plain = String::from_utf8_lossy(&out.stdout).to_string();
+    let plain = stdout_of(&base);
     assert!(
         !plain.contains("nvidia.com/gpu: "),
         "no GPUs without --gpu:\n{plain}"
@@ -275,24 +269,12 @@ fn gpu_auto_pods_ask_for_gpus() {
 
     let mut args = base.to_vec();
     args.extend(["--gpu", "auto"]);
-    let out = railsweep(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let y = String::from_utf8_lossy(&out.stdout).to_string();
+    let y = stdout_of(&args);
     // Both pods (extended resources are asked for in limits).
     assert_eq!(y.matches("nvidia.com/gpu: '8'").count(), 2, "{y}");
 
     args.extend(["--resource", "nvidia.com/gpu=2"]);
-    let out = railsweep(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let y = String::from_utf8_lossy(&out.stdout).to_string();
+    let y = stdout_of(&args);
     assert!(
         !y.contains("nvidia.com/gpu: '8'") && !y.contains("nvidia.com/gpu: \"8\""),
         "{y}"

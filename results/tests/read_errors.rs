@@ -52,6 +52,15 @@ fn cell_error(row: usize, column: &str, value: &str) -> String {
     err(&set_cell(&fixture_csv(), row, column, value), "a.csv").to_string()
 }
 
+/// Asserts that the error's text `e` begins with `prefix`.
+#[track_caller]
+fn assert_starts(e: &str, prefix: &str) {
+    assert!(
+        e.starts_with(prefix),
+        "expected {prefix:?} at the start of: {e}"
+    );
+}
+
 fn err(text: &str, name: &str) -> ResultsError {
     read_str(text, name).expect_err("input must be rejected")
 }
@@ -115,22 +124,14 @@ fn csv_newer_schema_is_refused_before_column_checks() {
         matches!(e, ResultsError::NewerSchema { found: 5, .. }),
         "{e:?}"
     );
-    assert!(
-        e.to_string()
-            .starts_with("new.csv:2:1: schema_version 5 is newer"),
-        "{e}"
-    );
+    assert_starts(&e.to_string(), "new.csv:2:1: schema_version 5 is newer");
 }
 
 #[test]
 fn csv_newer_schema_on_a_later_row_is_refused() {
     let text = set_cell(&fixture_csv(), 2, "schema_version", "7");
     let e = err(&text, "mixed.csv");
-    assert!(
-        e.to_string()
-            .starts_with("mixed.csv:4:1: schema_version 7 is newer"),
-        "{e}"
-    );
+    assert_starts(&e.to_string(), "mixed.csv:4:1: schema_version 7 is newer");
 }
 
 #[test]
@@ -159,10 +160,7 @@ fn csv_bad_integer_and_empty_required_number() {
 #[test]
 fn csv_bad_enum_value_is_pinned_to_its_column() {
     let e = cell_error(2, "status", "great");
-    assert!(
-        e.starts_with("a.csv:4:25: column `status`: unknown variant `great`"),
-        "{e}"
-    );
+    assert_starts(&e, "a.csv:4:25: column `status`: unknown variant `great`");
 }
 
 #[test]
@@ -178,9 +176,9 @@ fn csv_short_row_is_an_error() {
     let mut text = fixture_csv();
     text.push_str("1,run,2025-06-01T00:00:00Z\n");
     let e = err(&text, "a.csv").to_string();
-    assert!(
-        e.starts_with("a.csv:5:4: row has 3 cells but the header has 43 columns"),
-        "{e}"
+    assert_starts(
+        &e,
+        "a.csv:5:4: row has 3 cells but the header has 43 columns",
     );
 }
 
@@ -192,11 +190,7 @@ fn json_newer_schema_names_file_line_column() {
         matches!(e, ResultsError::NewerSchema { found: 5, .. }),
         "{e:?}"
     );
-    assert!(
-        e.to_string()
-            .starts_with("new.json:2:21: schema_version 5 is newer"),
-        "{e}"
-    );
+    assert_starts(&e.to_string(), "new.json:2:21: schema_version 5 is newer");
 }
 
 #[test]
@@ -231,10 +225,7 @@ fn json_missing_key_names_the_row_position() {
 fn json_unknown_key_points_at_the_key() {
     let text = fixture_json().replacen("\"qps\": 4,", "\"qps\": 4, \"colour\": 1,", 1);
     let e = err(&text, "a.json").to_string();
-    assert!(
-        e.starts_with("a.json:24:17: unknown column `colour`"),
-        "{e}"
-    );
+    assert_starts(&e, "a.json:24:17: unknown column `colour`");
 }
 
 #[test]
@@ -323,9 +314,9 @@ fn poll_and_cpu_per_gb_round_trip_through_csv() {
 #[test]
 fn a_list_cell_that_is_not_json_names_its_column() {
     let e = cell_error(1, "diagnosis", "loss");
-    assert!(
-        e.starts_with("a.csv:3:36: column `diagnosis`: expected a JSON list (or an empty cell)"),
-        "{e}"
+    assert_starts(
+        &e,
+        "a.csv:3:36: column `diagnosis`: expected a JSON list (or an empty cell)",
     );
 }
 

@@ -38,9 +38,9 @@ test_every_rail_client_server() {
     in_pod podA timeout 150 "$RDMABW" client --json --netdev "$nd" -D 2 -p "$port" "$SRV" \
       >"$T_OUT/client$i.json" 2>"$T_OUT/client$i.err" || { cat "$T_OUT/client$i.err"; fail "rail $i: client failed"; }
     wait $! || { cat "$T_OUT/server$i.err"; fail "rail $i: server failed"; }
-    bw=$(json_get "$T_OUT/client$i.json" 'd["results"][-1]["bw_avg_gbps"]') || fail "rail $i: JSON does not parse"
-    gi=$(json_get "$T_OUT/client$i.json" 'd["local"]["gid_index"]')
-    echo "rail $i $nd: $bw Gb/s, client GID index $gi, status $(json_get "$T_OUT/client$i.json" 'd["status"]')"
+    bw=$(json_get "$T_OUT/client$i.json" '.results[-1].bw_avg_gbps') || fail "rail $i: JSON does not parse"
+    gi=$(json_get "$T_OUT/client$i.json" '.local.gid_index')
+    echo "rail $i $nd: $bw Gb/s, client GID index $gi, status $(json_get "$T_OUT/client$i.json" '.status')"
     gt "$bw" 0 || fail "rail $i: bandwidth $bw is not above zero"
     # The 10 ms interval figures follow the average: rxe keeps at most 128 packets unacknowledged,
     # so no interval can run far above it. A poll that meets a backlog once fed the sampler one
@@ -48,12 +48,12 @@ test_every_rail_client_server() {
     # bounds sit between that and the lab's own spread: under software emulation a correct
     # sampler (the engine before and after its split alike) measured p99 at 1.6-2.1 times the
     # average and peaks at 1.9-2.6 times, so 2x and 3x failed runs with no defect.
-    read -r p99 peak < <(json_get "$T_OUT/client$i.json" '"%s %s" % (d["results"][-1]["bw_p99_gbps"], d["results"][-1]["bw_peak_gbps"])')
+    read -r p99 peak < <(json_get "$T_OUT/client$i.json" '"\(.results[-1].bw_p99_gbps) \(.results[-1].bw_peak_gbps)"')
     echo "rail $i: p99 $p99, peak $peak Gb/s (average $bw)"
     gt "$(awk -v a="$bw" 'BEGIN { print 3.5 * a }')" "$p99" || fail "rail $i: p99 $p99 Gb/s is above 3.5 times the average $bw"
     gt "$(awk -v a="$bw" 'BEGIN { print 6 * a }')" "$peak" || fail "rail $i: peak $peak Gb/s is above 6 times the average $bw"
     [ "$gi" = "$(gid_index "$(topo podA "$i" rdma_dev)" "$ip_a")" ] || fail "rail $i: GID index $gi is not podA's own"
-    [ "$(json_get "$T_OUT/client$i.json" 'd["remote"]["ipv4"]')" = "$ip_b" ] || fail "rail $i: remote GID is not podB's $ip_b"
+    [ "$(json_get "$T_OUT/client$i.json" '.remote.ipv4')" = "$ip_b" ] || fail "rail $i: remote GID is not podB's $ip_b"
     # The server printed ib_write_bw's table.
     bw_of "$T_OUT/server$i.txt" >/dev/null || { cat "$T_OUT/server$i.txt"; fail "rail $i: no table on the server"; }
   done
@@ -71,9 +71,9 @@ test_server_report_names_the_clients_gid() {
     >/dev/null 2>"$T_OUT/client.err" || { cat "$T_OUT/client.err"; fail "client failed"; }
   wait $! || { cat "$T_OUT/server.err"; fail "server failed"; }
   cat "$T_OUT/server.json"
-  gi=$(json_get "$T_OUT/server.json" 'd["remote"]["gid_index"]') || fail "server JSON does not parse"
+  gi=$(json_get "$T_OUT/server.json" '.remote.gid_index') || fail "server JSON does not parse"
   [ "$gi" = "$(gid_index "$(topo podA 0 rdma_dev)" "$ip_a")" ] || fail "the server reports the client's GID index as $gi"
-  [ "$(json_get "$T_OUT/server.json" 'd["remote"]["netdev"]')" = "$(topo podA 0 iface)" ] \
+  [ "$(json_get "$T_OUT/server.json" '.remote.netdev')" = "$(topo podA 0 iface)" ] \
     || fail "the server does not name the client's interface"
 }
 
@@ -96,12 +96,12 @@ test_table_csv_bidir_sweep() {
   head -1 "$T_OUT/run.csv" | grep -q '^schema_version,run_id,' || fail "CSV header: not railsweep's results columns"
   [ "$(wc -l <"$T_OUT/run.csv")" -eq 2 ] || fail "CSV rows"
   in_pod podA timeout 150 "$RDMABW" client --json -b --netdev net2 --server-netdev net2 -D 3 -Q 10 -p 18610 "$SRV" >"$T_OUT/bidir.json" || fail "-b failed"
-  json_get "$T_OUT/bidir.json" '(d["directions"]["client_to_server"][0]["bw_avg_gbps"], d["directions"]["server_to_client"][0]["bw_avg_gbps"], d["results"][0]["bw_avg_gbps"])'
-  v=$(json_get "$T_OUT/bidir.json" 'min(d["directions"]["client_to_server"][0]["bw_avg_gbps"], d["directions"]["server_to_client"][0]["bw_avg_gbps"])')
+  json_get "$T_OUT/bidir.json" '"-b: \(.directions.client_to_server[0].bw_avg_gbps) and \(.directions.server_to_client[0].bw_avg_gbps) Gb/s, \(.results[0].bw_avg_gbps) in all"'
+  v=$(json_get "$T_OUT/bidir.json" '[.directions.client_to_server[0].bw_avg_gbps, .directions.server_to_client[0].bw_avg_gbps] | min')
   gt "$v" 0 || fail "a direction of -b moved nothing"
   in_pod podA timeout 150 "$RDMABW" client --json -a -n 4 --netdev net2 --server-netdev net2 -p 18610 "$SRV" >"$T_OUT/sweep.json" || fail "-a failed"
-  [ "$(json_get "$T_OUT/sweep.json" 'len(d["results"])')" -eq 23 ] || fail "-a did not sweep 23 sizes"
-  [ "$(json_get "$T_OUT/sweep.json" 'd["results"][-1]["msg_size_bytes"]')" -eq 8388608 ] || fail "-a does not end at 8 MiB"
+  [ "$(json_get "$T_OUT/sweep.json" '.results | length')" -eq 23 ] || fail "-a did not sweep 23 sizes"
+  [ "$(json_get "$T_OUT/sweep.json" '.results[-1].msg_size_bytes')" -eq 8388608 ] || fail "-a does not end at 8 MiB"
 }
 
 # -e/--use_event (ib_write_bw refuses it for RDMA WRITE): the client sleeps on completion events
@@ -122,10 +122,10 @@ test_use_event() {
   secs=$(elapsed "$t0")
   wait $! || { cat "$T_OUT/server.err"; fail "the server failed"; }
   cat "$T_OUT/client.err"
-  bw=$(json_get "$T_OUT/client.json" 'd["results"][-1]["bw_avg_gbps"]') || fail "JSON does not parse"
-  poll=$(json_get "$T_OUT/client.json" 'd["tuning"]["poll"]')
-  q=$(json_get "$T_OUT/client.json" 'd["tuning"]["cq_mod"]')
-  cpg=$(json_get "$T_OUT/client.json" 'd["results"][-1].get("cpu_s_per_gb")')
+  bw=$(json_get "$T_OUT/client.json" '.results[-1].bw_avg_gbps') || fail "JSON does not parse"
+  poll=$(json_get "$T_OUT/client.json" '.tuning.poll')
+  q=$(json_get "$T_OUT/client.json" '.tuning.cq_mod')
+  cpg=$(json_get "$T_OUT/client.json" '.results[-1].cpu_s_per_gb')
   echo "-e: $bw Gb/s, poll $poll, cq_mod $q, $cpg CPU s per GB, client done in $secs s"
   gt "$bw" 0 || fail "-e: bandwidth $bw is not above zero"
   [ "$poll" = event ] || fail "-e: the report says poll $poll"
@@ -147,8 +147,8 @@ test_use_event() {
   grep -q 'CPU_Util\[%\]	CPU\[s/GB\]$' "$T_OUT/bclient.txt" || fail "--cpu_util: no CPU[s/GB] column"
   bw=$(bw_of "$T_OUT/bclient.txt") || fail "-e -b: no result row"
   gt "$bw" 0 || fail "-e -b: bandwidth $bw"
-  [ "$(json_get "$T_OUT/bserver.json" 'd["tuning"]["poll"]')" = event ] || fail "-e -b: the server did not wait on events"
-  bw=$(json_get "$T_OUT/bserver.json" 'd["directions"]["server_to_client"][0]["bw_avg_gbps"]')
+  [ "$(json_get "$T_OUT/bserver.json" '.tuning.poll')" = event ] || fail "-e -b: the server did not wait on events"
+  bw=$(json_get "$T_OUT/bserver.json" '.directions.server_to_client[0].bw_avg_gbps')
   gt "$bw" 0 || fail "-e -b: the server's direction moved $bw Gb/s"
 }
 
@@ -164,10 +164,10 @@ test_daemon_all_rails_at_once() {
   done
   for ((i = 0; i < LAB_RAILS; i++)); do
     wait "${pids[$i]}" || { cat "$T_OUT/rail$i.err"; fail "rail $i failed under the daemon"; }
-    bw=$(json_get "$T_OUT/rail$i.json" 'd["results"][0]["bw_avg_gbps"]')
-    echo "rail $i concurrently: $bw Gb/s on $(json_get "$T_OUT/rail$i.json" 'd["remote"]["device"]')"
+    bw=$(json_get "$T_OUT/rail$i.json" '.results[0].bw_avg_gbps')
+    echo "rail $i concurrently: $bw Gb/s on $(json_get "$T_OUT/rail$i.json" '.remote.device')"
     gt "$bw" 0 || fail "rail $i: $bw"
-    [ "$(json_get "$T_OUT/rail$i.json" 'd["remote"]["device"]')" = "$(topo podB "$i" rdma_dev)" ] || fail "rail $i: wrong server device"
+    [ "$(json_get "$T_OUT/rail$i.json" '.remote.device')" = "$(topo podB "$i" rdma_dev)" ] || fail "rail $i: wrong server device"
   done
   in_pod podA timeout 150 "$RDMABW" client --json --netdev net1 --server-netdev net1 -n 200 -p 18620 "$SRV" >"$T_OUT/next.json" \
     || fail "the daemon did not serve the next test"
@@ -207,17 +207,24 @@ test_tclass_in_tos() {
   ! grep -q 'tos 0x0, .*proto UDP' "$T_OUT/tcpdump.txt" || fail "a RoCE packet with tos 0x0 during the --tclass 41 run"
 }
 
+# three_s_into_a_window SERVER_IFACE CLIENT_IFACE PORT: a server in podB and a -D 8 client in
+# podA on that rail; returns 3 s into the measured window with $spid, $cpid and $tm (when the
+# window began) set in the caller's locals (server.err, client.out in $T_OUT).
+three_s_into_a_window() {
+  ip netns exec podB "$RDMABW" server --netdev "$1" -p "$3" >/dev/null 2>"$T_OUT/server.err" &
+  spid=$!
+  wait_port podB "$3"
+  ip netns exec podA "$RDMABW" client --netdev "$2" -D 8 -p "$3" "$SRV" >"$T_OUT/client.out" 2>&1 &
+  cpid=$!
+  wait_measuring "$T_OUT/client.out"; tm=$(now)
+  sleep 3
+}
+
 # kill -9 of the server in the middle of the measured window: the client exits non-zero and says
 # the server is gone, within the window plus 10 s; the time is reported.
 test_server_sigkill_mid_run() {
-  local rc=0 tm tk t1
-  ip netns exec podB "$RDMABW" server --netdev net1 -p 18650 >/dev/null 2>"$T_OUT/server.err" &
-  local spid=$!
-  wait_port podB 18650
-  ip netns exec podA "$RDMABW" client --netdev net1 -D 8 -p 18650 "$SRV" >"$T_OUT/client.out" 2>&1 &
-  local cpid=$!
-  wait_measuring "$T_OUT/client.out"; tm=$(now)
-  sleep 3
+  local rc=0 tm tk t1 spid cpid
+  three_s_into_a_window net1 net1 18650
   tk=$(now); kill -9 "$spid"
   wait "$cpid" || rc=$?
   t1=$(now)
@@ -232,14 +239,8 @@ test_server_sigkill_mid_run() {
 # The rail goes down (ip link set ... down) mid-window: the client exits non-zero with a message
 # that says so, within the window plus 10 s; the server also ends, with the reason.
 test_link_down_mid_run() {
-  local rc=0 src=0 tm tk t1 nd; nd=$(topo podB 2 iface)
-  ip netns exec podB "$RDMABW" server --netdev "$nd" -p 18660 >/dev/null 2>"$T_OUT/server.err" &
-  local spid=$!
-  wait_port podB 18660
-  ip netns exec podA "$RDMABW" client --netdev net3 -D 8 -p 18660 "$SRV" >"$T_OUT/client.out" 2>&1 &
-  local cpid=$!
-  wait_measuring "$T_OUT/client.out"; tm=$(now)
-  sleep 3
+  local rc=0 src=0 tm tk t1 spid cpid nd; nd=$(topo podB 2 iface)
+  three_s_into_a_window "$nd" net3 18660
   tk=$(now); in_pod podB ip link set "$nd" down
   wait "$cpid" || rc=$?
   t1=$(now)
@@ -272,7 +273,7 @@ test_client_killed_under_daemon() {
     || { cat "$T_OUT/daemon.err"; fail "the daemon did not notice the dead client"; }
   in_pod podA timeout 150 "$RDMABW" client --json --netdev net4 --server-netdev net4 -n 200 -p 18670 "$SRV" >"$T_OUT/next.json" 2>"$T_OUT/next.err" \
     || { cat "$T_OUT/next.err" "$T_OUT/daemon.err"; fail "the daemon did not serve the next test"; }
-  gt "$(json_get "$T_OUT/next.json" 'd["results"][0]["bw_avg_gbps"]')" 0 || fail "next test moved nothing"
+  gt "$(json_get "$T_OUT/next.json" '.results[0].bw_avg_gbps')" 0 || fail "next test moved nothing"
 }
 
 # SIGINT on the client mid-run: it stops within seconds and the server is told why.
@@ -340,9 +341,9 @@ test_devices_listing() {
   in_pod podB "$RDMABW" devices --json >"$T_OUT/devices.json" || fail "devices --json"
   # podA's GID (10.224.0.1 on rxe_a0) must not count as usable in podB, even though the kernel
   # may name its netdev net1 there too.
-  [ "$(json_get "$T_OUT/devices.json" '[g["usable_here"] for p in d["ports"] if p["device"]=="rxe_a0" for g in p["gids"] if g["ip"]=="10.224.0.1"]')" = "[False]" ] \
+  [ "$(json_get "$T_OUT/devices.json" '[.ports[] | select(.device == "rxe_a0") | .gids[] | select(.ip == "10.224.0.1") | .usable_here]')" = "[false]" ] \
     || fail "podA's GID counts as usable in podB"
-  [ "$(json_get "$T_OUT/devices.json" '[p["active_mtu_bytes"] for p in d["ports"] if p["device"]=="rxe_b0"][0]')" -gt 0 ] || fail "no active MTU"
+  [ "$(json_get "$T_OUT/devices.json" '[.ports[] | select(.device == "rxe_b0") | .active_mtu_bytes][0]')" -gt 0 ] || fail "no active MTU"
 }
 
 # Every bad input of the issue: exit 2 and a message that names the flag and what would work.
@@ -461,20 +462,20 @@ test_rate_limit_lands_at_the_limit() {
   wait_port podB 18730
   in_pod podA timeout 120 "$RDMABW" client --json --netdev net2 --server-netdev net2 -D 5 -p 18730 "$SRV" \
     >"$T_OUT/full.json" 2>"$T_OUT/full.err" || { cat "$T_OUT/full.err"; fail "full-rate run failed"; }
-  full=$(json_get "$T_OUT/full.json" 'd["results"][0]["bw_avg_gbps"]')
+  full=$(json_get "$T_OUT/full.json" '.results[0].bw_avg_gbps')
   limit=$(awk -v f="$full" 'BEGIN { printf "%.4f", f / 3 }')
   in_pod podA timeout 120 "$RDMABW" client --json --netdev net2 --server-netdev net2 -D 5 --rate_limit "$limit" -p 18730 "$SRV" \
     >"$T_OUT/limited.json" 2>"$T_OUT/limited.err" || { cat "$T_OUT/limited.err"; fail "limited run failed"; }
-  bw=$(json_get "$T_OUT/limited.json" 'd["results"][0]["bw_avg_gbps"]')
+  bw=$(json_get "$T_OUT/limited.json" '.results[0].bw_avg_gbps')
   echo "full rate $full Gb/s; --rate_limit $limit (Gb/s): $bw Gb/s = $(awk -v b="$bw" -v l="$limit" 'BEGIN { printf "%.1f", 100 * b / l }')% of the limit"
-  [ "$(json_get "$T_OUT/limited.json" 'd["tuning"]["rate_limit"]["unit"]')" = gbps ] || fail "the report does not carry the limit"
+  [ "$(json_get "$T_OUT/limited.json" '.tuning.rate_limit.unit')" = gbps ] || fail "the report does not carry the limit"
   gt "$bw" "$(awk -v l="$limit" 'BEGIN { print 0.9 * l }')" || fail "$bw Gb/s is more than 10% under the limit $limit"
   gt "$(awk -v l="$limit" 'BEGIN { print 1.1 * l }')" "$bw" || fail "$bw Gb/s is more than 10% over the limit $limit"
   # Writes per second (p), bursts of 4: the message rate sits at the limit too.
-  limit=$(json_get "$T_OUT/full.json" '"%.0f" % (d["results"][0]["msg_rate_mpps"] * 1e6 / 3)')
+  limit=$(json_get "$T_OUT/full.json" '.results[0].msg_rate_mpps * 1e6 / 3 | round')
   in_pod podA timeout 120 "$RDMABW" client --json --netdev net2 --server-netdev net2 -D 5 --rate_limit "$limit" --rate_units p --burst_size 4 -p 18730 "$SRV" \
     >"$T_OUT/pps.json" 2>"$T_OUT/pps.err" || { cat "$T_OUT/pps.err"; fail "pps-limited run failed"; }
-  bw=$(json_get "$T_OUT/pps.json" '"%.1f" % (d["results"][0]["msg_rate_mpps"] * 1e6)')
+  bw=$(json_get "$T_OUT/pps.json" '.results[0].msg_rate_mpps * 1e7 | round / 10')
   echo "--rate_limit $limit --rate_units p --burst_size 4: $bw writes/s"
   gt "$bw" "$(awk -v l="$limit" 'BEGIN { print 0.9 * l }')" || fail "$bw writes/s is more than 10% under $limit"
   gt "$(awk -v l="$limit" 'BEGIN { print 1.1 * l }')" "$bw" || fail "$bw writes/s is more than 10% over $limit"

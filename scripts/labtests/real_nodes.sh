@@ -64,6 +64,33 @@ print("created %s, container started %+d s, finished %+d s" % (c, (t(term["start
 rn_log() { kube GET "/api/v1/namespaces/lab/pods/$1/log"; }
 rn_delete() { kube DELETE "/api/v1/namespaces/lab/pods/$1?gracePeriodSeconds=0" >/dev/null 2>&1 || true; }
 
+# rn_done NAME: waits (240 s at most) for pod NAME to end; shows its times, its phase and its
+# log (kept as $T_OUT/NAME.log); what follows its "=== probe json" line goes to $T_OUT/probe.json.
+rn_done() {
+  local phase
+  phase=$(rn_wait_done "$1" 240)
+  rn_pod_times "$1"
+  rn_log "$1" | tee "$T_OUT/$1.log"
+  sed -n '/^=== probe json$/,$p' "$T_OUT/$1.log" | sed '1d' >"$T_OUT/probe.json"
+  echo "phase $phase"
+}
+
+# probe_expect CHECK=STATUS[:WORD]...: shows the rails and uverbs checks of $T_OUT/probe.json
+# (rdmabw probe --json) and fails unless each CHECK has STATUS and, with WORD, says WORD.
+probe_expect() {
+  python3 - "$T_OUT/probe.json" "$@" <<'EOF' || fail "the probe's checks are not as expected (above)"
+import json, sys
+c = {x["name"]: x for x in json.load(open(sys.argv[1]))["checks"]}
+for name in ("rails", "uverbs-files", "uverbs-open"):
+    print(name, c[name]["status"], c[name]["detail"])
+for want in sys.argv[2:]:
+    name, _, rest = want.partition("=")
+    status, _, word = rest.partition(":")
+    assert c[name]["status"] == status, c[name]
+    assert word in c[name]["detail"], c[name]["detail"]
+EOF
+}
+
 # `kubectl get nodes -o wide`, from the API.
 test_nodes_ready_with_kubelet_and_containerd() {
   kube GET /api/v1/nodes >"$T_OUT/nodes.json"
@@ -98,25 +125,13 @@ EOF
 test_privileged_hostnetwork_probe_and_rails() {
   rn_pod rn-priv node-a '{"hostNetwork": true, "container": {"securityContext": {"privileged": true},
     "command": ["sh", "-c", "ls /dev/infiniband; rdmabw probe; echo \"probe exit $?\"; rdmabw rails; echo \"rails exit $?\"; echo \"=== probe json\"; rdmabw probe --json"]}}'
-  phase=$(rn_wait_done rn-priv 240)
-  rn_pod_times rn-priv
-  rn_log rn-priv | tee "$T_OUT/rn-priv.log"
-  sed -n '/^=== probe json$/,$p' "$T_OUT/rn-priv.log" | sed '1d' >"$T_OUT/probe.json"
-  echo "phase $phase"
+  rn_done rn-priv
   grep -q '^rails exit 0$' "$T_OUT/rn-priv.log" || fail "rdmabw rails failed in the privileged hostNetwork pod"
   for i in 0 1; do
     grep -q "rdma$i" "$T_OUT/rn-priv.log" || fail "rail rdma$i not in the pod's output"
     grep -q "rxe$i" "$T_OUT/rn-priv.log" || fail "rxe$i not in the pod's output"
   done
-  python3 - "$T_OUT/probe.json" <<'EOF' || fail "the probe's checks are not as expected (above)"
-import json, sys
-r = json.load(open(sys.argv[1]))
-c = {x["name"]: x for x in r["checks"]}
-for name in ("rails", "uverbs-files", "uverbs-open"):
-    print(name, c[name]["status"], c[name]["detail"])
-assert c["rails"]["status"] == "PASS", c["rails"]
-assert c["uverbs-open"]["status"] == "PASS", c["uverbs-open"]
-EOF
+  probe_expect rails=PASS uverbs-open=PASS
 }
 
 # Seed 000's "plus a hostPath mount" row: hostNetwork with /dev/infiniband from the node, not
@@ -126,22 +141,10 @@ test_hostpath_unprivileged_open_is_refused() {
     "volumes": [{"name": "ib", "hostPath": {"path": "/dev/infiniband"}}],
     "container": {"volumeMounts": [{"name": "ib", "mountPath": "/dev/infiniband"}],
       "command": ["sh", "-c", "ls -l /dev/infiniband; head -c 1 /dev/infiniband/uverbs0; echo \"head exit $?\"; rdmabw probe; echo \"probe exit $?\"; echo \"=== probe json\"; rdmabw probe --json"]}}'
-  phase=$(rn_wait_done rn-hostpath 240)
-  rn_pod_times rn-hostpath
-  rn_log rn-hostpath | tee "$T_OUT/rn-hostpath.log"
-  sed -n '/^=== probe json$/,$p' "$T_OUT/rn-hostpath.log" | sed '1d' >"$T_OUT/probe.json"
-  echo "phase $phase"
+  rn_done rn-hostpath
   grep -q 'crw-rw-rw-.* uverbs0' "$T_OUT/rn-hostpath.log" || fail "no crw-rw-rw- uverbs0 in the pod"
   grep -q "uverbs0.*Operation not permitted" "$T_OUT/rn-hostpath.log" || fail "open of uverbs0 was not refused with Operation not permitted"
-  python3 - "$T_OUT/probe.json" <<'EOF' || fail "the probe's checks are not as expected (above)"
-import json, sys
-r = json.load(open(sys.argv[1]))
-c = {x["name"]: x for x in r["checks"]}
-for name in ("rails", "uverbs-files", "uverbs-open"):
-    print(name, c[name]["status"], c[name]["detail"])
-assert c["uverbs-open"]["status"] == "FAIL", c["uverbs-open"]
-assert "EPERM" in c["uverbs-open"]["detail"], c["uverbs-open"]["detail"]
-EOF
+  probe_expect uverbs-open=FAIL:EPERM
 }
 
 # railsweep itself across the two real nodes: its hostNetwork pods (privileged, the imported

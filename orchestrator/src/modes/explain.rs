@@ -917,6 +917,11 @@ mod tests {
         .expect("event")
     }
 
+    /// The diagnosis of `pod` with one warning event.
+    fn explained_by(pod: &Pod, reason: &str, message: &str) -> Diagnosis {
+        explain_pod(pod, &[event(reason, "Warning", message)]).expect("explained")
+    }
+
     // The field report's scheduler message (two hostNetwork jobs on port 2222, GPU nodes full).
     const PORTS_AND_GPUS: &str =
         "0/5 nodes are available: 2 node(s) didn't have free ports for the requested \
@@ -951,13 +956,12 @@ mod tests {
             pair(Mode::Sriov, true).client,
             json!({ "phase": "Pending" }),
         );
-        let e = event(
+        let d = explained_by(
+            &pod,
             "FailedScheduling",
-            "Warning",
             "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector. preemption: 0/4 nodes \
              are available: 4 Preemption is not helpful for scheduling.",
         );
-        let d = explain_pod(&pod, &[e]).expect("explained");
         assert_eq!(d.problem, Problem::Unschedulable);
         assert!(d.todo.contains("no node is named 10.140.66.66"), "{d}");
         assert_eq!(
@@ -985,13 +989,12 @@ mod tests {
             pair(Mode::HostNetwork, true).server,
             json!({ "phase": "Pending" }),
         );
-        let e = event(
+        let d = explained_by(
+            &pod,
             "FailedScheduling",
-            "Warning",
             "0/2 nodes are available: 2 node(s) had untolerated taint(s). preemption: 0/2 nodes are \
              available: 2 Preemption is not helpful for scheduling.",
         );
-        let d = explain_pod(&pod, &[e]).expect("explained");
         assert_eq!(d.problem, Problem::Unschedulable);
         assert!(
             d.todo.contains("has a taint the pod does not tolerate"),
@@ -1010,12 +1013,11 @@ mod tests {
             json!({ "phase": "Failed", "reason": "TopologyAffinityError",
                     "message": "Pod was rejected: Resources cannot be allocated with Topology locality" }),
         );
-        let e = event(
+        let d = explained_by(
+            &pod,
             "TopologyAffinityError",
-            "Warning",
             "Resources cannot be allocated with Topology locality",
         );
-        let d = explain_pod(&pod, &[e]).expect("explained");
         assert_eq!(d.problem, Problem::TopologyAffinity);
         assert!(
             d.what
@@ -1090,16 +1092,14 @@ mod tests {
     #[test]
     fn ipam_exhausted_in_host_local_words() {
         // The node agent's event when host-local's range runs out (scripts/cluster's nodes).
-        let pod = pair(Mode::Ipvlan, true).server;
-        let e = event(
+        let d = explained_by(
+            &pair(Mode::Ipvlan, true).server,
             "FailedCreatePodSandBox",
-            "Warning",
             "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox \"0b6d\": \
              plugin type=\"multus\" name=\"multus-cni-network\" failed (add): [rdma-hostnet/railsweep-r1-ipvlan-server/0b6d:pool-a]: \
              error adding container to network \"pool-a\": failed to allocate for range 0: no IP addresses available in range \
              set: 10.58.0.1-10.58.0.8",
         );
-        let d = explain_pod(&pod, &[e]).expect("explained");
         assert_eq!(d.problem, Problem::IpamExhausted);
         assert!(
             d.what.starts_with(
@@ -1111,17 +1111,15 @@ mod tests {
 
     #[test]
     fn missing_network_attachment() {
-        let pod = pair(Mode::Ipvlan, true).server;
-        let e = event(
+        let d = explained_by(
+            &pair(Mode::Ipvlan, true).server,
             "FailedCreatePodSandBox",
-            "Warning",
             "Failed to create pod sandbox: ... Multus: [rdma-hostnet/railsweep-r1-ipvlan-server/1]: error loading \
              k8s delegates k8s args: TryLoadPodDelegates: error in getting k8s network for pod: \
              GetNetworkDelegates: failed getting the delegate: getKubernetesDelegate: cannot find a \
              network-attachment-definition (rdma-ipvlan-0) in namespace (rdma-hostnet): \
              network-attachment-definitions.k8s.cni.cncf.io \"rdma-ipvlan-0\" not found",
         );
-        let d = explain_pod(&pod, &[e]).expect("explained");
         assert_eq!(d.problem, Problem::NetworkMissing);
         assert!(
             d.todo.contains("create rdma-ipvlan-0 in rdma-hostnet"),

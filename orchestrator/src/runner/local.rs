@@ -6,7 +6,7 @@ use std::process::Stdio;
 
 use anyhow::{bail, Context, Result};
 use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 
 use super::{Exit, Output, Piped, PodInfo, Runner, Signal, Spawned};
 
@@ -24,6 +24,18 @@ impl LocalRunner {
     /// A runner for the namespaces `ip netns` knows.
     pub fn new() -> Self {
         LocalRunner::default()
+    }
+
+    /// [`Self::command`] started, and its PID.
+    fn started(&self, pod: &str, argv: &[String], stdin: bool) -> Result<(Child, u32)> {
+        let child = self
+            .command(pod, argv, stdin)?
+            .spawn()
+            .with_context(|| format!("cannot start {} in {pod}", argv[0]))?;
+        let pid = child
+            .id()
+            .context("the process ended before its PID was read")?;
+        Ok((child, pid))
     }
 
     /// `argv` in `pod`, its stdout and stderr piped, its stdin piped when `stdin` (else
@@ -139,13 +151,7 @@ impl Runner for LocalRunner {
     }
 
     async fn spawn(&self, pod: &str, argv: &[String], stdin: Option<Vec<u8>>) -> Result<Spawned> {
-        let mut cmd = self.command(pod, argv, stdin.is_some())?;
-        let mut child = cmd
-            .spawn()
-            .with_context(|| format!("cannot start {} in {pod}", argv[0]))?;
-        let pid = child
-            .id()
-            .context("the process ended before its PID was read")?;
+        let (mut child, pid) = self.started(pod, argv, stdin.is_some())?;
         if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
             // Small (a secret's line): written, then closed, before anything waits on it.
             let _ = pipe.write_all(&data).await;
@@ -155,13 +161,7 @@ impl Runner for LocalRunner {
     }
 
     async fn start(&self, pod: &str, argv: &[String]) -> Result<Piped> {
-        let mut cmd = self.command(pod, argv, true)?;
-        let mut child = cmd
-            .spawn()
-            .with_context(|| format!("cannot start {} in {pod}", argv[0]))?;
-        let pid = child
-            .id()
-            .context("the process ended before its PID was read")?;
+        let (mut child, pid) = self.started(pod, argv, true)?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -207,17 +207,17 @@ mod tests {
         v.iter().map(|s| s.to_string()).collect()
     }
 
+    /// `v` run to its end by a new local runner, with `stdin`.
+    async fn exec(v: &[&str], stdin: Option<Vec<u8>>) -> Output {
+        LocalRunner::new()
+            .exec(HOST, &argv(v), stdin)
+            .await
+            .expect("runs")
+    }
+
     #[tokio::test]
     async fn exec_reports_exit_code_and_streams() {
-        let r = LocalRunner::new();
-        let out = r
-            .exec(
-                HOST,
-                &argv(&["sh", "-c", "echo out; echo err >&2; exit 3"]),
-                None,
-            )
-            .await
-            .expect("runs");
+        let out = exec(&["sh", "-c", "echo out; echo err >&2; exit 3"], None).await;
         assert_eq!(out.exit, Exit::Code(3));
         assert_eq!(out.stdout, b"out\n");
         assert_eq!(out.stderr, b"err\n");
@@ -225,22 +225,14 @@ mod tests {
 
     #[tokio::test]
     async fn exec_feeds_stdin() {
-        let r = LocalRunner::new();
         let data = vec![7u8; 300_000];
-        let out = r
-            .exec(HOST, &argv(&["wc", "-c"]), Some(data))
-            .await
-            .expect("runs");
+        let out = exec(&["wc", "-c"], Some(data)).await;
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "300000");
     }
 
     #[tokio::test]
     async fn missing_program_is_an_exit_error() {
-        let r = LocalRunner::new();
-        let out = r
-            .exec(HOST, &argv(&["/nonexistent/rdmabw", "--version"]), None)
-            .await
-            .expect("runs");
+        let out = exec(&["/nonexistent/rdmabw", "--version"], None).await;
         assert!(matches!(out.exit, Exit::Error(_)), "{:?}", out.exit);
     }
 

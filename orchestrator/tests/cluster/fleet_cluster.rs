@@ -362,41 +362,30 @@ fn nodes_usage_errors_name_the_flags() {
             .expect("runs");
         (o.status.code(), text(&o.stderr))
     };
-    let (code, e) = run(&[
-        "fleet",
-        "--mode",
-        "hostnetwork",
-        "--nodes",
-        "a,b",
-        "--pods",
-        "p,q",
-    ]);
-    assert_eq!(code, Some(2), "{e}");
-    assert!(e.contains("--nodes") && e.contains("--pods"), "{e}");
-    let (code, e) = run(&[
-        "fleet",
-        "--mode",
-        "hostnetwork",
-        "--nodes",
-        "a,b",
-        "--pods-selector",
-        "app=x",
-    ]);
-    assert_eq!(code, Some(2), "{e}");
-    assert!(
-        e.contains("--nodes") && e.contains("--pods-selector"),
-        "{e}"
-    );
-    let (code, e) = run(&["fleet", "--nodes", "a,b"]);
-    assert_eq!(code, Some(2), "{e}");
-    assert!(
-        e.contains("--mode hostnetwork, hostnetwork-crio, ipvlan or sriov"),
-        "{e}"
-    );
-    let (code, e) = run(&["fleet", "--mode", "pods", "--nodes", "a,b"]);
-    assert_eq!(code, Some(2), "{e}");
-    assert!(
-        e.contains("modes: hostnetwork, hostnetwork-crio, ipvlan, sriov"),
-        "{e}"
-    );
+    let hostnetwork = ["fleet", "--mode", "hostnetwork", "--nodes", "a,b"];
+    let cases: [(Vec<&str>, &[&str]); 4] = [
+        (
+            [&hostnetwork[..], &["--pods", "p,q"]].concat(),
+            &["--nodes", "--pods"],
+        ),
+        (
+            [&hostnetwork[..], &["--pods-selector", "app=x"]].concat(),
+            &["--nodes", "--pods-selector"],
+        ),
+        (
+            vec!["fleet", "--nodes", "a,b"],
+            &["--mode hostnetwork, hostnetwork-crio, ipvlan or sriov"],
+        ),
+        (
+            vec!["fleet", "--mode", "pods", "--nodes", "a,b"],
+            &["modes: hostnetwork, hostnetwork-crio, ipvlan, sriov"],
+        ),
+    ];
+    for (args, says) in cases {
+        let (code, e) = run(&args);
+        assert_eq!(code, Some(2), "{args:?}: {e}");
+        for w in says {
+            assert!(e.contains(w), "{args:?}: {w:?} in {e}");
+        }
+    }
 }

@@ -13,6 +13,14 @@ pub fn railsweep(args: &[&str]) -> Output {
         .expect("railsweep runs")
 }
 
+/// The stdout of railsweep with `args`, which must exit 0 (its stderr shown when not).
+#[track_caller]
+pub fn stdout_of(args: &[&str]) -> String {
+    let out = railsweep(args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
 /// Bytes as text, for messages.
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
