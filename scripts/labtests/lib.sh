@@ -50,8 +50,10 @@ cleanup_pods() { [ -n "${LAB_LAYOUT:-}" ] || return 0; pkill -f ib_write_bw; pki
 # bw_of FILE: the average Gb/s of the 65536-byte row in an ib_write_bw style table.
 bw_of() { awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { v = $4 } END { if (v == "") exit 1; print v }' "$1"; }
 
-# json_get FILE EXPR: evaluate a Python expression over the parsed document `d`.
-json_get() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
+# json_get FILE FILTER: what the jq FILTER gives of the JSON document FILE, strings raw and
+# arrays and objects on one line (`.results[-1].bw_avg_gbps`); exit non-zero when FILE does not
+# parse.
+json_get() { jq -rc "$2" "$1"; }
 
 # now: seconds since the epoch with fractions.
 now() { date +%s.%N; }

@@ -89,7 +89,7 @@ test_perftest_duration_timing_is_ib_write_bws() {
   [ "$rc" -eq 0 ] || fail "rdmabw -D 4 --json failed"
   pair "$RDMABW" 18623 w4 "--window 4" --json --window 4
   [ "$rc" -eq 0 ] || fail "rdmabw --window 4 failed"
-  m_d=$(json_get "$T_OUT/d4.out" 'd["results"][0]["measured_s"]'); m_w=$(json_get "$T_OUT/w4.out" 'd["results"][0]["measured_s"]')
+  m_d=$(json_get "$T_OUT/d4.out" '.results[0].measured_s'); m_w=$(json_get "$T_OUT/w4.out" '.results[0].measured_s')
   echo "measured: -D 4 ${m_d} s, --window 4 ${m_w} s"
   awk -v d="$m_d" -v w="$m_w" 'BEGIN { exit !(d > 1.9 && d < 2.1 && w > 3.9 && w < 4.1) }' \
     || fail "-D 4 should measure 2 s and --window 4 measure 4 s"
@@ -112,13 +112,13 @@ test_perftest_output_flags_of_rdmabw() {
   pair "$RDMABW" 18633 verifier "-D 2" -D 2 -y 1000000 --out_json_file "$T_OUT/doc.json"
   [ "$rc" -eq 1 ] || fail "-y 1000000 exited $rc, expected 1"
   grep -q 'below -y/--limit_msgrate 1000000 Mpps' "$T_OUT/verifier.err" || { cat "$T_OUT/verifier.err"; fail "-y does not say why"; }
-  [ "$(json_get "$T_OUT/doc.json" 'd["status"]')" = below_threshold ] || fail "--out_json_file: not the report"
+  [ "$(json_get "$T_OUT/doc.json" '.status')" = below_threshold ] || fail "--out_json_file: not the report"
   # --cpu 1: the polling thread runs there, and each row says so (rxe has no NUMA node: without
   # --cpu the thread is left to the scheduler).
   pair "$RDMABW" 18634 pinned "-D 2" -D 2 --json --cpu 1
   [ "$rc" -eq 0 ] || { cat "$T_OUT/pinned.err"; fail "--cpu 1: exit $rc"; }
-  [ "$(json_get "$T_OUT/pinned.out" 'd["results"][0]["polling_cpu"]')" = 1 ] || fail "--cpu 1: the row's polling_cpu is not 1"
-  [ "$(json_get "$T_OUT/pinned.out" 'd["tuning"]["cpu"]')" = "{'cpu': 1}" ] || fail "--cpu 1: not in the report's tuning"
+  [ "$(json_get "$T_OUT/pinned.out" '.results[0].polling_cpu')" = 1 ] || fail "--cpu 1: the row's polling_cpu is not 1"
+  [ "$(json_get "$T_OUT/pinned.out" '.tuning.cpu')" = '{"cpu":1}' ] || fail "--cpu 1: not in the report's tuning"
   pair "$RDMABW" 18635 both "-D 2 -b" -D 2 -b --report-both --report_gbits
   [ "$rc" -eq 0 ] || { cat "$T_OUT/both.err"; fail "-b --report-both: exit $rc"; }
   grep -q '^ client to server:' "$T_OUT/both.out" && grep -q '^ server to client:' "$T_OUT/both.out" \

@@ -40,8 +40,8 @@ check_rails_of() {
 # the rails row of IFACE.
 same_as_rails() {
   local bw=$1 rails=$2 nd=$3 what=$4 used listed
-  used=$(json_get "$bw" '"%s %s %s" % (d["local"]["device"], d["local"]["port"], d["local"]["gid_index"])')
-  listed=$(json_get "$rails" "[\"%s %s %s\" % (r['device'], r['port'], r['gid_index']) for r in d['rails'] if r['iface'] == '$nd'][0]")
+  used=$(json_get "$bw" '"\(.local.device) \(.local.port) \(.local.gid_index)"')
+  listed=$(json_get "$rails" "[.rails[] | select(.iface == \"$nd\") | \"\\(.device) \\(.port) \\(.gid_index)\"][0]")
   echo "$what ($nd): used $used, rails printed $listed"
   [ "$used" = "$listed" ] || fail "$what: used $used, but rails printed $listed"
 }
@@ -55,11 +55,11 @@ probe_expect() {
   [ "$rc" -eq 0 ] || fail "probe in $pod exited $rc"
   in_pod "$pod" "$RDMABW" probe --json >"$T_OUT/probe-$pod.json" 2>"$T_OUT/probe-$pod.err" || fail "probe --json in $pod"
   for c in $2; do
-    st=$(json_get "$T_OUT/probe-$pod.json" "[c['status'] for c in d['checks'] if c['name'] == '$c'][0]")
+    st=$(json_get "$T_OUT/probe-$pod.json" "[.checks[] | select(.name == \"$c\") | .status][0]")
     [ "$st" = PASS ] || fail "$pod probe: $c is $st, expected PASS"
   done
   for c in $3; do
-    st=$(json_get "$T_OUT/probe-$pod.json" "[c['status'] for c in d['checks'] if c['name'] == '$c'][0]")
+    st=$(json_get "$T_OUT/probe-$pod.json" "[.checks[] | select(.name == \"$c\") | .status][0]")
     [ "$st" = WARN ] || fail "$pod probe: $c is $st, expected WARN"
   done
 }

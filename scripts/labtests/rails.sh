@@ -17,14 +17,14 @@ test_rails_pods_device_address_gid() {
 test_rails_json_rows() {
   local i gi
   in_pod podA "$RDMABW" rails --json >"$T_OUT/podA.json" 2>"$T_OUT/podA.err" || { cat "$T_OUT/podA.err"; fail "rails --json failed"; }
-  [ "$(json_get "$T_OUT/podA.json" 'len([r for r in d["rails"] if r["usable"]])')" = "$LAB_RAILS" ] || fail "not $LAB_RAILS usable rails"
+  [ "$(json_get "$T_OUT/podA.json" '[.rails[] | select(.usable)] | length')" = "$LAB_RAILS" ] || fail "not $LAB_RAILS usable rails"
   for ((i = 0; i < LAB_RAILS; i++)); do
-    gi=$(json_get "$T_OUT/podA.json" "[r['gid_index'] for r in d['rails'] if r['rail'] == $i][0]")
+    gi=$(json_get "$T_OUT/podA.json" "[.rails[] | select(.rail == $i) | .gid_index][0]")
     [ "$gi" = "$(sysfs_gid_index "$(topo podA "$i" rdma_dev)" "$(topo podA "$i" ipv4)")" ] || fail "rail $i: JSON GID index $gi"
   done
   # podB's rxe devices are listed in podA's namespace too: as no rails, with the reason.
-  json_get "$T_OUT/podA.json" '"\n".join(n["name"] + ": " + n["reason"] for n in d["not_rails"])'
-  [ "$(json_get "$T_OUT/podA.json" 'sorted(n["name"] for n in d["not_rails"]) == sorted("rxe_b%d" % i for i in range(int('"$LAB_RAILS"')))')" = True ] \
+  json_get "$T_OUT/podA.json" '.not_rails[] | "\(.name): \(.reason)"'
+  [ "$(json_get "$T_OUT/podA.json" '([.not_rails[].name] | sort) == ([range('"$LAB_RAILS"') | "rxe_b\(.)"] | sort)')" = true ] \
     || fail "podB's devices are not listed as not rails in podA"
 }
 
@@ -63,14 +63,14 @@ test_probe_fails_when_a_device_cannot_be_opened() {
     >"$T_OUT/probe.json" 2>"$T_OUT/probe.err" || rc=$?
   # Without root the uverbs files (crw-rw-rw-) still open; memlock is what the guest gives.
   echo "probe as nobody: exit $rc"
-  json_get "$T_OUT/probe.json" '"\n".join("%-20s %s %s" % (c["name"], c["status"], c["detail"]) for c in d["checks"])'
+  json_get "$T_OUT/probe.json" '.checks[] | "\(.name)\t\(.status) \(.detail)"'
   chmod 000 /dev/infiniband/uverbs0
   rc=0
   in_pod podA setpriv --reuid=65534 --regid=65534 --clear-groups "$RDMABW" probe --json \
     >"$T_OUT/probe-denied.json" 2>"$T_OUT/probe-denied.err" || rc=$?
   chmod 666 /dev/infiniband/uverbs0
   [ "$rc" -eq 1 ] || fail "probe with an unopenable uverbs0 exited $rc, not 1"
-  [ "$(json_get "$T_OUT/probe-denied.json" '[c["status"] for c in d["checks"] if c["name"] == "uverbs-open"][0]')" = FAIL ] \
+  [ "$(json_get "$T_OUT/probe-denied.json" '[.checks[] | select(.name == "uverbs-open") | .status][0]')" = FAIL ] \
     || fail "uverbs-open did not fail"
-  json_get "$T_OUT/probe-denied.json" '[c["detail"] for c in d["checks"] if c["name"] == "uverbs-open"][0]'
+  json_get "$T_OUT/probe-denied.json" '[.checks[] | select(.name == "uverbs-open") | .detail][0]'
 }

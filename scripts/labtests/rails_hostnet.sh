@@ -17,7 +17,7 @@ test_rails_hostnet_device_address_gid() {
 test_probe_in_the_nodes_namespace() {
   probe_expect podA "rails uverbs-files uverbs-open memlock memory-registration rdma-netns-mode rail-gids host-network" \
     "cluster-dns dev-shm gpu-isolation"
-  json_get "$T_OUT/probe-podA.json" '[c["detail"] for c in d["checks"] if c["name"] == "host-network"][0]' | tee "$T_OUT/hn.txt"
+  json_get "$T_OUT/probe-podA.json" '[.checks[] | select(.name == "host-network") | .detail][0]' | tee "$T_OUT/hn.txt"
   grep -q "node's own network namespace" "$T_OUT/hn.txt" || fail "podA is not seen as the node's namespace"
 }
 

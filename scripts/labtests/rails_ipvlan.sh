@@ -20,8 +20,8 @@ test_two_pods_on_one_rail_get_different_indexes() {
   in_pod podA "$RDMABW" rails --json >"$T_OUT/a.json" || fail "rails in podA"
   in_pod podB "$RDMABW" rails --json >"$T_OUT/b.json" || fail "rails in podB"
   for ((i = 0; i < LAB_RAILS; i++)); do
-    a=$(json_get "$T_OUT/a.json" "[\"%s %s\" % (r['device'], r['gid_index']) for r in d['rails'] if r['rail'] == $i][0]")
-    b=$(json_get "$T_OUT/b.json" "[\"%s %s\" % (r['device'], r['gid_index']) for r in d['rails'] if r['rail'] == $i][0]")
+    a=$(json_get "$T_OUT/a.json" "[.rails[] | select(.rail == $i) | \"\\(.device) \\(.gid_index)\"][0]")
+    b=$(json_get "$T_OUT/b.json" "[.rails[] | select(.rail == $i) | \"\\(.device) \\(.gid_index)\"][0]")
     master=$(sysfs_gid_index "rxe$i" "10.224.$i.254")
     echo "rail $i: podA $a, podB $b, the master rdma$i's own GID index $master"
     [ "${a% *}" = "${b% *}" ] || fail "rail $i: different devices $a / $b"
