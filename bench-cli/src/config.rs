@@ -23,8 +23,6 @@ pub use results::rdmabw::params::MAX_MSG_BYTES;
 pub const SWEEP_MAX_BYTES: u64 = 1 << 23;
 /// ib_write_bw's default iteration count.
 pub const DEFAULT_ITERS: u64 = 5000;
-/// ib_write_bw's default size.
-pub const DEFAULT_SIZE: u64 = 65536;
 
 /// Whether `host` (an IP address, or a name) gives at least one address. A name that does not
 /// resolve is a usage error at once, not a server that does not answer yet; a resolver that
@@ -473,7 +471,7 @@ fn test_params(a: &TestArgs) -> Result<(TestParams, Pinned), Usage> {
             Sizes::One { msg_size_bytes: n }
         }
         (None, false) => Sizes::One {
-            msg_size_bytes: DEFAULT_SIZE,
+            msg_size_bytes: results::rdmabw::flags::DEFAULT_SIZE_BYTES,
         },
     };
     let margin = a

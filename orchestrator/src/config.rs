@@ -119,9 +119,6 @@ fn use_cuda(s: &str) -> Result<GpuSelect, String> {
     GpuSelect::parse(s).ok_or_else(|| format!("expected a CUDA GPU index or auto, got `{s}`"))
 }
 
-/// railsweep's message size when -s is not given (rdmabw's too).
-pub(crate) const DEFAULT_SIZE_BYTES: u64 = 65536;
-
 /// `--gpu` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum GpuArg {
@@ -221,7 +218,7 @@ impl SweepArgs {
     /// size (65536) and the queue pairs (1) always go to rdmabw.
     pub(crate) fn test(&self) -> Result<TestFlags> {
         let t = &self.test;
-        let size = t.size.unwrap_or(DEFAULT_SIZE_BYTES);
+        let size = t.size.unwrap_or(results::rdmabw::flags::DEFAULT_SIZE_BYTES);
         if size == 0 {
             bail!("--size must be at least 1 byte");
         }

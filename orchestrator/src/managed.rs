@@ -8,7 +8,6 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::{bail, Result};
 use tokio_util::sync::CancellationToken;
@@ -17,15 +16,11 @@ use crate::config::ClusterArgs;
 use crate::exit::Verdict;
 use crate::modes::cli::{NodePair, PodArgs};
 use crate::modes::dra::{GpusByInterface, PairGpus};
-use crate::modes::guard::PodGuard;
+use crate::modes::guard::{PodGuard, DELETE_WAIT};
 use crate::modes::lifecycle::{LifecycleError, PodSet};
 use crate::modes::{self, yaml, Mode, Placement, PodPair};
 use crate::runner::KubeRunner;
 use crate::sweep::{self, Pods};
-
-/// How long railsweep waits for its deleted pods to be gone (so that the next mode of a
-/// comparison finds their devices, addresses and ports free).
-pub(crate) const DELETE_WAIT: Duration = Duration::from_secs(60);
 
 /// The pods railsweep creates: how (`--image`, `--networks`, ...), where (`--nodes`), and
 /// what of the sweep they must allow for.

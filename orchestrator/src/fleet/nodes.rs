@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::FleetArgs;
 use crate::exit::Verdict;
-use crate::managed::DELETE_WAIT;
 use crate::modes::guard::PodGuard;
+use crate::modes::guard::DELETE_WAIT;
 use crate::modes::lifecycle::{LifecycleError, PodSet};
 use crate::modes::pattern::TolerationSpec;
 use crate::modes::{self, yaml, Mode};

@@ -19,6 +19,10 @@ use crate::exit::Verdict;
 /// How long a dropped guard waits for the API server to take its delete requests.
 pub const DROP_DELETE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long railsweep waits for its deleted pods to be gone (so that the next mode of a
+/// comparison finds their devices, addresses and ports free).
+pub(crate) const DELETE_WAIT: Duration = Duration::from_secs(60);
+
 /// Deletes the pods of its [`PodSet`] at the end, whichever end that is.
 #[derive(Debug)]
 pub struct PodGuard {
@@ -61,7 +65,7 @@ impl PodGuard {
             self.finish(None).await;
             return Ok(Verdict::Interrupted);
         }
-        self.finish(Some(crate::managed::DELETE_WAIT)).await;
+        self.finish(Some(DELETE_WAIT)).await;
         Err(anyhow::Error::new(e).context(what))
     }
 }

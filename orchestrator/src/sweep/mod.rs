@@ -84,7 +84,9 @@ pub struct SweepConfig {
 impl SweepConfig {
     /// RDMA WRITE size.
     pub fn size_bytes(&self) -> u64 {
-        self.test.size.unwrap_or(crate::config::DEFAULT_SIZE_BYTES)
+        self.test
+            .size
+            .unwrap_or(results::rdmabw::flags::DEFAULT_SIZE_BYTES)
     }
 
     /// Queue pairs per rail.

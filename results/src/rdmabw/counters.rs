@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::report::Role;
+use super::params::Role;
 
 /// Where the kernel publishes a counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

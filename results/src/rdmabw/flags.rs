@@ -153,6 +153,9 @@ pub struct TestFlags {
     pub cooldown: Option<f64>,
 }
 
+/// The message size when -s is not given: ib_write_bw's, rdmabw's and railsweep's.
+pub const DEFAULT_SIZE_BYTES: u64 = 65536;
+
 /// `-s`'s value parser: [`parse_size`], naming what it takes.
 #[cfg(feature = "cli")]
 fn size_arg(s: &str) -> Result<u64, String> {

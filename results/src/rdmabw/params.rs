@@ -7,6 +7,26 @@ use serde::{Deserialize, Serialize};
 
 use super::gpu::MemoryRequest;
 
+/// Which end of a test printed the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The side that connected (and, unidirectionally, wrote).
+    Client,
+    /// The side that listened.
+    Server,
+}
+
+impl Role {
+    /// `client` or `server`, as reports and messages name the side.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Client => "client",
+            Role::Server => "server",
+        }
+    }
+}
+
 /// How long a test runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
