@@ -341,3 +341,95 @@ pub fn one_line(r: &RailResult) -> String {
         r.rail, r.client_interface, r.client_rdma_device, r.server_interface, r.server_rdma_device
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::tests::{report, row};
+
+    fn cfg(rails: Option<Vec<u32>>) -> SweepConfig {
+        SweepConfig {
+            rdmabw: Rdmabw::InPods("rdmabw".into()),
+            rails,
+            port: 18515,
+            duration_s: 5.0,
+            test: Default::default(),
+            parallel: false,
+            retries: 0,
+            margin: Duration::from_secs(30),
+            mode: None,
+            cluster: None,
+            gpu: None,
+            show_commands: false,
+            rail_gpus: Default::default(),
+        }
+    }
+
+    fn pod(name: &str) -> PodInfo {
+        PodInfo {
+            name: name.into(),
+            node: name.into(),
+            host_network: None,
+            container: None,
+        }
+    }
+
+    /// Two pods with rails 0-2, their rdmabw announcing `server_caps` and `client_caps`.
+    fn prepared(server_caps: &[Capability], client_caps: &[Capability]) -> Prepared {
+        let rails = |host: &str, third: &str, caps: &[Capability]| {
+            let mut r = report(
+                host,
+                (0..3)
+                    .map(|i| {
+                        row(
+                            i,
+                            &format!("net{i}"),
+                            &format!("mlx5_{i}"),
+                            &format!("10.0.{i}.{third}"),
+                        )
+                    })
+                    .collect(),
+            );
+            r.capabilities = caps.to_vec();
+            r
+        };
+        Prepared {
+            pods: Pods {
+                client: "a".into(),
+                server: "b".into(),
+            },
+            client: pod("a"),
+            server: pod("b"),
+            client_bin: "rdmabw".into(),
+            server_bin: "rdmabw".into(),
+            client_rails: rails("a", "1", client_caps),
+            server_rails: rails("b", "2", server_caps),
+            setup_s: 0.0,
+        }
+    }
+
+    #[test]
+    fn the_daemon_listens_on_the_planned_rails_addresses_only() {
+        let prep = prepared(&Capability::OURS, &Capability::OURS);
+        let pairs = planned_rails(&cfg(Some(vec![0, 2])), &prep, &BTreeSet::new());
+        assert_eq!(pairs.iter().map(|p| p.rail).collect::<Vec<_>>(), [0, 2]);
+        let (daemon, batch) = plan_processes(&cfg(None), &prep, &pairs);
+        assert_eq!(daemon.bind, ["10.0.0.2", "10.0.2.2"]);
+        assert!(daemon.exit_on_stdin_eof && batch);
+    }
+
+    #[test]
+    fn an_older_rdmabw_is_asked_only_what_it_announced() {
+        let prep = prepared(&[], &[]);
+        let pairs = planned_rails(&cfg(None), &prep, &BTreeSet::from([1]));
+        assert_eq!(pairs.iter().map(|p| p.rail).collect::<Vec<_>>(), [0, 2]);
+        let (daemon, batch) = plan_processes(&cfg(None), &prep, &pairs);
+        assert!(daemon.bind.is_empty(), "every address: {:?}", daemon.bind);
+        assert!(!daemon.exit_on_stdin_eof && !batch);
+    }
+
+    #[test]
+    fn the_deadline_is_the_window_and_the_margin() {
+        assert_eq!(cfg(None).deadline(), Duration::from_secs(35));
+    }
+}
