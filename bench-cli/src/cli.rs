@@ -56,6 +56,11 @@ Examples (the ib_write_bw line each one replaces first):
   # Every device, port and GID table entry, marking GIDs this namespace cannot use:
   rdmabw devices";
 
+/// `--bind` when it is not given: every address.
+pub const BIND_DEFAULT: &str = "0.0.0.0";
+/// `--max-buffer` when it is not given.
+pub const MAX_BUFFER_DEFAULT: &str = "1G";
+
 /// `rdmabw`: the top level, which also takes the bare ib_write_bw form.
 #[derive(Debug, Parser)]
 #[command(
@@ -466,7 +471,7 @@ pub struct TestArgs {
     #[arg(
         long,
         value_name = "ADDR[,ADDR...]",
-        default_value = "0.0.0.0",
+        default_value = BIND_DEFAULT,
         help_heading = "Server"
     )]
     pub bind: String,
@@ -486,7 +491,7 @@ pub struct TestArgs {
     #[arg(
         long = "max-buffer",
         value_name = "SIZE",
-        default_value = "1G",
+        default_value = MAX_BUFFER_DEFAULT,
         help_heading = "Server"
     )]
     pub max_buffer: String,

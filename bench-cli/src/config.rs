@@ -24,6 +24,22 @@ pub const SWEEP_MAX_BYTES: u64 = 1 << 23;
 /// ib_write_bw's default iteration count.
 pub const DEFAULT_ITERS: u64 = 5000;
 
+/// The system a listing reads: this host's, or with `--root ROOT` the tree under ROOT (a
+/// fixture, a copy of a pod's view), which must hold a `sys` folder: a root that does not is a
+/// usage error, not an empty listing.
+pub fn sys_roots(root: Option<&std::path::Path>) -> Result<SysRoots, Usage> {
+    match root {
+        None => Ok(SysRoots::default()),
+        Some(r) if r.join("sys").is_dir() => Ok(SysRoots::under(r)),
+        Some(r) => usage(format!(
+            "--root {}: no folder {} there; give the folder that holds sys/ (and proc/, dev/), \
+             as a fixture tree or a copy of a pod's view does",
+            r.display(),
+            r.join("sys").display()
+        )),
+    }
+}
+
 /// Whether `host` (an IP address, or a name) gives at least one address. A name that does not
 /// resolve is a usage error at once, not a server that does not answer yet; a resolver that
 /// fails is asked once more, a second later, before the name is called unknown.
@@ -301,6 +317,24 @@ pub fn resolve(cli: Cli, secrets: &mut SecretInput<'_>) -> Result<Config, Usage>
                 return usage(
                     "--exit-on-stdin-eof is a server flag: run `rdmabw server --daemon --exit-on-stdin-eof`",
                 );
+            }
+            // Set to other than their defaults (the values clap fills in when they are absent).
+            let d = ServerLimits::DEFAULT;
+            for (set, flag) in [
+                (a.max_qps != d.max_qps, "--max-qps"),
+                (
+                    a.max_buffer != crate::cli::MAX_BUFFER_DEFAULT,
+                    "--max-buffer",
+                ),
+                (a.max_tests != d.max_tests, "--max-tests"),
+                (a.bind != crate::cli::BIND_DEFAULT, "--bind"),
+            ] {
+                if set {
+                    return usage(format!(
+                        "{flag} is a server flag (the server's limits and addresses): give it to \
+                         `rdmabw server`"
+                    ));
+                }
             }
             let host = host.unwrap_or_default();
             if host.trim().is_empty() {
@@ -1005,6 +1039,21 @@ mod tests {
         assert!(e(&["-s", "0", "10.0.0.9"]).starts_with("-s/--size 0"));
         assert!(e(&["-s", "2G", "10.0.0.9"]).contains("largest buffer"));
         assert!(e(&["-m", "1500", "10.0.0.9"]).contains("256, 512"));
+        // Issue 33: a server's limits given to a client were taken and ignored.
+        for flag in [
+            &["--max-qps", "8"][..],
+            &["--max-buffer", "2G"],
+            &["--max-tests", "4"],
+            &["--bind", "10.0.0.1"],
+        ] {
+            let mut args = flag.to_vec();
+            args.push("10.0.0.9");
+            assert!(
+                e(&args).starts_with(&format!("{} is a server flag", flag[0])),
+                "{flag:?}: {}",
+                e(&args)
+            );
+        }
         assert!(e(&["-n", "5", "-D", "2", "10.0.0.9"]).contains("conflict"));
         assert!(e(&["--use_cuda", "x", "10.0.0.9"]).contains("give a CUDA GPU index"));
         assert!(e(&["--cuda-mem", "peermem", "10.0.0.9"]).contains("add --use_cuda"));

@@ -2,7 +2,7 @@
 //! hardware counters, the netdev's statistics and ethtool statistics), and the `-W` table of
 //! their deltas after a test.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use bench_core::counters::{CounterTarget, Snapshot};
 use bench_core::sysfs::{self, SysRoots};
 use comfy_table::{presets, Table};
@@ -12,7 +12,7 @@ use results::rdmabw::counters::{
 use results::rdmabw::REPORT_SCHEMA_VERSION;
 
 use crate::cli::CountersCmd;
-use crate::exit::Exit;
+use crate::exit::{Exit, Usage};
 use crate::stdout;
 
 /// Resolves the device, port and interface the flags name.
@@ -21,22 +21,28 @@ fn target(cmd: &CountersCmd, roots: &SysRoots) -> Result<CounterTarget> {
     let (device, port) = match (&cmd.ib_dev, &cmd.netdev) {
         (Some(d), _) => (d.clone(), cmd.ib_port.unwrap_or(1)),
         (None, Some(n)) => {
-            let (d, p) = inv.port_for_netdev(roots, n)?;
+            let (d, p) = inv
+                .port_for_netdev(roots, n)
+                .map_err(|e| Usage(format!("--netdev {n}: {e}")))?;
             (d, cmd.ib_port.unwrap_or(p))
         }
-        (None, None) => bail!(
-            "name the rail: -d DEV (devices: {}) or --netdev IF",
-            inv.device_names().join(", ")
-        ),
+        (None, None) => {
+            return Err(Usage(format!(
+                "name the rail: -d DEV (devices: {}) or --netdev IF",
+                inv.device_names().join(", ")
+            ))
+            .into())
+        }
     };
     let Some(dev) = inv.device(&device) else {
-        bail!(
+        return Err(Usage(format!(
             "-d {device}: no such RDMA device here (devices: {})",
             inv.device_names().join(", ")
-        );
+        ))
+        .into());
     };
     let Some(p) = dev.port(port) else {
-        bail!("-i {port}: {device} has no port {port}");
+        return Err(Usage(format!("-i {port}: {device} has no port {port}")).into());
     };
     let netdev = cmd
         .netdev
@@ -47,10 +53,7 @@ fn target(cmd: &CountersCmd, roots: &SysRoots) -> Result<CounterTarget> {
 
 /// Runs `rdmabw counters`.
 pub fn run(cmd: &CountersCmd) -> Result<Exit> {
-    let roots = match &cmd.root {
-        Some(r) => SysRoots::under(r),
-        None => SysRoots::default(),
-    };
+    let roots = crate::config::sys_roots(cmd.root.as_deref())?;
     let t = target(cmd, &roots)?;
     let snap = Snapshot::read(&roots, &t);
     let report = CountersReport {

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use bench_core::gid::GidType;
-use bench_core::sysfs::{self, Inventory, LinkLayer, SysRoots};
+use bench_core::sysfs::{self, Inventory, LinkLayer};
 use bench_core::verbs::Device;
 use serde::Serialize;
 
@@ -51,7 +51,7 @@ pub struct DevicesReport {
 /// Collects the listing: of this host, or with `root` of the tree under it (a fixture, a copy
 /// of a pod's view), whose devices are not opened (the active MTU is unknown).
 pub fn collect(root: Option<&Path>) -> Result<DevicesReport> {
-    let roots = root.map_or_else(SysRoots::default, SysRoots::under);
+    let roots = crate::config::sys_roots(root)?;
     let inv: Inventory = sysfs::discover(&roots).context("listing the RDMA devices")?;
     let mut verbs_error = None;
     let mut ports = Vec::new();

@@ -2,7 +2,6 @@
 
 use anyhow::{Context, Result};
 use bench_core::rails::{self, PortQuery, SysfsOnly, VerbsQuery};
-use bench_core::sysfs::SysRoots;
 use comfy_table::{presets, Table};
 use results::rdmabw::rails::{Attachment, RailRow, RailsReport};
 
@@ -103,10 +102,7 @@ pub fn render(r: &RailsReport) -> String {
 
 /// Collects the report.
 pub fn collect(cmd: &RailsCmd) -> Result<RailsReport> {
-    let roots = match &cmd.root {
-        Some(r) => SysRoots::under(r),
-        None => SysRoots::default(),
-    };
+    let roots = crate::config::sys_roots(cmd.root.as_deref())?;
     let verbs = VerbsQuery::new(&roots);
     let ports: &dyn PortQuery = if cmd.no_verbs || cmd.root.is_some() {
         &SysfsOnly

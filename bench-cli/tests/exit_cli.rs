@@ -93,6 +93,41 @@ fn an_unreadable_sysfs_is_a_setup_error_in_devices_and_rails() {
     }
 }
 
+/// Issue 33: `rails --root /nonexistent` listed no rails and exited 0.
+#[test]
+fn a_root_without_sys_is_a_usage_error_naming_the_flag() {
+    for cmd in ["devices", "rails", "counters"] {
+        let out = rdmabw(&[cmd, "--root", "/nonexistent"]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+        assert!(
+            err.contains("--root /nonexistent: no folder /nonexistent/sys there"),
+            "{cmd}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{cmd}: {}", text(&out.stdout));
+    }
+}
+
+/// Issue 33: `rdmabw counters` without a rail, or naming one that is not there, exited 1 (a
+/// failed run) instead of 2 (a usage error).
+#[test]
+fn counters_without_a_rail_is_a_usage_error() {
+    let root = fixture("hostnet");
+    let root = root.to_string_lossy();
+    for (extra, says) in [
+        (&[][..], "name the rail: -d DEV"),
+        (&["-d", "nope"][..], "-d nope: no such RDMA device here"),
+        (&["--netdev", "nope"][..], "--netdev nope: "),
+    ] {
+        let mut args = vec!["counters", "--root", &root];
+        args.extend(extra);
+        let out = rdmabw(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
 #[test]
 fn devices_lists_a_fixture_tree_without_opening_its_devices() {
     let root = fixture("rails-hostnet");
