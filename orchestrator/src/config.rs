@@ -176,6 +176,20 @@ pub struct SweepArgs {
     /// one size. Refused with that advice.
     #[arg(short = 'a', long = "all", hide = true)]
     pub all_sizes: bool,
+    /// ib_write_bw's -F and --report_gbits, taken so that a perftest command line pastes as it
+    /// is: railsweep reads no CPU frequency and always reports Gb/s.
+    #[arg(short = 'F', long = "CPU-freq", hide = true)]
+    pub cpu_freq: bool,
+    #[arg(long = "report_gbits", alias = "report-gbits", hide = true)]
+    pub report_gbits: bool,
+    /// ib_write_bw's rail flags (-d device, -i port, -x GID index) are not railsweep's: it
+    /// finds every rail's in the pods. Refused with what to use instead.
+    #[arg(short = 'd', long = "ib-dev", hide = true, value_name = "DEV")]
+    pub ib_dev: Option<String>,
+    #[arg(short = 'i', long = "ib-port", hide = true, value_name = "PORT")]
+    pub ib_port: Option<String>,
+    #[arg(short = 'x', long = "gid-index", hide = true, value_name = "INDEX")]
+    pub gid_index: Option<String>,
     /// Run a failed rail again up to N more times.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub retries: u32,
@@ -217,6 +231,19 @@ impl SweepArgs {
     /// The test flags checked as railsweep takes them, with its defaults made explicit: the
     /// size (65536) and the queue pairs (1) always go to rdmabw.
     pub(crate) fn test(&self) -> Result<TestFlags> {
+        for (given, flag) in [
+            (self.ib_dev.is_some(), "-d/--ib-dev"),
+            (self.ib_port.is_some(), "-i/--ib-port"),
+            (self.gid_index.is_some(), "-x/--gid-index"),
+        ] {
+            if given {
+                bail!(
+                    "{flag}: railsweep finds each rail's device, port and GID in both pods \
+                     (what `rdmabw rails` lists there); pick rails with --rails 0,3, or measure \
+                     one device by hand with `rdmabw client {flag} ...` in the pod"
+                );
+            }
+        }
         let t = &self.test;
         let size = t.size.unwrap_or(results::rdmabw::flags::DEFAULT_SIZE_BYTES);
         if size == 0 {

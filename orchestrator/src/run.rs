@@ -106,9 +106,10 @@ pub struct RunArgs {
 impl RunArgs {
     /// The mode `--mode` names, for `--nodes` and `--dry-run`.
     fn pod_mode(&self) -> Result<Mode> {
-        let m = self.mode.as_deref().context(
-            "--nodes and --dry-run need --mode: hostnetwork, hostnetwork-crio, ipvlan or sriov",
-        )?;
+        let m = self
+            .mode
+            .as_deref()
+            .with_context(|| format!("--nodes and --dry-run need --mode: {}", Mode::names()))?;
         Ok(m.parse::<Mode>()?)
     }
 

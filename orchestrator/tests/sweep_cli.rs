@@ -226,6 +226,30 @@ fn a_dry_run_refuses_the_test_flags_a_run_refuses() {
     );
 }
 
+/// Issue 33: a perftest command line pasted into railsweep: its harmless flags are taken, its
+/// rail flags are refused by name with what to use.
+#[test]
+fn perftests_flags_are_taken_or_refused_by_name() {
+    let f = Fake::new(1);
+    let (_, bin, o) = paths(&f);
+    let mut args = local_args(&bin, &o);
+    args.extend(["-F", "--report_gbits"]);
+    let r = railsweep(&args);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    for (flag, says) in [
+        ("-x", "-x/--gid-index: "),
+        ("-d", "-d/--ib-dev: "),
+        ("-i", "-i/--ib-port: "),
+    ] {
+        let mut args = local_args(&bin, &o);
+        args.extend([flag, "3"]);
+        let r = railsweep(&args);
+        assert_eq!(r.status.code(), Some(2), "{flag}: {}", text(&r.stderr));
+        assert_says(&r.stderr, says);
+        assert_says(&r.stderr, "--rails 0,3");
+    }
+}
+
 #[test]
 fn no_tclass_warns() {
     let f = Fake::new(1);

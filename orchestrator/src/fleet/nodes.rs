@@ -87,9 +87,12 @@ async fn list_nodes(runner: &KubeRunner, selector: &str) -> Result<Vec<String>> 
 
 /// The mode `--mode` names, for `--nodes`.
 pub(super) fn mode_of(args: &FleetArgs) -> Result<Mode> {
-    let m = args.mode.as_deref().context(
-        "--nodes creates the pods of a network mode: give --mode hostnetwork, hostnetwork-crio, ipvlan or sriov",
-    )?;
+    let m = args.mode.as_deref().with_context(|| {
+        format!(
+            "--nodes creates the pods of a network mode: give --mode {}",
+            Mode::names()
+        )
+    })?;
     m.parse::<Mode>().map_err(|e| anyhow!("--mode: {e}"))
 }
 

@@ -25,6 +25,11 @@ impl std::str::FromStr for NodePair {
 
     fn from_str(s: &str) -> Result<NodePair, String> {
         match s.split(',').map(str::trim).collect::<Vec<_>>().as_slice() {
+            [a, b] if a == b => Err(format!(
+                "`{}` names one node twice: the client and the server pods go on two \
+                 different nodes (NODE_A,NODE_B), so that the rails are measured between them",
+                s.escape_debug()
+            )),
             [a, b] if !a.is_empty() && !b.is_empty() => Ok(NodePair {
                 client: crate::names::subdomain("node", a)?,
                 server: crate::names::subdomain("node", b)?,
@@ -230,6 +235,16 @@ mod tests {
         let t =
             T::try_parse_from(std::iter::once("t").chain(args.iter().copied())).expect("parses");
         t.pods.pod_options("rdma", 18515, false).expect("options")
+    }
+
+    #[test]
+    fn a_node_pair_is_two_different_nodes() {
+        let p: NodePair = "a, b".parse().expect("two nodes");
+        assert_eq!((p.client.as_str(), p.server.as_str()), ("a", "b"));
+        // Issue 33: `--nodes A,A` was taken.
+        let e = "a,a".parse::<NodePair>().unwrap_err();
+        assert!(e.starts_with("`a,a` names one node twice"), "{e}");
+        assert!("a".parse::<NodePair>().is_err());
     }
 
     #[test]

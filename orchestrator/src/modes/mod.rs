@@ -78,6 +78,15 @@ impl Mode {
         Mode::Dra,
     ];
 
+    /// Every mode's name, for messages: `hostnetwork, hostnetwork-crio, ipvlan, sriov or dra`.
+    pub fn names() -> String {
+        let names: Vec<&str> = Mode::ALL.iter().map(|m| m.as_str()).collect();
+        match names.split_last() {
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        }
+    }
+
     /// The name on the command line, in pod names and in result rows.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -145,7 +154,7 @@ pub enum ModeError {
         hint: &'static str,
     },
     /// A mode name that is none of [`Mode::ALL`].
-    #[error("unknown mode `{0}` (modes: hostnetwork, hostnetwork-crio, ipvlan, sriov, dra)")]
+    #[error("unknown mode `{0}` (modes: {names})", names = Mode::names())]
     UnknownMode(String),
     /// A name that cannot become part of a pod name or label.
     #[error("`{0}` cannot be part of a pod name (lowercase letters, digits and `-`, at most 28)")]

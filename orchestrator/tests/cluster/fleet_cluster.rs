@@ -374,11 +374,11 @@ fn nodes_usage_errors_name_the_flags() {
         ),
         (
             vec!["fleet", "--nodes", "a,b"],
-            &["--mode hostnetwork, hostnetwork-crio, ipvlan or sriov"],
+            &["--mode hostnetwork, hostnetwork-crio, ipvlan, sriov or dra"],
         ),
         (
             vec!["fleet", "--mode", "pods", "--nodes", "a,b"],
-            &["modes: hostnetwork, hostnetwork-crio, ipvlan, sriov"],
+            &["modes: hostnetwork, hostnetwork-crio, ipvlan, sriov or dra"],
         ),
     ];
     for (args, says) in cases {
