@@ -39,7 +39,8 @@ pub use csvio::{csv_header, read_csv, write_csv, write_csv_rows, SCHEMA_VERSION_
 pub use error::{Location, Result, ResultsError};
 #[cfg(feature = "charts")]
 pub use export::{
-    CsvExporter, Exporter, Format, JsonExporter, MarkdownExporter, SvgExporter, UnknownFormatName,
+    svg_to_png, CsvExporter, Exporter, Format, JsonExporter, MarkdownExporter, PngExporter,
+    SvgExporter, UnknownFormatName,
 };
 pub use jsonio::{read_json, write_json, JsonResults};
 pub use read::{detect_format, read_path, read_str, InputFormat};
