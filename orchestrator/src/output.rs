@@ -28,7 +28,9 @@ impl std::fmt::Debug for Dest<'_> {
 }
 
 /// `report` in `format`, written to `to`; the bytes written, for a caller that shows them
-/// again. Errors name the format or the destination.
+/// again. Results CSV written to a file gets the counters file beside it
+/// ([`results::counters_csv_path`]) when a row has counters. Errors name the format or the
+/// destination.
 ///
 /// # Errors
 ///
@@ -40,15 +42,14 @@ pub fn export(report: &Report, format: Format, to: Dest<'_>) -> anyhow::Result<V
         .with_context(|| format!("cannot produce {format} output"))?;
     match to {
         Dest::File(path) => {
-            let mut tmp = path.as_os_str().to_owned();
-            tmp.push(format!(".tmp-{}", std::process::id()));
-            let tmp = std::path::PathBuf::from(tmp);
-            std::fs::write(&tmp, &bytes)
-                .and_then(|()| std::fs::rename(&tmp, path))
-                .inspect_err(|_| {
-                    let _ = std::fs::remove_file(&tmp);
-                })
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            write_whole(path, &bytes)?;
+            // Results CSV has no counters column: they go to the counters file beside it.
+            if format == Format::Csv && results::countersio::any_counters(&report.rows) {
+                let mut counters = Vec::new();
+                results::write_counters_csv(&mut counters, &report.rows)
+                    .context("cannot produce the counters file")?;
+                write_whole(&results::counters_csv_path(path), &counters)?;
+            }
         }
         Dest::Stream(out) => out
             .write_all(&bytes)
@@ -56,6 +57,20 @@ pub fn export(report: &Report, format: Format, to: Dest<'_>) -> anyhow::Result<V
             .context("cannot write to stdout")?,
     }
     Ok(bytes)
+}
+
+/// `bytes` as the whole of `path`, created or replaced at once (written beside it, then renamed
+/// over it).
+fn write_whole(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp-{}", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 fn gid(i: Option<u32>) -> String {

@@ -159,6 +159,12 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
         Some(path) => {
             export(&report, format, Dest::File(path))?;
             eprintln!("railsweep: wrote {format} to {}", path.display());
+            if format == Format::Csv && results::countersio::any_counters(&report.rows) {
+                eprintln!(
+                    "railsweep: wrote the counters to {}",
+                    results::counters_csv_path(path).display()
+                );
+            }
         }
         None => {
             export(&report, format, Dest::Stream(&mut std::io::stdout().lock()))?;

@@ -21,6 +21,7 @@
 pub mod bench;
 #[cfg(feature = "charts")]
 pub mod charts;
+pub mod countersio;
 mod csvio;
 mod error;
 #[cfg(feature = "charts")]
@@ -35,7 +36,10 @@ pub mod stats;
 mod summary;
 mod threshold;
 
-pub use csvio::{csv_header, read_csv, write_csv, write_csv_rows, SCHEMA_VERSION_COLUMN};
+pub use countersio::{counters_csv_path, write_counters_csv, COUNTERS_HEADER};
+pub use csvio::{
+    csv_header, read_csv, write_csv, write_csv_rows, CSV_SIGNIFICANT_DIGITS, SCHEMA_VERSION_COLUMN,
+};
 pub use error::{Location, Result, ResultsError};
 #[cfg(feature = "charts")]
 pub use export::{
