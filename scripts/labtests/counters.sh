@@ -109,8 +109,9 @@ test_counters_railsweep_names_the_lossy_rail() {
   tc qdisc del dev r1b root
   cat "$T_OUT/sweep.out"; tail -5 "$T_OUT/sweep.err"
   [ "$rc" -eq 0 ] || fail "railsweep exit $rc"
-  grep -Eq '^│ +1 ┆.*┆ loss +│$' "$T_OUT/sweep.out" || fail "rail 1's diagnosis is not loss"
-  grep -Eq '^│ +0 ┆.*┆ - +│$' "$T_OUT/sweep.out" || fail "rail 0 has a diagnosis"
+  # Not a terminal: the table is plain, its columns apart by spaces.
+  grep -Eq '^ *1 .* loss *$' "$T_OUT/sweep.out" || fail "rail 1's diagnosis is not loss"
+  grep -Eq '^ *0 .* - *$' "$T_OUT/sweep.out" || fail "rail 0 has a diagnosis"
   grep -q '^findings: rail 1 loss (' "$T_OUT/sweep.out" || fail "the summary does not name rail 1"
   python3 - "$T_OUT/sweep.csv" <<'PY' || fail "the CSV rows do not carry the findings"
 import csv, json, sys
