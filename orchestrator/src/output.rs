@@ -5,7 +5,9 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
-use comfy_table::presets::UTF8_FULL_CONDENSED;
+use std::io::IsTerminal;
+
+use comfy_table::presets::{NOTHING, UTF8_FULL_CONDENSED};
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 use results::{Format, RailResult, RailStatus, Report};
 
@@ -28,7 +30,9 @@ impl std::fmt::Debug for Dest<'_> {
 }
 
 /// `report` in `format`, written to `to`; the bytes written, for a caller that shows them
-/// again. Errors name the format or the destination.
+/// again. Results CSV written to a file gets the counters file beside it
+/// ([`results::counters_csv_path`]) when a row has counters. Errors name the format or the
+/// destination.
 ///
 /// # Errors
 ///
@@ -40,15 +44,14 @@ pub fn export(report: &Report, format: Format, to: Dest<'_>) -> anyhow::Result<V
         .with_context(|| format!("cannot produce {format} output"))?;
     match to {
         Dest::File(path) => {
-            let mut tmp = path.as_os_str().to_owned();
-            tmp.push(format!(".tmp-{}", std::process::id()));
-            let tmp = std::path::PathBuf::from(tmp);
-            std::fs::write(&tmp, &bytes)
-                .and_then(|()| std::fs::rename(&tmp, path))
-                .inspect_err(|_| {
-                    let _ = std::fs::remove_file(&tmp);
-                })
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            write_whole(path, &bytes)?;
+            // Results CSV has no counters column: they go to the counters file beside it.
+            if format == Format::Csv && results::countersio::any_counters(&report.rows) {
+                let mut counters = Vec::new();
+                results::write_counters_csv(&mut counters, &report.rows)
+                    .context("cannot produce the counters file")?;
+                write_whole(&results::counters_csv_path(path), &counters)?;
+            }
         }
         Dest::Stream(out) => out
             .write_all(&bytes)
@@ -56,6 +59,20 @@ pub fn export(report: &Report, format: Format, to: Dest<'_>) -> anyhow::Result<V
             .context("cannot write to stdout")?,
     }
     Ok(bytes)
+}
+
+/// `bytes` as the whole of `path`, created or replaced at once (written beside it, then renamed
+/// over it).
+fn write_whole(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp-{}", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 fn gid(i: Option<u32>) -> String {
@@ -86,35 +103,64 @@ fn diagnosis(r: &RailResult) -> String {
     }
 }
 
+/// How a table is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableStyle {
+    /// Box-drawing lines, for a person at a terminal.
+    Boxed,
+    /// Columns apart by spaces and nothing else, for a file, a pipe, `grep` and `awk`.
+    Plain,
+}
+
+impl TableStyle {
+    /// [`TableStyle::Boxed`] when stdout is a terminal, else [`TableStyle::Plain`].
+    pub fn for_stdout() -> TableStyle {
+        if std::io::stdout().is_terminal() {
+            TableStyle::Boxed
+        } else {
+            TableStyle::Plain
+        }
+    }
+}
+
+/// [`table_in`] in the style stdout asks for ([`TableStyle::for_stdout`]).
+pub fn table(rows: &[RailResult], sum: bool) -> Table {
+    table_in(rows, sum, TableStyle::for_stdout())
+}
+
 /// The per-rail table: rail, devices on each side (with the GPU allocated with each rail's NIC,
 /// `--mode dra --gpu-align`), GID indexes, Gb/s, % of line rate, status, and a word per counter
 /// finding (`diagnosis`).
 /// With `sum`, a last line adds up the bandwidth of the measured rails (for `--parallel`).
-pub fn table(rows: &[RailResult], sum: bool) -> Table {
+/// No colour is used in either style, so `NO_COLOR` has nothing to turn off.
+pub fn table_in(rows: &[RailResult], sum: bool, style: TableStyle) -> Table {
     let gpus = rows
         .iter()
         .any(|r| r.client_gpu.is_some() || r.server_gpu.is_some());
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(vec![
-            "rail",
-            if gpus {
-                "client (iface dev GPU)"
-            } else {
-                "client (iface dev)"
-            },
-            if gpus {
-                "server (iface dev GPU)"
-            } else {
-                "server (iface dev)"
-            },
-            "GID idx c/s",
-            "Gb/s",
-            "% line rate",
-            "status",
-            "diagnosis",
-        ]);
+    t.load_preset(match style {
+        TableStyle::Boxed => UTF8_FULL_CONDENSED,
+        TableStyle::Plain => NOTHING,
+    })
+    .set_content_arrangement(ContentArrangement::Disabled)
+    .set_header(vec![
+        "rail",
+        if gpus {
+            "client (iface dev GPU)"
+        } else {
+            "client (iface dev)"
+        },
+        if gpus {
+            "server (iface dev GPU)"
+        } else {
+            "server (iface dev)"
+        },
+        "GID idx c/s",
+        "Gb/s",
+        "% line rate",
+        "status",
+        "diagnosis",
+    ]);
     let mut sorted: Vec<&RailResult> = rows.iter().collect();
     sorted.sort_by_key(|r| r.rail);
     for r in &sorted {
@@ -237,7 +283,7 @@ mod tests {
     #[test]
     fn table_has_a_line_per_rail_and_the_sum() {
         let rows = vec![row(1, Some(96.87)), row(0, Some(96.88)), row(2, None)];
-        let text = table(&rows, true).to_string();
+        let text = table_in(&rows, true, TableStyle::Boxed).to_string();
         let lines: Vec<&str> = text.lines().collect();
         assert!(
             lines
@@ -267,13 +313,35 @@ mod tests {
     }
 
     #[test]
+    fn a_plain_table_has_no_box_characters_and_its_columns_apart_by_spaces() {
+        let rows = vec![row(0, Some(96.88)), row(1, None)];
+        let text = table_in(&rows, true, TableStyle::Plain).to_string();
+        assert!(
+            !text.contains(['│', '┆', '─', '╭', '┌', '═', '|', '+']),
+            "{text}"
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "header, two rails, sum: {text}");
+        let words: Vec<&str> = lines[1].split_whitespace().collect();
+        assert_eq!(
+            words,
+            ["0", "net1", "mlx5_0", "net1", "mlx5_0", "3/5", "96.88", "96.9", "ok", "-"],
+            "{text}"
+        );
+        assert!(lines[0].split_whitespace().next() == Some("rail"), "{text}");
+        assert!(table_in(&rows, true, TableStyle::Boxed)
+            .to_string()
+            .contains('│'));
+    }
+
+    #[test]
     fn each_side_shows_the_gpu_allocated_with_its_rail() {
         let mut aligned = row(0, Some(96.0));
         aligned.client_interface = "eth0".into();
         aligned.client_gpu = Some("gpu-1".into());
         aligned.server_interface = "eth2".into();
         aligned.server_gpu = Some("gpu-3".into());
-        let text = table(&[aligned, row(1, Some(96.0))], false).to_string();
+        let text = table_in(&[aligned, row(1, Some(96.0))], false, TableStyle::Boxed).to_string();
         assert!(
             text.contains("client (iface dev GPU)") && text.contains("server (iface dev GPU)"),
             "{text}"
@@ -304,7 +372,7 @@ mod tests {
             finding(FindingKind::PacketLoss),
         ];
         let rows = vec![row(0, Some(96.0)), lossy];
-        let text = table(&rows, false).to_string();
+        let text = table_in(&rows, false, TableStyle::Boxed).to_string();
         let line = |rail: &str| {
             text.lines()
                 .find(|l| l.trim_start_matches(['│', ' ']).starts_with(rail))

@@ -1,6 +1,6 @@
 //! `railsweep report`: merge saved runs and print or write the comparison.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -27,7 +27,7 @@ pub struct ReportArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
 
-    /// Output format [default: taken from the -o extension (.md, .csv, .json, .svg, .prom), else markdown]
+    /// Output format [default: taken from the -o extension (.md, .csv, .json, .svg, .png, .prom), else markdown]
     #[arg(short, long, value_enum)]
     pub format: Option<FormatArg>,
 
@@ -52,6 +52,8 @@ pub enum FormatArg {
     Json,
     /// Grouped bar chart: one bar per rail and mode, line rate and threshold lines.
     Svg,
+    /// The SVG chart as a PNG image (binary: give -o FILE.png, or pipe it).
+    Png,
     /// OpenMetrics text, a sample per node pair and rail, for Prometheus (node-exporter's
     /// textfile collector, a Pushgateway); see docs/fleet.md.
     Openmetrics,
@@ -64,6 +66,7 @@ impl From<FormatArg> for Format {
             FormatArg::Csv => Format::Csv,
             FormatArg::Json => Format::Json,
             FormatArg::Svg => Format::Svg,
+            FormatArg::Png => Format::Png,
             FormatArg::Openmetrics => Format::OpenMetrics,
         }
     }
@@ -87,6 +90,39 @@ fn load(path: &Path) -> Result<Vec<results::RailResult>> {
     read_path(path).with_context(|| format!("cannot read results file {}", path.display()))
 }
 
+/// A mistake in the arguments that clap cannot see (exit 2, as clap's own).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(String);
+
+/// The output format: `--format`, else the one `-o`'s extension names, else markdown. An `-o`
+/// whose extension names no format, without `--format`, is an error that lists them.
+fn output_format(args: &ReportArgs) -> Result<Format> {
+    if let Some(f) = args.format {
+        return Ok(f.into());
+    }
+    let Some(path) = &args.output else {
+        return Ok(Format::Markdown);
+    };
+    if path.as_os_str() == "-" {
+        return Ok(Format::Markdown);
+    }
+    Format::from_path(path).ok_or_else(|| {
+        let known: Vec<String> = Format::ALL
+            .iter()
+            .flat_map(|f| f.extensions().iter().map(|e| format!(".{e}")))
+            .collect();
+        let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+        UsageError(format!(
+            "-o/--output {}: cannot tell the format from the file name; use one of the extensions {} or give --format ({})",
+            path.display(),
+            known.join(", "),
+            names.join(", ")
+        ))
+        .into()
+    })
+}
+
 /// Run `railsweep report`: 0 when every rail is fine, 1 when some rail failed
 /// or is below the threshold; input and output errors are `Err`.
 pub fn run(args: &ReportArgs) -> Result<Verdict> {
@@ -106,11 +142,13 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
     let report = Report::new(generated_by(), rows).with_threshold(args.threshold_gbps);
     let comparison = report.comparison().context("cannot merge the runs")?;
 
-    let format: Format = args
-        .format
-        .map(Format::from)
-        .or_else(|| args.output.as_deref().and_then(Format::from_path))
-        .unwrap_or(Format::Markdown);
+    let format = output_format(args)?;
+    if format.is_binary() && args.output.is_none() && std::io::stdout().is_terminal() {
+        return Err(UsageError(format!(
+            "{format} is binary and stdout is a terminal: give -o FILE.{format} or pipe it"
+        ))
+        .into());
+    }
     if let Some(path) = &args.output {
         if let Some(implied) = Format::from_path(path).filter(|f| *f != format) {
             eprintln!(
@@ -123,6 +161,12 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
         Some(path) => {
             export(&report, format, Dest::File(path))?;
             eprintln!("railsweep: wrote {format} to {}", path.display());
+            if format == Format::Csv && results::countersio::any_counters(&report.rows) {
+                eprintln!(
+                    "railsweep: wrote the counters to {}",
+                    results::counters_csv_path(path).display()
+                );
+            }
         }
         None => {
             export(&report, format, Dest::Stream(&mut std::io::stdout().lock()))?;

@@ -244,6 +244,120 @@ fn svg_output_takes_its_format_from_the_extension() {
     }
 }
 
+#[test]
+fn png_output_is_a_png_image_of_the_chart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chart = dir.path().join("chart.PNG");
+    let out = railsweep(&["report", path_str(&fixture()), "-o", path_str(&chart)]);
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
+    assert_says(&out.stderr, "wrote png to");
+    let bytes = std::fs::read(&chart).expect("png written");
+    assert!(
+        bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "not a PNG: {:?}",
+        &bytes[..bytes.len().min(40)]
+    );
+    let image = resvg::tiny_skia::Pixmap::decode_png(&bytes).expect("decodes");
+    assert!(
+        image.width() >= 1200 && image.height() >= 600,
+        "{}x{}",
+        image.width(),
+        image.height()
+    );
+    // The first mode's bars (Tableau blue), and dark text or lines, are drawn.
+    let has = |rgb: (u8, u8, u8)| {
+        image
+            .pixels()
+            .iter()
+            .any(|p| (p.red(), p.green(), p.blue(), p.alpha()) == (rgb.0, rgb.1, rgb.2, 255))
+    };
+    assert!(has((31, 119, 180)), "no bar of the first mode");
+    assert!(has((0, 0, 0)), "no black text or line");
+
+    // --format png says so whatever the name.
+    let named = dir.path().join("chart.bin");
+    let out = railsweep(&[
+        "report",
+        path_str(&fixture()),
+        "--format",
+        "png",
+        "-o",
+        path_str(&named),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
+    assert_eq!(std::fs::read(&named).expect("written"), bytes);
+}
+
+#[test]
+fn csv_output_has_plain_numbers_and_its_counters_in_a_file_beside_it() {
+    use results::rdmabw::counters::{CounterDelta, CounterReport, CounterSource, CounterUnit};
+    use results::rdmabw::report::Role;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rows = rows_of(&NetworkMode::HostNetwork);
+    rows[0].bw_avg_gbps = Some(2.338_324_480_000_000_3);
+    rows[0].counters = vec![CounterReport {
+        role: Role::Server,
+        device: "mlx5_0".into(),
+        port: 1,
+        netdev: None,
+        span_s: 12.0,
+        read_ms: 2.0,
+        counters_read: 100,
+        deltas: vec![CounterDelta {
+            source: CounterSource::Hw,
+            name: "out_of_sequence".into(),
+            delta: 42,
+            unit: CounterUnit::Packets,
+        }],
+    }];
+    let input = dir.path().join("in.json");
+    write_json(std::fs::File::create(&input).expect("create"), "t", &rows).expect("write");
+    let merged = dir.path().join("merged.csv");
+    let out = railsweep(&["report", path_str(&input), "-o", path_str(&merged)]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let csv = std::fs::read_to_string(&merged).expect("csv");
+    assert!(csv.contains(",2.33832,"), "{csv}");
+    assert!(
+        !csv.contains("2.3383244") && !csv.contains("out_of_sequence"),
+        "{csv}"
+    );
+    let counters = dir.path().join("merged.counters.csv");
+    assert_says(
+        &out.stderr,
+        &format!("wrote the counters to {}", counters.display()),
+    );
+    let long = std::fs::read_to_string(&counters).expect("counters file");
+    assert_eq!(
+        long,
+        "run,mode,rail,side,node,device,source,name,delta,unit\n\
+         sweep-0601-host,hostnetwork,0,server,gpu-node-02,mlx5_0,hw,out_of_sequence,42,packets\n"
+    );
+}
+
+#[test]
+fn an_output_name_of_no_known_format_is_a_usage_error_listing_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for name in ["chart.jpg", "report"] {
+        let target = dir.path().join(name);
+        let out = railsweep(&["report", path_str(&fixture()), "-o", path_str(&target)]);
+        assert_eq!(out.status.code(), Some(2), "stderr: {}", text(&out.stderr));
+        for needle in [
+            "-o/--output",
+            name,
+            ".md",
+            ".csv",
+            ".json",
+            ".svg",
+            ".png",
+            ".prom",
+            "--format",
+        ] {
+            assert_says(&out.stderr, needle);
+        }
+        assert!(!target.exists(), "{name} was written");
+    }
+}
+
 /// `run --gpu auto --mode M`: both pods ask for every GPU of the node, unless --resource says.
 #[test]
 fn gpu_auto_pods_ask_for_gpus() {

@@ -448,6 +448,15 @@ fn parallel_runs_all_rails_at_once_and_sums_them() {
         stdout.contains("sum") && stdout.contains("384.60"),
         "{stdout}"
     );
+    // stdout is a pipe: the table is plain, its columns apart by spaces, no box characters.
+    assert!(!stdout.contains(['│', '┆', '─']), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .starts_with(&["sum", "4", "rails", "at", "once", "384.60"])),
+        "{stdout}"
+    );
     assert_eq!(read_path(&out).expect("reads").len(), 4);
 }
 

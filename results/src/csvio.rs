@@ -2,11 +2,13 @@
 //!
 //! The first column is `schema_version`, repeated on every row so that rows
 //! appended by different program versions stay self-describing; the rest are
-//! the fields of [`RailResult`] in declaration order. The lists (`diagnosis`,
-//! `counters`) are compact JSON in their cells, empty when empty. The reader
+//! the fields of [`RailResult`] in declaration order, less `counters`, which go to a
+//! file of their own beside it ([`crate::countersio`]; since version 5). The list
+//! `diagnosis` is compact JSON in its cell, empty when empty. The reader
 //! accepts the columns in any order but insists on exactly the schema's set of
 //! columns, less those added after the file's version
-//! ([`crate::record::ADDED_FIELDS`]).
+//! ([`crate::record::ADDED_FIELDS`]); the `counters` column of a file before version 5
+//! reads as it was written.
 
 use std::cell::Cell;
 use std::fmt;
@@ -21,10 +23,22 @@ use crate::record::{field_required, RailResult, SCHEMA_VERSION};
 /// Name of the leading CSV column holding the schema version.
 pub const SCHEMA_VERSION_COLUMN: &str = "schema_version";
 
-/// The CSV header: `schema_version` followed by [`RailResult::field_names`].
+/// The column of [`RailResult::counters`] in files before version 5, which still read;
+/// written no more (the counters file holds them).
+const LEGACY_COUNTERS_COLUMN: &str = "counters";
+
+/// The fields that have a CSV column: [`RailResult::field_names`] less `counters`.
+fn csv_fields() -> impl Iterator<Item = &'static str> {
+    RailResult::field_names()
+        .iter()
+        .copied()
+        .filter(|f| *f != LEGACY_COUNTERS_COLUMN)
+}
+
+/// The CSV header: `schema_version` followed by [`RailResult::field_names`] less `counters`.
 pub fn csv_header() -> Vec<&'static str> {
     std::iter::once(SCHEMA_VERSION_COLUMN)
-        .chain(RailResult::field_names().iter().copied())
+        .chain(csv_fields())
         .collect()
 }
 
@@ -60,9 +74,25 @@ pub(crate) fn row_bytes(row: &RailResult) -> Result<Vec<u8>> {
         .map_err(|e| ResultsError::export("csv", e.error()))
 }
 
+/// Significant digits of the fractional numbers (`f64` fields) in CSV cells. A bandwidth's
+/// relative uncertainty from its timing alone (clock reads at both ends of a window of a second
+/// or more) is about 10^-6, and the intervals of one window differ far more, so six digits keep
+/// all a measurement carries and drop the float noise (`2.3383244800000003` is `2.33832`).
+/// JSON keeps every bit.
+pub const CSV_SIGNIFICANT_DIGITS: usize = 6;
+
+/// A fractional number as a CSV cell: rounded to [`CSV_SIGNIFICANT_DIGITS`], then the shortest
+/// text that reads back to that rounded value (`96.87`, `10.0`, `1e-9`).
+fn number_cell(x: f64) -> String {
+    let rounded: f64 = format!("{x:.prec$e}", prec = CSV_SIGNIFICANT_DIGITS - 1)
+        .parse()
+        .unwrap_or(x);
+    serde_json::Value::from(rounded).to_string()
+}
+
 /// The cells of one row in header order: scalars as their text (`null` an empty cell),
-/// lists as compact JSON (an empty list an empty cell). Numbers are printed as serde_json
-/// prints them, the shortest text that reads back to the same value.
+/// lists as compact JSON (an empty list an empty cell). Integers are written whole; fractional
+/// numbers rounded to [`CSV_SIGNIFICANT_DIGITS`] ([`number_cell`]).
 fn row_cells(row: &RailResult) -> Result<Vec<String>> {
     let value = serde_json::to_value(row).map_err(|e| ResultsError::export("csv", e))?;
     let serde_json::Value::Object(fields) = value else {
@@ -75,14 +105,13 @@ fn row_cells(row: &RailResult) -> Result<Vec<String>> {
         None | Some(serde_json::Value::Null) => String::new(),
         Some(serde_json::Value::String(s)) => text_cell(s),
         Some(serde_json::Value::Array(a)) if a.is_empty() => String::new(),
+        Some(serde_json::Value::Number(n)) if n.is_f64() => {
+            n.as_f64().map_or_else(|| n.to_string(), number_cell)
+        }
         Some(other) => other.to_string(),
     };
     Ok(std::iter::once(SCHEMA_VERSION.to_string())
-        .chain(
-            RailResult::field_names()
-                .iter()
-                .map(|f| cell(fields.get(*f))),
-        )
+        .chain(csv_fields().map(|f| cell(fields.get(f))))
         .collect())
 }
 
@@ -95,7 +124,7 @@ const FORMULA_STARTS: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
 /// error text from elsewhere, `=HYPERLINK(..)`), or that already begins with `'`, gets a
 /// leading `'`, which spreadsheets show as text and [`read_csv`] takes off again. Numbers are
 /// never text cells: `-1.5` in a numeric column stays a number.
-fn text_cell(s: &str) -> String {
+pub(crate) fn text_cell(s: &str) -> String {
     if s.starts_with(FORMULA_STARTS) || s.starts_with('\'') {
         format!("'{s}")
     } else {
@@ -182,7 +211,7 @@ pub fn read_csv<R: Read>(input: R, file: &str) -> Result<Vec<RailResult>> {
             }
         }
         for (i, name) in names.iter().enumerate() {
-            if !expected.contains(name) {
+            if !expected.contains(name) && *name != LEGACY_COUNTERS_COLUMN {
                 return Err(ResultsError::UnknownColumn {
                     at: at(header_line, col(i)),
                     column: (*name).to_string(),

@@ -21,6 +21,7 @@
 pub mod bench;
 #[cfg(feature = "charts")]
 pub mod charts;
+pub mod countersio;
 mod csvio;
 mod error;
 #[cfg(feature = "charts")]
@@ -37,11 +38,15 @@ include!(concat!(env!("OUT_DIR"), "/version.rs"));
 mod summary;
 mod threshold;
 
-pub use csvio::{csv_header, read_csv, write_csv, write_csv_rows, SCHEMA_VERSION_COLUMN};
+pub use countersio::{counters_csv_path, write_counters_csv, COUNTERS_HEADER};
+pub use csvio::{
+    csv_header, read_csv, write_csv, write_csv_rows, CSV_SIGNIFICANT_DIGITS, SCHEMA_VERSION_COLUMN,
+};
 pub use error::{Location, Result, ResultsError};
 #[cfg(feature = "charts")]
 pub use export::{
-    CsvExporter, Exporter, Format, JsonExporter, MarkdownExporter, SvgExporter, UnknownFormatName,
+    svg_to_png, CsvExporter, Exporter, Format, JsonExporter, MarkdownExporter, PngExporter,
+    SvgExporter, UnknownFormatName,
 };
 pub use jsonio::{read_json, write_json, JsonResults};
 pub use read::{detect_format, read_path, read_str, InputFormat};

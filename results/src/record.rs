@@ -21,8 +21,10 @@ use crate::threshold::{below_threshold, percent_of_line_rate};
 ///
 /// Version 2 added `bidirectional`, `diagnosis` and `counters`; version 3 `poll` and
 /// `cpu_s_per_gb`; version 4 `client_gpu`, `client_gpu_pcie_root`, `server_gpu` and
-/// `server_gpu_pcie_root`.
-pub const SCHEMA_VERSION: u32 = 4;
+/// `server_gpu_pcie_root`. Version 5 changed the CSV alone: its `counters` column went to the
+/// counters file beside it ([`crate::countersio`]), and its fractional numbers are rounded to
+/// six significant digits; the record and JSON are as in version 4.
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Fields added after version 1, with the version that added them: a file of an
 /// older version has no column (no key) for them, and its rows read with the
@@ -208,8 +210,9 @@ impl fmt::Display for RailStatus {
 ///
 /// `Option` fields are empty cells in CSV and `null` in JSON. Note that an
 /// empty string in an `Option<String>` column reads back as `None`. The two
-/// lists, `diagnosis` and `counters`, are arrays in JSON and compact JSON text
-/// in their CSV cells (an empty cell is an empty list).
+/// lists, `diagnosis` and `counters`, are arrays in JSON; in CSV `diagnosis` is compact JSON
+/// text in its cell (an empty cell is an empty list), and `counters` have no column: they go
+/// to the counters file beside it ([`crate::countersio`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RailResult {
     /// Identifier shared by all rails of one sweep.

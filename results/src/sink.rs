@@ -4,6 +4,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::countersio::{self, counters_csv_path};
 use crate::csvio;
 use crate::error::{Result, ResultsError};
 use crate::jsonio;
@@ -27,12 +28,19 @@ use crate::record::RailResult;
 ///   either the previous or the new complete document, never a torn one.
 ///   Rewriting costs O(rows) per append, which is nothing at rail counts.
 ///
+/// * The **counters file** (`NAME.counters.csv`, [`crate::countersio`]) is a
+///   log like the CSV: each row's counter deltas are appended after its CSV line.
+///   It is made at the first row that has counters.
+///
 /// To continue a sweep after a crash, [`RowSink::resume`] reads the CSV back
-/// (strictly), rewrites the JSON from it, and appends from there.
+/// (strictly), takes the counters of its rows from the JSON snapshot when there is one
+/// that holds the same rows (the CSV has no counters since version 5), rewrites the JSON
+/// from them, and appends from there.
 #[derive(Debug)]
 pub struct RowSink {
     csv_path: PathBuf,
     csv_file: File,
+    counters_path: PathBuf,
     json_path: Option<PathBuf>,
     generated_by: String,
     rows: Vec<RailResult>,
@@ -67,6 +75,7 @@ impl RowSink {
             .map_err(|e| ResultsError::io(csv_path.display(), e))?;
         sync_parent(&csv_path);
         let sink = RowSink {
+            counters_path: counters_csv_path(&csv_path),
             csv_path,
             csv_file,
             json_path: json_path.map(Path::to_path_buf),
@@ -89,13 +98,17 @@ impl RowSink {
         generated_by: impl Into<String>,
     ) -> Result<Self> {
         let csv_path = csv_path.as_ref().to_path_buf();
-        let rows = read_path(&csv_path)?;
+        let mut rows = read_path(&csv_path)?;
+        if let Some(json) = json_path {
+            counters_from_snapshot(&mut rows, json);
+        }
         upgrade_header(&csv_path, &rows)?;
         let csv_file = OpenOptions::new()
             .append(true)
             .open(&csv_path)
             .map_err(|e| ResultsError::io(csv_path.display(), e))?;
         let sink = RowSink {
+            counters_path: counters_csv_path(&csv_path),
             csv_path,
             csv_file,
             json_path: json_path.map(Path::to_path_buf),
@@ -115,8 +128,36 @@ impl RowSink {
             .write_all(&line)
             .and_then(|()| self.csv_file.sync_data())
             .map_err(|e| ResultsError::io(self.csv_path.display(), e))?;
+        self.append_counters(&row)?;
         self.rows.push(row);
         self.write_json()
+    }
+
+    /// Append `row`'s counter deltas to the counters file, made with its header first.
+    fn append_counters(&self, row: &RailResult) -> Result<()> {
+        let lines = countersio::counters_row_bytes(row)?;
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let io = |e| ResultsError::io(self.counters_path.display(), e);
+        let mut file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&self.counters_path)
+            .map_err(io)?;
+        let mut bytes = Vec::new();
+        if file.metadata().map_err(io)?.len() == 0 {
+            bytes = countersio::counters_header_bytes()?;
+        }
+        bytes.extend(lines);
+        file.write_all(&bytes)
+            .and_then(|()| file.sync_data())
+            .map_err(io)
+    }
+
+    /// The counters file beside the CSV (written once a row has counters).
+    pub fn counters_path(&self) -> &Path {
+        &self.counters_path
     }
 
     /// Rows written so far (including those found by [`RowSink::resume`]).
@@ -159,8 +200,44 @@ fn replace_whole(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Give `rows` (read from the CSV, which has no counters) the counters of the JSON snapshot at
+/// `json`, when it holds the same rows in the same order (the sink rewrites it after every
+/// row, so it has the CSV's rows, or one fewer after a crash between the two). Nothing
+/// changes when it cannot be read or holds other rows.
+fn counters_from_snapshot(rows: &mut [RailResult], json: &Path) {
+    let Ok(snapshot) = read_path(json) else {
+        return;
+    };
+    let same = |a: &RailResult, b: &RailResult| {
+        (
+            &a.run_id,
+            &a.network_mode,
+            a.rail,
+            &a.client_node,
+            &a.server_node,
+            &a.time_utc,
+        ) == (
+            &b.run_id,
+            &b.network_mode,
+            b.rail,
+            &b.client_node,
+            &b.server_node,
+            &b.time_utc,
+        )
+    };
+    if snapshot.len() > rows.len() || !rows.iter().zip(&snapshot).all(|(a, b)| same(a, b)) {
+        return;
+    }
+    for (row, old) in rows.iter_mut().zip(snapshot) {
+        if row.counters.is_empty() {
+            row.counters = old.counters;
+        }
+    }
+}
+
 /// Rewrite `path` with the current header when its header is another one: the rows of an
-/// older schema, in the current one ([`replace_whole`]).
+/// older schema, in the current one ([`replace_whole`]). The counters of a file before
+/// version 5 (a column then) go to the counters file beside it, written whole.
 fn upgrade_header(path: &Path, rows: &[RailResult]) -> Result<()> {
     use std::io::{BufRead, BufReader};
     let header = csvio::header_bytes()?;
@@ -173,6 +250,11 @@ fn upgrade_header(path: &Path, rows: &[RailResult]) -> Result<()> {
     }
     let mut bytes = Vec::new();
     csvio::write_csv(&mut bytes, rows)?;
+    if countersio::any_counters(rows) {
+        let mut counters = Vec::new();
+        countersio::write_counters_csv(&mut counters, rows)?;
+        replace_whole(&counters_csv_path(path), &counters)?;
+    }
     replace_whole(path, &bytes)
 }
 

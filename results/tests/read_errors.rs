@@ -106,7 +106,7 @@ fn csv_unknown_column_is_an_error() {
     let e = err(&text, "a.csv");
     assert_eq!(
         e.to_string(),
-        "a.csv:1:44: unknown column `extra` (schema_version 4 has no such column)"
+        "a.csv:1:43: unknown column `extra` (schema_version 5 has no such column)"
     );
 }
 
@@ -114,17 +114,17 @@ fn csv_unknown_column_is_an_error() {
 fn csv_newer_schema_is_refused_before_column_checks() {
     // A newer schema typically has columns this one does not know; the
     // version is what the user needs to hear about.
-    let text = set_cell(&fixture_csv(), 0, "schema_version", "5").replacen(
+    let text = set_cell(&fixture_csv(), 0, "schema_version", "6").replacen(
         "server_gpu_pcie_root\n",
         "server_gpu_pcie_root,new_field\n",
         1,
     );
     let e = err(&text, "new.csv");
     assert!(
-        matches!(e, ResultsError::NewerSchema { found: 5, .. }),
+        matches!(e, ResultsError::NewerSchema { found: 6, .. }),
         "{e:?}"
     );
-    assert_starts(&e.to_string(), "new.csv:2:1: schema_version 5 is newer");
+    assert_starts(&e.to_string(), "new.csv:2:1: schema_version 6 is newer");
 }
 
 #[test]
@@ -178,19 +178,19 @@ fn csv_short_row_is_an_error() {
     let e = err(&text, "a.csv").to_string();
     assert_starts(
         &e,
-        "a.csv:5:4: row has 3 cells but the header has 43 columns",
+        "a.csv:5:4: row has 3 cells but the header has 42 columns",
     );
 }
 
 #[test]
 fn json_newer_schema_names_file_line_column() {
-    let text = fixture_json().replacen("\"schema_version\": 4", "\"schema_version\": 5", 1);
+    let text = fixture_json().replacen("\"schema_version\": 5", "\"schema_version\": 6", 1);
     let e = err(&text, "new.json");
     assert!(
-        matches!(e, ResultsError::NewerSchema { found: 5, .. }),
+        matches!(e, ResultsError::NewerSchema { found: 6, .. }),
         "{e:?}"
     );
-    assert_starts(&e.to_string(), "new.json:2:21: schema_version 5 is newer");
+    assert_starts(&e.to_string(), "new.json:2:21: schema_version 6 is newer");
 }
 
 #[test]
@@ -268,10 +268,10 @@ fn a_byte_order_mark_is_ignored() {
 
 #[test]
 fn a_version_2_file_without_the_new_columns_is_an_error() {
-    let text = drop_column(&fixture_csv(), "counters");
+    let text = drop_column(&fixture_csv(), "diagnosis");
     assert_eq!(
         err(&text, "a.csv").to_string(),
-        "a.csv:1:37: missing column `counters`"
+        "a.csv:1:36: missing column `diagnosis`"
     );
 }
 
@@ -281,7 +281,7 @@ fn a_version_2_csv_reads_without_poll_and_cpu_columns() {
     // Claiming the current version, the file lacks the columns version 3 added.
     assert_eq!(
         err(&v3, "a.csv").to_string(),
-        "a.csv:1:38: missing column `poll`"
+        "a.csv:1:37: missing column `poll`"
     );
     let mut v2 = v3;
     for row in 0..3 {
@@ -322,7 +322,7 @@ fn a_list_cell_that_is_not_json_names_its_column() {
 
 #[test]
 fn a_version_1_json_file_reads_without_the_new_keys() {
-    let text = fixture_json().replacen("\"schema_version\": 4", "\"schema_version\": 1", 1);
+    let text = fixture_json().replacen("\"schema_version\": 5", "\"schema_version\": 1", 1);
     let text = without_gpu_keys(&text)
         .replace(",\n      \"poll\": null,\n      \"cpu_s_per_gb\": null", "")
         .replace(",\n      \"diagnosis\": [],\n      \"counters\": []", "")
@@ -364,10 +364,10 @@ fn a_version_3_file_reads_without_the_gpu_columns() {
         "server_gpu_pcie_root",
     ];
     let v4 = keys.iter().fold(fixture_csv(), |t, k| drop_column(&t, k));
-    // Claiming version 4, the file lacks the columns version 4 added.
+    // Claiming version 4 or later, the file lacks the columns version 4 added.
     assert_eq!(
         err(&v4, "a.csv").to_string(),
-        "a.csv:1:40: missing column `client_gpu`"
+        "a.csv:1:39: missing column `client_gpu`"
     );
     let v3 = (0..3).fold(v4, |t, row| set_cell(&t, row, "schema_version", "3"));
     let rows = read_str(&v3, "old.csv").expect("a version 3 CSV reads");
@@ -381,7 +381,7 @@ fn a_version_3_file_reads_without_the_gpu_columns() {
     assert!(err(&json, "a.json")
         .to_string()
         .contains("missing column `client_gpu`"));
-    let json = json.replacen("\"schema_version\": 4", "\"schema_version\": 3", 1);
+    let json = json.replacen("\"schema_version\": 5", "\"schema_version\": 3", 1);
     let rows = read_str(&json, "old.json").expect("a version 3 JSON file reads");
     assert_eq!(rows, common::fixture_rows()[..3].to_vec());
 }

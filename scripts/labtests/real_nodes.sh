@@ -310,10 +310,12 @@ test_railsweep_ipvlan_across_nodes() {
 import csv, json, sys
 rows = {int(x["rail"]): x for x in csv.DictReader(open(sys.argv[1]))}
 assert sorted(rows) == list(range(int(sys.argv[2]))), ("rails measured", sorted(rows))
+# The counters are in the long-format file beside the CSV (run, mode, rail, side, node, device, source, name, delta, unit).
+long = list(csv.DictReader(open(sys.argv[1][:-len(".csv")] + ".counters.csv")))
 for r, x in sorted(rows.items()):
     child = "net%d" % (r + 1)
-    counters = {c["role"]: c for c in json.loads(x["counters"] or "[]")}
-    delta = lambda role, source, name: sum(e["delta"] for e in counters[role]["deltas"] if e["source"] == source and e["name"] == name)
+    counters = {e["side"] for e in long if int(e["rail"]) == r}
+    delta = lambda role, source, name: sum(int(e["delta"]) for e in long if int(e["rail"]) == r and e["side"] == role and e["source"] == source and e["name"] == name)
     cs, sr, ss = delta("client", "hw", "sent_pkts"), delta("server", "netdev", "rx_packets"), delta("server", "hw", "rcvd_pkts")
     print("rail %d: %s %s GID %s -> %s %s GID %s: %s, %s; client rxe sent_pkts %d, server %s rx_packets %d, server rxe rcvd_pkts %d" % (
         r, x["client_interface"], x["client_rdma_device"], x["client_gid_index"], x["server_interface"], x["server_rdma_device"],

@@ -76,7 +76,7 @@ test_sweep_parallel() {
   [ "$rc" -eq 0 ] || { cat "$T_OUT/par.err"; fail "railsweep exit $rc"; }
   expect_rows "$T_OUT/par.csv" 4
   expect_traffic "$T_OUT/par.csv" 0 1 2 3
-  grep -q '│ *sum ┆ 4 rails at once' "$T_OUT/par.out" || fail "no sum line"
+  grep -Eq '^ *sum +4 rails at once' "$T_OUT/par.out" || fail "no sum line"
 }
 
 # A rail taken down before the sweep is a failed row with a clear error; the others are measured.

@@ -68,6 +68,80 @@ fn distinct<'r>(
     values.into_iter().collect::<Vec<_>>().join(", ")
 }
 
+/// `node-a → node-b`: a row's two nodes (an arrow that needs no escaping in markdown).
+fn nodes(r: &RailResult) -> String {
+    format!("{} → {}", r.client_node, r.server_node)
+}
+
+/// A row's measured window to a tenth of a second (`10.0 s`: the measured length of a `-D 10`
+/// window differs from rail to rail in its last digits), or `5000 iterations`; none when
+/// neither is known (a failed rail).
+fn window(r: &RailResult) -> Option<String> {
+    match (r.duration_s, r.iterations) {
+        (Some(d), _) => Some(format!("{d:.1} s")),
+        (None, Some(n)) => Some(format!("{n} iterations")),
+        (None, None) => None,
+    }
+}
+
+/// The windows of the measured rails (a failed rail has none, which says nothing of the
+/// others'), `-` when no rail was measured.
+fn measured_window<'r>(rows: impl Iterator<Item = &'r RailResult>) -> String {
+    let text = distinct(rows.filter(|r| r.status != RailStatus::Failed), window);
+    if text.is_empty() {
+        "-".to_string()
+    } else {
+        text
+    }
+}
+
+/// Distinct values in the order met, all of them when three or fewer, else the first, the
+/// last and how many (`rdma0, …, rdma15 (16)`).
+fn few(values: impl Iterator<Item = String>) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for v in values {
+        if !seen.contains(&v) {
+            seen.push(v);
+        }
+    }
+    match seen.as_slice() {
+        [] => "-".to_string(),
+        [first, .., last] if seen.len() > 3 => format!("{first}, …, {last} ({})", seen.len()),
+        all => all.join(", "),
+    }
+}
+
+/// The settings in which the series differ from one another (each series' set of values of a
+/// setting compared), in the Runs table's words: what makes two columns not comparable.
+/// Interfaces are left out: each mode names its own (`rdma0` on the host, `net1` in a pod).
+fn settings_that_differ(cmp: &Comparison<'_>) -> Vec<&'static str> {
+    type Setting = (&'static str, fn(&RailResult) -> Option<String>);
+    let settings: [Setting; 5] = [
+        ("nodes", |r| Some(nodes(r))),
+        ("traffic class", |r| r.traffic_class.map(|t| t.to_string())),
+        ("window", window),
+        ("message size", |r| Some(r.msg_size_bytes.to_string())),
+        ("QPs", |r| Some(r.qps.to_string())),
+    ];
+    settings
+        .into_iter()
+        .filter(|(_, f)| {
+            let per_series: BTreeSet<String> = (0..cmp.series.len())
+                .map(|s| {
+                    // A failed rail has no window: it says nothing of the others'.
+                    distinct(
+                        cmp.series_rows(s)
+                            .filter(|r| r.status != RailStatus::Failed),
+                        f,
+                    )
+                })
+                .collect();
+            per_series.len() > 1
+        })
+        .map(|(name, _)| name)
+        .collect()
+}
+
 fn signed(d: f64) -> String {
     let rounded = (d * 100.0).round() / 100.0;
     if rounded == 0.0 {
@@ -90,9 +164,12 @@ fn render(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
     writeln!(out)?;
     writeln!(
         out,
-        "| mode | run | cluster | time (UTC) | message size (bytes) | QPs | MTU (bytes) | memory | line rate (Gb/s) |"
+        "| mode | run | cluster | time (UTC) | nodes (client → server) | interfaces (client) | traffic class | window | message size (bytes) | QPs | MTU (bytes) | memory | line rate (Gb/s) |"
     )?;
-    writeln!(out, "|---|---|---|---|---:|---:|---:|---|---:|")?;
+    writeln!(
+        out,
+        "|---|---|---|---|---|---|---:|---:|---:|---:|---:|---|---:|"
+    )?;
     for (i, series) in cmp.series.iter().enumerate() {
         let rows = || cmp.series_rows(i);
         let first = rows().map(|r| r.time_utc.as_str()).min().unwrap_or("-");
@@ -104,11 +181,15 @@ fn render(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
         };
         writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(&series.label),
             cell(&series.run_id),
             cell(&distinct(rows(), |r| Some(r.cluster.clone()))),
             cell(&time),
+            cell(&distinct(rows(), |r| Some(nodes(r)))),
+            cell(&few(rows().map(|r| r.client_interface.clone()))),
+            distinct(rows(), |r| r.traffic_class.map(|t| t.to_string())),
+            measured_window(rows()),
             distinct(rows(), |r| Some(r.msg_size_bytes.to_string())),
             distinct(rows(), |r| Some(r.qps.to_string())),
             distinct(rows(), |r| r.mtu_bytes.map(|m| m.to_string())),
@@ -117,6 +198,15 @@ fn render(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
         )?;
     }
     writeln!(out)?;
+    let differ = settings_that_differ(cmp);
+    if !differ.is_empty() {
+        writeln!(
+            out,
+            "**Warning:** the runs differ in {}: their bandwidths are not measured alike.",
+            differ.join(", ")
+        )?;
+        writeln!(out)?;
+    }
 
     writeln!(out, "## Average bandwidth (Gb/s)")?;
     writeln!(out)?;
@@ -327,4 +417,56 @@ fn render_findings(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
         writeln!(out)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::NetworkMode;
+
+    fn row(mode: NetworkMode, rail: u32, size: u64, tclass: Option<u8>) -> RailResult {
+        let text = format!(
+            "schema_version,run_id,time_utc,network_mode,cluster,client_pod,client_node,server_pod,server_node,rail,client_interface,client_rdma_device,client_gid_index,server_interface,server_rdma_device,server_gid_index,traffic_class,mtu_bytes,msg_size_bytes,qps,duration_s,iterations,memory,status,bw_avg_gbps,bw_peak_gbps,msg_rate_mpps,bw_p1_gbps,bw_p50_gbps,bw_p99_gbps,line_rate_gbps,line_rate_pct,threshold_gbps,error\n\
+             1,run-{mode},2025-06-01T10:00:00Z,{mode},c,,node-a,,node-b,{rail},net{rail},mlx5_{rail},3,net{rail},mlx5_{rail},3,{},4096,{size},1,10.0002,,host,ok,90.5,,,,,,100.0,,,\n",
+            tclass.map(|t| t.to_string()).unwrap_or_default()
+        );
+        crate::read_csv(text.as_bytes(), "t.csv")
+            .expect("row")
+            .remove(0)
+    }
+
+    fn markdown(rows: Vec<RailResult>) -> String {
+        let report = Report::new("t", rows);
+        String::from_utf8(MarkdownExporter.serialize(&report).expect("renders")).expect("utf-8")
+    }
+
+    #[test]
+    fn the_runs_table_says_nodes_interfaces_traffic_class_and_window() {
+        let rows = (0..5)
+            .map(|rail| row(NetworkMode::Sriov, rail, 65536, Some(41)))
+            .collect();
+        let md = markdown(rows);
+        assert!(
+            md.contains("| sriov | run-sriov | c | 2025-06-01T10:00:00Z | node-a → node-b | net0, …, net4 (5) | 41 | 10.0 s | 65536 | 1 | 4096 | host | 100 |"),
+            "{md}"
+        );
+        assert!(!md.contains("Warning"), "{md}");
+    }
+
+    #[test]
+    fn merged_runs_that_differ_in_settings_are_warned_about() {
+        let mut rows = vec![
+            row(NetworkMode::Sriov, 0, 65536, Some(41)),
+            row(NetworkMode::Ipvlan, 0, 1_048_576, None),
+        ];
+        let md = markdown(rows.clone());
+        assert!(
+            md.contains("**Warning:** the runs differ in traffic class, message size: "),
+            "{md}"
+        );
+        // Interfaces differ from mode to mode by nature; that alone is no warning.
+        rows[1] = row(NetworkMode::Ipvlan, 0, 65536, Some(41));
+        rows[1].client_interface = "eth9".into();
+        assert!(!markdown(rows).contains("Warning"));
+    }
 }

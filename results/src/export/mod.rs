@@ -2,6 +2,7 @@
 
 mod markdown;
 mod openmetrics;
+mod png;
 mod svg;
 
 use std::fmt;
@@ -15,6 +16,7 @@ use crate::summary::Report;
 
 pub use markdown::MarkdownExporter;
 pub use openmetrics::OpenMetricsExporter;
+pub use png::{svg_to_png, PngExporter};
 pub use svg::SvgExporter;
 
 /// Turns a [`Report`] into the bytes of one output format.
@@ -56,6 +58,8 @@ pub enum Format {
     Markdown,
     /// Grouped bar chart, one bar per rail and mode.
     Svg,
+    /// The SVG chart rendered as a PNG image.
+    Png,
     /// OpenMetrics text: a sample per node pair and rail (Prometheus, node-exporter's textfile
     /// collector, a Pushgateway).
     OpenMetrics,
@@ -63,11 +67,12 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order help texts list them.
-    pub const ALL: [Format; 5] = [
+    pub const ALL: [Format; 6] = [
         Format::Markdown,
         Format::Csv,
         Format::Json,
         Format::Svg,
+        Format::Png,
         Format::OpenMetrics,
     ];
 
@@ -78,6 +83,7 @@ impl Format {
             Format::Json => Box::new(JsonExporter),
             Format::Markdown => Box::new(MarkdownExporter),
             Format::Svg => Box::new(SvgExporter::default()),
+            Format::Png => Box::new(PngExporter::default()),
             Format::OpenMetrics => Box::new(OpenMetricsExporter),
         }
     }
@@ -89,22 +95,35 @@ impl Format {
             Format::Json => "json",
             Format::Markdown => "markdown",
             Format::Svg => "svg",
+            Format::Png => "png",
             Format::OpenMetrics => "openmetrics",
         }
     }
 
+    /// The file name extensions that imply this format (any case), the first the usual one.
+    pub fn extensions(self) -> &'static [&'static str] {
+        match self {
+            Format::Csv => &["csv"],
+            Format::Json => &["json"],
+            Format::Markdown => &["md", "markdown"],
+            Format::Svg => &["svg"],
+            Format::Png => &["png"],
+            Format::OpenMetrics => &["prom"],
+        }
+    }
+
+    /// Whether the format is binary (not text to show on a terminal).
+    pub fn is_binary(self) -> bool {
+        self == Format::Png
+    }
+
     /// The format a file name's extension implies: `.csv`, `.json`, `.md` or
-    /// `.markdown`, `.svg`, `.prom` (any case).
+    /// `.markdown`, `.svg`, `.png`, `.prom` (any case).
     pub fn from_path(path: &Path) -> Option<Format> {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-        match ext.as_str() {
-            "csv" => Some(Format::Csv),
-            "json" => Some(Format::Json),
-            "md" | "markdown" => Some(Format::Markdown),
-            "svg" => Some(Format::Svg),
-            "prom" => Some(Format::OpenMetrics),
-            _ => None,
-        }
+        Format::ALL
+            .into_iter()
+            .find(|f| f.extensions().contains(&ext.as_str()))
     }
 }
 
@@ -116,7 +135,7 @@ impl fmt::Display for Format {
 
 /// An unknown format name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown format `{0}`; expected markdown, csv, json, svg or openmetrics")]
+#[error("unknown format `{0}`; expected markdown, csv, json, svg, png or openmetrics")]
 pub struct UnknownFormatName(pub String);
 
 impl FromStr for Format {
@@ -128,6 +147,7 @@ impl FromStr for Format {
             "json" => Ok(Format::Json),
             "markdown" | "md" => Ok(Format::Markdown),
             "svg" => Ok(Format::Svg),
+            "png" => Ok(Format::Png),
             "openmetrics" | "prom" => Ok(Format::OpenMetrics),
             _ => Err(UnknownFormatName(s.to_string())),
         }
