@@ -74,16 +74,13 @@ impl RowSink {
             .and_then(|()| csv_file.sync_all())
             .map_err(|e| ResultsError::io(csv_path.display(), e))?;
         sync_parent(&csv_path);
-        let sink = RowSink {
-            counters_path: counters_csv_path(&csv_path),
+        Self::opened(
             csv_path,
             csv_file,
-            json_path: json_path.map(Path::to_path_buf),
-            generated_by: generated_by.into(),
-            rows: Vec::new(),
-        };
-        sink.write_json()?;
-        Ok(sink)
+            json_path,
+            generated_by.into(),
+            Vec::new(),
+        )
     }
 
     /// Continue appending to an existing CSV file written by a sink. All its
@@ -107,12 +104,23 @@ impl RowSink {
             .append(true)
             .open(&csv_path)
             .map_err(|e| ResultsError::io(csv_path.display(), e))?;
+        Self::opened(csv_path, csv_file, json_path, generated_by.into(), rows)
+    }
+
+    /// The sink of an open CSV file holding `rows`, its JSON snapshot written.
+    fn opened(
+        csv_path: PathBuf,
+        csv_file: File,
+        json_path: Option<&Path>,
+        generated_by: String,
+        rows: Vec<RailResult>,
+    ) -> Result<Self> {
         let sink = RowSink {
             counters_path: counters_csv_path(&csv_path),
             csv_path,
             csv_file,
             json_path: json_path.map(Path::to_path_buf),
-            generated_by: generated_by.into(),
+            generated_by,
             rows,
         };
         sink.write_json()?;
