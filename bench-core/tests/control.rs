@@ -31,6 +31,7 @@ fn params() -> TestParams {
         bidirectional: false,
         run_infinitely: false,
         data_validation: false,
+        latency: false,
     }
 }
 
@@ -50,6 +51,7 @@ fn result(size: u64) -> SizeResult {
         cpu_s_per_gb: None,
         polling_cpu: None,
         off_cpu_max_s: None,
+        latency: None,
     }
 }
 

@@ -305,6 +305,7 @@ pub(crate) mod tests {
             bidirectional: false,
             run_infinitely: false,
             data_validation: false,
+            latency: false,
         }
     }
 
@@ -324,6 +325,7 @@ pub(crate) mod tests {
             cpu_s_per_gb: None,
             polling_cpu: None,
             off_cpu_max_s: None,
+            latency: None,
         }
     }
 
