@@ -143,3 +143,23 @@ PY
   sleep 0.5
   grep 'done: latency' "$T_OUT/daemon.err" || { cat "$T_OUT/daemon.err"; fail "the daemon did not log the latency test"; }
 }
+
+# -D: exchanges for that long, ib_write_lat's duration columns (#iterations, t_avg, tps), the
+# server answering until the client's end; -a: every size from 2 B to 8 MiB in turn; -U: each
+# sample before the table.
+test_lat_duration_sweep_and_samples() {
+  rail 0
+  lat_pair "$RDMABW" 18760 timed lat lat -D 2
+  if [ "$rc" -ne 0 ] || [ "$src" -ne 0 ]; then cat "$T_OUT/timed.err" "$T_OUT/timed.srv"; fail "rdmabw lat -D 2: client $rc, server $src"; fi
+  cat "$T_OUT/timed.out"
+  grep -q '#bytes        #iterations       t_avg\[usec\]    tps average' "$T_OUT/timed.out" || fail "no duration header"
+  awk '$1 == 2 && NF == 4 && $2 > 0 && $3 > 0 && $4 > 0 { ok = 1 } END { exit !ok }' "$T_OUT/timed.out" || fail "no duration row"
+  lat_pair "$RDMABW" 18761 sweep lat lat -a -n 5
+  if [ "$rc" -ne 0 ] || [ "$src" -ne 0 ]; then cat "$T_OUT/sweep.err" "$T_OUT/sweep.srv"; fail "rdmabw lat -a -n 5: client $rc, server $src"; fi
+  awk 'NF == 9 && $2 == 5 { n++; last = $1 } END { print n " sizes, the last " last " B"; exit !(n == 23 && last == 8388608) }' "$T_OUT/sweep.out" \
+    || { cat "$T_OUT/sweep.out"; fail "-a did not measure the 23 sizes from 2 B to 8 MiB"; }
+  lat_pair "$RDMABW" 18762 unsorted lat lat -n 50 -U
+  [ "$rc" -eq 0 ] || { cat "$T_OUT/unsorted.err"; fail "rdmabw lat -U: exit $rc"; }
+  awk '/^#, usec$/ { h = 1 } /^[0-9]+, [0-9.e+-]+$/ { n++ } END { print n " samples"; exit !(h && n == 49) }' "$T_OUT/unsorted.out" \
+    || { cat "$T_OUT/unsorted.out"; fail "-U did not print the 49 samples"; }
+}
