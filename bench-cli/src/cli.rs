@@ -93,6 +93,9 @@ pub enum Cmd {
     /// Run one test against an rdmabw server, like ib_write_bw HOST.
     #[command(after_long_help = EXAMPLES)]
     Client(ClientCmd),
+    /// RDMA WRITE latency, like ib_write_lat: serve one test, or with HOST measure against
+    /// that server (`rdmabw lat` on both ends).
+    Lat(crate::lat::LatCmd),
     /// List every RDMA device and port: state, link layer, rate, MTU and GID table.
     Devices(DevicesCmd),
     /// List GPUs (index, name, PCI bus id, NUMA node, dma-buf support, nearest rails); test a

@@ -92,6 +92,8 @@ pub struct Output {
     pub report_both: bool,
     /// `--output`: only this figure on stdout.
     pub figure: Option<crate::cli::FigureArg>,
+    /// `rdmabw lat`: its output flags (`None` for bandwidth).
+    pub lat: Option<crate::lat::LatArgs>,
 }
 
 /// What to do.
@@ -263,6 +265,8 @@ enum Role {
 
 /// Resolves the command line; a secret comes from `secrets`.
 pub fn resolve(cli: Cli, secrets: &mut SecretInput<'_>) -> Result<Config, Usage> {
+    // `rdmabw lat`: its own flags, and ib_write_lat's defaults on the test flags.
+    let mut lat = None;
     let (role, args, host) = match cli.cmd {
         Some(Cmd::Devices(d)) => {
             return Ok(Config::Devices {
@@ -286,6 +290,15 @@ pub fn resolve(cli: Cli, secrets: &mut SecretInput<'_>) -> Result<Config, Usage>
                 secret_first: b.secret_stdin,
             });
         }
+        Some(Cmd::Lat(l)) => {
+            lat = Some(l.lat);
+            let role = if l.host.is_some() {
+                Role::Client
+            } else {
+                Role::Server
+            };
+            (role, l.test, l.host)
+        }
         Some(Cmd::Server(s)) => (Role::Server, s.test, None),
         Some(Cmd::Client(c)) => (Role::Client, c.test, Some(c.host)),
         None => match cli.host {
@@ -295,8 +308,16 @@ pub fn resolve(cli: Cli, secrets: &mut SecretInput<'_>) -> Result<Config, Usage>
     };
     let a = args;
     let (params, pinned) = test_params(&a)?;
-    let tuning = tuning(&a, &params.sizes)?;
-    let out = output(&a)?;
+    let (params, pinned) = match lat {
+        Some(_) => crate::lat::params(&a, params, pinned)?,
+        None => (params, pinned),
+    };
+    let mut tuning = tuning(&a, &params.sizes)?;
+    if lat.is_some() && a.flags.transport.inline_size.is_none() {
+        tuning.inline_bytes = crate::lat::DEFAULT_INLINE;
+    }
+    let mut out = output(&a, lat.is_some())?;
+    out.lat = lat;
     let rail = RailRequest {
         device: a.ib_dev.clone(),
         netdev: a.netdev.clone(),
@@ -636,6 +657,7 @@ fn finish_params(
             bidirectional: a.flags.transport.bidirectional,
             run_infinitely: a.run_infinitely,
             data_validation: a.flags.transport.data_validation,
+            latency: false,
         },
         pinned,
     ))
@@ -831,7 +853,8 @@ fn rate_limit(a: &TestArgs, tx_depth: u32) -> Result<Option<RateLimit>, Usage> {
     }))
 }
 
-fn output(a: &TestArgs) -> Result<Output, Usage> {
+/// The output settings; `lat`: of `rdmabw lat`, where --report-both prints the peer's table.
+fn output(a: &TestArgs, lat: bool) -> Result<Output, Usage> {
     let format = match (a.json, a.csv) {
         (true, true) => return usage("--json and --csv conflict: pick one machine format"),
         (true, false) => Format::Json,
@@ -880,7 +903,7 @@ fn output(a: &TestArgs) -> Result<Output, Usage> {
             }
         }
     }
-    if a.report_both && !a.flags.transport.bidirectional {
+    if a.report_both && !a.flags.transport.bidirectional && !lat {
         return usage("--report-both prints each direction of -b: add -b");
     }
     if let Some(g) = a.flags.min_gbps {
@@ -918,6 +941,7 @@ fn output(a: &TestArgs) -> Result<Output, Usage> {
         cpu_util: a.cpu_util,
         report_both: a.report_both,
         figure: a.output_figure,
+        lat: None,
     })
 }
 
@@ -1179,6 +1203,7 @@ mod tests {
         assert_eq!(memlock_needed_bytes(&p), 2 * 2 * (16 << 20) + (1 << 20));
         let plain = TestParams {
             data_validation: false,
+            latency: false,
             ..p
         };
         assert_eq!(memlock_needed_bytes(&plain), 2 * (8 << 20) + (1 << 20));

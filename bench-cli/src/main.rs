@@ -18,6 +18,7 @@ mod counters;
 mod devices;
 mod exit;
 mod gpus;
+mod lat;
 mod output;
 mod perftest;
 mod probe;
@@ -48,16 +49,28 @@ use crate::config::{Config, Format, Output};
 use crate::exit::{Exit, Usage};
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if let Err(e) = perftest::refuse_unsupported(&args) {
+    let mut argv = std::env::args();
+    let argv0 = argv.next().unwrap_or_default();
+    // Called through a link named ib_write_lat: `rdmabw lat`.
+    let args = lat::args_for_name(&argv0, argv.collect());
+    if let Err(e) = refuse_unsupported(&args) {
         return ExitCode::from(exit::finish(Err(e.into())).code());
     }
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::Cli::try_parse_from(std::iter::once(argv0).chain(args)) {
         Ok(c) => c,
         // Help and --version exit 0; usage errors exit 2 (clap's convention matches ours).
         Err(e) => e.exit(),
     };
     ExitCode::from(exit::finish(run(cli)).code())
+}
+
+/// The first perftest flag that rdmabw (or `rdmabw lat`) refuses by name, as a usage error.
+fn refuse_unsupported(args: &[String]) -> Result<(), config::Usage> {
+    if args.first().is_some_and(|a| a == "lat") {
+        lat::refuse_unsupported(args)
+    } else {
+        perftest::refuse_unsupported(args)
+    }
 }
 
 /// Resolves the flags and runs the subcommand they name.
@@ -252,6 +265,9 @@ fn check_memlock(params: &TestParams) -> Result<(), String> {
 const STARVED_SHARE: f64 = 0.25;
 
 fn print_outcome(o: &Outcome, out: &Output) -> Result<Exit> {
+    if o.params.latency {
+        return lat::print_outcome(o, out);
+    }
     let rep = output::report(o, out);
     if out.format == Format::Table && !out.quiet {
         eprint!("{}", output::preamble(o));
@@ -431,7 +447,7 @@ fn batch_test(line: &str, secret: Option<&RunSecret>, stop: &Arc<AtomicBool>) ->
              client` (e.g. [\"client\",\"--json\",\"10.0.0.2\"]): {e}"
         ))
     })?;
-    perftest::refuse_unsupported(&args)?;
+    refuse_unsupported(&args)?;
     let cli = match cli::Cli::try_parse_from(std::iter::once("rdmabw".to_string()).chain(args)) {
         Ok(c) => c,
         Err(e) => {
@@ -565,6 +581,28 @@ fn daemon(
     let out2 = out.clone();
     let log2 = Arc::clone(log);
     let on_test: OnTest = Arc::new(move |peer, r| match r {
+        Ok(o) if o.params.latency => {
+            let rep = lat::report(o, None);
+            if let Some(last) = rep.results.last() {
+                log2(&format!(
+                    "[{peer}] done: latency on {} <- {}: {} B typical {:.2} us, p99 {:.2} us",
+                    o.rail.device,
+                    for_log(&o.remote.host, PEER_TEXT_CHARS),
+                    last.msg_size_bytes,
+                    last.t_typical_us,
+                    last.p99_us
+                ));
+            }
+            if out2.format == Format::Json {
+                match stdout::json_line(&rep) {
+                    Err(e) if !exit::is_broken_pipe(&e) => log2(&format!(
+                        "[{peer}] cannot print the report: {}",
+                        exit::message(&e)
+                    )),
+                    _ => {}
+                }
+            }
+        }
         Ok(o) => {
             let rep = output::report(o, &out2);
             if let Some(last) = rep.results.last() {

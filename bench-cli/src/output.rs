@@ -422,6 +422,7 @@ mod tests {
             cpu_s_per_gb: None,
             polling_cpu: None,
             off_cpu_max_s: None,
+            latency: None,
         };
         let row = table_row(&r, true);
         assert_eq!(
@@ -485,6 +486,7 @@ mod tests {
             cpu_util: false,
             report_both: false,
             figure: None,
+            lat: None,
         };
         assert_eq!(threshold_gbps(&out, Some(400.0)), Some(360.0));
         assert_eq!(threshold_gbps(&out, None), None);

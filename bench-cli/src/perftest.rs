@@ -177,6 +177,34 @@ pub(crate) fn is_refused(name: &str) -> bool {
     REFUSED.iter().any(|r| r.names.contains(&name))
 }
 
+/// The flags the reference perftest's `--help` lists (`-a`, `--all`, ...), without dashes.
+#[cfg(test)]
+pub(crate) fn reference_flags(help: &str) -> Vec<String> {
+    let mut flags = Vec::new();
+    for line in help.lines() {
+        for token in line.split_whitespace() {
+            let Some(spec) = token.strip_prefix('-') else {
+                break;
+            };
+            let name = spec.trim_start_matches('-').trim_end_matches(',');
+            let name = name.split(['=', '[', '<']).next().unwrap_or(name);
+            if !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                flags.push(name.to_string());
+            }
+            if !token.ends_with(',') {
+                break;
+            }
+        }
+    }
+    flags.sort();
+    flags.dedup();
+    flags
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -234,33 +262,6 @@ mod tests {
             collect(sub);
         }
         names
-    }
-
-    /// The flags the installed ib_write_bw's `--help` lists (`-a`, `--all`, ...), without dashes.
-    fn reference_flags(help: &str) -> Vec<String> {
-        let mut flags = Vec::new();
-        for line in help.lines() {
-            for token in line.split_whitespace() {
-                let Some(spec) = token.strip_prefix('-') else {
-                    break;
-                };
-                let name = spec.trim_start_matches('-').trim_end_matches(',');
-                let name = name.split(['=', '[', '<']).next().unwrap_or(name);
-                if !name.is_empty()
-                    && name
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-                {
-                    flags.push(name.to_string());
-                }
-                if !token.ends_with(',') {
-                    break;
-                }
-            }
-        }
-        flags.sort();
-        flags.dedup();
-        flags
     }
 
     /// Each flag of the reference perftest, read from its live `--help` (so that the list cannot

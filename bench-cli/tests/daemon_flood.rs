@@ -39,6 +39,7 @@ fn params() -> TestParams {
         bidirectional: false,
         run_infinitely: false,
         data_validation: false,
+        latency: false,
     }
 }
 

@@ -121,6 +121,7 @@ fn parse() -> Result<Args, String> {
         bidirectional: bidir,
         run_infinitely: false,
         data_validation: false,
+        latency: false,
     });
     a.tuning = t;
     Ok(a)

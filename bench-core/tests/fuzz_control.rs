@@ -51,6 +51,7 @@ fn random_params(r: &mut Rng) -> TestParams {
         bidirectional: r.below(2) == 0,
         run_infinitely: r.below(4) == 0,
         data_validation: r.below(2) == 0,
+        latency: false,
     }
 }
 

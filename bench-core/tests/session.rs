@@ -43,6 +43,7 @@ fn params(qps: u32) -> TestParams {
         bidirectional: false,
         run_infinitely: false,
         data_validation: false,
+        latency: false,
     }
 }
 

@@ -5,6 +5,7 @@ RDMABW=${RDMABW:-$LAB_REPO/target/release/rdmabw}
 RAILSWEEP=${RAILSWEEP:-$LAB_REPO/target/release/railsweep}
 # The reference peer: Debian unstable's perftest (25.x), as scripts/lab fetched it.
 IB_WRITE_BW=${IB_WRITE_BW:-$LAB_REPO/scripts/lab.d/ib_write_bw}
+IB_WRITE_LAT=${IB_WRITE_LAT:-$LAB_REPO/scripts/lab.d/ib_write_lat}
 
 # fail MSG: end the current test with a message.
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -45,7 +46,7 @@ wait_port() {
 }
 
 # cleanup_pods: end what a test left running.
-cleanup_pods() { [ -n "${LAB_LAYOUT:-}" ] || return 0; pkill -f ib_write_bw; pkill -x rdmabw; pkill -x tcpdump; pkill -x railsweep; sleep 0.2; } 2>/dev/null
+cleanup_pods() { [ -n "${LAB_LAYOUT:-}" ] || return 0; pkill -f ib_write_bw; pkill -f ib_write_lat; pkill -x rdmabw; pkill -x tcpdump; pkill -x railsweep; sleep 0.2; } 2>/dev/null
 
 # bw_of FILE: the average Gb/s of the 65536-byte row in an ib_write_bw style table.
 bw_of() { awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { v = $4 } END { if (v == "") exit 1; print v }' "$1"; }

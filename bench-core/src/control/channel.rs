@@ -160,7 +160,13 @@ pub fn measure_timeout(params: &TestParams) -> Duration {
                 * iterations as f64
                 * f64::from(params.qps.max(1))
                 * dirs;
-            bytes * 8.0 / 1e9
+            // A latency test waits a round trip per exchange: allow 1 ms each.
+            let trips = if params.latency {
+                iterations as f64 * sizes.len() as f64 * 1e-3
+            } else {
+                0.0
+            };
+            bytes * 8.0 / 1e9 + trips
         }
     };
     // Clamp to a day so that absurd inputs cannot overflow Duration.

@@ -23,6 +23,7 @@ pub fn params() -> TestParams {
         bidirectional: false,
         run_infinitely: false,
         data_validation: false,
+        latency: false,
     }
 }
 
@@ -43,6 +44,7 @@ pub fn result(size: u64) -> SizeResult {
         cpu_s_per_gb: None,
         polling_cpu: None,
         off_cpu_max_s: None,
+        latency: None,
     }
 }
 

@@ -41,6 +41,7 @@
 //! outstanding ends it with [`Error::Stalled`].
 
 mod event;
+mod lat;
 mod limit;
 mod plan;
 mod resources;

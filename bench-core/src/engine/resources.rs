@@ -375,7 +375,7 @@ pub struct Connected {
     pub(super) rate_est: Option<f64>,
     pub(super) poisoned: bool,
     /// Where the peer's writes land in `buffer` (the second half).
-    landing: u64,
+    pub(super) landing: u64,
     /// `--data_validation`: where each QP's writes of each size go.
     pub(super) layout: Option<Layout>,
 }
@@ -440,6 +440,7 @@ mod tests {
             bidirectional: false,
             run_infinitely: false,
             data_validation,
+            latency: false,
         }
     }
 

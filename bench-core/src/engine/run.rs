@@ -764,6 +764,7 @@ impl<'a> SizeRun<'a> {
             cpu_s_per_gb: cpu_s_per_gb(cpu_s, bytes),
             polling_cpu: crate::ffi::current_cpu(),
             off_cpu_max_s: Some(std::mem::take(&mut self.off_cpu_max_s)),
+            latency: None,
         }
     }
 }

@@ -11,10 +11,12 @@ pub(crate) mod cuda;
 pub(crate) mod dmabuf;
 mod ethtool;
 pub(crate) mod netlink;
+mod pingpong;
 mod sched;
 mod verbs;
 
 pub use ethtool::ethtool_stats;
+pub(crate) use pingpong::{load_landed_byte, store_sent_byte};
 pub use sched::{
     allowed_cpus, current_cpu, pin_current_thread, process_cpu_time, set_thread_sched_idle,
 };

@@ -146,6 +146,7 @@ pub fn combine(a: &[SizeResult], b: &[SizeResult]) -> Vec<SizeResult> {
                         (Some(a), Some(b)) => Some(a.max(b)),
                         (a, b) => a.or(b),
                     },
+                    latency: x.latency.clone(),
                 },
             },
         )
@@ -173,6 +174,7 @@ mod tests {
             cpu_s_per_gb: None,
             polling_cpu: None,
             off_cpu_max_s: None,
+            latency: None,
         }
     }
 

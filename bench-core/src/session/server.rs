@@ -284,6 +284,8 @@ fn pinned_params(cfg: &ServerConfig, client: &TestParams) -> TestParams {
         p.data_validation = cfg.params.data_validation;
     }
     p.connection = cfg.params.connection;
+    // A one-test server runs the test it was started for: `rdmabw lat` or bandwidth.
+    p.latency = cfg.params.latency;
     p
 }
 

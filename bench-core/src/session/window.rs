@@ -143,7 +143,16 @@ pub(super) fn window(
     let start = Instant::now();
     // Why a passive server stopped waiting for the client, when it did.
     let mut gave_up: Option<String> = None;
-    let run = if writer {
+    let run = if params.latency {
+        // Both sides write in a latency test; the client first. A responder of a timed test
+        // answers until the client's Done.
+        let flags = StopFlags::either(stop, &engine_stop);
+        let alive = watch.alive();
+        conn.run_pingpong(params, tuning, flags, role == Role::Client, &|| {
+            alive.peer_finished()
+        })
+        .map_err(Some)
+    } else if writer {
         let flags = StopFlags::either(stop, &engine_stop);
         match on_window {
             Some(emit) if params.run_infinitely => {

@@ -33,6 +33,9 @@ impl fmt::Debug for Page {
 /// Page-aligned host memory that is never resized or moved while registered.
 pub(crate) struct HostMemory {
     pages: Vec<Page>,
+    /// The pages' address with its provenance exposed, once registered ([`HostMemory::expose`]);
+    /// 0 before. The latency test's byte loads and stores go through it.
+    exposed: usize,
 }
 
 impl fmt::Debug for HostMemory {
@@ -51,7 +54,7 @@ impl HostMemory {
         let mut pages = Vec::new();
         pages.try_reserve_exact(n).ok()?;
         pages.resize(n, Page([0; PAGE]));
-        Some(HostMemory { pages })
+        Some(HostMemory { pages, exposed: 0 })
     }
 
     pub(crate) fn len(&self) -> u64 {
@@ -71,6 +74,21 @@ impl HostMemory {
 
     fn addr(&self) -> u64 {
         self.pages.as_ptr() as u64
+    }
+
+    /// Exposes the pages' address for [`crate::ffi::load_landed_byte`] and
+    /// [`crate::ffi::store_sent_byte`], after the last `&mut` to them (registration).
+    fn expose(&mut self) {
+        self.exposed = self.pages.as_mut_ptr().expose_provenance();
+    }
+
+    /// The exposed address and the length in bytes (0 before [`HostMemory::expose`]).
+    pub(crate) fn exposed(&self) -> (usize, u64) {
+        if self.exposed == 0 {
+            (0, 0)
+        } else {
+            (self.exposed, self.len())
+        }
     }
 }
 
@@ -112,7 +130,8 @@ pub struct Buffer {
 }
 
 impl Buffer {
-    pub(crate) fn host(mr: Arc<MemoryRegion>, mem: HostMemory, meta: Arc<DevMeta>) -> Buffer {
+    pub(crate) fn host(mr: Arc<MemoryRegion>, mut mem: HostMemory, meta: Arc<DevMeta>) -> Buffer {
+        mem.expose();
         let addr = mem.addr();
         let len = mem.len();
         Buffer {
@@ -184,6 +203,24 @@ impl Buffer {
         match (&self.inner.memory, usize::try_from(offset)) {
             (Memory::Host(h), Ok(off)) => crate::ffi::read_registered_pages(&h.pages, off, out),
             _ => false,
+        }
+    }
+
+    /// The latency test: the byte at `offset` of host memory as it is now (the peer's write
+    /// landing in it); `None` for device memory or an offset outside the buffer.
+    pub(crate) fn load_landed(&self, offset: u64) -> Option<u8> {
+        match &self.inner.memory {
+            Memory::Host(h) => crate::ffi::load_landed_byte(h, offset),
+            Memory::Dmabuf { .. } => None,
+        }
+    }
+
+    /// The latency test: stores `value` at `offset` of host memory (the last byte of this
+    /// side's next write); `false` for device memory or an offset outside the buffer.
+    pub(crate) fn store_sent(&self, offset: u64, value: u8) -> bool {
+        match &self.inner.memory {
+            Memory::Host(h) => crate::ffi::store_sent_byte(h, offset, value),
+            Memory::Dmabuf { .. } => false,
         }
     }
 

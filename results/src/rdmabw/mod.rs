@@ -7,6 +7,7 @@
 pub mod counters;
 pub mod flags;
 pub mod gpu;
+pub mod lat;
 pub mod params;
 pub mod probe;
 pub mod rails;

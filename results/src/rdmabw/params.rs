@@ -162,6 +162,10 @@ pub struct TestParams {
     /// (ib_write_bw `--data_validation`); each QP and size lands at its own offset.
     #[serde(default, skip_serializing_if = "is_false")]
     pub data_validation: bool,
+    /// A latency test (`rdmabw lat`, ib_write_lat): one QP, each side writing into the other's
+    /// buffer in turn and polling its memory for the peer's write.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub latency: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -268,6 +272,11 @@ impl TestParams {
             "--data_validation",
             &self.data_validation,
             &peer.data_validation,
+        )?;
+        differ(
+            "the test (`rdmabw lat` or bandwidth)",
+            &self.latency,
+            &peer.latency,
         )?;
         Ok(())
     }
@@ -475,6 +484,9 @@ pub struct SizeResult {
     /// one longer than the window's end drops them from the average. Absent in older reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub off_cpu_max_s: Option<f64>,
+    /// A latency test's statistics (`rdmabw lat`); absent for bandwidth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<super::lat::LatencyStats>,
 }
 
 #[cfg(test)]
@@ -515,6 +527,7 @@ mod tests {
             bidirectional: false,
             run_infinitely: false,
             data_validation: false,
+            latency: false,
         };
         // An older peer's JSON has neither field: both read as off, and off is not written.
         let json = serde_json::to_string(&a).unwrap_or_default();
@@ -565,6 +578,7 @@ mod tests {
             bidirectional: false,
             run_infinitely: false,
             data_validation: false,
+            latency: false,
         };
         assert_eq!(ok.check_bounds(), Ok(()));
         let with = |f: &dyn Fn(&mut TestParams)| {

@@ -1,0 +1,656 @@
+//! `rdmabw lat`: RDMA WRITE latency, a drop-in for perftest's `ib_write_lat` (also what
+//! rdmabw does when called through a link named `ib_write_lat`).
+//!
+//! The flags are rdmabw's test flags with ib_write_lat's defaults (`-s 2`, `-n 1000`, inline up
+//! to 220 bytes) plus `-U`, `-H`, `-C` and `--max-p99-us`; the flags of ib_write_lat that make
+//! no sense for a ping-pong of one QP (`-b`, `-q`, rate limits, CUDA memory, ...) are refused
+//! by name, here or in `config`. The test itself is `bench_core::session` with
+//! `TestParams::latency` set; this file prints ib_write_lat's table and the typed
+//! [`LatReport`].
+
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use bench_core::session::{Outcome, Pinned};
+use clap::Args;
+use results::rdmabw::lat::{LatContext, LatReport, LatRow};
+use results::rdmabw::params::{Sizes, TestLength, TestParams};
+use results::rdmabw::report::{Role, TestStatus};
+
+use crate::cli::TestArgs;
+use crate::config::{Format, Output, Usage};
+use crate::exit::Exit;
+
+/// ib_write_lat's default message size.
+pub const DEFAULT_SIZE: u64 = 2;
+/// ib_write_lat's default number of exchanges.
+pub const DEFAULT_ITERS: u64 = 1000;
+/// ib_write_lat's least number of exchanges.
+pub const MIN_ITERS: u64 = 5;
+/// ib_write_lat's default inline size for RDMA WRITE.
+pub const DEFAULT_INLINE: u32 = 220;
+
+/// `rdmabw lat [flags] [HOST]`.
+#[derive(Debug, Args)]
+#[command(version)]
+pub struct LatCmd {
+    #[command(flatten)]
+    pub test: TestArgs,
+
+    #[command(flatten)]
+    pub lat: LatArgs,
+
+    /// The server to measure against (client); without it, serve one test (as ib_write_lat).
+    #[arg(value_name = "HOST")]
+    pub host: Option<String>,
+}
+
+/// The flags of `rdmabw lat` beyond the test flags.
+#[derive(Debug, Args, Default, Clone)]
+#[command(next_help_heading = "Latency (ib_write_lat flags)")]
+pub struct LatArgs {
+    /// Print every sample in the order measured before the table, one-way usec (ib_write_lat
+    /// -U).
+    #[arg(short = 'U', long = "report-unsorted")]
+    pub unsorted: bool,
+    /// Print every sample, sorted, before the table (ib_write_lat -H).
+    #[arg(short = 'H', long = "report-histogram")]
+    pub histogram: bool,
+    /// Report in CPU cycles (ib_write_lat -C): microseconds times the CPU's MHz from
+    /// /proc/cpuinfo (rdmabw measures with the monotonic clock).
+    #[arg(short = 'C', long = "report-cycles")]
+    pub cycles: bool,
+    /// Exit 1 when the p99 latency (one-way, usec, from the histogram) of any size is above
+    /// this.
+    #[arg(long = "max-p99-us", value_name = "USEC", help_heading = "Output")]
+    pub max_p99_us: Option<f64>,
+}
+
+/// ib_write_lat's flags that `rdmabw lat` refuses by name, beyond ib_write_bw's (those are
+/// refused by `crate::perftest` for every mode), with why.
+const REFUSED: &[(&[&str], &str)] = &[(
+    &["latency_gap"],
+    "delays each post in ib_write_lat; rdmabw lat runs the ping-pong back to back",
+)];
+
+/// The first argument that is a flag `rdmabw lat` refuses (ib_write_lat's that it lacks), as a
+/// usage error naming it; then ib_write_bw's refusals.
+pub fn refuse_unsupported<S: AsRef<str>>(args: &[S]) -> Result<(), Usage> {
+    for arg in args.iter().map(AsRef::as_ref) {
+        if arg == "--" {
+            break;
+        }
+        let name = arg
+            .strip_prefix("--")
+            .map(|l| l.split('=').next().unwrap_or(l));
+        if let Some((_, why)) = name.and_then(|n| REFUSED.iter().find(|(ns, _)| ns.contains(&n))) {
+            return Err(Usage(format!(
+                "--{}: not supported by rdmabw lat: it {why}",
+                name.unwrap_or_default()
+            )));
+        }
+    }
+    crate::perftest::refuse_unsupported(args)
+}
+
+/// Whether `rdmabw lat` refuses flag `name` (no dashes) by name.
+#[cfg(test)]
+fn is_refused(name: &str) -> bool {
+    REFUSED.iter().any(|(ns, _)| ns.contains(&name)) || crate::perftest::is_refused(name)
+}
+
+fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
+    Err(Usage(msg.into()))
+}
+
+/// The test flags of a latency test: ib_write_lat's defaults where none was given, and the
+/// flags that do not apply to a ping-pong of one QP refused by name.
+pub fn params(
+    a: &TestArgs,
+    mut params: TestParams,
+    mut pinned: Pinned,
+) -> Result<(TestParams, Pinned), Usage> {
+    let not_for_lat: [(bool, &str); 9] = [
+        (
+            params.bidirectional,
+            "-b/--bidirectional: both sides already write in turn",
+        ),
+        (
+            params.run_infinitely,
+            "--run_infinitely: run -D SECONDS, or several tests",
+        ),
+        (
+            params.data_validation,
+            "--data_validation: the ping-pong checks only the last byte of each write",
+        ),
+        (
+            a.rate_limit.is_some(),
+            "--rate_limit: the ping-pong sends one write per round trip",
+        ),
+        (
+            a.use_cuda.is_some() || a.cuda_bus_id.is_some() || a.use_cuda_dmabuf,
+            "--use_cuda: the ping-pong polls host memory for the peer's write",
+        ),
+        (
+            a.flags.min_gbps.is_some()
+                || a.flags.min_line_rate_pct.is_some()
+                || a.limit_bw.is_some(),
+            "--min-gbps/--min-line-rate-pct/-w: give --max-p99-us",
+        ),
+        (
+            a.limit_msgrate.is_some(),
+            "-y/--limit_msgrate: give --max-p99-us",
+        ),
+        (a.output_figure.is_some(), "--output: the table or --json"),
+        (
+            a.cpu_util,
+            "--cpu_util: ib_write_lat takes it for duration tests; rdmabw lat does not measure CPU",
+        ),
+    ];
+    if let Some((_, why)) = not_for_lat.iter().find(|(set, _)| *set) {
+        return usage(format!("not a flag of rdmabw lat: {why}"));
+    }
+    if pinned.qps && params.qps != 1 {
+        return usage(format!(
+            "-q {}: a latency test runs one QP (as ib_write_lat)",
+            params.qps
+        ));
+    }
+    params.qps = 1;
+    pinned.qps = true;
+    if !pinned.sizes {
+        params.sizes = Sizes::One {
+            msg_size_bytes: DEFAULT_SIZE,
+        };
+    }
+    match params.length {
+        _ if !pinned.length => {
+            params.length = TestLength::Iterations {
+                iterations: DEFAULT_ITERS,
+            }
+        }
+        TestLength::Iterations { iterations } if iterations < MIN_ITERS => {
+            return usage(format!(
+                "-n/--iters {iterations}: a latency test runs at least {MIN_ITERS} exchanges (as \
+                 ib_write_lat)"
+            ))
+        }
+        TestLength::Duration { .. } if matches!(params.sizes, Sizes::Sweep { .. }) => {
+            return usage(
+                "-a with -D: a timed latency test runs one size (-s); leave out -D to sweep \
+                 sizes by -n exchanges",
+            )
+        }
+        _ => {}
+    }
+    params.latency = true;
+    // What was not given is the client's to choose, as for bandwidth: a server started with
+    // the defaults runs the client's -s and -n.
+    Ok((params, pinned))
+}
+
+/// Reads the CPU's clock in MHz from /proc/cpuinfo (for -C), as ib_write_lat estimates it.
+fn cpu_mhz() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    text.lines()
+        .filter(|l| l.starts_with("cpu MHz"))
+        .find_map(|l| l.split(':').nth(1)?.trim().parse::<f64>().ok())
+        .filter(|m| *m > 0.0)
+}
+
+/// The context of one side's rows.
+fn context(o: &Outcome, role: Role) -> LatContext {
+    if role == o.role {
+        LatContext {
+            role,
+            device: o.rail.device.clone(),
+            port: o.rail.port,
+            gid_index: o.rail.gid_index,
+            netdev: o.rail.netdev.clone(),
+            remote_host: o.remote.host.clone(),
+            remote_device: o.remote.device.clone(),
+        }
+    } else {
+        LatContext {
+            role,
+            device: o.remote.device.clone(),
+            port: o.remote.port,
+            gid_index: o.remote.gid_index.unwrap_or(0),
+            netdev: o.remote.netdev.clone(),
+            remote_host: crate::config::host_name(),
+            remote_device: o.rail.device.clone(),
+        }
+    }
+}
+
+/// The typed report of a finished latency test, from this side's point of view.
+pub fn report(o: &Outcome, max_p99_us: Option<f64>) -> LatReport {
+    let (ours, theirs, peer) = match o.role {
+        Role::Client => (&o.client_results, &o.server_results, Role::Server),
+        Role::Server => (&o.server_results, &o.client_results, Role::Client),
+    };
+    let rows = |role: Role, results: &[results::rdmabw::params::SizeResult]| -> Vec<LatRow> {
+        let ctx = context(o, role);
+        results
+            .iter()
+            .filter_map(|r| {
+                r.latency
+                    .as_ref()
+                    .map(|s| LatRow::new(&ctx, r.msg_size_bytes, r.iterations, s, max_p99_us))
+            })
+            .collect()
+    };
+    LatReport::new(
+        o.role,
+        o.params.clone(),
+        o.path_mtu_bytes,
+        max_p99_us,
+        rows(o.role, ours),
+        rows(peer, theirs),
+    )
+}
+
+const RULE: &str =
+    "---------------------------------------------------------------------------------------";
+
+/// ib_write_lat's result table of `rows`, in microseconds or (with `cycles`, cycles per
+/// microsecond) cycles; a timed test has ib_write_lat's duration columns.
+pub fn table(rows: &[LatRow], timed: bool, cycles: Option<f64>) -> String {
+    let unit = if cycles.is_some() { "cycles" } else { "usec" };
+    let k = cycles.unwrap_or(1.0);
+    let mut s = String::new();
+    s.push_str(RULE);
+    s.push('\n');
+    if timed {
+        s.push_str(&format!(
+            " #bytes        #iterations       t_avg[{unit}]    tps average\n"
+        ));
+        for r in rows {
+            let tps = if r.t_avg_us > 0.0 {
+                1e6 / (2.0 * r.t_avg_us)
+            } else {
+                0.0
+            };
+            s.push_str(&format!(
+                " {:<13} {:<17} {:<14.2} {:.2}\n",
+                r.msg_size_bytes,
+                r.iterations,
+                r.t_avg_us * k,
+                tps
+            ));
+        }
+    } else {
+        s.push_str(&format!(
+            " #bytes #iterations    t_min[{unit}]    t_max[{unit}]  t_typical[{unit}]    \
+             t_avg[{unit}]    t_stdev[{unit}]   99% percentile[{unit}]   99.9% \
+             percentile[{unit}] \n"
+        ));
+        for r in rows {
+            s.push_str(&format!(
+                " {:<7} {:<14} {:<14.2} {:<14.2} {:<16.2} {:<14.2} {:<15.2} {:<23.2} {:.2}\n",
+                r.msg_size_bytes,
+                r.iterations,
+                r.t_min_us * k,
+                r.t_max_us * k,
+                r.t_typical_us * k,
+                r.t_avg_us * k,
+                r.t_stdev_us * k,
+                r.t_p99_us * k,
+                r.t_p99_9_us * k
+            ));
+        }
+    }
+    s.push_str(RULE);
+    s.push('\n');
+    s
+}
+
+/// `-U`/`-H`: every sample of each size (in the order measured, or sorted), as ib_write_lat
+/// prints them: `#, usec` then `N, value` per line.
+fn samples(o: &Outcome, sorted: bool, cycles: Option<f64>) -> String {
+    let ours = match o.role {
+        Role::Client => &o.client_results,
+        Role::Server => &o.server_results,
+    };
+    let unit = if cycles.is_some() { "cycles" } else { "usec" };
+    let k = cycles.unwrap_or(1.0);
+    let mut s = String::new();
+    for r in ours {
+        let Some(l) = &r.latency else { continue };
+        let mut v = l.samples_us.clone();
+        if sorted {
+            v.sort_by(f64::total_cmp);
+        }
+        s.push_str(&format!("#, {unit}\n"));
+        for (i, x) in v.iter().enumerate() {
+            s.push_str(&format!("{}, {}\n", i + 1, x * k));
+        }
+    }
+    s
+}
+
+/// Prints a finished latency test as `out` asks and gives its exit status: 1 when a size's
+/// p99 is above `--max-p99-us`.
+pub fn print_outcome(o: &Outcome, out: &Output) -> Result<Exit> {
+    let lat = out.lat.clone().unwrap_or_default();
+    let rep = report(o, lat.max_p99_us);
+    if let Some(path) = &out.json_file {
+        let mut doc = serde_json::to_vec_pretty(&rep)?;
+        doc.push(b'\n');
+        std::fs::write(path, doc)
+            .with_context(|| format!("--out_json_file {}: cannot write it", path.display()))?;
+    }
+    let text = match out.format {
+        Format::Json => format!("{}\n", serde_json::to_string(&rep)?),
+        Format::Csv => {
+            let mut v = Vec::new();
+            rep.write_csv(&mut v, out.report_both)?;
+            String::from_utf8(v)?
+        }
+        Format::Table => {
+            if !out.quiet {
+                eprint!("{}", crate::output::preamble(o));
+            }
+            let cycles = if lat.cycles {
+                Some(cpu_mhz().context(
+                    "-C/--report-cycles: /proc/cpuinfo gives no CPU clock to convert with",
+                )?)
+            } else {
+                None
+            };
+            let timed = matches!(o.params.length, TestLength::Duration { .. });
+            let mut t = String::new();
+            if lat.unsorted || lat.histogram {
+                t.push_str(&samples(o, !lat.unsorted, cycles));
+            }
+            t.push_str(&table(&rep.results, timed, cycles));
+            if out.report_both && !rep.peer_results.is_empty() {
+                t.push_str(&format!(
+                    " measured by the {}:\n",
+                    rep.peer_results[0].role.as_str()
+                ));
+                t.push_str(&table(&rep.peer_results, timed, cycles));
+            }
+            t
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut w = stdout.lock();
+    w.write_all(text.as_bytes())
+        .and_then(|()| w.flush())
+        .context("writing the results")?;
+    match rep.status {
+        TestStatus::Ok => Ok(Exit::Ok),
+        _ => {
+            eprintln!(
+                "rdmabw: above threshold: {}",
+                rep.error
+                    .as_deref()
+                    .unwrap_or("p99 latency above --max-p99-us")
+            );
+            Ok(Exit::Failed)
+        }
+    }
+}
+
+/// The arguments as `rdmabw` should read them when it was called as `argv0`: through a link
+/// named `ib_write_lat`, as `rdmabw lat ARGS`; otherwise (`ib_write_bw` included, which is
+/// rdmabw's bare form) unchanged.
+pub fn args_for_name(argv0: &str, args: Vec<String>) -> Vec<String> {
+    let name = std::path::Path::new(argv0)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    if name == "ib_write_lat" {
+        std::iter::once("lat".to_string()).chain(args).collect()
+    } else {
+        args
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    fn resolve(args: &[&str]) -> Result<crate::config::Config, Usage> {
+        let cli =
+            crate::cli::Cli::try_parse_from(std::iter::once("rdmabw").chain(args.iter().copied()))
+                .map_err(|e| Usage(e.to_string()))?;
+        let mut no = || Err("no stdin".to_string());
+        crate::config::resolve(
+            cli,
+            &mut crate::config::SecretInput {
+                env: None,
+                stdin_line: &mut no,
+            },
+        )
+    }
+
+    fn client_params(args: &[&str]) -> TestParams {
+        match resolve(args).unwrap() {
+            crate::config::Config::Client(c, _) => c.params,
+            other => panic!("not a client: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn lat_takes_ib_write_lats_defaults_and_is_a_latency_test() {
+        let p = client_params(&["lat", "127.0.0.1"]);
+        assert!(p.latency);
+        assert_eq!(p.sizes, Sizes::One { msg_size_bytes: 2 });
+        assert_eq!(p.length, TestLength::Iterations { iterations: 1000 });
+        assert_eq!(p.qps, 1);
+        let p = client_params(&["lat", "-s", "64K", "-n", "50", "127.0.0.1"]);
+        assert_eq!(
+            p.sizes,
+            Sizes::One {
+                msg_size_bytes: 65536
+            }
+        );
+        assert_eq!(p.length, TestLength::Iterations { iterations: 50 });
+        // Without a host it serves, as ib_write_lat does.
+        match resolve(&["lat", "-D", "2"]).unwrap() {
+            crate::config::Config::Server { cfg, out, .. } => {
+                assert!(cfg.params.latency);
+                assert!(cfg.pinned.length && !cfg.pinned.sizes);
+                assert!(matches!(cfg.params.length, TestLength::Duration { .. }));
+                assert!(out.lat.is_some());
+            }
+            other => panic!("not a server: {other:?}"),
+        }
+        // The bandwidth default stays as it was.
+        assert!(!client_params(&["127.0.0.1"]).latency);
+        // --report-both needs no -b here: it prints what the peer measured.
+        match resolve(&["lat", "--report-both", "127.0.0.1"]).unwrap() {
+            crate::config::Config::Client(_, out) => assert!(out.report_both),
+            other => panic!("not a client: {other:?}"),
+        }
+        assert!(resolve(&["--report-both", "127.0.0.1"]).is_err());
+    }
+
+    #[test]
+    fn flags_that_do_not_fit_a_ping_pong_are_refused_by_name() {
+        for (args, words) in [
+            (&["lat", "-q", "2", "h"][..], "-q 2"),
+            (&["lat", "-b", "127.0.0.1"][..], "-b/--bidirectional"),
+            (&["lat", "-n", "4", "127.0.0.1"][..], "at least 5"),
+            (&["lat", "-a", "-D", "2", "127.0.0.1"][..], "-a with -D"),
+            (&["lat", "--min-gbps", "5", "127.0.0.1"][..], "--max-p99-us"),
+            (
+                &["lat", "--rate_limit", "5", "127.0.0.1"][..],
+                "--rate_limit",
+            ),
+        ] {
+            let e = resolve(args).unwrap_err();
+            assert!(e.0.contains(words), "{args:?}: {}", e.0);
+        }
+        let e = refuse_unsupported(&["lat", "--latency_gap=5", "h"]).unwrap_err();
+        assert!(
+            e.0.starts_with("--latency_gap: not supported by rdmabw lat"),
+            "{}",
+            e.0
+        );
+        // ib_write_bw's refusals hold here too.
+        assert!(refuse_unsupported(&["lat", "-R", "h"]).is_err());
+        assert!(refuse_unsupported(&["lat", "-U", "-H", "-C", "h"]).is_ok());
+    }
+
+    #[test]
+    fn a_link_named_ib_write_lat_runs_lat_and_other_names_run_as_given() {
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            args_for_name("/usr/local/bin/ib_write_lat", a(&["-s", "8", "h"])),
+            a(&["lat", "-s", "8", "h"])
+        );
+        assert_eq!(args_for_name("ib_write_bw", a(&["h"])), a(&["h"]));
+        assert_eq!(args_for_name("rdmabw", a(&["lat", "h"])), a(&["lat", "h"]));
+    }
+
+    fn row(size: u64, rtt_ns: &[u64], max: Option<f64>) -> LatRow {
+        let ctx = LatContext {
+            role: Role::Client,
+            device: "rxe0".into(),
+            port: 1,
+            gid_index: 1,
+            netdev: None,
+            remote_host: "h".into(),
+            remote_device: "rxe1".into(),
+        };
+        let s = results::rdmabw::lat::LatencyStats::from_round_trips_ns(rtt_ns).unwrap();
+        LatRow::new(&ctx, size, rtt_ns.len() as u64 + 1, &s, max)
+    }
+
+    #[test]
+    fn the_table_has_ib_write_lats_columns_in_its_order() {
+        let t = table(&[row(2, &[4000, 2000, 6000], None)], false, None);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(
+            lines[1].contains("#bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]")
+        );
+        assert!(lines[1].contains("99% percentile[usec]   99.9% percentile[usec]"));
+        let f: Vec<&str> = lines[2].split_whitespace().collect();
+        // bytes, iterations, min, max, typical, avg, stdev, 99%, 99.9%: awk '{print $5}' reads
+        // the typical latency as it does for ib_write_lat.
+        assert_eq!(
+            f,
+            ["2", "4", "1.00", "3.00", "2.00", "2.00", "0.82", "3.00", "3.00"]
+        );
+        let c = table(&[row(2, &[4000, 2000, 6000], None)], false, Some(1000.0));
+        assert!(
+            c.contains("t_min[cycles]") && c.contains(" 1000.00 "),
+            "{c}"
+        );
+        let d = table(&[row(2, &[4000, 2000, 6000], None)], true, None);
+        let f: Vec<&str> = d.lines().nth(2).unwrap().split_whitespace().collect();
+        assert_eq!(f, ["2", "4", "2.00", "250000.00"]);
+    }
+
+    /// Every long name, alias and short letter `rdmabw lat` takes.
+    fn accepted() -> Vec<String> {
+        let mut cmd = crate::cli::Cli::command();
+        cmd.build();
+        let lat = cmd
+            .get_subcommands()
+            .find(|c| c.get_name() == "lat")
+            .expect("a lat subcommand")
+            .clone();
+        let mut names = Vec::new();
+        for a in lat.get_arguments() {
+            names.extend(a.get_long().map(str::to_string));
+            names.extend(
+                a.get_all_aliases()
+                    .into_iter()
+                    .flatten()
+                    .map(str::to_string),
+            );
+            names.extend(a.get_short().map(|c| c.to_string()));
+            names.extend(
+                a.get_all_short_aliases()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| c.to_string()),
+            );
+        }
+        names
+    }
+
+    /// Each flag of the reference ib_write_lat (perftest 25.x in the lab, read from its live
+    /// `--help`) is taken by `rdmabw lat` or refused by name.
+    #[test]
+    fn every_flag_of_the_reference_ib_write_lat_is_taken_or_refused_by_name() {
+        let lab = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/lab.d/ib_write_lat");
+        let version_of = |bin: &str| {
+            std::process::Command::new(bin)
+                .arg("--version")
+                .output()
+                .ok()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .filter(|v| v.starts_with("Version:"))
+        };
+        let (reference, version) = match version_of(lab) {
+            Some(v) => (lab, v),
+            None => (
+                "ib_write_lat",
+                version_of("ib_write_lat").unwrap_or_default(),
+            ),
+        };
+        let out = std::process::Command::new(reference)
+            .arg("--help")
+            .output()
+            .expect(
+                "ib_write_lat is the reference: run scripts/lab --prepare, or install perftest",
+            );
+        let help = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        let flags = crate::perftest::reference_flags(&help);
+        assert!(
+            flags.len() > 40,
+            "only {} flags read from ib_write_lat --help:\n{help}",
+            flags.len()
+        );
+        let taken = accepted();
+        let missing: Vec<&String> = flags
+            .iter()
+            .filter(|f| !taken.contains(f) && !is_refused(f))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "ib_write_lat flags rdmabw lat neither takes nor refuses: {missing:?}"
+        );
+        for f in flags.iter().filter(|f| is_refused(f)) {
+            let arg = if f.len() == 1 {
+                format!("-{f}")
+            } else {
+                format!("--{f}")
+            };
+            let e = refuse_unsupported(&["lat", arg.as_str(), "10.0.0.2"]).unwrap_err();
+            assert!(
+                e.0.starts_with(&format!("{arg}: not supported by rdmabw")),
+                "{}",
+                e.0
+            );
+        }
+        for f in [
+            "U",
+            "H",
+            "C",
+            "report-unsorted",
+            "report-histogram",
+            "report-cycles",
+        ] {
+            assert!(
+                flags.iter().any(|x| x == f),
+                "{f} missing from the reference's help"
+            );
+            assert!(taken.iter().any(|x| x == f), "{f} not taken");
+        }
+        eprintln!(
+            "{} flags of {reference} --help ({version}): {} taken, {} refused by name",
+            flags.len(),
+            flags.iter().filter(|f| taken.contains(f)).count(),
+            flags.iter().filter(|f| is_refused(f)).count()
+        );
+    }
+}

@@ -1,0 +1,392 @@
+//! Latency (`rdmabw lat`, the drop-in for perftest's `ib_write_lat`): the statistics of one
+//! message size as ib_write_lat computes them, and the typed rows of `--json`/`--csv`.
+//!
+//! A sample is one round trip of the ping-pong (this side's write to the peer, the peer's
+//! write back) measured between two of this side's posts; like ib_write_lat, the reported
+//! latency is half of it. `n` iterations give `n - 1` samples.
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use super::params::TestParams;
+use super::report::{Role, TestStatus};
+
+/// The statistics of one message size on one side, in microseconds of one-way latency (half a
+/// round trip). The `t_*` fields are ib_write_lat's table, computed as it does from the sorted
+/// samples; `p50_us`/`p99_us`/`p99_9_us`/`max_us` come from an HDR histogram (3 significant
+/// digits).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyStats {
+    /// Round trips measured (iterations - 1: the time of one is between two posts).
+    pub samples: u64,
+    /// Smallest sample.
+    pub t_min_us: f64,
+    /// Largest sample.
+    pub t_max_us: f64,
+    /// The median (ib_write_lat's t_typical).
+    pub t_typical_us: f64,
+    /// The mean.
+    pub t_avg_us: f64,
+    /// The standard deviation (of the population, as ib_write_lat).
+    pub t_stdev_us: f64,
+    /// ib_write_lat's 99% percentile: the sorted sample at index ceil(0.99 n).
+    pub t_p99_us: f64,
+    /// ib_write_lat's 99.9% percentile: the sorted sample at index ceil(0.999 n).
+    pub t_p99_9_us: f64,
+    /// Median from the histogram.
+    pub p50_us: f64,
+    /// 99th percentile from the histogram.
+    pub p99_us: f64,
+    /// 99.9th percentile from the histogram.
+    pub p99_9_us: f64,
+    /// Largest value from the histogram.
+    pub max_us: f64,
+    /// Every sample in the order measured, one-way microseconds; kept by the side that measured
+    /// them (for `-U`/`-H`), never sent or printed in JSON.
+    #[serde(skip)]
+    pub samples_us: Vec<f64>,
+}
+
+impl LatencyStats {
+    /// The statistics of round trips of `rtt_ns` nanoseconds each, in the order measured;
+    /// `None` without any.
+    pub fn from_round_trips_ns(rtt_ns: &[u64]) -> Option<LatencyStats> {
+        if rtt_ns.is_empty() {
+            return None;
+        }
+        let one_way: Vec<f64> = rtt_ns.iter().map(|&t| t as f64 / 2000.0).collect();
+        let mut sorted = one_way.clone();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let at = |i: usize| sorted[i.min(n - 1)];
+        let median = if n % 2 == 0 {
+            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        } else {
+            sorted[n / 2]
+        };
+        let avg = sorted.iter().sum::<f64>() / n as f64;
+        let var = sorted.iter().map(|v| (v - avg) * (v - avg)).sum::<f64>() / n as f64;
+        // ib_write_lat: iters_99 = ceil(measure_cnt * 0.99), an index into the sorted deltas.
+        let idx = |q: f64| (n as f64 * q).ceil() as usize;
+        // Half a round trip in ns, at least 1 (the histogram's lowest trackable value).
+        let mut h = Histogram::<u64>::new(3).ok()?;
+        for &t in rtt_ns {
+            h.record((t / 2).max(1)).ok()?;
+        }
+        let us = |ns: u64| ns as f64 / 1000.0;
+        Some(LatencyStats {
+            samples: n as u64,
+            t_min_us: sorted[0],
+            t_max_us: sorted[n - 1],
+            t_typical_us: median,
+            t_avg_us: avg,
+            t_stdev_us: var.sqrt(),
+            t_p99_us: at(idx(0.99)),
+            t_p99_9_us: at(idx(0.999)),
+            p50_us: us(h.value_at_quantile(0.5)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            p99_9_us: us(h.value_at_quantile(0.999)),
+            max_us: us(h.max()),
+            samples_us: one_way,
+        })
+    }
+}
+
+/// One message size of a latency test, as a row of `rdmabw lat --csv` (and an element of the
+/// JSON document's `results`): where it ran, then the statistics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatRow {
+    /// The side that measured this row.
+    pub role: Role,
+    /// This side's RDMA device.
+    pub device: String,
+    /// Its port.
+    pub port: u8,
+    /// Its GID index.
+    pub gid_index: u32,
+    /// Its interface, when known.
+    pub netdev: Option<String>,
+    /// The peer's host (as given to the client, or its address on the server).
+    pub remote_host: String,
+    /// The peer's RDMA device.
+    pub remote_device: String,
+    /// Bytes per RDMA WRITE.
+    pub msg_size_bytes: u64,
+    /// Exchanges run (`-n`, or as many as fitted in `-D`).
+    pub iterations: u64,
+    /// See [`LatencyStats::samples`].
+    pub samples: u64,
+    /// See [`LatencyStats`]: ib_write_lat's columns, in microseconds.
+    pub t_min_us: f64,
+    /// Largest sample.
+    pub t_max_us: f64,
+    /// Median.
+    pub t_typical_us: f64,
+    /// Mean.
+    pub t_avg_us: f64,
+    /// Standard deviation.
+    pub t_stdev_us: f64,
+    /// ib_write_lat's 99% column.
+    pub t_p99_us: f64,
+    /// ib_write_lat's 99.9% column.
+    pub t_p99_9_us: f64,
+    /// Histogram median.
+    pub p50_us: f64,
+    /// Histogram 99th percentile (what `--max-p99-us` checks).
+    pub p99_us: f64,
+    /// Histogram 99.9th percentile.
+    pub p99_9_us: f64,
+    /// Histogram maximum.
+    pub max_us: f64,
+    /// `ok`, or `below_threshold` when `p99_us` is above `--max-p99-us`.
+    pub status: TestStatus,
+}
+
+/// Where a latency test ran, for its rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatContext {
+    /// The side whose rows these are.
+    pub role: Role,
+    /// Its device, port, GID index and interface.
+    pub device: String,
+    /// Port.
+    pub port: u8,
+    /// GID index.
+    pub gid_index: u32,
+    /// Interface.
+    pub netdev: Option<String>,
+    /// The peer's host and device.
+    pub remote_host: String,
+    /// The peer's device.
+    pub remote_device: String,
+}
+
+impl LatRow {
+    /// The row of one size: `iterations` exchanges whose statistics are `s`, judged against
+    /// `max_p99_us`.
+    pub fn new(
+        ctx: &LatContext,
+        msg_size_bytes: u64,
+        iterations: u64,
+        s: &LatencyStats,
+        max_p99_us: Option<f64>,
+    ) -> LatRow {
+        let status = match max_p99_us {
+            Some(m) if s.p99_us > m => TestStatus::BelowThreshold,
+            _ => TestStatus::Ok,
+        };
+        LatRow {
+            role: ctx.role,
+            device: ctx.device.clone(),
+            port: ctx.port,
+            gid_index: ctx.gid_index,
+            netdev: ctx.netdev.clone(),
+            remote_host: ctx.remote_host.clone(),
+            remote_device: ctx.remote_device.clone(),
+            msg_size_bytes,
+            iterations,
+            samples: s.samples,
+            t_min_us: s.t_min_us,
+            t_max_us: s.t_max_us,
+            t_typical_us: s.t_typical_us,
+            t_avg_us: s.t_avg_us,
+            t_stdev_us: s.t_stdev_us,
+            t_p99_us: s.t_p99_us,
+            t_p99_9_us: s.t_p99_9_us,
+            p50_us: s.p50_us,
+            p99_us: s.p99_us,
+            p99_9_us: s.p99_9_us,
+            max_us: s.max_us,
+            status,
+        }
+    }
+}
+
+/// The document `rdmabw lat --json` prints: one per test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatReport {
+    /// [`super::REPORT_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Always `latency`: tells this document from a bandwidth report.
+    pub test: String,
+    /// The side that printed it.
+    pub role: Role,
+    /// The test's parameters.
+    pub params: TestParams,
+    /// Path MTU of the QP, bytes.
+    pub path_mtu_bytes: u32,
+    /// `--max-p99-us`, when given.
+    pub max_p99_us: Option<f64>,
+    /// This side's rows, one per size.
+    pub results: Vec<LatRow>,
+    /// The peer's rows (what it measured), one per size.
+    pub peer_results: Vec<LatRow>,
+    /// `ok`; `below_threshold` when any of this side's rows is; `failed` with `error`.
+    pub status: TestStatus,
+    /// Why the test failed or is below its threshold.
+    pub error: Option<String>,
+}
+
+impl LatReport {
+    /// The report of this side's `results` and the peer's: its status is the worst of this
+    /// side's rows, with the first row above the threshold named in `error`.
+    pub fn new(
+        role: Role,
+        params: TestParams,
+        path_mtu_bytes: u32,
+        max_p99_us: Option<f64>,
+        results: Vec<LatRow>,
+        peer_results: Vec<LatRow>,
+    ) -> LatReport {
+        let over = results
+            .iter()
+            .find(|r| r.status == TestStatus::BelowThreshold);
+        let (status, error) = match (over, max_p99_us) {
+            (Some(r), Some(m)) => (
+                TestStatus::BelowThreshold,
+                Some(format!(
+                    "{} B: p99 latency {:.2} us is above --max-p99-us {m}",
+                    r.msg_size_bytes, r.p99_us
+                )),
+            ),
+            _ => (TestStatus::Ok, None),
+        };
+        LatReport {
+            schema_version: super::REPORT_SCHEMA_VERSION,
+            test: "latency".into(),
+            role,
+            params,
+            path_mtu_bytes,
+            max_p99_us,
+            results,
+            peer_results,
+            status,
+            error,
+        }
+    }
+}
+
+impl LatReport {
+    /// Writes this side's rows (and with `peer`, the peer's after them) as CSV with a header,
+    /// the columns being [`LatRow`]'s fields.
+    pub fn write_csv<W: std::io::Write>(&self, w: W, peer: bool) -> Result<(), csv::Error> {
+        let mut out = csv::Writer::from_writer(w);
+        let theirs: &[LatRow] = if peer { &self.peer_results } else { &[] };
+        for r in self.results.iter().chain(theirs) {
+            out.serialize(r)?;
+        }
+        out.flush()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn statistics_follow_ib_write_lat_on_half_round_trips() {
+        // Round trips 2..=2000 us in a scrambled order: one-way 1..=1000 us, 1000 samples.
+        let mut rtt: Vec<u64> = (1..=1000u64).map(|i| i * 2000).collect();
+        rtt.reverse();
+        rtt.swap(3, 700);
+        let s = LatencyStats::from_round_trips_ns(&rtt).unwrap();
+        assert_eq!(s.samples, 1000);
+        assert!(close(s.t_min_us, 1.0) && close(s.t_max_us, 1000.0));
+        // Even count: the mean of the two middle values (500 and 501).
+        assert!(close(s.t_typical_us, 500.5), "{}", s.t_typical_us);
+        assert!(close(s.t_avg_us, 500.5));
+        // Population stdev of 1..=1000: sqrt((1000^2 - 1) / 12).
+        assert!(close(s.t_stdev_us, ((1_000_000.0f64 - 1.0) / 12.0).sqrt()));
+        // index ceil(990) = 990 -> value 991; ceil(999) = 999 -> value 1000.
+        assert!(close(s.t_p99_us, 991.0), "{}", s.t_p99_us);
+        assert!(close(s.t_p99_9_us, 1000.0));
+        // The histogram keeps 3 significant digits.
+        assert!((s.p50_us - 500.0).abs() <= 1.0, "{}", s.p50_us);
+        assert!((s.p99_us - 990.0).abs() <= 1.0, "{}", s.p99_us);
+        assert!((s.max_us - 1000.0).abs() <= 1.0, "{}", s.max_us);
+        // The samples stay in the order measured.
+        assert!(close(s.samples_us[0], 1000.0) && close(s.samples_us[3], 300.0));
+    }
+
+    #[test]
+    fn an_odd_count_has_its_middle_value_typical_and_indexes_stay_inside() {
+        let s = LatencyStats::from_round_trips_ns(&[6000, 2000, 4000]).unwrap();
+        assert!(close(s.t_typical_us, 2.0));
+        // ceil(3 * 0.99) = 3 is past the end: the largest sample, not a panic.
+        assert!(close(s.t_p99_us, 3.0) && close(s.t_p99_9_us, 3.0));
+        let one = LatencyStats::from_round_trips_ns(&[10]).unwrap();
+        assert!(close(one.t_min_us, 0.005) && one.max_us > 0.0);
+        assert!(LatencyStats::from_round_trips_ns(&[]).is_none());
+    }
+
+    #[test]
+    fn a_row_above_max_p99_makes_the_report_below_threshold_and_names_it() {
+        let ctx = LatContext {
+            role: Role::Client,
+            device: "rxe0".into(),
+            port: 1,
+            gid_index: 1,
+            netdev: Some("net1".into()),
+            remote_host: "10.0.0.2".into(),
+            remote_device: "rxe1".into(),
+        };
+        let s = LatencyStats::from_round_trips_ns(&[20_000; 100]).unwrap();
+        let ok = LatRow::new(&ctx, 2, 100, &s, Some(10.5));
+        assert_eq!(ok.status, TestStatus::Ok);
+        let over = LatRow::new(&ctx, 2, 100, &s, Some(9.5));
+        assert_eq!(over.status, TestStatus::BelowThreshold);
+        let params = crate::rdmabw::params::TestParams {
+            sizes: crate::rdmabw::params::Sizes::One { msg_size_bytes: 2 },
+            length: crate::rdmabw::params::TestLength::Iterations { iterations: 100 },
+            qps: 1,
+            connection: crate::rdmabw::params::Connection::RC,
+            bidirectional: false,
+            run_infinitely: false,
+            data_validation: false,
+            latency: true,
+        };
+        let r = LatReport::new(
+            Role::Client,
+            params.clone(),
+            1024,
+            Some(9.5),
+            vec![over],
+            vec![],
+        );
+        assert_eq!(r.status, TestStatus::BelowThreshold);
+        assert!(r
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("above --max-p99-us 9.5"));
+        let r = LatReport::new(Role::Client, params, 1024, None, vec![ok.clone()], vec![]);
+        assert_eq!(r.status, TestStatus::Ok);
+        // The JSON names the test and never carries the raw samples.
+        let j = serde_json::to_string(&r).unwrap();
+        assert!(
+            j.contains("\"test\":\"latency\"") && !j.contains("samples_us"),
+            "{j}"
+        );
+        // CSV columns come from the row's fields; the peer's rows only when asked.
+        let mut both = r.clone();
+        both.peer_results = vec![ok.clone()];
+        let mut v = Vec::new();
+        both.write_csv(&mut v, false).unwrap();
+        assert_eq!(String::from_utf8(v).unwrap().lines().count(), 2);
+        let mut v = Vec::new();
+        both.write_csv(&mut v, true).unwrap();
+        let text = String::from_utf8(v).unwrap();
+        assert_eq!(text.lines().count(), 3);
+        assert!(
+            text.starts_with("role,device,port,gid_index,netdev,remote_host"),
+            "{text}"
+        );
+        assert!(text.contains("p99_us,p99_9_us,max_us,status"), "{text}");
+    }
+}
