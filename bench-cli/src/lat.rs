@@ -556,82 +556,22 @@ mod tests {
             .find(|c| c.get_name() == "lat")
             .expect("a lat subcommand")
             .clone();
-        let mut names = Vec::new();
-        for a in lat.get_arguments() {
-            names.extend(a.get_long().map(str::to_string));
-            names.extend(
-                a.get_all_aliases()
-                    .into_iter()
-                    .flatten()
-                    .map(str::to_string),
-            );
-            names.extend(a.get_short().map(|c| c.to_string()));
-            names.extend(
-                a.get_all_short_aliases()
-                    .into_iter()
-                    .flatten()
-                    .map(|c| c.to_string()),
-            );
-        }
-        names
+        crate::perftest::arg_names(&lat)
     }
 
     /// Each flag of the reference ib_write_lat (perftest 25.x in the lab, read from its live
     /// `--help`) is taken by `rdmabw lat` or refused by name.
     #[test]
     fn every_flag_of_the_reference_ib_write_lat_is_taken_or_refused_by_name() {
-        let lab = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/lab.d/ib_write_lat");
-        let version_of = |bin: &str| {
-            std::process::Command::new(bin)
-                .arg("--version")
-                .output()
-                .ok()
-                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-                .filter(|v| v.starts_with("Version:"))
-        };
-        let (reference, version) = match version_of(lab) {
-            Some(v) => (lab, v),
-            None => (
-                "ib_write_lat",
-                version_of("ib_write_lat").unwrap_or_default(),
-            ),
-        };
-        let out = std::process::Command::new(reference)
-            .arg("--help")
-            .output()
-            .expect(
-                "ib_write_lat is the reference: run scripts/lab --prepare, or install perftest",
-            );
-        let help = String::from_utf8_lossy(&out.stdout).to_string()
-            + &String::from_utf8_lossy(&out.stderr);
-        let flags = crate::perftest::reference_flags(&help);
-        assert!(
-            flags.len() > 40,
-            "only {} flags read from ib_write_lat --help:\n{help}",
-            flags.len()
-        );
         let taken = accepted();
-        let missing: Vec<&String> = flags
-            .iter()
-            .filter(|f| !taken.contains(f) && !is_refused(f))
-            .collect();
-        assert!(
-            missing.is_empty(),
-            "ib_write_lat flags rdmabw lat neither takes nor refuses: {missing:?}"
+        let flags = crate::perftest::check_reference_flags(
+            "ib_write_lat",
+            41,
+            &taken,
+            is_refused,
+            |arg| refuse_unsupported(&["lat", arg, "10.0.0.2"]),
+            |arg| format!("{arg}: not supported by rdmabw"),
         );
-        for f in flags.iter().filter(|f| is_refused(f)) {
-            let arg = if f.len() == 1 {
-                format!("-{f}")
-            } else {
-                format!("--{f}")
-            };
-            let e = refuse_unsupported(&["lat", arg.as_str(), "10.0.0.2"]).unwrap_err();
-            assert!(
-                e.0.starts_with(&format!("{arg}: not supported by rdmabw")),
-                "{}",
-                e.0
-            );
-        }
         for f in [
             "U",
             "H",
@@ -646,11 +586,5 @@ mod tests {
             );
             assert!(taken.iter().any(|x| x == f), "{f} not taken");
         }
-        eprintln!(
-            "{} flags of {reference} --help ({version}): {} taken, {} refused by name",
-            flags.len(),
-            flags.iter().filter(|f| taken.contains(f)).count(),
-            flags.iter().filter(|f| is_refused(f)).count()
-        );
     }
 }

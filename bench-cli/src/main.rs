@@ -567,6 +567,18 @@ fn server(
     }
 }
 
+/// A daemon's report of one test as one JSON line on stdout; a daemon outlives the reader of
+/// its stdout, so a failure to print is logged (a reader gone, not even that) and it goes on.
+fn json_line_or_log(rep: &impl serde::Serialize, peer: &str, log: &Log) {
+    match stdout::json_line(rep) {
+        Err(e) if !exit::is_broken_pipe(&e) => log(&format!(
+            "[{peer}] cannot print the report: {}",
+            exit::message(&e)
+        )),
+        _ => {}
+    }
+}
+
 /// The most characters of a test's error a server logs (it may quote what the peer sent).
 const LOGGED_ERROR_CHARS: usize = 1024;
 
@@ -594,13 +606,7 @@ fn daemon(
                 ));
             }
             if out2.format == Format::Json {
-                match stdout::json_line(&rep) {
-                    Err(e) if !exit::is_broken_pipe(&e) => log2(&format!(
-                        "[{peer}] cannot print the report: {}",
-                        exit::message(&e)
-                    )),
-                    _ => {}
-                }
+                json_line_or_log(&rep, peer, &log2);
             }
         }
         Ok(o) => {
@@ -616,15 +622,8 @@ fn daemon(
                     last.bw_avg_gbps
                 ));
             }
-            // A daemon outlives the reader of its stdout: it keeps serving without one.
             if out2.format == Format::Json {
-                match stdout::json_line(&rep) {
-                    Err(e) if !exit::is_broken_pipe(&e) => log2(&format!(
-                        "[{peer}] cannot print the report: {}",
-                        exit::message(&e)
-                    )),
-                    _ => {}
-                }
+                json_line_or_log(&rep, peer, &log2);
             }
         }
         // Before admission nothing is logged: what the peer sent stays out of the log, and

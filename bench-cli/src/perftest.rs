@@ -205,6 +205,99 @@ pub(crate) fn reference_flags(help: &str) -> Vec<String> {
     flags
 }
 
+/// Every long name, alias and short letter of `c`'s own arguments.
+#[cfg(test)]
+pub(crate) fn arg_names(c: &clap::Command) -> Vec<String> {
+    let mut names = Vec::new();
+    for a in c.get_arguments() {
+        names.extend(a.get_long().map(str::to_string));
+        names.extend(
+            a.get_all_aliases()
+                .into_iter()
+                .flatten()
+                .map(str::to_string),
+        );
+        names.extend(a.get_short().map(|c| c.to_string()));
+        names.extend(
+            a.get_all_short_aliases()
+                .into_iter()
+                .flatten()
+                .map(|c| c.to_string()),
+        );
+    }
+    names
+}
+
+/// What a flag test checks against the reference perftest `tool` (ib_write_bw, ib_write_lat):
+/// each flag its live `--help` lists (the lab's perftest 25.x under scripts/lab.d once scripts/lab
+/// --prepare fetched it, else the machine's; at least `at_least` of them, so that a help that
+/// did not parse cannot pass) is in `taken` or refused by name: `refuse(ARG)` refuses it with a
+/// message that starts with `says(ARG)`. The flags and the counts are printed; the flags are
+/// returned for further checks.
+#[cfg(test)]
+#[allow(clippy::expect_used)]
+pub(crate) fn check_reference_flags(
+    tool: &str,
+    at_least: usize,
+    taken: &[String],
+    is_refused: impl Fn(&str) -> bool,
+    refuse: impl Fn(&str) -> Result<(), Usage>,
+    says: impl Fn(&str) -> String,
+) -> Vec<String> {
+    let lab = format!("{}/../scripts/lab.d/{tool}", env!("CARGO_MANIFEST_DIR"));
+    // perftest's --version exits 1; what it prints is what tells.
+    let version_of = |bin: &str| {
+        std::process::Command::new(bin)
+            .arg("--version")
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .filter(|v| v.starts_with("Version:"))
+    };
+    let (reference, version) = match version_of(&lab) {
+        Some(v) => (lab.as_str(), v),
+        None => (tool, version_of(tool).unwrap_or_default()),
+    };
+    let out = std::process::Command::new(reference)
+        .arg("--help")
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("{tool} is the reference: run scripts/lab --prepare, or install perftest ({e})")
+        });
+    let help =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let flags = reference_flags(&help);
+    assert!(
+        flags.len() >= at_least,
+        "only {} flags read from {tool} --help:\n{help}",
+        flags.len()
+    );
+    let missing: Vec<&String> = flags
+        .iter()
+        .filter(|f| !taken.contains(f) && !is_refused(f))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{tool} flags rdmabw neither takes nor refuses: {missing:?}"
+    );
+    for f in flags.iter().filter(|f| is_refused(f)) {
+        let arg = if f.len() == 1 {
+            format!("-{f}")
+        } else {
+            format!("--{f}")
+        };
+        let e = refuse(&arg).expect_err("refused");
+        assert!(e.0.starts_with(&says(&arg)), "{}", e.0);
+    }
+    eprintln!(
+        "{} flags of {reference} --help ({version}): {} taken, {} refused by name",
+        flags.len(),
+        flags.iter().filter(|f| taken.contains(f)).count(),
+        flags.iter().filter(|f| is_refused(f)).count()
+    );
+    flags
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -238,28 +331,9 @@ mod tests {
     fn accepted() -> Vec<String> {
         let mut cmd = crate::cli::Cli::command();
         cmd.build();
-        let mut names: Vec<String> = Vec::new();
-        let mut collect = |c: &clap::Command| {
-            for a in c.get_arguments() {
-                names.extend(a.get_long().map(str::to_string));
-                names.extend(
-                    a.get_all_aliases()
-                        .into_iter()
-                        .flatten()
-                        .map(str::to_string),
-                );
-                names.extend(a.get_short().map(|c| c.to_string()));
-                names.extend(
-                    a.get_all_short_aliases()
-                        .into_iter()
-                        .flatten()
-                        .map(|c| c.to_string()),
-                );
-            }
-        };
-        collect(&cmd);
+        let mut names = super::arg_names(&cmd);
         for sub in cmd.get_subcommands() {
-            collect(sub);
+            names.extend(super::arg_names(sub));
         }
         names
     }
@@ -268,61 +342,13 @@ mod tests {
     /// drift), is either taken by rdmabw's parser or refused here by name.
     #[test]
     fn every_flag_of_the_installed_ib_write_bw_is_taken_or_refused_by_name() {
-        // The lab's reference (perftest 25.x, scripts/lab.d/ib_write_bw, once scripts/lab
-        // --prepare fetched it), else the machine's perftest.
-        let lab = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/lab.d/ib_write_bw");
-        // perftest's --version exits 1; what it prints is what tells.
-        let version_of = |bin: &str| {
-            std::process::Command::new(bin)
-                .arg("--version")
-                .output()
-                .ok()
-                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-                .filter(|v| v.starts_with("Version:"))
-        };
-        let (reference, version) = match version_of(lab) {
-            Some(v) => (lab, v),
-            None => ("ib_write_bw", version_of("ib_write_bw").unwrap_or_default()),
-        };
-        let out = std::process::Command::new(reference)
-            .arg("--help")
-            .output()
-            .expect("ib_write_bw is the reference: run scripts/lab --prepare, or install perftest");
-        let help = String::from_utf8_lossy(&out.stdout).to_string()
-            + &String::from_utf8_lossy(&out.stderr);
-        let flags = reference_flags(&help);
-        assert!(
-            flags.len() > 60,
-            "only {} flags read from ib_write_bw --help:\n{help}",
-            flags.len()
-        );
-        let taken = accepted();
-        let missing: Vec<&String> = flags
-            .iter()
-            .filter(|f| !taken.contains(f) && !is_refused(f))
-            .collect();
-        assert!(
-            missing.is_empty(),
-            "ib_write_bw flags rdmabw neither takes nor refuses: {missing:?}"
-        );
-        for f in flags.iter().filter(|f| is_refused(f)) {
-            let arg = if f.len() == 1 {
-                format!("-{f}")
-            } else {
-                format!("--{f}")
-            };
-            let e = refuse_unsupported(&[arg.as_str(), "10.0.0.2"]).unwrap_err();
-            assert!(
-                e.0.starts_with(&format!("{arg}: not supported by rdmabw: it ")),
-                "{}",
-                e.0
-            );
-        }
-        eprintln!(
-            "{} flags of {reference} --help ({version}): {} taken, {} refused by name",
-            flags.len(),
-            flags.iter().filter(|f| taken.contains(f)).count(),
-            flags.iter().filter(|f| is_refused(f)).count()
+        super::check_reference_flags(
+            "ib_write_bw",
+            61,
+            &accepted(),
+            is_refused,
+            |arg| refuse_unsupported(&[arg, "10.0.0.2"]),
+            |arg| format!("{arg}: not supported by rdmabw: it "),
         );
     }
 

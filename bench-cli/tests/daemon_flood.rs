@@ -29,18 +29,13 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 fn params() -> TestParams {
-    TestParams {
-        sizes: Sizes::One {
+    TestParams::write_bw(
+        Sizes::One {
             msg_size_bytes: 65536,
         },
-        length: TestLength::Iterations { iterations: 100 },
-        qps: 1,
-        connection: Connection::RC,
-        bidirectional: false,
-        run_infinitely: false,
-        data_validation: false,
-        latency: false,
-    }
+        TestLength::Iterations { iterations: 100 },
+        1,
+    )
 }
 
 struct Ended(Child);

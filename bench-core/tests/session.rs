@@ -33,18 +33,13 @@ fn fixture(tree: &str) -> SysRoots {
 }
 
 fn params(qps: u32) -> TestParams {
-    TestParams {
-        sizes: Sizes::One {
+    TestParams::write_bw(
+        Sizes::One {
             msg_size_bytes: 65536,
         },
-        length: TestLength::Iterations { iterations: 100 },
+        TestLength::Iterations { iterations: 100 },
         qps,
-        connection: Connection::RC,
-        bidirectional: false,
-        run_infinitely: false,
-        data_validation: false,
-        latency: false,
-    }
+    )
 }
 
 fn server_cfg(daemon: bool, pinned: Pinned, rail: RailRequest) -> ServerConfig {

@@ -11,20 +11,15 @@ use results::rdmabw::params::{Connection, SizeResult, Sizes, TestLength, TestPar
 
 /// A size sweep to 8 MiB, 5 s windows, 4 QPs.
 pub fn params() -> TestParams {
-    TestParams {
-        sizes: Sizes::Sweep { max_bytes: 1 << 23 },
-        length: TestLength::Duration {
+    TestParams::write_bw(
+        Sizes::Sweep { max_bytes: 1 << 23 },
+        TestLength::Duration {
             duration_s: 5.0,
             warmup_s: 1.0,
             cooldown_s: 0.5,
         },
-        qps: 4,
-        connection: Connection::RC,
-        bidirectional: false,
-        run_infinitely: false,
-        data_validation: false,
-        latency: false,
-    }
+        4,
+    )
 }
 
 /// A result of `size` bytes near 400 Gb/s.

@@ -201,6 +201,14 @@ impl Connected {
             port,
             completed_sizes: 0,
         };
+        // Nothing completed for `stalled_s` with `outstanding` writes posted.
+        let stalled = |stalled_s: f64, outstanding: u64| Error::Stalled {
+            device: device.clone(),
+            port,
+            stalled_s,
+            outstanding,
+            hint: stall_hint.clone(),
+        };
 
         let mut i: u64 = 0;
         loop {
@@ -220,15 +228,7 @@ impl Connected {
                     Landed::Arrived => {}
                     Landed::PeerDone => break,
                     Landed::Stopped => return Err(stopped()),
-                    Landed::Stalled(s) => {
-                        return Err(Error::Stalled {
-                            device,
-                            port,
-                            stalled_s: s,
-                            outstanding: posted - completed,
-                            hint: stall_hint,
-                        })
-                    }
+                    Landed::Stalled(s) => return Err(stalled(s, posted - completed)),
                 }
             }
             // Room in the send queue (every write is signaled).
@@ -236,13 +236,10 @@ impl Connected {
             while posted - completed >= depth {
                 reap(&self.cq, &mut wcs, &mut completed, &self.qps[0])?;
                 if wait_from.elapsed() > stall_limit {
-                    return Err(Error::Stalled {
-                        device,
-                        port,
-                        stalled_s: wait_from.elapsed().as_secs_f64(),
-                        outstanding: posted - completed,
-                        hint: stall_hint,
-                    });
+                    return Err(stalled(
+                        wait_from.elapsed().as_secs_f64(),
+                        posted - completed,
+                    ));
                 }
             }
             let now = Instant::now();
@@ -280,15 +277,7 @@ impl Connected {
                 {
                     Landed::Arrived | Landed::PeerDone => {}
                     Landed::Stopped => return Err(stopped()),
-                    Landed::Stalled(s) => {
-                        return Err(Error::Stalled {
-                            device,
-                            port,
-                            stalled_s: s,
-                            outstanding: posted - completed,
-                            hint: stall_hint,
-                        })
-                    }
+                    Landed::Stalled(s) => return Err(stalled(s, posted - completed)),
                 }
             }
         }
@@ -300,13 +289,10 @@ impl Connected {
                 return Err(stopped());
             }
             if drain_from.elapsed() > stall_limit {
-                return Err(Error::Stalled {
-                    device,
-                    port,
-                    stalled_s: drain_from.elapsed().as_secs_f64(),
-                    outstanding: posted - completed,
-                    hint: stall_hint,
-                });
+                return Err(stalled(
+                    drain_from.elapsed().as_secs_f64(),
+                    posted - completed,
+                ));
             }
         }
         let measured_s = first_post.map_or(0.0, |f| last_post.duration_since(f).as_secs_f64());

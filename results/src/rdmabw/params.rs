@@ -194,6 +194,21 @@ impl std::fmt::Display for ParamMismatch {
 }
 
 impl TestParams {
+    /// A bandwidth test of `sizes` over `qps` RC queue pairs, one direction, nothing else asked
+    /// (each of the other fields is off); set them on the result.
+    pub fn write_bw(sizes: Sizes, length: TestLength, qps: u32) -> TestParams {
+        TestParams {
+            sizes,
+            length,
+            qps,
+            connection: Connection::RC,
+            bidirectional: false,
+            run_infinitely: false,
+            data_validation: false,
+            latency: false,
+        }
+    }
+
     /// Checks every parameter against the bounds rdmabw's command line enforces: sizes 1 B to
     /// [`MAX_MSG_BYTES`] (a sweep's top at least 2 B), at least one QP and one iteration, and
     /// times finite, non-negative, at most [`MAX_SECONDS`] (the window positive). A server
@@ -517,18 +532,13 @@ mod tests {
 
     #[test]
     fn the_new_modes_are_compared_and_absent_from_older_peers() {
-        let a = TestParams {
-            sizes: Sizes::One {
+        let a = TestParams::write_bw(
+            Sizes::One {
                 msg_size_bytes: 65536,
             },
-            length: TestLength::Iterations { iterations: 10 },
-            qps: 1,
-            connection: Connection::RC,
-            bidirectional: false,
-            run_infinitely: false,
-            data_validation: false,
-            latency: false,
-        };
+            TestLength::Iterations { iterations: 10 },
+            1,
+        );
         // An older peer's JSON has neither field: both read as off, and off is not written.
         let json = serde_json::to_string(&a).unwrap_or_default();
         assert!(!json.contains("run_infinitely") && !json.contains("data_validation"));
@@ -566,20 +576,15 @@ mod tests {
 
     #[test]
     fn bounds_refuse_what_the_command_line_refuses() {
-        let ok = TestParams {
-            sizes: Sizes::Sweep { max_bytes: 1 << 23 },
-            length: TestLength::Duration {
+        let ok = TestParams::write_bw(
+            Sizes::Sweep { max_bytes: 1 << 23 },
+            TestLength::Duration {
                 duration_s: 5.0,
                 warmup_s: 0.0,
                 cooldown_s: 0.5,
             },
-            qps: 4,
-            connection: Connection::RC,
-            bidirectional: false,
-            run_infinitely: false,
-            data_validation: false,
-            latency: false,
-        };
+            4,
+        );
         assert_eq!(ok.check_bounds(), Ok(()));
         let with = |f: &dyn Fn(&mut TestParams)| {
             let mut p = ok.clone();
