@@ -18,8 +18,9 @@ use results::rdmabw::params::{Sizes, TestLength, TestParams};
 use results::rdmabw::report::{Role, TestStatus};
 
 use crate::cli::TestArgs;
-use crate::config::{Format, Output, Usage};
+use crate::config::{Format, Output};
 use crate::exit::Exit;
+use crate::exit::Usage;
 
 /// ib_write_lat's default message size.
 pub const DEFAULT_SIZE: u64 = 2;

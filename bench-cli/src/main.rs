@@ -65,7 +65,7 @@ fn main() -> ExitCode {
 }
 
 /// The first perftest flag that rdmabw (or `rdmabw lat`) refuses by name, as a usage error.
-fn refuse_unsupported(args: &[String]) -> Result<(), config::Usage> {
+fn refuse_unsupported(args: &[String]) -> Result<(), Usage> {
     if args.first().is_some_and(|a| a == "lat") {
         lat::refuse_unsupported(args)
     } else {
@@ -569,7 +569,7 @@ fn server(
 
 /// A daemon's report of one test as one JSON line on stdout; a daemon outlives the reader of
 /// its stdout, so a failure to print is logged (a reader gone, not even that) and it goes on.
-fn json_line_or_log(rep: &impl serde::Serialize, peer: &str, log: &Log) {
+fn json_line_or_log(rep: &impl serde::Serialize, peer: impl std::fmt::Display, log: &Log) {
     match stdout::json_line(rep) {
         Err(e) if !exit::is_broken_pipe(&e) => log(&format!(
             "[{peer}] cannot print the report: {}",

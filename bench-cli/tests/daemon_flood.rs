@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bench_core::control::{ControlChannel, Hello, PhaseTimeouts, RunSecret};
-use results::rdmabw::params::{Connection, Sizes, TestLength, TestParams};
+use results::rdmabw::params::{Sizes, TestLength, TestParams};
 
 mod support;
 use support::{daemon_on, free_port, lines, SECRET};

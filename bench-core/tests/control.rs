@@ -48,6 +48,7 @@ fn accept_msg(device: &str) -> Accept {
         active_mtu_bytes: 4096,
         line_rate_gbps: 400.0,
         rdmabw_version: RDMABW_VERSION.into(),
+        latency: true,
     }
 }
 

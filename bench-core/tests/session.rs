@@ -22,7 +22,7 @@ use bench_core::session::{
     ServerShared, SessionError,
 };
 use bench_core::sysfs::SysRoots;
-use results::rdmabw::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
+use results::rdmabw::params::{LocalTuning, Sizes, TestLength, TestParams};
 
 fn fixture(tree: &str) -> SysRoots {
     SysRoots::under(

@@ -173,6 +173,11 @@ pub struct Accept {
     pub line_rate_gbps: f64,
     /// The server's rdmabw release, for the client's log.
     pub rdmabw_version: String,
+    /// Whether the server runs latency tests (`rdmabw lat`). Absent from older servers, which
+    /// would run a bandwidth test for a latency hello: the client then stops at once instead of
+    /// waiting out its timeouts.
+    #[serde(default)]
+    pub latency: bool,
 }
 
 /// Why a server refused a test.
@@ -302,6 +307,16 @@ pub(crate) mod tests {
                 "{json}"
             );
         }
+    }
+
+    #[test]
+    fn an_older_servers_accept_reads_as_no_latency() {
+        let old = r#"{"type":"accept","device":"mlx5_3","port":1,"gid_index":3,
+            "active_mtu_bytes":4096,"line_rate_gbps":400.0,"rdmabw_version":"0.1.0"}"#;
+        let Msg::Accept(a) = serde_json::from_str(old).unwrap() else {
+            panic!("not an accept")
+        };
+        assert!(!a.latency);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::engine::Endpoints;
 use crate::verbs::{MrInfo, QpEndpoint};
 use results::rdmabw::counters::CounterReport;
 use results::rdmabw::params::LocalTuning;
-use results::rdmabw::params::{Connection, SizeResult, Sizes, TestLength, TestParams};
+use results::rdmabw::params::{SizeResult, Sizes, TestLength, TestParams};
 
 /// A size sweep to 8 MiB, 5 s windows, 4 QPs.
 pub fn params() -> TestParams {
@@ -63,6 +63,7 @@ pub fn every_variant() -> Vec<Msg> {
             active_mtu_bytes: 4096,
             line_rate_gbps: 400.0,
             rdmabw_version: RDMABW_VERSION.into(),
+            latency: true,
         }),
         Msg::Busy {
             device: "mlx5_3".into(),

@@ -11,6 +11,7 @@ use super::window::{window, WindowSpec, Windowed};
 use super::Log;
 use crate::control::{
     Accept, ControlChannel, Hello, Msg, Phase, PhaseTimeouts, RunSecret, WatchConfig,
+    RDMABW_VERSION,
 };
 use crate::gid::RailRequest;
 use crate::sysfs::SysRoots;
@@ -95,6 +96,14 @@ pub fn run_client_streaming(
     .with_tuning(cfg.tuning.clone())
     .with_secret(cfg.secret.clone());
     let accept: Accept = ch.client_handshake(&hello).map_err(control)?;
+    if cfg.params.latency && !accept.latency {
+        let why = format!(
+            "the server's rdmabw ({}) does not run latency tests: run this rdmabw ({}) there",
+            accept.rdmabw_version, RDMABW_VERSION
+        );
+        ch.fail(&why);
+        return Err(SessionError::ServerSetup(why));
+    }
     log(&format!(
         "server accepted: {} port {} GID index {}, rdmabw {}",
         accept.device, accept.port, accept.gid_index, accept.rdmabw_version

@@ -615,6 +615,7 @@ pub fn serve_admitted(
         active_mtu_bytes: side.info.mtu_bytes,
         line_rate_gbps: side.rail.line_rate_gbps.unwrap_or(0.0),
         rdmabw_version: RDMABW_VERSION.to_string(),
+        latency: true,
     };
     ch.send(&Msg::Accept(accept)).map_err(control)?;
     let Linked {

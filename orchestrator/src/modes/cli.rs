@@ -242,7 +242,7 @@ mod tests {
         let p: NodePair = "a, b".parse().expect("two nodes");
         assert_eq!((p.client.as_str(), p.server.as_str()), ("a", "b"));
         // Issue 33: `--nodes A,A` was taken.
-        let e = "a,a".parse::<NodePair>().unwrap_err();
+        let e = "a,a".parse::<NodePair>().expect_err("one node twice");
         assert!(e.starts_with("`a,a` names one node twice"), "{e}");
         assert!("a".parse::<NodePair>().is_err());
     }
