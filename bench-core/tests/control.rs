@@ -11,7 +11,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bench_core::control::samples::{every_variant, params, result};
+use bench_core::control::samples::{accept as accept_msg, every_variant, params, result};
 use bench_core::control::*;
 
 const SHORT: Duration = Duration::from_millis(300);
@@ -37,18 +37,6 @@ fn endpoints(n: usize, seed: u32) -> Endpoints {
             rkey: seed ^ 0xabcd,
         },
         mtu_bytes: 4096,
-    }
-}
-
-fn accept_msg(device: &str) -> Accept {
-    Accept {
-        device: device.into(),
-        port: 1,
-        gid_index: 3,
-        active_mtu_bytes: 4096,
-        line_rate_gbps: 400.0,
-        rdmabw_version: RDMABW_VERSION.into(),
-        latency: true,
     }
 }
 

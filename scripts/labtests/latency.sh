@@ -107,16 +107,16 @@ test_lat_beside_ib_write_lat() {
 test_lat_netem_delay_is_flagged_by_max_p99_us() {
   rail 0
   lat_pair "$RDMABW" 18740 clean "lat -u 20" lat -u 20 -n 100 --json --max-p99-us "$MAX_P99_US"
-  echo "clean rail 0: exit $rc, p99 $(json_get "$T_OUT/clean.out" 'd["results"][0]["p99_us"]') us"
+  echo "clean rail 0: exit $rc, p99 $(json_get "$T_OUT/clean.out" '.results[0].p99_us') us"
   [ "$rc" -eq 0 ] || { cat "$T_OUT/clean.err"; fail "the clean rail exceeded --max-p99-us $MAX_P99_US (exit $rc)"; }
   tc qdisc add dev r1b root netem delay "${DELAY_US}us" || fail "tc netem on r1b (is sch_netem loaded?)"
   rail 1
   lat_pair "$RDMABW" 18741 delayed "lat -u 20" lat -u 20 -n 100 --json --max-p99-us "$MAX_P99_US"
   tc qdisc del dev r1b root || true
-  echo "rail 1 with ${DELAY_US} us netem delay: exit $rc, typical $(json_get "$T_OUT/delayed.out" 'd["results"][0]["t_typical_us"]') us, p99 $(json_get "$T_OUT/delayed.out" 'd["results"][0]["p99_us"]') us"
+  echo "rail 1 with ${DELAY_US} us netem delay: exit $rc, typical $(json_get "$T_OUT/delayed.out" '.results[0].t_typical_us') us, p99 $(json_get "$T_OUT/delayed.out" '.results[0].p99_us') us"
   tail -2 "$T_OUT/delayed.err"
   [ "$rc" -eq 1 ] || fail "the delayed rail exited $rc, expected 1"
-  [ "$(json_get "$T_OUT/delayed.out" 'd["status"]')" = below_threshold ] || fail "the report's status is not below_threshold"
+  [ "$(json_get "$T_OUT/delayed.out" '.status')" = below_threshold ] || fail "the report's status is not below_threshold"
   grep -q "above --max-p99-us $MAX_P99_US" "$T_OUT/delayed.err" || fail "the client does not name the threshold"
 }
 

@@ -43,6 +43,19 @@ pub fn result(size: u64) -> SizeResult {
     }
 }
 
+/// This build's accept of a test on `device` (port 1, GID index 3, 400 Gb/s, MTU 4096).
+pub fn accept(device: &str) -> Accept {
+    Accept {
+        device: device.into(),
+        port: 1,
+        gid_index: 3,
+        active_mtu_bytes: 4096,
+        line_rate_gbps: 400.0,
+        rdmabw_version: RDMABW_VERSION.into(),
+        latency: true,
+    }
+}
+
 /// One instance of every message variant (and every reject reason).
 pub fn every_variant() -> Vec<Msg> {
     let gid = [
@@ -56,15 +69,7 @@ pub fn every_variant() -> Vec<Msg> {
                 .with_server_rail(Some("net4".into()), Some(5))
                 .with_tuning(LocalTuning::default()),
         ),
-        Msg::Accept(Accept {
-            device: "mlx5_3".into(),
-            port: 1,
-            gid_index: 3,
-            active_mtu_bytes: 4096,
-            line_rate_gbps: 400.0,
-            rdmabw_version: RDMABW_VERSION.into(),
-            latency: true,
-        }),
+        Msg::Accept(accept("mlx5_3")),
         Msg::Busy {
             device: "mlx5_3".into(),
             by: "pod-b-1 (10.0.0.7:50312)".into(),
