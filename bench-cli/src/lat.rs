@@ -350,7 +350,7 @@ pub fn print_outcome(o: &Outcome, out: &Output) -> Result<Exit> {
         }
         Format::Table => {
             if !out.quiet {
-                eprint!("{}", crate::output::preamble(o));
+                results::say_raw!("{}", crate::output::preamble(o));
             }
             let cycles = if lat.cycles {
                 Some(cpu_mhz().context(
@@ -383,7 +383,7 @@ pub fn print_outcome(o: &Outcome, out: &Output) -> Result<Exit> {
     match rep.status {
         TestStatus::Ok => Ok(Exit::Ok),
         _ => {
-            eprintln!(
+            results::say!(
                 "rdmabw: above threshold: {}",
                 rep.error
                     .as_deref()

@@ -280,7 +280,7 @@ async fn write_verdicts(
         return Ok(());
     }
     if end.verdict == Verdict::Interrupted {
-        eprintln!("railsweep: interrupted: no verdict is written onto the nodes");
+        results::say!("railsweep: interrupted: no verdict is written onto the nodes");
         return Ok(());
     }
     opts.run_id.clone_from(&end.run_id);
@@ -289,7 +289,7 @@ async fn write_verdicts(
     let applied = verdicts::apply(runner.client(), &nodes, &opts, &mut out).await?;
     std::io::Write::flush(&mut out)?;
     for line in verdicts::summary(&nodes, &applied, &opts) {
-        eprintln!("railsweep: {line}");
+        results::say!("railsweep: {line}");
     }
     Ok(())
 }

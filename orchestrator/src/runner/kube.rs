@@ -73,7 +73,7 @@ impl KubeRunner {
         let runner = Self::connect(target).await?;
         // The server is named: an error that says the API server cannot be reached then
         // says which one.
-        eprintln!(
+        results::say!(
             "railsweep: cluster {}, namespace {}{}",
             runner.cluster(),
             runner.namespace(),

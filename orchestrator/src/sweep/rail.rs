@@ -109,7 +109,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
         };
         let argv = rdmabw::client_argv(&self.prep.client_bin, &test);
         if self.cfg.show_commands {
-            eprintln!("railsweep: rail {}: {}", pair.rail, argv.join(" "));
+            results::say!("railsweep: rail {}: {}", pair.rail, argv.join(" "));
         }
         if !self.cfg.parallel {
             if let Some(a) = self.attempt_batched(&argv).await {
