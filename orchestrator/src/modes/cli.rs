@@ -92,6 +92,14 @@ pub struct PodArgs {
     /// with --inject, any image with libibverbs, sh, head and sleep.
     #[arg(long, value_name = "IMAGE")]
     pub image: Option<String>,
+    /// The container's imagePullPolicy [default: Never for the default image, which no registry
+    /// serves; IfNotPresent for --image].
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub image_pull_policy: Option<super::PullPolicy>,
+    /// A Secret in the pods' namespace with the registry's credentials (repeatable), as the
+    /// pods' imagePullSecrets.
+    #[arg(long = "image-pull-secret", value_name = "NAME")]
+    pub image_pull_secrets: Vec<String>,
     /// Tolerate this taint (repeatable); `nvidia.com/gpu:NoSchedule` is always tolerated unless
     /// --no-gpu-toleration.
     #[arg(long = "toleration", value_name = "KEY[=VALUE][:EFFECT]")]
@@ -215,6 +223,10 @@ impl PodArgs {
         }
         Ok(PodOptions {
             namespace: namespace.to_string(),
+            pull_policy: self
+                .image_pull_policy
+                .unwrap_or_else(|| super::PullPolicy::default_for(&image)),
+            pull_secrets: self.image_pull_secrets.clone(),
             image,
             tolerations,
             resources,
