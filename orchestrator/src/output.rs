@@ -42,23 +42,32 @@ pub fn export(report: &Report, format: Format, to: Dest<'_>) -> anyhow::Result<V
         .exporter()
         .serialize(report)
         .with_context(|| format!("cannot produce {format} output"))?;
-    match to {
-        Dest::File(path) => {
-            write_whole(path, &bytes)?;
-            // Results CSV has no counters column: they go to the counters file beside it.
-            if format == Format::Csv && results::countersio::any_counters(&report.rows) {
-                let mut counters = Vec::new();
-                results::write_counters_csv(&mut counters, &report.rows)
-                    .context("cannot produce the counters file")?;
-                write_whole(&results::counters_csv_path(path), &counters)?;
-            }
+    let counters_beside = match &to {
+        Dest::File(path) => Some(path.to_path_buf()),
+        Dest::Stream(_) => None,
+    };
+    write(&bytes, to)?;
+    // Results CSV has no counters column: they go to the counters file beside it.
+    if let Some(path) = counters_beside {
+        if format == Format::Csv && results::countersio::any_counters(&report.rows) {
+            let mut counters = Vec::new();
+            results::write_counters_csv(&mut counters, &report.rows)
+                .context("cannot produce the counters file")?;
+            write_whole(&results::counters_csv_path(&path), &counters)?;
         }
-        Dest::Stream(out) => out
-            .write_all(&bytes)
-            .and_then(|()| out.flush())
-            .context("cannot write to stdout")?,
     }
     Ok(bytes)
+}
+
+/// Output already made, to a file (created or replaced at once) or a stream.
+pub fn write(bytes: &[u8], to: Dest<'_>) -> anyhow::Result<()> {
+    match to {
+        Dest::File(path) => write_whole(path, bytes),
+        Dest::Stream(out) => out
+            .write_all(bytes)
+            .and_then(|()| out.flush())
+            .context("cannot write to stdout"),
+    }
 }
 
 /// `bytes` as the whole of `path`, created or replaced at once (written beside it, then renamed

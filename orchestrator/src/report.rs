@@ -123,6 +123,64 @@ fn output_format(args: &ReportArgs) -> Result<Format> {
     })
 }
 
+/// `railsweep report` of a fleet's rows (its fleet.csv): markdown, SVG and PNG show the nodes x
+/// rails view ([`orchestrator::fleet::nodemap`]); CSV, JSON and OpenMetrics are the rows, as for
+/// any run. 1 when a node's rail failed in every pair or is below the fleet's outlier limit.
+fn fleet(args: &ReportArgs, rows: Vec<results::RailResult>, format: Format) -> Result<Verdict> {
+    use orchestrator::fleet::culprit::Threshold;
+    use orchestrator::fleet::nodemap::NodeRails;
+    let view = NodeRails::new(&rows);
+    let t = Threshold::default();
+    results::say!(
+        "railsweep: a fleet: {} nodes, {} rails; each node's rail is its best pair's bandwidth",
+        view.nodes.len(),
+        view.rails.len()
+    );
+    if format.is_binary() && args.output.is_none() && std::io::stdout().is_terminal() {
+        return Err(UsageError(format!(
+            "{format} is binary and stdout is a terminal: give -o FILE.{format} or pipe it"
+        ))
+        .into());
+    }
+    let view_bytes: Option<Vec<u8>> = match format {
+        Format::Markdown => Some(view.markdown(t).into_bytes()),
+        Format::Svg => Some(view.svg(t)?.into_bytes()),
+        Format::Png => Some(results::svg_to_png(view.svg(t)?.as_bytes(), 1.0)?),
+        _ => None,
+    };
+    let mut stdout = std::io::stdout().lock();
+    let to = match &args.output {
+        Some(path) => Dest::File(path),
+        None => Dest::Stream(&mut stdout),
+    };
+    match view_bytes {
+        Some(bytes) => orchestrator::output::write(&bytes, to)?,
+        // The rows themselves, as for any run (CSV with its counters file beside it).
+        None => {
+            export(&Report::new(generated_by(), rows), format, to)?;
+        }
+    }
+    if let Some(path) = &args.output {
+        results::say!("railsweep: wrote {format} to {}", path.display());
+    }
+    let low: Vec<String> = view
+        .nodes
+        .iter()
+        .flat_map(|n| view.rails.iter().map(move |r| (n, *r)))
+        .filter(|(n, r)| view.is_low(n, *r, t))
+        .map(|(n, r)| format!("{n} rail {r}"))
+        .collect();
+    if low.is_empty() {
+        Ok(Verdict::Ok)
+    } else {
+        results::say!(
+            "railsweep: below the fleet's outlier limit in every pair, or failed: {}",
+            low.join(", ")
+        );
+        Ok(Verdict::Problems)
+    }
+}
+
 /// Run `railsweep report`: 0 when every rail is fine, 1 when some rail failed
 /// or is below the threshold; input and output errors are `Err`.
 pub fn run(args: &ReportArgs) -> Result<Verdict> {
@@ -139,10 +197,13 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
     if rows.is_empty() {
         results::say!("railsweep: warning: the input holds no rows");
     }
+    let format = output_format(args)?;
+    if orchestrator::fleet::nodemap::is_fleet(&rows) {
+        return fleet(args, rows, format);
+    }
     let report = Report::new(generated_by(), rows).with_threshold(args.threshold_gbps);
     let comparison = report.comparison().context("cannot merge the runs")?;
 
-    let format = output_format(args)?;
     if format.is_binary() && args.output.is_none() && std::io::stdout().is_terminal() {
         return Err(UsageError(format!(
             "{format} is binary and stdout is a terminal: give -o FILE.{format} or pipe it"

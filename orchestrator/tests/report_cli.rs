@@ -429,3 +429,25 @@ fn a_closed_stderr_keeps_the_exit_status() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stdout).contains("RDMA bandwidth per rail"));
 }
+
+/// Issue 33: `railsweep report fleet.csv` refused a fleet's own CSV ("rail 0 more than once").
+/// It shows the nodes x rails view (the lab's fleet with podC's rail 1 down) and draws it as a
+/// PNG heatmap; exit 1 names the node's rail.
+#[test]
+fn a_fleets_csv_is_reported_per_node_and_rail() {
+    let csv =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fleet-4x2-rail-down.csv");
+    let out = railsweep(&["report", path_str(&csv)]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let md = text(&out.stdout);
+    assert!(md.contains("# Fleet: 4 nodes x 2 rails"), "{md}");
+    assert!(md.contains("| podC | ") && md.contains(" failed |"), "{md}");
+    assert_says(&out.stderr, "podC rail 1");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-fleet");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let png = dir.join("fleet.png");
+    let out = railsweep(&["report", path_str(&csv), "-o", path_str(&png)]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let bytes = std::fs::read(&png).expect("png written");
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+}

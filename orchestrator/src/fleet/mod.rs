@@ -9,6 +9,7 @@
 
 pub mod culprit;
 pub mod heatmap;
+pub mod nodemap;
 mod nodes;
 mod run;
 pub mod schedule;

@@ -1,0 +1,352 @@
+//! A fleet's results seen per node, for `railsweep report fleet.csv`: for each node and rail,
+//! the best of the latest average bandwidths of the pairs the node joined (a node's rail is as
+//! good as its best pair: a bad node is slow in every pair, the fleet's suspect rule), as a
+//! percentage of that rail's fleet median. As a markdown table, and as an SVG heatmap of nodes x
+//! rails with a colour scale.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use anyhow::{anyhow, Result};
+use plotters::prelude::*;
+use results::charts::{ensure_font, FONT};
+use results::{RailResult, RailStatus};
+
+use super::culprit::{self, Threshold};
+
+/// Whether `rows` hold a fleet: some run has one rail of one mode from more than one pair of
+/// pods (a sweep or a comparison has one pair per run and mode).
+pub fn is_fleet(rows: &[RailResult]) -> bool {
+    let mut seen: BTreeMap<(&str, String, u32), (String, String)> = BTreeMap::new();
+    for r in rows {
+        let pair = culprit::row_nodes(r);
+        let k = (r.run_id.as_str(), r.network_mode.to_string(), r.rail);
+        match seen.get(&k) {
+            Some(p) if *p != pair => return true,
+            Some(_) => {}
+            None => {
+                seen.insert(k, pair);
+            }
+        }
+    }
+    false
+}
+
+/// One node's rail.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct NodeCell {
+    /// The best latest average bandwidth of the node's pairs on the rail, Gb/s; `None` when
+    /// every pair failed.
+    pub best_gbps: Option<f64>,
+    /// Pairs measured.
+    pub pairs: usize,
+    /// Of which failed.
+    pub failed: usize,
+}
+
+/// A fleet per node and rail.
+#[derive(Debug, Clone, Default)]
+pub struct NodeRails {
+    /// The nodes, sorted.
+    pub nodes: Vec<String>,
+    /// The rails, sorted.
+    pub rails: Vec<u32>,
+    /// Each (node, rail) measured.
+    pub cells: BTreeMap<(String, u32), NodeCell>,
+    /// Each rail's fleet median (of the pairs, failed ones left out), Gb/s.
+    pub medians: BTreeMap<u32, f64>,
+    /// The runs the rows came from.
+    pub runs: BTreeSet<String>,
+}
+
+impl NodeRails {
+    /// The per-node view of a fleet's rows (the latest row of each pair and rail counts).
+    pub fn new(rows: &[RailResult]) -> NodeRails {
+        let mut v = NodeRails {
+            medians: culprit::rail_medians(rows),
+            ..NodeRails::default()
+        };
+        let mut nodes = BTreeSet::new();
+        let mut rails = BTreeSet::new();
+        for r in culprit::latest(rows).values() {
+            v.runs.insert(r.run_id.clone());
+            rails.insert(r.rail);
+            let (a, b) = culprit::row_nodes(r);
+            let failed = r.status == RailStatus::Failed || r.bw_avg_gbps.is_none();
+            for n in [a, b] {
+                nodes.insert(n.clone());
+                let c = v.cells.entry((n, r.rail)).or_default();
+                c.pairs += 1;
+                if failed {
+                    c.failed += 1;
+                } else {
+                    let bw = r.bw_avg_gbps.unwrap_or(0.0);
+                    c.best_gbps = Some(c.best_gbps.map_or(bw, |b| b.max(bw)));
+                }
+            }
+        }
+        v.nodes = nodes.into_iter().collect();
+        v.rails = rails.into_iter().collect();
+        v
+    }
+
+    /// A cell's percentage of its rail's median.
+    pub fn pct(&self, node: &str, rail: u32) -> Option<f64> {
+        let c = self.cells.get(&(node.to_string(), rail))?;
+        let m = self.medians.get(&rail).filter(|m| **m > 0.0)?;
+        c.best_gbps.map(|b| 100.0 * b / m)
+    }
+
+    /// Whether a cell is below `t`'s median rule (or failed in every pair).
+    pub fn is_low(&self, node: &str, rail: u32, t: Threshold) -> bool {
+        let pct_limit = match t {
+            Threshold::MedianPct(p) | Threshold::LineRatePct(p) => p,
+        };
+        match self.cells.get(&(node.to_string(), rail)) {
+            Some(c) if c.best_gbps.is_none() => true,
+            Some(_) => self.pct(node, rail).is_some_and(|p| p < pct_limit),
+            None => false,
+        }
+    }
+
+    /// Markdown: nodes as rows, rails as columns, each cell the best pair's Gb/s and its
+    /// percentage of the rail's median; low cells in bold.
+    pub fn markdown(&self, t: Threshold) -> String {
+        let mut s = String::new();
+        let runs: Vec<&str> = self.runs.iter().map(String::as_str).collect();
+        let _ = writeln!(
+            s,
+            "# Fleet: {} nodes x {} rails (run {})\n",
+            self.nodes.len(),
+            self.rails.len(),
+            runs.join(", ")
+        );
+        let _ = writeln!(
+            s,
+            "Each cell: the best average Gb/s of the node's pairs on that rail, and its percentage \
+             of the rail's fleet median; **bold** below the outlier limit, `failed` when every \
+             pair failed.\n"
+        );
+        let _ = write!(s, "| node |");
+        for r in &self.rails {
+            let _ = write!(s, " rail {r} |");
+        }
+        let _ = write!(s, "\n|---|");
+        for _ in &self.rails {
+            let _ = write!(s, "---:|");
+        }
+        s.push('\n');
+        for n in &self.nodes {
+            let _ = write!(s, "| {n} |");
+            for &rail in &self.rails {
+                let text = match self.cells.get(&(n.clone(), rail)) {
+                    None => "-".to_string(),
+                    Some(NodeCell {
+                        best_gbps: None, ..
+                    }) => "failed".to_string(),
+                    Some(NodeCell {
+                        best_gbps: Some(b), ..
+                    }) => {
+                        let cell = match self.pct(n, rail) {
+                            Some(p) => format!("{b:.3} ({p:.0}%)"),
+                            None => format!("{b:.3}"),
+                        };
+                        if self.is_low(n, rail, t) {
+                            format!("**{cell}**")
+                        } else {
+                            cell
+                        }
+                    }
+                };
+                let _ = write!(s, " {text} |");
+            }
+            s.push('\n');
+        }
+        s.push('\n');
+        for (rail, m) in &self.medians {
+            let _ = writeln!(s, "rail {rail}: fleet median {m:.3} Gb/s");
+        }
+        s
+    }
+
+    /// The heatmap, nodes x rails, coloured by percentage of the rail's median on a scale
+    /// drawn below it: green at or above the limit, orange to red below, dark red with a cross
+    /// where every pair failed, grey where the node did not join the rail.
+    pub fn svg(&self, t: Threshold) -> Result<String> {
+        ensure_font()?;
+        let limit = match t {
+            Threshold::MedianPct(p) | Threshold::LineRatePct(p) => p,
+        };
+        let rows = i32::try_from(self.nodes.len()).unwrap_or(i32::MAX);
+        let cols = i32::try_from(self.rails.len()).unwrap_or(i32::MAX);
+        let cell_h: i32 = (700 / rows.max(1)).clamp(4, 28);
+        let cell_w: i32 = (900 / cols.max(1)).clamp(24, 90);
+        let (label_w, top, scale_h) = (130, 70, 70);
+        // The colour scale is at least 400 px wide; the labels past its right end need 150.
+        let span = (cols * cell_w).max(400);
+        let (w, h) = (
+            (label_w + span + 150).max(680),
+            top + rows * cell_h + scale_h + 20,
+        );
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, (w.unsigned_abs(), h.unsigned_abs()))
+                .into_drawing_area();
+            let e = |e| anyhow!("fleet heatmap: {e}");
+            root.fill(&WHITE).map_err(e)?;
+            let runs: Vec<&str> = self.runs.iter().map(String::as_str).collect();
+            root.draw(&Text::new(
+                format!(
+                    "Fleet: {} nodes x {} rails, best pair's Gb/s as % of the rail's median",
+                    self.nodes.len(),
+                    self.rails.len()
+                ),
+                (10, 12),
+                (FONT, 16).into_font(),
+            ))
+            .map_err(e)?;
+            root.draw(&Text::new(
+                format!("run {}", runs.join(", ")),
+                (10, 34),
+                (FONT, 12).into_font(),
+            ))
+            .map_err(e)?;
+            let small = (FONT, (cell_h - 2).clamp(6, 12)).into_font();
+            for (j, rail) in self.rails.iter().enumerate() {
+                let j = i32::try_from(j).unwrap_or(0);
+                root.draw(&Text::new(
+                    format!("rail {rail}"),
+                    (label_w + j * cell_w + 2, top - 14),
+                    (FONT, 11).into_font(),
+                ))
+                .map_err(e)?;
+            }
+            for (i, node) in self.nodes.iter().enumerate() {
+                let y = top + i32::try_from(i).unwrap_or(0) * cell_h;
+                if cell_h >= 8 {
+                    root.draw(&Text::new(node.clone(), (4, y + 1), small.clone()))
+                        .map_err(e)?;
+                }
+                for (j, &rail) in self.rails.iter().enumerate() {
+                    let x = label_w + i32::try_from(j).unwrap_or(0) * cell_w;
+                    let cell = self.cells.get(&(node.clone(), rail));
+                    let pct = self.pct(node, rail);
+                    let c = match (cell, pct) {
+                        (None, _) => RGBColor(200, 200, 200),
+                        (Some(c), _) if c.best_gbps.is_none() => RGBColor(120, 0, 0),
+                        (Some(_), Some(p)) => colour(p, limit),
+                        (Some(_), None) => RGBColor(200, 200, 200),
+                    };
+                    root.draw(&Rectangle::new(
+                        [(x, y), (x + cell_w - 1, y + cell_h - 1)],
+                        c.filled(),
+                    ))
+                    .map_err(e)?;
+                    if cell.is_some_and(|c| c.best_gbps.is_none()) && cell_h >= 8 {
+                        for (p, q) in [
+                            ((x + 2, y + 2), (x + cell_w - 3, y + cell_h - 3)),
+                            ((x + cell_w - 3, y + 2), (x + 2, y + cell_h - 3)),
+                        ] {
+                            root.draw(&PathElement::new(vec![p, q], WHITE)).map_err(e)?;
+                        }
+                    } else if let (Some(p), true) = (pct, cell_h >= 12 && cell_w >= 40) {
+                        root.draw(&Text::new(
+                            format!("{p:.0}%"),
+                            (x + 4, y + 1),
+                            small.clone().color(&WHITE),
+                        ))
+                        .map_err(e)?;
+                    }
+                }
+            }
+            // The colour scale: 0 % to 110 % of the median, the limit marked.
+            let y = top + rows * cell_h + 24;
+            let x0 = label_w;
+            for k in 0..=110 {
+                let x = x0 + span * k / 110;
+                root.draw(&Rectangle::new(
+                    [(x, y), (x + span / 110 + 1, y + 14)],
+                    colour(f64::from(k), limit).filled(),
+                ))
+                .map_err(e)?;
+            }
+            for (k, text) in [
+                (0.0, "0%".to_string()),
+                (50.0, "50%".to_string()),
+                (limit, format!("{limit:.0}% (outlier limit)")),
+                (100.0, "100% = median".to_string()),
+            ] {
+                #[allow(clippy::cast_possible_truncation)]
+                let x = x0 + (f64::from(span) * k / 110.0) as i32;
+                root.draw(&PathElement::new(vec![(x, y - 2), (x, y + 18)], BLACK))
+                    .map_err(e)?;
+                let dy = if (k - limit).abs() < f64::EPSILON {
+                    32
+                } else {
+                    20
+                };
+                root.draw(&Text::new(text, (x + 2, y + dy), (FONT, 11).into_font()))
+                    .map_err(e)?;
+            }
+            root.present().map_err(e)?;
+        }
+        svg.push('\n');
+        Ok(svg)
+    }
+}
+
+/// Green at or above `limit` percent, orange just under it to red at zero.
+fn colour(pct: f64, limit: f64) -> RGBColor {
+    if pct >= limit {
+        RGBColor(44, 160, 44)
+    } else {
+        let f = (pct / limit.max(1.0)).clamp(0.0, 1.0);
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let g = (40.0 + 110.0 * f) as u8;
+        RGBColor(230, g, 20)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::row;
+
+    /// Four nodes in all pairs on one rail; node c is slow in each of its pairs.
+    fn fleet() -> Vec<RailResult> {
+        let mut rows = Vec::new();
+        for (a, b, bw) in [
+            ("a", "b", 10.0),
+            ("a", "c", 4.0),
+            ("b", "c", 4.2),
+            ("a", "d", 10.0),
+            ("b", "d", 10.0),
+            ("c", "d", 4.1),
+        ] {
+            rows.push(row(a, b, 0, Some(bw)));
+        }
+        rows
+    }
+
+    #[test]
+    fn a_fleet_is_told_from_a_sweep_and_its_slow_node_shows() {
+        let rows = fleet();
+        assert!(is_fleet(&rows));
+        assert!(!is_fleet(&rows[..1]));
+        let v = NodeRails::new(&rows);
+        assert_eq!(v.nodes, ["a", "b", "c", "d"]);
+        assert_eq!(v.cells[&("a".to_string(), 0)].best_gbps, Some(10.0));
+        assert_eq!(v.cells[&("c".to_string(), 0)].pairs, 3);
+        let t = Threshold::default();
+        assert!(v.is_low("c", 0, t) && !v.is_low("a", 0, t) && !v.is_low("b", 0, t));
+        let md = v.markdown(t);
+        // The median of the six pairs is 7.1 Gb/s: c's best pair, 4.2, is 59 % of it.
+        assert!(md.contains("| c | **4.200 (59%)** |"), "{md}");
+        assert!(md.contains("| a | 10.000 (141%) |"), "{md}");
+        let svg = v.svg(t).expect("svg");
+        assert!(
+            svg.contains("outlier limit") && svg.contains("rail 0"),
+            "{svg}"
+        );
+    }
+}
