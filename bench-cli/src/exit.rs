@@ -135,7 +135,7 @@ pub fn finish(r: anyhow::Result<Exit>) -> Exit {
         Err(e) => {
             let x = Exit::of_error(&e);
             if x != Exit::Ok {
-                eprintln!("rdmabw: error: {}", message(&e));
+                results::say!("rdmabw: error: {}", message(&e));
             }
             x
         }

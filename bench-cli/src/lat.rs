@@ -349,7 +349,7 @@ pub fn print_outcome(o: &Outcome, out: &Output) -> Result<Exit> {
         }
         Format::Table => {
             if !out.quiet {
-                eprint!("{}", crate::output::preamble(o));
+                results::say_raw!("{}", crate::output::preamble(o));
             }
             let cycles = if lat.cycles {
                 Some(cpu_mhz().context(
@@ -382,7 +382,7 @@ pub fn print_outcome(o: &Outcome, out: &Output) -> Result<Exit> {
     match rep.status {
         TestStatus::Ok => Ok(Exit::Ok),
         _ => {
-            eprintln!(
+            results::say!(
                 "rdmabw: above threshold: {}",
                 rep.error
                     .as_deref()

@@ -92,7 +92,7 @@ fn run(cli: cli::Cli) -> Result<Exit> {
     )?;
     let stop = Arc::new(AtomicBool::new(false));
     if let Err(e) = install_signals(&stop) {
-        eprintln!("rdmabw: warning: cannot catch SIGINT/SIGTERM: {e}");
+        results::say!("rdmabw: warning: cannot catch SIGINT/SIGTERM: {e}");
     }
     match cfg {
         Config::Devices { json, root } => devices(json, root.as_deref()),
@@ -142,7 +142,7 @@ fn install_signals(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
 /// interrupted if the process is still there (blocked in a set-up phase), saying `why`.
 fn exit_after_grace(why: &str) -> ! {
     thread::sleep(Duration::from_secs(6));
-    eprintln!("rdmabw: {why}");
+    results::say!("rdmabw: {why}");
     std::process::exit(i32::from(Exit::Interrupted.code()));
 }
 
@@ -164,12 +164,12 @@ fn stop_at_stdin_eof(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
                     Ok(_) => {}
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
                     Err(e) => {
-                        eprintln!("rdmabw server: cannot read standard input ({e}): stopping");
+                        results::say!("rdmabw server: cannot read standard input ({e}): stopping");
                         break;
                     }
                 }
             }
-            eprintln!("rdmabw server: standard input closed: stopping");
+            results::say!("rdmabw server: standard input closed: stopping");
             stop.store(true, Ordering::SeqCst);
             exit_after_grace("stopped at the end of standard input");
         })?;
@@ -180,7 +180,7 @@ fn logger(quiet: bool, prefix: &'static str) -> Log {
     if quiet {
         session::quiet()
     } else {
-        Arc::new(move |m: &str| eprintln!("{prefix}{m}"))
+        Arc::new(move |m: &str| results::say!("{prefix}{m}"))
     }
 }
 
@@ -270,7 +270,7 @@ fn print_outcome(o: &Outcome, out: &Output) -> Result<Exit> {
     }
     let rep = output::report(o, out);
     if out.format == Format::Table && !out.quiet {
-        eprint!("{}", output::preamble(o));
+        results::say_raw!("{}", output::preamble(o));
     }
     if let results::rdmabw::params::TestLength::Duration { .. } = o.params.length {
         let batch = u64::from(o.tuning.cq_mod.max(1));
@@ -280,23 +280,25 @@ fn print_outcome(o: &Outcome, out: &Output) -> Result<Exit> {
                 .filter(|g| *g > STARVED_SHARE * r.measured_s)
             {
                 if !out.quiet {
-                    eprintln!(
+                    results::say!(
                         "rdmabw: warning: {} B: the polling thread did not run for {gap:.1} s of \
                          the {:.1} s window (the host's CPUs were taken: on Soft-RoCE by the \
                          kernel moving the queued writes), so the completions of that time are \
                          missing from this average; use fewer or smaller writes in flight (-t, \
                          -q, -s) or a less loaded host",
-                        r.msg_size_bytes, r.measured_s
+                        r.msg_size_bytes,
+                        r.measured_s
                     );
                 }
                 continue;
             }
             if r.iterations < 10 * batch && !out.quiet {
-                eprintln!(
+                results::say!(
                     "rdmabw: warning: {} B: only {} writes completed in the window, counted in \
                      completions of {batch} (-Q): the average is coarse; use a longer -D or a \
                      smaller -Q",
-                    r.msg_size_bytes, r.iterations
+                    r.msg_size_bytes,
+                    r.iterations
                 );
             }
         }
@@ -305,7 +307,7 @@ fn print_outcome(o: &Outcome, out: &Output) -> Result<Exit> {
     match rep.status {
         TestStatus::Ok => Ok(Exit::Ok),
         _ => {
-            eprintln!(
+            results::say!(
                 "rdmabw: below threshold: {}",
                 rep.error
                     .as_deref()
@@ -326,7 +328,7 @@ fn failure(
     msg: &str,
     code: Exit,
 ) -> Result<Exit> {
-    eprintln!("rdmabw: error: {msg}");
+    results::say!("rdmabw: error: {msg}");
     if out.format == Format::Json {
         stdout::json_line(&output::failed_report(role, params, tuning, msg))?;
     }
@@ -430,7 +432,7 @@ fn batch(
         }
         .line();
         stdout::line(&end)?;
-        eprintln!("{end}");
+        results::say!("{end}");
         if stop.load(Ordering::Relaxed) {
             return Ok(Exit::Interrupted);
         }
@@ -451,7 +453,7 @@ fn batch_test(line: &str, secret: Option<&RunSecret>, stop: &Arc<AtomicBool>) ->
     let cli = match cli::Cli::try_parse_from(std::iter::once("rdmabw".to_string()).chain(args)) {
         Ok(c) => c,
         Err(e) => {
-            eprint!("{}", e.render());
+            results::say_raw!("{}", e.render());
             return Ok(Exit::Usage);
         }
     };
@@ -552,7 +554,7 @@ fn server(
     // end a one-test server: it keeps waiting for its client.
     match session::serve_first(cfg, &listener, &shared, stop, &log) {
         Ok(None) => {
-            eprintln!("rdmabw: interrupted while waiting for a client");
+            results::say!("rdmabw: interrupted while waiting for a client");
             Ok(Exit::Interrupted)
         }
         Err(e) => fail(&format!("accepting a connection: {e}"), Exit::Failed),

@@ -233,11 +233,11 @@ pub fn print(rep: &BwReport, out: &Output) -> std::io::Result<()> {
     }
     w.flush()?;
     if !out.quiet {
-        eprint!("{}", crate::counters::findings_text(&rep.diagnosis));
+        results::say_raw!("{}", crate::counters::findings_text(&rep.diagnosis));
     }
     if !out.quiet && out.format == Format::Table {
         for r in &rep.results {
-            eprintln!(
+            results::say!(
                 " intervals at {} B: p1 {:.3} p50 {:.3} p99 {:.3} Gb/s, peak {:.3}, average {:.3} Gb/s{}",
                 r.msg_size_bytes,
                 r.bw_p1_gbps,
@@ -300,7 +300,7 @@ impl<'a> Stream<'a> {
             Format::Table => {
                 if first {
                     if !out.quiet {
-                        eprint!("{}", preamble(o));
+                        results::say_raw!("{}", preamble(o));
                     }
                     writeln!(buf, "{RESULT_LINE}")?;
                     write!(buf, "{}", if out.gbits { HEADER_GBITS } else { HEADER_MB })?;

@@ -289,7 +289,7 @@ pub(crate) fn check_reference_flags(
         let e = refuse(&arg).expect_err("refused");
         assert!(e.0.starts_with(&says(&arg)), "{}", e.0);
     }
-    eprintln!(
+    results::say!(
         "{} flags of {reference} --help ({version}): {} taken, {} refused by name",
         flags.len(),
         flags.iter().filter(|f| taken.contains(f)).count(),

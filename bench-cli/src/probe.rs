@@ -14,7 +14,10 @@ pub fn render(r: &ProbeReport) -> String {
     t.load_preset(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic)
         .set_header(vec!["CHECK", "STATUS", "DETAIL"]);
-    let colors = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let colors = colours_wanted(
+        std::io::IsTerminal::is_terminal(&std::io::stdout()),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
     // Fit a terminal; anything else (a pipe, kubectl exec without -t, a serial console that
     // reports no width) gets 120 columns, never one character per line.
     if !colors || t.width().is_none_or(|w| w < 40) {
@@ -43,6 +46,12 @@ pub fn render(r: &ProbeReport) -> String {
         r.summary.warn,
         r.summary.fail
     )
+}
+
+/// Colour on a terminal unless `NO_COLOR` is set to anything but the empty string
+/// (<https://no-color.org>).
+fn colours_wanted(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 /// Runs `rdmabw probe`: it failed (exit 1) when any check did.
@@ -85,5 +94,15 @@ mod tests {
             text.contains("CHECK") && text.contains("fix: word"),
             "{text}"
         );
+    }
+
+    /// Issue 33: the probe's colours ignored NO_COLOR.
+    #[test]
+    fn no_color_turns_the_colours_off_on_a_terminal() {
+        use std::ffi::OsStr;
+        assert!(colours_wanted(true, None));
+        assert!(colours_wanted(true, Some(OsStr::new(""))));
+        assert!(!colours_wanted(true, Some(OsStr::new("1"))));
+        assert!(!colours_wanted(false, None));
     }
 }

@@ -31,6 +31,19 @@ fn with_reader_gone(args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("running rdmabw: {e}"))
 }
 
+/// Runs rdmabw with a standard error whose reader has already gone (`rdmabw ... 2>&1 | head`
+/// after head exited): logs are dropped, never a panic.
+fn with_stderr_reader_gone(args: &[&str]) -> Output {
+    let (err, reader) = UnixStream::pair().unwrap_or_else(|e| panic!("socketpair: {e}"));
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_rdmabw"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(std::os::fd::OwnedFd::from(err)))
+        .output()
+        .unwrap_or_else(|e| panic!("running rdmabw: {e}"))
+}
+
 fn rdmabw(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rdmabw"))
         .args(args)
@@ -91,6 +104,14 @@ fn an_unreadable_sysfs_is_a_setup_error_in_devices_and_rails() {
             assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out.stdout));
         }
     }
+}
+
+/// Issue 33: an error written to a closed standard error panicked (exit 101); the exit status is
+/// the error's own.
+#[test]
+fn a_closed_stderr_keeps_the_exit_status() {
+    let out = with_stderr_reader_gone(&["rails", "--root", "/nonexistent"]);
+    assert_eq!(out.status.code(), Some(2), "stdout: {}", text(&out.stdout));
 }
 
 /// Issue 33: `rails --root /nonexistent` listed no rails and exited 0.

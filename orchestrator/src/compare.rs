@@ -105,7 +105,7 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
     let mut interrupted = false;
     let mut rows = Vec::new();
     for (i, m) in modes.iter().enumerate() {
-        eprintln!("railsweep: compare: mode {} of {}: {m}", i + 1, modes.len());
+        results::say!("railsweep: compare: mode {} of {}: {m}", i + 1, modes.len());
         let mode_cfg = SweepConfig {
             mode: Some(m.network_mode()),
             ..cfg.clone()
@@ -119,7 +119,7 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
                 }
             }
             Err(e) => {
-                eprintln!("railsweep: error: {}", crate::exit::words(&e));
+                results::say!("railsweep: error: {}", crate::exit::words(&e));
                 failed_modes.push(*m);
             }
         }
@@ -139,7 +139,7 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
             out.flush()?;
         }
     }
-    eprintln!(
+    results::say!(
         "railsweep: compare: {} rows of {} mode(s) in {}; comparison in {} and {}",
         report.rows.len(),
         modes.len() - failed_modes.len(),
@@ -152,7 +152,7 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
     }
     if !failed_modes.is_empty() {
         let names: Vec<&str> = failed_modes.iter().map(|m| m.as_str()).collect();
-        eprintln!(
+        results::say!(
             "railsweep: compare: mode(s) {} did not run (see above)",
             names.join(", ")
         );

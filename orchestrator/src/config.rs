@@ -167,6 +167,9 @@ pub enum GpuArg {
 /// The test parameters of every sweep: `railsweep run`, `compare` and `fleet` flatten these.
 #[derive(Debug, Clone, Args)]
 #[command(group(ArgGroup::new("threshold").args(["min_gbps", "min_line_rate_pct"])))]
+// `-l` is kubectl's label selector in railsweep (`fleet -l`); perftest's post list is
+// `--post_list N`.
+#[command(mut_arg("post_list", |a| a.short(None)))]
 pub struct SweepArgs {
     /// rdmabw inside the pods: a path, or a name looked up in PATH
     /// [default: `rdmabw`; for --runner local, the rdmabw next to railsweep if there is one].

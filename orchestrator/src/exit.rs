@@ -112,7 +112,7 @@ pub fn status(outcome: anyhow::Result<Verdict>) -> ExitCode {
         Ok(Verdict::Interrupted) => ExitCode::from(INTERRUPTED),
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("railsweep: error: {}", words(&err));
+            results::say!("railsweep: error: {}", words(&err));
             ExitCode::from(ERROR)
         }
     }

@@ -15,11 +15,33 @@ use orchestrator::exit::{self, Verdict};
 
 /// Sweep every RDMA rail between two pods and compare network modes.
 #[derive(Debug, Parser)]
-#[command(name = "railsweep", version = results::VERSION, about, long_about = None)]
+#[command(
+    name = "railsweep",
+    version = results::VERSION,
+    about = "Measure every RDMA rail between Kubernetes pods with rdmabw: one pair rail by rail, \
+             each way pods get their NICs side by side, or a whole fleet of nodes in rounds.",
+    after_help = EXAMPLES,
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
+
+/// The first lines a newcomer needs; each command's `--help` has its own.
+const EXAMPLES: &str = "\
+Examples:
+  # every rail between two existing pods, 5 s each, in the lossless traffic class
+  railsweep run --server-pod rdma-a --client-pod rdma-b -n rdma-hostnet --tclass 41
+  # create the pods of each mode on two nodes, sweep, and compare the modes
+  railsweep compare --modes hostnetwork,ipvlan --nodes node-a,node-b \\
+      --networks 'ipvlan:rdma-ipvlan-{0..15}' --rdma-resource 'ipvlan:nvidia.com/hostdev=16'
+  # every pair of the nodes labelled rail-test=true, and the suspects
+  railsweep fleet --mode hostnetwork --nodes rail-test=true -D 5 --tclass 41
+  # merge saved runs into a markdown table and a PNG chart
+  railsweep report host.csv ipvlan.csv -o modes.png
+
+Exit status: 0 ok, 1 a rail failed or fell below a threshold, 2 usage or set-up error,
+130 interrupted. Docs: docs/railsweep.md, docs/fleet.md, docs/modes.md.";
 
 /// The subcommands. Each returns the [`Verdict`] of a run that completed; an `Err` becomes
 /// exit code 2 (0 for a broken pipe).

@@ -55,7 +55,7 @@ impl PairSpec<'_> {
     fn pod_options(&self, namespace: &str, log: bool) -> Result<modes::PodOptions> {
         let mut opts = self.pods.pod_options(namespace, self.port, self.inject)?;
         if self.gpu && opts.ensure_gpus(GPUS_PER_POD) && log {
-            eprintln!(
+            results::say!(
                 "railsweep: --gpu auto: the pods ask for {}={GPUS_PER_POD} (every GPU of an \
                  8-GPU node); give --resource {}=N for another count",
                 modes::GPU_RESOURCE,
@@ -164,25 +164,26 @@ pub(crate) async fn report_allocation(
         .unwrap_or("?");
     match set.allocation(pod).await {
         Ok(rails) => {
-            eprintln!(
+            results::say!(
                 "railsweep: mode dra: pod {name} on {node} was allocated {} rail(s):",
                 rails.len()
             );
             for r in &rails {
-                eprintln!("railsweep:   {r}");
+                results::say!("railsweep:   {r}");
                 if r.gpu.is_some() && r.interface.is_none() {
-                    eprintln!(
+                    results::say!(
                         "railsweep: warning: pod {name}: the interface of {} ({}) is not known \
                          (no dra.net/ifName, or railsweep may not list ResourceSlices): its rows \
                          cannot say which GPU sits with it",
-                        r.request, r.nic
+                        r.request,
+                        r.nic
                     );
                 }
             }
             GpusByInterface::of(&rails)
         }
         Err(e) => {
-            eprintln!("railsweep: mode dra: pod {name}: {e}");
+            results::say!("railsweep: mode dra: pod {name}: {e}");
             GpusByInterface::default()
         }
     }
@@ -215,7 +216,7 @@ pub async fn start_pair(
         }
     });
 
-    eprintln!("railsweep: mode {mode}: creating {}", describe(&pair));
+    results::say!("railsweep: mode {mode}: creating {}", describe(&pair));
     let started = tokio::select! {
         r = set.create(&pair) => r,
         _ = cancel.cancelled() => Err(LifecycleError::Interrupted),
@@ -242,7 +243,7 @@ pub async fn start_pair(
                     )
                 })
                 .collect();
-            eprintln!("railsweep: mode {mode}: pods ready: {}", ips.join(", "));
+            results::say!("railsweep: mode {mode}: pods ready: {}", ips.join(", "));
             if mode == Mode::Dra {
                 for p in &pods {
                     let gpus = report_allocation(set, p).await;

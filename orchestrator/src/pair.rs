@@ -153,7 +153,7 @@ pub async fn sweep_pair<R: Runner>(
     run: PairRun,
 ) -> Result<SweepOutcome> {
     if run.announce {
-        eprintln!(
+        results::say!(
             "railsweep: {} runner: server pod {}, client pod {}",
             runner.kind(),
             pods.server,
@@ -176,7 +176,7 @@ pub async fn sweep_pair<R: Runner>(
         if planned.is_empty() && run.skip.is_empty() {
             bail!("{}", nothing_to_measure(&prep));
         }
-        eprintln!(
+        results::say!(
             "railsweep: rdmabw ready in both pods ({:.1} s); {} rail(s) to measure{}, mode {mode}, run {}{}",
             prep.setup_s,
             planned.len(),
@@ -229,7 +229,7 @@ pub fn watch_ctrl_c(cancel: CancellationToken) {
         if tokio::signal::ctrl_c().await.is_err() {
             return;
         }
-        eprintln!(
+        results::say!(
             "\nrailsweep: interrupted: ending the remote processes (Ctrl-C again to leave at once)"
         );
         cancel.cancel();

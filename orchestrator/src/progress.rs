@@ -103,7 +103,7 @@ impl Progress {
             Some(b) => {
                 let _ = b.multi.println(line);
             }
-            None => eprintln!("{line}"),
+            None => results::say!("{line}"),
         }
     }
 

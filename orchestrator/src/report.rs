@@ -129,7 +129,7 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
     let mut rows = Vec::new();
     for path in &args.files {
         let loaded = load(path)?;
-        eprintln!(
+        results::say!(
             "railsweep: read {} rows from {}",
             loaded.len(),
             path.display()
@@ -137,7 +137,7 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
         rows.extend(loaded);
     }
     if rows.is_empty() {
-        eprintln!("railsweep: warning: the input holds no rows");
+        results::say!("railsweep: warning: the input holds no rows");
     }
     let report = Report::new(generated_by(), rows).with_threshold(args.threshold_gbps);
     let comparison = report.comparison().context("cannot merge the runs")?;
@@ -151,7 +151,7 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
     }
     if let Some(path) = &args.output {
         if let Some(implied) = Format::from_path(path).filter(|f| *f != format) {
-            eprintln!(
+            results::say!(
                 "railsweep: warning: writing {format} to {}, whose extension suggests {implied}",
                 path.display()
             );
@@ -160,9 +160,9 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
     match &args.output {
         Some(path) => {
             export(&report, format, Dest::File(path))?;
-            eprintln!("railsweep: wrote {format} to {}", path.display());
+            results::say!("railsweep: wrote {format} to {}", path.display());
             if format == Format::Csv && results::countersio::any_counters(&report.rows) {
-                eprintln!(
+                results::say!(
                     "railsweep: wrote the counters to {}",
                     results::counters_csv_path(path).display()
                 );
@@ -175,7 +175,7 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
     // Markdown on stdout already has the summary lines; otherwise log them.
     if format != Format::Markdown || args.output.is_some() {
         for summary in comparison.summaries() {
-            eprintln!("{summary}");
+            results::say!("{summary}");
         }
     }
 
@@ -186,7 +186,7 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
             .filter(|r| r.status == RailStatus::Failed)
             .count();
         let below = report.rows.iter().filter(|r| report.is_below(r)).count();
-        eprintln!("railsweep: {failed} rail(s) failed, {below} below threshold");
+        results::say!("railsweep: {failed} rail(s) failed, {below} below threshold");
         Ok(Verdict::Problems)
     } else {
         Ok(Verdict::Ok)

@@ -165,7 +165,7 @@ pub async fn run(args: RunArgs) -> Result<Verdict> {
         .sweep
         .resolve(args.access.runner, mode, args.cluster.clone())?;
     if cfg.test.tclass.is_none() {
-        eprintln!(
+        results::say!(
             "railsweep: warning: no --tclass: RoCE fabrics usually need the traffic class of their \
              lossless queue (often --tclass 41, NCCL_IB_TC); without it a field report lost 40% of the bandwidth"
         );
@@ -200,7 +200,7 @@ pub(crate) fn write_metrics(path: Option<&Path>, rows: &[results::RailResult]) -
     if let Some(path) = path.filter(|_| !rows.is_empty()) {
         let report = Report::new(generated_by(), rows.to_vec());
         output::export(&report, Format::OpenMetrics, output::Dest::File(path))?;
-        eprintln!("railsweep: metrics in {}", path.display());
+        results::say!("railsweep: metrics in {}", path.display());
     }
     Ok(())
 }
@@ -306,7 +306,7 @@ async fn sweep_and_print<R: Runner>(
             cfg.duration_s * n as f64
         };
         let total = t.setup_s + t.rails_wall_s;
-        eprintln!(
+        results::say!(
             "railsweep: {n} rail(s) in {total:.2} s (set-up {:.2} s, rails {:.2} s, rdmabw clients {:.2} s): \
              {:.2} s per rail beyond the {} s measured, {:.2} s of it outside the rdmabw clients",
             t.setup_s,
@@ -317,9 +317,9 @@ async fn sweep_and_print<R: Runner>(
             (total - if cfg.parallel { t.clients_s / n as f64 } else { t.clients_s }) / n as f64
         );
     }
-    eprintln!("railsweep: results in {}", rows.csv_path().display());
+    results::say!("railsweep: results in {}", rows.csv_path().display());
     if let Some(rails) = not_measured {
-        eprintln!(
+        results::say!(
             "railsweep: interrupted before rail(s) {rails:?} were measured; continue with --resume {}",
             rows.csv_path().display()
         );

@@ -198,3 +198,43 @@ fn dry_run_prints_the_snapshots() {
         "{err}"
     );
 }
+
+/// Issue 33: kubectl's `--dry-run=client` was refused ("unexpected value 'client'"). It prints
+/// as `--dry-run` does; `=none` creates; `=server` is refused naming what to use.
+#[test]
+fn dry_run_takes_kubectls_values() {
+    let run = |dry: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
+            .args([
+                "run",
+                dry,
+                "--mode",
+                "hostnetwork",
+                "--nodes",
+                "n1,n2",
+                "--run-id",
+                "r1",
+            ])
+            .env("KUBECONFIG", "/nonexistent/kubeconfig")
+            .output()
+            .expect("runs")
+    };
+    let plain = run("--dry-run");
+    let client = run("--dry-run=client");
+    assert_eq!(
+        client.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+    assert_eq!(client.stdout, plain.stdout);
+    assert!(String::from_utf8_lossy(&client.stdout).contains("kind: Pod"));
+    let server = run("--dry-run=server");
+    assert_eq!(server.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&server.stderr).contains("no server-side dry run"));
+    // =none is no dry run: railsweep goes for the cluster (here: no kubeconfig, exit 2).
+    let none = run("--dry-run=none");
+    assert_eq!(none.status.code(), Some(2));
+    assert!(none.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&none.stderr).contains("kubeconfig"));
+}

@@ -411,3 +411,21 @@ fn gpu_auto_pods_ask_for_gpus() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Issue 33: railsweep panicked (exit 101) when its standard error had no reader any more
+/// (`railsweep ... 2>&1 | head` after head exited); its logs are dropped and the exit status is
+/// the run's own (1 here: the fixture's failed rail).
+#[test]
+fn a_closed_stderr_keeps_the_exit_status() {
+    let (err, reader) = std::os::unix::net::UnixStream::pair().expect("socketpair");
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_railsweep"))
+        .arg("report")
+        .arg(fixture())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(std::os::fd::OwnedFd::from(err)))
+        .output()
+        .expect("railsweep runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stdout).contains("RDMA bandwidth per rail"));
+}

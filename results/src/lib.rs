@@ -18,6 +18,26 @@
 //! naming file, line and column.
 #![forbid(unsafe_code)]
 
+/// `eprintln!` that never panics: a line on standard error, dropped when nobody reads it any
+/// more (a closed pipe such as `railsweep ... 2>&1 | head`). Logs and progress must not turn a
+/// measured run into a panic (exit 101) or skip its clean-up.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+/// `eprint!` that never panics (see [`say!`]).
+#[macro_export]
+macro_rules! say_raw {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 pub mod bench;
 #[cfg(feature = "charts")]
 pub mod charts;

@@ -85,8 +85,15 @@ pub struct FleetArgs {
     /// The fleet's pods (or network namespaces with --runner local), in this order.
     #[arg(long, value_name = "POD,POD,...", value_delimiter = ',', num_args = 1.., conflicts_with_all = ["pods_selector", "nodes"])]
     pub pods: Option<Vec<String>>,
-    /// Existing pods by label, `label=value` (Kubernetes label selector); running pods only.
-    #[arg(long, value_name = "SELECTOR", conflicts_with = "nodes")]
+    /// Existing pods by label, `label=value` (Kubernetes label selector, as kubectl's `-l`);
+    /// running pods only.
+    #[arg(
+        short = 'l',
+        long,
+        visible_alias = "selector",
+        value_name = "SELECTOR",
+        conflicts_with = "nodes"
+    )]
     pub pods_selector: Option<String>,
     /// Create one pod of --mode on each node, run the fleet over them (in node order) and
     /// delete them: the nodes with these labels (`rail-test=true`, sorted by name), or the nodes
@@ -296,7 +303,7 @@ async fn write_verdicts(
         return Ok(());
     }
     if end.verdict == Verdict::Interrupted {
-        eprintln!("railsweep: interrupted: no verdict is written onto the nodes");
+        results::say!("railsweep: interrupted: no verdict is written onto the nodes");
         return Ok(());
     }
     opts.run_id.clone_from(&end.run_id);
@@ -305,7 +312,7 @@ async fn write_verdicts(
     let applied = verdicts::apply(runner.client(), &nodes, &opts, &mut out).await?;
     std::io::Write::flush(&mut out)?;
     for line in verdicts::summary(&nodes, &applied, &opts) {
-        eprintln!("railsweep: {line}");
+        results::say!("railsweep: {line}");
     }
     Ok(())
 }
@@ -356,4 +363,31 @@ async fn over_nodes(
     write_verdicts(&runner, &end, verdict_opts).await?;
     // The pairs of a pod that did not start were not measured.
     Ok(end.verdict.and(Verdict::problems_if(some_not_started)))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        fleet: super::FleetArgs,
+    }
+
+    /// Issue 33: kubectl's `-l`/`--selector` picks the fleet's pods; perftest's post list stays
+    /// reachable as `--post_list`, and `-l` means nothing else in railsweep.
+    #[test]
+    fn dash_l_is_kubectls_selector() {
+        for flag in ["-l", "--selector", "--pods-selector"] {
+            let t = T::try_parse_from(["t", flag, "app=rdmabw"]).expect("parses");
+            assert_eq!(
+                t.fleet.pods_selector.as_deref(),
+                Some("app=rdmabw"),
+                "{flag}"
+            );
+        }
+        let t = T::try_parse_from(["t", "-l", "app=x", "--post_list", "4"]).expect("parses");
+        assert_eq!(t.fleet.sweep.test.transport.post_list, Some(4));
+    }
 }

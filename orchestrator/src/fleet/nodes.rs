@@ -73,7 +73,9 @@ async fn list_nodes(runner: &KubeRunner, selector: &str) -> Result<Vec<String>> 
             continue;
         };
         if n.spec.as_ref().and_then(|s| s.unschedulable) == Some(true) {
-            eprintln!("railsweep: node {name} is cordoned (unschedulable): left out of the fleet");
+            results::say!(
+                "railsweep: node {name} is cordoned (unschedulable): left out of the fleet"
+            );
             continue;
         }
         names.push(name);
@@ -242,7 +244,7 @@ pub(super) async fn start(
         }
     }
 
-    eprintln!(
+    results::say!(
         "railsweep: mode {mode}: creating {} pods: {}",
         pods.len(),
         pods.iter()
@@ -293,7 +295,7 @@ pub(super) async fn start(
         }
     }
     for (pod, node, why) in &not_started {
-        eprintln!("railsweep: pod {pod} on node {node} did not start: {why}");
+        results::say!("railsweep: pod {pod} on node {node} did not start: {why}");
     }
     if ready.len() < 2 {
         guard.finish(Some(DELETE_WAIT)).await;
@@ -306,17 +308,17 @@ pub(super) async fn start(
     if !failed_names.is_empty() && !keep {
         let (deleted, errors) = set.delete_named(&failed_names, None).await;
         if !deleted.is_empty() {
-            eprintln!(
+            results::say!(
                 "railsweep: deleted pods that did not start: {}",
                 deleted.join(", ")
             );
         }
         for e in errors {
-            eprintln!("railsweep: warning: {e}; delete it with kubectl delete pod");
+            results::say!("railsweep: warning: {e}; delete it with kubectl delete pod");
         }
     }
     if !not_started.is_empty() {
-        eprintln!(
+        results::say!(
             "railsweep: going on with {} of {} pods; the pairs of node(s) {} are not measured",
             ready.len(),
             pods.len(),
@@ -327,7 +329,7 @@ pub(super) async fn start(
                 .join(", ")
         );
     }
-    eprintln!(
+    results::say!(
         "railsweep: mode {mode}: {} pods ready: {}",
         ready.len(),
         ready.join(", ")

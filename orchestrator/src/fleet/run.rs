@@ -175,7 +175,7 @@ async fn set_up_all<R: Runner>(
         .collect()
         .await;
     let ok = set_up.values().filter(|r| r.is_ok()).count();
-    eprintln!(
+    results::say!(
         "railsweep: {}rails read in {ok} of {} pods ({:.1} s)",
         if inject.is_some() {
             "rdmabw copied in and "
@@ -226,7 +226,7 @@ impl<R: Runner> Rounds<'_, '_, R> {
                     t.cancel();
                 })
             };
-            eprintln!(
+            results::say!(
                 "railsweep: {attempt} round {}/{n_rounds}: {} (deadline {:.0} s)",
                 r + 1,
                 jobs.iter()
@@ -277,7 +277,7 @@ impl<R: Runner> Rounds<'_, '_, R> {
                         .unwrap_or("")
                         .replace(['\t', '\n'], " ")
                 )?;
-                eprintln!(
+                results::say!(
                     "railsweep: {attempt} round {}: {what}: {} row(s), {} .. {}{}",
                     r + 1,
                     end.rows.len(),
@@ -436,7 +436,7 @@ pub(super) async fn fleet_with<R: Runner>(
         dir: dir.clone(),
         set_up,
     };
-    eprintln!(
+    results::say!(
         "railsweep: fleet of {} pods ({} runner), pattern {}{}: {} pairs in {} rounds, at most {} pairs at once; run {run_id}, results in {}",
         pods.len(),
         runner.kind(),
@@ -493,7 +493,7 @@ pub(super) async fn fleet_with<R: Runner>(
             }
         }
         remeasured = slow.len();
-        eprintln!(
+        results::say!(
             "railsweep: {} outlier(s) among {} pair-rails: measuring them again",
             slow.len(),
             last.len()
@@ -519,7 +519,7 @@ pub(super) async fn fleet_with<R: Runner>(
                 .iter()
                 .flat_map(|r| r.rails.iter().map(|rail| (r.suspect.as_str(), *rail)))
                 .collect();
-            eprintln!(
+            results::say!(
                 "railsweep: {} suspect node-rail(s): measuring each against a node that passed on that rail",
                 suspects.len()
             );
@@ -547,7 +547,7 @@ pub(super) async fn fleet_with<R: Runner>(
         match heatmap::heatmap(&pods, &rows, *rail, threshold.bw) {
             Ok(svg) => std::fs::write(&path, svg)
                 .with_context(|| format!("cannot write {}", path.display()))?,
-            Err(e) => eprintln!(
+            Err(e) => results::say!(
                 "railsweep: warning: no heatmap for rail {rail}: {}",
                 crate::exit::words(&e)
             ),
@@ -612,10 +612,10 @@ pub(super) async fn fleet_with<R: Runner>(
     )?;
     out.flush()?;
     for p in &problems {
-        eprintln!("railsweep: {p}");
+        results::say!("railsweep: {p}");
     }
     if cancel.is_cancelled() {
-        eprintln!(
+        results::say!(
             "railsweep: interrupted; what was measured is in {}",
             sink.csv_path().display()
         );

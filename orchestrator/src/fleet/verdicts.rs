@@ -366,7 +366,7 @@ pub async fn apply(
                 match api.patch(&v.node, &pp, &Patch::Merge(&patch)).await {
                     Ok(_) => {}
                     Err(kube::Error::Api(e)) if e.code == 409 && attempt < CONFLICT_ATTEMPTS => {
-                        eprintln!(
+                        results::say!(
                             "railsweep: node {} changed while its taints were written; reading it again",
                             v.node
                         );

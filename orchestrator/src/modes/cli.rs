@@ -42,13 +42,40 @@ impl std::str::FromStr for NodePair {
     }
 }
 
+/// `--dry-run[=client|none]`, kubectl's values: whether to print instead of create.
+fn dry_run_strategy(s: &str) -> Result<bool, String> {
+    match s {
+        "client" => Ok(true),
+        "none" => Ok(false),
+        "server" => Err(
+            "railsweep has no server-side dry run: --dry-run (or --dry-run=client) \
+                         prints the pods without sending them"
+                .into(),
+        ),
+        other => Err(format!(
+            "{other:?}: --dry-run takes client or none, as kubectl's"
+        )),
+    }
+}
+
 /// Options of the pods railsweep creates (`railsweep run --nodes`, `compare`, `fleet --nodes`).
 /// `--nodes` itself is each command's own: a pair for `run`, a selector for `fleet`.
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Pods railsweep creates (--nodes)")]
 pub struct PodArgs {
     /// Print the pods' manifests instead of creating them (`-o yaml`, the default, or `-o json`).
-    #[arg(long)]
+    /// As kubectl's: `--dry-run` and `--dry-run=client` print, `--dry-run=none` does not;
+    /// `server` is refused (railsweep sends nothing to print).
+    #[arg(
+        long,
+        value_name = "STRATEGY",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "client",
+        default_value = "none",
+        hide_default_value = true,
+        value_parser = dry_run_strategy,
+    )]
     pub dry_run: bool,
     /// Leave the pods in place at the end (also after Ctrl-C); delete them later with
     /// `kubectl delete pods -l app.kubernetes.io/managed-by=railsweep`.
@@ -65,6 +92,14 @@ pub struct PodArgs {
     /// with --inject, any image with libibverbs, sh, head and sleep.
     #[arg(long, value_name = "IMAGE")]
     pub image: Option<String>,
+    /// The container's imagePullPolicy [default: Never for the default image, which no registry
+    /// serves; IfNotPresent for --image].
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub image_pull_policy: Option<super::PullPolicy>,
+    /// A Secret in the pods' namespace with the registry's credentials (repeatable), as the
+    /// pods' imagePullSecrets.
+    #[arg(long = "image-pull-secret", value_name = "NAME")]
+    pub image_pull_secrets: Vec<String>,
     /// Tolerate this taint (repeatable); `nvidia.com/gpu:NoSchedule` is always tolerated unless
     /// --no-gpu-toleration.
     #[arg(long = "toleration", value_name = "KEY[=VALUE][:EFFECT]")]
@@ -188,6 +223,10 @@ impl PodArgs {
         }
         Ok(PodOptions {
             namespace: namespace.to_string(),
+            pull_policy: self
+                .image_pull_policy
+                .unwrap_or_else(|| super::PullPolicy::default_for(&image)),
+            pull_secrets: self.image_pull_secrets.clone(),
             image,
             tolerations,
             resources,

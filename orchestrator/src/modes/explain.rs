@@ -466,14 +466,16 @@ fn containers(pod: &Pod) -> Option<Diagnosis> {
                     let image = image_of(pod).unwrap_or(&cs.image);
                     let todo = if image == DEFAULT_IMAGE {
                         format!(
-                            "{DEFAULT_IMAGE} is built from deploy/Containerfile and published nowhere: build it, \
-                             push it to a registry your nodes can pull from and pass --image; or pass \
-                             --inject --image IMAGE with any image that has libibverbs (such as your NCCL image)"
+                            "{DEFAULT_IMAGE} is built from deploy/Containerfile and published nowhere, so \
+                             railsweep never pulls it: import it into the nodes' runtime (ctr -n k8s.io \
+                             images import), or push it to a registry your nodes can pull from and pass \
+                             --image (--image-pull-secret for a private one); or pass --inject --image IMAGE \
+                             with any image that has libibverbs (such as your NCCL image)"
                         )
                     } else {
                         format!(
                             "check the name of {image} and that {} can pull from its registry (kubectl \
-                             describe pod shows the pull error; private registries need an imagePullSecret)",
+                             describe pod shows the pull error; private registries need --image-pull-secret NAME)",
                             node_words(pod)
                         )
                     };

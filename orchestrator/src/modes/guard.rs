@@ -61,7 +61,7 @@ impl PodGuard {
     /// (e.g. `mode sriov: the pods did not start`).
     pub async fn fail(self, e: LifecycleError, what: String) -> Result<Verdict> {
         if let LifecycleError::Interrupted = e {
-            eprintln!("\nrailsweep: interrupted while the pods were starting");
+            results::say!("\nrailsweep: interrupted while the pods were starting");
             self.finish(None).await;
             return Ok(Verdict::Interrupted);
         }
@@ -85,7 +85,7 @@ impl Drop for PodGuard {
             keep_message(&names, &templates, &self.namespace);
             return;
         }
-        eprintln!(
+        results::say!(
             "railsweep: the command ended early; deleting pods {}",
             names.join(", ")
         );
@@ -110,7 +110,7 @@ impl Drop for PodGuard {
                 .map(|rt| rt.block_on(delete)),
         };
         let leftover = |why: String| {
-            eprintln!(
+            results::say!(
                 "railsweep: warning: {why}; delete them with: kubectl delete pods -n {} {}",
                 self.namespace,
                 names.join(" ")
@@ -119,7 +119,7 @@ impl Drop for PodGuard {
         match done {
             Some(Ok((deleted, errors))) => {
                 if !deleted.is_empty() {
-                    eprintln!("railsweep: deleted pods {}", deleted.join(", "));
+                    results::say!("railsweep: deleted pods {}", deleted.join(", "));
                 }
                 for e in errors {
                     leftover(e.to_string());
@@ -136,14 +136,14 @@ impl Drop for PodGuard {
 
 /// `--keep-pods`: what to delete, and how.
 fn keep_message(names: &[String], templates: &[String], namespace: &str) {
-    eprintln!(
+    results::say!(
         "railsweep: keeping pods {} (--keep-pods); delete them with: kubectl delete pods -n {} {}",
         names.join(", "),
         namespace,
         names.join(" ")
     );
     if !templates.is_empty() {
-        eprintln!(
+        results::say!(
             "railsweep: and their ResourceClaimTemplate: kubectl delete resourceclaimtemplates -n {namespace} {}",
             templates.join(" ")
         );
@@ -164,9 +164,9 @@ async fn clean_up(set: &PodSet, keep: bool, namespace: &str, wait: Option<Durati
     }
     let (deleted, errors) = set.delete_all(wait).await;
     if !deleted.is_empty() {
-        eprintln!("railsweep: deleted pods {}", deleted.join(", "));
+        results::say!("railsweep: deleted pods {}", deleted.join(", "));
     }
     for e in errors {
-        eprintln!("railsweep: warning: {e}; delete it with kubectl delete pod");
+        results::say!("railsweep: warning: {e}; delete it with kubectl delete pod");
     }
 }

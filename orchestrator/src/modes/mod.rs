@@ -36,8 +36,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, Pod, PodResourceClaim, PodSpec, ResourceClaim,
-    ResourceRequirements, SecurityContext, Toleration,
+    Capabilities, Container, ContainerPort, LocalObjectReference, Pod, PodResourceClaim, PodSpec,
+    ResourceClaim, ResourceRequirements, SecurityContext, Toleration,
 };
 use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -197,6 +197,10 @@ pub struct PodOptions {
     /// Container image: one with rdmabw, or (with `--inject`) any with libibverbs, `sh`,
     /// `head` and `sleep`.
     pub image: String,
+    /// The container's `imagePullPolicy`.
+    pub pull_policy: PullPolicy,
+    /// `imagePullSecrets`: Secrets in the pods' namespace with a private registry's credentials.
+    pub pull_secrets: Vec<String>,
     /// Taints the pods tolerate.
     pub tolerations: Vec<TolerationSpec>,
     /// Extra resources for both pods (GPUs for GPUDirect runs).
@@ -239,8 +243,42 @@ impl PodOptions {
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
 /// The image built from `deploy/Containerfile` (not published anywhere: push it to a registry
-/// the nodes can pull from and name it with `--image`).
+/// the nodes can pull from and name it with `--image`, or import it into the nodes' runtime).
+/// Pods that use it never pull it ([`PullPolicy::Never`]): the name is not the project's on any
+/// public registry, and these pods are privileged.
 pub const DEFAULT_IMAGE: &str = concat!("railbench/rdmabw:", env!("CARGO_PKG_VERSION"));
+
+/// A container's `imagePullPolicy` (`--image-pull-policy`, kubectl run's flag).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PullPolicy {
+    /// Pull at every pod start.
+    Always,
+    /// Pull when the node does not have the image.
+    IfNotPresent,
+    /// Never pull: the image must be on the node already.
+    Never,
+}
+
+impl PullPolicy {
+    /// The default for `image`: [`PullPolicy::Never`] for [`DEFAULT_IMAGE`], else
+    /// [`PullPolicy::IfNotPresent`].
+    pub fn default_for(image: &str) -> PullPolicy {
+        if image == DEFAULT_IMAGE {
+            PullPolicy::Never
+        } else {
+            PullPolicy::IfNotPresent
+        }
+    }
+
+    /// The value in a pod spec.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PullPolicy::Always => "Always",
+            PullPolicy::IfNotPresent => "IfNotPresent",
+            PullPolicy::Never => "Never",
+        }
+    }
+}
 
 /// The runtime class of the field report's CRI-O fix.
 pub const DEFAULT_RUNTIME_CLASS: &str = "runc-nohostdev";
@@ -273,6 +311,8 @@ impl Default for PodOptions {
         PodOptions {
             namespace: "default".into(),
             image: DEFAULT_IMAGE.into(),
+            pull_policy: PullPolicy::Never,
+            pull_secrets: vec![],
             tolerations: vec![TolerationSpec::gpu()],
             resources: vec![],
             ipc_lock: true,
@@ -530,6 +570,12 @@ fn build_pod(mode: Mode, role: Role, opts: &PodOptions, run: &str, node: Option<
         // `sleep` as PID 1 ignores SIGTERM: do not wait 30 s for it on delete.
         termination_grace_period_seconds: Some(2),
         automount_service_account_token: Some(false),
+        image_pull_secrets: (!opts.pull_secrets.is_empty()).then(|| {
+            opts.pull_secrets
+                .iter()
+                .map(|name| LocalObjectReference { name: name.clone() })
+                .collect()
+        }),
         ..PodSpec::default()
     };
     match mode {
@@ -623,7 +669,7 @@ fn build_pod(mode: Mode, role: Role, opts: &PodOptions, run: &str, node: Option<
     spec.containers = vec![Container {
         name: CONTAINER.into(),
         image: Some(opts.image.clone()),
-        image_pull_policy: Some("IfNotPresent".into()),
+        image_pull_policy: Some(opts.pull_policy.as_str().into()),
         command: Some(vec!["sleep".into(), "infinity".into()]),
         ports,
         resources: (!limits.is_empty() || claims.is_some()).then(|| ResourceRequirements {
@@ -650,6 +696,41 @@ fn build_pod(mode: Mode, role: Role, opts: &PodOptions, run: &str, node: Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 33: the default image, a name on a public registry the project does not own, is
+    /// never pulled (these pods are privileged); an image given with --image is pulled as
+    /// kubectl's pods are, and the pull secrets reach the spec.
+    #[test]
+    fn the_default_image_is_never_pulled_and_secrets_reach_the_spec() {
+        let place = Placement {
+            run: "r1".into(),
+            client_node: None,
+            server_node: None,
+        };
+        let default = pod_pair(Mode::HostNetwork, &PodOptions::default(), &place).expect("pair");
+        let c = &default.server.spec.as_ref().expect("spec").containers[0];
+        assert_eq!(c.image_pull_policy.as_deref(), Some("Never"));
+        assert_eq!(
+            PullPolicy::default_for("registry.example/rdmabw:1"),
+            PullPolicy::IfNotPresent
+        );
+        let opts = PodOptions {
+            image: "registry.example/rdmabw:1".into(),
+            pull_policy: PullPolicy::IfNotPresent,
+            pull_secrets: vec!["regcred".into()],
+            ..PodOptions::default()
+        };
+        let pair = pod_pair(Mode::HostNetwork, &opts, &place).expect("pair");
+        let spec = pair.client.spec.as_ref().expect("spec");
+        assert_eq!(
+            spec.containers[0].image_pull_policy.as_deref(),
+            Some("IfNotPresent")
+        );
+        assert_eq!(
+            spec.image_pull_secrets.as_ref().expect("secrets")[0].name,
+            "regcred"
+        );
+    }
 
     fn opts() -> PodOptions {
         PodOptions {

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{AttachParams, AttachedProcess};
@@ -67,13 +67,60 @@ fn cluster_name(kc: &Kubeconfig, context: Option<&str>) -> Option<String> {
         .map(|c| c.cluster.clone())
 }
 
+/// The files `KUBECONFIG` names (empty names skipped), in order.
+fn kubeconfig_paths(value: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
+    value
+        .map(|v| {
+            std::env::split_paths(v)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Where [`read_kubeconfig`] looked, for an error that found nothing.
+fn kubeconfig_places(value: Option<std::ffi::OsString>) -> String {
+    let paths = kubeconfig_paths(value.as_deref());
+    if paths.is_empty() {
+        "KUBECONFIG unset, no ~/.kube/config".to_string()
+    } else {
+        let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        format!("KUBECONFIG={}: no such file", names.join(":"))
+    }
+}
+
+/// The kubeconfig as kubectl reads it, from the value of `KUBECONFIG`: the files it lists that
+/// exist, merged by kubectl's rules (a listed file that does not exist is skipped, as kubectl
+/// skips it); without `KUBECONFIG`, `~/.kube/config`. `None` when there is no file to read; a
+/// file that exists but does not parse is an error naming it.
+fn read_kubeconfig(value: Option<std::ffi::OsString>) -> Result<Option<Kubeconfig>> {
+    let mut paths = kubeconfig_paths(value.as_deref());
+    if paths.is_empty() {
+        paths.extend(
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".kube").join("config")),
+        );
+    }
+    let mut merged: Option<Kubeconfig> = None;
+    for path in paths.iter().filter(|p| p.exists()) {
+        let kc = Kubeconfig::read_from(path)
+            .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+        merged = Some(match merged {
+            None => kc,
+            Some(m) => m
+                .merge(kc)
+                .with_context(|| format!("cannot merge kubeconfig {}", path.display()))?,
+        });
+    }
+    Ok(merged)
+}
+
 impl KubeRunner {
     /// [`KubeRunner::connect`], then say on stderr which cluster and namespace it reached.
     pub async fn connect_announced(target: &KubeTarget) -> Result<Self> {
         let runner = Self::connect(target).await?;
         // The server is named: an error that says the API server cannot be reached then
         // says which one.
-        eprintln!(
+        results::say!(
             "railsweep: cluster {}, namespace {}{}",
             runner.cluster(),
             runner.namespace(),
@@ -98,18 +145,19 @@ impl KubeRunner {
                 Kubeconfig::read_from(path)
                     .with_context(|| format!("cannot read kubeconfig {}", path.display()))?,
             ),
-            None => match Kubeconfig::read() {
-                Ok(kc) => Some(kc),
+            None => match read_kubeconfig(std::env::var_os("KUBECONFIG"))? {
+                Some(kc) => Some(kc),
                 // No kubeconfig: kubectl falls back to the pod's service account.
-                Err(e) if target.context.is_none() => {
-                    if std::env::var_os("KUBERNETES_SERVICE_HOST").is_none() {
-                        return Err(anyhow!(e).context(
-                            "no kubeconfig found (KUBECONFIG, ~/.kube/config) and not inside a cluster",
-                        ));
-                    }
+                None if target.context.is_none()
+                    && std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() =>
+                {
                     None
                 }
-                Err(e) => return Err(anyhow!(e).context("cannot read the kubeconfig")),
+                None => bail!(
+                    "no kubeconfig found ({}) and not inside a cluster: give --kubeconfig FILE \
+                     or set KUBECONFIG",
+                    kubeconfig_places(std::env::var_os("KUBECONFIG"))
+                ),
             },
         };
         let (config, cluster) = match kubeconfig {
@@ -408,6 +456,36 @@ impl Runner for KubeRunner {
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{StatusCause, StatusDetails};
+
+    /// Issue 33: a `KUBECONFIG` list whose first file is missing was refused ("failed to read
+    /// kubeconfig"); kubectl skips the missing file and reads the rest.
+    #[test]
+    fn a_missing_file_in_the_kubeconfig_list_is_skipped() {
+        let dir = std::env::temp_dir().join(format!("railsweep-kubeconfig-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let file = dir.join("config");
+        std::fs::write(
+            &file,
+            "apiVersion: v1\nkind: Config\ncurrent-context: lab\nclusters:\n- name: lab\n  \
+             cluster:\n    server: https://127.0.0.1:6443\ncontexts:\n- name: lab\n  context:\n    \
+             cluster: lab\n    user: u\n    namespace: rdma-hostnet\nusers:\n- name: u\n  user: {}\n",
+        )
+        .expect("write kubeconfig");
+        let missing = dir.join("missing");
+        let list = std::env::join_paths([&missing, &file]).expect("join");
+        let kc = read_kubeconfig(Some(list.clone()))
+            .expect("reads")
+            .expect("the second file");
+        assert_eq!(kc.current_context.as_deref(), Some("lab"));
+        assert_eq!(cluster_name(&kc, None).as_deref(), Some("lab"));
+        // Nothing there at all: no kubeconfig, and the error names the files.
+        let none = std::env::join_paths([&missing]).expect("join");
+        assert!(read_kubeconfig(Some(none.clone()))
+            .expect("no error")
+            .is_none());
+        assert!(kubeconfig_places(Some(none)).contains("missing: no such file"));
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     #[test]
     fn status_channel_exit_codes() {

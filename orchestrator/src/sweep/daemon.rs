@@ -163,7 +163,7 @@ impl<'a, R: Runner> Server<'a, R> {
         }
         if let Some(old) = st.take() {
             let why = describe_end(old.done.await);
-            eprintln!(
+            results::say!(
                 "railsweep: the server daemon in pod {} had ended ({why}); starting it again",
                 self.pod
             );
@@ -236,7 +236,7 @@ impl<'a, R: Runner> Server<'a, R> {
             {
                 return;
             }
-            eprintln!(
+            results::say!(
                 "railsweep: warning: the server daemon (pid {}) in pod {} did not stop within {} s of the end of its input; stopping it by signal",
                 d.pid,
                 self.pod,
@@ -263,7 +263,7 @@ pub(super) async fn stop_process<R: Runner, T>(
         }
         if let Err(e) = runner.kill(pod, pid, signal).await {
             if !done.is_finished() {
-                eprintln!(
+                results::say!(
                     "railsweep: warning: stopping the {what} (pid {pid}) in pod {pod}: {}",
                     crate::exit::words(&e)
                 );
@@ -276,7 +276,9 @@ pub(super) async fn stop_process<R: Runner, T>(
     if done.is_finished() {
         return done.await.ok().and_then(Result::ok);
     }
-    eprintln!("railsweep: warning: the {what} (pid {pid}) in pod {pod} did not end after SIGKILL");
+    results::say!(
+        "railsweep: warning: the {what} (pid {pid}) in pod {pod} did not end after SIGKILL"
+    );
     done.abort();
     None
 }

@@ -211,7 +211,9 @@ fn plan_processes(
     );
     let daemon = rdmabw::DaemonSpec::for_pod(cfg.port, cfg.gpu.clone(), addrs, server);
     let older = |pod: &str, lacks: &str, so: &str| {
-        eprintln!("railsweep: note: the rdmabw in pod {pod} has no {lacks} (an older build); {so}");
+        results::say!(
+            "railsweep: note: the rdmabw in pod {pod} has no {lacks} (an older build); {so}"
+        );
     };
     if !pairs.is_empty() {
         if !daemon.exit_on_stdin_eof {
@@ -305,7 +307,7 @@ pub async fn run<R: Runner>(
         match end {
             RailEnd::Row(row) => {
                 if !progress.visible() {
-                    eprintln!("railsweep: {}", one_line(&row));
+                    results::say!("railsweep: {}", one_line(&row));
                 }
                 sink.append((*row).clone()).with_context(|| {
                     format!(

@@ -160,7 +160,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
     /// one at a time (and the pod's rdmabw has one), else as a process of its own.
     async fn run_client(&self, rail: u32, argv: &[String], deadline: Duration) -> Ran {
         if self.cfg.show_commands {
-            eprintln!("railsweep: rail {rail}: {}", argv.join(" "));
+            results::say!("railsweep: rail {rail}: {}", argv.join(" "));
         }
         if !self.cfg.parallel {
             if let Some(r) = self.run_batched(argv, deadline).await {

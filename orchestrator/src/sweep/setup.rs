@@ -72,7 +72,7 @@ fn check_compatible(version: &str, pod: &str, injected: bool) -> Result<()> {
         );
     }
     if release(version) != release(rdmabw::OWN_VERSION) {
-        eprintln!(
+        results::say!(
             "railsweep: note: pod {pod} has rdmabw {version}, this railsweep was built with {}",
             rdmabw::OWN_VERSION
         );
@@ -194,7 +194,7 @@ where
     if waiting.is_empty() {
         return first;
     }
-    eprintln!(
+    results::say!(
         "railsweep: pod {pod}: rail(s) {} not up yet ({}); looking again for up to {} s",
         waiting.join(", "),
         first
@@ -214,7 +214,7 @@ where
             Err(_) => break,
         }
         if !last.rails.iter().any(settling) {
-            eprintln!(
+            results::say!(
                 "railsweep: pod {pod}: its rails came up after {:.1} s",
                 t0.elapsed().as_secs_f64()
             );
@@ -229,7 +229,7 @@ where
 pub async fn prepare<R: Runner>(runner: &R, cfg: &SweepConfig, pods: &Pods) -> Result<Prepared> {
     let t0 = Instant::now();
     if pods.client == pods.server {
-        eprintln!(
+        results::say!(
             "railsweep: warning: client and server are the same pod ({})",
             pods.client
         );
