@@ -61,10 +61,9 @@ pub struct LatArgs {
     /// /proc/cpuinfo (rdmabw measures with the monotonic clock).
     #[arg(short = 'C', long = "report-cycles")]
     pub cycles: bool,
-    /// Exit 1 when the p99 latency (one-way, usec, from the histogram) of any size is above
-    /// this.
-    #[arg(long = "max-p99-us", value_name = "USEC", help_heading = "Output")]
-    pub max_p99_us: Option<f64>,
+    /// `--max-p99-us`, defined once for rdmabw lat and railsweep.
+    #[command(flatten)]
+    pub limits: results::rdmabw::flags::LatencyFlags,
 }
 
 /// ib_write_lat's flags that `rdmabw lat` refuses by name, beyond ib_write_bw's (those are
@@ -334,7 +333,7 @@ fn samples(o: &Outcome, sorted: bool, cycles: Option<f64>) -> String {
 /// p99 is above `--max-p99-us`.
 pub fn print_outcome(o: &Outcome, out: &Output) -> Result<Exit> {
     let lat = out.lat.clone().unwrap_or_default();
-    let rep = report(o, lat.max_p99_us);
+    let rep = report(o, lat.limits.max_p99_us);
     if let Some(path) = &out.json_file {
         let mut doc = serde_json::to_vec_pretty(&rep)?;
         doc.push(b'\n');

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args, ValueEnum};
-use results::rdmabw::flags::TestFlags;
+use results::rdmabw::flags::{LatencyFlags, TestFlags};
 use results::rdmabw::gpu::GpuSelect;
 use results::NetworkMode;
 
@@ -119,6 +119,44 @@ fn use_cuda(s: &str) -> Result<GpuSelect, String> {
     GpuSelect::parse(s).ok_or_else(|| format!("expected a CUDA GPU index or auto, got `{s}`"))
 }
 
+/// `--test`: what railsweep measures on each rail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tests {
+    /// The bandwidth (`bw`): always, for now; a row is a bandwidth measurement.
+    pub bw: bool,
+    /// The latency (`lat`): `rdmabw lat` after the bandwidth, through the same daemon.
+    pub lat: bool,
+}
+
+impl Default for Tests {
+    fn default() -> Self {
+        Tests {
+            bw: true,
+            lat: false,
+        }
+    }
+}
+
+/// `--test`'s value parser: a comma-separated list of `bw` and `lat`.
+fn tests_arg(s: &str) -> Result<Tests, String> {
+    let mut t = Tests {
+        bw: false,
+        lat: false,
+    };
+    for word in s.split(',').map(str::trim) {
+        match word {
+            "bw" => t.bw = true,
+            "lat" => t.lat = true,
+            _ => {
+                return Err(format!(
+                    "expected a list of bw and lat (bw,lat), got `{word}`"
+                ))
+            }
+        }
+    }
+    Ok(t)
+}
+
 /// `--gpu` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum GpuArg {
@@ -175,6 +213,15 @@ pub struct SweepArgs {
     /// and cool-down), passed to every rdmabw client.
     #[command(flatten)]
     pub test: TestFlags,
+    /// What to measure on each rail: `bw` (bandwidth), or `bw,lat`: then each rail's RDMA
+    /// WRITE latency too, right after its bandwidth, through the same daemon (`rdmabw lat`,
+    /// 2 B, 1000 exchanges, with the rail's --tclass, --sl and -m); rows gain lat_p50_us,
+    /// lat_p99_us and lat_max_us.
+    #[arg(long = "test", value_name = "LIST", default_value = "bw", value_parser = tests_arg)]
+    pub tests: Tests,
+    /// The latency flags `rdmabw lat` takes too (--max-p99-us), for --test bw,lat.
+    #[command(flatten)]
+    pub lat: LatencyFlags,
     /// rdmabw's -a (every size from 2 B to 8 MiB) is not a railsweep flag: a row is one rail at
     /// one size. Refused with that advice.
     #[arg(short = 'a', long = "all", hide = true)]
@@ -286,6 +333,17 @@ impl SweepArgs {
         cluster: Option<String>,
     ) -> Result<SweepConfig> {
         let test = self.test()?;
+        if !self.tests.bw {
+            bail!(
+                "--test {}: railsweep measures the bandwidth of every rail it measures (a row is a \
+                 bandwidth measurement); give --test bw,lat for latency beside it, or `rdmabw lat` \
+                 in a pod for latency alone",
+                if self.tests.lat { "lat" } else { "" }
+            );
+        }
+        if self.lat.max_p99_us.is_some() && !self.tests.lat {
+            bail!("--max-p99-us judges the latency: give --test bw,lat with it");
+        }
         if self.all_sizes {
             bail!(
                 "-a/--all: railsweep measures one message size per row (-s, default 64K); run it \
@@ -313,6 +371,7 @@ impl SweepArgs {
             port: self.port,
             duration_s: self.duration,
             test,
+            latency: self.tests.lat.then(|| self.lat.clone()),
             parallel: self.parallel,
             retries: self.retries,
             margin: secs(self.margin),

@@ -146,13 +146,14 @@ pub fn table_in(rows: &[RailResult], sum: bool, style: TableStyle) -> Table {
     let gpus = rows
         .iter()
         .any(|r| r.client_gpu.is_some() || r.server_gpu.is_some());
+    let lat = rows.iter().any(|r| r.lat_p99_us.is_some());
     let mut t = Table::new();
     t.load_preset(match style {
         TableStyle::Boxed => UTF8_FULL_CONDENSED,
         TableStyle::Plain => NOTHING,
     })
-    .set_content_arrangement(ContentArrangement::Disabled)
-    .set_header(vec![
+    .set_content_arrangement(ContentArrangement::Disabled);
+    let mut header = vec![
         "rail",
         if gpus {
             "client (iface dev GPU)"
@@ -169,11 +170,15 @@ pub fn table_in(rows: &[RailResult], sum: bool, style: TableStyle) -> Table {
         "% line rate",
         "status",
         "diagnosis",
-    ]);
+    ];
+    if lat {
+        header.insert(6, "lat p50/p99/max us");
+    }
+    t.set_header(header);
     let mut sorted: Vec<&RailResult> = rows.iter().collect();
     sorted.sort_by_key(|r| r.rail);
     for r in &sorted {
-        t.add_row(vec![
+        let mut cells = vec![
             r.rail.to_string(),
             side(
                 &r.client_interface,
@@ -192,7 +197,11 @@ pub fn table_in(rows: &[RailResult], sum: bool, style: TableStyle) -> Table {
                 .map_or_else(|| "-".into(), |p| format!("{p:.1}")),
             r.status.to_string(),
             diagnosis(r),
-        ]);
+        ];
+        if lat {
+            cells.insert(6, lat_cell(r));
+        }
+        t.add_row(cells);
     }
     if sum {
         let measured: Vec<&&RailResult> = sorted
@@ -207,7 +216,7 @@ pub fn table_in(rows: &[RailResult], sum: bool, style: TableStyle) -> Table {
             .iter()
             .map(|r| r.line_rate_gbps)
             .sum::<Option<f64>>();
-        t.add_row(vec![
+        let mut cells = vec![
             "sum".to_string(),
             format!("{} rails at once", measured.len()),
             String::new(),
@@ -217,14 +226,27 @@ pub fn table_in(rows: &[RailResult], sum: bool, style: TableStyle) -> Table {
                 .map_or_else(|| "-".into(), |l| format!("{:.1}", total / l * 100.0)),
             String::new(),
             String::new(),
-        ]);
+        ];
+        if lat {
+            cells.insert(6, String::new());
+        }
+        t.add_row(cells);
     }
-    for i in [0, 3, 4, 5] {
+    let right: &[usize] = if lat { &[0, 3, 4, 5, 6] } else { &[0, 3, 4, 5] };
+    for &i in right {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
     t
+}
+
+/// A row's latency, `p50/p99/max` in microseconds (`1.52/3.10/12.4`), `-` when not measured.
+fn lat_cell(r: &RailResult) -> String {
+    match (r.lat_p50_us, r.lat_p99_us, r.lat_max_us) {
+        (Some(a), Some(b), Some(c)) => format!("{a:.2}/{b:.2}/{c:.2}"),
+        _ => "-".into(),
+    }
 }
 
 /// The summary line per network mode (results' [`results::ModeSummary`]), the rails with

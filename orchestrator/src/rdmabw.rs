@@ -5,8 +5,9 @@
 //! ones rdmabw prints with.
 
 use anyhow::{bail, Context, Result};
-use results::rdmabw::flags::{fmt_num, TestFlags};
+use results::rdmabw::flags::{fmt_num, LatencyFlags, TestFlags};
 use results::rdmabw::gpu::GpuSelect;
+use results::rdmabw::lat::LatReport;
 use results::rdmabw::rails::Capability;
 use results::rdmabw::rails::RailsReport;
 use results::rdmabw::report::{BwReport, TestStatus};
@@ -229,6 +230,39 @@ pub fn client_argv(bin: &str, t: &ClientTest) -> Vec<String> {
         fmt_num(t.duration_s),
     ];
     v.extend(t.test.shape_argv());
+    v.extend(rail_argv(t));
+    v.extend(t.test.tuning_argv());
+    if let Some(g) = &t.gpu {
+        v.extend(["--use_cuda".into(), g.to_string()]);
+    }
+    v.push(t.server_addr.clone());
+    v
+}
+
+/// `rdmabw lat --json ...` for the rail of `t` (railsweep `--test bw,lat`): ib_write_lat's test
+/// (2 B, 1000 exchanges, in host memory) with the rail's path settings (`--tclass`, `--sl`,
+/// `-m`) and `--max-p99-us`; the bandwidth flags (size, queue pairs, thresholds, transport
+/// tuning, GPU) are not a ping-pong's.
+pub fn lat_argv(bin: &str, t: &ClientTest, lat: &LatencyFlags) -> Vec<String> {
+    let mut v: Vec<String> = vec![bin.into(), "lat".into(), "--json".into()];
+    v.extend(rail_argv(t));
+    if let Some(tc) = t.test.tclass {
+        v.extend(["--tclass".into(), tc.to_string()]);
+    }
+    if let Some(sl) = t.test.transport.sl {
+        v.extend(["--sl".into(), sl.to_string()]);
+    }
+    if let Some(m) = t.test.mtu {
+        v.extend(["-m".into(), m.to_string()]);
+    }
+    v.extend(lat.to_argv());
+    v.push(t.server_addr.clone());
+    v
+}
+
+/// The rail's ends and the daemon's port, as every client command names them.
+fn rail_argv(t: &ClientTest) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
     match &t.device {
         Some((dev, port, gid)) => {
             v.extend(["-d".into(), dev.clone(), "-x".into(), gid.to_string()]);
@@ -248,12 +282,31 @@ pub fn client_argv(bin: &str, t: &ClientTest) -> Vec<String> {
         None => v.extend(["--server-netdev".into(), t.server_netdev.clone()]),
     }
     v.extend(["-p".into(), t.port.to_string()]);
-    v.extend(t.test.tuning_argv());
-    if let Some(g) = &t.gpu {
-        v.extend(["--use_cuda".into(), g.to_string()]);
-    }
-    v.push(t.server_addr.clone());
     v
+}
+
+/// What one latency client (`rdmabw lat --json`) came to: its report (status ok, or below
+/// threshold above `--max-p99-us`), or why there is none.
+pub fn parse_lat(out: &Output) -> std::result::Result<LatReport, String> {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let report = text
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<LatReport>(l).ok());
+    match report {
+        Some(r) if r.status != TestStatus::Failed && !r.results.is_empty() => Ok(r),
+        Some(r) => Err(r
+            .error
+            .filter(|e| !e.is_empty())
+            .unwrap_or_else(|| "rdmabw lat reported no result rows".into())),
+        // A failure is a bandwidth-shaped document (rdmabw's failed report) or nothing.
+        None => match parse_client(out) {
+            ClientOutcome::Failed(why, _) => Err(why.replace("rdmabw client", "rdmabw lat")),
+            ClientOutcome::Measured(_) => {
+                Err("rdmabw lat printed a bandwidth report: is the pod's rdmabw older?".into())
+            }
+        },
+    }
 }
 
 /// What one client run came to.
@@ -368,6 +421,15 @@ mod tests {
             },
             gpu: None,
         };
+        // The latency test of the same rail: its ends and path settings, no bandwidth flags.
+        let lat = LatencyFlags {
+            max_p99_us: Some(12.5),
+        };
+        assert_eq!(
+            lat_argv("rdmabw", &t, &lat).join(" "),
+            "rdmabw lat --json -d mlx5_0 -x 3 --server-dev mlx5_4 --server-gid-index 5 \
+             -p 18515 --tclass 41 -m 4096 --max-p99-us 12.5 10.224.0.2"
+        );
         let v = client_argv("rdmabw", &t);
         let s = v.join(" ");
         assert_eq!(

@@ -52,5 +52,8 @@ pub(crate) fn row(client: &str, server: &str, rail: u32, bw: Option<f64>) -> Rai
         client_gpu_pcie_root: None,
         server_gpu: None,
         server_gpu_pcie_root: None,
+        lat_p50_us: None,
+        lat_p99_us: None,
+        lat_max_us: None,
     }
 }

@@ -415,6 +415,61 @@ async fn dry_run_prints_the_patches_and_writes_nothing() {
     c.delete_namespace(&ns).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_slow_to_answer_is_a_latency_suspect_and_degraded() {
+    let _one = NODES_LOCK.lock().await;
+    let c = TestCluster::get().await;
+    clear(&c).await;
+    let ns = c.namespace("verdicts-lat", &[]).await;
+    let f = fake();
+    // Every bandwidth fine, every p99 4 us but fleet-2's rail 1 (net2): 40 us in its pairs,
+    // ten times the fleet median (4 of the 10 pairs of 5 nodes).
+    f.lat_p99(Some("fleet-2"), "net2", 40.0);
+    let kc = f.file("kubeconfig");
+    c.fleet_job_kubeconfig(&ns, &kc).await;
+    let nodes = ["fleet-1", "fleet-2", "fleet-3", "fleet-4", "fleet-5"];
+    let r = railsweep(&args(
+        &kc,
+        &f,
+        &f.file("run"),
+        &nodes,
+        18857,
+        &[
+            "--test",
+            "bw,lat",
+            "--apply-verdicts",
+            "labels",
+            "--dry-run",
+        ],
+    ))
+    .await;
+    let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
+    assert_eq!(r.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("suspect: node ")
+            && stdout.contains("rail 1: slow in all 4")
+            && stdout.contains("latency: p99 40.00 us"),
+        "{stdout}"
+    );
+    // Measured again, then against a node that passed: the suspect stays the only one.
+    assert_eq!(stdout.matches("suspect: ").count(), 1, "{stdout}");
+    let patch = stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+        .find(|v| v["node"] == "fleet-2")
+        .expect("a patch for fleet-2");
+    assert_eq!(patch["patch"]["metadata"]["labels"][LABEL], "degraded");
+    let evidence = patch["patch"]["metadata"]["annotations"][EVIDENCE]
+        .as_str()
+        .expect("evidence");
+    assert!(
+        evidence.contains("latency_pairs") && evidence.contains("fleet_lat_p99_us"),
+        "{evidence}"
+    );
+    c.delete_namespace(&ns).await;
+}
+
 /// The CronJob's own command line from deploy/fleet-job.yaml, with this test's nodes,
 /// namespace, out dir and fake.
 fn cronjob_command(ns: &str, f: &Fake, out: &Path, nodes: &[&str], port: u16) -> Vec<String> {

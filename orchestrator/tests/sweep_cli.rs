@@ -111,6 +111,90 @@ fn every_rail_gets_a_row_and_the_daemon_is_ended() {
     assert_eq!(log.lines().count(), 4, "{log}");
 }
 
+#[test]
+fn test_bw_lat_measures_each_rails_latency_after_its_bandwidth() {
+    let f = Fake::new(3);
+    f.lat_p99(None, "net2", 45.0);
+    f.write("lat-fail-net3", "");
+    let (out, bin, o) = paths(&f);
+    let mut args = local_args(&bin, &o);
+    args.extend(["--test", "bw,lat", "--max-p99-us", "20"]);
+    let r = railsweep(&args);
+    let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
+    // A rail above --max-p99-us and one whose latency failed: exit 1.
+    assert_eq!(
+        r.status.code(),
+        Some(1),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let rows = read_path(&out).expect("csv reads");
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0].status, RailStatus::Ok);
+    assert_eq!(
+        (rows[0].lat_p50_us, rows[0].lat_p99_us, rows[0].lat_max_us),
+        (Some(1.5), Some(4.0), Some(4.0))
+    );
+    assert_eq!(rows[1].status, RailStatus::BelowThreshold);
+    assert_eq!(rows[1].bw_avg_gbps, Some(96.1), "the bandwidth stays");
+    assert_eq!(rows[1].lat_p99_us, Some(45.0));
+    assert_eq!(
+        rows[1].error.as_deref(),
+        Some("p99 latency 45.00 us is above --max-p99-us 20")
+    );
+    assert_eq!(rows[2].status, RailStatus::Failed);
+    assert_eq!(rows[2].bw_avg_gbps, Some(96.2));
+    let e = rows[2].error.clone().unwrap_or_default();
+    assert!(
+        e.starts_with("latency: ") && e.contains("no latency tests"),
+        "{e}"
+    );
+    // The table has the latency column, the summary the p99 range.
+    assert!(stdout.contains("lat p50/p99/max us"), "{stdout}");
+    assert!(stdout.contains("1.50/4.00/4.00"), "{stdout}");
+    assert!(stdout.contains("p99 latency 4.00 to 45.00 us"), "{stdout}");
+    // Each rail ran its bandwidth test, then its latency test, through the one batch and
+    // the one daemon; the latency test with the rail's ends and path settings only.
+    let log = f.client_log();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 6, "{log}");
+    assert!(lines[0].starts_with("client --json --window 1 "), "{log}");
+    assert_eq!(
+        lines[1],
+        "lat --json -d mlx5_0 -x 3 --server-dev mlx5_0 --server-gid-index 3 -p 18999 \
+         --tclass 41 --max-p99-us 20 10.224.0.2"
+    );
+    assert_eq!(batch_pids(&f).len(), 1);
+    assert_eq!(f.read("server-end"), "eof\n", "{stderr}");
+}
+
+#[test]
+fn latency_alone_or_a_p99_limit_without_it_is_refused() {
+    let f = Fake::new(1);
+    let (_, bin, o) = paths(&f);
+    for (extra, said) in [
+        (
+            &["--test", "lat"][..],
+            "--test lat: railsweep measures the bandwidth",
+        ),
+        (
+            &["--max-p99-us", "5"][..],
+            "--max-p99-us judges the latency: give --test bw,lat",
+        ),
+        (&["--test", "bw,rtt"][..], "expected a list of bw and lat"),
+    ] {
+        let mut args = local_args(&bin, &o);
+        args.extend(extra);
+        let r = railsweep(&args);
+        assert_eq!(r.status.code(), Some(2), "{extra:?}: {}", text(&r.stderr));
+        assert!(
+            text(&r.stderr).contains(said),
+            "{extra:?}: {}",
+            text(&r.stderr)
+        );
+    }
+    assert!(f.client_log().is_empty());
+}
+
 /// A sweep of 3 rails with a fake rdmabw that lacks what `marker` names (an older build): all
 /// rails still measured, and `said` said once on stderr. The fake and that stderr.
 fn sweep_with_an_older_rdmabw(marker: &str, said: &str) -> (Fake, String) {

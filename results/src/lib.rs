@@ -76,4 +76,4 @@ pub use record::{
 };
 pub use sink::RowSink;
 pub use summary::{Comparison, ModeSummary, RailDiff, Report, Series};
-pub use threshold::{below_threshold, percent_of_line_rate, threshold_gbps};
+pub use threshold::{above_max_p99, below_threshold, percent_of_line_rate, threshold_gbps};

@@ -23,8 +23,9 @@ use crate::threshold::{below_threshold, percent_of_line_rate};
 /// `cpu_s_per_gb`; version 4 `client_gpu`, `client_gpu_pcie_root`, `server_gpu` and
 /// `server_gpu_pcie_root`. Version 5 changed the CSV alone: its `counters` column went to the
 /// counters file beside it ([`crate::countersio`]), and its fractional numbers are rounded to
-/// six significant digits; the record and JSON are as in version 4.
-pub const SCHEMA_VERSION: u32 = 5;
+/// six significant digits; the record and JSON are as in version 4. Version 6 added
+/// `lat_p50_us`, `lat_p99_us` and `lat_max_us` (railsweep `--test bw,lat`).
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// Fields added after version 1, with the version that added them: a file of an
 /// older version has no column (no key) for them, and its rows read with the
@@ -39,6 +40,9 @@ pub const ADDED_FIELDS: &[(&str, u32)] = &[
     ("client_gpu_pcie_root", 4),
     ("server_gpu", 4),
     ("server_gpu_pcie_root", 4),
+    ("lat_p50_us", 6),
+    ("lat_p99_us", 6),
+    ("lat_max_us", 6),
 ];
 
 /// True when a file of `version` must have field `name`.
@@ -178,9 +182,11 @@ impl fmt::Display for MemoryKind {
 pub enum RailStatus {
     /// Measured, and at or above the threshold (or no threshold was set).
     Ok,
-    /// Measured, but the average bandwidth was under `threshold_gbps`.
+    /// Measured, but the average bandwidth was under `threshold_gbps` (or the p99 latency
+    /// above railsweep's `--max-p99-us`: `error` says which).
     BelowThreshold,
-    /// No bandwidth could be measured; `error` says why.
+    /// No bandwidth could be measured (or, with railsweep `--test bw,lat`, no latency: then
+    /// the bandwidth figures stay); `error` says why.
     Failed,
 }
 
@@ -320,6 +326,19 @@ pub struct RailResult {
     /// The PCIe root of `server_gpu`, as `client_gpu_pcie_root`.
     #[serde(default)]
     pub server_gpu_pcie_root: Option<String>,
+    /// Median one-way RDMA WRITE latency of the rail, microseconds (railsweep `--test bw,lat`:
+    /// `rdmabw lat` after the bandwidth, at ib_write_lat's 2 B whatever `msg_size_bytes` is:
+    /// the client's histogram median of half round trips). Empty when latency was not
+    /// measured, and in an older file.
+    #[serde(default)]
+    pub lat_p50_us: Option<f64>,
+    /// 99th percentile of the one-way latency, microseconds, as `lat_p50_us`: what
+    /// `--max-p99-us` judges.
+    #[serde(default)]
+    pub lat_p99_us: Option<f64>,
+    /// Largest one-way latency measured, microseconds, as `lat_p50_us`.
+    #[serde(default)]
+    pub lat_max_us: Option<f64>,
 }
 
 /// A record that breaks one of [`RailResult`]'s rules, with the field at fault.
@@ -391,6 +410,9 @@ impl RailResult {
             ("line_rate_gbps", self.line_rate_gbps),
             ("line_rate_pct", self.line_rate_pct),
             ("threshold_gbps", self.threshold_gbps),
+            ("lat_p50_us", self.lat_p50_us),
+            ("lat_p99_us", self.lat_p99_us),
+            ("lat_max_us", self.lat_max_us),
         ];
         for (field, value) in floats {
             if let Some(v) = value {

@@ -171,6 +171,7 @@ impl<'a> Comparison<'a> {
                 _ => None,
             })
             .collect();
+        let p99s: Vec<f64> = rows.iter().filter_map(|r| r.lat_p99_us).collect();
         let threshold_gbps = self.report.threshold_gbps.or_else(|| {
             let first = rows.first().and_then(|r| r.threshold_gbps);
             rows.iter()
@@ -186,6 +187,8 @@ impl<'a> Comparison<'a> {
             bw_max_gbps: bws.iter().copied().reduce(f64::max),
             bw_mean_gbps: mean(&bws),
             line_rate_pct_mean: mean(&pcts),
+            lat_p99_min_us: p99s.iter().copied().reduce(f64::min),
+            lat_p99_max_us: p99s.iter().copied().reduce(f64::max),
             threshold_gbps,
             below_rails: measured
                 .iter()
@@ -278,6 +281,10 @@ pub struct ModeSummary {
     pub bw_mean_gbps: Option<f64>,
     /// Mean over measured rails of bandwidth as a percentage of line rate.
     pub line_rate_pct_mean: Option<f64>,
+    /// Lowest p99 latency over the rails whose latency was measured (`--test bw,lat`).
+    pub lat_p99_min_us: Option<f64>,
+    /// Highest p99 latency, as `lat_p99_min_us`.
+    pub lat_p99_max_us: Option<f64>,
     /// The threshold "below" refers to, if one is known for the whole series.
     pub threshold_gbps: Option<f64>,
     /// Rails below the threshold (see [`Report::is_below`]).
@@ -309,6 +316,9 @@ impl fmt::Display for ModeSummary {
             }
             _ => f.write_str("no bandwidth measured")?,
         }
+        if let (Some(lo), Some(hi)) = (self.lat_p99_min_us, self.lat_p99_max_us) {
+            write!(f, ", p99 latency {lo:.2} to {hi:.2} us")?;
+        }
         match self.threshold_gbps {
             Some(t) => write!(
                 f,
@@ -335,6 +345,8 @@ mod tests {
             bw_max_gbps: Some(391.5),
             bw_mean_gbps: Some(388.252),
             line_rate_pct_mean: Some(97.0631),
+            lat_p99_min_us: None,
+            lat_p99_max_us: None,
             threshold_gbps: Some(380.0),
             below_rails: vec![],
             failed_rails: vec![],
@@ -358,6 +370,14 @@ mod tests {
         assert_eq!(
             s.to_string(),
             "sriov: 2 rails, 385.00 to 391.50 Gb/s (mean 388.25 Gb/s), 1 below 92.25 Gb/s, 0 failed"
+        );
+        let mut lat = summary();
+        (lat.lat_p99_min_us, lat.lat_p99_max_us) = (Some(3.104), Some(12.5));
+        assert!(
+            lat.to_string().contains(
+                "(mean 388.25 Gb/s, 97.1% of line rate), p99 latency 3.10 to 12.50 us, 0 below"
+            ),
+            "{lat}"
         );
         let s = ModeSummary {
             rails: 1,

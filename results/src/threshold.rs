@@ -1,6 +1,7 @@
-//! The two judgements every tool makes of a measured bandwidth, computed here only: its share
+//! The judgements every tool makes of a measured bandwidth, computed here only: its share
 //! of the line rate, and whether it falls below a threshold (`--min-gbps`,
-//! `--min-line-rate-pct`). rdmabw, railsweep and fleet all call these.
+//! `--min-line-rate-pct`); and of a measured latency, whether its p99 is above `--max-p99-us`.
+//! rdmabw, railsweep and fleet all call these.
 
 /// Percent of line rate, e.g. `percent_of_line_rate(92.0, Some(100.0)) == Some(92.0)`; `None`
 /// when the line rate is unknown, zero or not finite.
@@ -32,9 +33,22 @@ pub fn below_threshold(bw_avg_gbps: f64, threshold_gbps: Option<f64>) -> bool {
     threshold_gbps.is_some_and(|t| bw_avg_gbps < t)
 }
 
+/// Whether a p99 latency of `p99_us` is above `max_p99_us` (never, without a maximum): what
+/// `rdmabw lat --max-p99-us` and railsweep's `--max-p99-us` judge.
+pub fn above_max_p99(p99_us: f64, max_p99_us: Option<f64>) -> bool {
+    max_p99_us.is_some_and(|m| p99_us > m)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_p99_is_judged_only_against_a_maximum_and_only_above_it() {
+        assert!(!above_max_p99(50.0, None));
+        assert!(!above_max_p99(50.0, Some(50.0)));
+        assert!(above_max_p99(50.1, Some(50.0)));
+    }
 
     #[test]
     fn percent_needs_a_usable_line_rate() {

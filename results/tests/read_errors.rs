@@ -90,7 +90,7 @@ fn csv_missing_optional_column_is_still_an_error() {
 
 #[test]
 fn csv_unknown_column_is_an_error() {
-    let text = fixture_csv().replacen("server_gpu_pcie_root\n", "server_gpu_pcie_root,extra\n", 1);
+    let text = fixture_csv().replacen("lat_max_us\n", "lat_max_us,extra\n", 1);
     let text = text
         .lines()
         .enumerate()
@@ -106,7 +106,7 @@ fn csv_unknown_column_is_an_error() {
     let e = err(&text, "a.csv");
     assert_eq!(
         e.to_string(),
-        "a.csv:1:43: unknown column `extra` (schema_version 5 has no such column)"
+        "a.csv:1:46: unknown column `extra` (schema_version 6 has no such column)"
     );
 }
 
@@ -114,24 +114,24 @@ fn csv_unknown_column_is_an_error() {
 fn csv_newer_schema_is_refused_before_column_checks() {
     // A newer schema typically has columns this one does not know; the
     // version is what the user needs to hear about.
-    let text = set_cell(&fixture_csv(), 0, "schema_version", "6").replacen(
-        "server_gpu_pcie_root\n",
-        "server_gpu_pcie_root,new_field\n",
+    let text = set_cell(&fixture_csv(), 0, "schema_version", "7").replacen(
+        "lat_max_us\n",
+        "lat_max_us,new_field\n",
         1,
     );
     let e = err(&text, "new.csv");
     assert!(
-        matches!(e, ResultsError::NewerSchema { found: 6, .. }),
+        matches!(e, ResultsError::NewerSchema { found: 7, .. }),
         "{e:?}"
     );
-    assert_starts(&e.to_string(), "new.csv:2:1: schema_version 6 is newer");
+    assert_starts(&e.to_string(), "new.csv:2:1: schema_version 7 is newer");
 }
 
 #[test]
 fn csv_newer_schema_on_a_later_row_is_refused() {
-    let text = set_cell(&fixture_csv(), 2, "schema_version", "7");
+    let text = set_cell(&fixture_csv(), 2, "schema_version", "8");
     let e = err(&text, "mixed.csv");
-    assert_starts(&e.to_string(), "mixed.csv:4:1: schema_version 7 is newer");
+    assert_starts(&e.to_string(), "mixed.csv:4:1: schema_version 8 is newer");
 }
 
 #[test]
@@ -178,19 +178,19 @@ fn csv_short_row_is_an_error() {
     let e = err(&text, "a.csv").to_string();
     assert_starts(
         &e,
-        "a.csv:5:4: row has 3 cells but the header has 42 columns",
+        "a.csv:5:4: row has 3 cells but the header has 45 columns",
     );
 }
 
 #[test]
 fn json_newer_schema_names_file_line_column() {
-    let text = fixture_json().replacen("\"schema_version\": 5", "\"schema_version\": 6", 1);
+    let text = fixture_json().replacen("\"schema_version\": 6", "\"schema_version\": 7", 1);
     let e = err(&text, "new.json");
     assert!(
-        matches!(e, ResultsError::NewerSchema { found: 6, .. }),
+        matches!(e, ResultsError::NewerSchema { found: 7, .. }),
         "{e:?}"
     );
-    assert_starts(&e.to_string(), "new.json:2:21: schema_version 6 is newer");
+    assert_starts(&e.to_string(), "new.json:2:21: schema_version 7 is newer");
 }
 
 #[test]
@@ -305,7 +305,7 @@ fn poll_and_cpu_per_gb_round_trip_through_csv() {
     assert!(
         text.lines()
             .nth(1)
-            .is_some_and(|l| l.ends_with(",event,0.125,,,,")),
+            .is_some_and(|l| l.ends_with(",event,0.125,,,,,,,")),
         "{text}"
     );
     assert_eq!(read_str(&text, "rt.csv").expect("reads back"), rows);
@@ -322,8 +322,8 @@ fn a_list_cell_that_is_not_json_names_its_column() {
 
 #[test]
 fn a_version_1_json_file_reads_without_the_new_keys() {
-    let text = fixture_json().replacen("\"schema_version\": 5", "\"schema_version\": 1", 1);
-    let text = without_gpu_keys(&text)
+    let text = fixture_json().replacen("\"schema_version\": 6", "\"schema_version\": 1", 1);
+    let text = without_gpu_keys(&without_lat_keys(&text))
         .replace(",\n      \"poll\": null,\n      \"cpu_s_per_gb\": null", "")
         .replace(",\n      \"diagnosis\": [],\n      \"counters\": []", "")
         .replace(
@@ -338,6 +338,76 @@ fn a_version_1_json_file_reads_without_the_new_keys() {
     assert!(err(&v2, "new.json")
         .to_string()
         .contains("missing column `diagnosis`"));
+}
+
+/// The keys version 6 added (each row's last three).
+const LAT_KEYS: &[&str] = &["lat_p50_us", "lat_p99_us", "lat_max_us"];
+
+/// A JSON results text without the keys version 6 added (each row's last three, all null).
+fn without_lat_keys(json: &str) -> String {
+    let gone = LAT_KEYS.iter().fold(json.to_string(), |t, k| {
+        t.replace(&format!(",\n      \"{k}\": null"), "")
+    });
+    assert!(!gone.contains("lat_"), "{gone}");
+    gone
+}
+
+#[test]
+fn a_version_5_file_reads_without_the_latency_columns() {
+    // Written by railsweep before --test bw,lat (the first rows of the version 5 snapshot).
+    let path = common::fixture_path("sweep-v5-2.csv");
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    assert!(
+        text.lines().nth(1).is_some_and(|l| l.starts_with("5,")),
+        "{text}"
+    );
+    assert!(!text.contains("lat_p99_us"), "{text}");
+    let rows = results::read_path(&path).expect("a version 5 CSV reads");
+    assert_eq!(rows.len(), 2);
+    assert!(rows
+        .iter()
+        .all(|r| r.lat_p50_us.is_none() && r.lat_p99_us.is_none() && r.lat_max_us.is_none()));
+    // The same file claiming version 6 lacks the columns version 6 added.
+    let v6 = text.replace("\n5,", "\n6,");
+    assert_eq!(
+        err(&v6, "a.csv").to_string(),
+        "a.csv:1:43: missing column `lat_p50_us`"
+    );
+    // And its JSON, without the keys, claiming version 5.
+    let json = without_lat_keys(&fixture_json()).replacen(
+        "\"schema_version\": 6",
+        "\"schema_version\": 5",
+        1,
+    );
+    let rows = read_str(&json, "old.json").expect("a version 5 JSON file reads");
+    assert_eq!(rows, common::fixture_rows()[..3].to_vec());
+}
+
+#[test]
+fn latency_round_trips_through_csv_and_json() {
+    let mut rows = common::fixture_rows()[..2].to_vec();
+    (rows[0].lat_p50_us, rows[0].lat_p99_us, rows[0].lat_max_us) =
+        (Some(3.5), Some(4.25), Some(19.0));
+    let mut buf = Vec::new();
+    write_csv(&mut buf, &rows).expect("write");
+    let text = String::from_utf8(buf).expect("utf-8");
+    assert!(
+        text.lines()
+            .next()
+            .is_some_and(|l| l.ends_with(",lat_p50_us,lat_p99_us,lat_max_us")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .nth(1)
+            .is_some_and(|l| l.ends_with(",3.5,4.25,19.0")),
+        "{text}"
+    );
+    assert_eq!(read_str(&text, "rt.csv").expect("reads back"), rows);
+    let mut buf = Vec::new();
+    write_json(&mut buf, "t", &rows).expect("write");
+    let text = String::from_utf8(buf).expect("utf-8");
+    assert_eq!(read_str(&text, "rt.json").expect("reads back"), rows);
 }
 
 /// A JSON results text without the keys version 4 added (each row's last four, all null).
@@ -363,7 +433,10 @@ fn a_version_3_file_reads_without_the_gpu_columns() {
         "server_gpu",
         "server_gpu_pcie_root",
     ];
-    let v4 = keys.iter().fold(fixture_csv(), |t, k| drop_column(&t, k));
+    let v4 = keys
+        .iter()
+        .chain(LAT_KEYS)
+        .fold(fixture_csv(), |t, k| drop_column(&t, k));
     // Claiming version 4 or later, the file lacks the columns version 4 added.
     assert_eq!(
         err(&v4, "a.csv").to_string(),
@@ -377,11 +450,11 @@ fn a_version_3_file_reads_without_the_gpu_columns() {
         && r.server_gpu.is_none()
         && r.server_gpu_pcie_root.is_none()));
 
-    let json = without_gpu_keys(&fixture_json());
+    let json = without_gpu_keys(&without_lat_keys(&fixture_json()));
     assert!(err(&json, "a.json")
         .to_string()
         .contains("missing column `client_gpu`"));
-    let json = json.replacen("\"schema_version\": 5", "\"schema_version\": 3", 1);
+    let json = json.replacen("\"schema_version\": 6", "\"schema_version\": 3", 1);
     let rows = read_str(&json, "old.json").expect("a version 3 JSON file reads");
     assert_eq!(rows, common::fixture_rows()[..3].to_vec());
 }
@@ -400,11 +473,11 @@ fn each_sides_gpu_and_its_root_round_trip_through_csv_and_json() {
     assert!(
         text.lines()
             .nth(1)
-            .is_some_and(|l| l.ends_with(",gpu-3,pci0000:4c,gpu-0,")),
+            .is_some_and(|l| l.ends_with(",gpu-3,pci0000:4c,gpu-0,,,,")),
         "{text}"
     );
     assert!(
-        text.lines().nth(2).is_some_and(|l| l.ends_with(",,,,")),
+        text.lines().nth(2).is_some_and(|l| l.ends_with(",,,,,,,")),
         "{text}"
     );
     assert_eq!(read_str(&text, "rt.csv").expect("reads back"), rows);

@@ -148,12 +148,15 @@ fn a_version_1_fixture_reads_and_rewrites_as_the_current_version_row_for_row() {
                 "client_gpu_pcie_root".into(),
                 "server_gpu".into(),
                 "server_gpu_pcie_root".into(),
+                "lat_p50_us".into(),
+                "lat_p99_us".into(),
+                "lat_max_us".into(),
             ]);
         } else {
             assert_eq!(want[0], "1", "a version 1 row");
             want[0] = results::SCHEMA_VERSION.to_string();
             want.insert(after_qps, "false".into());
-            want.extend(std::iter::repeat_n(String::new(), 7));
+            want.extend(std::iter::repeat_n(String::new(), 10));
         }
         assert_eq!(
             &want,

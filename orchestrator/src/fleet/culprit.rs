@@ -10,6 +10,11 @@
 //! is named as the rail. With two nodes bandwidth alone does not tell them apart, and both are
 //! named.
 //!
+//! Latency is judged too, where the rows have it (`--test bw,lat`): a (pair, rail) whose p99
+//! latency is above `--lat-outlier-factor` (2.1, as ClusterKit) times its rail's fleet median
+//! p99 is an outlier as a slow one is, measured again and judged by the same rules: a node
+//! whose rail is slow to answer makes every pair it joins there slow to answer.
+//!
 //! Counter findings are evidence too. A finding of a port's own (the link flapped, the PHY saw
 //! errors) read on one side of a slow (pair, rail) names that side's node: it is named on that
 //! rail even when its other pairs were fine (a flap during one test), and a partner that is
@@ -36,6 +41,47 @@ pub enum Threshold {
 impl Default for Threshold {
     fn default() -> Self {
         Threshold::MedianPct(90.0)
+    }
+}
+
+/// ClusterKit's latency factor: a (pair, rail) whose p99 latency is above this many times its
+/// rail's fleet median p99 is an outlier (`--lat-outlier-factor`).
+pub const DEFAULT_LAT_OUTLIER_FACTOR: f64 = 2.1;
+
+/// Every rule that makes a (pair, rail) an outlier: its bandwidth against `bw`, and its p99
+/// latency (rows that have one) above `lat_factor` times its rail's fleet median p99.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rules {
+    /// The bandwidth rule.
+    pub bw: Threshold,
+    /// The latency rule's factor.
+    pub lat_factor: f64,
+}
+
+impl From<Threshold> for Rules {
+    fn from(bw: Threshold) -> Self {
+        Rules {
+            bw,
+            lat_factor: DEFAULT_LAT_OUTLIER_FACTOR,
+        }
+    }
+}
+
+/// The fleet medians of each rail: of the measured average bandwidths, and of the p99
+/// latencies where measured (failed rows left out).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Medians {
+    /// Gb/s per rail.
+    pub bw: BTreeMap<u32, f64>,
+    /// p99 latency, microseconds, per rail.
+    pub lat_p99: BTreeMap<u32, f64>,
+}
+
+/// The medians of the latest rows.
+pub fn medians(rows: &[RailResult]) -> Medians {
+    Medians {
+        bw: rail_medians(rows),
+        lat_p99: median_per_rail(rows, |r| r.lat_p99_us),
     }
 }
 
@@ -74,10 +120,18 @@ pub fn latest(rows: &[RailResult]) -> BTreeMap<PairRail, &RailResult> {
 
 /// The median of the measured average bandwidths, per rail (failed rows left out).
 pub fn rail_medians(rows: &[RailResult]) -> BTreeMap<u32, f64> {
+    median_per_rail(rows, |r| r.bw_avg_gbps)
+}
+
+/// The median of `value` over the latest measured rows, per rail.
+fn median_per_rail(
+    rows: &[RailResult],
+    value: impl Fn(&RailResult) -> Option<f64>,
+) -> BTreeMap<u32, f64> {
     let mut per: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
     for r in latest(rows).values() {
-        if let (true, Some(bw)) = (r.status != RailStatus::Failed, r.bw_avg_gbps) {
-            per.entry(r.rail).or_default().push(bw);
+        if let (true, Some(v)) = (r.status != RailStatus::Failed, value(r)) {
+            per.entry(r.rail).or_default().push(v);
         }
     }
     per.into_iter()
@@ -105,8 +159,24 @@ pub fn limit_of(r: &RailResult, medians: &BTreeMap<u32, f64>, t: Threshold) -> O
     }
 }
 
-/// True when the row failed or is under its limit.
-pub fn is_slow(r: &RailResult, medians: &BTreeMap<u32, f64>, t: Threshold) -> bool {
+/// True when the row failed, is under its bandwidth limit, or is slow to answer
+/// ([`is_slow_to_answer`]).
+pub fn is_slow(r: &RailResult, m: &Medians, t: Rules) -> bool {
+    bw_slow(r, &m.bw, t.bw) || is_slow_to_answer(r, m, t)
+}
+
+/// True when the row's p99 latency is above `t.lat_factor` times its rail's fleet median p99.
+pub fn is_slow_to_answer(r: &RailResult, m: &Medians, t: Rules) -> bool {
+    match (r.lat_p99_us, m.lat_p99.get(&r.rail)) {
+        (Some(p99), Some(median)) if r.status != RailStatus::Failed && *median > 0.0 => {
+            p99 > t.lat_factor * median
+        }
+        _ => false,
+    }
+}
+
+/// True when the row failed or is under its bandwidth limit.
+fn bw_slow(r: &RailResult, medians: &BTreeMap<u32, f64>, t: Threshold) -> bool {
     if r.status == RailStatus::Failed {
         return true;
     }
@@ -118,8 +188,9 @@ pub fn is_slow(r: &RailResult, medians: &BTreeMap<u32, f64>, t: Threshold) -> bo
 }
 
 /// The outliers among the latest rows: (pair, rail) keys, in order.
-pub fn outliers(rows: &[RailResult], t: Threshold) -> Vec<PairRail> {
-    let medians = rail_medians(rows);
+pub fn outliers(rows: &[RailResult], t: impl Into<Rules>) -> Vec<PairRail> {
+    let t = t.into();
+    let medians = medians(rows);
     latest(rows)
         .into_iter()
         .filter(|(_, r)| is_slow(r, &medians, t))
@@ -146,6 +217,13 @@ pub enum Suspect {
         median_gbps: f64,
         /// The fleet median of that rail, if any pair was measured.
         fleet_median_gbps: Option<f64>,
+        /// Of its slow pairs, those slow to answer (p99 latency above the rule's factor times
+        /// the fleet median).
+        lat_slow_pairs: usize,
+        /// Median p99 latency of its pairs on that rail, where measured.
+        lat_p99_us: Option<f64>,
+        /// The fleet median p99 latency of that rail, where measured.
+        fleet_lat_p99_us: Option<f64>,
     },
     /// A node slow on every rail in every pair.
     Node {
@@ -174,6 +252,9 @@ impl fmt::Display for Suspect {
                 findings,
                 median_gbps,
                 fleet_median_gbps,
+                lat_slow_pairs,
+                lat_p99_us,
+                fleet_lat_p99_us,
             } => {
                 if slow_pairs == pairs {
                     write!(f, "node {node} rail {rail}: slow in all {pairs} of its pairs on rail {rail} (median {median_gbps:.3} Gb/s")?;
@@ -183,6 +264,11 @@ impl fmt::Display for Suspect {
                 match fleet_median_gbps {
                     Some(m) => write!(f, ", fleet median {m:.3} Gb/s)")?,
                     None => f.write_str(")")?,
+                }
+                if let (true, Some(p99), Some(m)) =
+                    (*lat_slow_pairs > 0, lat_p99_us, fleet_lat_p99_us)
+                {
+                    write!(f, "; latency: p99 {p99:.2} us in {lat_slow_pairs} of its pairs' median, fleet median {m:.2} us")?;
                 }
                 if !findings.is_empty() {
                     let words: Vec<&str> = findings.iter().map(|k| k.word()).collect();
@@ -256,13 +342,35 @@ pub struct RailEvidence {
     pub pct_of_fleet_median: Option<f64>,
     /// The findings its own side's counters showed in its slow pairs there (`link-flap`, ...).
     pub findings: Vec<String>,
+    /// Of the slow pairs, those slow to answer: p99 latency above the latency rule
+    /// (`--test bw,lat`); absent when none is.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub latency_pairs: usize,
+    /// Median p99 latency of its pairs on that rail, microseconds, where measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lat_p99_us: Option<f64>,
+    /// The fleet median p99 latency of that rail, where measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet_lat_p99_us: Option<f64>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The median of `v` (the upper one of an even count), sorting it; `None` when empty.
+fn median_of(v: &mut [f64]) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
 }
 
 /// The evidence of `node`'s rail `rail` in the latest rows.
-pub fn evidence(rows: &[RailResult], node: &str, rail: u32, t: Threshold) -> RailEvidence {
-    let medians = rail_medians(rows);
+pub fn evidence(rows: &[RailResult], node: &str, rail: u32, t: impl Into<Rules>) -> RailEvidence {
+    let t = t.into();
+    let medians = medians(rows);
     let mut bws = Vec::new();
-    let (mut slow, mut failed) = (0, 0);
+    let mut p99s = Vec::new();
+    let (mut slow, mut failed, mut lat_slow) = (0, 0, 0);
     let mut findings: BTreeSet<FindingKind> = BTreeSet::new();
     for (k, r) in latest(rows) {
         if k.2 != rail || (k.0 != node && k.1 != node) {
@@ -278,11 +386,13 @@ pub fn evidence(rows: &[RailResult], node: &str, rail: u32, t: Threshold) -> Rai
             slow += 1;
             findings.extend(own_findings(r, node));
         }
+        lat_slow += usize::from(is_slow_to_answer(r, &medians, t));
+        p99s.extend(r.lat_p99_us.filter(|_| !failed_row));
         failed += usize::from(failed_row);
     }
     bws.sort_by(f64::total_cmp);
     let median_gbps = bws.get(bws.len() / 2).copied().unwrap_or(0.0);
-    let fleet_median_gbps = medians.get(&rail).copied();
+    let fleet_median_gbps = medians.bw.get(&rail).copied();
     RailEvidence {
         rail,
         pairs: bws.len(),
@@ -294,13 +404,19 @@ pub fn evidence(rows: &[RailResult], node: &str, rail: u32, t: Threshold) -> Rai
             .filter(|m| *m > 0.0)
             .map(|m| median_gbps / m * 100.0),
         findings: findings.iter().map(|k| k.word().to_string()).collect(),
+        latency_pairs: lat_slow,
+        lat_p99_us: median_of(&mut p99s),
+        fleet_lat_p99_us: medians.lat_p99.get(&rail).copied(),
     }
 }
 
 /// Judge the latest row of every (pair, rail).
-pub fn judge(rows: &[RailResult], t: Threshold) -> Verdict {
-    let medians = rail_medians(rows);
+pub fn judge(rows: &[RailResult], t: impl Into<Rules>) -> Verdict {
+    let t = t.into();
+    let medians = medians(rows);
     let last = latest(rows);
+    // (node, rail) -> (pairs slow to answer, p99 latencies)
+    let mut lat: BTreeMap<(String, u32), (usize, Vec<f64>)> = BTreeMap::new();
     // (node, rail) -> (pairs joined, slow pairs, bandwidths)
     let mut per: BTreeMap<(String, u32), (usize, usize, Vec<f64>)> = BTreeMap::new();
     let mut rail_counts: BTreeMap<u32, (usize, usize)> = BTreeMap::new();
@@ -314,6 +430,9 @@ pub fn judge(rows: &[RailResult], t: Threshold) -> Verdict {
         rc.0 += 1;
         rc.1 += usize::from(slow);
         for node in [&k.0, &k.1] {
+            let l = lat.entry((node.clone(), k.2)).or_default();
+            l.0 += usize::from(is_slow_to_answer(r, &medians, t));
+            l.1.extend(r.lat_p99_us.filter(|_| r.status != RailStatus::Failed));
             let e = per.entry((node.clone(), k.2)).or_default();
             e.0 += 1;
             e.1 += usize::from(slow);
@@ -405,6 +524,8 @@ pub fn judge(rows: &[RailResult], t: Threshold) -> Verdict {
             let (n, slow, bws) = &per[&(node.clone(), *rail)];
             let mut v = bws.clone();
             v.sort_by(f64::total_cmp);
+            let (lat_slow_pairs, mut p99s) =
+                lat.get(&(node.clone(), *rail)).cloned().unwrap_or_default();
             suspects.push(Suspect::NodeRail {
                 node: node.clone(),
                 rail: *rail,
@@ -415,7 +536,10 @@ pub fn judge(rows: &[RailResult], t: Threshold) -> Verdict {
                     .map(|k| k.iter().copied().collect())
                     .unwrap_or_default(),
                 median_gbps: v[v.len() / 2],
-                fleet_median_gbps: medians.get(rail).copied(),
+                fleet_median_gbps: medians.bw.get(rail).copied(),
+                lat_slow_pairs,
+                lat_p99_us: median_of(&mut p99s),
+                fleet_lat_p99_us: medians.lat_p99.get(rail).copied(),
             });
             named.insert((node.clone(), Some(*rail)));
         }
@@ -461,8 +585,9 @@ pub struct Repair {
 /// that rail, against a node that passed on it (a node with a fast pair there: a bad end makes
 /// every pair slow), one pair per suspect node and partner. With no node that passed on a
 /// rail, nothing is added for it (bandwidth cannot tell then).
-pub fn repairs(rows: &[RailResult], t: Threshold) -> Vec<Repair> {
-    let medians = rail_medians(rows);
+pub fn repairs(rows: &[RailResult], t: impl Into<Rules>) -> Vec<Repair> {
+    let t = t.into();
+    let medians = medians(rows);
     // rail -> (nodes in a slow pair, nodes in a fast pair)
     let mut per: BTreeMap<u32, (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
     for (k, r) in latest(rows) {
@@ -633,6 +758,51 @@ mod tests {
             }
         }
         rows
+    }
+
+    #[test]
+    fn a_node_slow_to_answer_on_one_rail_is_named_for_its_latency() {
+        // Every bandwidth fine; p99 about 4 us, but node n17's rail 2 answers in 12 us.
+        let mut rows = fleet(None);
+        for (i, r) in rows.iter_mut().enumerate() {
+            #[allow(clippy::cast_precision_loss)]
+            let noise = (i % 5) as f64 * 0.1;
+            let bad = r.rail == 2 && (r.client_node == "n17" || r.server_node == "n17");
+            r.lat_p99_us = Some(if bad { 12.0 } else { 4.0 + noise });
+        }
+        // 3x the median is above the default factor of 2.1, not above 3.5.
+        let v = judge(&rows, Threshold::default());
+        assert_eq!(v.outliers, 63, "{:?}", v.suspects);
+        assert_eq!(v.suspects.len(), 1, "{:?}", v.suspects);
+        let said = v.suspects[0].to_string();
+        assert!(
+            said.starts_with("node n17 rail 2: slow in all 63"),
+            "{said}"
+        );
+        assert!(
+            said.contains("latency: p99 12.00 us in 63 of its pairs' median, fleet median 4."),
+            "{said}"
+        );
+        let e = evidence(&rows, "n17", 2, Threshold::default());
+        assert_eq!((e.slow_pairs, e.latency_pairs), (63, 63));
+        assert_eq!(e.lat_p99_us, Some(12.0));
+        let loose = Rules {
+            bw: Threshold::default(),
+            lat_factor: 3.5,
+        };
+        assert!(judge(&rows, loose).suspects.is_empty());
+        assert!(outliers(&rows, loose).is_empty());
+        // The suspect is measured again against a node that passed on rail 2.
+        let r = repairs(&rows, Threshold::default());
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(
+            (r[0].suspect.as_str(), r[0].rails.as_slice()),
+            ("n17", &[2][..])
+        );
+        // Rows without latency are judged by bandwidth alone.
+        assert!(judge(&fleet(None), Threshold::default())
+            .suspects
+            .is_empty());
     }
 
     #[test]

@@ -126,6 +126,15 @@ pub struct FleetArgs {
     /// A (pair, rail) under this percentage of its rail's fleet median is an outlier.
     #[arg(long, value_name = "PCT", default_value_t = 90.0, value_parser = positive)]
     pub outlier_pct: f64,
+    /// With --test bw,lat: a (pair, rail) whose p99 latency is above this many times its rail's
+    /// fleet median p99 is an outlier (slow to answer), measured again and judged as a slow one.
+    #[arg(
+        long,
+        value_name = "K",
+        default_value_t = culprit::DEFAULT_LAT_OUTLIER_FACTOR,
+        value_parser = positive
+    )]
+    pub lat_outlier_factor: f64,
     /// Do not measure outliers again, nor the suspects against nodes that passed.
     #[arg(long)]
     pub no_remeasure: bool,
@@ -209,7 +218,14 @@ impl FleetArgs {
         if let Some(s) = self.round_deadline {
             return Duration::from_secs_f64(s);
         }
-        let per_rail = self.sweep.duration + self.sweep.margin;
+        let lat = if self.sweep.tests.lat {
+            self.sweep.margin
+        } else {
+            0.0
+        };
+        let per_rail = crate::sweep::traffic_s(self.sweep.duration, &self.sweep.test)
+            + self.sweep.margin
+            + lat;
         let default_rails = self.sweep.rails.as_ref().map_or(8, |r| r.0.len());
         let longest = rails
             .iter()

@@ -359,8 +359,8 @@ pub(super) struct FleetEnd {
     pub(super) rows: Vec<RailResult>,
     /// The judgement of the latest rows.
     pub(super) judged: culprit::Verdict,
-    /// The outlier threshold the rows were judged by.
-    pub(super) threshold: Threshold,
+    /// The outlier rules the rows were judged by.
+    pub(super) threshold: culprit::Rules,
     /// The run id of the rows.
     pub(super) run_id: String,
 }
@@ -383,9 +383,12 @@ pub(super) async fn fleet_with<R: Runner>(
     // header prints what ran, so that the run can be repeated.
     let pattern = args.pattern.clone().for_fleet(pods.len());
     let schedule = Schedule::build(&pattern, &pods)?;
-    let threshold = match cfg.test.min_line_rate_pct {
-        Some(p) => Threshold::LineRatePct(p),
-        None => Threshold::MedianPct(args.outlier_pct),
+    let threshold = culprit::Rules {
+        bw: match cfg.test.min_line_rate_pct {
+            Some(p) => Threshold::LineRatePct(p),
+            None => Threshold::MedianPct(args.outlier_pct),
+        },
+        lat_factor: args.lat_outlier_factor,
     };
     let run_id = sweep::new_run_id();
     let dir = args
@@ -541,7 +544,7 @@ pub(super) async fn fleet_with<R: Runner>(
     let rails: BTreeSet<u32> = rows.iter().map(|r| r.rail).collect();
     for rail in &rails {
         let path = dir.join(format!("heatmap-rail{rail}.svg"));
-        match heatmap::heatmap(&pods, &rows, *rail, threshold) {
+        match heatmap::heatmap(&pods, &rows, *rail, threshold.bw) {
             Ok(svg) => std::fs::write(&path, svg)
                 .with_context(|| format!("cannot write {}", path.display()))?,
             Err(e) => results::say!(

@@ -13,7 +13,9 @@
 //! Only the culprits named by [`super::culprit::judge`] get a verdict other than `ok`: a
 //! partner that was slow only in its pairs with a bad node is `ok`. A rail's verdict is
 //! `failed` when one of the node's pairs on it failed (the test did not complete), else
-//! `degraded` (below the outlier threshold). A whole rail slow everywhere is the fabric's: it
+//! `degraded` (below the outlier threshold, or slow to answer: its p99 latency above
+//! `--lat-outlier-factor` times the fleet median; the evidence then has `latency_pairs` and the
+//! p99s). A whole rail slow everywhere is the fabric's: it
 //! marks no node.
 //!
 //! railsweep touches only these keys. Labels and annotations go in a JSON merge patch; the
@@ -31,7 +33,7 @@ use kube::Client;
 use results::RailResult;
 use serde_json::{json, Value};
 
-use super::culprit::{self, RailEvidence, Suspect, Threshold};
+use super::culprit::{self, RailEvidence, Rules, Suspect};
 
 /// The label with the verdict.
 pub const LABEL: &str = "railbench.io/rails";
@@ -119,8 +121,9 @@ impl NodeVerdict {
 pub fn node_verdicts(
     rows: &[RailResult],
     judged: &culprit::Verdict,
-    t: Threshold,
+    t: impl Into<Rules>,
 ) -> Vec<NodeVerdict> {
+    let t = t.into();
     // pod (as the culprit logic names it) -> node
     let mut node_of: BTreeMap<String, String> = BTreeMap::new();
     for r in culprit::latest(rows).values() {
@@ -479,7 +482,7 @@ mod tests {
     }
 
     fn verdicts(rows: &[RailResult]) -> Vec<NodeVerdict> {
-        let t = Threshold::default();
+        let t = culprit::Threshold::default();
         node_verdicts(rows, &culprit::judge(rows, t), t)
     }
 

@@ -63,6 +63,8 @@ pub struct SweepConfig {
     /// The test flags every rdmabw client gets, checked, with the size and the queue pairs
     /// always given (`SweepArgs::resolve`).
     pub test: results::rdmabw::flags::TestFlags,
+    /// With `--test bw,lat`: measure each rail's latency after its bandwidth, judged by these.
+    pub latency: Option<results::rdmabw::flags::LatencyFlags>,
     /// All rails at once.
     pub parallel: bool,
     /// Extra attempts for a failed rail.
@@ -104,11 +106,24 @@ impl SweepConfig {
         &self.test.transport
     }
 
-    /// The deadline of one attempt on one rail: the measured duration plus the margin (which
-    /// covers start-up, QP bring-up, rdmabw's warm-up and cool-down, and the report).
+    /// The deadline of one attempt on one rail: the measured duration, the warm-up and
+    /// cool-down asked for (`--warmup`, `--cooldown`), and the margin (which covers start-up, QP
+    /// bring-up, rdmabw's default warm-up and cool-down, and the report).
     pub fn deadline(&self) -> Duration {
-        Duration::from_secs_f64(self.duration_s.max(0.0)) + self.margin
+        crate::config::secs(traffic_s(self.duration_s, &self.test)) + self.margin
     }
+
+    /// The deadline of one latency test (`--test bw,lat`): the margin, which covers start-up,
+    /// QP bring-up and rdmabw lat's 1000 exchanges of 2 B (milliseconds on any link).
+    pub fn lat_deadline(&self) -> Duration {
+        self.margin
+    }
+}
+
+/// Seconds of traffic in one rail's bandwidth test: the measured `duration_s` and the warm-up
+/// and cool-down `test` asks for (rdmabw's defaults, fractions of a second, are the margin's).
+pub fn traffic_s(duration_s: f64, test: &results::rdmabw::flags::TestFlags) -> f64 {
+    duration_s.max(0.0) + test.warmup.unwrap_or(0.0) + test.cooldown.unwrap_or(0.0)
 }
 
 /// Both pods, ready for a sweep.
@@ -356,6 +371,7 @@ mod tests {
             port: 18515,
             duration_s: 5.0,
             test: Default::default(),
+            latency: None,
             parallel: false,
             retries: 0,
             margin: Duration::from_secs(30),
@@ -433,5 +449,13 @@ mod tests {
     #[test]
     fn the_deadline_is_the_window_and_the_margin() {
         assert_eq!(cfg(None).deadline(), Duration::from_secs(35));
+    }
+
+    #[test]
+    fn the_deadline_allows_the_warmup_and_cooldown_asked_for() {
+        let mut c = cfg(None);
+        c.test.warmup = Some(2.0);
+        c.test.cooldown = Some(20.0);
+        assert_eq!(c.deadline(), Duration::from_secs(57));
     }
 }

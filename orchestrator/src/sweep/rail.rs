@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
+use results::rdmabw::lat::LatReport;
 use results::rdmabw::rails::RailRow;
 use results::rdmabw::report::BwReport;
 use results::rdmabw::{AskedTest, EndFacts, RdmabwRun};
@@ -37,6 +38,16 @@ impl Drop for CountTime<'_> {
 pub(super) enum Attempt {
     Measured(Box<BwReport>),
     Failed(String, Option<Box<BwReport>>),
+    Interrupted,
+}
+
+/// How one client test run ended, before its output is read.
+pub(super) enum Ran {
+    /// It ended (whatever its exit code): its output.
+    Done(Output),
+    /// It could not run, or railsweep stopped it: why.
+    Failed(String),
+    /// Ctrl-C.
     Interrupted,
 }
 
@@ -88,11 +99,10 @@ pub(super) fn pod_field(name: &str) -> Option<String> {
 }
 
 impl<'a, R: Runner> Sweep<'a, R> {
-    pub(super) async fn attempt(&self, pair: &RailPair) -> Attempt {
-        let (Some(c), Some(s)) = (&pair.client, &pair.server) else {
-            return Attempt::Failed("rail missing on one side".into(), None);
-        };
-        let test = ClientTest {
+    /// The client test of `pair`'s rail; `None` when one side lacks it.
+    fn client_test(&self, pair: &RailPair) -> Option<ClientTest> {
+        let (c, s) = (pair.client.as_ref()?, pair.server.as_ref()?);
+        Some(ClientTest {
             server_addr: s.ipv4.clone().unwrap_or_default(),
             port: self.cfg.port,
             netdev: c.iface.clone(),
@@ -106,88 +116,120 @@ impl<'a, R: Runner> Sweep<'a, R> {
             duration_s: self.cfg.duration_s,
             test: self.cfg.test.clone(),
             gpu: self.cfg.gpu.clone(),
+        })
+    }
+
+    /// One bandwidth attempt on `pair`'s rail.
+    pub(super) async fn attempt(&self, pair: &RailPair) -> Attempt {
+        let Some(test) = self.client_test(pair) else {
+            return Attempt::Failed("rail missing on one side".into(), None);
         };
         let argv = rdmabw::client_argv(&self.prep.client_bin, &test);
+        match self.run_client(pair.rail, &argv, self.cfg.deadline()).await {
+            Ran::Done(out) => match rdmabw::parse_client(&out) {
+                ClientOutcome::Measured(rep) => Attempt::Measured(rep),
+                ClientOutcome::Failed(why, rep) => Attempt::Failed(why, rep),
+            },
+            Ran::Failed(why) => Attempt::Failed(why, None),
+            Ran::Interrupted => Attempt::Interrupted,
+        }
+    }
+
+    /// One latency attempt on `pair`'s rail (`--test bw,lat`): the client's report, or why
+    /// there is none; `None` when interrupted.
+    pub(super) async fn lat_attempt(
+        &self,
+        pair: &RailPair,
+        lat: &results::rdmabw::flags::LatencyFlags,
+    ) -> Option<Result<LatReport, String>> {
+        let Some(test) = self.client_test(pair) else {
+            return Some(Err("rail missing on one side".into()));
+        };
+        let argv = rdmabw::lat_argv(&self.prep.client_bin, &test, lat);
+        match self
+            .run_client(pair.rail, &argv, self.cfg.lat_deadline())
+            .await
+        {
+            Ran::Done(out) => Some(rdmabw::parse_lat(&out)),
+            Ran::Failed(why) => Some(Err(why)),
+            Ran::Interrupted => None,
+        }
+    }
+
+    /// Run one client test, `argv`, under `deadline`: through the batch client when rails go
+    /// one at a time (and the pod's rdmabw has one), else as a process of its own.
+    async fn run_client(&self, rail: u32, argv: &[String], deadline: Duration) -> Ran {
         if self.cfg.show_commands {
-            results::say!("railsweep: rail {}: {}", pair.rail, argv.join(" "));
+            results::say!("railsweep: rail {rail}: {}", argv.join(" "));
         }
         if !self.cfg.parallel {
-            if let Some(a) = self.attempt_batched(&argv).await {
-                return a;
+            if let Some(r) = self.run_batched(argv, deadline).await {
+                return r;
             }
         }
-        let deadline = self.cfg.deadline();
         let pod = &self.prep.pods.client;
         let t0 = Instant::now();
-        let process_argv = rdmabw::with_secret_stdin(&argv);
+        let process_argv = rdmabw::with_secret_stdin(argv);
         let spawned = tokio::select! {
             r = self.runner.spawn(pod, &process_argv, Some(self.secret.stdin_line())) => r,
-            _ = tokio::time::sleep(deadline) => return self.start_failure(),
-            _ = self.cancel.cancelled() => return Attempt::Interrupted,
+            _ = tokio::time::sleep(deadline) => return self.start_failure(deadline),
+            _ = self.cancel.cancelled() => return Ran::Interrupted,
         };
         let mut spawned = match spawned {
             Ok(s) => s,
-            Err(e) => return Attempt::Failed(crate::exit::words(&e), None),
+            Err(e) => return Ran::Failed(crate::exit::words(&e)),
         };
         let left = deadline.saturating_sub(t0.elapsed());
         let started = Instant::now();
         let _count = CountTime(&self.clients_s, started);
         tokio::select! {
             r = &mut spawned.done => match r {
-                Ok(Ok(out)) => match rdmabw::parse_client(&out) {
-                    ClientOutcome::Measured(rep) => Attempt::Measured(rep),
-                    ClientOutcome::Failed(why, rep) => Attempt::Failed(why, rep),
-                },
-                Ok(Err(e)) => Attempt::Failed(format!("lost the client in pod {pod}: {}", crate::exit::words(&e)), None),
-                Err(e) => Attempt::Failed(format!("lost the client in pod {pod}: {e}"), None),
+                Ok(Ok(out)) => Ran::Done(out),
+                Ok(Err(e)) => Ran::Failed(format!("lost the client in pod {pod}: {}", crate::exit::words(&e))),
+                Err(e) => Ran::Failed(format!("lost the client in pod {pod}: {e}")),
             },
             _ = tokio::time::sleep(left) => {
                 let words = stop_process(self.runner, pod, spawned.pid, &mut spawned.done, "client").await;
-                self.deadline_failure(words)
+                self.deadline_failure(deadline, words)
             }
             _ = self.cancel.cancelled() => {
                 let _ = stop_process(self.runner, pod, spawned.pid, &mut spawned.done, "client").await;
-                Attempt::Interrupted
+                Ran::Interrupted
             }
         }
     }
 
-    /// A client that could not even be started before the rail's deadline.
-    pub(super) fn start_failure(&self) -> Attempt {
-        Attempt::Failed(
-            format!(
-                "could not start the client in pod {} within the rail's deadline of {:.0} s",
-                self.prep.pods.client,
-                self.cfg.deadline().as_secs_f64()
-            ),
-            None,
-        )
+    /// A client that could not even be started before its `deadline`.
+    fn start_failure(&self, deadline: Duration) -> Ran {
+        Ran::Failed(format!(
+            "could not start the client in pod {} within the rail's deadline of {:.0} s",
+            self.prep.pods.client,
+            deadline.as_secs_f64()
+        ))
     }
 
     /// The deadline message of a rail whose client railsweep stopped.
-    pub(super) fn deadline_failure(&self, last_words: Option<Output>) -> Attempt {
+    fn deadline_failure(&self, deadline: Duration, last_words: Option<Output>) -> Ran {
         let last = last_words
             .map(|o| o.stderr_tail(2))
             .filter(|t| !t.is_empty())
             .map(|t| format!("; its last words: {t}"))
             .unwrap_or_default();
-        Attempt::Failed(
-            format!(
-                "no result within the rail's deadline of {:.0} s ({} s test + {} s margin); railsweep stopped the client{last}",
-                self.cfg.deadline().as_secs_f64(),
-                self.cfg.duration_s,
-                self.cfg.margin.as_secs_f64()
-            ),
-            None,
-        )
+        let margin = self.cfg.margin.as_secs_f64();
+        let test_s = deadline.as_secs_f64() - margin;
+        Ran::Failed(format!(
+            "no result within the rail's deadline of {:.0} s ({} s test + {} s margin); railsweep stopped the client{last}",
+            deadline.as_secs_f64(),
+            results::rdmabw::flags::fmt_num((test_s * 1000.0).round() / 1000.0),
+            margin
+        ))
     }
 
-    /// One attempt through the client pod's `rdmabw batch` (started on first use, and again
+    /// One test through the client pod's `rdmabw batch` (started on first use, and again
     /// after one was stopped or died). `None`: this rdmabw has no `batch`, use a process.
-    pub(super) async fn attempt_batched(&self, argv: &[String]) -> Option<Attempt> {
+    async fn run_batched(&self, argv: &[String], deadline: Duration) -> Option<Ran> {
         let mut slot = self.batch.lock().await;
         let pod = &self.prep.pods.client;
-        let deadline = self.cfg.deadline();
         let t0 = Instant::now();
         if matches!(*slot, Batch::Unsupported) {
             return None;
@@ -195,12 +237,12 @@ impl<'a, R: Runner> Sweep<'a, R> {
         if !matches!(*slot, Batch::Running(_)) {
             let started = tokio::select! {
                 r = BatchClient::start(self.runner, pod, &self.prep.client_bin, &self.secret) => r,
-                _ = tokio::time::sleep(deadline) => return Some(self.start_failure()),
-                _ = self.cancel.cancelled() => return Some(Attempt::Interrupted),
+                _ = tokio::time::sleep(deadline) => return Some(self.start_failure(deadline)),
+                _ = self.cancel.cancelled() => return Some(Ran::Interrupted),
             };
             match started {
                 Ok(b) => *slot = Batch::Running(b),
-                Err(e) => return Some(Attempt::Failed(crate::exit::words(&e), None)),
+                Err(e) => return Some(Ran::Failed(crate::exit::words(&e))),
             }
         }
         let Batch::Running(b) = &mut *slot else {
@@ -215,26 +257,22 @@ impl<'a, R: Runner> Sweep<'a, R> {
                 let pid = b.pid();
                 let _ = stop_process(self.runner, pod, pid, b.done_mut(), "client").await;
                 *slot = Batch::Idle;
-                return Some(Attempt::Interrupted);
+                return Some(Ran::Interrupted);
             }
         };
-        let out = match end {
-            Some(TestEnd::Ended(out)) => out,
+        Some(match end {
+            Some(TestEnd::Ended(out)) => Ran::Done(out),
             Some(TestEnd::Gone(out)) => {
                 *slot = Batch::Idle;
-                out
+                Ran::Done(out)
             }
             None => {
                 let pid = b.pid();
                 let stopped = stop_process(self.runner, pod, pid, b.done_mut(), "client").await;
                 let words = stopped.map(|_| b.last_words());
                 *slot = Batch::Idle;
-                return Some(self.deadline_failure(words));
+                self.deadline_failure(deadline, words)
             }
-        };
-        Some(match rdmabw::parse_client(&out) {
-            ClientOutcome::Measured(rep) => Attempt::Measured(rep),
-            ClientOutcome::Failed(why, rep) => Attempt::Failed(why, rep),
         })
     }
 
@@ -295,8 +333,18 @@ impl<'a, R: Runner> Sweep<'a, R> {
             );
             match self.attempt(&pair).await {
                 Attempt::Measured(rep) => {
-                    let row = self.measured_row(&pair, &rep);
-                    let msg = format!("{:.2} Gb/s {}", row.bw_avg_gbps.unwrap_or(0.0), row.status);
+                    let mut row = self.measured_row(&pair, &rep);
+                    if let Some(lat) = &self.cfg.latency {
+                        if !self.latency(&pair, lat, &mut row).await {
+                            self.progress.finish(rail, "interrupted");
+                            return RailEnd::Interrupted(rail);
+                        }
+                    }
+                    let mut msg =
+                        format!("{:.2} Gb/s {}", row.bw_avg_gbps.unwrap_or(0.0), row.status);
+                    if let Some(p99) = row.lat_p99_us {
+                        msg = format!("{msg}, p99 {p99:.2} us");
+                    }
                     self.progress.finish(rail, &msg);
                     return RailEnd::Row(Box::new(row));
                 }
@@ -321,6 +369,44 @@ impl<'a, R: Runner> Sweep<'a, R> {
         }
         self.progress.finish(rail, "failed");
         RailEnd::Row(Box::new(self.failed_row(&pair, why, rep.as_deref())))
+    }
+
+    /// Measure the latency of `pair`'s rail after its bandwidth (`--test bw,lat`) into `row`,
+    /// with as many attempts as the bandwidth has; `false` when interrupted.
+    pub(super) async fn latency(
+        &self,
+        pair: &RailPair,
+        lat: &results::rdmabw::flags::LatencyFlags,
+        row: &mut RailResult,
+    ) -> bool {
+        let attempts = self.cfg.retries + 1;
+        let mut why = String::new();
+        for n in 1..=attempts {
+            if n > 1 {
+                self.progress.println(&format!(
+                    "railsweep: rail {}: latency attempt {n} of {attempts} after: {why}",
+                    pair.rail
+                ));
+            }
+            if let Err(e) = self.server.ensure().await {
+                why = e;
+                continue;
+            }
+            self.progress.start(pair.rail, "measuring latency");
+            match self.lat_attempt(pair, lat).await {
+                None => return false,
+                Some(Ok(rep)) => {
+                    row.add_latency(&rep, lat.max_p99_us);
+                    return true;
+                }
+                Some(Err(e)) => why = e,
+            }
+        }
+        if attempts > 1 {
+            why = format!("{why} (after {attempts} attempts)");
+        }
+        row.latency_failed(&why);
+        true
     }
 
     /// What a row of `pair` knows besides rdmabw's report: the run, the pods and nodes, the

@@ -2,7 +2,10 @@
 //! `rails --json` from a file, runs `server --daemon` as a sleeping process whose PID it
 //! records, and for `client` prints a canned report chosen per rail (`-d mlx5_N` is rail N,
 //! `--netdev netN` rail N-1); `batch` runs clients from its input lines the way rdmabw's does
-//! (recording its PID in batch.pids), unless a file `no-batch` says it is an older build. A
+//! (recording its PID in batch.pids), unless a file `no-batch` says it is an older build.
+//! `lat` (alone or in a batch) prints a latency report of p99 `lat-p99-[NODE-]IFACE` us (4 by
+//! default), below threshold and exit 1 above its `--max-p99-us` as rdmabw lat; a file
+//! `lat-fail-IFACE` makes it fail as a server without latency tests would. A
 //! secret read with `--secret-stdin` goes to server-secret (the daemon's) or secrets.log (one
 //! line per client or batch). A daemon given `--exit-on-stdin-eof` ends at the end of its
 //! input and appends `eof` to server-end (a file `no-exit-flag`: it refuses the flag as an
@@ -93,12 +96,25 @@ announce() {
     [ -e "$dir/no-bind" ] || caps="$caps,\"bind-addresses\""
     sed "1s/^{/{\"capabilities\":[${caps#,}],/"
 }
+# A latency report of p99 $1 us for interface $2, judged against --max-p99-us $3; exit 1 above.
+lat_report() {
+    p99=$1; nd=$2; max=$3
+    st=ok; err=null; rc=0
+    if [ -n "$max" ] && awk "BEGIN{exit !($p99 > $max)}"; then
+      st=below_threshold; err="\"2 B: p99 latency $p99 us is above --max-p99-us $max\""; rc=1
+    fi
+    row="{\"role\":\"client\",\"device\":\"mlx5_0\",\"port\":1,\"gid_index\":3,\"netdev\":\"$nd\",\"remote_host\":\"10.224.0.2\",\"remote_device\":\"mlx5_0\",\"msg_size_bytes\":2,\"iterations\":1000,\"samples\":999,\"t_min_us\":1.0,\"t_max_us\":$p99,\"t_typical_us\":1.5,\"t_avg_us\":1.6,\"t_stdev_us\":0.2,\"t_p99_us\":$p99,\"t_p99_9_us\":$p99,\"p50_us\":1.5,\"p99_us\":$p99,\"p99_9_us\":$p99,\"max_us\":$p99,\"status\":\"$st\"}"
+    printf '{"schema_version":1,"test":"latency","role":"client","params":{"sizes":{"one":{"msg_size_bytes":2}},"length":{"iterations":{"iterations":1000}},"qps":1,"connection":"RC","bidirectional":false,"latency":true},"path_mtu_bytes":4096,"max_p99_us":%s,"results":[%s],"peer_results":[],"status":"%s","error":%s}\n' \
+      "${max:-null}" "$row" "$st" "$err"
+    return $rc
+}
 client() {
-    nd=""; snd=""; prev=""; last=""
+    nd=""; snd=""; prev=""; last=""; maxp99=""
     for a in "$@"; do
       [ "$prev" = "--netdev" ] && nd=$a
       [ "$prev" = "--server-netdev" ] && snd=$a
       [ "$prev" = "-d" ] && nd=net$(( ${a#mlx5_} + 1 ))
+      [ "$prev" = "--max-p99-us" ] && maxp99=$a
       prev=$a; last=$a
     done
     echo "$*" >>"$dir/client-args.log"
@@ -106,6 +122,12 @@ client() {
     me=""; peer=""
     if [ -e "$dir/per-node" ]; then
       me=$(my_node); peer=$(cat "$dir/node-at-$last" 2>/dev/null)
+    fi
+    if [ "$1" = lat ]; then
+      [ -e "$dir/lat-fail-$nd" ] && {
+        echo "rdmabw: error: the server runs no latency tests (an older rdmabw)" >&2; return 2; }
+      lat_report "$(cat "$(first "$dir/lat-p99-$me-$nd" "$dir/lat-p99-$peer-$nd" "$dir/lat-p99-$nd")" 2>/dev/null || echo 4.0)" "$nd" "${maxp99:-}"
+      return $?
     fi
     b=$(cat "$(first "$dir/behave-$me-$nd" "$dir/behave-$peer-$nd" "$dir/behave-$nd")" 2>/dev/null || echo ok)
     rep=$(first "$dir/report-$me-$nd.json" "$dir/report-$peer-$nd.json" "$dir/report-$nd.json")
@@ -140,7 +162,7 @@ case "$1" in
     # As rdmabw's: with the flag it stops at the end of its input (and says so in server-end).
     case " $* " in *" --exit-on-stdin-eof "*) cat >/dev/null 2>&1; echo eof >>"$dir/server-end"; exit 0 ;; esac
     exec sleep 600 ;;
-  client) client "$@"; exit $? ;;
+  client|lat) client "$@"; exit $? ;;
   batch)
     [ -e "$dir/no-batch" ] && { echo "error: unrecognized subcommand 'batch'" >&2; exit 2; }
     echo $$ >>"$dir/batch.pids"
@@ -321,6 +343,16 @@ impl Fake {
             &format!("report-{node}-{iface}.json"),
             &report(rail, gbps, None).to_string(),
         );
+    }
+
+    /// The p99 latency `rdmabw lat` reports on `iface`, in every pair `node` is in (every pair,
+    /// with `node` `None`).
+    pub fn lat_p99(&self, node: Option<&str>, iface: &str, p99_us: f64) {
+        let name = match node {
+            Some(n) => format!("lat-p99-{n}-{iface}"),
+            None => format!("lat-p99-{iface}"),
+        };
+        self.write(&name, &format!("{p99_us}"));
     }
 
     /// Undo [`Fake::behave_on`].

@@ -27,8 +27,9 @@ const FAILED: RGBColor = RGBColor(214, 39, 40);
 const THRESHOLD: RGBColor = RGBColor(230, 85, 13);
 /// Bar chart of average bandwidth: rails along x, one bar per mode side by
 /// side within each rail, a legend naming the modes, dashed reference lines at
-/// each line rate (black) and at the threshold (orange), and a red cross where
-/// a rail failed.
+/// each line rate (black) and at the threshold (orange), a red cross where
+/// a rail failed, and a rail's p99 latency over its bar when it was measured
+/// (railsweep `--test bw,lat`).
 #[derive(Debug, Clone, Copy)]
 pub struct SvgExporter {
     /// Image width in pixels.
@@ -149,6 +150,7 @@ impl SvgExporter {
         let group = 0.8;
         let bar = group / as_f64(n_series);
         let mut failed_marks = Vec::new();
+        let mut lat_marks: Vec<(String, (f64, f64))> = Vec::new();
         for (s, series) in cmp.series.iter().enumerate() {
             let color = PALETTE[s % PALETTE.len()];
             let mut bars = Vec::new();
@@ -156,6 +158,10 @@ impl SvgExporter {
                 let Some(row) = cmp.cell(r, s) else { continue };
                 let x0 = as_f64(r) - group / 2.0 + as_f64(s) * bar;
                 let x1 = x0 + bar;
+                if let Some(p99) = row.lat_p99_us {
+                    let y = row.bw_avg_gbps.unwrap_or(0.0) + y_max * 0.02;
+                    lat_marks.push((format!("p99 {p99:.1} µs"), (x0, y)));
+                }
                 match (row.status, row.bw_avg_gbps) {
                     (RailStatus::Failed, _) | (_, None) => {
                         failed_marks.push(((x0 + x1) / 2.0, y_max * 0.02));
@@ -200,6 +206,15 @@ impl SvgExporter {
                 .legend(|(x, y)| {
                     PathElement::new([(x, y), (x + 14, y)], THRESHOLD.stroke_width(2))
                 });
+        }
+        if !lat_marks.is_empty() {
+            chart
+                .draw_series(
+                    lat_marks
+                        .into_iter()
+                        .map(|(text, at)| Text::new(text, at, (FONT, 11).into_font())),
+                )
+                .map_err(chart_err)?;
         }
         if !failed_marks.is_empty() {
             chart

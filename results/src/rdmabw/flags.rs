@@ -153,6 +153,28 @@ pub struct TestFlags {
     pub cooldown: Option<f64>,
 }
 
+/// The latency flags railsweep and `rdmabw lat` both take, defined once.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct LatencyFlags {
+    /// Exit 1 when the p99 latency (one-way, usec, from the histogram) of any size is above
+    /// this (railsweep, with `--test bw,lat`: the rail counts as below threshold).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long = "max-p99-us", value_name = "USEC", value_parser = positive_arg)
+    )]
+    pub max_p99_us: Option<f64>,
+}
+
+/// `--max-p99-us`'s value parser: a finite number above 0.
+#[cfg(feature = "cli")]
+fn positive_arg(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("expected a positive number, got `{s}`")),
+    }
+}
+
 /// The message size when -s is not given: ib_write_bw's, rdmabw's and railsweep's.
 pub const DEFAULT_SIZE_BYTES: u64 = 65536;
 
@@ -225,6 +247,15 @@ pub fn fmt_num(x: f64) -> String {
         format!("{}", x as i64)
     } else {
         format!("{x}")
+    }
+}
+
+impl LatencyFlags {
+    /// The flags as `rdmabw lat`'s command line takes them, only those given.
+    pub fn to_argv(&self) -> Vec<String> {
+        self.max_p99_us
+            .map(|m| vec!["--max-p99-us".to_string(), fmt_num(m)])
+            .unwrap_or_default()
     }
 }
 

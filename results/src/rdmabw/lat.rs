@@ -171,9 +171,10 @@ impl LatRow {
         s: &LatencyStats,
         max_p99_us: Option<f64>,
     ) -> LatRow {
-        let status = match max_p99_us {
-            Some(m) if s.p99_us > m => TestStatus::BelowThreshold,
-            _ => TestStatus::Ok,
+        let status = if crate::threshold::above_max_p99(s.p99_us, max_p99_us) {
+            TestStatus::BelowThreshold
+        } else {
+            TestStatus::Ok
         };
         LatRow {
             role: ctx.role,

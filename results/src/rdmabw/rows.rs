@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::time::SystemTime;
 
+use super::lat::LatReport;
 use super::rails::rail_number;
 use super::report::{BwReport, EndpointReport, Role, TestStatus};
 use crate::record::{rfc3339_utc, MemoryKind, NetworkMode, RailResult, RailStatus};
@@ -216,6 +217,9 @@ impl RdmabwRun {
             client_gpu_pcie_root: self.client.gpu_pcie_root.clone(),
             server_gpu: self.server.gpu.clone(),
             server_gpu_pcie_root: self.server.gpu_pcie_root.clone(),
+            lat_p50_us: None,
+            lat_p99_us: None,
+            lat_max_us: None,
         }
     }
 }
@@ -282,6 +286,48 @@ impl BwReport {
                 row
             })
             .collect()
+    }
+}
+
+impl RailResult {
+    /// Add the rail's latency (railsweep `--test bw,lat`) from the client's `rdmabw lat`
+    /// report: its largest size's histogram p50, p99 and maximum. A p99 above `max_p99_us`
+    /// makes a measured rail `below_threshold`, saying so in `error` (after the bandwidth's
+    /// reason, if it had one); a failed rail stays failed.
+    pub fn add_latency(&mut self, rep: &LatReport, max_p99_us: Option<f64>) {
+        let Some(last) = rep.results.last() else {
+            self.latency_failed("rdmabw lat reported no result rows");
+            return;
+        };
+        self.lat_p50_us = Some(last.p50_us);
+        self.lat_p99_us = Some(last.p99_us);
+        self.lat_max_us = Some(last.max_us);
+        if self.status == RailStatus::Failed
+            || !crate::threshold::above_max_p99(last.p99_us, max_p99_us)
+        {
+            return;
+        }
+        self.status = RailStatus::BelowThreshold;
+        let why = format!(
+            "p99 latency {:.2} us is above --max-p99-us {}",
+            last.p99_us,
+            max_p99_us.map(super::flags::fmt_num).unwrap_or_default()
+        );
+        self.error = Some(match self.error.take() {
+            Some(bw) if !bw.is_empty() => format!("{bw}; {why}"),
+            _ => why,
+        });
+    }
+
+    /// Record that the rail's latency test failed, saying `why`: the rail is `failed` (it was
+    /// asked for and not measured), its bandwidth figures kept.
+    pub fn latency_failed(&mut self, why: &str) {
+        self.status = RailStatus::Failed;
+        let why = format!("latency: {why}");
+        self.error = Some(match self.error.take() {
+            Some(e) if !e.is_empty() => format!("{e}; {why}"),
+            _ => why,
+        });
     }
 }
 
@@ -394,5 +440,66 @@ mod tests {
             crate::read_str(&text, "rdmabw.csv").unwrap(),
             rep.rail_results(&run())
         );
+    }
+
+    /// A client's `rdmabw lat --json` report of one 2 B size, p99 `p99` us.
+    fn lat_report(p99: f64) -> LatReport {
+        use crate::rdmabw::lat::{LatContext, LatRow, LatencyStats};
+        let ctx = LatContext {
+            role: Role::Client,
+            device: "rxe2".into(),
+            port: 1,
+            gid_index: 1,
+            netdev: Some("net3".into()),
+            remote_host: "10.0.2.2".into(),
+            remote_device: "rxe5".into(),
+        };
+        // Round trips of 2*p99 us: every one-way sample is p99.
+        let s = LatencyStats::from_round_trips_ns(&[(p99 * 2000.0) as u64; 100]).unwrap();
+        let row = LatRow::new(&ctx, 2, 100, &s, None);
+        let params: crate::rdmabw::params::TestParams = serde_json::from_value(serde_json::json!({
+            "sizes": {"one": {"msg_size_bytes": 2}},
+            "length": {"iterations": {"iterations": 100}},
+            "qps": 1, "connection": "RC", "bidirectional": false, "latency": true,
+        }))
+        .unwrap();
+        LatReport::new(Role::Client, params, 1024, None, vec![row], vec![])
+    }
+
+    #[test]
+    fn latency_joins_the_row_and_a_p99_above_the_maximum_marks_it_below_threshold() {
+        let rep: BwReport = serde_json::from_str(SWEEP).unwrap();
+        let row = rep.rail_results(&run()).pop().unwrap();
+        assert_eq!(row.status, RailStatus::Ok);
+        let mut ok = row.clone();
+        ok.add_latency(&lat_report(8.0), Some(10.0));
+        assert_eq!(ok.status, RailStatus::Ok);
+        assert!((ok.lat_p99_us.unwrap() - 8.0).abs() < 0.01, "{ok:?}");
+        assert!(ok.lat_p50_us.is_some() && ok.lat_max_us.is_some());
+        assert!(ok.validate().is_ok() && ok.error.is_none());
+        let mut slow = row.clone();
+        slow.add_latency(&lat_report(12.0), Some(10.0));
+        assert_eq!(slow.status, RailStatus::BelowThreshold);
+        // The histogram keeps 3 significant digits: 12 us reads back as 12.0x.
+        let error = slow.error.as_deref().unwrap();
+        assert!(
+            error.starts_with("p99 latency 12.0")
+                && error.ends_with(" us is above --max-p99-us 10"),
+            "{error}"
+        );
+        // Without a maximum, a slow rail is only measured.
+        let mut unjudged = row.clone();
+        unjudged.add_latency(&lat_report(12.0), None);
+        assert_eq!(unjudged.status, RailStatus::Ok);
+        // A latency test that failed fails the rail, keeping its bandwidth.
+        let mut failed = row;
+        failed.latency_failed("the server runs no latency tests");
+        assert_eq!(failed.status, RailStatus::Failed);
+        assert_eq!(failed.bw_avg_gbps, Some(4.0));
+        assert_eq!(
+            failed.error.as_deref(),
+            Some("latency: the server runs no latency tests")
+        );
+        assert!(failed.validate().is_ok());
     }
 }
