@@ -71,9 +71,9 @@ as nodes. Exit status 1 then, as for any outlier.
 
 Examples:
   railsweep fleet --pods-selector app=rdmabw -D 5 --tclass 41
-  railsweep fleet --mode hostnetwork --nodes rail-test=true --pattern random:8 --apply-verdicts labels
-  railsweep fleet --mode hostnetwork --nodes rail-test=true --pattern topology \
-      --topology-label example.com/rack
+  railsweep fleet --mode hostnetwork --nodes rail-test=true --apply-verdicts labels
+  railsweep fleet --pods-selector app=rdmabw --pattern random:8:42
+  railsweep fleet --pods-selector app=rdmabw --pattern topology --topology-label example.com/rack
   railsweep fleet --runner local --pods podA,podB,podC,podD -D 1 --pattern ring",
     crate::exit::help(
         "every pair and rail ok",
