@@ -2,7 +2,9 @@
 //! re-pairing (each suspect node against a node that passed) beside a halving re-test
 //! (ClusterKit's way, as modelled in `orchestrator::fleet::culprit::simulate::halving`), over
 //! the pairs of the same schedules. A simulation: a pair is slow exactly when a node is bad
-//! (or, with a bad uplink, when it crosses that group's uplink).
+//! (or, with a bad uplink, when it crosses that group's uplink). `topology:8` groups the nodes
+//! 32 to a group (a rack's label) and applies railsweep's group rule
+//! (`orchestrator::fleet::topology`) as well.
 //!
 //! `cargo run --release -p orchestrator --example culprit_pairs` prints two tables: small
 //! fleets with placed bad nodes, then fleets of 1,000 to 16,000 nodes with random bad nodes and
@@ -12,6 +14,7 @@ use std::collections::BTreeSet;
 
 use orchestrator::fleet::culprit::simulate;
 use orchestrator::fleet::schedule::{all_pairs, random, ring, Schedule};
+use orchestrator::fleet::topology;
 use results::stats::Rng;
 
 fn main() {
@@ -60,7 +63,7 @@ fn distinct(rng: &mut Rng, k: usize, n: usize) -> BTreeSet<usize> {
 /// planted nodes were named, and how many good nodes were named on average.
 fn at_scale() {
     println!(
-        "pairing\tnodes\tplanted\tpairs\trounds\textra_pairs\texactly_the_planted\tgood_nodes_named"
+        "pairing\tnodes\tplanted\tpairs\trounds\textra_pairs\texactly_the_planted\tgood_nodes_named\tgroups_named"
     );
     // A fixed seed: the same table each run.
     let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
@@ -74,12 +77,26 @@ fn at_scale() {
         pairings.push(("random:8".into(), random(n, 8, 42)));
         pairings.push(("random:15".into(), random(n, 15, 42)));
         pairings.push(("ring".into(), ring(n)));
+        // The groups of the topology pattern (and of the bad uplink): 32 consecutive nodes.
+        let group_of: Vec<usize> = (0..n).map(|i| i / GROUP).collect();
+        pairings.push(("topology:8".into(), topology::schedule(&group_of, 8, 42)));
         for (name, sched) in &pairings {
             let pairs: Vec<_> = sched.pairs().collect();
+            let grouped = name.starts_with("topology");
+            // The groups the group rule names (topology only): `-` for the other patterns.
+            let groups_named =
+                |slow: &dyn Fn(usize, usize) -> bool, found: &BTreeSet<usize>| -> Vec<usize> {
+                    topology::simulate(&group_of, &pairs, slow, &|x| found.contains(&x)).0
+                };
             // A line of the table: extra pairs as the mean over the trials.
-            let row = |pairing: &str, planted: &str, extra: usize, exact: String, good: String| {
+            let row = |pairing: &str,
+                       planted: &str,
+                       extra: usize,
+                       exact: String,
+                       good: String,
+                       groups: String| {
                 println!(
-                    "{pairing}\t{n}\t{planted}\t{}\t{}\t{:.1}\t{exact}\t{good}",
+                    "{pairing}\t{n}\t{planted}\t{}\t{}\t{:.1}\t{exact}\t{good}\t{groups}",
                     pairs.len(),
                     sched.rounds.len(),
                     extra as f64 / TRIALS as f64
@@ -88,12 +105,17 @@ fn at_scale() {
             for k in [4, 16] {
                 let (mut extra, mut exact, mut good_named) = (0, 0, 0);
                 let (mut extra_h, mut exact_h) = (0, 0);
+                let mut false_groups = 0;
                 for _ in 0..TRIALS {
                     let bad = distinct(&mut rng, k, n);
                     let (e, found) = simulate::repair(n, &pairs, &bad);
                     extra += e;
                     exact += usize::from(found == bad);
                     good_named += found.difference(&bad).count();
+                    if grouped {
+                        let slow = |a: usize, b: usize| bad.contains(&a) || bad.contains(&b);
+                        false_groups += groups_named(&slow, &found).len();
+                    }
                     if name == "ring" {
                         let (e, found) = simulate::halving(&pairs, &bad);
                         extra_h += e;
@@ -107,6 +129,11 @@ fn at_scale() {
                     extra,
                     format!("{exact}/{TRIALS}"),
                     format!("{:.1}", good_named as f64 / TRIALS as f64),
+                    if grouped {
+                        format!("{false_groups} (none is bad)")
+                    } else {
+                        "-".into()
+                    },
                 );
                 if name == "ring" {
                     row(
@@ -115,19 +142,34 @@ fn at_scale() {
                         extra_h,
                         format!("{exact_h}/{TRIALS}"),
                         "-".into(),
+                        "-".into(),
                     );
                 }
             }
             // One group's uplink is bad: every pair across it is slow, its inside pairs are
             // not. No node is bad; any node named is a good node named.
             let (mut extra, mut good_named) = (0, 0);
+            let (mut group_right, mut group_wrong) = (0, 0);
             for _ in 0..TRIALS {
                 let g = rng.below(n / GROUP);
                 let inside = |x: usize| x / GROUP == g;
                 let slow = |a: usize, b: usize| inside(a) != inside(b);
                 let (e, found) = simulate::repair_with(n, &pairs, &slow);
                 extra += e;
-                good_named += found.len();
+                if grouped {
+                    let named = groups_named(&slow, &found);
+                    group_right += usize::from(named == [g]);
+                    group_wrong += named.iter().filter(|&&x| x != g).count();
+                    // The nodes named only through pairs across a named group's uplink are taken
+                    // off (topology::judge): a node found here whose partner was outside its
+                    // group behind that uplink.
+                    good_named += found
+                        .iter()
+                        .filter(|&&x| !named.contains(&group_of[x]))
+                        .count();
+                } else {
+                    good_named += found.len();
+                }
             }
             row(
                 name,
@@ -135,6 +177,11 @@ fn at_scale() {
                 extra,
                 "-".into(),
                 format!("{:.1}", good_named as f64 / TRIALS as f64),
+                if grouped {
+                    format!("{group_right}/{TRIALS} its group alone, {group_wrong} other")
+                } else {
+                    "-".into()
+                },
             );
         }
     }

@@ -590,3 +590,134 @@ exec "$RAILSWEEP" "$@""#;
     assert!(c.pods_left(&ns).await.is_empty(), "{stderr}");
     c.delete_namespace(&ns).await;
 }
+
+/// The rack label of the topology test (railbench.test/: no other test reads it).
+const RACK: &str = "railbench.test/rack";
+
+/// Set (`Some`) or remove (`None`) the rack label of each node, as the admin.
+async fn set_racks(c: &TestCluster, racks: &[(&str, Option<&str>)]) {
+    let api = Api::<Node>::all(c.client.clone());
+    for (node, rack) in racks {
+        let patch = json!({ "metadata": { "labels": { RACK: rack } } });
+        api.patch(node, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap_or_else(|e| panic!("labels node {node}: {e}"));
+    }
+}
+
+/// The node of a pod railsweep created (`railsweep-RUN-hostnetwork-NODE`).
+fn node_of(pod: &str) -> String {
+    pod.rsplit_once("-hostnetwork-")
+        .map(|(_, n)| n.to_string())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_racks_bad_uplink_names_the_rack_and_marks_none_of_its_nodes() {
+    let _one = NODES_LOCK.lock().await;
+    let c = TestCluster::get().await;
+    clear(&c).await;
+    // Racks a and b of two nodes each; fleet-5 and fleet-6 have no rack label and form the
+    // group railbench.test/rack=(none).
+    let racks = [
+        ("fleet-1", Some("a")),
+        ("fleet-2", Some("a")),
+        ("fleet-3", Some("b")),
+        ("fleet-4", Some("b")),
+        ("fleet-5", None),
+        ("fleet-6", None),
+    ];
+    set_racks(&c, &racks).await;
+    let ns = c.namespace("verdicts-topology", &[]).await;
+    let f = fake();
+    // Rack b's uplink on rail 1: every pair between b and another group at 40 Gb/s, the pairs
+    // inside b and among the others at the fake's 96.1.
+    let in_b = |n: &str| ["fleet-3", "fleet-4"].contains(&n);
+    for (x, _) in racks {
+        for (y, _) in racks {
+            if x < y && in_b(x) != in_b(y) {
+                f.report_between(x, y, "net2", 40.0);
+            }
+        }
+    }
+    let kc = f.file("kubeconfig");
+    c.fleet_job_kubeconfig(&ns, &kc).await;
+    let out = f.file("run");
+    // Against the line rate: with three groups, b's cross pairs are most of the rail's pairs,
+    // and the fleet median would be theirs.
+    let r = railsweep(&args(
+        &kc,
+        &f,
+        &out,
+        &NODES,
+        18857,
+        &[
+            "--pattern",
+            "topology",
+            "--topology-label",
+            RACK,
+            "--min-line-rate-pct",
+            "80",
+            "--apply-verdicts",
+            "taints",
+            "--max-taint-pct",
+            "50",
+        ],
+    ))
+    .await;
+    let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
+    set_racks(&c, &racks.map(|(n, _)| (n, None))).await;
+    assert_eq!(r.status.code(), Some(1), "slow pairs: {stdout}{stderr}");
+    assert!(
+        stderr.contains("pattern topology:8:")
+            && stderr.contains(&format!(
+                "label {RACK}: 3 group(s) of 2 pod(s), 2 pod(s) on nodes without the label grouped as {RACK}=(none)"
+            )),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "suspect: group {RACK}=b: cross-group pairs slow on rail 1 (all "
+        )) && stdout.contains("suspect its uplink"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("suspect: node"), "{stdout}");
+    assert!(
+        !stdout.contains("outlier:"),
+        "every slow pair explained: {stdout}"
+    );
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("suspect:")).count(),
+        1,
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(
+            "verdicts: labelled 6 node(s) railbench.io/rails: 6 ok, 0 degraded, 0 failed"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "verdicts: group {RACK}=b is the suspect on rail 1 (its uplink): its nodes are not marked for it"
+        )),
+        "{stderr}"
+    );
+    // Inside and across: the rack's own pair and pairs of each of its nodes with others.
+    let ran = support::fleet::rounds(&out);
+    let b_inside = ran
+        .iter()
+        .any(|p| in_b(&node_of(&p.client)) && in_b(&node_of(&p.server)));
+    let b_cross = ran
+        .iter()
+        .filter(|p| in_b(&node_of(&p.client)) != in_b(&node_of(&p.server)))
+        .count();
+    assert!(b_inside && b_cross >= 4, "{stderr}");
+    for (node, _) in racks {
+        let s = state(&c, node).await;
+        assert_eq!(s.verdict(), Some("ok"), "{node}");
+        assert!(s.railsweep_taint().is_none(), "{node}: {:?}", s.taints);
+    }
+    assert!(c.pods_left(&ns).await.is_empty(), "{stderr}");
+    c.delete_namespace(&ns).await;
+}

@@ -1,6 +1,9 @@
 //! `railsweep fleet`: every rail of every pair of nodes, in rounds of disjoint pairs.
 //!
-//! * [`schedule`]: which pairs are measured in which round (`all-pairs`, `ring`, `one-to-all`);
+//! * [`schedule`]: which pairs are measured in which round (`all-pairs`, `ring`, `one-to-all`,
+//!   `random`);
+//! * [`topology`]: `--pattern topology`: pairs inside and across a node label's groups, and a
+//!   group named as the culprit when its uplink is bad;
 //! * [`culprit`]: per-rail fleet medians, outliers, and the likely culprits;
 //! * [`heatmap`]: a node-by-node SVG per rail;
 //! * `run`: the rounds, each pair swept by [`crate::sweep`] as `railsweep run` sweeps two pods;
@@ -13,6 +16,7 @@ pub mod nodemap;
 mod nodes;
 mod run;
 pub mod schedule;
+pub mod topology;
 pub mod verdicts;
 
 use std::path::PathBuf;
@@ -56,7 +60,22 @@ bad one the annotation railbench.io/rails-evidence (its bad rails, Gb/s, % of th
 counter findings); with taints, also railbench.io/bad-rails=RAILS:NoSchedule, unless more than \
 --max-taint-pct of the measured nodes would get it (then none does, and railsweep says why). Only \
 the culprits get a verdict other than ok. With --dry-run the fleet runs and the patches are \
-printed on stdout (one JSON line per node) instead of sent.",
+printed on stdout (one JSON line per node) instead of sent.
+
+--pattern topology --topology-label KEY groups the pods by that label of their nodes (a rack or \
+leaf switch; nodes without it form the group KEY=(none), which the header says) and measures half \
+the rounds inside the groups, half across them (topology = topology:8: up to 4 and 4). A group \
+whose cross-group pairs on a rail are all slow while its inside pairs are fine is named, \
+`suspect: group KEY=VALUE: cross-group pairs slow on rail N ..., inside pairs fine ...: suspect \
+its uplink`, and its nodes are not (nor labelled or tainted for it); bad nodes are still named \
+as nodes. Exit status 1 then, as for any outlier.
+
+Examples:
+  railsweep fleet --pods-selector app=rdmabw -D 5 --tclass 41
+  railsweep fleet --mode hostnetwork --nodes rail-test=true --apply-verdicts labels
+  railsweep fleet --pods-selector app=rdmabw --pattern random:8:42
+  railsweep fleet --pods-selector app=rdmabw --pattern topology --topology-label example.com/rack
+  railsweep fleet --runner local --pods podA,podB,podC,podD -D 1 --pattern ring",
     crate::exit::help(
         "every pair and rail ok",
         "an outlier, a failed rail or a pair not measured",
@@ -112,10 +131,17 @@ pub struct FleetArgs {
     pub container: Option<String>,
     /// Which pairs: `all-pairs`, `ring` (each pod with the next), `random[:ROUNDS[:SEED]]`
     /// (ROUNDS rounds of random disjoint pairs, default 8, for fleets too large for all pairs;
-    /// the header prints the seed that repeats it), `one-to-all=POD`, or `auto`: all pairs up
-    /// to 64 pods, random:8 above.
+    /// the header prints the seed that repeats it), `topology[:ROUNDS[:SEED]]` (with
+    /// --topology-label: half the rounds inside the label's groups, half across; default 8),
+    /// `one-to-all=POD`, or `auto`: all pairs up to 64 pods, random:8 above.
     #[arg(long, value_name = "PATTERN", default_value = "auto")]
     pub pattern: schedule::Pattern,
+    /// With --pattern topology: the node label that groups the nodes, a rack or leaf switch
+    /// (read from each pod's node; nodes without it form the group KEY=(none)). A group whose
+    /// cross-group pairs are all slow while its inside pairs are fine is named as the culprit
+    /// (its uplink), not its nodes.
+    #[arg(long, value_name = "KEY")]
+    pub topology_label: Option<String>,
     /// At most this many pairs at once within a round (0: the whole round).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub max_pairs: usize,
@@ -185,6 +211,28 @@ fn percentage(s: &str) -> std::result::Result<f64, String> {
 }
 
 impl FleetArgs {
+    /// `--topology-label`, checked against `--pattern` and the runner: the label when the
+    /// pattern is `topology`.
+    fn topology_label(&self) -> Result<Option<&str>> {
+        let topology = matches!(self.pattern, schedule::Pattern::Topology { .. });
+        match (topology, self.topology_label.as_deref()) {
+            (true, None) => bail!(
+                "--pattern topology groups the nodes by a node label: give --topology-label KEY \
+                 (a rack or leaf label of your nodes, e.g. --topology-label example.com/rack)"
+            ),
+            (true, Some("")) => bail!("--topology-label needs a label key, e.g. example.com/rack"),
+            (false, Some(_)) => bail!(
+                "--topology-label goes with --pattern topology: add --pattern topology, or leave \
+                 --topology-label out"
+            ),
+            (true, Some(_)) if self.access.runner != RunnerKind::Kube => bail!(
+                "--pattern topology reads the labels of the pods' nodes through the Kubernetes \
+                 API: it cannot go with --runner local (give another --pattern)"
+            ),
+            (_, label) => Ok(label),
+        }
+    }
+
     /// The verdict options, checked against the other flags.
     fn verdict_options(&self) -> Result<verdicts::Options> {
         use verdicts::ApplyVerdicts;
@@ -248,6 +296,7 @@ impl FleetArgs {
 /// existing ones.
 pub async fn run(args: FleetArgs) -> Result<Verdict> {
     let verdict_opts = args.verdict_options()?;
+    args.topology_label()?;
     if let Some(nodes) = &args.nodes {
         return over_nodes(&args, nodes, verdict_opts).await;
     }
@@ -268,7 +317,7 @@ pub async fn run(args: FleetArgs) -> Result<Verdict> {
             let cancel = CancellationToken::new();
             watch_ctrl_c(cancel.clone());
             Ok(
-                run::fleet_with(&LocalRunner::new(), &args, &cfg, pods, cancel)
+                run::fleet_with(&LocalRunner::new(), &args, &cfg, pods, None, cancel)
                     .await?
                     .verdict,
             )
@@ -284,13 +333,27 @@ pub async fn run(args: FleetArgs) -> Result<Verdict> {
                      (railsweep creates one pod per node)"
                 ),
             };
+            let groups = groups_of(&runner, &args, &pods).await?;
             let cancel = CancellationToken::new();
             watch_ctrl_c(cancel.clone());
-            let end = run::fleet_with(&runner, &args, &cfg, pods, cancel).await?;
+            let end = run::fleet_with(&runner, &args, &cfg, pods, groups, cancel).await?;
             write_verdicts(&runner, &end, verdict_opts).await?;
             Ok(end.verdict)
         }
     }
+}
+
+/// With `--pattern topology`: the pods' groups by their nodes' `--topology-label`.
+async fn groups_of(
+    runner: &KubeRunner,
+    args: &FleetArgs,
+    pods: &[String],
+) -> Result<Option<topology::Groups>> {
+    let Some(label) = args.topology_label()? else {
+        return Ok(None);
+    };
+    let values = topology::node_labels(runner.client(), runner.namespace(), pods, label).await?;
+    Ok(Some(topology::Groups::from_values(label, &values)))
 }
 
 /// `--apply-verdicts`: the verdict on every measured node, written (or printed) after the
@@ -314,6 +377,12 @@ async fn write_verdicts(
     std::io::Write::flush(&mut out)?;
     for line in verdicts::summary(&nodes, &applied, &opts) {
         results::say!("railsweep: {line}");
+    }
+    for g in &end.groups {
+        eprintln!(
+            "railsweep: verdicts: group {} is the suspect on rail {} (its uplink): its nodes are not marked for it",
+            g.group, g.rail
+        );
     }
     Ok(())
 }
@@ -357,7 +426,20 @@ async fn over_nodes(
     let Some(pods) = nodes::start(&runner, args, mode, choice, &run_id, &cancel).await? else {
         return Ok(Verdict::Interrupted);
     };
-    let outcome = run::fleet_with(&runner, args, &cfg, pods.ready.clone(), cancel.clone()).await;
+    let outcome = match groups_of(&runner, args, &pods.ready).await {
+        Ok(groups) => {
+            run::fleet_with(
+                &runner,
+                args,
+                &cfg,
+                pods.ready.clone(),
+                groups,
+                cancel.clone(),
+            )
+            .await
+        }
+        Err(e) => Err(e),
+    };
     let some_not_started = pods.some_not_started();
     pods.finish(cancel.is_cancelled()).await;
     let end = outcome?;

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::culprit::{self, Threshold};
 use super::schedule::{self, Pair, Schedule};
-use super::{heatmap, FleetArgs};
+use super::{heatmap, topology, FleetArgs};
 use crate::config::generated_by;
 use crate::exit::Verdict;
 use crate::output::{self, Dest};
@@ -363,14 +363,18 @@ pub(super) struct FleetEnd {
     pub(super) threshold: culprit::Rules,
     /// The run id of the rows.
     pub(super) run_id: String,
+    /// With `--pattern topology`: the groups named as culprits (their nodes are not).
+    pub(super) groups: Vec<topology::GroupCulprit>,
 }
 
-/// The fleet over `pods`, in this order; `cancel` (Ctrl-C) stops it, keeping the rows.
+/// The fleet over `pods`, in this order (with `--pattern topology`, `groups` are theirs);
+/// `cancel` (Ctrl-C) stops it, keeping the rows.
 pub(super) async fn fleet_with<R: Runner>(
     runner: &R,
     args: &FleetArgs,
     cfg: &SweepConfig,
     pods: Vec<String>,
+    groups: Option<topology::Groups>,
     cancel: CancellationToken,
 ) -> Result<FleetEnd> {
     let mut seen = BTreeSet::new();
@@ -382,7 +386,8 @@ pub(super) async fn fleet_with<R: Runner>(
     // `auto` becomes a pattern by the fleet's size, and a random one gets its seed now: the
     // header prints what ran, so that the run can be repeated.
     let pattern = args.pattern.clone().for_fleet(pods.len());
-    let schedule = Schedule::build(&pattern, &pods)?;
+    let schedule =
+        Schedule::build_grouped(&pattern, &pods, groups.as_ref().map(|g| g.of.as_slice()))?;
     let threshold = culprit::Rules {
         bw: match cfg.test.min_line_rate_pct {
             Some(p) => Threshold::LineRatePct(p),
@@ -441,10 +446,15 @@ pub(super) async fn fleet_with<R: Runner>(
         pods.len(),
         runner.kind(),
         pattern,
-        if args.pattern == schedule::Pattern::Auto {
-            format!(" (auto: all pairs up to {} pods)", schedule::AUTO_ALL_PAIRS_MAX)
-        } else {
-            String::new()
+        match (&pattern, &groups) {
+            _ if args.pattern == schedule::Pattern::Auto => {
+                format!(" (auto: all pairs up to {} pods)", schedule::AUTO_ALL_PAIRS_MAX)
+            }
+            (schedule::Pattern::Topology { rounds, .. }, Some(g)) => {
+                let (inside, cross) = topology::split(*rounds);
+                format!(" ({}; up to {inside} round(s) inside the groups, {cross} across)", g.describe())
+            }
+            _ => String::new(),
         },
         schedule.len(),
         schedule.rounds.len(),
@@ -540,7 +550,11 @@ pub(super) async fn fleet_with<R: Runner>(
     let wall = t0.elapsed().as_secs_f64();
 
     let rows: Vec<RailResult> = sink.rows().to_vec();
-    let verdict = culprit::judge(&rows, threshold);
+    let mut verdict = culprit::judge(&rows, threshold);
+    let group_culprits = match &groups {
+        Some(g) => topology::judge(&rows, threshold, &pods, g, &mut verdict),
+        None => Vec::new(),
+    };
     let rails: BTreeSet<u32> = rows.iter().map(|r| r.rail).collect();
     for rail in &rails {
         let path = dir.join(format!("heatmap-rail{rail}.svg"));
@@ -585,8 +599,11 @@ pub(super) async fn fleet_with<R: Runner>(
         )?;
     }
     let mut suspects_txt = String::new();
-    if verdict.suspects.is_empty() {
+    if verdict.suspects.is_empty() && group_culprits.is_empty() {
         writeln!(out, "suspects: none")?;
+    }
+    for g in &group_culprits {
+        suspects_txt.push_str(&format!("suspect: {g}\n"));
     }
     for s in &verdict.suspects {
         suspects_txt.push_str(&format!("suspect: {s}\n"));
@@ -632,5 +649,6 @@ pub(super) async fn fleet_with<R: Runner>(
         judged: verdict,
         threshold,
         run_id,
+        groups: group_culprits,
     })
 }

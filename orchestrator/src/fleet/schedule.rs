@@ -37,10 +37,23 @@ pub enum Pattern {
         /// The generator's seed.
         seed: Option<u64>,
     },
+    /// Pairs inside and across the groups of a node label (`--topology-label`): half of the
+    /// rounds pair nodes inside their group, the other half across groups
+    /// ([`super::topology`]), so that a group whose cross pairs are slow while its inside
+    /// pairs are fast is told apart from a bad node. Built by [`Schedule::build_grouped`].
+    Topology {
+        /// How many rounds, inside and across groups together.
+        rounds: usize,
+        /// The generator's seed (as [`Pattern::Random`]'s).
+        seed: Option<u64>,
+    },
 }
 
 /// The rounds of `random` when not given.
 pub const RANDOM_ROUNDS: usize = 8;
+
+/// The rounds of `topology` when not given: 4 inside the groups, 4 across them.
+pub const TOPOLOGY_ROUNDS: usize = 8;
 
 /// The largest fleet `auto` measures all pairs of: 63 rounds (64 nodes at one 5 s window a
 /// round is about 6 minutes a rail); above, all pairs grow as the square of the fleet.
@@ -69,16 +82,48 @@ impl Pattern {
         match self {
             Pattern::Random { rounds, seed: None } => Pattern::Random {
                 rounds,
-                seed: Some(
-                    std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map(|d| d.as_nanos() as u64)
-                        .unwrap_or(1),
-                ),
+                seed: Some(clock_seed()),
+            },
+            Pattern::Topology { rounds, seed: None } => Pattern::Topology {
+                rounds,
+                seed: Some(clock_seed()),
             },
             p => p,
         }
     }
+}
+
+/// A seed from the clock.
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
+}
+
+/// `NAME[:ROUNDS[:SEED]]`'s rounds (from `min` to 10000, `default` when absent) and seed.
+fn rounds_and_seed(
+    s: &str,
+    name: &str,
+    default: usize,
+    min: usize,
+) -> Result<(usize, Option<u64>), String> {
+    let mut parts = s.splitn(3, ':').skip(1);
+    let rounds = match parts.next() {
+        None => default,
+        Some(r) => r.parse::<usize>().ok().filter(|r| (min..=10_000).contains(r)).ok_or_else(|| {
+            format!("`{s}`: the rounds of {name}:ROUNDS[:SEED] are a whole number from {min} to 10000, e.g. {name}:{default}")
+        })?,
+    };
+    let seed = match parts.next() {
+        None => None,
+        Some(x) => Some(x.parse::<u64>().map_err(|_| {
+            format!(
+                "`{s}`: the seed of {name}:ROUNDS:SEED is a whole number, e.g. {name}:{default}:42"
+            )
+        })?),
+    };
+    Ok((rounds, seed))
 }
 
 impl FromStr for Pattern {
@@ -90,20 +135,12 @@ impl FromStr for Pattern {
             "all-pairs" => Ok(Pattern::AllPairs),
             "ring" => Ok(Pattern::Ring),
             _ if s == "random" || s.starts_with("random:") => {
-                let mut parts = s.splitn(3, ':').skip(1);
-                let rounds = match parts.next() {
-                    None => RANDOM_ROUNDS,
-                    Some(r) => r.parse::<usize>().ok().filter(|r| (1..=10_000).contains(r)).ok_or_else(|| {
-                        format!("`{s}`: the rounds of random:ROUNDS[:SEED] are a whole number from 1 to 10000, e.g. random:8")
-                    })?,
-                };
-                let seed = match parts.next() {
-                    None => None,
-                    Some(x) => Some(x.parse::<u64>().map_err(|_| {
-                        format!("`{s}`: the seed of random:ROUNDS:SEED is a whole number, e.g. random:8:42")
-                    })?),
-                };
+                let (rounds, seed) = rounds_and_seed(s, "random", RANDOM_ROUNDS, 1)?;
                 Ok(Pattern::Random { rounds, seed })
+            }
+            _ if s == "topology" || s.starts_with("topology:") => {
+                let (rounds, seed) = rounds_and_seed(s, "topology", TOPOLOGY_ROUNDS, 2)?;
+                Ok(Pattern::Topology { rounds, seed })
             }
             _ => match s.strip_prefix("one-to-all") {
                 Some(rest) => {
@@ -115,7 +152,7 @@ impl FromStr for Pattern {
                     }
                 }
                 None => Err(format!(
-                    "unknown pattern `{s}`: expected auto, all-pairs, ring, random[:ROUNDS[:SEED]] or one-to-all=NODE"
+                    "unknown pattern `{s}`: expected auto, all-pairs, ring, random[:ROUNDS[:SEED]], topology[:ROUNDS[:SEED]] or one-to-all=NODE"
                 )),
             },
         }
@@ -134,6 +171,11 @@ impl fmt::Display for Pattern {
                 rounds,
                 seed: Some(s),
             } => write!(f, "random:{rounds}:{s}"),
+            Pattern::Topology { rounds, seed: None } => write!(f, "topology:{rounds}"),
+            Pattern::Topology {
+                rounds,
+                seed: Some(s),
+            } => write!(f, "topology:{rounds}:{s}"),
         }
     }
 }
@@ -172,17 +214,48 @@ pub enum ScheduleError {
     /// `one-to-all` names a node that is not in the fleet.
     #[error("the reference node {0} of one-to-all is not one of the fleet's nodes")]
     UnknownReference(String),
+    /// `topology` without the nodes' groups.
+    #[error("--pattern topology needs the nodes' groups: give --topology-label KEY")]
+    NoGroups,
+    /// The groups are not one per node.
+    #[error("{groups} group indexes for {nodes} nodes")]
+    GroupsMismatch {
+        /// Group indexes given.
+        groups: usize,
+        /// Nodes.
+        nodes: usize,
+    },
 }
 
 impl Schedule {
     /// The schedule of `pattern` over `names` (the node order is the order given).
     pub fn build(pattern: &Pattern, names: &[String]) -> Result<Schedule, ScheduleError> {
+        Schedule::build_grouped(pattern, names, None)
+    }
+
+    /// [`Schedule::build`], with each node's group index for `topology` (`group_of[i]` is the
+    /// group of `names[i]`; other patterns ignore it).
+    pub fn build_grouped(
+        pattern: &Pattern,
+        names: &[String],
+        group_of: Option<&[usize]>,
+    ) -> Result<Schedule, ScheduleError> {
         let n = names.len();
         if n < 2 {
             return Err(ScheduleError::TooFew(n));
         }
         Ok(match pattern {
             Pattern::Auto => return Schedule::build(&Pattern::Auto.for_fleet(n), names),
+            Pattern::Topology { rounds, seed } => {
+                let groups = group_of.ok_or(ScheduleError::NoGroups)?;
+                if groups.len() != n {
+                    return Err(ScheduleError::GroupsMismatch {
+                        groups: groups.len(),
+                        nodes: n,
+                    });
+                }
+                super::topology::schedule(groups, *rounds, seed.unwrap_or(1))
+            }
             Pattern::AllPairs => all_pairs(n),
             Pattern::Ring => ring(n),
             Pattern::OneToAll(reference) => {

@@ -363,7 +363,29 @@ fn nodes_usage_errors_name_the_flags() {
         (o.status.code(), text(&o.stderr))
     };
     let hostnetwork = ["fleet", "--mode", "hostnetwork", "--nodes", "a,b"];
-    let cases: [(Vec<&str>, &[&str]); 4] = [
+    let cases: [(Vec<&str>, &[&str]); 7] = [
+        (
+            vec!["fleet", "--pods", "p,q", "--pattern", "topology"],
+            &["--pattern topology", "give --topology-label KEY"],
+        ),
+        (
+            vec!["fleet", "--pods", "p,q", "--topology-label", "rack"],
+            &["--topology-label goes with --pattern topology"],
+        ),
+        (
+            vec![
+                "fleet",
+                "--runner",
+                "local",
+                "--pods",
+                "p,q",
+                "--pattern",
+                "topology",
+                "--topology-label",
+                "rack",
+            ],
+            &["--pattern topology", "--runner local"],
+        ),
         (
             [&hostnetwork[..], &["--pods", "p,q"]].concat(),
             &["--nodes", "--pods"],

@@ -16,7 +16,8 @@
 //! (`testcluster node --name NODE`), the fake knows its node; `rails` then reports that node's
 //! own addresses, and a client reads the server's node from the address it is given, so a
 //! behaviour or report set for one node ([`Fake::behave_on`], [`Fake::report_on`]) applies to
-//! every pair that node is in, on either side.
+//! every pair that node is in, on either side, and a report set for two nodes
+//! ([`Fake::report_between`]) to their pairs.
 // Each test file uses part of it.
 #![allow(dead_code)]
 
@@ -130,7 +131,7 @@ client() {
       return $?
     fi
     b=$(cat "$(first "$dir/behave-$me-$nd" "$dir/behave-$peer-$nd" "$dir/behave-$nd")" 2>/dev/null || echo ok)
-    rep=$(first "$dir/report-$me-$nd.json" "$dir/report-$peer-$nd.json" "$dir/report-$nd.json")
+    rep=$(first "$dir/report-$me-$peer-$nd.json" "$dir/report-$me-$nd.json" "$dir/report-$peer-$nd.json" "$dir/report-$nd.json")
     if [ -e "$dir/rails-links" ] && [ ! -e "$rep" ]; then
       # Rails from the namespace's links: rail 0's report, with these interfaces (local first).
       sed -e "s/\"netdev\":\"net1\"/\"netdev\":\"$nd\"/" -e "s/\"netdev\":\"net1\"/\"netdev\":\"$snd\"/" \
@@ -353,6 +354,18 @@ impl Fake {
             None => format!("lat-p99-{iface}"),
         };
         self.write(&name, &format!("{p99_us}"));
+    }
+
+    /// The report of `iface` in the pairs of `a` and `b` alone, either side the client: `gbps`
+    /// (a pair's own report comes before each node's; see [`Fake::per_node`]).
+    pub fn report_between(&self, a: &str, b: &str, iface: &str, gbps: f64) {
+        let rail: u32 = iface
+            .trim_start_matches("net")
+            .parse::<u32>()
+            .map_or(0, |n| n.saturating_sub(1));
+        let text = report(rail, gbps, None).to_string();
+        self.write(&format!("report-{a}-{b}-{iface}.json"), &text);
+        self.write(&format!("report-{b}-{a}-{iface}.json"), &text);
     }
 
     /// Undo [`Fake::behave_on`].
