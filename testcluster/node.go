@@ -58,6 +58,9 @@ type nodeOptions struct {
 	draRails, draFirst               int
 	draLayout, draIfPrefix, draNetns string
 	draRxe                           bool
+	// count > 0: one agent for count nodes (multi.go); name is then their prefix.
+	count, firstIndex int
+	draIfPrefixSet    bool
 }
 
 func parseNodeFlags(args []string) (*nodeOptions, error) {
@@ -94,6 +97,10 @@ func parseNodeFlags(args []string) (*nodeOptions, error) {
 	fs.Var(&capacity, "capacity", "RESOURCE=QUANTITY in capacity and allocatable (repeatable; cpu, memory and pods have defaults)")
 	fs.Var(&pullFails, "pull-fails", "IMAGE whose pull fails, in the kubelet's words (repeatable)")
 	fs.Var(&pullSlow, "pull-slow", "IMAGE whose pull takes a minute (repeatable)")
+	fs.IntVar(&o.count, "count", 0, "host N nodes in this one process (0: one node, --name): nodes NAME"+
+		"I for I from --first-index, node I's kubelet port --port+I-first; {name} in --kubeconfig and --cni-state "+
+		"becomes each node's name (see multi.go)")
+	fs.IntVar(&o.firstIndex, "first-index", 1, "the number of the first node with --count")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -143,6 +150,10 @@ func parseNodeFlags(args []string) (*nodeOptions, error) {
 	for _, i := range pullSlow {
 		o.pullSlow[i] = true
 	}
+	if o.count < 0 || o.firstIndex < 0 {
+		return nil, fmt.Errorf("--count %d, --first-index %d: want numbers of at least 0", o.count, o.firstIndex)
+	}
+	o.draIfPrefixSet = o.draIfPrefix != ""
 	if o.draIfPrefix == "" {
 		n := o.name
 		if len(n) > 6 {
@@ -162,34 +173,76 @@ func parseNodeFlags(args []string) (*nodeOptions, error) {
 	return o, nil
 }
 
-// runNode registers one node and runs the pods the scheduler binds to it until SIGTERM/SIGINT.
+// runNode registers one node (or, with --count, many: multi.go) and runs the pods the
+// scheduler binds to it until SIGTERM/SIGINT.
 func runNode(args []string) int {
 	o, err := parseNodeFlags(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testcluster node: %v\n", err)
 		return 2
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if o.count > 0 {
+		return runNodes(ctx, o)
+	}
+	an, code := startNode(ctx, o)
+	if an == nil {
+		return code
+	}
+	defer an.close()
+	fmt.Fprintf(os.Stderr, "testcluster node %s: ready (kubelet port %s:%d, pods in netns %s, %d DRA rails)\n", o.name, o.listen, o.port, o.netns, o.draRails)
+	select {
+	case <-ctx.Done():
+	case <-an.n.Done():
+		if err := an.n.Err(); err != nil {
+			fmt.Fprintf(os.Stderr, "testcluster node %s: %v\n", o.name, err)
+			an.p.killAll()
+			return 1
+		}
+	}
+	an.p.killAll()
+	<-an.n.Done()
+	return 0
+}
+
+// agentNode is one node the agent runs: virtual-kubelet's node, this project's provider, and
+// what to undo when it stops (the event broadcaster, DRA's slices).
+type agentNode struct {
+	n    *nodeutil.Node
+	p    *provider
+	undo []func()
+}
+
+func (an *agentNode) close() {
+	for i := len(an.undo) - 1; i >= 0; i-- {
+		an.undo[i]()
+	}
+}
+
+// startNode registers node o and waits until it is ready. On a failure it says why on stderr
+// and returns nil and the exit status (2: a flag's file, 1: the node).
+func startNode(ctx context.Context, o *nodeOptions) (*agentNode, int) {
 	rc, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testcluster node: --kubeconfig %s: %v\n", o.kubeconfig, err)
-		return 2
+		return nil, 2
 	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testcluster node: %v\n", err)
-		return 2
+		return nil, 2
 	}
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testcluster node: %v\n", err)
-		return 2
+		return nil, 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 
 	eb := record.NewBroadcaster()
 	eb.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	defer eb.Shutdown()
+	ctx, cancel := context.WithCancel(ctx)
+	an := &agentNode{undo: []func(){cancel, eb.Shutdown}}
 	recorder := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: o.name})
 	p := &provider{opts: o, pods: map[string]*agentPod{}, events: recorder, client: client,
 		cni: &cniRunner{client: dyn, binDir: o.cniBin, dataDir: filepath.Join(o.cniState, "networks"), podNetwork: o.podNetwork}}
@@ -214,34 +267,26 @@ func runNode(args []string) int {
 	)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testcluster node %s: %v\n", o.name, err)
-		return 1
+		an.close()
+		return nil, 1
 	}
+	an.n, an.p = n, p
 	go n.Run(ctx) //nolint:errcheck
 	if err := n.WaitReady(ctx, 60*time.Second); err != nil {
 		fmt.Fprintf(os.Stderr, "testcluster node %s: not ready: %v\n", o.name, err)
-		return 1
+		an.close()
+		return nil, 1
 	}
 	if o.draRails > 0 {
 		if err := p.publishSlices(ctx, client); err != nil {
 			fmt.Fprintf(os.Stderr, "testcluster node %s: DRA: %v\n", o.name, err)
 			p.unpublish(client)
-			return 1
+			an.close()
+			return nil, 1
 		}
-		defer p.unpublish(client)
+		an.undo = append(an.undo, func() { p.unpublish(client) })
 	}
-	fmt.Fprintf(os.Stderr, "testcluster node %s: ready (kubelet port %s:%d, pods in netns %s, %d DRA rails)\n", o.name, o.listen, o.port, o.netns, o.draRails)
-	select {
-	case <-ctx.Done():
-	case <-n.Done():
-		if err := n.Err(); err != nil {
-			fmt.Fprintf(os.Stderr, "testcluster node %s: %v\n", o.name, err)
-			p.killAll()
-			return 1
-		}
-	}
-	p.killAll()
-	<-n.Done()
-	return 0
+	return an, 0
 }
 
 // provider runs a node's pods as processes: each container's command, in the node's network
@@ -363,6 +408,9 @@ func (p *provider) command(ap *agentPod, argv []string) *exec.Cmd {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The node's name, for a program that asks which node it runs on: one agent may host many
+	// nodes (--count), so the agent's own command line does not say.
+	cmd.Env = append(os.Environ(), "TESTCLUSTER_NODE="+p.opts.name)
 	return cmd
 }
 

@@ -67,8 +67,10 @@ pub struct Fake {
 
 const SCRIPT: &str = r#"#!/bin/sh
 dir=@DIR@
-# The node this runs on: the --name of a node agent among its ancestors (empty elsewhere).
+# The node this runs on: what the node agent says (TESTCLUSTER_NODE; one agent may host many
+# nodes), else the --name of a node agent among its ancestors (empty elsewhere).
 my_node() {
+    [ -n "${TESTCLUSTER_NODE:-}" ] && { echo "$TESTCLUSTER_NODE"; return; }
     p=$$
     while [ "${p:-1}" -gt 1 ]; do
       n=$(tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | sed -n '/^--name$/{n;p;q;}')
