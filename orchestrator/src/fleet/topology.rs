@@ -27,7 +27,7 @@ use futures::stream::StreamExt;
 use results::stats::Rng;
 use results::{RailResult, RailStatus};
 
-use super::culprit::{self, PairRail, Suspect, Threshold};
+use super::culprit::{self, PairRail, Suspect};
 use super::schedule::{Pair, Schedule};
 
 /// The value standing for "no such label" in a group's name.
@@ -342,17 +342,18 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// `pods` are the fleet's pods in the order of `groups.of`; a pod not among them is in no group.
 pub fn judge(
     rows: &[RailResult],
-    t: Threshold,
+    t: impl Into<culprit::Rules>,
     pods: &[String],
     groups: &Groups,
     verdict: &mut culprit::Verdict,
 ) -> Vec<GroupCulprit> {
+    let t = t.into();
     let group_of: BTreeMap<&str, usize> = pods
         .iter()
         .map(String::as_str)
         .zip(groups.of.iter().copied())
         .collect();
-    let medians = culprit::rail_medians(rows);
+    let medians = culprit::medians(rows);
     let last = culprit::latest(rows);
     let mut node_named: BTreeSet<(String, u32)> = BTreeSet::new();
     for s in &verdict.suspects {
@@ -523,6 +524,7 @@ pub fn simulate(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fleet::culprit::Threshold;
     use crate::test_support::row;
 
     /// No node twice in a round, no node with itself.
