@@ -162,17 +162,7 @@ pub fn schedule(group_of: &[usize], rounds: usize, seed: u64) -> Schedule {
             (0..half)
                 .map(|i| {
                     let (a, b) = (line[i], line[i + half]);
-                    if (i + r) % 2 == 0 {
-                        Pair {
-                            client: a,
-                            server: b,
-                        }
-                    } else {
-                        Pair {
-                            client: b,
-                            server: a,
-                        }
-                    }
+                    oriented(a, b, (i + r) % 2 == 0)
                 })
                 .collect(),
         );
@@ -224,17 +214,7 @@ fn circle_round(m: &[usize], r: usize) -> Vec<Pair> {
                 return None;
             }
             let (a, b) = (m[a], m[b]);
-            Some(if (i + r) % 2 == 0 {
-                Pair {
-                    client: a,
-                    server: b,
-                }
-            } else {
-                Pair {
-                    client: b,
-                    server: a,
-                }
-            })
+            Some(oriented(a, b, (i + r) % 2 == 0))
         })
         .collect()
 }
@@ -519,6 +499,22 @@ pub fn simulate(
         })
         .collect();
     named_groups(n_groups, &seen)
+}
+
+/// The pair of `a` and `b`, `a` the client when `a_first`: roles alternate over the rounds so
+/// that each node is client about as often as server.
+fn oriented(a: usize, b: usize, a_first: bool) -> Pair {
+    if a_first {
+        Pair {
+            client: a,
+            server: b,
+        }
+    } else {
+        Pair {
+            client: b,
+            server: a,
+        }
+    }
 }
 
 #[cfg(test)]

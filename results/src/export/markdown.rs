@@ -151,6 +151,20 @@ fn signed(d: f64) -> String {
     }
 }
 
+/// The head of a rails x series table: `| rail | SERIES | ... |` and its alignment row.
+fn series_header(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
+    write!(out, "| rail |")?;
+    for series in &cmp.series {
+        write!(out, " {} |", cell(&series.label))?;
+    }
+    writeln!(out)?;
+    write!(out, "|---:|")?;
+    for _ in &cmp.series {
+        write!(out, "---:|")?;
+    }
+    writeln!(out)
+}
+
 fn render(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
     let report = cmp.report();
     writeln!(out, "# RDMA bandwidth per rail")?;
@@ -219,16 +233,7 @@ fn render(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
         "`(below)` marks a rail {threshold_note}; `failed` a rail that produced no bandwidth; `-` a rail the run did not measure."
     )?;
     writeln!(out)?;
-    write!(out, "| rail |")?;
-    for series in &cmp.series {
-        write!(out, " {} |", cell(&series.label))?;
-    }
-    writeln!(out)?;
-    write!(out, "|---:|")?;
-    for _ in &cmp.series {
-        write!(out, "---:|")?;
-    }
-    writeln!(out)?;
+    series_header(cmp, out)?;
     for (r, rail) in cmp.rails.iter().enumerate() {
         write!(out, "| {rail} |")?;
         for s in 0..cmp.series.len() {
@@ -327,16 +332,7 @@ fn render_latency(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
         "One-way RDMA WRITE latency, 2 B (`rdmabw lat`, half a round trip); `-` a rail whose latency was not measured."
     )?;
     writeln!(out)?;
-    write!(out, "| rail |")?;
-    for series in &cmp.series {
-        write!(out, " {} |", cell(&series.label))?;
-    }
-    writeln!(out)?;
-    write!(out, "|---:|")?;
-    for _ in &cmp.series {
-        write!(out, "---:|")?;
-    }
-    writeln!(out)?;
+    series_header(cmp, out)?;
     for (r, rail) in cmp.rails.iter().enumerate() {
         write!(out, "| {rail} |")?;
         for s in 0..cmp.series.len() {
