@@ -471,7 +471,8 @@ async fn a_node_slow_to_answer_is_a_latency_suspect_and_degraded() {
 }
 
 /// The CronJob's own command line from deploy/fleet-job.yaml, with this test's nodes,
-/// namespace, out dir and fake.
+/// namespace, results directory `out` (the CronJob's volume: its metrics file moves there, and
+/// the test runs railsweep in it, as the CronJob's workingDir) and fake.
 fn cronjob_command(ns: &str, f: &Fake, out: &Path, nodes: &[&str], port: u16) -> Vec<String> {
     let cj: Value = shipped("fleet-job.yaml", "CronJob");
     let cmd: Vec<String> = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
@@ -482,6 +483,12 @@ fn cronjob_command(ns: &str, f: &Fake, out: &Path, nodes: &[&str], port: u16) ->
         .map(|v| v.as_str().expect("a string").to_string())
         .collect();
     assert_eq!(&cmd[..2], ["railsweep", "fleet"]);
+    let working_dir =
+        &cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["workingDir"];
+    assert_eq!(
+        working_dir, "/results",
+        "the results volume is the CronJob's workingDir"
+    );
     let mut v = Vec::new();
     let mut it = cmd[1..].iter();
     while let Some(a) = it.next() {
@@ -489,6 +496,7 @@ fn cronjob_command(ns: &str, f: &Fake, out: &Path, nodes: &[&str], port: u16) ->
             "--nodes" => Some(nodes.join(",")),
             "--namespace" => Some(ns.to_string()),
             "--out-dir" => Some(out.display().to_string()),
+            "--metrics" => Some(out.join("fleet.prom").display().to_string()),
             "-D" => Some("1".into()),
             _ => None,
         };
@@ -536,7 +544,9 @@ async fn the_cronjobs_command_works_with_the_in_cluster_service_account() {
     let nodes = [
         "fleet-1", "fleet-2", "fleet-3", "fleet-4", "fleet-5", "fleet-6",
     ];
-    let argv = cronjob_command(&ns, &f, &f.file("run"), &nodes, 18855);
+    let out = f.file("run");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    let argv = cronjob_command(&ns, &f, &out, &nodes, 18855);
     // A pod's view: the service account's files where kube-rs (and client-go) look for them,
     // on a tmpfs over /run in a mount namespace of its own (this machine's /run untouched),
     // KUBERNETES_SERVICE_HOST/PORT set, and no kubeconfig anywhere.
@@ -565,6 +575,7 @@ exec "$RAILSWEEP" "$@""#;
         .env("RAILSWEEP", env!("CARGO_BIN_EXE_railsweep"))
         .env("KUBERNETES_SERVICE_HOST", &host)
         .env("KUBERNETES_SERVICE_PORT", &port)
+        .current_dir(&out)
         .stdin(Stdio::null())
         .output()
         .await
@@ -588,6 +599,20 @@ exec "$RAILSWEEP" "$@""#;
         assert!(s.railsweep_taint().is_none(), "labels only: {node}");
     }
     assert!(c.pods_left(&ns).await.is_empty(), "{stderr}");
+    // Its files where the CronJob keeps them: the run's directory and the metrics.
+    let prom = std::fs::read_to_string(out.join("fleet.prom")).expect("the metrics file");
+    assert!(prom.contains("railbench_rail_bandwidth_gbps"), "{prom}");
+    let runs: Vec<_> = std::fs::read_dir(&out)
+        .expect("out")
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("railsweep-fleet-")
+        })
+        .collect();
+    assert_eq!(runs.len(), 1, "one run directory in the results volume");
+    assert!(runs[0].path().join("fleet.csv").exists());
     c.delete_namespace(&ns).await;
 }
 

@@ -124,7 +124,7 @@ async fn image_pull_failure_is_explained_from_the_node() {
         &[
             "the image cannot be pulled",
             "registry.invalid/rdma:1",
-            "imagePullSecret",
+            "--image-pull-secret NAME",
         ],
     )
     .await;
