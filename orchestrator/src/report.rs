@@ -123,6 +123,17 @@ fn output_format(args: &ReportArgs) -> Result<Format> {
     })
 }
 
+/// A binary format (PNG) for a terminal is a usage error: it needs -o or a pipe.
+fn refuse_binary_on_a_terminal(args: &ReportArgs, format: Format) -> Result<()> {
+    if format.is_binary() && args.output.is_none() && std::io::stdout().is_terminal() {
+        return Err(UsageError(format!(
+            "{format} is binary and stdout is a terminal: give -o FILE.{format} or pipe it"
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 /// `railsweep report` of a fleet's rows (its fleet.csv): markdown, SVG and PNG show the nodes x
 /// rails view ([`orchestrator::fleet::nodemap`]); CSV, JSON and OpenMetrics are the rows, as for
 /// any run. 1 when a node's rail failed in every pair or is below the fleet's outlier limit.
@@ -136,12 +147,7 @@ fn fleet(args: &ReportArgs, rows: Vec<results::RailResult>, format: Format) -> R
         view.nodes.len(),
         view.rails.len()
     );
-    if format.is_binary() && args.output.is_none() && std::io::stdout().is_terminal() {
-        return Err(UsageError(format!(
-            "{format} is binary and stdout is a terminal: give -o FILE.{format} or pipe it"
-        ))
-        .into());
-    }
+    refuse_binary_on_a_terminal(args, format)?;
     let view_bytes: Option<Vec<u8>> = match format {
         Format::Markdown => Some(view.markdown(t).into_bytes()),
         Format::Svg => Some(view.svg(t)?.into_bytes()),
@@ -204,12 +210,7 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
     let report = Report::new(generated_by(), rows).with_threshold(args.threshold_gbps);
     let comparison = report.comparison().context("cannot merge the runs")?;
 
-    if format.is_binary() && args.output.is_none() && std::io::stdout().is_terminal() {
-        return Err(UsageError(format!(
-            "{format} is binary and stdout is a terminal: give -o FILE.{format} or pipe it"
-        ))
-        .into());
-    }
+    refuse_binary_on_a_terminal(args, format)?;
     if let Some(path) = &args.output {
         if let Some(implied) = Format::from_path(path).filter(|f| *f != format) {
             results::say!(
