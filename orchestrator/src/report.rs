@@ -39,6 +39,11 @@ pub struct ReportArgs {
     /// the status recorded when they were measured.
     #[arg(long, value_name = "GBPS", value_parser = parse_gbps)]
     pub threshold_gbps: Option<f64>,
+
+    /// Name a column of the tables and the chart instead of by its mode: KEY is a run id or a
+    /// network mode (repeat it: `--label sriov=VFs --label 20250601T100000Z=before`).
+    #[arg(long, value_name = "RUN_OR_MODE=NAME", value_parser = parse_label)]
+    pub label: Vec<(String, String)>,
 }
 
 /// `--format` values.
@@ -76,6 +81,17 @@ fn parse_gbps(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
         _ => Err(format!("expected a positive number of Gb/s, got `{s}`")),
+    }
+}
+
+fn parse_label(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() && !v.trim().is_empty() => {
+            Ok((k.to_string(), v.trim().to_string()))
+        }
+        _ => Err(format!(
+            "expected RUN_OR_MODE=NAME (a run id or a mode, then the column's name), got `{s}`"
+        )),
     }
 }
 
@@ -207,7 +223,10 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
     if orchestrator::fleet::nodemap::is_fleet(&rows) {
         return fleet(args, rows, format);
     }
-    let report = Report::new(generated_by(), rows).with_threshold(args.threshold_gbps);
+    let report = Report::new(generated_by(), rows)
+        .with_threshold(args.threshold_gbps)
+        .with_labels(args.label.clone())
+        .map_err(|e| UsageError(e.to_string()))?;
     let comparison = report.comparison().context("cannot merge the runs")?;
 
     refuse_binary_on_a_terminal(args, format)?;

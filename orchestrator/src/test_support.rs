@@ -55,5 +55,6 @@ pub(crate) fn row(client: &str, server: &str, rail: u32, bw: Option<f64>) -> Rai
         lat_p50_us: None,
         lat_p99_us: None,
         lat_max_us: None,
+        software_rdma: None,
     }
 }

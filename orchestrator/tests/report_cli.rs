@@ -83,6 +83,41 @@ fn merges_csv_and_json_into_a_markdown_comparison_on_stdout() {
 }
 
 #[test]
+fn label_names_columns_and_a_label_for_nothing_is_a_usage_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (host, ipvlan) = healthy_runs(dir.path());
+    let out = railsweep(&[
+        "report",
+        path_str(&host),
+        path_str(&ipvlan),
+        "--label",
+        "hostnetwork=host net",
+        "--label",
+        "sweep-0601-ipvlan=IPvlan (Multus)",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("| rail | host net | IPvlan (Multus) |\n"),
+        "{stdout}"
+    );
+    // The Runs table keeps each column's mode and run id.
+    assert!(
+        stdout.contains("| IPvlan (Multus) (ipvlan) | sweep-0601-ipvlan |"),
+        "{stdout}"
+    );
+    let out = railsweep(&["report", path_str(&host), "--label", "sriov=VFs"]);
+    assert_eq!(out.status.code(), Some(2), "stderr: {}", text(&out.stderr));
+    assert_says(
+        &out.stderr,
+        "--label sriov=...: no run id or network mode `sriov` in the rows (they have: hostnetwork, sweep-0601-host)",
+    );
+    let out = railsweep(&["report", path_str(&host), "--label", "sriov"]);
+    assert_eq!(out.status.code(), Some(2), "stderr: {}", text(&out.stderr));
+    assert_says(&out.stderr, "expected RUN_OR_MODE=NAME");
+}
+
+#[test]
 fn failed_or_below_threshold_rails_exit_1() {
     let out = railsweep(&["report", path_str(&fixture())]);
     assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
@@ -239,7 +274,7 @@ fn svg_output_takes_its_format_from_the_extension() {
     assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
     let svg = std::fs::read_to_string(&chart).expect("svg written");
     assert!(svg.starts_with("<svg "), "{}", &svg[..svg.len().min(200)]);
-    for needle in [">\nrail\n<", ">\nGb/s\n<", "line rate 100.0 Gb/s", "ipvlan"] {
+    for needle in [">\nrail\n<", ">\naverage Gb/s\n<", "line rate 100.0 Gb/s", "ipvlan"] {
         assert!(svg.contains(needle), "svg lacks {needle:?}");
     }
 }

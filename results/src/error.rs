@@ -114,6 +114,16 @@ pub enum ResultsError {
         /// The repeated rail.
         rail: u32,
     },
+    /// A column label was given for a run id or mode that no row has.
+    #[error(
+        "--label {key}=...: no run id or network mode `{key}` in the rows (they have: {known})"
+    )]
+    UnknownLabelKey {
+        /// The key given.
+        key: String,
+        /// The run ids and modes the rows have, joined.
+        known: String,
+    },
     /// Serializing to CSV or JSON, or drawing the chart, failed.
     #[error("writing {format}: {message}")]
     Export {

@@ -24,8 +24,9 @@ use crate::threshold::{below_threshold, percent_of_line_rate};
 /// `server_gpu_pcie_root`. Version 5 changed the CSV alone: its `counters` column went to the
 /// counters file beside it ([`crate::countersio`]), and its fractional numbers are rounded to
 /// six significant digits; the record and JSON are as in version 4. Version 6 added
-/// `lat_p50_us`, `lat_p99_us` and `lat_max_us` (railsweep `--test bw,lat`).
-pub const SCHEMA_VERSION: u32 = 6;
+/// `lat_p50_us`, `lat_p99_us` and `lat_max_us` (railsweep `--test bw,lat`); version 7
+/// `software_rdma` (whether the figures measure an emulated RDMA device).
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// Fields added after version 1, with the version that added them: a file of an
 /// older version has no column (no key) for them, and its rows read with the
@@ -43,6 +44,7 @@ pub const ADDED_FIELDS: &[(&str, u32)] = &[
     ("lat_p50_us", 6),
     ("lat_p99_us", 6),
     ("lat_max_us", 6),
+    ("software_rdma", 7),
 ];
 
 /// True when a file of `version` must have field `name`.
@@ -339,6 +341,12 @@ pub struct RailResult {
     /// Largest one-way latency measured, microseconds, as `lat_p50_us`.
     #[serde(default)]
     pub lat_max_us: Option<f64>,
+    /// Whether either end's RDMA device is a software one (Soft-RoCE `rxe`, `siw`: no NIC
+    /// under it), so that the figures measure an emulation: `true` when `rdmabw rails` named
+    /// the rail's attachment `software` on either side, as railsweep saw the rails. Empty where
+    /// not known (rdmabw run by hand, and an older file).
+    #[serde(default)]
+    pub software_rdma: Option<bool>,
 }
 
 /// A record that breaks one of [`RailResult`]'s rules, with the field at fault.

@@ -18,6 +18,9 @@ pub struct Report {
     /// Threshold for "below" in summaries. `None` means: trust each row's
     /// recorded `status` (`below_threshold`), as judged when it was measured.
     pub threshold_gbps: Option<f64>,
+    /// Column names chosen by the user (`railsweep report --label KEY=NAME`): KEY is a run id
+    /// or a network mode; a run id's wins over its mode's.
+    pub labels: Vec<(String, String)>,
 }
 
 impl Report {
@@ -27,7 +30,45 @@ impl Report {
             generated_by: generated_by.into(),
             rows,
             threshold_gbps: None,
+            labels: Vec::new(),
         }
+    }
+
+    /// Name columns by `labels` (KEY=NAME, KEY a run id or a network mode) instead of by mode.
+    /// A KEY that names no run and no mode of the rows is an error naming those there are.
+    pub fn with_labels(mut self, labels: Vec<(String, String)>) -> Result<Self> {
+        for (key, _) in &labels {
+            let known = self
+                .rows
+                .iter()
+                .any(|r| r.run_id == *key || r.network_mode.to_string() == *key);
+            if !known {
+                let mut keys: Vec<String> = self
+                    .rows
+                    .iter()
+                    .flat_map(|r| [r.run_id.clone(), r.network_mode.to_string()])
+                    .collect();
+                keys.sort();
+                keys.dedup();
+                return Err(ResultsError::UnknownLabelKey {
+                    key: key.clone(),
+                    known: keys.join(", "),
+                });
+            }
+        }
+        self.labels = labels;
+        Ok(self)
+    }
+
+    /// The label the user gave the run `run_id` or, failing that, its mode.
+    fn user_label(&self, mode: &NetworkMode, run_id: &str) -> Option<&str> {
+        let find = |key: &str| {
+            self.labels
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        find(run_id).or_else(|| find(&mode.to_string()))
     }
 
     /// Judge rails against `threshold_gbps` instead of their recorded status.
@@ -79,16 +120,26 @@ impl Report {
         for (mode, _) in by_series.keys() {
             *runs_per_mode.entry(mode).or_default() += 1;
         }
+        // A mode with several runs numbers them in run id order (`sriov #1`, `sriov #2`): the
+        // Runs table says which run each is; the run id itself would crowd every heading.
+        let mut nth_of_mode: BTreeMap<&NetworkMode, usize> = BTreeMap::new();
         let series = by_series
             .keys()
-            .map(|(mode, run_id)| Series {
-                mode: (*mode).clone(),
-                run_id: (*run_id).to_string(),
-                label: if runs_per_mode.get(mode).copied().unwrap_or(0) > 1 {
-                    format!("{mode} ({run_id})")
-                } else {
-                    mode.to_string()
-                },
+            .map(|(mode, run_id)| {
+                let nth = nth_of_mode.entry(mode).or_default();
+                *nth += 1;
+                let label = match self.user_label(mode, run_id) {
+                    Some(l) => l.to_string(),
+                    None if runs_per_mode.get(mode).copied().unwrap_or(0) > 1 => {
+                        format!("{mode} #{nth}")
+                    }
+                    None => mode.to_string(),
+                };
+                Series {
+                    mode: (*mode).clone(),
+                    run_id: (*run_id).to_string(),
+                    label,
+                }
             })
             .collect();
         let mut rails: Vec<u32> = self.rows.iter().map(|r| r.rail).collect();
@@ -114,7 +165,8 @@ pub struct Series {
     pub mode: NetworkMode,
     /// The run.
     pub run_id: String,
-    /// Column heading: the mode, plus the run id when the mode has several runs.
+    /// Column heading: the user's `--label` for the run or its mode, else the mode, numbered
+    /// (`sriov #2`) when the mode has several runs.
     pub label: String,
 }
 
@@ -335,6 +387,49 @@ impl fmt::Display for ModeSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn labelled(run_ids: &[(&str, NetworkMode)]) -> Report {
+        let rows = run_ids
+            .iter()
+            .map(|(run, mode)| RailResult {
+                run_id: (*run).to_string(),
+                network_mode: mode.clone(),
+                ..crate::rdmabw::RdmabwRun::ended_at(std::time::UNIX_EPOCH).failed_row(None, "x")
+            })
+            .collect();
+        Report::new("t", rows)
+    }
+
+    fn labels(report: &Report) -> Vec<String> {
+        let cmp = report.comparison().expect("merges");
+        cmp.series.iter().map(|s| s.label.clone()).collect()
+    }
+
+    #[test]
+    fn columns_are_named_by_mode_numbered_when_a_mode_has_several_runs_or_as_labelled() {
+        let report = labelled(&[
+            ("r2", NetworkMode::Sriov),
+            ("r1", NetworkMode::Sriov),
+            ("r3", NetworkMode::HostNetwork),
+        ]);
+        assert_eq!(labels(&report), ["hostnetwork", "sriov #1", "sriov #2"]);
+        let named = report
+            .clone()
+            .with_labels(vec![
+                ("sriov".into(), "VFs".into()),
+                ("r2".into(), "VFs after".into()),
+            ])
+            .expect("known keys");
+        // A run id's label wins over its mode's.
+        assert_eq!(labels(&named), ["hostnetwork", "VFs", "VFs after"]);
+        let e = report
+            .with_labels(vec![("ipvlan".into(), "x".into())])
+            .expect_err("no such run or mode");
+        assert_eq!(
+            e.to_string(),
+            "--label ipvlan=...: no run id or network mode `ipvlan` in the rows (they have: hostnetwork, r1, r2, r3, sriov)"
+        );
+    }
 
     fn summary() -> ModeSummary {
         ModeSummary {

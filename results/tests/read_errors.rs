@@ -90,7 +90,7 @@ fn csv_missing_optional_column_is_still_an_error() {
 
 #[test]
 fn csv_unknown_column_is_an_error() {
-    let text = fixture_csv().replacen("lat_max_us\n", "lat_max_us,extra\n", 1);
+    let text = fixture_csv().replacen("software_rdma\n", "software_rdma,extra\n", 1);
     let text = text
         .lines()
         .enumerate()
@@ -106,7 +106,7 @@ fn csv_unknown_column_is_an_error() {
     let e = err(&text, "a.csv");
     assert_eq!(
         e.to_string(),
-        "a.csv:1:46: unknown column `extra` (schema_version 6 has no such column)"
+        "a.csv:1:47: unknown column `extra` (schema_version 7 has no such column)"
     );
 }
 
@@ -114,17 +114,17 @@ fn csv_unknown_column_is_an_error() {
 fn csv_newer_schema_is_refused_before_column_checks() {
     // A newer schema typically has columns this one does not know; the
     // version is what the user needs to hear about.
-    let text = set_cell(&fixture_csv(), 0, "schema_version", "7").replacen(
-        "lat_max_us\n",
-        "lat_max_us,new_field\n",
+    let text = set_cell(&fixture_csv(), 0, "schema_version", "8").replacen(
+        "software_rdma\n",
+        "software_rdma,new_field\n",
         1,
     );
     let e = err(&text, "new.csv");
     assert!(
-        matches!(e, ResultsError::NewerSchema { found: 7, .. }),
+        matches!(e, ResultsError::NewerSchema { found: 8, .. }),
         "{e:?}"
     );
-    assert_starts(&e.to_string(), "new.csv:2:1: schema_version 7 is newer");
+    assert_starts(&e.to_string(), "new.csv:2:1: schema_version 8 is newer");
 }
 
 #[test]
@@ -178,19 +178,19 @@ fn csv_short_row_is_an_error() {
     let e = err(&text, "a.csv").to_string();
     assert_starts(
         &e,
-        "a.csv:5:4: row has 3 cells but the header has 45 columns",
+        "a.csv:5:4: row has 3 cells but the header has 46 columns",
     );
 }
 
 #[test]
 fn json_newer_schema_names_file_line_column() {
-    let text = fixture_json().replacen("\"schema_version\": 6", "\"schema_version\": 7", 1);
+    let text = fixture_json().replacen("\"schema_version\": 7", "\"schema_version\": 8", 1);
     let e = err(&text, "new.json");
     assert!(
-        matches!(e, ResultsError::NewerSchema { found: 7, .. }),
+        matches!(e, ResultsError::NewerSchema { found: 8, .. }),
         "{e:?}"
     );
-    assert_starts(&e.to_string(), "new.json:2:21: schema_version 7 is newer");
+    assert_starts(&e.to_string(), "new.json:2:21: schema_version 8 is newer");
 }
 
 #[test]
@@ -305,7 +305,7 @@ fn poll_and_cpu_per_gb_round_trip_through_csv() {
     assert!(
         text.lines()
             .nth(1)
-            .is_some_and(|l| l.ends_with(",event,0.125,,,,,,,")),
+            .is_some_and(|l| l.ends_with(",event,0.125,,,,,,,,")),
         "{text}"
     );
     assert_eq!(read_str(&text, "rt.csv").expect("reads back"), rows);
@@ -322,7 +322,7 @@ fn a_list_cell_that_is_not_json_names_its_column() {
 
 #[test]
 fn a_version_1_json_file_reads_without_the_new_keys() {
-    let text = fixture_json().replacen("\"schema_version\": 6", "\"schema_version\": 1", 1);
+    let text = fixture_json().replacen("\"schema_version\": 7", "\"schema_version\": 1", 1);
     let text = without_gpu_keys(&without_lat_keys(&text))
         .replace(",\n      \"poll\": null,\n      \"cpu_s_per_gb\": null", "")
         .replace(",\n      \"diagnosis\": [],\n      \"counters\": []", "")
@@ -340,15 +340,19 @@ fn a_version_1_json_file_reads_without_the_new_keys() {
         .contains("missing column `diagnosis`"));
 }
 
-/// The keys version 6 added (each row's last three).
-const LAT_KEYS: &[&str] = &["lat_p50_us", "lat_p99_us", "lat_max_us"];
+/// The keys versions 6 and 7 added (each row's last four): the latency and `software_rdma`.
+const LAT_KEYS: &[&str] = &["lat_p50_us", "lat_p99_us", "lat_max_us", "software_rdma"];
 
-/// A JSON results text without the keys version 6 added (each row's last three, all null).
+/// A JSON results text without the keys versions 6 and 7 added (each row's last four, all
+/// null).
 fn without_lat_keys(json: &str) -> String {
     let gone = LAT_KEYS.iter().fold(json.to_string(), |t, k| {
         t.replace(&format!(",\n      \"{k}\": null"), "")
     });
-    assert!(!gone.contains("lat_"), "{gone}");
+    assert!(
+        !gone.contains("lat_") && !gone.contains("software_rdma"),
+        "{gone}"
+    );
     gone
 }
 
@@ -375,7 +379,7 @@ fn a_version_5_file_reads_without_the_latency_columns() {
     );
     // And its JSON, without the keys, claiming version 5.
     let json = without_lat_keys(&fixture_json()).replacen(
-        "\"schema_version\": 6",
+        "\"schema_version\": 7",
         "\"schema_version\": 5",
         1,
     );
@@ -394,13 +398,13 @@ fn latency_round_trips_through_csv_and_json() {
     assert!(
         text.lines()
             .next()
-            .is_some_and(|l| l.ends_with(",lat_p50_us,lat_p99_us,lat_max_us")),
+            .is_some_and(|l| l.ends_with(",lat_p50_us,lat_p99_us,lat_max_us,software_rdma")),
         "{text}"
     );
     assert!(
         text.lines()
             .nth(1)
-            .is_some_and(|l| l.ends_with(",3.5,4.25,19.0")),
+            .is_some_and(|l| l.ends_with(",3.5,4.25,19.0,")),
         "{text}"
     );
     assert_eq!(read_str(&text, "rt.csv").expect("reads back"), rows);
@@ -454,7 +458,7 @@ fn a_version_3_file_reads_without_the_gpu_columns() {
     assert!(err(&json, "a.json")
         .to_string()
         .contains("missing column `client_gpu`"));
-    let json = json.replacen("\"schema_version\": 6", "\"schema_version\": 3", 1);
+    let json = json.replacen("\"schema_version\": 7", "\"schema_version\": 3", 1);
     let rows = read_str(&json, "old.json").expect("a version 3 JSON file reads");
     assert_eq!(rows, common::fixture_rows()[..3].to_vec());
 }
@@ -473,7 +477,7 @@ fn each_sides_gpu_and_its_root_round_trip_through_csv_and_json() {
     assert!(
         text.lines()
             .nth(1)
-            .is_some_and(|l| l.ends_with(",gpu-3,pci0000:4c,gpu-0,,,,")),
+            .is_some_and(|l| l.ends_with(",gpu-3,pci0000:4c,gpu-0,,,,,")),
         "{text}"
     );
     assert!(

@@ -58,7 +58,8 @@ expect_traffic() {
 
 # A sweep gives a row per rail, each with traffic, and the table and summary on stdout; with
 # --test bw,lat (issue 34) each rail's latency too, through the same daemon and batch: the
-# latency columns filled, p50 <= p99 <= max, and the table's latency column.
+# latency columns filled, p50 <= p99 <= max, and the table's latency column; every row says
+# that its RDMA devices were software ones (software_rdma).
 test_sweep_every_rail() {
   sweep seq -D 2 --mode sriov --test bw,lat
   [ "$rc" -eq 0 ] || { cat "$T_OUT/seq.err"; fail "railsweep exit $rc"; }
@@ -66,13 +67,15 @@ test_sweep_every_rail() {
   expect_traffic "$T_OUT/seq.csv" 0 1 2 3
   grep -q 'sriov: 4 rails' "$T_OUT/seq.out" || fail "no summary line"
   grep -q 'lat p50/p99/max us' "$T_OUT/seq.out" || fail "no latency column in the table"
-  python3 - "$T_OUT/seq.csv" <<'PY' || fail "the latency columns are missing or implausible"
+  python3 - "$T_OUT/seq.csv" <<'PY' || fail "the latency columns are missing or implausible, or software_rdma is not true"
 import csv, sys
 for r in csv.DictReader(open(sys.argv[1])):
     p50, p99, mx = (float(r[k]) for k in ("lat_p50_us", "lat_p99_us", "lat_max_us"))
     print(r["rail"], p50, p99, mx)
     # Under emulation a round trip is tens of microseconds, its tail the guest's scheduling.
     assert 0 < p50 <= p99 <= mx < 1e6, r
+    # rxe is a software device: the row says its figures are an emulation's.
+    assert r["software_rdma"] == "true", r
 PY
   # Each rail used its own devices on both sides.
   for i in 0 1 2 3; do

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use results::rdmabw::lat::LatReport;
-use results::rdmabw::rails::RailRow;
+use results::rdmabw::rails::{Attachment, RailRow};
 use results::rdmabw::report::BwReport;
 use results::rdmabw::{AskedTest, EndFacts, RdmabwRun};
 use results::{rfc3339_utc, MemoryKind, NetworkMode, RailResult};
@@ -425,6 +425,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
                     rate_gbps: row.as_ref().and_then(|r| r.rate_gbps),
                     gpu: gpu.map(|g| g.device.clone()),
                     gpu_pcie_root: gpu.and_then(|g| g.pcie_root.clone()),
+                    software: row.as_ref().map(|r| r.attachment == Attachment::Software),
                 }
             };
         RdmabwRun {

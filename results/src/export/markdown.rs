@@ -193,10 +193,16 @@ fn render(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
         } else {
             format!("{first} to {last}")
         };
+        let mode = series.mode.to_string();
+        let column = if series.label == mode {
+            mode
+        } else {
+            format!("{} ({mode})", series.label)
+        };
         writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            cell(&series.label),
+            cell(&column),
             cell(&series.run_id),
             cell(&distinct(rows(), |r| Some(r.cluster.clone()))),
             cell(&time),
@@ -212,6 +218,14 @@ fn render(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
         )?;
     }
     writeln!(out)?;
+    if cmp.series.len() > 1 {
+        writeln!(
+            out,
+            "The tables below name each run by its mode (`#N` where a mode has several runs, or the \
+             name `railsweep report --label RUN_OR_MODE=NAME` gave it); this table gives its run id."
+        )?;
+        writeln!(out)?;
+    }
     let differ = settings_that_differ(cmp);
     if !differ.is_empty() {
         writeln!(

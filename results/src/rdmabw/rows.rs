@@ -55,6 +55,9 @@ pub struct EndFacts {
     pub gpu: Option<String>,
     /// See `gpu`.
     pub gpu_pcie_root: Option<String>,
+    /// Whether the rail's RDMA device is a software one (`rdmabw rails`: attachment
+    /// `software`); `None` when the launcher did not discover the rail.
+    pub software: Option<bool>,
 }
 
 /// The test a launcher asked rdmabw for: what its rows say where no report says otherwise.
@@ -220,6 +223,10 @@ impl RdmabwRun {
             lat_p50_us: None,
             lat_p99_us: None,
             lat_max_us: None,
+            software_rdma: match (self.client.software, self.server.software) {
+                (None, None) => None,
+                (c, s) => Some(c.unwrap_or(false) || s.unwrap_or(false)),
+            },
         }
     }
 }
@@ -382,6 +389,23 @@ mod tests {
         assert_eq!(big.status, RailStatus::Ok);
         assert_eq!(small.status, RailStatus::BelowThreshold);
         assert!(rows.iter().all(|r| r.validate().is_ok()));
+        // rdmabw by hand knows nothing of the rail's device kind.
+        assert_eq!(big.software_rdma, None);
+    }
+
+    #[test]
+    fn a_software_device_on_either_end_makes_the_row_emulated() {
+        let rep: BwReport = serde_json::from_str(SWEEP).unwrap();
+        let with = |client, server| {
+            let mut run = run();
+            run.client.software = client;
+            run.server.software = server;
+            rep.rail_results(&run)[0].software_rdma
+        };
+        assert_eq!(with(Some(false), Some(true)), Some(true));
+        assert_eq!(with(Some(true), None), Some(true));
+        assert_eq!(with(Some(false), Some(false)), Some(false));
+        assert_eq!(with(None, None), None);
     }
 
     #[test]
