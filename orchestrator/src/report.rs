@@ -39,6 +39,11 @@ pub struct ReportArgs {
     /// the status recorded when they were measured.
     #[arg(long, value_name = "GBPS", value_parser = parse_gbps)]
     pub threshold_gbps: Option<f64>,
+
+    /// --max-p99-us: count rails whose p99 latency is above it as below threshold, instead of
+    /// the latency judgement recorded when they were measured (rows of `--test bw,lat`).
+    #[command(flatten)]
+    pub lat: results::rdmabw::flags::LatencyFlags,
 }
 
 /// `--format` values.
@@ -207,7 +212,9 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
     if orchestrator::fleet::nodemap::is_fleet(&rows) {
         return fleet(args, rows, format);
     }
-    let report = Report::new(generated_by(), rows).with_threshold(args.threshold_gbps);
+    let report = Report::new(generated_by(), rows)
+        .with_threshold(args.threshold_gbps)
+        .with_max_p99(args.lat.max_p99_us);
     let comparison = report.comparison().context("cannot merge the runs")?;
 
     refuse_binary_on_a_terminal(args, format)?;
