@@ -44,6 +44,10 @@ pub struct ReportArgs {
     /// network mode (repeat it: `--label sriov=VFs --label 20250601T100000Z=before`).
     #[arg(long, value_name = "RUN_OR_MODE=NAME", value_parser = parse_label)]
     pub label: Vec<(String, String)>,
+    /// --max-p99-us: count rails whose p99 latency is above it as below threshold, instead of
+    /// the latency judgement recorded when they were measured (rows of `--test bw,lat`).
+    #[command(flatten)]
+    pub lat: results::rdmabw::flags::LatencyFlags,
 }
 
 /// `--format` values.
@@ -225,6 +229,7 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
     }
     let report = Report::new(generated_by(), rows)
         .with_threshold(args.threshold_gbps)
+        .with_max_p99(args.lat.max_p99_us)
         .with_labels(args.label.clone())
         .map_err(|e| UsageError(e.to_string()))?;
     let comparison = report.comparison().context("cannot merge the runs")?;

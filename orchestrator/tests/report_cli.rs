@@ -154,6 +154,55 @@ fn a_rail_below_the_given_threshold_exits_1() {
     );
 }
 
+/// Rows of `--test bw,lat`: rail 1 recorded below for its p99 (45 us over --max-p99-us 20),
+/// rail 3 below for its bandwidth (under its 100 Gb/s), rail 2 at p99 9 us, the rest 4 us.
+/// `--max-p99-us` judges every row's p99 anew and keeps the bandwidth judgement recorded.
+#[test]
+fn max_p99_us_judges_the_saved_latency_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rows = rows_of(&NetworkMode::HostNetwork);
+    for r in &mut rows {
+        (r.lat_p50_us, r.lat_p99_us, r.lat_max_us) = (Some(1.5), Some(4.0), Some(4.0));
+    }
+    rows[1].lat_p99_us = Some(45.0);
+    rows[1].status = results::RailStatus::BelowThreshold;
+    rows[1].error = Some("p99 latency 45.00 us is above --max-p99-us 20".into());
+    rows[2].lat_p99_us = Some(9.0);
+    rows[3].status = results::RailStatus::BelowThreshold;
+    rows[3].threshold_gbps = Some(100.0);
+    let lat = dir.path().join("lat.csv");
+    write_csv(std::fs::File::create(&lat).expect("create"), &rows).expect("write");
+    let lat = path_str(&lat);
+    for (extra, code, said) in [
+        (&[][..], 1, "0 rail(s) failed, 2 below threshold"),
+        (
+            &["--max-p99-us", "50"][..],
+            1,
+            "0 rail(s) failed, 1 below threshold",
+        ),
+        (
+            &["--max-p99-us", "8"][..],
+            1,
+            "0 rail(s) failed, 3 below threshold",
+        ),
+        (&["--max-p99-us", "50", "--threshold-gbps", "90"][..], 0, ""),
+    ] {
+        let mut args = vec!["report", lat];
+        args.extend(extra);
+        let out = railsweep(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{extra:?}: {stderr}");
+        assert!(stderr.contains(said), "{extra:?}: {stderr}");
+    }
+    let out = railsweep(&["report", lat, "--max-p99-us", "8"]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("| 2 | 96.88 (below) |"), "{stdout}");
+    // The same flag as run's: the same value parser.
+    let bad = railsweep(&["report", lat, "--max-p99-us", "0"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("expected a positive number, got `0`"));
+}
+
 #[test]
 fn a_bad_file_exits_2_naming_file_line_and_column() {
     let dir = tempfile::tempdir().expect("tempdir");

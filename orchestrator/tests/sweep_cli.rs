@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use results::{read_path, MemoryKind, RailStatus};
-use support::fake::{alive, rail, Behave, Fake};
+use support::fake::{alive, exists, rail, Behave, Fake};
 use support::process::{self, assert_says, railsweep, text};
 
 fn local_args<'a>(fake: &'a str, out: &'a str) -> Vec<&'a str> {
@@ -165,6 +165,32 @@ fn test_bw_lat_measures_each_rails_latency_after_its_bandwidth() {
     );
     assert_eq!(batch_pids(&f).len(), 1);
     assert_eq!(f.read("server-end"), "eof\n", "{stderr}");
+}
+
+/// `--test bw,lat` with an rdmabw that does not announce `latency` (an older build): a set-up
+/// error naming the pod, its version and the fix, before any rail; without lat the same rdmabw
+/// is swept.
+#[test]
+fn test_bw_lat_refuses_an_rdmabw_without_the_latency_test() {
+    let f = Fake::new(2);
+    f.write("no-lat", "");
+    f.set_version("0.1.0+0ld0ne");
+    let (out, bin, o) = paths(&f);
+    let mut args = local_args(&bin, &o);
+    args.extend(["--test", "bw,lat"]);
+    let r = railsweep(&args);
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--test bw,lat: pod ")
+            && stderr.contains("has rdmabw 0.1.0+0ld0ne, which does not announce the latency test")
+            && stderr.contains("leave out --test bw,lat"),
+        "{stderr}"
+    );
+    assert!(f.client_log().is_empty(), "no test ran");
+    assert!(!exists(&out), "no rows");
+    let r = railsweep(&local_args(&bin, &o));
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
 }
 
 #[test]

@@ -21,6 +21,9 @@ pub struct Report {
     /// Column names chosen by the user (`railsweep report --label KEY=NAME`): KEY is a run id
     /// or a network mode; a run id's wins over its mode's.
     pub labels: Vec<(String, String)>,
+    /// Maximum p99 latency (usec) for "below" in summaries, of the rows that have latency.
+    /// `None` means: trust the latency judgement each row recorded when it was measured.
+    pub max_p99_us: Option<f64>,
 }
 
 impl Report {
@@ -31,6 +34,7 @@ impl Report {
             rows,
             threshold_gbps: None,
             labels: Vec::new(),
+            max_p99_us: None,
         }
     }
 
@@ -77,18 +81,40 @@ impl Report {
         self
     }
 
+    /// Judge rails' p99 latency against `max_p99_us` instead of their recorded status.
+    pub fn with_max_p99(mut self, max_p99_us: Option<f64>) -> Self {
+        self.max_p99_us = max_p99_us;
+        self
+    }
+
     /// Whether a measured rail counts as below threshold: under the report's
     /// threshold when one is set, otherwise as its `status` says. Failed rails
-    /// are never "below"; they are failed.
+    /// are never "below"; they are failed. With a maximum p99 latency, a row whose
+    /// p99 is above it is below too; the other judgement stays as recorded (a row
+    /// recorded below whose bandwidth met its own threshold was judged by its latency).
     pub fn is_below(&self, row: &RailResult) -> bool {
         if row.status == RailStatus::Failed {
             return false;
         }
-        match (self.threshold_gbps, row.bw_avg_gbps) {
+        let Some(max) = self.max_p99_us else {
+            return match (self.threshold_gbps, row.bw_avg_gbps) {
+                (Some(t), Some(bw)) => bw < t,
+                (Some(_), None) => false,
+                (None, _) => row.status == RailStatus::BelowThreshold,
+            };
+        };
+        let slow = row
+            .lat_p99_us
+            .is_some_and(|p99| crate::threshold::above_max_p99(p99, Some(max)));
+        let low = match (self.threshold_gbps, row.bw_avg_gbps) {
             (Some(t), Some(bw)) => bw < t,
             (Some(_), None) => false,
-            (None, _) => row.status == RailStatus::BelowThreshold,
-        }
+            (None, bw) => {
+                row.status == RailStatus::BelowThreshold
+                    && bw.is_none_or(|bw| crate::threshold::below_threshold(bw, row.threshold_gbps))
+            }
+        };
+        slow || low
     }
 
     /// True when some rail failed or fell below the threshold: the condition

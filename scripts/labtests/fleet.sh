@@ -1,9 +1,15 @@
 # lab: --layout pods --rails 2 --pods 4
 # railsweep fleet (issue 9) over four pods and two rails with the local runner: all 6 pairs in
-# 3 rounds with the pairs of a round running at the same time, and a rail taken down on one pod
-# named as the suspect. Bandwidths are only compared with each other: rxe under emulation is slow,
+# 3 rounds with the pairs of a round running at the same time, a rail taken down on one pod
+# named as the suspect, and a pod's rail slow to answer (netem delay) named for its latency
+# (issue 34). Bandwidths are only compared with each other: rxe under emulation is slow,
 # and two pairs at once share the guest's one emulated CPU, so a round of 2 rails takes ~30 s.
 TEST_TIMEOUT=${TEST_TIMEOUT:-400}
+# netem delay on podC's rail 1 switch port (r1c: what the rail sends to podC): each latency
+# exchange with podC on rail 1 waits for it once, so its one-way latency (half a round trip)
+# rises by half of it. Against a clean p99 under emulation of a few hundred us at most (the
+# test prints it), 2.1 times is far below; and 1000 exchanges of 2 B take 1000 delays (4 s).
+LAT_DELAY_US=${LAT_DELAY_US:-4000}
 
 # fleet NAME ARGS...: railsweep fleet over podA..podD; files in $T_OUT/NAME/, stdout in
 # $T_OUT/NAME.out, stderr in $T_OUT/NAME.err; sets $rc.
@@ -63,4 +69,27 @@ test_fleet_rail_down_is_the_suspect() {
   grep -c '^suspect: ' "$T_OUT/down.out" | grep -qx 1 || fail "not exactly one suspect"
   grep -q '^suspect: node podC rail 1: slow in all 3 of its pairs' "$T_OUT/down.out" || fail "podC rail 1 is not the suspect"
   grep -q 'measuring them again' "$T_OUT/down.err" || fail "the outliers were not measured again"
+}
+
+# podC's rail 1 slow to answer (netem delay on r1c) under --test bw,lat: its three pairs on rail
+# 1 are latency outliers, measured again, and podC rail 1 is the one suspect, its line naming
+# the latency; no pod is named on rail 0 and no other pod on rail 1. One pair at a time, as the
+# rail-down test, so that no pair shares the guest's CPU and bandwidth noise names no clean pod. The delay is
+# removed however the test ends.
+test_fleet_latency_delay_is_the_suspect() {
+  tc qdisc del dev r1c root 2>/dev/null || true
+  trap 'tc qdisc del dev r1c root 2>/dev/null || true' EXIT TERM INT
+  tc qdisc add dev r1c root netem delay "${LAT_DELAY_US}us" || fail "tc netem on r1c (is sch_netem loaded?)"
+  fleet lat -D 1 --max-pairs 1 --margin 10 --test bw,lat
+  tc qdisc del dev r1c root || fail "removing the netem qdisc from r1c"
+  python3 - "$T_OUT/lat/fleet.csv" <<'PY' || true
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    print(f"{r['client_pod']}->{r['server_pod']} rail {r['rail']}: {r['status']} {r['bw_avg_gbps']} Gb/s, p50/p99 {r['lat_p50_us']}/{r['lat_p99_us']} us")
+PY
+  [ "$rc" -eq 1 ] || { cat "$T_OUT/lat.err"; fail "expected exit 1, got $rc"; }
+  grep -c '^suspect: ' "$T_OUT/lat.out" | grep -qx 1 || fail "not exactly one suspect"
+  grep -q '^suspect: node podC rail 1: slow in all 3 of its pairs.*; latency: p99 [0-9.]* us in [1-3] of its pairs' "$T_OUT/lat.out" \
+    || fail "podC rail 1 is not the suspect for its latency"
+  grep -q 'measuring them again' "$T_OUT/lat.err" || fail "the outliers were not measured again"
 }

@@ -73,7 +73,8 @@ impl From<Threshold> for Rules {
 pub struct Medians {
     /// Gb/s per rail.
     pub bw: BTreeMap<u32, f64>,
-    /// p99 latency, microseconds, per rail.
+    /// p99 latency, microseconds, per rail: the median over the nodes of each node's median
+    /// p99 on that rail ([`node_median_per_rail`]).
     pub lat_p99: BTreeMap<u32, f64>,
 }
 
@@ -81,8 +82,46 @@ pub struct Medians {
 pub fn medians(rows: &[RailResult]) -> Medians {
     Medians {
         bw: rail_medians(rows),
-        lat_p99: median_per_rail(rows, |r| r.lat_p99_us),
+        lat_p99: node_median_per_rail(rows, |r| r.lat_p99_us),
     }
+}
+
+/// The median of `v` (the mean of the middle two of an even count); `None` when empty.
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// Per rail, the median over the nodes of each node's median of `value` in its latest
+/// measured pairs there. A node that is slow to answer raises the value of every pair it is
+/// in, but only its own node median: in a fleet of four, all pairs, one such node is in 3 of
+/// a rail's 6 pairs, and their median is half its own, which a factor of 2.1 above it never
+/// reaches; the median of the four node medians is a good node's.
+fn node_median_per_rail(
+    rows: &[RailResult],
+    value: impl Fn(&RailResult) -> Option<f64>,
+) -> BTreeMap<u32, f64> {
+    let mut per: BTreeMap<u32, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
+    for r in latest(rows).values() {
+        if let (true, Some(v)) = (r.status != RailStatus::Failed, value(r)) {
+            let (a, b) = row_nodes(r);
+            let nodes = per.entry(r.rail).or_default();
+            for n in [a, b] {
+                nodes.entry(n).or_default().push(v);
+            }
+        }
+    }
+    per.into_iter()
+        .filter_map(|(rail, nodes)| {
+            let m = median(nodes.into_values().filter_map(median).collect())?;
+            Some((rail, m))
+        })
+        .collect()
 }
 
 /// The node names of a row: the pod names where there are pods, else the node names.
@@ -135,16 +174,7 @@ fn median_per_rail(
         }
     }
     per.into_iter()
-        .map(|(rail, mut v)| {
-            v.sort_by(f64::total_cmp);
-            let n = v.len();
-            let m = if n % 2 == 1 {
-                v[n / 2]
-            } else {
-                (v[n / 2 - 1] + v[n / 2]) / 2.0
-            };
-            (rail, m)
-        })
+        .filter_map(|(rail, v)| Some((rail, median(v)?)))
         .collect()
 }
 
@@ -803,6 +833,45 @@ mod tests {
         assert!(judge(&fleet(None), Threshold::default())
             .suspects
             .is_empty());
+    }
+
+    #[test]
+    fn in_a_fleet_of_four_the_node_slow_to_answer_is_named_for_its_latency() {
+        // All pairs of four nodes: c's rail 1 answers in 400 us, the others' in about 60 us.
+        // c is in 3 of the rail's 6 pairs: their median (230 us) would hide it.
+        let names = ["a", "b", "c", "d"];
+        let mut rows = Vec::new();
+        for (i, p) in all_pairs(4).pairs().enumerate() {
+            for rail in 0..2 {
+                let (c, s) = (names[p.client], names[p.server]);
+                let mut r = row(c, s, rail, Some(0.15));
+                #[allow(clippy::cast_precision_loss)]
+                let noise = (i % 3) as f64 * 5.0;
+                let bad = rail == 1 && (c == "c" || s == "c");
+                r.lat_p99_us = Some(if bad { 400.0 + noise } else { 60.0 + noise });
+                rows.push(r);
+            }
+        }
+        let v = judge(&rows, Threshold::default());
+        assert_eq!(v.suspects.len(), 1, "{:?}", v.suspects);
+        let said = v.suspects[0].to_string();
+        assert!(said.starts_with("node c rail 1: slow in all 3"), "{said}");
+        assert!(
+            said.contains(
+                "; latency: p99 410.00 us in 3 of its pairs' median, fleet median 65.00 us"
+            ),
+            "{said}"
+        );
+        assert_eq!(v.outliers, 3);
+        // The suspect measured again against a node that passed (that pair's row replaced by
+        // the new one) is still named.
+        let mut more = rows.clone();
+        let mut again = row("c", "a", 1, Some(0.15));
+        again.lat_p99_us = Some(410.0);
+        more.push(again);
+        let v = judge(&more, Threshold::default());
+        assert_eq!(v.suspects.len(), 1, "{:?}", v.suspects);
+        assert!(v.suspects[0].to_string().starts_with("node c rail 1"));
     }
 
     #[test]

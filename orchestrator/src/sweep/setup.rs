@@ -6,7 +6,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use results::rdmabw::rails::{Attachment, RailRow, RailsReport};
+use results::rdmabw::rails::{Attachment, Capability, RailRow, RailsReport};
 use results::NetworkMode;
 
 use super::{Pods, Prepared, Rdmabw, SweepConfig};
@@ -80,6 +80,25 @@ fn check_compatible(version: &str, pod: &str, injected: bool) -> Result<()> {
     Ok(())
 }
 
+/// `--test bw,lat` needs an rdmabw that announces [`Capability::Latency`]: an older one would
+/// fail every rail's latency test, each in its own words, after its bandwidth was measured.
+fn check_latency(rails: &RailsReport, pod: &str, injected: bool) -> Result<()> {
+    if rails.capabilities.contains(&Capability::Latency) {
+        return Ok(());
+    }
+    let fix = if injected {
+        " Give --inject-binary an rdmabw built with `rdmabw lat`, or leave out --test bw,lat."
+    } else {
+        " Install a newer rdmabw in the image, let railsweep copy its own with --inject, or \
+         leave out --test bw,lat."
+    };
+    bail!(
+        "--test bw,lat: pod {pod} has rdmabw {}, which does not announce the latency test \
+         (`rdmabw lat`) in `rdmabw rails --json`.{fix}",
+        rails.rdmabw_version
+    )
+}
+
 /// `rdmabw --version` in the pod: is it there, and which version is it.
 async fn check_version<R: Runner>(
     runner: &R,
@@ -141,6 +160,9 @@ pub async fn prepare_pod<R: Runner>(runner: &R, cfg: &SweepConfig, pod: &str) ->
     match rdmabw::parse_rails(&out) {
         Ok(rails) => {
             check_compatible(&rails.rdmabw_version, pod, injected)?;
+            if cfg.latency.is_some() {
+                check_latency(&rails, pod, injected)?;
+            }
             let read = || async {
                 let out = runner.exec(pod, &rdmabw::rails_argv(&bin), None).await?;
                 rdmabw::parse_rails(&out)

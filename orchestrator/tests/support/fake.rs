@@ -10,7 +10,7 @@
 //! line per client or batch). A daemon given `--exit-on-stdin-eof` ends at the end of its
 //! input and appends `eof` to server-end (a file `no-exit-flag`: it refuses the flag as an
 //! older build would). `rails` announces rdmabw's capabilities, less those a marker file
-//! (`no-exit-flag`, `no-batch`, `no-bind`) takes away.
+//! (`no-exit-flag`, `no-batch`, `no-bind`, `no-lat`) takes away.
 //!
 //! Per node ([`Fake::per_node`]): where its ancestors include a test cluster node agent
 //! (`testcluster node --name NODE`), the fake knows its node; `rails` then reports that node's
@@ -91,12 +91,13 @@ rails_from_links() {
     printf '],"not_rails":[]}\n'
 }
 # The report on standard input with the capabilities this build announces first: rdmabw's,
-# less what a marker file (no-exit-flag, no-batch, no-bind) says an older build lacks.
+# less what a marker file (no-exit-flag, no-batch, no-bind, no-lat) says an older build lacks.
 announce() {
     caps=""
     [ -e "$dir/no-exit-flag" ] || caps="$caps,\"exit-on-stdin-eof\""
     [ -e "$dir/no-batch" ] || caps="$caps,\"batch\""
     [ -e "$dir/no-bind" ] || caps="$caps,\"bind-addresses\""
+    [ -e "$dir/no-lat" ] || caps="$caps,\"latency\""
     sed "1s/^{/{\"capabilities\":[${caps#,}],/"
 }
 # A latency report of p99 $1 us for interface $2, judged against --max-p99-us $3; exit 1 above.

@@ -78,6 +78,9 @@ pub enum Capability {
     Batch,
     /// `server --bind ADDR,ADDR...`: the server listens on each of several addresses.
     BindAddresses,
+    /// `rdmabw lat`, served by the daemon too: the RDMA WRITE latency test railsweep runs for
+    /// `--test bw,lat`.
+    Latency,
     /// One this build does not know (announced by a newer rdmabw).
     #[serde(other)]
     Unknown,
@@ -85,10 +88,11 @@ pub enum Capability {
 
 impl Capability {
     /// What this build can do: what its `rails --json` announces.
-    pub const OURS: [Capability; 3] = [
+    pub const OURS: [Capability; 4] = [
         Capability::ExitOnStdinEof,
         Capability::Batch,
         Capability::BindAddresses,
+        Capability::Latency,
     ];
 }
 
@@ -147,7 +151,10 @@ mod tests {
         .expect("reads");
         assert!(old.capabilities.is_empty());
         let ours = serde_json::to_string(&Capability::OURS).expect("writes");
-        assert_eq!(ours, r#"["exit-on-stdin-eof","batch","bind-addresses"]"#);
+        assert_eq!(
+            ours,
+            r#"["exit-on-stdin-eof","batch","bind-addresses","latency"]"#
+        );
     }
 
     #[test]
