@@ -62,6 +62,41 @@ print("created %s, container started %+d s, finished %+d s" % (c, (t(term["start
 }
 
 rn_log() { kube GET "/api/v1/namespaces/lab/pods/$1/log"; }
+
+# rn_node_sh NODE SCRIPT [SECONDS]: run SCRIPT with bash on NODE itself, as root in the guest's
+# own namespaces (scripts/lab.d/node picks it up from its share within a second); prints its
+# output and returns its exit status, 124 when no answer came within SECONDS (default 60).
+rn_node_sh() {
+  local d=$LAB_NODE_DIRS/$1/.lab/cmd id end=$((SECONDS + ${3:-60}))
+  id=$(date +%s%N)-$BASHPID
+  mkdir -p "$d"
+  printf '%s\n' "$2" >"$d/$id.tmp" && mv "$d/$id.tmp" "$d/$id.sh"
+  until [ -e "$d/$id.rc" ]; do
+    [ $SECONDS -lt $end ] || { echo "rn_node_sh: no answer from $1 within ${3:-60} s" >&2; return 124; }
+    sleep 0.2
+  done
+  cat "$d/$id.out"
+  return "$(cat "$d/$id.rc")"
+}
+
+# rn_node_procs NODE [POD_UID...]: the processes on NODE that are rdmabw or run in a container of
+# one of the pods (their cgroup, as the kubelet's cgroupfs driver names it: .../podUID/...), one
+# line each: PID, name, cgroup, command line. Builtins only per process: a fork per /proc entry
+# costs seconds on an emulated node.
+rn_node_procs() {
+  local node=$1
+  shift
+  rn_node_sh "$node" "uids='$*'"'
+for p in /proc/[0-9]*; do
+  read -r comm 2>/dev/null <"$p/comm" || continue
+  read -r cg 2>/dev/null <"$p/cgroup" || cg=
+  hit=
+  [ "$comm" = rdmabw ] && hit=1
+  for u in $uids; do case "$cg" in *"pod$u"*|*"pod${u//-/_}"*) hit=1 ;; esac; done
+  [ -z "$hit" ] || echo "${p#/proc/} $comm ${cg#0::} $(tr "\0" " " 2>/dev/null <"$p/cmdline")"
+done
+exit 0'
+}
 rn_delete() { kube DELETE "/api/v1/namespaces/lab/pods/$1?gracePeriodSeconds=0" >/dev/null 2>&1 || true; }
 
 # rn_done NAME: waits (240 s at most) for pod NAME to end; shows its times, its phase and its
@@ -338,12 +373,18 @@ EOF2
 # Issue 36, item 5: pods that cannot start on real nodes, each explained by railsweep from the
 # real components' own words: a resource no device plugin offers (the scheduler's "Insufficient"),
 # a NetworkAttachmentDefinition that does not exist (Multus's error in the kubelet's sandbox
-# event), an image no node has and no registry serves (containerd's pull error). The three runs go
-# at once, a second apart (a run's pods are named by the second it started).
+# event), an image no node has and no registry serves (containerd's pull error), a RuntimeClass
+# whose handler containerd does not have (containerd's sandbox error, in the kubelet's event). The
+# four runs go at once, a second apart (a run's pods are named by the second it started).
 test_railsweep_explains_pods_that_cannot_start() {
   local name
   local -A pid=() rc=()
   rn_wait_resource node-a smarter-devices/infiniband_uverbs0 120
+  # The RuntimeClass exists (the API server admits the pods); its handler is in no node's
+  # containerd configuration.
+  kube POST /apis/node.k8s.io/v1/runtimeclasses \
+    '{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"rn-nohandler"},"handler":"rn-nohandler"}' >/dev/null \
+    || kube GET /apis/node.k8s.io/v1/runtimeclasses/rn-nohandler >/dev/null
   "$RAILSWEEP" run --mode ipvlan --nodes node-a,node-b -D 1 --pod-timeout 90 --networks rdma-ipvlan-0 \
     --rdma-resource 'smarter-devices/infiniband_uverbs9=1' >"$T_OUT/resource.out" 2>"$T_OUT/resource.err" &
   pid[resource]=$!
@@ -355,17 +396,104 @@ test_railsweep_explains_pods_that_cannot_start() {
   "$RAILSWEEP" run --mode hostnetwork --nodes node-a,node-b -D 1 --pod-timeout 90 --image railbench/missing:0 \
     >"$T_OUT/image.out" 2>"$T_OUT/image.err" &
   pid[image]=$!
-  for name in resource network image; do
+  sleep 1.2
+  # Another port than the image run's hostNetwork pods, whose host port would keep these from
+  # being scheduled.
+  "$RAILSWEEP" run --mode hostnetwork-crio --nodes node-a,node-b -D 1 --pod-timeout 90 --port 18517 \
+    --runtime-class rn-nohandler --uverbs 0-$((LAB_RAILS - 1)) >"$T_OUT/handler.out" 2>"$T_OUT/handler.err" &
+  pid[handler]=$!
+  for name in resource network image handler; do
     rc[$name]=0; wait "${pid[$name]}" || rc[$name]=$?
     echo "=== $name: railsweep exit ${rc[$name]}"; tail -8 "$T_OUT/$name.err"
   done
-  for name in resource network image; do [ "${rc[$name]}" -eq 2 ] || fail "$name: railsweep exit ${rc[$name]}, not 2 (a pod that cannot start)"; done
+  for name in resource network image handler; do [ "${rc[$name]}" -eq 2 ] || fail "$name: railsweep exit ${rc[$name]}, not 2 (a pod that cannot start)"; done
   grep -q 'does not start: .*Insufficient smarter-devices/infiniband_uverbs9' "$T_OUT/resource.err" \
     || fail "railsweep did not quote the scheduler's Insufficient smarter-devices/infiniband_uverbs9"
   grep -q 'Multus cannot find the NetworkAttachmentDefinition rdma-ipvlan-missing in namespace lab: .*cannot find a network-attachment-definition (rdma-ipvlan-missing) in namespace (lab)' "$T_OUT/network.err" \
     || fail "railsweep did not quote Multus's words about rdma-ipvlan-missing"
   grep -q 'the image cannot be pulled: \(ErrImagePull\|ImagePullBackOff\): .*railbench/missing:0' "$T_OUT/image.err" \
     || fail "railsweep did not quote containerd's pull error for railbench/missing:0"
+  grep -q 'containerd on node node-[ab] has no runtime handler rn-nohandler (RuntimeClass rn-nohandler): .*no runtime for "rn-nohandler" is configured' "$T_OUT/handler.err" \
+    || fail "railsweep did not quote containerd's words about the handler rn-nohandler"
+  grep -q 'what to do: the RuntimeClass rn-nohandler names the handler rn-nohandler, which containerd on node node-[ab] does not have' "$T_OUT/handler.err" \
+    || fail "railsweep did not say what to do about the handler rn-nohandler"
   for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || return 0; sleep 1; done
   fail "railsweep's pods still there 60 s after it ended: $(pods_in lab | tr '\n' ' ')"
+}
+
+# Issue 36, item 5: Ctrl-C in the middle of a sweep on real nodes. railsweep's hostnetwork pods
+# measure rail 0 (its row written), then rail 1; one SIGINT during rail 1: exit 130, rail 0's row
+# kept and rail 1 not written (--resume would measure it), the pods deleted and gone from the API
+# within a bound, and on each node (seen from the guest itself, not through Kubernetes) no rdmabw
+# process and no process in a container of railsweep's pods. Before the SIGINT the same look at
+# the nodes must find rdmabw on both (the client on node-a, the server daemon on node-b), so the
+# look after it means something.
+test_railsweep_ctrl_c_across_nodes() {
+  local pid rc=0 t0 tk t_exit pods n line
+  local -a uids_a uids_b
+  t0=$(now)
+  "$RAILSWEEP" run --mode hostnetwork --nodes node-a,node-b -D 15 --tclass 41 --pod-timeout 240 \
+    -o "$T_OUT/int.csv" >"$T_OUT/int.out" 2>"$T_OUT/int.err" &
+  pid=$!
+  # Rail 0's row (the CSV's second line), then rail 1 is measuring.
+  for _ in $(seq 400); do
+    [ "$(wc -l <"$T_OUT/int.csv" 2>/dev/null || echo 0)" -ge 2 ] && break
+    kill -0 "$pid" 2>/dev/null || { cat "$T_OUT/int.err"; fail "railsweep ended before rail 0's row was written"; }
+    sleep 0.5
+  done
+  [ "$(wc -l <"$T_OUT/int.csv" 2>/dev/null || echo 0)" -ge 2 ] || { cat "$T_OUT/int.err"; fail "no row for rail 0 after 200 s"; }
+  echo "rail 0's row written $(elapsed "$t0") s after the start"
+  kube GET "/api/v1/namespaces/lab/pods?labelSelector=app.kubernetes.io%2Fmanaged-by%3Drailsweep" >"$T_OUT/pods.json"
+  pods=$(python3 -c 'import json, sys
+for p in json.load(open(sys.argv[1]))["items"]:
+    print(p["metadata"]["name"], p["metadata"]["uid"], p["spec"].get("nodeName", "?"))' "$T_OUT/pods.json")
+  echo "$pods"
+  mapfile -t uids_a < <(awk '$3 == "node-a" { print $2 }' <<<"$pods")
+  mapfile -t uids_b < <(awk '$3 == "node-b" { print $2 }' <<<"$pods")
+  [ ${#uids_a[@]} -eq 1 ] && [ ${#uids_b[@]} -eq 1 ] || fail "railsweep's pods are not one on each node"
+  # Both nodes at once: each look takes a second or two on an emulated node.
+  rn_node_procs node-a "${uids_a[@]}" >"$T_OUT/before.node-a" & n=$!
+  rn_node_procs node-b "${uids_b[@]}" >"$T_OUT/before.node-b" || fail "no answer from node-b"
+  wait "$n" || fail "no answer from node-a"
+  for n in node-a node-b; do echo "before, $n:"; sed 's/^/  /' "$T_OUT/before.$n"; done
+  grep -q ' rdmabw .*client\| rdmabw .*batch' "$T_OUT/before.node-a" || fail "no rdmabw client on node-a while rail 1 measures"
+  grep -q ' rdmabw .*server' "$T_OUT/before.node-b" || fail "no rdmabw server daemon on node-b while rail 1 measures"
+
+  tk=$(now)
+  kill -INT "$pid"
+  wait "$pid" || rc=$?
+  t_exit=$(now)
+  echo "railsweep exit $rc, $(elapsed "$tk" "$t_exit") s after SIGINT"
+  cat "$T_OUT/int.out"; tail -15 "$T_OUT/int.err"
+  [ "$rc" -eq 130 ] || fail "railsweep exit $rc after SIGINT, not 130"
+  gt 30 "$(elapsed "$tk" "$t_exit")" || fail "railsweep took more than 30 s to end after SIGINT"
+  grep -q 'interrupted before rail(s) \[1\] were measured; continue with --resume' "$T_OUT/int.err" \
+    || fail "railsweep did not say that rail 1 was interrupted"
+  grep -q 'railsweep: deleted pods ' "$T_OUT/int.err" || fail "railsweep did not delete its pods"
+  # Rows written so far are kept: rail 0, measured; rail 1 not written.
+  line=$(python3 -c 'import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+print(len(rows), " ".join("%s:%s:%s" % (r["rail"], r["status"], r["bw_avg_gbps"]) for r in rows))' "$T_OUT/int.csv")
+  echo "rows kept: $line"
+  [ "${line%% *}" = 1 ] || fail "not exactly one row kept: $line"
+  [[ "${line#* }" == 0:ok:* ]] || fail "rail 0's row is not ok: $line"
+  gt "${line##*:}" 0 || fail "rail 0: no traffic: $line"
+
+  # The pods go: gone from the API once each kubelet has stopped their containers.
+  for _ in $(seq 120); do pods_in lab | grep -q '^railsweep-' || break; sleep 0.5; done
+  ! pods_in lab | grep -q '^railsweep-' || fail "railsweep's pods still there 60 s after it ended: $(pods_in lab | tr '\n' ' ')"
+  echo "pods gone $(elapsed "$t_exit") s after railsweep ended"
+  # Nothing left on either node: no rdmabw, nothing in the pods' containers (a few looks, 10 s).
+  for _ in 1 2 3 4 5; do
+    rn_node_procs node-a "${uids_a[@]}" >"$T_OUT/after.node-a" & n=$!
+    rn_node_procs node-b "${uids_b[@]}" >"$T_OUT/after.node-b" || fail "no answer from node-b"
+    wait "$n" || fail "no answer from node-a"
+    [ -s "$T_OUT/after.node-a" ] || [ -s "$T_OUT/after.node-b" ] || break
+    sleep 2
+  done
+  for n in node-a node-b; do
+    echo "after, $n ($(elapsed "$t_exit") s after railsweep ended): $(wc -l <"$T_OUT/after.$n") process(es)"
+    sed 's/^/  /' "$T_OUT/after.$n"
+    [ ! -s "$T_OUT/after.$n" ] || fail "processes left on $n (above)"
+  done
 }

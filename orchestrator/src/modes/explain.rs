@@ -41,6 +41,10 @@ pub enum Problem {
     },
     /// The pod names a RuntimeClass that does not exist.
     RuntimeClassMissing,
+    /// The pod's RuntimeClass names a handler the node's container runtime does not have
+    /// (containerd's `no runtime for "H" is configured`, CRI-O's `failed to find runtime
+    /// handler H`).
+    RuntimeHandlerMissing,
     /// CRI-O refused a device of the `io.kubernetes.cri-o.Devices` annotation.
     DeviceAnnotation,
     /// The container could not be created or started, or ended.
@@ -564,6 +568,9 @@ fn sandbox(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
         .find(|e| e.reason.as_deref() == Some("FailedCreatePodSandBox"))?;
     let message = e.message.as_deref().unwrap_or("");
     let node = node_words(pod);
+    if let Some(d) = runtime_handler(pod, message) {
+        return Some(d);
+    }
     let exhausted = [
         "no free addresses",
         "ResourceExhausted",
@@ -635,6 +642,61 @@ fn sandbox(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
             "the message names the network and CNI plugin that failed: check that network's \
              NetworkAttachmentDefinition and the CNI pods (Multus, IPAM) on {node}"
         ),
+    ))
+}
+
+/// The runtime handler of a sandbox that failed for want of it: containerd says
+/// `failed to get sandbox runtime: no runtime for "H" is configured`, CRI-O `failed to find
+/// runtime handler H from runtime list map[...]`.
+fn missing_handler(message: &str) -> Option<(&str, &'static str)> {
+    if let Some(h) = quoted_after(message, "no runtime for \"") {
+        return Some((h, "containerd"));
+    }
+    let rest = message.split_once("failed to find runtime handler ")?.1;
+    let h = rest.split_whitespace().next()?;
+    Some((h, "CRI-O"))
+}
+
+/// A sandbox that the node's container runtime cannot make: the RuntimeClass's handler is
+/// not one it has.
+fn runtime_handler(pod: &Pod, message: &str) -> Option<Diagnosis> {
+    let (handler, runtime) = missing_handler(message)?;
+    let node = node_words(pod);
+    let class = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.runtime_class_name.as_deref())
+        .unwrap_or(handler);
+    let config = if runtime == "containerd" {
+        format!(
+            "a [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.{handler}] table in \
+             /etc/containerd/config.toml (config version 2; version 3: plugins.\"io.containerd.cri.v1.runtime\"), \
+             then restart containerd"
+        )
+    } else {
+        format!(
+            "a [crio.runtime.runtimes.{handler}] drop-in under /etc/crio/crio.conf.d \
+             (deploy/examples/runtimeclass-runc-nohostdev.yaml has the one mode hostnetwork-crio needs), then \
+             restart CRI-O"
+        )
+    };
+    let mut todo = format!(
+        "the RuntimeClass {class} names the handler {handler}, which {runtime} on {node} does not \
+         have: give the node that runtime ({config}), or name a RuntimeClass whose handler every node has \
+         with --runtime-class (kubectl get runtimeclasses shows each one's handler)"
+    );
+    if runtime == "containerd" && mode_of(pod) == Some(Mode::HostNetworkCrio) {
+        todo.push_str(&format!(
+            ". Mode hostnetwork-crio needs CRI-O: containerd ignores the {} annotation, so the pod \
+             would get no RDMA device; on containerd nodes use --mode hostnetwork (privileged), ipvlan or dra",
+            super::CRIO_DEVICES_ANNOTATION
+        ));
+    }
+    Some(make(
+        pod,
+        Problem::RuntimeHandlerMissing,
+        format!("{runtime} on {node} has no runtime handler {handler} (RuntimeClass {class}): {message}"),
+        todo,
     ))
 }
 
@@ -1220,6 +1282,53 @@ mod tests {
         let d = explain_pod(&bad, &[]).expect("explained");
         assert_eq!(d.problem, Problem::DeviceAnnotation);
         assert!(d.todo.contains("allowed_devices"), "{d}");
+    }
+
+    #[test]
+    fn a_runtime_class_whose_handler_the_node_lacks() {
+        // containerd's words (pkg/cri/server/sandbox_run.go, getSandboxRuntime), as the
+        // kubelet's FailedCreatePodSandBox event carries them.
+        let pod = pair(Mode::HostNetworkCrio, true).server;
+        let d = explained_by(
+            &pod,
+            "FailedCreatePodSandBox",
+            "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: \
+             no runtime for \"runc-nohostdev\" is configured",
+        );
+        assert_eq!(d.problem, Problem::RuntimeHandlerMissing);
+        assert!(
+            d.what.starts_with(
+                "containerd on node 10.140.82.106 has no runtime handler runc-nohostdev (RuntimeClass runc-nohostdev)"
+            ),
+            "{d}"
+        );
+        assert!(
+            d.what
+                .contains("no runtime for \"runc-nohostdev\" is configured"),
+            "{d}"
+        );
+        assert!(
+            d.todo.contains("containerd.runtimes.runc-nohostdev")
+                && d.todo.contains("--runtime-class")
+                && d.todo.contains("needs CRI-O"),
+            "{d}"
+        );
+        // CRI-O's words (internal/config/runtimehandler.go): its drop-in, and no containerd advice.
+        let d = explained_by(
+            &pod,
+            "FailedCreatePodSandBox",
+            "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to find runtime handler \
+             runc-nohostdev from runtime list map[crun:0xc0003 runc:0xc0004]",
+        );
+        assert_eq!(d.problem, Problem::RuntimeHandlerMissing);
+        assert!(
+            d.todo.contains("[crio.runtime.runtimes.runc-nohostdev]")
+                && !d.todo.contains("needs CRI-O"),
+            "{d}"
+        );
+        // Any other sandbox failure is still the network's.
+        let d = explained_by(&pod, "FailedCreatePodSandBox", IPAM);
+        assert_eq!(d.problem, Problem::IpamExhausted);
     }
 
     #[test]
