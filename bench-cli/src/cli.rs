@@ -722,6 +722,18 @@ mod tests {
         }
     }
 
+    /// Every flag of every rdmabw command has its row in the side-by-side table of
+    /// docs/railsweep.md, and that table names no rdmabw flag that is gone.
+    #[test]
+    fn every_flag_is_in_the_table_of_both_tools() {
+        use clap::CommandFactory;
+        use results::rdmabw::flag_table::{check, Tool};
+        let doc = include_str!("../../docs/railsweep.md");
+        if let Err(e) = check(&Cli::command(), doc, Tool::Rdmabw) {
+            panic!("docs/railsweep.md, the flag table:\n{e}");
+        }
+    }
+
     /// Numbers railsweep computes (not typed by hand) come back as the same f64.
     #[test]
     fn fractional_seconds_and_rates_read_back_exactly() {

@@ -77,3 +77,20 @@ fn main() -> ExitCode {
         Command::Fleet(args) => block_on(orchestrator::fleet::run(*args)),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every flag of every railsweep command has its row in the side-by-side table of
+    /// docs/railsweep.md, and that table names no railsweep flag that is gone.
+    #[test]
+    fn every_flag_is_in_the_table_of_both_tools() {
+        use results::rdmabw::flag_table::{check, Tool};
+        let doc = include_str!("../../docs/railsweep.md");
+        if let Err(e) = check(&Cli::command(), doc, Tool::Railsweep) {
+            panic!("docs/railsweep.md, the flag table:\n{e}");
+        }
+    }
+}
