@@ -175,6 +175,7 @@ pub fn check(cmd: &clap::Command, markdown: &str, tool: Tool) -> Result<(), Stri
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
