@@ -56,6 +56,15 @@ Examples (the ib_write_bw line each one replaces first):
   # Every device, port and GID table entry, marking GIDs this namespace cannot use:
   rdmabw devices";
 
+/// The end of `-h`: the forms a newcomer needs first, and where the rest is.
+pub const SHORT_EXAMPLES: &str = "\
+Examples:
+  rdmabw -d mlx5_3 -F --report_gbits -D 5               # server, as ib_write_bw
+  rdmabw -d mlx5_3 -F --report_gbits -D 5 10.0.3.2      # client
+  rdmabw client --netdev net4 -D 5 --json 10.224.3.2    # one rail by its interface, JSON
+
+--help: every flag (a few are left out here) in full, the exit statuses, more examples.";
+
 /// `--bind` when it is not given: every address.
 pub const BIND_DEFAULT: &str = "0.0.0.0";
 /// `--max-buffer` when it is not given.
@@ -68,6 +77,7 @@ pub const MAX_BUFFER_DEFAULT: &str = "1G";
     version = results::VERSION,
     about = ABOUT,
     long_about = long_about(),
+    after_help = SHORT_EXAMPLES,
     after_long_help = EXAMPLES,
     args_conflicts_with_subcommands = true,
     max_term_width = 100
@@ -76,44 +86,55 @@ pub struct Cli {
     #[command(subcommand)]
     pub cmd: Option<Cmd>,
 
-    #[command(flatten)]
-    pub test: TestArgs,
-
-    /// The server to test against (client mode, as `ib_write_bw [flags] HOST`); without it,
-    /// serve one test.
+    // Before the flags: an argument after them would be listed under their last heading.
+    /// The server to test against, as `ib_write_bw [flags] HOST`.
+    ///
+    /// Client mode; without it, serve one test.
     #[arg(value_name = "HOST")]
     pub host: Option<String>,
+
+    #[command(flatten)]
+    pub test: TestArgs,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
-    /// Serve one test and exit, like ib_write_bw without a host; --daemon serves test after test.
-    #[command(after_long_help = EXAMPLES)]
+    /// Serve one test, as ib_write_bw without a HOST; --daemon: test after test.
+    ///
+    /// Without --daemon it exits after one test, as ib_write_bw; with it, it serves test after
+    /// test on one port, several at once on different devices.
+    #[command(after_help = SHORT_EXAMPLES, after_long_help = EXAMPLES)]
     Server(ServerCmd),
     /// Run one test against an rdmabw server, like ib_write_bw HOST.
-    #[command(after_long_help = EXAMPLES)]
+    #[command(after_help = SHORT_EXAMPLES, after_long_help = EXAMPLES)]
     Client(ClientCmd),
-    /// RDMA WRITE latency, like ib_write_lat: serve one test, or with HOST measure against
-    /// that server (`rdmabw lat` on both ends).
+    /// RDMA WRITE latency, as ib_write_lat (`rdmabw lat` on both ends).
+    ///
+    /// Serve one test, or with HOST measure against that server.
     Lat(crate::lat::LatCmd),
     /// List every RDMA device and port: state, link layer, rate, MTU and GID table.
     Devices(DevicesCmd),
-    /// List GPUs (index, name, PCI bus id, NUMA node, dma-buf support, nearest rails); test a
-    /// GPU buffer step by step (--selftest); check whether a NIC takes dma-buf memory
-    /// (--dmabuf-check).
+    /// List GPUs and their nearest rails; test a GPU buffer, or a NIC's dma-buf.
+    ///
+    /// Each GPU's index, name, PCI bus id, NUMA node, dma-buf support and nearest rails;
+    /// --selftest tests a GPU buffer step by step; --dmabuf-check whether a NIC takes dma-buf
+    /// memory.
     Gpus(GpusCmd),
-    /// List the rails of this network namespace: interface, address, RDMA device, port, GID
-    /// index, state, rate, MTU, PCI, NUMA, nearby GPUs and how the rail reaches the pod.
+    /// List the rails of this network namespace, numbered as railsweep pairs them.
+    ///
+    /// Each rail's interface, address, RDMA device, port, GID index, state, rate, MTU, PCI,
+    /// NUMA, nearby GPUs and how the rail reaches the pod.
     Rails(RailsCmd),
-    /// Print every counter of one rail as it stands: the RDMA port's counters and hw_counters,
-    /// the interface's statistics and ethtool statistics (what -W shows the deltas of).
+    /// Print every counter of one rail as it stands.
+    ///
+    /// The RDMA port's counters and hw_counters, the interface's statistics and ethtool
+    /// statistics (what -W shows the deltas of).
     Counters(CountersCmd),
-    /// Check whether an RDMA test can run here (devices, memlock, GIDs, DNS, /dev/shm, GPUs):
-    /// PASS, WARN or FAIL with the fix; exit 1 when any check fails.
+    /// Check whether an RDMA test can run here: PASS, WARN or FAIL, and the fix.
+    ///
+    /// Checks devices, memlock, GIDs, DNS, /dev/shm and GPUs; exit 1 when any check fails.
     Probe(ProbeCmd),
-    /// Run client tests one after another in this one process, for orchestrators: read a JSON
-    /// array of `rdmabw client` arguments per line on stdin, run it, then print
-    /// `rdmabw-batch-end {"test":N,"exit_code":C}` on stdout and on stderr; end at end of input.
+    /// Run client tests read from stdin in this one process, for orchestrators.
     #[command(long_about = BATCH_ABOUT)]
     Batch(BatchCmd),
 }
@@ -144,19 +165,30 @@ of input ends the batch (exit 0).
   printf '%s\\n' '[\"client\",\"--json\",\"--netdev\",\"net1\",\"-D\",\"3\",\"10.224.0.2\"]' \\
                 '[\"client\",\"--json\",\"--netdev\",\"net2\",\"-D\",\"3\",\"10.224.1.2\"]' | rdmabw batch";
 
+/// `rdmabw server`: the test flags, less the client's (refused by name when given).
 #[derive(Debug, Args)]
+#[command(mut_arg("server_dev", |a| a.hide(true)))]
+#[command(mut_arg("server_netdev", |a| a.hide(true)))]
+#[command(mut_arg("server_gid_index", |a| a.hide(true)))]
 pub struct ServerCmd {
     #[command(flatten)]
     pub test: TestArgs,
 }
 
+/// `rdmabw client`: the test flags, less the server's (refused by name when given).
 #[derive(Debug, Args)]
+#[command(mut_arg("daemon", |a| a.hide(true)))]
+#[command(mut_arg("exit_on_stdin_eof", |a| a.hide(true)))]
+#[command(mut_arg("bind", |a| a.hide(true)))]
+#[command(mut_arg("max_qps", |a| a.hide(true)))]
+#[command(mut_arg("max_buffer", |a| a.hide(true)))]
+#[command(mut_arg("max_tests", |a| a.hide(true)))]
 pub struct ClientCmd {
-    #[command(flatten)]
-    pub test: TestArgs,
     /// The server's control address (host name or IP).
     #[arg(value_name = "HOST")]
     pub host: String,
+    #[command(flatten)]
+    pub test: TestArgs,
 }
 
 /// Flags of `rdmabw counters`.
@@ -248,39 +280,54 @@ pub struct DevicesCmd {
 #[derive(Debug, Args, Default)]
 #[command(next_help_heading = "Test (ib_write_bw flags)")]
 pub struct TestArgs {
-    /// RDMA device (ib_write_bw -d); default: the one that carries --netdev, else the first
-    /// with a usable GID here.
+    /// RDMA device (ib_write_bw -d).
+    ///
+    /// Default: the one that carries --netdev, else the first with a usable GID here.
     #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
     pub ib_dev: Option<String>,
 
-    /// Port of the device (ib_write_bw -i); default: the port of --netdev, else the first usable.
+    /// Port of the device (ib_write_bw -i).
+    ///
+    /// Default: the port of --netdev, else the first usable.
     #[arg(short = 'i', long = "ib-port", value_name = "PORT")]
     pub ib_port: Option<u8>,
 
-    /// GID index (ib_write_bw -x); default: the RoCE v2 IPv4 GID of an interface of this
-    /// network namespace (of --netdev when given).
+    /// GID index (ib_write_bw -x).
+    ///
+    /// Default: the RoCE v2 IPv4 GID of an interface of this network namespace (of --netdev when
+    /// given).
     #[arg(short = 'x', long = "gid-index", value_name = "INDEX")]
     pub gid_index: Option<u32>,
 
-    /// Accepted for ib_write_bw compatibility (rdmabw does not read the CPU frequency).
-    #[arg(short = 'F', long = "CPU-freq")]
+    /// Accepted, ignored (ib_write_bw -F).
+    ///
+    /// rdmabw does not read the CPU frequency.
+    #[arg(hide_short_help = true, short = 'F', long = "CPU-freq")]
     pub cpu_freq: bool,
 
-    /// Bandwidth in Gb/s (10^9 bit/s) instead of MB/sec (2^20 bytes/s), as ib_write_bw.
+    /// Bandwidth in Gb/s, not MB/sec.
+    ///
+    /// Gb/s is 10^9 bit/s; MB/sec, ib_write_bw's default unit, is 2^20 bytes/s.
     #[arg(long = "report_gbits", alias = "report-gbits")]
     pub report_gbits: bool,
 
-    /// Seconds per size in all, as ib_write_bw -D: the first and last -f seconds (default a
-    /// quarter of -D, in whole seconds) are warm-up and cool-down, the middle is measured.
+    /// Seconds per size in all (ib_write_bw -D).
+    ///
+    /// As ib_write_bw: the first and last -f seconds (default a quarter of -D, in whole seconds)
+    /// are warm-up and cool-down, the middle is measured.
     #[arg(short = 'D', long = "duration", value_name = "SECONDS")]
     pub duration: Option<f64>,
 
-    /// Measure exactly this many seconds per size, with --warmup before and --cooldown after
-    /// it (what railsweep runs; -D's perftest timing measures less than -D).
+    /// Measure exactly this many seconds per size.
+    ///
+    /// With --warmup before and --cooldown after it (what railsweep runs; -D's perftest timing
+    /// measures less than -D).
     #[arg(long, value_name = "SECONDS", conflicts_with = "duration")]
     pub window: Option<f64>,
 
-    /// RDMA WRITEs per QP (ib_write_bw -n; default 5000 when -D is not given).
+    /// RDMA WRITEs per QP (ib_write_bw -n).
+    ///
+    /// Default 5000 when -D is not given.
     #[arg(short = 'n', long = "iters", value_name = "N")]
     pub iters: Option<u64>,
 
@@ -305,10 +352,11 @@ pub struct TestArgs {
     #[command(flatten)]
     pub flags: results::rdmabw::flags::TestFlags,
 
-    /// How to wait for completions: `spin` busy-polls through the measured window, as
-    /// ib_write_bw does (the default: the highest bandwidth; on Soft-RoCE the polling thread
-    /// runs at idle CPU priority, since kernel threads on the same CPUs move the data, and the
-    /// log says so); `adaptive` spins while
+    /// How to wait for completions.
+    ///
+    /// `spin` busy-polls through the measured window, as ib_write_bw does (the default: the
+    /// highest bandwidth; on Soft-RoCE the polling thread runs at idle CPU priority, since kernel
+    /// threads on the same CPUs move the data, and the log says so); `adaptive` spins while
     /// completions come often and sleeps in short steps when the next one is over a
     /// millisecond away, never letting the send queue run dry: for slow links or huge messages
     /// on a shared CPU (on Soft-RoCE it saves most of the CPU but costs bandwidth); with
@@ -319,20 +367,27 @@ pub struct TestArgs {
         value_name = "MODE",
         value_enum,
         default_value_t = PollArg::Spin,
+        hide_possible_values = true,
         conflicts_with = "use_event"
     )]
     pub poll: PollArg,
 
-    /// Poll the queue pairs on this CPU [default: the first allowed CPU of the NIC's NUMA node,
-    /// as perftest pins itself, when the node is known; each row's polling_cpu says where].
+    /// Poll the queue pairs on this CPU.
+    ///
+    /// Default: the first allowed CPU of the NIC's NUMA node, as perftest pins itself, when the
+    /// node is known; each row's polling_cpu says where.
     #[arg(long, value_name = "N", conflicts_with = "no_numa_bind")]
     pub cpu: Option<u32>,
 
-    /// Leave the polling thread wherever the scheduler puts it (no NUMA binding).
+    /// Leave the polling thread to the scheduler.
+    ///
+    /// No NUMA binding: wherever the scheduler puts it.
     #[arg(long = "no-numa-bind")]
     pub no_numa_bind: bool,
 
-    /// Local ACK timeout exponent, 0-31: 4.096 us * 2^N (ib_write_bw -u).
+    /// Local ACK timeout exponent (ib_write_bw -u).
+    ///
+    /// 0-31: 4.096 us * 2^N.
     #[arg(short = 'u', long = "qp-timeout", value_name = "N")]
     pub qp_timeout: Option<u8>,
 
@@ -345,20 +400,29 @@ pub struct TestArgs {
     pub hop_limit: Option<u8>,
 
     /// Connection type (ib_write_bw -c); only RC.
-    #[arg(short = 'c', long = "connection", value_name = "TYPE")]
+    #[arg(
+        hide_short_help = true,
+        short = 'c',
+        long = "connection",
+        value_name = "TYPE"
+    )]
     pub connection: Option<String>,
 
-    /// Repeat the measured window until SIGINT/SIGTERM, one row per window as it closes
-    /// (ib_write_bw --run_infinitely): -D (or --window) SECONDS is the reporting interval, the
-    /// first window follows a short warm-up, and the writes never pause between windows. The
-    /// table, --json (a BwReport per line) and --csv (a header, then a row per window) are
-    /// written as a stream; then exit 130. One size, one direction; the server follows.
+    /// Repeat the window until stopped, a row each.
+    ///
+    /// As ib_write_bw --run_infinitely, until SIGINT/SIGTERM: -D (or --window) SECONDS is the
+    /// reporting interval, the first window follows a short warm-up, and the writes never pause
+    /// between windows. The table, --json (a BwReport per line) and --csv (a header, then a row
+    /// per window) are written as a stream; then exit 130. One size, one direction; the server
+    /// follows.
     #[arg(long = "run_infinitely", alias = "run-infinitely")]
     pub run_infinitely: bool,
 
-    /// Send no faster than RATE (ib_write_bw --rate_limit; in --rate_units, Gb/s by default):
-    /// a software limiter on this side's writes, all QPs together, posting from a bucket of
-    /// --burst_size writes. The measured bandwidth then sits at the limit.
+    /// Send no faster than RATE (ib_write_bw).
+    ///
+    /// In --rate_units, Gb/s by default: a software limiter on this side's writes, all QPs
+    /// together, posting from a bucket of --burst_size writes. The measured bandwidth then sits
+    /// at the limit.
     #[arg(
         long = "rate_limit",
         alias = "rate-limit",
@@ -368,9 +432,12 @@ pub struct TestArgs {
     )]
     pub rate_limit: Option<f64>,
 
-    /// What --rate_limit counts: g Gb/s (10^9 bit/s, the default), M MiB/s (2^20 byte/s), p
-    /// writes per second (ib_write_bw --rate_units).
+    /// g Gb/s (the default), M MiB/s, p writes/s.
+    ///
+    /// What --rate_limit counts (ib_write_bw --rate_units): Gb/s is 10^9 bit/s, MiB/s 2^20
+    /// byte/s.
     #[arg(
+        hide_short_help = true,
         long = "rate_units",
         alias = "rate-units",
         value_name = "UNIT",
@@ -378,9 +445,12 @@ pub struct TestArgs {
     )]
     pub rate_units: Option<String>,
 
-    /// Writes sent at once after a pause: the limiter's bucket (ib_write_bw --burst_size;
-    /// default the send queue depth, -t).
+    /// The limiter's bucket, in writes.
+    ///
+    /// Writes sent at once after a pause (ib_write_bw --burst_size; default the send queue
+    /// depth, -t).
     #[arg(
+        hide_short_help = true,
         long = "burst_size",
         alias = "burst-size",
         value_name = "N",
@@ -389,9 +459,11 @@ pub struct TestArgs {
     )]
     pub burst_size: Option<i64>,
 
-    /// SW only (ib_write_bw --rate_limit_type): rdmabw's limiter is in software; the NIC's
-    /// (HW) and packet pacing (PP) are refused by name.
+    /// SW only (ib_write_bw --rate_limit_type).
+    ///
+    /// rdmabw's limiter is in software; the NIC's (HW) and packet pacing (PP) are refused by name.
     #[arg(
+        hide_short_help = true,
         long = "rate_limit_type",
         alias = "rate-limit-type",
         value_name = "TYPE",
@@ -399,13 +471,16 @@ pub struct TestArgs {
     )]
     pub rate_limit_type: Option<String>,
 
-    /// Seconds of warm-up and of cool-down inside each -D test (ib_write_bw -f; default a
-    /// quarter of -D, in whole seconds).
+    /// Warm-up and cool-down inside -D (ib_write_bw -f).
+    ///
+    /// Seconds of each inside each -D test; default a quarter of -D, in whole seconds.
     #[arg(short = 'f', long = "margin", value_name = "SECONDS")]
     pub margin: Option<f64>,
 
-    /// Put this side's buffer in GPU memory (ib_write_bw --use_cuda): a CUDA GPU index, or auto:
-    /// the GPU nearest this side's NIC (same PCIe switch, else root port, host bridge, NUMA node).
+    /// This side's buffer in a GPU: an index, or auto.
+    ///
+    /// As ib_write_bw --use_cuda: a CUDA GPU index, or auto: the GPU nearest this side's NIC
+    /// (same PCIe switch, else root port, host bridge, NUMA node).
     #[arg(
         long = "use_cuda",
         alias = "use-cuda",
@@ -414,8 +489,10 @@ pub struct TestArgs {
     )]
     pub use_cuda: Option<String>,
 
-    /// The GPU by PCI bus id (0000:0f:00.0; nvidia-smi's spelling works too); implies --use_cuda.
-    #[arg(
+    /// The GPU by PCI bus id; implies --use_cuda.
+    ///
+    /// 0000:0f:00.0; nvidia-smi's spelling works too.
+    #[arg(hide_short_help = true,
         long = "cuda-bus-id",
         aliases = ["cuda_bus_id", "use_cuda_bus_id"],
         value_name = "BUS_ID",
@@ -423,8 +500,10 @@ pub struct TestArgs {
     )]
     pub cuda_bus_id: Option<String>,
 
-    /// How GPU memory is registered with the NIC: dmabuf (export a dma-buf, ibv_reg_dmabuf_mr),
-    /// peermem (nvidia_peermem), or auto (dma-buf when the GPU and NIC can, else peermem).
+    /// How GPU memory is registered: dmabuf, peermem, auto.
+    ///
+    /// dmabuf: export a dma-buf, ibv_reg_dmabuf_mr; peermem: nvidia_peermem; auto: dma-buf when
+    /// the GPU and NIC can, else peermem.
     #[arg(
         long = "cuda-mem",
         alias = "cuda_mem",
@@ -435,42 +514,51 @@ pub struct TestArgs {
 
     /// ib_write_bw's spelling of --cuda-mem dmabuf.
     #[arg(
+        hide_short_help = true,
         long = "use_cuda_dmabuf",
         help_heading = "GPU",
         conflicts_with = "cuda_mem"
     )]
     pub use_cuda_dmabuf: bool,
 
-    /// Name the rail by its network interface; also picks the device and the GID.
+    /// The rail by its interface (picks device and GID).
     #[arg(long, value_name = "IFACE", help_heading = "Rail")]
     pub netdev: Option<String>,
 
-    /// Client: the server-side device to use (sent to the server).
+    /// Client: the server's device.
     #[arg(long = "server-dev", value_name = "DEV", help_heading = "Rail")]
     pub server_dev: Option<String>,
 
-    /// Client: the server-side interface to use (it picks the server's device and GID).
+    /// Client: the server's interface.
+    ///
+    /// It picks the server's device and GID.
     #[arg(long = "server-netdev", value_name = "IFACE", help_heading = "Rail")]
     pub server_netdev: Option<String>,
 
-    /// Client: the server-side GID index to use.
+    /// Client: the server's GID index.
     #[arg(long = "server-gid-index", value_name = "INDEX", help_heading = "Rail")]
     pub server_gid_index: Option<u32>,
 
-    /// Server: serve test after test on one port, several at once on different devices; a
-    /// second client for a device in use is told it is busy.
+    /// Server: serve test after test.
+    ///
+    /// On one port, several at once on different devices; a second client for a device in use is
+    /// told it is busy.
     #[arg(long, help_heading = "Server")]
     pub daemon: bool,
 
-    /// Server --daemon, for launchers: after the secret (--secret-stdin), watch standard input
-    /// and stop as on SIGTERM at its end, so that the daemon ends with the session that
-    /// started it (railsweep closes its exec's input). Not the default: a daemon started with
-    /// its input at /dev/null would stop at once.
+    /// Server --daemon: stop at the end of standard input.
+    ///
+    /// For launchers: after the secret (--secret-stdin), watch standard input and stop as on
+    /// SIGTERM at its end, so that the daemon ends with the session that started it (railsweep
+    /// closes its exec's input). Not the default: a daemon started with its input at /dev/null
+    /// would stop at once.
     #[arg(long = "exit-on-stdin-eof", help_heading = "Server")]
     pub exit_on_stdin_eof: bool,
 
-    /// Server: the addresses to listen on, comma-separated (each an address of this host).
-    /// railsweep's daemons listen on their rails' addresses only, not on the node's network.
+    /// Server: the addresses to listen on.
+    ///
+    /// Comma-separated, each an address of this host. railsweep's daemons listen on their rails'
+    /// addresses only, not on the node's network.
     #[arg(
         long,
         value_name = "ADDR[,ADDR...]",
@@ -479,8 +567,9 @@ pub struct TestArgs {
     )]
     pub bind: String,
 
-    /// Server: the most queue pairs one test may ask for (-q); a client asking for more is
-    /// refused with this limit's name.
+    /// Server: the most queue pairs of one test.
+    ///
+    /// A client asking for more (-q) is refused with this limit's name.
     #[arg(
         long = "max-qps",
         value_name = "N",
@@ -489,8 +578,10 @@ pub struct TestArgs {
     )]
     pub max_qps: u32,
 
-    /// Server: the most memory one test may register, twice its largest message (bytes, or
-    /// 64K, 512M, 2G); a client asking for more is refused with this limit's name.
+    /// Server: the most memory one test registers.
+    ///
+    /// Twice its largest message (bytes, or 64K, 512M, 2G); a client asking for more is refused
+    /// with this limit's name.
     #[arg(
         long = "max-buffer",
         value_name = "SIZE",
@@ -499,8 +590,9 @@ pub struct TestArgs {
     )]
     pub max_buffer: String,
 
-    /// Server --daemon: the most tests at once; a client beyond that is refused (with this
-    /// limit's name) until a test ends.
+    /// Server --daemon: the most tests at once.
+    ///
+    /// A client beyond that is refused (with this limit's name) until a test ends.
     #[arg(
         long = "max-tests",
         value_name = "N",
@@ -509,12 +601,13 @@ pub struct TestArgs {
     )]
     pub max_tests: u32,
 
-    /// Read the run's secret from the first line of standard input (or set RDMABW_SECRET). A
-    /// server given one serves only the clients that present it and refuses the others by
-    /// name; a client presents it. railsweep hands one to its daemon and clients this way, so
-    /// that the daemon it starts on the node's network serves only its own sweep. Never give a
-    /// secret on the command line: other processes can read it there.
-    #[arg(long = "secret-stdin")]
+    /// The run's secret on the first line of stdin.
+    ///
+    /// Or set RDMABW_SECRET. A server given one serves only the clients that present it and
+    /// refuses the others by name; a client presents it. railsweep hands one to its daemon and
+    /// clients this way, so that the daemon it starts on the node's network serves only its own
+    /// sweep. Never give a secret on the command line: other processes can read it there.
+    #[arg(hide_short_help = true, long = "secret-stdin")]
     pub secret_stdin: bool,
 
     /// Client: seconds to keep trying to reach the server.
@@ -526,16 +619,17 @@ pub struct TestArgs {
     )]
     pub connect_timeout: f64,
 
-    /// Print one JSON document (a BwReport) on stdout instead of the table.
+    /// One JSON document (a BwReport) on stdout.
     #[arg(long, help_heading = "Output")]
     pub json: bool,
 
-    /// Print CSV (a header and one row per size) on stdout instead of the table.
+    /// CSV rows on stdout (a header, a row per size).
     #[arg(long, help_heading = "Output")]
     pub csv: bool,
 
-    /// ib_write_bw's bandwidth verifier: exit 1 below this average, in the table's unit (Gb/s
-    /// with --report_gbits, else MB/sec of 2^20 bytes).
+    /// Exit 1 below this bandwidth (ib_write_bw -w).
+    ///
+    /// The average, in the table's unit (Gb/s with --report_gbits, else MB/sec of 2^20 bytes).
     #[arg(
         short = 'w',
         long = "limit_bw",
@@ -545,8 +639,9 @@ pub struct TestArgs {
     )]
     pub limit_bw: Option<f64>,
 
-    /// ib_write_bw's message-rate verifier: exit 1 when the message rate of the largest size is
-    /// below this many Mpps.
+    /// Exit 1 below this message rate, Mpps (ib_write_bw -y).
+    ///
+    /// The message rate of the largest size.
     #[arg(
         short = 'y',
         long = "limit_msgrate",
@@ -555,50 +650,63 @@ pub struct TestArgs {
     )]
     pub limit_msgrate: Option<f64>,
 
-    /// Add a CPU_Util[%] column to the table: this process's CPU time over the window, in
-    /// percent of one CPU (ib_write_bw measures the whole machine's).
+    /// Add a CPU_Util[%] column to the table.
+    ///
+    /// This process's CPU time over the window, in percent of one CPU (ib_write_bw measures the
+    /// whole machine's).
     #[arg(long = "cpu_util", help_heading = "Output")]
     pub cpu_util: bool,
 
-    /// With -b, also a table per direction (client to server, server to client) after the sum.
+    /// With -b, also a table per direction.
     #[arg(long = "report-both", alias = "report_both", help_heading = "Output")]
     pub report_both: bool,
 
-    /// Print only this figure of the largest size on stdout: bandwidth (in the table's unit)
-    /// or message_rate (Mpps), as ib_write_bw --output.
+    /// Print only this figure of the largest size.
+    ///
+    /// bandwidth (in the table's unit) or message_rate (Mpps), as ib_write_bw --output.
     #[arg(
         long = "output",
         value_name = "FIGURE",
         value_enum,
+        hide_possible_values = true,
         help_heading = "Output"
     )]
     pub output_figure: Option<FigureArg>,
 
-    /// Also write the JSON document (a BwReport) to perftest_out.json, or to --out_json_file.
+    /// Also write the JSON document to a file.
+    ///
+    /// To perftest_out.json, or to --out_json_file.
     #[arg(long = "out_json", help_heading = "Output")]
     pub out_json: bool,
 
-    /// Write the JSON document (a BwReport) to this file (implies --out_json).
+    /// Write the JSON document to FILE (implies --out_json).
     #[arg(long = "out_json_file", value_name = "FILE", help_heading = "Output")]
     pub out_json_file: Option<std::path::PathBuf>,
 
-    /// Accepted for ib_write_bw compatibility: rdmabw's peak comes from 10 ms intervals and
-    /// costs nothing to compute.
-    #[arg(short = 'N', long = "noPeak", help_heading = "Output")]
+    /// Accepted, ignored (ib_write_bw -N).
+    ///
+    /// rdmabw's peak comes from 10 ms intervals and costs nothing to compute.
+    #[arg(
+        hide_short_help = true,
+        short = 'N',
+        long = "noPeak",
+        help_heading = "Output"
+    )]
     pub no_peak: bool,
 
-    /// Accepted for ib_write_bw compatibility: every timed rdmabw test warms up (--warmup).
-    #[arg(long = "perform_warm_up")]
+    /// Accepted, ignored (every timed test warms up).
+    #[arg(hide_short_help = true, long = "perform_warm_up")]
     pub perform_warm_up: bool,
 
-    /// No progress lines on stderr (errors are still shown).
+    /// No progress lines on stderr (errors still shown).
     #[arg(long, help_heading = "Output")]
     pub quiet: bool,
 
-    /// After the result table, the deltas of these counters on each side (ib_write_bw -W:
-    /// `counters/port_xmit_data,hw_counters/out_of_buffer`; a bare name matches any source;
-    /// `all`: every counter that moved). Counters are read for every test: the report's
-    /// `counters` and the findings on stderr do not need this flag.
+    /// Counter deltas after the table (ib_write_bw -W).
+    ///
+    /// Of these counters on each side: `counters/port_xmit_data,hw_counters/out_of_buffer`; a
+    /// bare name matches any source; `all`: every counter that moved. Counters are read for
+    /// every test: the report's `counters` and the findings on stderr do not need this flag.
     #[arg(
         short = 'W',
         long = "report-counters",
@@ -719,6 +827,18 @@ mod tests {
         assert!(none.to_argv().is_empty());
         for got in parsed(&none.to_argv()) {
             assert_eq!(got, none);
+        }
+    }
+
+    /// Every flag of every rdmabw command has its row in the side-by-side table of
+    /// docs/railsweep.md, and that table names no rdmabw flag that is gone.
+    #[test]
+    fn every_flag_is_in_the_table_of_both_tools() {
+        use clap::CommandFactory;
+        use results::rdmabw::flag_table::{check, Tool};
+        let doc = include_str!("../../docs/railsweep.md");
+        if let Err(e) = check(&Cli::command(), doc, Tool::Rdmabw) {
+            panic!("docs/railsweep.md, the flag table:\n{e}");
         }
     }
 

@@ -1093,6 +1093,103 @@ mod tests {
         assert!(e(&["-q", "0", "10.0.0.9"]).contains("at least 1"));
     }
 
+    /// The flags of one role are left out of the other's help, and refused there by name
+    /// when given anyway: a server's limits and daemon flags in `rdmabw client`, the server's
+    /// rail in `rdmabw server`.
+    #[test]
+    fn each_roles_help_lists_only_its_flags_and_the_others_are_refused_by_name() {
+        use clap::CommandFactory;
+        let help = |role: &str| {
+            let mut cli = crate::cli::Cli::command();
+            let sub = cli.find_subcommand_mut(role).expect("subcommand");
+            [
+                sub.render_help().to_string(),
+                sub.render_long_help().to_string(),
+            ]
+        };
+        // The flags of the options' own lines (not of the descriptions or the examples).
+        let listed = |help: &str, flag: &str| {
+            help.lines()
+                .filter(|l| (2..=6).contains(&(l.len() - l.trim_start().len())))
+                .filter(|l| l.trim_start().starts_with('-'))
+                .flat_map(|l| l.split(|c: char| c.is_whitespace() || c == ','))
+                .any(|w| w == flag)
+        };
+        let server_only: &[&[&str]] = &[
+            &["--daemon"],
+            &["--exit-on-stdin-eof"],
+            &["--bind", "10.0.0.1"],
+            &["--max-qps", "8"],
+            &["--max-buffer", "2G"],
+            &["--max-tests", "4"],
+        ];
+        for h in help("client") {
+            for flag in server_only {
+                assert!(!listed(&h, flag[0]), "client help lists {}:\n{h}", flag[0]);
+            }
+            assert!(
+                listed(&h, "--server-netdev") && listed(&h, "--tclass"),
+                "{h}"
+            );
+        }
+        for flag in server_only {
+            let mut args = vec!["client"];
+            args.extend_from_slice(flag);
+            args.push("10.0.0.9");
+            let e = cfg(&args).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("{} is a server flag", flag[0])),
+                "{args:?}: {e}"
+            );
+        }
+        let client_only = ["--server-dev", "--server-netdev", "--server-gid-index"];
+        for h in help("server") {
+            for flag in client_only {
+                assert!(!listed(&h, flag), "server help lists {flag}:\n{h}");
+            }
+            assert!(listed(&h, "--max-qps") && listed(&h, "--tclass"), "{h}");
+        }
+        for flag in client_only {
+            let e = cfg(&["server", flag, "1"]).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("{flag} is a client flag")),
+                "{flag}: {e}"
+            );
+        }
+    }
+
+    /// `-h` is a summary, one line per flag; `--help` has the whole text.
+    #[test]
+    fn minus_h_is_one_line_per_flag_and_help_the_whole_text() {
+        use clap::CommandFactory;
+        for role in ["client", "server"] {
+            let mut cli = crate::cli::Cli::command();
+            let sub = cli.find_subcommand_mut(role).expect("subcommand");
+            let short = sub.render_help().to_string();
+            let long = sub.render_long_help().to_string();
+            // A flag's line, and nothing under it but the next flag, a heading or a blank line.
+            let wrapped: Vec<&str> = short
+                .lines()
+                .skip_while(|l| !l.ends_with(':') || l.starts_with(' '))
+                .filter(|l| l.starts_with("    ") && !l.trim_start().starts_with('-'))
+                .collect();
+            assert!(wrapped.is_empty(), "{role} -h wraps {wrapped:?}:\n{short}");
+            let lines = short.lines().count();
+            assert!(lines < 85, "{role} -h: {lines} lines:\n{short}");
+            assert!(
+                short.trim_end().ends_with(crate::cli::SHORT_EXAMPLES),
+                "{short}"
+            );
+            for text in [
+                "busy-polls through the measured window",
+                "Fail a CI job below 90%",
+            ] {
+                assert!(!short.contains(text), "{role} -h: {text}");
+                assert!(long.contains(text), "{role} --help lacks {text}:\n{long}");
+            }
+        }
+    }
+
     #[test]
     fn run_infinitely_repeats_a_window_of_minus_d() {
         let c = |a: &[&str]| match cfg(a).unwrap() {

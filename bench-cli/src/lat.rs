@@ -35,30 +35,33 @@ pub const DEFAULT_INLINE: u32 = 220;
 #[derive(Debug, Args)]
 #[command(version)]
 pub struct LatCmd {
+    /// The server to measure against (client); without it, serve one test (as ib_write_lat).
+    #[arg(value_name = "HOST")]
+    pub host: Option<String>,
+
     #[command(flatten)]
     pub test: TestArgs,
 
     #[command(flatten)]
     pub lat: LatArgs,
-
-    /// The server to measure against (client); without it, serve one test (as ib_write_lat).
-    #[arg(value_name = "HOST")]
-    pub host: Option<String>,
 }
 
 /// The flags of `rdmabw lat` beyond the test flags.
 #[derive(Debug, Args, Default, Clone)]
 #[command(next_help_heading = "Latency (ib_write_lat flags)")]
 pub struct LatArgs {
-    /// Print every sample in the order measured before the table, one-way usec (ib_write_lat
-    /// -U).
+    /// Print every sample, unsorted (ib_write_lat -U).
+    ///
+    /// In the order measured, before the table, one-way usec.
     #[arg(short = 'U', long = "report-unsorted")]
     pub unsorted: bool,
     /// Print every sample, sorted, before the table (ib_write_lat -H).
     #[arg(short = 'H', long = "report-histogram")]
     pub histogram: bool,
-    /// Report in CPU cycles (ib_write_lat -C): microseconds times the CPU's MHz from
-    /// /proc/cpuinfo (rdmabw measures with the monotonic clock).
+    /// Report in CPU cycles (ib_write_lat -C).
+    ///
+    /// Microseconds times the CPU's MHz from /proc/cpuinfo (rdmabw measures with the monotonic
+    /// clock).
     #[arg(short = 'C', long = "report-cycles")]
     pub cycles: bool,
     /// `--max-p99-us`, defined once for rdmabw lat and railsweep.

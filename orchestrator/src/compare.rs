@@ -22,6 +22,20 @@ use crate::output::{self, Dest};
 use crate::run::{sweep_mode, RunArgs};
 use crate::sweep::{self, SweepConfig};
 
+/// The end of `railsweep compare --help`.
+const COMPARE_EXAMPLES: &str = "\
+Examples:
+  # hostNetwork against IPvlan pods on the same two nodes, in the lossless traffic class
+  railsweep compare --modes hostnetwork,ipvlan --nodes node-a,node-b --tclass 41 \\
+      --networks 'ipvlan:rdma-ipvlan-{0..15}' --rdma-resource 'ipvlan:nvidia.com/hostdev=16'
+  # the pods each mode would create, without creating them
+  railsweep compare --modes hostnetwork,sriov --dry-run \\
+      --networks 'sriov:sriov-rdma-rail-{0..15}' \\
+      --rdma-resource 'sriov:nvidia.com/sriov_rdma_rail{0..15}=1'
+  # every mode's rows in modes.csv, the comparison in modes.md and modes.svg
+  railsweep compare --modes hostnetwork,hostnetwork-crio --nodes node-a,node-b \\
+      --uverbs 0-17 -o modes.csv";
+
 /// Arguments of `railsweep compare`: the modes, and every `railsweep run` option for the
 /// pods and the sweep (`--nodes` is required; `--mode` is replaced by `--modes`).
 #[derive(Debug, Args)]
@@ -29,17 +43,35 @@ use crate::sweep::{self, SweepConfig};
 Each mode needs its own settings where it has any: give them all at once, with a MODE: prefix \
 where they differ, e.g. --uverbs 0-17 --networks 'ipvlan:rdma-ipvlan-{{0..15}}' --rdma-resource \
 'ipvlan:nvidia.com/hostdev=16' --networks 'sriov:sriov-rdma-rail-{{0..15}}' --rdma-resource \
-'sriov:nvidia.com/sriov_rdma_rail{{0..15}}=1'.\n\n{}",
+'sriov:nvidia.com/sriov_rdma_rail{{0..15}}=1'.\n\n{}\n\n{}",
     crate::exit::help(
         "every mode ran and every rail is ok",
         "a mode did not start, or a rail failed or fell below a threshold",
         "usage or set-up error",
         Some("interrupted (the pods are deleted)"),
-    )
+    ),
+    COMPARE_EXAMPLES
 ))]
+// What compare refuses of `railsweep run`'s options is not listed (each is still refused by
+// name when given): it creates its pods (no --server-pod, --client-pod, -c; --modes, not
+// --mode), through the API server (no --runner local), and writes its own files (no --resume,
+// --json).
+#[command(mut_arg("server_pod", |a| a.hide(true)))]
+#[command(mut_arg("client_pod", |a| a.hide(true)))]
+#[command(mut_arg("container", |a| a.hide(true)))]
+#[command(mut_arg("mode", |a| a.hide(true)))]
+#[command(mut_arg("runner", |a| a.hide(true)))]
+#[command(mut_arg("resume", |a| a.hide(true)))]
+#[command(mut_arg("json", |a| a.hide(true)))]
 pub struct CompareArgs {
     /// The modes, run one after the other in this order.
-    #[arg(long, value_delimiter = ',', required = true, value_name = "MODE,...")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        required = true,
+        value_name = "MODE,...",
+        help_heading = crate::config::heading::PODS
+    )]
     pub modes: Vec<Mode>,
     /// Everything `railsweep run` takes.
     #[command(flatten)]

@@ -20,6 +20,27 @@ pub fn generated_by() -> String {
     format!("railsweep {}", results::VERSION)
 }
 
+/// The groups the options of `railsweep run`, `compare` and `fleet` are listed in by `--help`,
+/// named once so that the commands group alike.
+pub mod heading {
+    /// The test: rails, duration, sizes, transport, thresholds, latency.
+    pub const MEASURE: &str = "What to measure";
+    /// The pods (or network namespaces) to measure between.
+    pub const PODS: &str = "Which pods";
+    /// Where the pods are and how commands reach them.
+    pub const KUBERNETES: &str = "Kubernetes";
+    /// Which rdmabw runs in the pods, and its daemon's port.
+    pub const RDMABW: &str = "rdmabw in the pods";
+    /// Files, stdout, stderr, and what the rows record.
+    pub const OUTPUT: &str = "Output";
+    /// `railsweep fleet`: which pairs of pods are measured in which round.
+    pub const PAIRS: &str = "Which pairs";
+    /// `railsweep fleet`: which pairs and nodes are bad, and what railsweep writes onto them.
+    pub const VERDICTS: &str = "Verdicts";
+    /// The pods railsweep creates itself (`--nodes`).
+    pub const CREATED: &str = "Pods railsweep creates (--nodes)";
+}
+
 /// How commands reach the pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RunnerKind {
@@ -31,6 +52,7 @@ pub enum RunnerKind {
 
 /// Where the pods are and how commands reach them (`railsweep run` and `railsweep fleet`).
 #[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = heading::KUBERNETES)]
 pub struct ClusterArgs {
     /// Namespace of the pods [default: the kubeconfig context's, else `default`].
     #[arg(short = 'n', long, value_name = "NS", value_parser = crate::names::namespace)]
@@ -171,34 +193,21 @@ pub enum GpuArg {
 // `--post_list N`.
 #[command(mut_arg("post_list", |a| a.short(None)))]
 pub struct SweepArgs {
-    /// rdmabw inside the pods: a path, or a name looked up in PATH
-    /// [default: `rdmabw`; for --runner local, the rdmabw next to railsweep if there is one].
-    #[arg(long, value_name = "PATH")]
-    pub rdmabw: Option<String>,
-    /// Copy this railsweep's own rdmabw into both pods (to /tmp) through exec, for images that
-    /// have libibverbs but no rdmabw. Needs `sh` and `head` in the image.
-    #[arg(long)]
-    pub inject: bool,
-    /// The local rdmabw binary --inject copies [default: the old-glibc build of
-    /// scripts/build-inject (../inject/rdmabw from railsweep, or rdmabw-inject beside it), else
-    /// the rdmabw next to railsweep].
-    #[arg(long, value_name = "FILE", requires = "inject")]
-    pub inject_binary: Option<PathBuf>,
-
     /// Rails to measure, by rail number: `0,3,5-7` [default: every rail of either pod].
-    #[arg(long, value_name = "LIST", value_parser = rail_list)]
+    #[arg(help_heading = heading::MEASURE, long, value_name = "LIST", value_parser = rail_list)]
     pub rails: Option<RailList>,
     /// Measure all rails at once (the node's aggregate), with the per-rail numbers and the sum.
-    #[arg(long)]
+    #[arg(help_heading = heading::MEASURE, long)]
     pub parallel: bool,
     /// GPUDirect: `auto` puts each rail's buffers, on both sides, in CUDA memory of the GPU
     /// nearest that rail's NIC (rdmabw --use_cuda auto: same PCIe switch, else root port, else
     /// NUMA node). With --mode the pods ask for nvidia.com/gpu (8 unless --resource says).
-    #[arg(long, value_enum, value_name = "auto")]
+    #[arg(help_heading = heading::MEASURE, long, value_enum, value_name = "auto")]
     pub gpu: Option<GpuArg>,
     /// rdmabw's (and ib_write_bw's) spelling: `auto` is --gpu auto; a CUDA index N puts each
     /// rail's buffers, on both sides, in GPU N.
     #[arg(
+        help_heading = heading::MEASURE,
         long = "use_cuda",
         alias = "use-cuda",
         value_name = "GPU",
@@ -207,20 +216,20 @@ pub struct SweepArgs {
     )]
     pub use_cuda: Option<GpuSelect>,
     /// Measured seconds per rail.
-    #[arg(short = 'D', long, value_name = "S", default_value_t = 5.0, value_parser = seconds_positive)]
+    #[arg(help_heading = heading::MEASURE, short = 'D', long, value_name = "S", default_value_t = 5.0, value_parser = seconds_positive)]
     pub duration: f64,
     /// The test flags rdmabw takes too (-s, -q, --tclass, transport, -m, thresholds, warm-up
     /// and cool-down), passed to every rdmabw client.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = heading::MEASURE)]
     pub test: TestFlags,
     /// What to measure on each rail: `bw` (bandwidth), or `bw,lat`: then each rail's RDMA
     /// WRITE latency too, right after its bandwidth, through the same daemon (`rdmabw lat`,
     /// 2 B, 1000 exchanges, with the rail's --tclass, --sl and -m); rows gain lat_p50_us,
     /// lat_p99_us and lat_max_us.
-    #[arg(long = "test", value_name = "LIST", default_value = "bw", value_parser = tests_arg)]
+    #[arg(help_heading = heading::MEASURE, long = "test", value_name = "LIST", default_value = "bw", value_parser = tests_arg)]
     pub tests: Tests,
     /// The latency flags `rdmabw lat` takes too (--max-p99-us), for --test bw,lat.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = heading::MEASURE)]
     pub lat: LatencyFlags,
     /// rdmabw's -a (every size from 2 B to 8 MiB) is not a railsweep flag: a row is one rail at
     /// one size. Refused with that advice.
@@ -241,18 +250,31 @@ pub struct SweepArgs {
     #[arg(short = 'x', long = "gid-index", hide = true, value_name = "INDEX")]
     pub gid_index: Option<String>,
     /// Run a failed rail again up to N more times.
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(help_heading = heading::MEASURE, long, value_name = "N", default_value_t = 0)]
     pub retries: u32,
     /// Seconds a rail may take beyond --duration before railsweep stops it and records it as
     /// failed (covers start-up, QP bring-up and rdmabw's warm-up).
-    #[arg(long, value_name = "S", default_value_t = 15.0, value_parser = seconds_non_negative)]
+    #[arg(help_heading = heading::MEASURE, long, value_name = "S", default_value_t = 15.0, value_parser = seconds_non_negative)]
     pub margin: f64,
+    /// rdmabw inside the pods: a path, or a name looked up in PATH
+    /// [default: `rdmabw`; for --runner local, the rdmabw next to railsweep if there is one].
+    #[arg(help_heading = heading::RDMABW, long, value_name = "PATH")]
+    pub rdmabw: Option<String>,
+    /// Copy this railsweep's own rdmabw into both pods (to /tmp) through exec, for images that
+    /// have libibverbs but no rdmabw. Needs `sh` and `head` in the image.
+    #[arg(help_heading = heading::RDMABW, long)]
+    pub inject: bool,
+    /// The local rdmabw binary --inject copies [default: the old-glibc build of
+    /// scripts/build-inject (../inject/rdmabw from railsweep, or rdmabw-inject beside it), else
+    /// the rdmabw next to railsweep].
+    #[arg(help_heading = heading::RDMABW, long, value_name = "FILE", requires = "inject")]
+    pub inject_binary: Option<PathBuf>,
     /// Print each rdmabw client command on stderr before it runs (what a rail ran, to rerun
     /// it by hand).
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub show_commands: bool,
     /// TCP port of the server daemon.
-    #[arg(short = 'p', long, value_name = "PORT", default_value_t = 18515)]
+    #[arg(help_heading = heading::RDMABW, short = 'p', long, value_name = "PORT", default_value_t = 18515)]
     pub port: u16,
 }
 

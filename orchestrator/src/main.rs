@@ -77,3 +77,151 @@ fn main() -> ExitCode {
         Command::Fleet(args) => block_on(orchestrator::fleet::run(*args)),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every flag of every railsweep command has its row in the side-by-side table of
+    /// docs/railsweep.md, and that table names no railsweep flag that is gone.
+    #[test]
+    fn every_flag_is_in_the_table_of_both_tools() {
+        use results::rdmabw::flag_table::{check, Tool};
+        let doc = include_str!("../../docs/railsweep.md");
+        if let Err(e) = check(&Cli::command(), doc, Tool::Railsweep) {
+            panic!("docs/railsweep.md, the flag table:\n{e}");
+        }
+    }
+
+    /// The flags (`--mode`, `-c`) a help text lists: the words of the options' own lines, not
+    /// of their descriptions.
+    fn flags_listed(help: &str) -> Vec<String> {
+        help.lines()
+            .filter(|l| (2..=6).contains(&(l.len() - l.trim_start().len())))
+            .filter(|l| l.trim_start().starts_with('-'))
+            .flat_map(|l| l.split(|c: char| c.is_whitespace() || c == ','))
+            .filter(|w| w.starts_with('-'))
+            .map(|w| w.split(['=', '[', '<']).next().unwrap_or(w).to_string())
+            .collect()
+    }
+
+    fn help_of(name: &str, long: bool) -> String {
+        let mut cli = Cli::command();
+        let sub = cli
+            .find_subcommand_mut(name)
+            .unwrap_or_else(|| panic!("no subcommand {name}"));
+        let help = if long {
+            sub.render_long_help()
+        } else {
+            sub.render_help()
+        };
+        help.to_string()
+    }
+
+    /// `compare --help` lists only what compare takes: the options of `railsweep run` that it
+    /// refuses are hidden (and still refused by name when given).
+    #[test]
+    fn compare_help_lists_none_of_the_flags_compare_refuses() {
+        for long in [false, true] {
+            let help = help_of("compare", long);
+            let listed = flags_listed(&help);
+            for refused in [
+                "--server-pod",
+                "--client-pod",
+                "-c",
+                "--container",
+                "--mode",
+                "--runner",
+                "--resume",
+                "--json",
+            ] {
+                assert!(
+                    !listed.iter().any(|f| f == refused),
+                    "compare --help lists {refused}:\n{help}"
+                );
+            }
+            for taken in ["--modes", "--nodes", "--tclass", "-n", "--format", "-o"] {
+                assert!(
+                    listed.iter().any(|f| f == taken),
+                    "compare --help lacks {taken}:\n{help}"
+                );
+            }
+        }
+    }
+
+    /// Every command's help groups its options and ends with examples.
+    #[test]
+    fn each_command_groups_its_options_and_ends_with_examples() {
+        use orchestrator::config::heading;
+        for (name, headings) in [
+            (
+                "run",
+                &[
+                    heading::MEASURE,
+                    heading::PODS,
+                    heading::KUBERNETES,
+                    heading::OUTPUT,
+                    heading::CREATED,
+                ][..],
+            ),
+            (
+                "compare",
+                &[
+                    heading::MEASURE,
+                    heading::PODS,
+                    heading::KUBERNETES,
+                    heading::OUTPUT,
+                    heading::CREATED,
+                ],
+            ),
+            (
+                "fleet",
+                &[
+                    heading::MEASURE,
+                    heading::PODS,
+                    heading::PAIRS,
+                    heading::VERDICTS,
+                    heading::KUBERNETES,
+                    heading::OUTPUT,
+                    heading::CREATED,
+                ],
+            ),
+            ("report", &[heading::OUTPUT, heading::VERDICTS]),
+        ] {
+            let help = help_of(name, false);
+            for h in headings {
+                assert!(
+                    help.contains(&format!("\n{h}:\n")),
+                    "{name}: no {h}:\n{help}"
+                );
+            }
+            // No option is left outside a group (clap's -h/--help is).
+            let ungrouped = help
+                .split("\nOptions:\n")
+                .nth(1)
+                .and_then(|s| s.split("\n\n").next())
+                .unwrap_or_default();
+            let ungrouped: Vec<String> = flags_listed(ungrouped)
+                .into_iter()
+                .filter(|f| !["-h", "--help"].contains(&f.as_str()))
+                .collect();
+            assert!(
+                ungrouped.is_empty(),
+                "{name}: ungrouped {ungrouped:?}:\n{help}"
+            );
+            let examples = help
+                .rfind("\nExamples:\n")
+                .unwrap_or_else(|| panic!("{name}:\n{help}"));
+            let tail = &help[examples..];
+            assert!(
+                tail.lines().skip(2).all(|l| l.starts_with("  ")),
+                "{name}: the help does not end with its examples:\n{tail}"
+            );
+            assert!(
+                tail.contains(&format!("railsweep {name} ")),
+                "{name}:\n{tail}"
+            );
+        }
+    }
+}

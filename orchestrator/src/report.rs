@@ -5,22 +5,36 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use orchestrator::config::generated_by;
+use orchestrator::config::{generated_by, heading};
 use orchestrator::exit::Verdict;
 use orchestrator::output::{export, Dest};
 use results::{read_path, read_str, Format, RailStatus, Report};
+
+/// The end of `railsweep report --help`.
+const REPORT_EXAMPLES: &str = "\
+Examples:
+  # two saved runs side by side, markdown on stdout
+  railsweep report hostnet.csv sriov.csv
+  # the same as a bar chart, SVG or PNG (the format from the extension)
+  railsweep report hostnet.csv sriov.json -o modes.svg
+  railsweep report hostnet.csv sriov.json -o modes.png
+  # judge the rails against 90 Gb/s instead of their recorded status, as CSV
+  railsweep report hostnet.csv --threshold-gbps 90 --format csv
+  # OpenMetrics for node-exporter's textfile collector
+  railsweep report fleet.csv -o /var/lib/node-exporter/rails.prom";
 
 /// Arguments of `railsweep report`.
 #[derive(Debug, Args)]
 #[command(after_help = format!("\
 Output goes to stdout unless -o is given; logs and, for non-markdown output, \
-the summary lines go to stderr.\n\n{}",
+the summary lines go to stderr.\n\n{}\n\n{}",
     orchestrator::exit::help(
         "all rails fine",
         "some rail failed or fell below the threshold",
         "bad arguments or a file that cannot be read (the message names file, line and column)",
         None,
-    )
+    ),
+    REPORT_EXAMPLES
 ))]
 pub struct ReportArgs {
     /// Saved runs: results CSV or JSON, told apart by extension or content. `-` reads stdin.
@@ -28,16 +42,16 @@ pub struct ReportArgs {
     pub files: Vec<PathBuf>,
 
     /// Output format [default: taken from the -o extension (.md, .csv, .json, .svg, .png, .prom), else markdown]
-    #[arg(short, long, value_enum)]
+    #[arg(short, long, value_enum, help_heading = heading::OUTPUT)]
     pub format: Option<FormatArg>,
 
     /// Write the output to FILE instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE", help_heading = heading::OUTPUT)]
     pub output: Option<PathBuf>,
 
     /// Count rails under this average bandwidth as below threshold, instead of
     /// the status recorded when they were measured.
-    #[arg(long, value_name = "GBPS", value_parser = parse_gbps)]
+    #[arg(long, value_name = "GBPS", value_parser = parse_gbps, help_heading = heading::VERDICTS)]
     pub threshold_gbps: Option<f64>,
 
     /// Name a column of the tables and the chart instead of by its mode: KEY is a run id or a

@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use results::{Format, NetworkMode, Report};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{generated_by, ClusterArgs, RunnerKind, SweepArgs};
+use crate::config::{generated_by, heading, ClusterArgs, RunnerKind, SweepArgs};
 use crate::exit::Verdict;
 use crate::managed::{self, PairSpec};
 use crate::modes::Mode;
@@ -31,31 +31,52 @@ pub enum OutFormat {
     Json,
 }
 
+/// The end of `railsweep run --help`.
+const RUN_EXAMPLES: &str = "\
+Examples:
+  # every rail between two existing pods, 5 s each, in the lossless traffic class
+  railsweep run -n rdma --client-pod rdma-a --server-pod rdma-b --tclass 41
+  # some rails, all at once, judged against 90% of the line rate, into sweep.csv
+  railsweep run -n rdma --client-pod rdma-a --server-pod rdma-b --rails 0,3,5-7 --parallel \\
+      --min-line-rate-pct 90 -o sweep.csv
+  # measure only the rails sweep.csv has no row for yet
+  railsweep run -n rdma --client-pod rdma-a --server-pod rdma-b --resume sweep.csv
+  # images with libibverbs but no rdmabw: copy railsweep's own into the pods
+  railsweep run -n rdma --client-pod rdma-a --server-pod rdma-b --inject
+  # create a hostNetwork pod on each of two nodes, sweep, delete them
+  railsweep run --mode hostnetwork --nodes node-a,node-b --tclass 41
+  # bandwidth and latency of each rail, failing a rail whose p99 is above 5 us
+  railsweep run -n rdma --client-pod rdma-a --server-pod rdma-b --test bw,lat --max-p99-us 5
+  # network namespaces of this machine instead of pods
+  railsweep run --runner local --client-pod podA --server-pod podB -D 3 --tclass 41";
+
 /// Arguments of `railsweep run`.
 #[derive(Debug, Clone, Args)]
 #[command(after_help = format!("\
 Per rail, the client pod runs `rdmabw client` against the server pod's address on that rail, \
 using the rail's interface, RDMA device and GID on each side; one `rdmabw server --daemon` in \
 the server pod serves every rail. Each rail's row is appended to the results CSV as soon as it \
-is known. The table and summary go to stdout; logs and progress bars to stderr.\n\n{}",
+is known. The table and summary go to stdout; logs and progress bars to stderr.\n\n{}\n\n{}",
     crate::exit::help(
         "every rail ok",
         "a rail failed or fell below a threshold",
         "usage or set-up error (pods, kubeconfig, rdmabw missing or of another version)",
         Some("interrupted (Ctrl-C: remote processes are ended, rows written so far are kept, --resume continues)"),
-    )
+    ),
+    RUN_EXAMPLES
 ))]
 pub struct RunArgs {
     /// Pod that runs the rdmabw server daemon (not with --nodes, which creates it).
-    #[arg(long, value_name = "POD", required_unless_present_any = ["nodes", "dry_run"], conflicts_with = "nodes")]
+    #[arg(long, value_name = "POD", required_unless_present_any = ["nodes", "dry_run"], conflicts_with = "nodes", help_heading = heading::PODS)]
     pub server_pod: Option<String>,
     /// Pod that runs the rdmabw clients (not with --nodes, which creates it).
-    #[arg(long, value_name = "POD", required_unless_present_any = ["nodes", "dry_run"], conflicts_with = "nodes")]
+    #[arg(long, value_name = "POD", required_unless_present_any = ["nodes", "dry_run"], conflicts_with = "nodes", help_heading = heading::PODS)]
     pub client_pod: Option<String>,
     #[command(flatten)]
     pub access: ClusterArgs,
-    /// Container to run in [default: the pod's default container].
-    #[arg(short = 'c', long, value_name = "NAME")]
+    /// Container to run in [default: the pod's default container; not with --nodes, whose pods
+    /// have railsweep's].
+    #[arg(short = 'c', long, value_name = "NAME", conflicts_with = "nodes", help_heading = heading::PODS)]
     pub container: Option<String>,
 
     /// The test parameters.
@@ -64,30 +85,31 @@ pub struct RunArgs {
 
     /// Results CSV, appended one row per rail as measured; must not exist
     /// [default: railsweep-RUNID.csv].
-    #[arg(short = 'o', long, value_name = "FILE", conflicts_with = "resume")]
+    #[arg(short = 'o', long, value_name = "FILE", conflicts_with = "resume", help_heading = heading::OUTPUT)]
     pub output: Option<PathBuf>,
     /// Also keep a results JSON snapshot here, rewritten after every rail.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = heading::OUTPUT)]
     pub json: Option<PathBuf>,
     /// Also write OpenMetrics (a sample per node pair and rail; see docs/fleet.md) to FILE,
     /// replaced at once: a file of node-exporter's textfile collector, or for a Pushgateway.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = heading::OUTPUT)]
     pub metrics: Option<PathBuf>,
     /// Continue the sweep in this results CSV: measure only the rails it has no row for.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = heading::OUTPUT)]
     pub resume: Option<PathBuf>,
     /// Network mode recorded in the rows (hostnetwork, hostnetwork-crio, ipvlan, sriov, pods,
-    /// lab, or any name) [default: inferred from the pods and their rails].
-    #[arg(long, value_name = "MODE")]
+    /// lab, or any name) [default: inferred from the pods and their rails]; with --nodes, the
+    /// pods to create.
+    #[arg(long, value_name = "MODE", help_heading = heading::PODS)]
     pub mode: Option<String>,
     /// Cluster name recorded in the rows [default: the kubeconfig's cluster, or this host].
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", help_heading = heading::OUTPUT)]
     pub cluster: Option<String>,
     /// What to print on stdout at the end.
-    #[arg(long, value_enum, default_value_t = OutFormat::Table)]
+    #[arg(long, value_enum, default_value_t = OutFormat::Table, help_heading = heading::OUTPUT)]
     pub format: OutFormat,
     /// No progress bars.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::OUTPUT)]
     pub quiet: bool,
 
     /// Create the pods: the client pod on NODE_A and the server pod on NODE_B (by
@@ -95,7 +117,7 @@ pub struct RunArgs {
     #[arg(
         long,
         value_name = "NODE_A,NODE_B",
-        help_heading = "Pods railsweep creates (--nodes)"
+        help_heading = heading::CREATED
     )]
     pub nodes: Option<crate::modes::cli::NodePair>,
     /// The pods railsweep creates itself with `--nodes` and `--mode` (see `modes`).

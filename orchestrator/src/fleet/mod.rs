@@ -26,7 +26,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{positive, ClusterArgs, RunnerKind, SweepArgs};
+use crate::config::{heading, positive, ClusterArgs, RunnerKind, SweepArgs};
 use crate::exit::Verdict;
 use crate::modes;
 use crate::pair::watch_ctrl_c;
@@ -71,10 +71,15 @@ its uplink`, and its nodes are not (nor labelled or tainted for it); bad nodes a
 as nodes. Exit status 1 then, as for any outlier.
 
 Examples:
+  # every pair of the running pods labelled app=rdmabw, 5 s per rail, lossless class
   railsweep fleet --pods-selector app=rdmabw -D 5 --tclass 41
+  # a hostNetwork pod on each node labelled rail-test=true, and the verdict as node labels
   railsweep fleet --mode hostnetwork --nodes rail-test=true --apply-verdicts labels
+  # 8 rounds of random pairs, repeatable with seed 42
   railsweep fleet --pods-selector app=rdmabw --pattern random:8:42
+  # pairs inside and across racks, to tell a rack's uplink from its nodes
   railsweep fleet --pods-selector app=rdmabw --pattern topology --topology-label example.com/rack
+  # network namespaces of this machine, each with the next
   railsweep fleet --runner local --pods podA,podB,podC,podD -D 1 --pattern ring",
     crate::exit::help(
         "every pair and rail ok",
@@ -103,11 +108,11 @@ Examples:
 #[command(mut_arg("port", |a| a.help("TCP port of the server daemons.")))]
 pub struct FleetArgs {
     /// The fleet's pods (or network namespaces with --runner local), in this order.
-    #[arg(long, value_name = "POD,POD,...", value_delimiter = ',', num_args = 1.., conflicts_with_all = ["pods_selector", "nodes"])]
+    #[arg(help_heading = heading::PODS, long, value_name = "POD,POD,...", value_delimiter = ',', num_args = 1.., conflicts_with_all = ["pods_selector", "nodes"])]
     pub pods: Option<Vec<String>>,
     /// Existing pods by label, `label=value` (Kubernetes label selector, as kubectl's `-l`);
     /// running pods only.
-    #[arg(
+    #[arg(help_heading = heading::PODS,
         short = 'l',
         long,
         visible_alias = "selector",
@@ -118,43 +123,43 @@ pub struct FleetArgs {
     /// Create one pod of --mode on each node, run the fleet over them (in node order) and
     /// delete them: the nodes with these labels (`rail-test=true`, sorted by name), or the nodes
     /// named, `NODE,NODE,...` (a value without `=`).
-    #[arg(long, value_name = "SELECTOR|NODE,...")]
+    #[arg(help_heading = heading::PODS, long, value_name = "SELECTOR|NODE,...")]
     pub nodes: Option<String>,
     /// Network mode: with --nodes, the pods to create (hostnetwork, hostnetwork-crio, ipvlan,
     /// sriov); otherwise recorded in the rows [default: inferred, as railsweep run].
-    #[arg(long, value_name = "MODE")]
+    #[arg(help_heading = heading::PODS, long, value_name = "MODE")]
     pub mode: Option<String>,
     #[command(flatten)]
     pub access: ClusterArgs,
     /// Container to run in [default: the pod's default container; with --nodes, railsweep's].
-    #[arg(short = 'c', long, value_name = "NAME", conflicts_with = "nodes")]
+    #[arg(help_heading = heading::PODS, short = 'c', long, value_name = "NAME", conflicts_with = "nodes")]
     pub container: Option<String>,
     /// Which pairs: `all-pairs`, `ring` (each pod with the next), `random[:ROUNDS[:SEED]]`
     /// (ROUNDS rounds of random disjoint pairs, default 8, for fleets too large for all pairs;
     /// the header prints the seed that repeats it), `topology[:ROUNDS[:SEED]]` (with
     /// --topology-label: half the rounds inside the label's groups, half across; default 8),
     /// `one-to-all=POD`, or `auto`: all pairs up to 64 pods, random:8 above.
-    #[arg(long, value_name = "PATTERN", default_value = "auto")]
+    #[arg(help_heading = heading::PAIRS, long, value_name = "PATTERN", default_value = "auto")]
     pub pattern: schedule::Pattern,
     /// With --pattern topology: the node label that groups the nodes, a rack or leaf switch
     /// (read from each pod's node; nodes without it form the group KEY=(none)). A group whose
     /// cross-group pairs are all slow while its inside pairs are fine is named as the culprit
     /// (its uplink), not its nodes.
-    #[arg(long, value_name = "KEY")]
+    #[arg(help_heading = heading::PAIRS, long, value_name = "KEY")]
     pub topology_label: Option<String>,
     /// At most this many pairs at once within a round (0: the whole round).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(help_heading = heading::PAIRS, long, value_name = "N", default_value_t = 0)]
     pub max_pairs: usize,
     /// Seconds a round may take before its pairs are stopped [default: from the rails,
     /// --duration and --margin, plus 60 s of set-up].
-    #[arg(long, value_name = "S", value_parser = crate::config::seconds_positive)]
+    #[arg(help_heading = heading::PAIRS, long, value_name = "S", value_parser = crate::config::seconds_positive)]
     pub round_deadline: Option<f64>,
     /// A (pair, rail) under this percentage of its rail's fleet median is an outlier.
-    #[arg(long, value_name = "PCT", default_value_t = 90.0, value_parser = positive)]
+    #[arg(help_heading = heading::VERDICTS, long, value_name = "PCT", default_value_t = 90.0, value_parser = positive)]
     pub outlier_pct: f64,
     /// With --test bw,lat: a (pair, rail) whose p99 latency is above this many times its rail's
     /// fleet median p99 is an outlier (slow to answer), measured again and judged as a slow one.
-    #[arg(
+    #[arg(help_heading = heading::VERDICTS,
         long,
         value_name = "K",
         default_value_t = culprit::DEFAULT_LAT_OUTLIER_FACTOR,
@@ -162,35 +167,35 @@ pub struct FleetArgs {
     )]
     pub lat_outlier_factor: f64,
     /// Do not measure outliers again, nor the suspects against nodes that passed.
-    #[arg(long)]
+    #[arg(help_heading = heading::VERDICTS, long)]
     pub no_remeasure: bool,
     /// Directory for the results [default: railsweep-fleet-RUNID].
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = heading::OUTPUT, long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
     /// Also keep a results JSON snapshot of fleet.csv here.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = heading::OUTPUT, long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Also write the fleet's OpenMetrics (fleet.prom of --out-dir: a sample per node pair and
     /// rail) to FILE, replaced at once: e.g. a file in node-exporter's textfile-collector
     /// directory, or for a Pushgateway.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = heading::OUTPUT, long, value_name = "FILE")]
     pub metrics: Option<PathBuf>,
     /// With --dry-run: print the pods as `yaml` (the default) or as a JSON `List` (`json`).
-    #[arg(short = 'o', long, value_name = "FORMAT", requires = "dry_run", value_parser = ["yaml", "json"])]
+    #[arg(help_heading = heading::OUTPUT, short = 'o', long, value_name = "FORMAT", requires = "dry_run", value_parser = ["yaml", "json"])]
     pub output: Option<String>,
 
     /// Write the verdict onto the measured nodes: `labels` (railbench.io/rails=ok|degraded|failed,
     /// railbench.io/rails-checked=DATE, and on a bad node the railbench.io/rails-evidence
     /// annotation), `taints` (the labels, and railbench.io/bad-rails=RAILS:NoSchedule on the
     /// nodes with bad rails), or `none`.
-    #[arg(long, value_name = "WHAT", value_enum, default_value = "none")]
+    #[arg(help_heading = heading::VERDICTS, long, value_name = "WHAT", value_enum, default_value = "none")]
     pub apply_verdicts: verdicts::ApplyVerdicts,
     /// With --apply-verdicts taints: taint no node when more than this percentage of the
     /// measured nodes have bad rails (a problem of the fabric, more likely than of the nodes).
-    #[arg(long, value_name = "PCT", default_value_t = 10.0, value_parser = percentage)]
+    #[arg(help_heading = heading::VERDICTS, long, value_name = "PCT", default_value_t = 10.0, value_parser = percentage)]
     pub max_taint_pct: f64,
     /// With --apply-verdicts: remove railsweep's taint from the measured nodes that pass now.
-    #[arg(long)]
+    #[arg(help_heading = heading::VERDICTS, long)]
     pub untaint_passed: bool,
 
     /// The test parameters, as `railsweep run` takes them.

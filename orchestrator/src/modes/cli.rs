@@ -61,7 +61,7 @@ fn dry_run_strategy(s: &str) -> Result<bool, String> {
 /// Options of the pods railsweep creates (`railsweep run --nodes`, `compare`, `fleet --nodes`).
 /// `--nodes` itself is each command's own: a pair for `run`, a selector for `fleet`.
 #[derive(Debug, Clone, Default, Args)]
-#[command(next_help_heading = "Pods railsweep creates (--nodes)")]
+#[command(next_help_heading = crate::config::heading::CREATED)]
 pub struct PodArgs {
     /// Print the pods' manifests instead of creating them (`-o yaml`, the default, or `-o json`).
     /// As kubectl's: `--dry-run` and `--dry-run=client` print, `--dry-run=none` does not;

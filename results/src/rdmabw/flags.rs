@@ -36,11 +36,15 @@ pub fn parse_size(text: &str) -> Option<u64> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct TransportFlags {
-    /// Both directions at once (ib_write_bw -b); rows are the sum of both, as ib_write_bw.
+    /// Both directions at once (ib_write_bw -b).
+    ///
+    /// Rows are the sum of both, as ib_write_bw's.
     #[cfg_attr(feature = "cli", arg(short = 'b', long = "bidirectional"))]
     pub bidirectional: bool,
 
-    /// Service level, 0-15 (ib_write_bw --sl; the VLAN priority on RoCE).
+    /// Service level, 0-15 (ib_write_bw --sl).
+    ///
+    /// The VLAN priority on RoCE.
     #[cfg_attr(feature = "cli", arg(short = 'S', long = "sl", value_name = "SL"))]
     pub sl: Option<u8>,
 
@@ -48,8 +52,10 @@ pub struct TransportFlags {
     #[cfg_attr(feature = "cli", arg(short = 't', long = "tx-depth", value_name = "N"))]
     pub tx_depth: Option<u32>,
 
-    /// Signal one completion every N writes (ib_write_bw -Q). Default as ib_write_bw: 1 for
-    /// one size above 8 KiB, the post list's length with -l, else 100.
+    /// A completion every N writes (ib_write_bw -Q).
+    ///
+    /// Default as ib_write_bw: 1 for one size above 8 KiB, the post list's length with -l, else
+    /// 100.
     #[cfg_attr(feature = "cli", arg(short = 'Q', long = "cq-mod", value_name = "N"))]
     pub cq_mod: Option<u32>,
 
@@ -60,7 +66,9 @@ pub struct TransportFlags {
     )]
     pub post_list: Option<u32>,
 
-    /// Largest message sent inline (ib_write_bw -I; 0 for RDMA WRITE by default).
+    /// Largest message sent inline (ib_write_bw -I).
+    ///
+    /// 0 for RDMA WRITE by default.
     #[cfg_attr(
         feature = "cli",
         arg(
@@ -72,17 +80,21 @@ pub struct TransportFlags {
     )]
     pub inline_size: Option<u32>,
 
-    /// Check every byte the peer wrote once its writes are in: each QP and size writes its own
-    /// pattern to a place of its own; a byte that differs fails the test (exit 1), naming its
-    /// offset, the byte sent and the byte found (ib_write_bw --data_validation).
+    /// Check every byte the peer wrote (ib_write_bw).
+    ///
+    /// Once its writes are in: each QP and size writes its own pattern to a place of its own; a
+    /// byte that differs fails the test (exit 1), naming its offset, the byte sent and the byte
+    /// found (ib_write_bw --data_validation).
     #[cfg_attr(
         feature = "cli",
         arg(long = "data_validation", alias = "data-validation")
     )]
     pub data_validation: bool,
-    /// Wait for completion events instead of polling (ib_write_bw -e, which refuses it for
-    /// RDMA WRITE): the sender sleeps on the CQ's completion channel between completions;
-    /// without -Q, at least half the send queue per completion.
+    /// Sleep on completion events (ib_write_bw -e).
+    ///
+    /// Instead of polling (ib_write_bw refuses -e for RDMA WRITE): the sender sleeps on the CQ's
+    /// completion channel between completions; without -Q, at least half the send queue per
+    /// completion.
     #[cfg_attr(
         feature = "cli",
         arg(short = 'e', long = "use_event", alias = "use-event")
@@ -97,22 +109,28 @@ pub struct TransportFlags {
 #[derive(Debug, Clone, Default, PartialEq)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct TestFlags {
-    /// Message size in bytes (ib_write_bw -s; K/M/G suffixes are powers of 2; default 65536).
+    /// Message size: bytes, or 64K, 1M (ib_write_bw -s).
+    ///
+    /// K/M/G suffixes are powers of 2; default 65536.
     #[cfg_attr(
         feature = "cli",
         arg(short = 's', long = "size", value_name = "BYTES", value_parser = size_arg)
     )]
     pub size: Option<u64>,
 
-    /// Queue pairs (ib_write_bw -q; railsweep: per rail; default 1).
+    /// Queue pairs (ib_write_bw -q; railsweep: per rail).
+    ///
+    /// Default 1.
     #[cfg_attr(
         feature = "cli",
         arg(short = 'q', long = "qp", alias = "qps", value_name = "N")
     )]
     pub qp: Option<u32>,
 
-    /// Traffic class in the GRH, 0-255 (the IPv4 TOS byte on RoCE v2: DSCP << 2 | ECN), e.g. 41
-    /// for a lossless RoCE class [default: none; railsweep warns].
+    /// Traffic class, 0-255: 41 for a lossless class.
+    ///
+    /// In the GRH: the IPv4 TOS byte on RoCE v2 (DSCP << 2 | ECN) [default: none; railsweep
+    /// warns].
     #[cfg_attr(feature = "cli", arg(long = "tclass", value_name = "TC"))]
     pub tclass: Option<u16>,
 
@@ -120,32 +138,40 @@ pub struct TestFlags {
     #[cfg_attr(feature = "cli", command(flatten))]
     pub transport: TransportFlags,
 
-    /// Path MTU: 256, 512, 1024, 2048 or 4096 (ib_write_bw -m; default: the smaller active MTU
-    /// of both ports).
+    /// Path MTU, 256 to 4096 (ib_write_bw -m).
+    ///
+    /// 256, 512, 1024, 2048 or 4096; default: the smaller active MTU of both ports.
     #[cfg_attr(feature = "cli", arg(short = 'm', long = "mtu", value_name = "BYTES"))]
     pub mtu: Option<u32>,
 
-    /// Exit 1 when the average bandwidth of the largest size is below this many Gb/s (railsweep:
-    /// the rail counts as below threshold).
+    /// Exit 1 below this many Gb/s.
+    ///
+    /// The average bandwidth of the largest size (railsweep: the rail counts as below
+    /// threshold).
     #[cfg_attr(feature = "cli", arg(long = "min-gbps", value_name = "GBPS"))]
     pub min_gbps: Option<f64>,
 
-    /// Exit 1 when the average bandwidth of the largest size is below this percentage of the
-    /// line rate (the smaller of both ports; railsweep: the rail counts as below threshold).
+    /// Exit 1 below this percentage of the line rate.
+    ///
+    /// The average bandwidth of the largest size, against the smaller line rate of both ports
+    /// (railsweep: the rail counts as below threshold).
     #[cfg_attr(feature = "cli", arg(long = "min-line-rate-pct", value_name = "PCT"))]
     pub min_line_rate_pct: Option<f64>,
 
-    /// Seconds of traffic before each measured window (rdmabw's default: -f with -D; with
-    /// --window, as railsweep runs it, or when -f is 0, 0.05, and 0.2 with -b).
+    /// Seconds of traffic before each measured window.
+    ///
+    /// rdmabw's default: -f with -D; with --window, as railsweep runs it, or when -f is 0, 0.05,
+    /// and 0.2 with -b.
     #[cfg_attr(
         feature = "cli",
         arg(long, value_name = "SECONDS", value_parser = seconds_arg)
     )]
     pub warmup: Option<f64>,
 
-    /// Seconds of traffic after each measured window (rdmabw's default: -f with -D; with
-    /// --window, as railsweep runs it, or when -f is 0, 0.25 with -b and 0 otherwise: one
-    /// direction's window closes with its queue still full).
+    /// Seconds of traffic after each measured window.
+    ///
+    /// rdmabw's default: -f with -D; with --window, as railsweep runs it, or when -f is 0, 0.25
+    /// with -b and 0 otherwise: one direction's window closes with its queue still full.
     #[cfg_attr(
         feature = "cli",
         arg(long, value_name = "SECONDS", value_parser = seconds_arg)
@@ -157,8 +183,10 @@ pub struct TestFlags {
 #[derive(Debug, Clone, Default, PartialEq)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct LatencyFlags {
-    /// Exit 1 when the p99 latency (one-way, usec, from the histogram) of any size is above
-    /// this (railsweep, with `--test bw,lat`: the rail counts as below threshold).
+    /// Exit 1 above this p99 latency, usec.
+    ///
+    /// The p99 (one-way, from the histogram) of any size (railsweep, with `--test bw,lat`: the
+    /// rail counts as below threshold).
     #[cfg_attr(
         feature = "cli",
         arg(long = "max-p99-us", value_name = "USEC", value_parser = positive_arg)

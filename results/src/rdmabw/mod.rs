@@ -5,6 +5,8 @@
 //! Units are in the field names (`_gbps` = 10^9 bit/s, `_bytes`, `_s`).
 
 pub mod counters;
+#[cfg(feature = "cli")]
+pub mod flag_table;
 pub mod flags;
 pub mod gpu;
 pub mod lat;
