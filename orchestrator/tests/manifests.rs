@@ -238,3 +238,88 @@ fn dry_run_takes_kubectls_values() {
     assert!(none.stdout.is_empty());
     assert!(String::from_utf8_lossy(&none.stderr).contains("kubeconfig"));
 }
+
+/// The documents of deploy/FILE, as YAML values.
+fn deploy_docs(file: &str) -> Vec<serde_yaml::Value> {
+    use serde::Deserialize;
+    let path = repo().join("deploy").join(file);
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reads {}: {e}", path.display()));
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde_yaml::Value::deserialize(d).expect("YAML"))
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+/// `kubectl apply -k deploy/` applies every manifest of deploy/ (not the examples), the
+/// Namespace is declared once, in deploy/namespace.yaml, and every namespaced object of the
+/// files is in the kustomization's namespace, the one the README's quick start uses.
+/// (scripts/validate-manifests renders it with kubectl and checks what comes out.)
+#[test]
+fn kustomization_applies_every_deploy_file_in_one_namespace() {
+    let k = &deploy_docs("kustomization.yaml")[0];
+    let ns = k["namespace"]
+        .as_str()
+        .expect("kustomization has a namespace");
+    assert_eq!(
+        ns, "railbench",
+        "the README's quick start says -n railbench"
+    );
+    let mut resources: Vec<&str> = k["resources"]
+        .as_sequence()
+        .expect("resources")
+        .iter()
+        .map(|r| r.as_str().expect("a file name"))
+        .collect();
+    resources.sort_unstable();
+    let mut files: Vec<String> = std::fs::read_dir(repo().join("deploy"))
+        .expect("deploy/ exists")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".yaml") && n != "kustomization.yaml")
+        .collect();
+    files.sort_unstable();
+    assert_eq!(
+        resources, files,
+        "deploy/kustomization.yaml's resources are deploy/*.yaml"
+    );
+    for file in &files {
+        for doc in deploy_docs(file) {
+            let kind = doc["kind"].as_str().expect("kind");
+            let name = doc["metadata"]["name"].as_str().expect("name");
+            if kind == "Namespace" {
+                assert_eq!(
+                    (file.as_str(), name),
+                    ("namespace.yaml", ns),
+                    "the Namespace is declared once, in deploy/namespace.yaml"
+                );
+            }
+            if let Some(n) = doc["metadata"]["namespace"].as_str() {
+                assert_eq!(n, ns, "deploy/{file}: {kind} {name}");
+            }
+        }
+    }
+    // The image kustomize rewrites is the one the CronJob names.
+    let image = k["images"][0]["name"].as_str().expect("images[0].name");
+    let cronjob = deploy_docs("fleet-job.yaml")
+        .into_iter()
+        .find(|d| d["kind"] == "CronJob")
+        .expect("a CronJob");
+    let named = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+        ["image"]
+        .as_str()
+        .expect("image");
+    assert!(
+        named.starts_with(&format!("{image}:")),
+        "{named} is not {image}:TAG"
+    );
+    // Not published in any registry: a registry someone else controls could serve that name.
+    let policy = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+        ["imagePullPolicy"]
+        .as_str();
+    assert_eq!(
+        policy,
+        Some("Never"),
+        "the default image {named} is never pulled"
+    );
+}
