@@ -323,7 +323,12 @@ fn svg_output_takes_its_format_from_the_extension() {
     assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
     let svg = std::fs::read_to_string(&chart).expect("svg written");
     assert!(svg.starts_with("<svg "), "{}", &svg[..svg.len().min(200)]);
-    for needle in [">\nrail\n<", ">\naverage Gb/s\n<", "line rate 100.0 Gb/s", "ipvlan"] {
+    for needle in [
+        ">\nrail\n<",
+        ">\naverage Gb/s\n<",
+        "line rate 100.0 Gb/s",
+        "ipvlan",
+    ] {
         assert!(svg.contains(needle), "svg lacks {needle:?}");
     }
 }

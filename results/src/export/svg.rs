@@ -406,6 +406,7 @@ impl SvgExporter {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::record::NetworkMode;
