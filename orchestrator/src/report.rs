@@ -56,11 +56,12 @@ pub struct ReportArgs {
 
     /// Name a column of the tables and the chart instead of by its mode: KEY is a run id or a
     /// network mode (repeat it: `--label sriov=VFs --label 20250601T100000Z=before`).
-    #[arg(long, value_name = "RUN_OR_MODE=NAME", value_parser = parse_label)]
+    #[arg(long, value_name = "RUN_OR_MODE=NAME", value_parser = parse_label, help_heading = heading::OUTPUT)]
     pub label: Vec<(String, String)>,
+
     /// --max-p99-us: count rails whose p99 latency is above it as below threshold, instead of
     /// the latency judgement recorded when they were measured (rows of `--test bw,lat`).
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = heading::VERDICTS)]
     pub lat: results::rdmabw::flags::LatencyFlags,
 }
 

@@ -146,20 +146,41 @@ impl Report {
         for (mode, _) in by_series.keys() {
             *runs_per_mode.entry(mode).or_default() += 1;
         }
-        // A mode with several runs numbers them in run id order (`sriov #1`, `sriov #2`): the
-        // Runs table says which run each is; the run id itself would crowd every heading.
+        // A mode with several runs names each by its message size where each run has one size
+        // of its own (rdmabw's sweep of sizes: `rdmabw 4 KiB`, `rdmabw 64 KiB`), else numbers
+        // them in run id order (`sriov #1`, `sriov #2`); the Runs table says which run each is:
+        // the run id itself would crowd every heading.
+        let one_size = |rails: &BTreeMap<u32, &RailResult>| -> Option<u64> {
+            let first = rails.values().next()?.msg_size_bytes;
+            rails
+                .values()
+                .all(|r| r.msg_size_bytes == first)
+                .then_some(first)
+        };
+        let mut sizes_of_mode: BTreeMap<&NetworkMode, Vec<Option<u64>>> = BTreeMap::new();
+        for ((mode, _), rails) in &by_series {
+            sizes_of_mode.entry(mode).or_default().push(one_size(rails));
+        }
+        let by_size = |mode: &NetworkMode| {
+            sizes_of_mode.get(mode).is_some_and(|sizes| {
+                let distinct: std::collections::BTreeSet<_> = sizes.iter().collect();
+                sizes.iter().all(Option::is_some) && distinct.len() == sizes.len()
+            })
+        };
         let mut nth_of_mode: BTreeMap<&NetworkMode, usize> = BTreeMap::new();
         let series = by_series
-            .keys()
-            .map(|(mode, run_id)| {
+            .iter()
+            .map(|((mode, run_id), rails)| {
                 let nth = nth_of_mode.entry(mode).or_default();
                 *nth += 1;
-                let label = match self.user_label(mode, run_id) {
-                    Some(l) => l.to_string(),
-                    None if runs_per_mode.get(mode).copied().unwrap_or(0) > 1 => {
-                        format!("{mode} #{nth}")
+                let several = runs_per_mode.get(mode).copied().unwrap_or(0) > 1;
+                let label = match (self.user_label(mode, run_id), one_size(rails)) {
+                    (Some(l), _) => l.to_string(),
+                    (None, Some(size)) if several && by_size(mode) => {
+                        format!("{mode} {}", size_text(size))
                     }
-                    None => mode.to_string(),
+                    (None, _) if several => format!("{mode} #{nth}"),
+                    (None, _) => mode.to_string(),
                 };
                 Series {
                     mode: (*mode).clone(),
@@ -191,9 +212,19 @@ pub struct Series {
     pub mode: NetworkMode,
     /// The run.
     pub run_id: String,
-    /// Column heading: the user's `--label` for the run or its mode, else the mode, numbered
-    /// (`sriov #2`) when the mode has several runs.
+    /// Column heading: the user's `--label` for the run or its mode, else the mode; where the
+    /// mode has several runs, with the run's message size when each has its own
+    /// (`rdmabw 64 KiB`), else numbered (`sriov #2`).
     pub label: String,
+}
+
+/// A message size as people write it: `64 KiB`, `1 MiB`, `2 B`.
+pub(crate) fn size_text(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
 }
 
 /// Rails as rows, series (modes) as columns. Built by [`Report::comparison`].

@@ -26,6 +26,7 @@ use std::fmt;
 
 use results::rdmabw::counters::FindingKind;
 use results::rdmabw::report::Role;
+use results::stats::median;
 use results::{RailResult, RailStatus};
 
 /// What makes a (pair, rail) an outlier.
@@ -86,17 +87,6 @@ pub fn medians(rows: &[RailResult]) -> Medians {
     }
 }
 
-/// The median of `v` (the mean of the middle two of an even count); `None` when empty.
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
-
 /// Per rail, the median over the nodes of each node's median of `value` in its latest
 /// measured pairs there. A node that is slow to answer raises the value of every pair it is
 /// in, but only its own node median: in a fleet of four, all pairs, one such node is in 3 of
@@ -118,7 +108,8 @@ fn node_median_per_rail(
     }
     per.into_iter()
         .filter_map(|(rail, nodes)| {
-            let m = median(nodes.into_values().filter_map(median).collect())?;
+            let per_node: Vec<f64> = nodes.into_values().filter_map(|v| median(&v)).collect();
+            let m = median(&per_node)?;
             Some((rail, m))
         })
         .collect()
@@ -174,7 +165,7 @@ fn median_per_rail(
         }
     }
     per.into_iter()
-        .filter_map(|(rail, v)| Some((rail, median(v)?)))
+        .filter_map(|(rail, v)| Some((rail, median(&v)?)))
         .collect()
 }
 

@@ -221,7 +221,7 @@ fn render(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
     if cmp.series.len() > 1 {
         writeln!(
             out,
-            "The tables below name each run by its mode (`#N` where a mode has several runs, or the \
+            "The tables below name each run by its mode (with its message size, or `#N`, where a mode has several runs; or the \
              name `railsweep report --label RUN_OR_MODE=NAME` gave it); this table gives its run id."
         )?;
         writeln!(out)?;

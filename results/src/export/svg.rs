@@ -8,7 +8,7 @@ use super::Exporter;
 use crate::charts::{ensure_font, FONT};
 use crate::error::{Result, ResultsError};
 use crate::record::{RailResult, RailStatus};
-use crate::summary::{fmt_threshold, Report};
+use crate::summary::{fmt_threshold, size_text, Report};
 
 /// Bar colours, one per series, cycling (Tableau 10).
 const PALETTE: [RGBColor; 10] = [
@@ -75,15 +75,6 @@ fn chart_err<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> 
 #[allow(clippy::cast_precision_loss)]
 fn as_f64(n: usize) -> f64 {
     n as f64
-}
-
-/// A message size as people write it: `64 KiB`, `1 MiB`, `2 B`.
-fn size_text(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
-        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
-        b => format!("{b} B"),
-    }
 }
 
 /// The distinct values of one setting over the rows, in the order met, joined by `/`.
@@ -434,9 +425,8 @@ mod tests {
             .expect("utf-8")
     }
 
-    /// The `width="N"` of the document.
-    fn width(svg: &str) -> u32 {
-        let at = svg.find("width=\"").expect("a width") + 7;
+    /// The number in the attribute value that starts at byte `at` of `svg`.
+    fn number_at(svg: &str, at: usize) -> u32 {
         svg[at..]
             .split('"')
             .next()
@@ -445,19 +435,18 @@ mod tests {
             .expect("a number")
     }
 
+    /// The `width="N"` of the document.
+    fn width(svg: &str) -> u32 {
+        number_at(svg, svg.find("width=\"").expect("a width") + 7)
+    }
+
     /// The x of the text element that says `text` exactly.
     fn text_x(svg: &str, text: &str) -> u32 {
         let end = svg
             .find(&format!(">\n{text}\n</text>"))
             .unwrap_or_else(|| panic!("no text {text}: {svg}"));
         let start = svg[..end].rfind("<text").expect("a text element");
-        let at = svg[start..end].find(" x=\"").expect("x") + start + 4;
-        svg[at..]
-            .split('"')
-            .next()
-            .unwrap()
-            .parse()
-            .expect("a number")
+        number_at(svg, svg[start..end].find(" x=\"").expect("x") + start + 4)
     }
 
     #[test]
