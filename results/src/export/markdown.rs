@@ -98,12 +98,7 @@ fn measured_window<'r>(rows: impl Iterator<Item = &'r RailResult>) -> String {
 /// Distinct values in the order met, all of them when three or fewer, else the first, the
 /// last and how many (`rdma0, …, rdma15 (16)`).
 fn few(values: impl Iterator<Item = String>) -> String {
-    let mut seen: Vec<String> = Vec::new();
-    for v in values {
-        if !seen.contains(&v) {
-            seen.push(v);
-        }
-    }
+    let seen = super::distinct_in_order(values);
     match seen.as_slice() {
         [] => "-".to_string(),
         [first, .., last] if seen.len() > 3 => format!("{first}, …, {last} ({})", seen.len()),

@@ -19,6 +19,17 @@ pub use openmetrics::OpenMetricsExporter;
 pub use png::{svg_to_png, PngExporter};
 pub use svg::SvgExporter;
 
+/// The distinct values, in the order met.
+fn distinct_in_order(values: impl Iterator<Item = String>) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for v in values {
+        if !seen.contains(&v) {
+            seen.push(v);
+        }
+    }
+    seen
+}
+
 /// Turns a [`Report`] into the bytes of one output format.
 pub trait Exporter {
     /// Serialize the whole report.

@@ -82,12 +82,7 @@ fn values<'r>(
     rows: impl Iterator<Item = &'r RailResult>,
     f: impl Fn(&RailResult) -> Option<String>,
 ) -> Option<String> {
-    let mut seen: Vec<String> = Vec::new();
-    for v in rows.filter_map(f) {
-        if !seen.contains(&v) {
-            seen.push(v);
-        }
-    }
+    let seen = super::distinct_in_order(rows.filter_map(f));
     (!seen.is_empty()).then(|| seen.join("/"))
 }
 
