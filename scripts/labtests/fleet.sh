@@ -1,8 +1,8 @@
 # lab: --layout pods --rails 2 --pods 4
 # railsweep fleet (issue 9) over four pods and two rails with the local runner: all 6 pairs in
-# 3 rounds with the pairs of a round running at the same time, a rail taken down on one pod
-# named as the suspect, and a pod's rail slow to answer (netem delay) named for its latency
-# (issue 34). Bandwidths are only compared with each other: rxe under emulation is slow,
+# 3 rounds with the pairs of a round running at the same time, and in one run a rail taken down
+# on one pod and another pod's rail slow to answer (netem delay), each named as a suspect, the
+# second for its latency (issue 34). Bandwidths are only compared with each other: rxe under emulation is slow,
 # and two pairs at once share the guest's one emulated CPU, so a round of 2 rails takes ~30 s.
 TEST_TIMEOUT=${TEST_TIMEOUT:-400}
 # netem delay on podC's rail 1 switch port (r1c: what the rail sends to podC): each latency
@@ -58,38 +58,29 @@ PY
   ! pgrep -x rdmabw >/dev/null || { pgrep -a rdmabw; fail "rdmabw processes left behind"; }
 }
 
-# Rail 1 (net2) down on podC: each of podC's three pairs fails on rail 1, and podC rail 1 is
-# the one suspect. One pair at a time and 3 s per rail: at -D 1 with two pairs sharing the
-# guest's emulated CPU, healthy rails often report a coarse 0.0 Gb/s and look slow too.
-test_fleet_rail_down_is_the_suspect() {
-  in_pod podC ip link set net2 down
-  fleet down -D 3 --max-pairs 1 --margin 10
-  in_pod podC ip link set net2 up
-  [ "$rc" -eq 1 ] || { cat "$T_OUT/down.err"; fail "expected exit 1, got $rc"; }
-  grep -c '^suspect: ' "$T_OUT/down.out" | grep -qx 1 || fail "not exactly one suspect"
-  grep -q '^suspect: node podC rail 1: slow in all 3 of its pairs' "$T_OUT/down.out" || fail "podC rail 1 is not the suspect"
-  grep -q 'measuring them again' "$T_OUT/down.err" || fail "the outliers were not measured again"
-}
-
-# podC's rail 1 slow to answer (netem delay on r1c) under --test bw,lat: its three pairs on rail
-# 1 are latency outliers, measured again, and podC rail 1 is the one suspect, its line naming
-# the latency; no pod is named on rail 0 and no other pod on rail 1. One pair at a time, as the
-# rail-down test, so that no pair shares the guest's CPU and bandwidth noise names no clean pod. The delay is
-# removed however the test ends.
-test_fleet_latency_delay_is_the_suspect() {
+# Two faults planted in one fleet run under --test bw,lat, one pair at a time (so that no pair
+# shares the guest's CPU and bandwidth noise names no clean pod): podB's rail 0 (net1) down, and
+# podC's rail 1 slow to answer (netem delay on r1c). Each of their pairs on that rail is an
+# outlier, measured again, and exactly two suspects are named: podB rail 0 (its three pairs
+# failed) and podC rail 1 with its latency; no other pod, and neither of them on its other rail.
+# Both faults are removed however the test ends.
+test_fleet_rail_down_and_latency_delay_are_the_suspects() {
   tc qdisc del dev r1c root 2>/dev/null || true
-  trap 'tc qdisc del dev r1c root 2>/dev/null || true' EXIT TERM INT
+  trap 'tc qdisc del dev r1c root 2>/dev/null || true; in_pod podB ip link set net1 up' EXIT TERM INT
   tc qdisc add dev r1c root netem delay "${LAT_DELAY_US}us" || fail "tc netem on r1c (is sch_netem loaded?)"
-  fleet lat -D 1 --max-pairs 1 --margin 10 --test bw,lat
+  in_pod podB ip link set net1 down
+  fleet faults -D 1 --max-pairs 1 --margin 10 --test bw,lat
+  in_pod podB ip link set net1 up
   tc qdisc del dev r1c root || fail "removing the netem qdisc from r1c"
-  python3 - "$T_OUT/lat/fleet.csv" <<'PY' || true
+  python3 - "$T_OUT/faults/fleet.csv" <<'PY' || true
 import csv, sys
 for r in csv.DictReader(open(sys.argv[1])):
     print(f"{r['client_pod']}->{r['server_pod']} rail {r['rail']}: {r['status']} {r['bw_avg_gbps']} Gb/s, p50/p99 {r['lat_p50_us']}/{r['lat_p99_us']} us")
 PY
-  [ "$rc" -eq 1 ] || { cat "$T_OUT/lat.err"; fail "expected exit 1, got $rc"; }
-  grep -c '^suspect: ' "$T_OUT/lat.out" | grep -qx 1 || fail "not exactly one suspect"
-  grep -q '^suspect: node podC rail 1: slow in all 3 of its pairs.*; latency: p99 [0-9.]* us in [1-3] of its pairs' "$T_OUT/lat.out" \
+  [ "$rc" -eq 1 ] || { cat "$T_OUT/faults.err"; fail "expected exit 1, got $rc"; }
+  grep -c '^suspect: ' "$T_OUT/faults.out" | grep -qx 2 || fail "not exactly two suspects"
+  grep -q '^suspect: node podB rail 0: slow in all 3 of its pairs' "$T_OUT/faults.out" || fail "podB rail 0 (down) is not a suspect"
+  grep -q '^suspect: node podC rail 1: slow in all 3 of its pairs.*; latency: p99 [0-9.]* us in [1-3] of its pairs' "$T_OUT/faults.out" \
     || fail "podC rail 1 is not the suspect for its latency"
-  grep -q 'measuring them again' "$T_OUT/lat.err" || fail "the outliers were not measured again"
+  grep -q 'measuring them again' "$T_OUT/faults.err" || fail "the outliers were not measured again"
 }
