@@ -194,6 +194,7 @@ test_railsweep_compare_hostnetwork_sriov_across_nodes() {
   rn_wait_resource node-b "smarter-devices/infiniband_uverbs$((LAB_RAILS + last))" 120
   for attempt in 1 2 3; do
     rc=0 t0=$(now)
+    rm -f "$T_OUT"/cmp.*csv "$T_OUT"/cmp.md "$T_OUT"/cmp.svg
     "$RAILSWEEP" compare --modes hostnetwork,sriov --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
       --networks "sriov:sriov-rail-{0..$last}" --rdma-resource "sriov:smarter-devices/infiniband_uverbs{$LAB_RAILS..$((LAB_RAILS + last))}=1" \
       -o "$T_OUT/cmp.csv" >"$T_OUT/cmp.out" 2>"$T_OUT/cmp.err" || rc=$?
@@ -356,6 +357,7 @@ test_railsweep_ipvlan_across_nodes() {
   rn_wait_resource node-b smarter-devices/infiniband_uverbs0 120
   for attempt in 1 2 3; do
     rc=0 t0=$(now)
+    rm -f "$T_OUT"/sweep*.csv
     "$RAILSWEEP" run --mode ipvlan --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
       --networks "rdma-ipvlan-{0..$((LAB_RAILS - 1))}" --rdma-resource "smarter-devices/infiniband_uverbs{0..$((LAB_RAILS - 1))}=1" \
       -o "$T_OUT/sweep.csv" >"$T_OUT/sweep.out" 2>"$T_OUT/sweep.err" || rc=$?
