@@ -465,9 +465,8 @@ async fn the_readmes_quick_start_works_with_deploys_account_as_applied() {
     c.write_token_kubeconfig(ns, &token, &kc);
     let kc_s = kc.display().to_string();
     let fake = f.path().display().to_string();
-    let csv = f.file("quick.csv");
-    let csv_s = csv.display().to_string();
-    let railsweep = |namespace: &str| {
+    let railsweep = |namespace: &str, csv: &std::path::Path| {
+        let csv_s = csv.display().to_string();
         let args = [
             "run",
             "-n",
@@ -496,7 +495,8 @@ async fn the_readmes_quick_start_works_with_deploys_account_as_applied() {
                 .expect("railsweep runs")
         }
     };
-    let r = railsweep(ns).await;
+    let csv = f.file("quick.csv");
+    let r = railsweep(ns, &csv).await;
     let err = String::from_utf8_lossy(&r.stderr).into_owned();
     assert_eq!(r.status.code(), Some(0), "{err}");
     let rows = results::read_path(&csv).expect("reads the results");
@@ -511,7 +511,7 @@ async fn the_readmes_quick_start_works_with_deploys_account_as_applied() {
     }
 
     // Pods of another namespace: railsweep says the server's 403 as kubectl would, and exits 2.
-    let r = railsweep("default").await;
+    let r = railsweep("default", &f.file("default.csv")).await;
     let err = String::from_utf8_lossy(&r.stderr).into_owned();
     assert_eq!(r.status.code(), Some(2), "{err}");
     assert!(err.contains("Error from server (Forbidden)"), "{err}");
