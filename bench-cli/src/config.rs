@@ -307,9 +307,12 @@ pub fn resolve(cli: Cli, secrets: &mut SecretInput<'_>) -> Result<Config, Usage>
         },
     };
     let a = args;
+    if lat.is_some() {
+        crate::lat::refuse_test_flags(&a)?;
+    }
     let (params, pinned) = test_params(&a)?;
     let (params, pinned) = match lat {
-        Some(_) => crate::lat::params(&a, params, pinned)?,
+        Some(_) => crate::lat::params(params, pinned)?,
         None => (params, pinned),
     };
     let mut tuning = tuning(&a, &params.sizes)?;

@@ -31,9 +31,32 @@ pub const MIN_ITERS: u64 = 5;
 /// ib_write_lat's default inline size for RDMA WRITE.
 pub const DEFAULT_INLINE: u32 = 220;
 
-/// `rdmabw lat [flags] [HOST]`.
+/// `rdmabw lat [flags] [HOST]`. Its help leaves out the test flags it refuses
+/// ([`refuse_test_flags`]; a test checks that every flag refused is hidden here and every flag
+/// hidden here is refused), and says what `--json` and `--report-both` do in a latency test.
 #[derive(Debug, Args)]
 #[command(version)]
+#[command(mut_arg("qp", |a| a.hide(true)))]
+#[command(mut_arg("bidirectional", |a| a.hide(true)))]
+#[command(mut_arg("run_infinitely", |a| a.hide(true)))]
+#[command(mut_arg("data_validation", |a| a.hide(true)))]
+#[command(mut_arg("rate_limit", |a| a.hide(true)))]
+#[command(mut_arg("rate_units", |a| a.hide(true)))]
+#[command(mut_arg("burst_size", |a| a.hide(true)))]
+#[command(mut_arg("rate_limit_type", |a| a.hide(true)))]
+#[command(mut_arg("use_cuda", |a| a.hide(true)))]
+#[command(mut_arg("cuda_bus_id", |a| a.hide(true)))]
+#[command(mut_arg("cuda_mem", |a| a.hide(true)))]
+#[command(mut_arg("use_cuda_dmabuf", |a| a.hide(true)))]
+#[command(mut_arg("min_gbps", |a| a.hide(true)))]
+#[command(mut_arg("min_line_rate_pct", |a| a.hide(true)))]
+#[command(mut_arg("limit_bw", |a| a.hide(true)))]
+#[command(mut_arg("limit_msgrate", |a| a.hide(true)))]
+#[command(mut_arg("output_figure", |a| a.hide(true)))]
+#[command(mut_arg("cpu_util", |a| a.hide(true)))]
+#[command(mut_arg("report_counters", |a| a.hide(true)))]
+#[command(mut_arg("json", |a| a.help("One JSON document (a LatReport) on stdout")))]
+#[command(mut_arg("report_both", |a| a.help("Also the table the peer measured")))]
 pub struct LatCmd {
     /// The server to measure against (client); without it, serve one test (as ib_write_lat).
     #[arg(value_name = "HOST")]
@@ -106,33 +129,43 @@ fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
     Err(Usage(msg.into()))
 }
 
-/// The test flags of a latency test: ib_write_lat's defaults where none was given, and the
-/// flags that do not apply to a ping-pong of one QP refused by name.
-pub fn params(
-    a: &TestArgs,
-    mut params: TestParams,
-    mut pinned: Pinned,
-) -> Result<(TestParams, Pinned), Usage> {
-    let not_for_lat: [(bool, &str); 9] = [
+/// The test flags that do not fit a ping-pong of one QP, refused by name when given (before
+/// any other check of the test flags, so that the refusal is what a user reads); `LatCmd`
+/// leaves each out of `rdmabw lat`'s help.
+pub fn refuse_test_flags(a: &TestArgs) -> Result<(), Usage> {
+    if let Some(q) = a.flags.qp.filter(|q| *q != 1) {
+        return usage(format!(
+            "-q {q}: a latency test runs one QP (as ib_write_lat): leave -q out"
+        ));
+    }
+    let not_for_lat: &[(bool, &str)] = &[
         (
-            params.bidirectional,
+            a.flags.transport.bidirectional,
             "-b/--bidirectional: both sides already write in turn",
         ),
         (
-            params.run_infinitely,
+            a.run_infinitely,
             "--run_infinitely: run -D SECONDS, or several tests",
         ),
         (
-            params.data_validation,
+            a.flags.transport.data_validation,
             "--data_validation: the ping-pong checks only the last byte of each write",
         ),
         (
-            a.rate_limit.is_some(),
-            "--rate_limit: the ping-pong sends one write per round trip",
+            a.rate_limit.is_some()
+                || a.rate_units.is_some()
+                || a.burst_size.is_some()
+                || a.rate_limit_type.is_some(),
+            "--rate_limit (and --rate_units, --burst_size, --rate_limit_type): the ping-pong \
+             sends one write per round trip",
         ),
         (
-            a.use_cuda.is_some() || a.cuda_bus_id.is_some() || a.use_cuda_dmabuf,
-            "--use_cuda: the ping-pong polls host memory for the peer's write",
+            a.use_cuda.is_some()
+                || a.cuda_bus_id.is_some()
+                || a.cuda_mem.is_some()
+                || a.use_cuda_dmabuf,
+            "--use_cuda (and --cuda-bus-id, --cuda-mem, --use_cuda_dmabuf): the ping-pong polls \
+             host memory for the peer's write",
         ),
         (
             a.flags.min_gbps.is_some()
@@ -149,16 +182,21 @@ pub fn params(
             a.cpu_util,
             "--cpu_util: ib_write_lat takes it for duration tests; rdmabw lat does not measure CPU",
         ),
+        (
+            a.report_counters.is_some(),
+            "-W/--report-counters: a latency test reports no counter deltas; read `rdmabw \
+             counters` before and after it",
+        ),
     ];
-    if let Some((_, why)) = not_for_lat.iter().find(|(set, _)| *set) {
-        return usage(format!("not a flag of rdmabw lat: {why}"));
+    match not_for_lat.iter().find(|(set, _)| *set) {
+        Some((_, why)) => usage(format!("not a flag of rdmabw lat: {why}")),
+        None => Ok(()),
     }
-    if pinned.qps && params.qps != 1 {
-        return usage(format!(
-            "-q {}: a latency test runs one QP (as ib_write_lat)",
-            params.qps
-        ));
-    }
+}
+
+/// The test flags of a latency test: ib_write_lat's defaults where none was given. The flags
+/// that do not apply to a ping-pong of one QP were refused by [`refuse_test_flags`].
+pub fn params(mut params: TestParams, mut pinned: Pinned) -> Result<(TestParams, Pinned), Usage> {
     params.qps = 1;
     pinned.qps = true;
     if !pinned.sizes {
@@ -477,6 +515,13 @@ mod tests {
     fn flags_that_do_not_fit_a_ping_pong_are_refused_by_name() {
         for (args, words) in [
             (&["lat", "-q", "2", "h"][..], "-q 2"),
+            (
+                &["lat", "--run_infinitely", "h"][..],
+                "not a flag of rdmabw lat: --run_infinitely",
+            ),
+            (&["lat", "--rate_units", "g", "h"][..], "--rate_limit"),
+            (&["lat", "--cuda-mem", "dmabuf", "h"][..], "--use_cuda"),
+            (&["lat", "-W", "all", "h"][..], "rdmabw counters"),
             (&["lat", "-b", "127.0.0.1"][..], "-b/--bidirectional"),
             (&["lat", "-n", "4", "127.0.0.1"][..], "at least 5"),
             (&["lat", "-a", "-D", "2", "127.0.0.1"][..], "-a with -D"),
@@ -548,6 +593,163 @@ mod tests {
         let d = table(&[row(2, &[4000, 2000, 6000], None)], true, None);
         let f: Vec<&str> = d.lines().nth(2).unwrap().split_whitespace().collect();
         assert_eq!(f, ["2", "4", "2.00", "250000.00"]);
+    }
+
+    /// The flags a help text lists: the words of the options' own lines, not of their
+    /// descriptions or the examples.
+    fn listed(help: &str) -> Vec<String> {
+        help.lines()
+            .filter(|l| (2..=6).contains(&(l.len() - l.trim_start().len())))
+            .filter(|l| l.trim_start().starts_with('-'))
+            .flat_map(|l| l.split(|c: char| c.is_whitespace() || c == ','))
+            .filter(|w| w.starts_with('-'))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// `-h` and `--help` of `cmd`.
+    fn helps(cmd: &mut clap::Command) -> [String; 2] {
+        [
+            cmd.render_help().to_string(),
+            cmd.render_long_help().to_string(),
+        ]
+    }
+
+    /// Whether `e` is `rdmabw lat` refusing a test flag that does not fit a ping-pong.
+    fn refused_by_lat(e: &Usage) -> bool {
+        e.0.starts_with("not a flag of rdmabw lat: ") || e.0.contains("a latency test runs one QP")
+    }
+
+    /// Issue 33: `rdmabw lat -h` listed bandwidth flags that its tests refuse. Each test flag
+    /// is tried on `rdmabw lat`: one it refuses is in neither `-h` nor `--help`, and one its
+    /// help hides (and the bandwidth help does not) is refused; so a refused flag that comes
+    /// back into the help, or a hidden one that is taken, fails here.
+    #[test]
+    fn lat_help_lists_no_flag_that_lat_refuses_and_hides_none_it_takes() {
+        let mut cli = crate::cli::Cli::command();
+        cli.build();
+        let hidden_for_bw: Vec<String> = cli
+            .get_arguments()
+            .filter(|a| a.is_hide_set())
+            .map(|a| a.get_id().to_string())
+            .collect();
+        let lat = cli.find_subcommand_mut("lat").expect("a lat subcommand");
+        let helps = helps(lat);
+        let mut refused = Vec::new();
+        for arg in lat.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if ["help", "version"].contains(&long) {
+                continue;
+            }
+            let flag = format!("--{long}");
+            let mut args = vec!["lat", flag.as_str()];
+            if arg.get_action().takes_values() {
+                args.push(if long == "output" { "bandwidth" } else { "2" });
+            }
+            args.push("127.0.0.1");
+            let is_refused = matches!(resolve(&args), Err(e) if refused_by_lat(&e));
+            let hidden = arg.is_hide_set() && !hidden_for_bw.contains(&arg.get_id().to_string());
+            assert_eq!(
+                is_refused, hidden,
+                "{args:?}: refused by rdmabw lat: {is_refused}; hidden in its help: {hidden}"
+            );
+            if is_refused {
+                let names: Vec<String> = std::iter::once(flag.clone())
+                    .chain(arg.get_short().map(|c| format!("-{c}")))
+                    .collect();
+                for h in &helps {
+                    let l = listed(h);
+                    for n in &names {
+                        assert!(!l.contains(n), "rdmabw lat's help lists {n}:\n{h}");
+                    }
+                }
+                refused.push(flag);
+            }
+        }
+        // The probe found the refusals (the bandwidth-only flags), not nothing.
+        for f in [
+            "--qp",
+            "--bidirectional",
+            "--rate_limit",
+            "--use_cuda",
+            "--min-gbps",
+        ] {
+            assert!(
+                refused.iter().any(|r| r == f),
+                "{f} not refused: {refused:?}"
+            );
+        }
+        assert!(refused.len() >= 19, "{refused:?}");
+        for h in &helps {
+            let l = listed(h);
+            for taken in [
+                "-s",
+                "-n",
+                "-D",
+                "--tclass",
+                "--netdev",
+                "-U",
+                "--max-p99-us",
+            ] {
+                assert!(l.iter().any(|f| f == taken), "lat help lacks {taken}:\n{h}");
+            }
+            // Headings whose flags are all hidden are gone, and --json names the latency report.
+            assert!(!h.contains("Rate limiter:") && !h.contains("\nGPU:"), "{h}");
+            assert!(h.contains("LatReport") && !h.contains("BwReport"), "{h}");
+        }
+    }
+
+    /// The other way: the latency flags (`-U`, `-H`, `-C`, `--max-p99-us`) are `rdmabw lat`'s
+    /// alone; no bandwidth command's help lists them and none takes them.
+    #[test]
+    fn bandwidth_help_lists_no_latency_flag() {
+        use clap::Args;
+        let only = LatArgs::augment_args(clap::Command::new("lat-only"));
+        let lat_only: Vec<(String, bool)> = only
+            .get_arguments()
+            .flat_map(|a| {
+                let v = a.get_action().takes_values();
+                a.get_long()
+                    .map(|l| format!("--{l}"))
+                    .into_iter()
+                    .chain(a.get_short().map(|c| format!("-{c}")))
+                    .map(move |n| (n, v))
+            })
+            .collect();
+        assert!(lat_only.len() >= 7, "{lat_only:?}");
+        let mut cli = crate::cli::Cli::command();
+        cli.build();
+        let mut texts: Vec<(String, String)> = helps(&mut cli)
+            .into_iter()
+            .map(|h| ("rdmabw".to_string(), h))
+            .collect();
+        for role in ["server", "client"] {
+            let sub = cli.find_subcommand_mut(role).expect("subcommand");
+            texts.extend(helps(sub).into_iter().map(|h| (role.to_string(), h)));
+        }
+        for (cmd, h) in &texts {
+            let l = listed(h);
+            for (f, _) in &lat_only {
+                assert!(!l.contains(f), "{cmd} help lists {f}:\n{h}");
+            }
+        }
+        for (f, takes_value) in &lat_only {
+            for pre in [&[][..], &["client"], &["server"]] {
+                let mut args = vec!["rdmabw"];
+                args.extend_from_slice(pre);
+                args.push(f);
+                if *takes_value {
+                    args.push("5");
+                }
+                if pre != ["server"] {
+                    args.push("127.0.0.1");
+                }
+                assert!(
+                    crate::cli::Cli::try_parse_from(&args).is_err(),
+                    "{args:?} is taken"
+                );
+            }
+        }
     }
 
     /// Every long name, alias and short letter `rdmabw lat` takes.

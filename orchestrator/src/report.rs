@@ -50,12 +50,13 @@ pub struct ReportArgs {
     pub output: Option<PathBuf>,
 
     /// Count rails under this average bandwidth as below threshold, instead of
-    /// the status recorded when they were measured.
+    /// the status recorded when they were measured (not for a fleet's rows: refused).
     #[arg(long, value_name = "GBPS", value_parser = parse_gbps, help_heading = heading::VERDICTS)]
     pub threshold_gbps: Option<f64>,
 
     /// Name a column of the tables and the chart instead of by its mode: KEY is a run id or a
-    /// network mode (repeat it: `--label sriov=VFs --label 20250601T100000Z=before`).
+    /// network mode (repeat it: `--label sriov=VFs --label 20250601T100000Z=before`); not for a
+    /// fleet's rows, whose columns are rails (refused).
     #[arg(long, value_name = "RUN_OR_MODE=NAME", value_parser = parse_label, help_heading = heading::OUTPUT)]
     pub label: Vec<(String, String)>,
 
@@ -169,12 +170,62 @@ fn refuse_binary_on_a_terminal(args: &ReportArgs, format: Format) -> Result<()> 
     Ok(())
 }
 
+/// The flags of `report` that judge or name the columns of a comparison of runs, each with what
+/// to do instead when the input is a fleet's rows: the fleet's view has a row per node and a
+/// column per rail, and judges each against its rail's fleet median, so none of them would
+/// change it. The one place that says which flags a fleet input refuses.
+fn not_for_a_fleet(args: &ReportArgs) -> Vec<(&'static str, &'static str)> {
+    let rules: [(bool, &str, &str); 3] = [
+        (
+            args.threshold_gbps.is_some(),
+            "--threshold-gbps",
+            "a fleet's node is judged rail by rail against that rail's fleet median, not a fixed \
+             bandwidth (when measuring: `railsweep fleet --outlier-pct`); \
+             leave it out, or report one pair's CSV (pairs/ of the fleet's directory) with it",
+        ),
+        (
+            !args.label.is_empty(),
+            "--label",
+            "a fleet's view has a row per node and a column per rail, no column per mode or run \
+             to name; leave it out",
+        ),
+        (
+            args.lat.max_p99_us.is_some(),
+            "--max-p99-us",
+            "a fleet's view judges bandwidth; its latency outliers are judged when it measures \
+             (`railsweep fleet --test bw,lat --lat-outlier-factor K`); leave it out, or report \
+             one pair's CSV (pairs/ of the fleet's directory) with it",
+        ),
+    ];
+    rules
+        .into_iter()
+        .filter(|(given, _, _)| *given)
+        .map(|(_, flag, instead)| (flag, instead))
+        .collect()
+}
+
+/// A fleet's rows given a flag of [`not_for_a_fleet`] is a usage error naming each such flag
+/// and what to do instead.
+fn refuse_for_a_fleet(args: &ReportArgs) -> Result<()> {
+    let refused = not_for_a_fleet(args);
+    if refused.is_empty() {
+        return Ok(());
+    }
+    let said: Vec<String> = refused
+        .iter()
+        .map(|(flag, instead)| format!("{flag} does not apply to a fleet's rows: {instead}"))
+        .collect();
+    Err(UsageError(said.join("; ")).into())
+}
+
 /// `railsweep report` of a fleet's rows (its fleet.csv): markdown, SVG and PNG show the nodes x
 /// rails view ([`orchestrator::fleet::nodemap`]); CSV, JSON and OpenMetrics are the rows, as for
-/// any run. 1 when a node's rail failed in every pair or is below the fleet's outlier limit.
+/// any run. 1 when a node's rail failed in every pair or is below the fleet's outlier limit;
+/// the flags of [`not_for_a_fleet`] are refused.
 fn fleet(args: &ReportArgs, rows: Vec<results::RailResult>, format: Format) -> Result<Verdict> {
     use orchestrator::fleet::culprit::Threshold;
     use orchestrator::fleet::nodemap::NodeRails;
+    refuse_for_a_fleet(args)?;
     let view = NodeRails::new(&rows);
     let t = Threshold::default();
     results::say!(
@@ -291,5 +342,73 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
         Ok(Verdict::Problems)
     } else {
         Ok(Verdict::Ok)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Report {
+        #[command(flatten)]
+        args: ReportArgs,
+    }
+
+    fn args(a: &[&str]) -> ReportArgs {
+        Report::try_parse_from(std::iter::once("report").chain(a.iter().copied()))
+            .expect("the arguments parse")
+            .args
+    }
+
+    /// Issue 33: `report fleet.csv --label ...` and `--threshold-gbps` were taken and left out
+    /// of the fleet's view without a word. Each flag a fleet's view cannot use is a usage error
+    /// that names it and what to do instead.
+    #[test]
+    fn each_flag_a_fleet_cannot_use_is_refused_by_name_with_what_to_do() {
+        for (flag, value, instead) in [
+            ("--threshold-gbps", "90", "--outlier-pct"),
+            ("--label", "lab=before", "leave it out"),
+            ("--max-p99-us", "20", "--lat-outlier-factor"),
+        ] {
+            let e = refuse_for_a_fleet(&args(&["fleet.csv", flag, value]))
+                .expect_err("refused for a fleet");
+            assert!(e.downcast_ref::<UsageError>().is_some(), "{flag}: {e:#}");
+            let said = e.to_string();
+            assert!(
+                said.starts_with(&format!("{flag} does not apply to a fleet's rows: ")),
+                "{said}"
+            );
+            assert!(said.contains(instead), "{flag}: {said}");
+        }
+        // Given together, each is named.
+        let e = refuse_for_a_fleet(&args(&[
+            "fleet.csv",
+            "--label",
+            "lab=x",
+            "--threshold-gbps",
+            "90",
+            "--max-p99-us",
+            "5",
+        ]))
+        .expect_err("refused");
+        for flag in ["--threshold-gbps", "--label", "--max-p99-us"] {
+            assert!(e.to_string().contains(flag), "{e}");
+        }
+    }
+
+    /// The flags a fleet's report does use are not refused.
+    #[test]
+    fn the_flags_a_fleet_uses_are_taken() {
+        for a in [
+            &["fleet.csv"][..],
+            &["fleet.csv", "-o", "fleet.png"],
+            &["fleet.csv", "-f", "openmetrics"],
+            &["a.csv", "b.csv", "--format", "csv", "--output", "-"],
+        ] {
+            assert!(refuse_for_a_fleet(&args(a)).is_ok(), "{a:?}");
+            assert!(not_for_a_fleet(&args(a)).is_empty(), "{a:?}");
+        }
     }
 }

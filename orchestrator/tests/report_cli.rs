@@ -540,3 +540,60 @@ fn a_fleets_csv_is_reported_per_node_and_rail() {
     let bytes = std::fs::read(&png).expect("png written");
     assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
 }
+
+fn fleet_fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fleet-4x2-rail-down.csv")
+}
+
+/// Issue 33: `railsweep report fleet.csv --label KEY=NAME` (and `--threshold-gbps`,
+/// `--max-p99-us`) drew the fleet's heatmap as if the flag had not been given. Each is refused
+/// (exit 2) by name with what to do instead, before anything is written.
+#[test]
+fn a_fleets_csv_refuses_the_flags_its_view_cannot_use() {
+    let csv = fleet_fixture();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let png = dir.path().join("fleet.png");
+    for (flag, value) in [
+        ("--threshold-gbps", "90"),
+        ("--label", "lab=before"),
+        ("--max-p99-us", "20"),
+    ] {
+        for extra in [&[][..], &["-o", path_str(&png)][..]] {
+            let mut a = vec!["report", path_str(&csv), flag, value];
+            a.extend_from_slice(extra);
+            let out = railsweep(&a);
+            assert_eq!(out.status.code(), Some(2), "{a:?}: {}", text(&out.stderr));
+            assert_says(
+                &out.stderr,
+                &format!("railsweep: error: {flag} does not apply to a fleet's rows: "),
+            );
+            assert!(out.stdout.is_empty(), "{a:?}: {}", text(&out.stdout));
+            assert!(!png.exists(), "{a:?} wrote {}", png.display());
+            assert!(!text(&out.stderr).contains("{ "), "{}", text(&out.stderr));
+        }
+    }
+}
+
+/// What a fleet's report takes still works: the rows as CSV, JSON and OpenMetrics, the view as
+/// markdown and SVG (exit 1: the fixture's podC rail 1 is down).
+#[test]
+fn a_fleets_csv_is_still_written_in_every_format() {
+    let csv = fleet_fixture();
+    for (format, says) in [
+        ("markdown", "# Fleet: 4 nodes x 2 rails"),
+        ("svg", "<svg"),
+        ("csv", "schema_version,run_id,"),
+        ("json", "\"schema_version\""),
+        ("openmetrics", "railbench_rail_bandwidth_gbps"),
+    ] {
+        let out = railsweep(&["report", path_str(&csv), "--format", format]);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{format}: {}",
+            text(&out.stderr)
+        );
+        assert_says(&out.stdout, says);
+        assert_says(&out.stderr, "podC rail 1");
+    }
+}

@@ -463,6 +463,13 @@ test_railsweep_explains_pods_that_cannot_start() {
   fail "railsweep's pods still there 60 s after it ended: $(pods_in lab | tr '\n' ' ')"
 }
 
+# rn_lines FILE: the lines of FILE, 0 while it does not exist yet (without a word: in
+# `wc -l <FILE 2>/dev/null` the shell opens FILE before it moves stderr, and says "No such file
+# or directory" on each poll).
+rn_lines() {
+  if [ -f "$1" ]; then wc -l <"$1"; else echo 0; fi
+}
+
 # Issue 36, item 5: Ctrl-C in the middle of a sweep on real nodes. railsweep's hostnetwork pods
 # measure rail 0 (its row written), then rail 1; one SIGINT during rail 1: exit 130, rail 0's row
 # kept and rail 1 not written (--resume would measure it), the pods deleted and gone from the API
@@ -479,11 +486,11 @@ test_railsweep_ctrl_c_across_nodes() {
   pid=$!
   # Rail 0's row (the CSV's second line), then rail 1 is measuring.
   for _ in $(seq 400); do
-    [ "$(wc -l <"$T_OUT/int.csv" 2>/dev/null || echo 0)" -ge 2 ] && break
+    [ "$(rn_lines "$T_OUT/int.csv")" -ge 2 ] && break
     kill -0 "$pid" 2>/dev/null || { cat "$T_OUT/int.err"; fail "railsweep ended before rail 0's row was written"; }
     sleep 0.5
   done
-  [ "$(wc -l <"$T_OUT/int.csv" 2>/dev/null || echo 0)" -ge 2 ] || { cat "$T_OUT/int.err"; fail "no row for rail 0 after 200 s"; }
+  [ "$(rn_lines "$T_OUT/int.csv")" -ge 2 ] || { cat "$T_OUT/int.err"; fail "no row for rail 0 after 200 s"; }
   echo "rail 0's row written $(elapsed "$t0") s after the start"
   kube GET "/api/v1/namespaces/lab/pods?labelSelector=app.kubernetes.io%2Fmanaged-by%3Drailsweep" >"$T_OUT/pods.json"
   pods=$(python3 -c 'import json, sys

@@ -357,3 +357,238 @@ async fn the_cronjobs_pod_passes_the_restricted_pod_security_level() {
     }
     c.delete_namespace(&ns).await;
 }
+
+/// Applies every object of deploy/`file` as it is (its names and namespace untouched), as
+/// `kubectl apply --server-side -f deploy/FILE` does: again on a later run, it changes nothing.
+async fn apply_as_shipped(c: &TestCluster, file: &str) {
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+    use serde::Deserialize;
+    let path = format!("{}/../deploy/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reads {path}: {e}"));
+    for doc in serde_yaml::Deserializer::from_str(&text) {
+        let obj: Value = serde_yaml::Value::deserialize(doc)
+            .and_then(serde_yaml::from_value)
+            .expect("YAML");
+        let (api_version, kind) = (
+            obj["apiVersion"].as_str().expect("apiVersion"),
+            obj["kind"].as_str().expect("kind"),
+        );
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
+        let name = obj["metadata"]["name"]
+            .as_str()
+            .expect("a name")
+            .to_string();
+        let api: Api<DynamicObject> = match obj["metadata"]["namespace"].as_str() {
+            Some(ns) => Api::namespaced_with(c.client.clone(), ns, &ar),
+            None => Api::all_with(c.client.clone(), &ar),
+        };
+        api.patch(
+            &name,
+            &PatchParams::apply("kubectl").force(),
+            &Patch::Apply(&obj),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("applies deploy/{file}'s {kind} {name}: {e}"));
+    }
+}
+
+/// A token of service account `sa` in `ns`, as `kubectl -n NS create token SA` gives.
+async fn create_token(c: &TestCluster, ns: &str, sa: &str) -> String {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+    let sas: Api<ServiceAccount> = Api::namespaced(c.client.clone(), ns);
+    let tr = sas
+        .create_token_request(
+            sa,
+            &PostParams::default(),
+            &TokenRequest {
+                metadata: Default::default(),
+                spec: Some(TokenRequestSpec {
+                    audiences: Some(vec![]),
+                    expiration_seconds: Some(3600),
+                    ..TokenRequestSpec::default()
+                }),
+                status: None,
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("issues a token for {ns}/{sa}: {e}"));
+    tr.status.expect("a token").token.expect("a token")
+}
+
+/// Whether `r` is the API server's 403.
+fn forbidden<T: std::fmt::Debug>(r: Result<T, kube::Error>, what: &str) {
+    match r {
+        Err(kube::Error::Api(e)) => assert_eq!(e.code, 403, "{what}: {e:?}"),
+        other => panic!("{what}: deploy/rbac.yaml's account was let: {other:?}"),
+    }
+}
+
+/// The README's quick start as written, with deploy/ applied as it is: `kubectl apply -f
+/// deploy/namespace.yaml -f deploy/rbac.yaml`, `kubectl -n railbench create token railsweep`,
+/// then `railsweep run -n railbench --client-pod A --server-pod B --tclass 41` with that token
+/// (`--inject`, the README's way for pods without rdmabw in their image, copying the fake): every
+/// rail is measured, exit 0. The same token is refused what deploy/rbac.yaml does not grant:
+/// railsweep on pods of another namespace (exit 2, the server's 403 in kubectl's words), and at
+/// the API server, secrets, pods elsewhere, deleting the namespace, writing a node. The pods are
+/// named after this process (A and B could be left from an earlier run); `railbench` stays, as
+/// deploy/ leaves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readmes_quick_start_works_with_deploys_account_as_applied() {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::ListParams;
+    use kube::runtime::wait::await_condition;
+    let c = TestCluster::get().await;
+    for file in ["namespace.yaml", "rbac.yaml"] {
+        apply_as_shipped(&c, file).await;
+    }
+    let ns = "railbench";
+    let sa: Api<ServiceAccount> = Api::namespaced(c.client.clone(), ns);
+    let ready = tokio::time::timeout(
+        Duration::from_secs(30),
+        await_condition(sa, "default", |s: Option<&ServiceAccount>| s.is_some()),
+    )
+    .await;
+    assert!(
+        matches!(ready, Ok(Ok(_))),
+        "no default service account in {ns}"
+    );
+    let f = crate::support::fake::Fake::new(2);
+    let (a, b) = (
+        format!("quick-a-{}", std::process::id()),
+        format!("quick-b-{}", std::process::id()),
+    );
+    c.pod(ns, &a, "node-a", false, "rdmabw").await;
+    c.pod(ns, &b, "node-b", false, "rdmabw").await;
+    let token = create_token(&c, ns, "railsweep").await;
+    let kc = f.file("kubeconfig");
+    c.write_token_kubeconfig(ns, &token, &kc);
+    let kc_s = kc.display().to_string();
+    let fake = f.path().display().to_string();
+    let railsweep = |namespace: &str, csv: &std::path::Path| {
+        let csv_s = csv.display().to_string();
+        let args = [
+            "run",
+            "-n",
+            namespace,
+            "--client-pod",
+            &a,
+            "--server-pod",
+            &b,
+            "--tclass",
+            "41",
+            "--kubeconfig",
+            &kc_s,
+            "--inject",
+            "--inject-binary",
+            &fake,
+            "-o",
+            &csv_s,
+        ]
+        .map(str::to_string);
+        async move {
+            tokio::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
+                .args(args)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .await
+                .expect("railsweep runs")
+        }
+    };
+    let csv = f.file("quick.csv");
+    let r = railsweep(ns, &csv).await;
+    let err = String::from_utf8_lossy(&r.stderr).into_owned();
+    assert_eq!(r.status.code(), Some(0), "{err}");
+    let rows = results::read_path(&csv).expect("reads the results");
+    assert_eq!(rows.len(), 2, "{err}");
+    for row in &rows {
+        assert_eq!(row.status, results::RailStatus::Ok, "{row:?}");
+        assert_eq!(row.client_pod.as_deref(), Some(a.as_str()));
+        assert_eq!(
+            (row.client_node.as_str(), row.server_node.as_str()),
+            ("node-a", "node-b")
+        );
+    }
+
+    // Pods of another namespace: railsweep says the server's 403 as kubectl would, and exits 2.
+    let r = railsweep("default", &f.file("default.csv")).await;
+    let err = String::from_utf8_lossy(&r.stderr).into_owned();
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(err.contains("Error from server (Forbidden)"), "{err}");
+    assert!(
+        err.contains("cannot get resource \"pods\"") && err.contains("\"default\""),
+        "{err}"
+    );
+    assert!(
+        !err.contains("Status {") && !err.contains("ApiError"),
+        "{err}"
+    );
+
+    // What deploy/rbac.yaml grants, and what it does not (dry runs: nothing changes if let).
+    let user = client_of(&kc).await;
+    let pods: Api<Pod> = Api::namespaced(user.clone(), ns);
+    pods.list(&ListParams::default())
+        .await
+        .expect("lists pods in railbench");
+    Api::<Node>::all(user.clone())
+        .list(&ListParams::default())
+        .await
+        .expect("lists nodes (fleet --nodes SELECTOR)");
+    forbidden(
+        Api::<Secret>::namespaced(user.clone(), ns)
+            .list(&ListParams::default())
+            .await,
+        "list secrets in railbench",
+    );
+    let dry = DeleteParams {
+        dry_run: true,
+        ..DeleteParams::default()
+    };
+    forbidden(
+        Api::<k8s_openapi::api::core::v1::Namespace>::all(user.clone())
+            .delete(ns, &dry)
+            .await,
+        "delete namespace railbench",
+    );
+    let pod: Pod = pods.get(&a).await.expect("gets its pod");
+    let mut elsewhere = Pod {
+        metadata: kube::api::ObjectMeta {
+            name: Some(a.clone()),
+            namespace: Some("default".into()),
+            ..Default::default()
+        },
+        spec: pod.spec,
+        status: None,
+    };
+    if let Some(s) = elsewhere.spec.as_mut() {
+        s.node_name = None;
+    }
+    let pp = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    forbidden(
+        Api::<Pod>::namespaced(user.clone(), "default")
+            .create(&pp, &elsewhere)
+            .await,
+        "create a pod in default",
+    );
+    forbidden(
+        Api::<Node>::all(user)
+            .patch(
+                "node-a",
+                &PatchParams {
+                    dry_run: true,
+                    ..PatchParams::default()
+                },
+                &Patch::Merge(json!({ "metadata": { "labels": { "railbench.io/rails": "ok" } } })),
+            )
+            .await,
+        "patch node node-a",
+    );
+
+    let admin: Api<Pod> = Api::namespaced(c.client.clone(), ns);
+    for p in [&a, &b] {
+        let _ = admin.delete(p, &DeleteParams::default()).await;
+    }
+}
