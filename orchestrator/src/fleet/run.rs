@@ -553,6 +553,14 @@ pub(super) async fn fleet_with<R: Runner>(
         Some(g) => topology::judge(sink.rows(), threshold, &pods, g, &mut verdict),
         None => Vec::new(),
     };
+    // The JSON snapshot (--json) carries them beside the rows.
+    sink.set_group_culprits(group_culprits.clone())
+        .with_context(|| {
+            format!(
+                "cannot write the JSON snapshot of {}",
+                sink.csv_path().display()
+            )
+        })?;
     let csv_path = sink.csv_path().to_path_buf();
     let rows: Vec<RailResult> = sink.into_rows();
     let rails: BTreeSet<u32> = rows.iter().map(|r| r.rail).collect();
@@ -568,7 +576,8 @@ pub(super) async fn fleet_with<R: Runner>(
         }
     }
     // The rows go into the report for the metrics and come back out of it, not copied.
-    let metrics = Report::new(generated_by(), rows);
+    let mut metrics = Report::new(generated_by(), rows);
+    metrics.group_culprits.clone_from(&group_culprits);
     // Made once, written to fleet.prom and --metrics.
     let prom = output::export(
         &metrics,

@@ -15,6 +15,16 @@
 //! - `railbench_rail_findings`: how many findings the counters and the diagnosis made;
 //! - `railbench_rail_checked_timestamp_seconds`: when it was measured (Unix seconds; samples
 //!   carry no timestamps, which the textfile collector refuses).
+//!
+//! And per group of nodes a fleet named as the culprit on a rail (`--pattern topology`, the
+//! report's [`GroupCulprit`]s; the families are left out when it named none), labels
+//! `topology_label` (the node label), `group` (its value) and `rail`:
+//! - `railbench_group_suspect`: 1 (its cross-group pairs slow, its inside pairs fine);
+//! - `railbench_group_every_group`: 1 when every group with cross-group pairs was named with it
+//!   (the spine, or every uplink), else 0;
+//! - `railbench_group_cross_pairs`, `railbench_group_cross_median_gbps`: its cross-group pairs
+//!   on the rail and their median bandwidth;
+//! - `railbench_group_inside_pairs`, `railbench_group_inside_median_gbps`: its inside pairs.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
@@ -26,6 +36,7 @@ use prometheus_client::registry::Registry;
 
 use super::Exporter;
 use crate::error::{Result, ResultsError};
+use crate::group::GroupCulprit;
 use crate::record::{unix_seconds, RailResult, RailStatus};
 use crate::stats::median;
 use crate::summary::Report;
@@ -166,6 +177,7 @@ impl Exporter for OpenMetricsExporter {
                 }
             },
         )?;
+        group_gauges(&mut text, &report.group_culprits)?;
         text.finish()
     }
 }
@@ -206,6 +218,63 @@ fn encode_error(e: std::fmt::Error) -> ResultsError {
         format: "openmetrics",
         message: e.to_string(),
     }
+}
+
+/// A `railbench_group_*` family: its name, help and each group's value.
+type GroupFamily = (&'static str, &'static str, fn(&GroupCulprit) -> f64);
+
+/// The `railbench_group_*` families of the named groups (none when there are none).
+fn group_gauges(text: &mut Text, groups: &[GroupCulprit]) -> Result<()> {
+    if groups.is_empty() {
+        return Ok(());
+    }
+    let labels = |g: &GroupCulprit| -> Labels {
+        vec![
+            ("topology_label", g.label.clone()),
+            ("group", g.value.clone()),
+            ("rail", g.rail.to_string()),
+        ]
+    };
+    let families: [GroupFamily; 6] = [
+        (
+            "group_suspect",
+            "1: the group's cross-group pairs on the rail are all slow and its inside pairs fine (suspect its uplink)",
+            |_| 1.0,
+        ),
+        (
+            "group_every_group",
+            "1 when every group with cross-group pairs was named with it (suspect the spine, or every uplink)",
+            |g| if g.every_group { 1.0 } else { 0.0 },
+        ),
+        (
+            "group_cross_pairs",
+            "The group's cross-group pairs measured on the rail",
+            |g| g.cross_pairs as f64,
+        ),
+        (
+            "group_cross_median_gbps",
+            "Median bandwidth of the group's cross-group pairs on the rail, Gb/s (a failed pair counts 0)",
+            |g| g.cross_median_gbps,
+        ),
+        (
+            "group_inside_pairs",
+            "The group's inside pairs measured on the rail",
+            |g| g.inside_pairs as f64,
+        ),
+        (
+            "group_inside_median_gbps",
+            "Median bandwidth of the group's inside pairs on the rail, Gb/s",
+            |g| g.inside_median_gbps,
+        ),
+    ];
+    for (name, help, value) in families {
+        text.family(name, help, |f| {
+            for g in groups {
+                f.get_or_create(&labels(g)).set(value(g));
+            }
+        })?;
+    }
+    Ok(())
 }
 
 /// Append `text` to `out` with the sample lines of each metric family sorted (the encoder
