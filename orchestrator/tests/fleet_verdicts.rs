@@ -668,6 +668,7 @@ async fn a_racks_bad_uplink_names_the_rack_and_marks_none_of_its_nodes() {
     let kc = f.file("kubeconfig");
     c.fleet_job_kubeconfig(&ns, &kc).await;
     let out = f.file("run");
+    let (json, prom) = (f.file("fleet.json"), f.file("railbench.prom"));
     // Against the line rate: with three groups, b's cross pairs are most of the rail's pairs,
     // and the fleet median would be theirs.
     let r = railsweep(&args(
@@ -681,6 +682,10 @@ async fn a_racks_bad_uplink_names_the_rack_and_marks_none_of_its_nodes() {
             "topology",
             "--topology-label",
             RACK,
+            "--json",
+            &json.display().to_string(),
+            "--metrics",
+            &prom.display().to_string(),
             "--min-line-rate-pct",
             "80",
             "--apply-verdicts",
@@ -727,6 +732,39 @@ async fn a_racks_bad_uplink_names_the_rack_and_marks_none_of_its_nodes() {
             "verdicts: group {RACK}=b is the suspect on rail 1 (its uplink): its nodes are not marked for it"
         )),
         "{stderr}"
+    );
+    // The machine output names the rack too: the JSON document's group_culprits and the
+    // metrics' railbench_group_* gauges (fleet.prom and --metrics alike).
+    let doc = results::read_json(
+        &std::fs::read_to_string(&json).expect("the --json file"),
+        "fleet.json",
+    )
+    .expect("reads");
+    assert_eq!(doc.group_culprits.len(), 1, "{:?}", doc.group_culprits);
+    let g = &doc.group_culprits[0];
+    assert_eq!(
+        (g.label.as_str(), g.value.as_str(), g.rail, g.every_group),
+        (RACK, "b", 1, false)
+    );
+    assert!(
+        g.cross_pairs >= 4 && g.cross_median_gbps < 50.0 && g.inside_median_gbps > 90.0,
+        "{g:?}"
+    );
+    let metrics = std::fs::read_to_string(&prom).expect("the --metrics file");
+    assert_eq!(
+        std::fs::read_to_string(out.join("fleet.prom")).expect("fleet.prom"),
+        metrics
+    );
+    let suspect: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("railbench_group_suspect{"))
+        .collect();
+    assert_eq!(
+        suspect,
+        [format!(
+            "railbench_group_suspect{{topology_label=\"{RACK}\",group=\"b\",rail=\"1\"}} 1.0"
+        )],
+        "{metrics}"
     );
     // Inside and across: the rack's own pair and pairs of each of its nodes with others.
     let ran = support::fleet::rounds(&out);

@@ -1,4 +1,5 @@
-//! JSON: one envelope `{"schema_version": N, "generated_by": "...", "rows": [...]}`.
+//! JSON: one envelope `{"schema_version": N, "generated_by": "...", "rows": [...]}`, and a
+//! fleet's `"group_culprits": [...]` after the rows when it named a group (absent otherwise).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -8,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::error::{Location, Result, ResultsError};
+use crate::group::GroupCulprit;
 use crate::record::{field_required, RailResult, SCHEMA_VERSION};
 
 /// The contents of a results JSON file.
@@ -19,6 +21,9 @@ pub struct JsonResults {
     pub generated_by: String,
     /// One entry per rail.
     pub rows: Vec<RailResult>,
+    /// The groups of nodes a fleet named as culprits (`--pattern topology`); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group_culprits: Vec<GroupCulprit>,
 }
 
 #[derive(Serialize)]
@@ -26,11 +31,17 @@ struct EnvelopeOut<'a> {
     schema_version: u32,
     generated_by: &'a str,
     rows: &'a [RailResult],
+    #[serde(skip_serializing_if = "<[GroupCulprit]>::is_empty")]
+    group_culprits: &'a [GroupCulprit],
 }
 
-/// The envelope as pretty-printed JSON with a trailing newline. Every row is
-/// validated first ([`RailResult::validate`]).
-pub(crate) fn json_bytes(generated_by: &str, rows: &[RailResult]) -> Result<Vec<u8>> {
+/// The envelope as pretty-printed JSON with a trailing newline, `group_culprits` after the rows
+/// (left out when empty). Every row is validated first ([`RailResult::validate`]).
+pub(crate) fn json_bytes(
+    generated_by: &str,
+    rows: &[RailResult],
+    group_culprits: &[GroupCulprit],
+) -> Result<Vec<u8>> {
     for row in rows {
         row.validate().map_err(|problem| ResultsError::InvalidRow {
             run_id: row.run_id.clone(),
@@ -42,6 +53,7 @@ pub(crate) fn json_bytes(generated_by: &str, rows: &[RailResult]) -> Result<Vec<
         schema_version: SCHEMA_VERSION,
         generated_by,
         rows,
+        group_culprits,
     };
     let mut out =
         serde_json::to_vec_pretty(&envelope).map_err(|e| ResultsError::export("json", e))?;
@@ -52,7 +64,7 @@ pub(crate) fn json_bytes(generated_by: &str, rows: &[RailResult]) -> Result<Vec<
 /// Write `rows` as a JSON envelope with the current [`SCHEMA_VERSION`].
 /// Nothing is written if a row is invalid.
 pub fn write_json<W: Write>(mut out: W, generated_by: &str, rows: &[RailResult]) -> Result<()> {
-    let bytes = json_bytes(generated_by, rows)?;
+    let bytes = json_bytes(generated_by, rows, &[])?;
     out.write_all(&bytes)
         .and_then(|()| out.flush())
         .map_err(|e| ResultsError::io("<json output>", e))
@@ -72,6 +84,8 @@ struct Body<'a> {
     generated_by: String,
     #[serde(borrow)]
     rows: Vec<&'a RawValue>,
+    #[serde(default)]
+    group_culprits: Vec<GroupCulprit>,
 }
 
 /// Line and column (1-based, bytes) of byte `offset` in `text`.
@@ -194,6 +208,7 @@ pub fn read_json(text: &str, file: &str) -> Result<JsonResults> {
         schema_version,
         generated_by: body.generated_by,
         rows,
+        group_culprits: body.group_culprits,
     })
 }
 

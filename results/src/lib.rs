@@ -6,6 +6,8 @@
 //!   envelope ([`write_json`], [`read_json`]), and [`read_path`] that tells
 //!   them apart;
 //! * [`RowSink`], which appends each row to disk as soon as it is measured;
+//! * [`GroupCulprit`]: a fleet's group of nodes (a rack) named as the culprit on a rail, which
+//!   the JSON envelope and the OpenMetrics text carry beside the rows;
 //! * [`Report`] and [`Comparison`]: rails lined up per network mode, with
 //!   [`ModeSummary`] lines and rail-by-rail [`RailDiff`]s;
 //! * the [`Exporter`] trait with one implementation per [`Format`]
@@ -46,6 +48,7 @@ mod csvio;
 mod error;
 #[cfg(feature = "charts")]
 mod export;
+mod group;
 mod introspect;
 mod jsonio;
 pub mod rdmabw;
@@ -68,6 +71,7 @@ pub use export::{
     svg_to_png, CsvExporter, Exporter, Format, JsonExporter, MarkdownExporter, PngExporter,
     SvgExporter, UnknownFormatName,
 };
+pub use group::GroupCulprit;
 pub use jsonio::{read_json, write_json, JsonResults};
 pub use read::{detect_format, read_path, read_str, InputFormat};
 pub use record::{

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::countersio::{self, counters_csv_path};
 use crate::csvio;
 use crate::error::{Result, ResultsError};
+use crate::group::GroupCulprit;
 use crate::jsonio;
 use crate::read::read_path;
 use crate::record::RailResult;
@@ -44,6 +45,7 @@ pub struct RowSink {
     json_path: Option<PathBuf>,
     generated_by: String,
     rows: Vec<RailResult>,
+    group_culprits: Vec<GroupCulprit>,
 }
 
 impl RowSink {
@@ -122,6 +124,7 @@ impl RowSink {
             json_path: json_path.map(Path::to_path_buf),
             generated_by,
             rows,
+            group_culprits: Vec::new(),
         };
         sink.write_json()?;
         Ok(sink)
@@ -168,6 +171,13 @@ impl RowSink {
         &self.counters_path
     }
 
+    /// Record the groups of nodes a fleet named as culprits, once its rows are judged, and
+    /// refresh the JSON snapshot with them (its `group_culprits`).
+    pub fn set_group_culprits(&mut self, groups: Vec<GroupCulprit>) -> Result<()> {
+        self.group_culprits = groups;
+        self.write_json()
+    }
+
     /// Rows written so far (including those found by [`RowSink::resume`]).
     pub fn rows(&self) -> &[RailResult] {
         &self.rows
@@ -187,7 +197,10 @@ impl RowSink {
         let Some(path) = &self.json_path else {
             return Ok(());
         };
-        replace_whole(path, &jsonio::json_bytes(&self.generated_by, &self.rows)?)
+        replace_whole(
+            path,
+            &jsonio::json_bytes(&self.generated_by, &self.rows, &self.group_culprits)?,
+        )
     }
 }
 

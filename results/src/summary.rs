@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::error::{Result, ResultsError};
+use crate::group::GroupCulprit;
 use crate::record::{NetworkMode, RailResult, RailStatus};
 
 /// Rows from any number of runs, plus how to judge them. What every
@@ -24,6 +25,9 @@ pub struct Report {
     /// Maximum p99 latency (usec) for "below" in summaries, of the rows that have latency.
     /// `None` means: trust the latency judgement each row recorded when it was measured.
     pub max_p99_us: Option<f64>,
+    /// The groups of nodes a fleet named as culprits (`--pattern topology`), which the JSON and
+    /// OpenMetrics exports carry beside the rows; empty for anything else.
+    pub group_culprits: Vec<GroupCulprit>,
 }
 
 impl Report {
@@ -35,6 +39,7 @@ impl Report {
             threshold_gbps: None,
             labels: Vec::new(),
             max_p99_us: None,
+            group_culprits: Vec::new(),
         }
     }
 

@@ -3,8 +3,8 @@
 mod common;
 
 use results::{
-    read_csv, read_json, read_path, write_csv, write_json, NetworkMode, RailResult, RailStatus,
-    Report, ResultsError, RowSink, SCHEMA_VERSION,
+    read_csv, read_json, read_path, write_csv, write_json, Format, GroupCulprit, NetworkMode,
+    RailResult, RailStatus, Report, ResultsError, RowSink, SCHEMA_VERSION,
 };
 
 /// Rows exercising every kind of value: all options empty, odd text, other modes.
@@ -84,6 +84,72 @@ fn json_round_trip_is_exact() {
     assert_eq!(back.schema_version, SCHEMA_VERSION);
     assert_eq!(back.generated_by, "roundtrip test");
     assert_eq!(back.rows, rows);
+}
+
+/// A rack named as the culprit on rail 1, as `railsweep fleet --pattern topology` names it.
+fn rack_r7() -> GroupCulprit {
+    GroupCulprit {
+        label: "example.com/rack".into(),
+        value: "r7".into(),
+        rail: 1,
+        cross_pairs: 24,
+        cross_median_gbps: 41.2,
+        inside_pairs: 4,
+        inside_median_gbps: 96.1,
+        every_group: false,
+    }
+}
+
+#[test]
+fn a_fleets_group_culprits_travel_in_the_json_envelope_after_the_rows() {
+    let rows = varied_rows();
+    let mut report = Report::new("groups test", rows.clone());
+    // Without one, the envelope has no such key (files of other runs are unchanged).
+    let plain = Format::Json.exporter().serialize(&report).expect("json");
+    let plain = String::from_utf8(plain).expect("utf-8");
+    assert!(!plain.contains("group_culprits"), "{plain}");
+    assert_eq!(
+        read_json(&plain, "plain.json")
+            .expect("read")
+            .group_culprits,
+        []
+    );
+
+    report.group_culprits = vec![rack_r7()];
+    let text = Format::Json.exporter().serialize(&report).expect("json");
+    let text = String::from_utf8(text).expect("utf-8");
+    let back = read_json(&text, "groups.json").expect("read");
+    assert_eq!(back.rows, rows);
+    assert_eq!(back.group_culprits, [rack_r7()]);
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(doc["group_culprits"][0]["label"], "example.com/rack");
+    assert_eq!(doc["group_culprits"][0]["value"], "r7");
+    assert_eq!(doc["group_culprits"][0]["cross_median_gbps"], 41.2);
+    assert_eq!(
+        rack_r7().to_string(),
+        "group example.com/rack=r7: cross-group pairs slow on rail 1 (all 24, median 41.200 Gb/s), \
+         inside pairs fine (4, median 96.100 Gb/s): suspect its uplink"
+    );
+
+    // A key a group does not have is refused, as in a row.
+    let bad = text.replace("\"every_group\"", "\"every_groups\"");
+    assert!(read_json(&bad, "bad.json").is_err());
+}
+
+#[test]
+fn the_row_sinks_json_snapshot_takes_the_group_culprits_once_judged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (csv, json) = (dir.path().join("fleet.csv"), dir.path().join("fleet.json"));
+    let rows = common::fixture_rows();
+    let mut sink = RowSink::create(&csv, Some(&json), "sink test").expect("create");
+    sink.append(rows[0].clone()).expect("append");
+    sink.set_group_culprits(vec![rack_r7()]).expect("groups");
+    let back =
+        read_json(&std::fs::read_to_string(&json).expect("json"), "fleet.json").expect("read");
+    assert_eq!(back.rows, rows[..1]);
+    assert_eq!(back.group_culprits, [rack_r7()]);
+    // The CSV is rows only.
+    assert_eq!(read_path(&csv).expect("csv"), rows[..1]);
 }
 
 #[test]

@@ -109,6 +109,33 @@ fn openmetrics_snapshot() {
     );
 }
 
+/// The fixture with a rack named as the culprit on rail 3 and every group of two named on
+/// rail 5 (the spine): the `railbench_group_*` families follow the rails'. scripts/check-metrics
+/// reads this snapshot with real Prometheus parsers.
+#[test]
+fn openmetrics_snapshot_with_group_culprits() {
+    let mut report = common::fixture_report();
+    let group = |value: &str, rail, every_group| results::GroupCulprit {
+        label: "example.com/rack".into(),
+        value: value.into(),
+        rail,
+        cross_pairs: 24,
+        cross_median_gbps: 41.2,
+        inside_pairs: 4,
+        inside_median_gbps: 96.1,
+        every_group,
+    };
+    report.group_culprits = vec![
+        group("r7", 3, false),
+        group("r1", 5, true),
+        group("(none)", 5, true),
+    ];
+    check_snapshot(
+        "sweep-16x3-groups.prom",
+        &export(&report, Format::OpenMetrics),
+    );
+}
+
 #[test]
 fn markdown_snapshot_with_report_threshold() {
     let report = common::fixture_report().with_threshold(Some(96.85));

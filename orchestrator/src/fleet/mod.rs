@@ -386,7 +386,8 @@ async fn write_verdicts(
     for g in &end.groups {
         eprintln!(
             "railsweep: verdicts: group {} is the suspect on rail {} (its uplink): its nodes are not marked for it",
-            g.group, g.rail
+            g.name(),
+            g.rail
         );
     }
     Ok(())

@@ -489,12 +489,12 @@ pub(super) async fn fleet_with<R: Runner>(
     };
     rt.run("first", first, &mut sink).await?;
 
-    // Outliers: measured once more, in rounds of their own.
-    let rows_now: Vec<RailResult> = sink.rows().to_vec();
-    let slow = culprit::outliers(&rows_now, threshold);
+    // Outliers: measured once more, in rounds of their own. (The rows are read where the sink
+    // keeps them, not copied: a fleet of a thousand nodes has thousands of them.)
+    let slow = culprit::outliers(sink.rows(), threshold);
     let mut remeasured = 0;
     if !slow.is_empty() && !cancel.is_cancelled() && !args.no_remeasure {
-        let last = culprit::latest(&rows_now);
+        let last = culprit::latest(sink.rows());
         let mut by_pair: BTreeMap<(String, String), Vec<u32>> = BTreeMap::new();
         for k in &slow {
             if let Some(r) = last.get(k) {
@@ -522,8 +522,7 @@ pub(super) async fn fleet_with<R: Runner>(
     // Culprits: each node that no fast pair clears on a rail, against a node that passed there.
     let mut repaired: Option<(usize, usize, usize)> = None;
     if !cancel.is_cancelled() && !args.no_remeasure {
-        let rows_now: Vec<RailResult> = sink.rows().to_vec();
-        let plan = culprit::repairs(&rows_now, threshold);
+        let plan = culprit::repairs(sink.rows(), threshold);
         if !plan.is_empty() {
             let suspects: BTreeSet<(&str, u32)> = plan
                 .iter()
@@ -549,12 +548,21 @@ pub(super) async fn fleet_with<R: Runner>(
     }
     let wall = t0.elapsed().as_secs_f64();
 
-    let rows: Vec<RailResult> = sink.rows().to_vec();
-    let mut verdict = culprit::judge(&rows, threshold);
+    let mut verdict = culprit::judge(sink.rows(), threshold);
     let group_culprits = match &groups {
-        Some(g) => topology::judge(&rows, threshold, &pods, g, &mut verdict),
+        Some(g) => topology::judge(sink.rows(), threshold, &pods, g, &mut verdict),
         None => Vec::new(),
     };
+    // The JSON snapshot (--json) carries them beside the rows.
+    sink.set_group_culprits(group_culprits.clone())
+        .with_context(|| {
+            format!(
+                "cannot write the JSON snapshot of {}",
+                sink.csv_path().display()
+            )
+        })?;
+    let csv_path = sink.csv_path().to_path_buf();
+    let rows: Vec<RailResult> = sink.into_rows();
     let rails: BTreeSet<u32> = rows.iter().map(|r| r.rail).collect();
     for rail in &rails {
         let path = dir.join(format!("heatmap-rail{rail}.svg"));
@@ -567,10 +575,20 @@ pub(super) async fn fleet_with<R: Runner>(
             ),
         }
     }
-    let metrics = Report::new(generated_by(), rows.clone());
-    for path in std::iter::once(dir.join("fleet.prom")).chain(args.metrics.clone()) {
-        output::export(&metrics, Format::OpenMetrics, Dest::File(&path))?;
+    // The rows go into the report for the metrics and come back out of it, not copied.
+    let mut metrics = Report::new(generated_by(), rows);
+    metrics.group_culprits.clone_from(&group_culprits);
+    // Made once, written to fleet.prom and --metrics.
+    let prom = output::export(
+        &metrics,
+        Format::OpenMetrics,
+        Dest::File(&dir.join("fleet.prom")),
+    )?;
+    if let Some(path) = &args.metrics {
+        output::write(&prom, Dest::File(path))?;
     }
+    drop(prom);
+    let rows = metrics.rows;
     let medians = culprit::rail_medians(&rows);
     let mut out = std::io::stdout().lock();
     let measured_pairs: BTreeSet<(String, String)> = culprit::latest(&rows)
@@ -618,7 +636,7 @@ pub(super) async fn fleet_with<R: Runner>(
     writeln!(
         out,
         "results: {} (rows), {}/heatmap-rail*.svg, {}, {} (OpenMetrics){}",
-        sink.csv_path().display(),
+        csv_path.display(),
         dir.display(),
         dir.join("rounds.tsv").display(),
         dir.join("fleet.prom").display(),
@@ -634,7 +652,7 @@ pub(super) async fn fleet_with<R: Runner>(
     if cancel.is_cancelled() {
         results::say!(
             "railsweep: interrupted; what was measured is in {}",
-            sink.csv_path().display()
+            csv_path.display()
         );
     }
     let failed = rows.iter().any(|r| r.status != RailStatus::Ok);

@@ -20,7 +20,6 @@
 //! taken off the suspects, so `--apply-verdicts` neither labels nor taints it for that.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 
 use anyhow::{Context, Result};
 use futures::stream::StreamExt;
@@ -270,45 +269,7 @@ pub fn named_groups(n_groups: usize, pairs: &[Seen]) -> (Vec<usize>, bool) {
     (named, every)
 }
 
-/// A group named as the culprit on one rail.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct GroupCulprit {
-    /// The group, `KEY=VALUE`.
-    pub group: String,
-    /// The rail.
-    pub rail: u32,
-    /// Its cross-group pairs on that rail (all slow).
-    pub cross_pairs: usize,
-    /// Median Gb/s of those (a failed pair counts 0).
-    pub cross_median_gbps: f64,
-    /// Its inside pairs on that rail.
-    pub inside_pairs: usize,
-    /// Median Gb/s of those.
-    pub inside_median_gbps: f64,
-    /// Every group with cross pairs was named with it: the pairs between the groups are slow,
-    /// not one group's.
-    pub every_group: bool,
-}
-
-impl fmt::Display for GroupCulprit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "group {}: cross-group pairs slow on rail {} (all {}, median {:.3} Gb/s), inside pairs fine ({}, median {:.3} Gb/s): ",
-            self.group,
-            self.rail,
-            self.cross_pairs,
-            self.cross_median_gbps,
-            self.inside_pairs,
-            self.inside_median_gbps
-        )?;
-        if self.every_group {
-            f.write_str("so are every other group's: suspect the spine, or every group's uplink")
-        } else {
-            f.write_str("suspect its uplink")
-        }
-    }
-}
+pub use results::GroupCulprit;
 
 /// The median of `v` (0 when empty).
 fn median(mut v: Vec<f64>) -> f64 {
@@ -383,11 +344,12 @@ pub fn judge(
                 }
             }
             out.push(GroupCulprit {
-                group: groups.name(g),
+                label: groups.label.clone(),
+                value: groups.values[g].clone(),
                 rail: *rail,
-                cross_pairs: cross.len(),
+                cross_pairs: cross.len() as u64,
                 cross_median_gbps: median(cross),
-                inside_pairs: inside.len(),
+                inside_pairs: inside.len() as u64,
                 inside_median_gbps: median(inside),
                 every_group: every,
             });
@@ -696,7 +658,7 @@ mod tests {
         assert!(v.outliers > 0);
         let named = judge(&rows, t, &pods, &groups, &mut v);
         assert_eq!(named.len(), 1, "{named:?}");
-        assert_eq!((named[0].group.as_str(), named[0].rail), ("rack=r2", 1));
+        assert_eq!((named[0].name().as_str(), named[0].rail), ("rack=r2", 1));
         assert!(!named[0].every_group);
         let text = named[0].to_string();
         assert!(
@@ -733,7 +695,7 @@ mod tests {
         let mut v = culprit::judge(&rows, t);
         let named = judge(&rows, t, &pods, &groups, &mut v);
         assert_eq!(
-            named.iter().map(|g| g.group.as_str()).collect::<Vec<_>>(),
+            named.iter().map(GroupCulprit::name).collect::<Vec<_>>(),
             ["rack=r1"]
         );
         assert_eq!(v.suspects.len(), 1, "{:?}", v.suspects);

@@ -161,7 +161,7 @@ case "$1" in
   server)
     case " $* " in *" --exit-on-stdin-eof "*) [ -e "$dir/no-exit-flag" ] && {
       echo "error: unexpected argument '--exit-on-stdin-eof' found" >&2; exit 2; } ;; esac
-    echo $$ >"$dir/server.pid"; echo "$*" >"$dir/server-args"
+    echo $$ >"$dir/server.pid"; echo $$ >>"$dir/server.pids"; echo "$*" >"$dir/server-args"
     case " $* " in *" --secret-stdin "*) IFS= read -r s; echo "$s" >"$dir/server-secret" ;; esac
     # As rdmabw's: with the flag it stops at the end of its input (and says so in server-end).
     case " $* " in *" --exit-on-stdin-eof "*) cat >/dev/null 2>&1; echo eof >>"$dir/server-end"; exit 0 ;; esac

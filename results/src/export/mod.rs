@@ -54,7 +54,7 @@ pub struct JsonExporter;
 
 impl Exporter for JsonExporter {
     fn serialize(&self, report: &Report) -> Result<Vec<u8>> {
-        json_bytes(&report.generated_by, &report.rows)
+        json_bytes(&report.generated_by, &report.rows, &report.group_culprits)
     }
 }
 
