@@ -110,6 +110,27 @@ rn_done() {
   echo "phase $phase"
 }
 
+# rn_railsweep_multus NAME ARGS...: railsweep ARGS with -o $T_OUT/NAME.csv, stdout in NAME.out and
+# stderr in NAME.err (each attempt's kept as NAME.N.err); sets $rc. Multus's thin plugin gives
+# each GET of the pod 250 ms (multus.go, getPod): under emulation a fresh process's TLS handshake
+# with the API server sometimes takes longer, and the sandbox fails with "error waiting for pod
+# ... context deadline exceeded". Only that is tried again, at most three times in all, each
+# attempt starting without the last one's files and pods.
+rn_railsweep_multus() {
+  local name=$1 attempt t0
+  shift
+  for attempt in 1 2 3; do
+    rc=0 t0=$(now)
+    rm -f "$T_OUT/$name".*csv "$T_OUT/$name.csv" "$T_OUT/$name.md" "$T_OUT/$name.svg"
+    "$RAILSWEEP" "$@" -o "$T_OUT/$name.csv" >"$T_OUT/$name.out" 2>"$T_OUT/$name.err" || rc=$?
+    echo "attempt $attempt: railsweep exit $rc after $(elapsed "$t0") s"
+    cp "$T_OUT/$name.err" "$T_OUT/$name.$attempt.err"
+    grep -q 'error waiting for pod: .*context deadline exceeded' "$T_OUT/$name.err" || break
+    for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || break; sleep 1; done
+  done
+  cat "$T_OUT/$name.out"; tail -30 "$T_OUT/$name.err"
+}
+
 # probe_expect CHECK=STATUS[:WORD]...: shows the rails and uverbs checks of $T_OUT/probe.json
 # (rdmabw probe --json) and fails unless each CHECK has STATUS and, with WORD, says WORD.
 probe_expect() {
@@ -198,22 +219,11 @@ test_hostpath_unprivileged_open_is_refused() {
 # rail's host bridge: the node's rdmaI and rxeI for hostnetwork, and for sriov the VF stand-in vfI
 # that host-device moved into the pod as netI+1 with rxevfI on it (scripts/lab.d/node, rxe-vf).
 test_railsweep_compare_hostnetwork_sriov_across_nodes() {
-  local rc t0 attempt last=$((LAB_RAILS - 1))
+  local last=$((LAB_RAILS - 1))
   rn_wait_resource node-a "smarter-devices/infiniband_uverbs$((LAB_RAILS + last))" 120
   rn_wait_resource node-b "smarter-devices/infiniband_uverbs$((LAB_RAILS + last))" 120
-  for attempt in 1 2 3; do
-    rc=0 t0=$(now)
-    rm -f "$T_OUT"/cmp.*csv "$T_OUT"/cmp.md "$T_OUT"/cmp.svg
-    "$RAILSWEEP" compare --modes hostnetwork,sriov --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
-      --networks "sriov:sriov-rail-{0..$last}" --rdma-resource "sriov:smarter-devices/infiniband_uverbs{$LAB_RAILS..$((LAB_RAILS + last))}=1" \
-      -o "$T_OUT/cmp.csv" >"$T_OUT/cmp.out" 2>"$T_OUT/cmp.err" || rc=$?
-    echo "attempt $attempt: railsweep exit $rc after $(elapsed "$t0") s"
-    cp "$T_OUT/cmp.err" "$T_OUT/cmp.$attempt.err"
-    # Multus's 250 ms for a GET of the pod, as in the ipvlan test below: only that is tried again.
-    grep -q 'error waiting for pod: .*context deadline exceeded' "$T_OUT/cmp.err" || break
-    for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || break; sleep 1; done
-  done
-  cat "$T_OUT/cmp.out"; tail -30 "$T_OUT/cmp.err"
+  rn_railsweep_multus cmp compare --modes hostnetwork,sriov --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
+    --networks "sriov:sriov-rail-{0..$last}" --rdma-resource "sriov:smarter-devices/infiniband_uverbs{$LAB_RAILS..$((LAB_RAILS + last))}=1"
   for n in node-a node-b; do echo "$n rxe-vf:"; tail -4 "$LAB_NODE_DIRS/$n/rxe-vf.log" 2>/dev/null; done
   [ "$rc" -eq 0 ] || fail "railsweep exit $rc"
   python3 - "$T_OUT/cmp.csv" "$LAB_RAILS" <<'EOF2' || fail "the rows are not as expected (above)"
@@ -359,24 +369,11 @@ EOF2
 # receives by GID in hardware; that is not tested here. Should rxe learn to receive on IPvlan
 # children, this test fails at "traffic flowed" and must then ask for ok rails.
 test_railsweep_ipvlan_across_nodes() {
-  local rc t0 attempt
+  local rc
   rn_wait_resource node-a smarter-devices/infiniband_uverbs0 120
   rn_wait_resource node-b smarter-devices/infiniband_uverbs0 120
-  for attempt in 1 2 3; do
-    rc=0 t0=$(now)
-    rm -f "$T_OUT"/sweep*.csv
-    "$RAILSWEEP" run --mode ipvlan --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
-      --networks "rdma-ipvlan-{0..$((LAB_RAILS - 1))}" --rdma-resource "smarter-devices/infiniband_uverbs{0..$((LAB_RAILS - 1))}=1" \
-      -o "$T_OUT/sweep.csv" >"$T_OUT/sweep.out" 2>"$T_OUT/sweep.err" || rc=$?
-    echo "attempt $attempt: railsweep exit $rc after $(elapsed "$t0") s"
-    cp "$T_OUT/sweep.err" "$T_OUT/sweep.$attempt.err"
-    # Multus's thin plugin gives each GET of the pod 250 ms (multus.go, getPod): under emulation
-    # a fresh process's TLS handshake with the API server sometimes takes longer, and the
-    # sandbox fails with "error waiting for pod ... context deadline exceeded". Only that is tried again.
-    grep -q 'error waiting for pod: .*context deadline exceeded' "$T_OUT/sweep.err" || break
-    for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || break; sleep 1; done
-  done
-  cat "$T_OUT/sweep.out"; tail -30 "$T_OUT/sweep.err"
+  rn_railsweep_multus sweep run --mode ipvlan --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
+    --networks "rdma-ipvlan-{0..$((LAB_RAILS - 1))}" --rdma-resource "smarter-devices/infiniband_uverbs{0..$((LAB_RAILS - 1))}=1"
   # Exit 1: rails failed; 2 would be pods that did not start or a usage error.
   [ "$rc" -eq 1 ] || fail "railsweep exit $rc, not 1 (every rail fails on rxe, see above)"
   grep -q "mode ipvlan: pods ready" "$T_OUT/sweep.err" || fail "railsweep's ipvlan pods did not become ready"
