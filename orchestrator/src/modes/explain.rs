@@ -310,7 +310,7 @@ fn unschedulable(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
         {
             problem = Problem::DeviceClassMissing;
             todo.push(format!(
-                "no DeviceClass {class} exists: install the DRA driver's class (for DRANET: a DeviceClass {class}                  selecting device.driver == \"dra.net\"), or name an existing one with --device-class (kubectl get                  deviceclasses)"
+                "no DeviceClass {class} exists: install the DRA driver's class (for DRANET: a DeviceClass {class} selecting device.driver == \"dra.net\"), or name an existing one with --device-class (kubectl get deviceclasses)"
             ));
         } else if r.contains("cannot allocate all claims") {
             problem = Problem::ClaimUnallocatable;
@@ -408,7 +408,7 @@ fn claim_words(pod: &Pod) -> String {
 
 fn pending_todo(pod: &Pod) -> String {
     format!(
-        "the pod's ResourceClaim {} was not made: kube-controller-manager's resourceclaim-controller makes it          from the template (is it running, with the resource.k8s.io/v1 API on: Kubernetes 1.34+?), and the          template must exist in namespace {} (kubectl get resourceclaimtemplates,resourceclaims -n {})",
+        "the pod's ResourceClaim {} was not made: kube-controller-manager's resourceclaim-controller makes it from the template (is it running, with the resource.k8s.io/v1 API on: Kubernetes 1.34+?), and the template must exist in namespace {} (kubectl get resourceclaimtemplates,resourceclaims -n {})",
         claim_words(pod),
         namespace(pod),
         namespace(pod)
@@ -446,7 +446,7 @@ fn claims(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
             e.message.as_deref().unwrap_or("")
         ),
         format!(
-            "see the DRA driver's log on {} (DRANET: its DaemonSet's pod there) and the claim's devices              (kubectl get resourceclaims -n {} -o yaml)",
+            "see the DRA driver's log on {} (DRANET: its DaemonSet's pod there) and the claim's devices (kubectl get resourceclaims -n {} -o yaml)",
             node_words(pod),
             namespace(pod)
         ),
@@ -808,14 +808,14 @@ pub fn explain_template_error(pod: &Pod, name: &str, status: &Status) -> Diagnos
     } else if status.code == 404 {
         (
             Problem::Refused,
-            "the API server does not serve resource.k8s.io/v1 ResourceClaimTemplates: mode dra needs Kubernetes              1.34 or later (DRA is GA there)"
+            "the API server does not serve resource.k8s.io/v1 ResourceClaimTemplates: mode dra needs Kubernetes 1.34 or later (DRA is GA there)"
                 .to_string(),
         )
     } else if let Some((verb, resource)) = rbac_refusal(message) {
         (
             Problem::Refused,
             format!(
-                "your account lacks `{verb}` on {resource} in namespace {ns}: grant it what deploy/rbac.yaml's                  Role holds (kubectl apply -f deploy/rbac.yaml)"
+                "your account lacks `{verb}` on {resource} in namespace {ns}: grant it what deploy/rbac.yaml's Role holds (kubectl apply -f deploy/rbac.yaml)"
             ),
         )
     } else if status.code == 409 {
@@ -826,7 +826,7 @@ pub fn explain_template_error(pod: &Pod, name: &str, status: &Status) -> Diagnos
     } else {
         (
             Problem::Refused,
-            "the message says what the API server objects to in the claim (a --device-selector that is not valid              CEL, for one)"
+            "the message says what the API server objects to in the claim (a --device-selector that is not valid CEL, for one)"
                 .to_string(),
         )
     };

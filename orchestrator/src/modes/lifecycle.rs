@@ -220,7 +220,7 @@ impl PodSet {
             Ok(ds) => ds,
             Err(e) => {
                 d.todo.push_str(&format!(
-                    "; railsweep cannot read node {node}'s ResourceSlices to say why ({e}): grant deploy/rbac.yaml's                      ClusterRole, or see kubectl get resourceslices --field-selector spec.nodeName={node} -o yaml"
+                    "; railsweep cannot read node {node}'s ResourceSlices to say why ({e}): grant deploy/rbac.yaml's ClusterRole, or see kubectl get resourceslices --field-selector spec.nodeName={node} -o yaml"
                 ));
                 return d;
             }
