@@ -393,29 +393,6 @@ async fn apply_as_shipped(c: &TestCluster, file: &str) {
     }
 }
 
-/// A token of service account `sa` in `ns`, as `kubectl -n NS create token SA` gives.
-async fn create_token(c: &TestCluster, ns: &str, sa: &str) -> String {
-    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-    let sas: Api<ServiceAccount> = Api::namespaced(c.client.clone(), ns);
-    let tr = sas
-        .create_token_request(
-            sa,
-            &PostParams::default(),
-            &TokenRequest {
-                metadata: Default::default(),
-                spec: Some(TokenRequestSpec {
-                    audiences: Some(vec![]),
-                    expiration_seconds: Some(3600),
-                    ..TokenRequestSpec::default()
-                }),
-                status: None,
-            },
-        )
-        .await
-        .unwrap_or_else(|e| panic!("issues a token for {ns}/{sa}: {e}"));
-    tr.status.expect("a token").token.expect("a token")
-}
-
 /// Whether `r` is the API server's 403.
 fn forbidden<T: std::fmt::Debug>(r: Result<T, kube::Error>, what: &str) {
     match r {
@@ -460,7 +437,7 @@ async fn the_readmes_quick_start_works_with_deploys_account_as_applied() {
     );
     c.pod(ns, &a, "node-a", false, "rdmabw").await;
     c.pod(ns, &b, "node-b", false, "rdmabw").await;
-    let token = create_token(&c, ns, "railsweep").await;
+    let token = c.service_account_token(ns, "railsweep").await;
     let kc = f.file("kubeconfig");
     c.write_token_kubeconfig(ns, &token, &kc);
     let kc_s = kc.display().to_string();

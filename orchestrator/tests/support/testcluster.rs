@@ -218,10 +218,18 @@ impl TestCluster {
             )
             .await
             .expect("binds the role");
+        let token = self.service_account_token(ns, "railsweep").await;
+        self.write_token_kubeconfig(ns, &token, path);
+        token
+    }
+
+    /// A token of service account `sa` in `ns`, as `kubectl -n NS create token SA` gives.
+    pub async fn service_account_token(&self, ns: &str, sa: &str) -> String {
+        let sas: Api<ServiceAccount> = Api::namespaced(self.client.clone(), ns);
         let tr = sas
             .create_token_request(
-                "railsweep",
-                &pp,
+                sa,
+                &PostParams::default(),
                 &TokenRequest {
                     metadata: ObjectMeta::default(),
                     spec: Some(TokenRequestSpec {
@@ -233,10 +241,8 @@ impl TestCluster {
                 },
             )
             .await
-            .expect("issues a token");
-        let token = tr.status.expect("token").token.expect("token");
-        self.write_token_kubeconfig(ns, &token, path);
-        token
+            .unwrap_or_else(|e| panic!("issues a token for {ns}/{sa}: {e}"));
+        tr.status.expect("a token").token.expect("a token")
     }
 
     pub fn write_token_kubeconfig(&self, ns: &str, token: &str, path: &std::path::Path) {
