@@ -76,3 +76,39 @@ kube() {
 # pods_in NS: the names of the pods in namespace NS, one per line.
 pods_in() { kube GET "/api/v1/namespaces/$1/pods" | python3 -c 'import json, sys
 for p in json.load(sys.stdin)["items"]: print(p["metadata"]["name"])'; }
+
+# --- the real nodes' suites (scripts/lab --real-nodes: real_nodes, real_nodes_dra, real_nodes_crio)
+rn_log() { kube GET "/api/v1/namespaces/lab/pods/$1/log"; }
+rn_delete() { kube DELETE "/api/v1/namespaces/lab/pods/$1?gracePeriodSeconds=0" >/dev/null 2>&1 || true; }
+
+# rn_node_sh NODE SCRIPT [SECONDS]: run SCRIPT with bash on NODE itself, as root in the guest's
+# own namespaces (scripts/lab.d/node picks it up from its share within a second); prints its
+# output and returns its exit status, 124 when no answer came within SECONDS (default 60).
+rn_node_sh() {
+  local d=$LAB_NODE_DIRS/$1/.lab/cmd id end=$((SECONDS + ${3:-60}))
+  id=$(date +%s%N)-$BASHPID
+  mkdir -p "$d"
+  printf '%s\n' "$2" >"$d/$id.tmp" && mv "$d/$id.tmp" "$d/$id.sh"
+  until [ -e "$d/$id.rc" ]; do
+    [ $SECONDS -lt $end ] || { echo "rn_node_sh: no answer from $1 within ${3:-60} s" >&2; return 124; }
+    sleep 0.2
+  done
+  cat "$d/$id.out"
+  return "$(cat "$d/$id.rc")"
+}
+
+# rn_rails_ok_over_rdma CSV: every rail of the lab (0 to LAB_RAILS-1) in railsweep's CSV is ok,
+# carried traffic and ran over the node's own rail interface rdmaI on both sides.
+rn_rails_ok_over_rdma() {
+  local r line status bw cif sif
+  for r in $(seq 0 $((LAB_RAILS - 1))); do
+    line=$(python3 -c 'import csv, sys
+for x in csv.DictReader(open(sys.argv[1])):
+    if x["rail"] == sys.argv[2]: print(x["status"], x["bw_avg_gbps"], x["client_interface"], x["server_interface"])' "$1" "$r")
+    echo "rail $r: $line"
+    read -r status bw cif sif <<<"$line"
+    [ "$status" = ok ] || fail "rail $r is not ok: $line"
+    gt "$bw" 0 || fail "rail $r: no traffic: $line"
+    if [ "$cif" != "rdma$r" ] || [ "$sif" != "rdma$r" ]; then fail "rail $r ran over $cif and $sif, not rdma$r"; fi
+  done
+}

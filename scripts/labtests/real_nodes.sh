@@ -61,23 +61,7 @@ term = st.get("terminated") or {}
 print("created %s, container started %+d s, finished %+d s" % (c, (t(term["startedAt"]) - t(c)).total_seconds(), (t(term["finishedAt"]) - t(c)).total_seconds()))'
 }
 
-rn_log() { kube GET "/api/v1/namespaces/lab/pods/$1/log"; }
 
-# rn_node_sh NODE SCRIPT [SECONDS]: run SCRIPT with bash on NODE itself, as root in the guest's
-# own namespaces (scripts/lab.d/node picks it up from its share within a second); prints its
-# output and returns its exit status, 124 when no answer came within SECONDS (default 60).
-rn_node_sh() {
-  local d=$LAB_NODE_DIRS/$1/.lab/cmd id end=$((SECONDS + ${3:-60}))
-  id=$(date +%s%N)-$BASHPID
-  mkdir -p "$d"
-  printf '%s\n' "$2" >"$d/$id.tmp" && mv "$d/$id.tmp" "$d/$id.sh"
-  until [ -e "$d/$id.rc" ]; do
-    [ $SECONDS -lt $end ] || { echo "rn_node_sh: no answer from $1 within ${3:-60} s" >&2; return 124; }
-    sleep 0.2
-  done
-  cat "$d/$id.out"
-  return "$(cat "$d/$id.rc")"
-}
 
 # rn_node_procs NODE [POD_UID...]: the processes on NODE that are rdmabw or run in a container of
 # one of the pods (their cgroup, as the kubelet's cgroupfs driver names it: .../podUID/...), one
@@ -97,7 +81,6 @@ for p in /proc/[0-9]*; do
 done
 exit 0'
 }
-rn_delete() { kube DELETE "/api/v1/namespaces/lab/pods/$1?gracePeriodSeconds=0" >/dev/null 2>&1 || true; }
 
 # rn_done NAME: waits (240 s at most) for pod NAME to end; shows its times, its phase and its
 # log (kept as $T_OUT/NAME.log); what follows its "=== probe json" line goes to $T_OUT/probe.json.

@@ -14,22 +14,7 @@
 TEST_TIMEOUT=${TEST_TIMEOUT:-480}
 RN_LAST=$((LAB_RAILS - 1))
 
-rn_log() { kube GET "/api/v1/namespaces/lab/pods/$1/log"; }
-rn_delete() { kube DELETE "/api/v1/namespaces/lab/pods/$1?gracePeriodSeconds=0" >/dev/null 2>&1 || true; }
 
-# rn_node_sh NODE SCRIPT [SECONDS]: SCRIPT with bash on NODE itself (as in suite real_nodes).
-rn_node_sh() {
-  local d=$LAB_NODE_DIRS/$1/.lab/cmd id end=$((SECONDS + ${3:-60}))
-  id=$(date +%s%N)-$BASHPID
-  mkdir -p "$d"
-  printf '%s\n' "$2" >"$d/$id.tmp" && mv "$d/$id.tmp" "$d/$id.sh"
-  until [ -e "$d/$id.rc" ]; do
-    [ $SECONDS -lt $end ] || { echo "rn_node_sh: no answer from $1 within ${3:-60} s" >&2; return 124; }
-    sleep 0.2
-  done
-  cat "$d/$id.out"
-  return "$(cat "$d/$id.rc")"
-}
 
 # rn_container_dev NODE POD_UID: on NODE, the /dev and /dev/infiniband that the container of that
 # pod sees (its processes but conmon, which CRI-O puts in the pod's cgroup and which sees the
@@ -84,16 +69,7 @@ test_railsweep_hostnetwork_crio_across_nodes() {
   echo "railsweep exit $rc after $(elapsed "$t0") s"
   cat "$T_OUT/sweep.out"; tail -20 "$T_OUT/sweep.err"
   [ "$rc" -eq 0 ] || fail "railsweep exit $rc"
-  for r in $(seq 0 "$RN_LAST"); do
-    line=$(python3 -c 'import csv, sys
-for x in csv.DictReader(open(sys.argv[1])):
-    if x["rail"] == sys.argv[2]: print(x["status"], x["bw_avg_gbps"], x["client_interface"], x["server_interface"])' "$T_OUT/sweep.csv" "$r")
-    echo "rail $r: $line"
-    read -r status bw cif sif <<<"$line"
-    [ "$status" = ok ] || fail "rail $r is not ok: $line"
-    gt "$bw" 0 || fail "rail $r: no traffic: $line"
-    if [ "$cif" != "rdma$r" ] || [ "$sif" != "rdma$r" ]; then fail "rail $r ran over $cif and $sif, not rdma$r"; fi
-  done
+  rn_rails_ok_over_rdma "$T_OUT/sweep.csv"
   kube GET "/api/v1/namespaces/lab/pods?labelSelector=app.kubernetes.io/instance%3Dcrio" >"$T_OUT/pods.json"
   python3 - "$T_OUT/pods.json" "$LAB_RAILS" <<'EOF' >"$T_OUT/pods.txt" || { cat "$T_OUT/pods.txt"; fail "railsweep's pods are not as expected (above)"; }
 import json, sys

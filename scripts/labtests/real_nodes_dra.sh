@@ -15,8 +15,6 @@
 TEST_TIMEOUT=${TEST_TIMEOUT:-480}
 RN_IMAGE=${LAB_IMAGE#docker.io/}
 
-rn_log() { kube GET "/api/v1/namespaces/lab/pods/$1/log"; }
-rn_delete() { kube DELETE "/api/v1/namespaces/lab/pods/$1?gracePeriodSeconds=0" >/dev/null 2>&1 || true; }
 
 # slices_json: every ResourceSlice of driver dra.net, as the API gives them.
 slices_json() { kube GET /apis/resource.k8s.io/v1/resourceslices; }
@@ -209,16 +207,7 @@ test_railsweep_dra_across_nodes() {
   done
   cat "$T_OUT/sweep.out"; tail -20 "$T_OUT/sweep.err"
   [ "$rc" -eq 0 ] || fail "railsweep exit $rc"
-  for r in $(seq 0 $((LAB_RAILS - 1))); do
-    line=$(python3 -c 'import csv, sys
-for x in csv.DictReader(open(sys.argv[1])):
-    if x["rail"] == sys.argv[2]: print(x["status"], x["bw_avg_gbps"], x["client_interface"], x["server_interface"])' "$T_OUT/sweep.csv" "$r")
-    echo "rail $r: $line"
-    read -r status bw cif sif <<<"$line"
-    [ "$status" = ok ] || fail "rail $r is not ok: $line"
-    gt "$bw" 0 || fail "rail $r: no traffic: $line"
-    if [ "$cif" != "rdma$r" ] || [ "$sif" != "rdma$r" ]; then fail "rail $r ran over $cif and $sif, not rdma$r"; fi
-  done
+  rn_rails_ok_over_rdma "$T_OUT/sweep.csv"
   for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || return 0; sleep 1; done
   fail "railsweep's pods still there 60 s after it ended: $(pods_in lab | tr '\n' ' ')"
 }
