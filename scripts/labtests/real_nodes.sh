@@ -61,8 +61,6 @@ term = st.get("terminated") or {}
 print("created %s, container started %+d s, finished %+d s" % (c, (t(term["startedAt"]) - t(c)).total_seconds(), (t(term["finishedAt"]) - t(c)).total_seconds()))'
 }
 
-
-
 # rn_node_procs NODE [POD_UID...]: the processes on NODE that are rdmabw or run in a container of
 # one of the pods (their cgroup, as the kubelet's cgroupfs driver names it: .../podUID/...), one
 # line each: PID, name, cgroup, command line. Builtins only per process: a fork per /proc entry

@@ -14,8 +14,6 @@
 TEST_TIMEOUT=${TEST_TIMEOUT:-480}
 RN_LAST=$((LAB_RAILS - 1))
 
-
-
 # rn_container_dev NODE POD_UID: on NODE, the /dev and /dev/infiniband that the container of that
 # pod sees (its processes but conmon, which CRI-O puts in the pod's cgroup and which sees the
 # node's /dev), through /proc/PID/root.

@@ -15,7 +15,6 @@
 TEST_TIMEOUT=${TEST_TIMEOUT:-480}
 RN_IMAGE=${LAB_IMAGE#docker.io/}
 
-
 # slices_json: every ResourceSlice of driver dra.net, as the API gives them.
 slices_json() { kube GET /apis/resource.k8s.io/v1/resourceslices; }
 
