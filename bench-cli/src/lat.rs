@@ -57,6 +57,9 @@ pub const DEFAULT_INLINE: u32 = 220;
 #[command(mut_arg("report_counters", |a| a.hide(true)))]
 #[command(mut_arg("json", |a| a.help("One JSON document (a LatReport) on stdout")))]
 #[command(mut_arg("report_both", |a| a.help("Also the table the peer measured")))]
+#[command(mut_arg("iters", |a| a
+    .help("Exchanges (ib_write_lat -n)")
+    .long_help("Ping-pong exchanges (ib_write_lat -n).\n\nDefault 1000, at least 5.")))]
 pub struct LatCmd {
     /// The server to measure against (client); without it, serve one test (as ib_write_lat).
     #[arg(value_name = "HOST")]
@@ -693,6 +696,11 @@ mod tests {
             ] {
                 assert!(l.iter().any(|f| f == taken), "lat help lacks {taken}:\n{h}");
             }
+            // -n counts exchanges in a latency test, not a bandwidth test's RDMA WRITEs.
+            assert!(
+                h.contains("xchanges (ib_write_lat -n)") && !h.contains("WRITEs per QP"),
+                "{h}"
+            );
             // Headings whose flags are all hidden are gone, and --json names the latency report.
             assert!(!h.contains("Rate limiter:") && !h.contains("\nGPU:"), "{h}");
             assert!(h.contains("LatReport") && !h.contains("BwReport"), "{h}");
