@@ -10,11 +10,12 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
-use kube::api::{AttachParams, AttachedProcess};
+use kube::api::AttachParams;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
+use super::exec::{self, ExecStream};
 use super::{
     kill_argv, spawn_trampoline, take_pid_line, Exit, Output, Piped, PodInfo, Runner, Signal,
     Spawned,
@@ -226,11 +227,17 @@ impl KubeRunner {
         ap
     }
 
-    async fn attach(&self, pod: &str, argv: &[String], stdin: bool) -> Result<AttachedProcess> {
-        self.pods
-            .exec(pod, argv.to_vec(), &self.attach_params(stdin))
-            .await
-            .with_context(|| format!("exec in pod {}/{pod} failed", self.namespace))
+    async fn attach(&self, pod: &str, argv: &[String], stdin: bool) -> Result<ExecStream> {
+        let client = self.pods.clone().into_client();
+        exec::exec(
+            &client,
+            &self.namespace,
+            pod,
+            argv,
+            &self.attach_params(stdin),
+        )
+        .await
+        .with_context(|| format!("exec in pod {}/{pod} failed", self.namespace))
     }
 
     /// Exec `argv` behind [`spawn_trampoline`] and read its PID line: the process, its PID, what
@@ -241,7 +248,7 @@ impl KubeRunner {
         argv: &[String],
         stdin: bool,
     ) -> Result<(
-        AttachedProcess,
+        ExecStream,
         u32,
         Vec<u8>,
         impl AsyncRead + Unpin + Send + 'static,
@@ -315,7 +322,7 @@ async fn read_all(r: Option<impl AsyncRead + Unpin>) -> Vec<u8> {
 /// Drain stdout and stderr, feed stdin, and wait for the status; `stdout` may already hold the
 /// start of standard output.
 async fn finish(
-    mut proc: AttachedProcess,
+    mut proc: ExecStream,
     mut stdout: Vec<u8>,
     stdout_rest: Option<impl AsyncRead + Unpin>,
     stdin: Option<Vec<u8>>,
@@ -337,7 +344,7 @@ async fn finish(
     };
     let (rest, stderr, status, ()) =
         tokio::join!(read_all(stdout_rest), read_all(stderr_reader), status, feed);
-    let _ = proc.join().await;
+    proc.join().await;
     stdout.extend_from_slice(&rest);
     Output {
         exit: exit_of_status(status.as_ref()),
@@ -426,7 +433,7 @@ impl Runner for KubeRunner {
                 Some(s) => s.await,
                 None => None,
             };
-            let _ = proc.join().await;
+            proc.join().await;
             Ok(exit_of_status(status.as_ref()))
         });
         Ok(Piped {

@@ -6,6 +6,7 @@
 //! machine (the lab's pods, or bare-metal hosts). Neither passes an argument vector through a
 //! shell, with one exception that is spelled out at [`spawn_trampoline`].
 
+mod exec;
 mod kube;
 pub mod local;
 
