@@ -249,7 +249,8 @@ async fn message_loop<S>(
     let (mut send, mut recv) = ws.split();
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
     ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut chunk = vec![0u8; if stdin.is_some() { STDIN_CHUNK } else { 0 }];
+    // A stdin message is its channel byte and what one read gave.
+    let mut chunk = vec![STDIN; if stdin.is_some() { STDIN_CHUNK } else { 1 }];
     loop {
         let read_stdin = async {
             match stdin.as_mut() {
@@ -287,10 +288,7 @@ async fn message_loop<S>(
             },
             n = read_stdin => match n {
                 Ok(n) if n > 0 => {
-                    let mut m = Vec::with_capacity(n + 1);
-                    m.push(STDIN);
-                    m.extend_from_slice(&chunk[1..=n]);
-                    if send.send(Message::binary(m)).await.is_err() {
+                    if send.send(Message::binary(chunk[..=n].to_vec())).await.is_err() {
                         break;
                     }
                 }

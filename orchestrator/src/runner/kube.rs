@@ -228,9 +228,8 @@ impl KubeRunner {
     }
 
     async fn attach(&self, pod: &str, argv: &[String], stdin: bool) -> Result<ExecStream> {
-        let client = self.pods.clone().into_client();
         exec::exec(
-            &client,
+            &self.client(),
             &self.namespace,
             pod,
             argv,
