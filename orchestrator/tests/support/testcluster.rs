@@ -11,6 +11,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, Namespace, Pod, PodSpec, ServiceAccount, Toleration,
 };
@@ -182,6 +185,7 @@ impl TestCluster {
             namespace: Some(ns.into()),
             ..ObjectMeta::default()
         };
+        let first_rule = rules.first().cloned();
         let pp = PostParams::default();
         let sas: Api<ServiceAccount> = Api::namespaced(self.client.clone(), ns);
         sas.create(
@@ -218,6 +222,8 @@ impl TestCluster {
             )
             .await
             .expect("binds the role");
+        self.await_authorized(ns, Some(ns), first_rule.as_ref())
+            .await;
         let token = self.service_account_token(ns, "railsweep").await;
         self.write_token_kubeconfig(ns, &token, path);
         token
@@ -379,6 +385,7 @@ impl TestCluster {
                 .unwrap_or_else(|| "railsweep".into())
         );
         role.metadata.name = Some(name.clone());
+        let first_rule = role.rules.as_ref().and_then(|r| r.first().cloned());
         let pp = PostParams::default();
         Api::<ClusterRole>::all(self.client.clone())
             .create(&pp, &role)
@@ -400,6 +407,60 @@ impl TestCluster {
             .create(&pp, &binding)
             .await
             .expect("binds the ClusterRole");
+        self.await_authorized(ns, None, first_rule.as_ref()).await;
+    }
+
+    /// Wait until the API server's authorizer lets `ns`'s railsweep service account do what
+    /// `rule` allows (its first verb on its first resource; in `namespace`, or cluster-wide):
+    /// RBAC applies a new binding from its informer's cache, a moment after the create returns,
+    /// and a railsweep started at once was once told Forbidden. Asked as the admin, by a
+    /// SubjectAccessReview; at most 20 s.
+    async fn await_authorized(&self, ns: &str, namespace: Option<&str>, rule: Option<&PolicyRule>) {
+        let Some(rule) = rule else { return };
+        let (Some(verb), Some(resource)) = (
+            rule.verbs.first(),
+            rule.resources.as_ref().and_then(|r| r.first()),
+        ) else {
+            return;
+        };
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: Some(format!("system:serviceaccount:{ns}:railsweep")),
+                groups: Some(vec![
+                    "system:serviceaccounts".into(),
+                    format!("system:serviceaccounts:{ns}"),
+                    "system:authenticated".into(),
+                ]),
+                resource_attributes: Some(ResourceAttributes {
+                    namespace: namespace.map(str::to_string),
+                    verb: Some(verb.clone()),
+                    group: rule.api_groups.as_ref().and_then(|g| g.first().cloned()),
+                    resource: Some(resource.split('/').next().unwrap_or(resource).to_string()),
+                    subresource: resource.split_once('/').map(|(_, s)| s.to_string()),
+                    ..ResourceAttributes::default()
+                }),
+                ..SubjectAccessReviewSpec::default()
+            },
+            ..SubjectAccessReview::default()
+        };
+        let reviews: Api<SubjectAccessReview> = Api::all(self.client.clone());
+        let end = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let allowed = reviews
+                .create(&PostParams::default(), &review)
+                .await
+                .ok()
+                .and_then(|r| r.status)
+                .is_some_and(|s| s.allowed);
+            if allowed {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < end,
+                "the railsweep service account of {ns} is still not allowed to {verb} {resource} 20 s after its binding"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// A kubeconfig like the admin's whose context defaults to `ns`, written to `path`.
