@@ -561,11 +561,14 @@ fn quoted_after<'a>(message: &'a str, key: &str) -> Option<&'a str> {
     Some(&rest[..end])
 }
 
+/// The sandbox attempts after which a failure whose words name no lasting cause ends the wait.
+/// The kubelet tries again after each (seconds apart), and a CNI plugin's passing failure (Multus
+/// timing out reading its pod from a busy API server) is gone at the next attempt.
+pub const SANDBOX_ATTEMPTS: i32 = 3;
+
 fn sandbox(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
-    let e = events
-        .iter()
-        .rev()
-        .find(|e| e.reason.as_deref() == Some("FailedCreatePodSandBox"))?;
+    let failed = |e: &&Event| e.reason.as_deref() == Some("FailedCreatePodSandBox");
+    let e = events.iter().rev().find(failed)?;
     let message = e.message.as_deref().unwrap_or("");
     let node = node_words(pod);
     if let Some(d) = runtime_handler(pod, message) {
@@ -634,10 +637,20 @@ fn sandbox(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
             ),
         ));
     }
+    // The kubelet counts repeats of one message in the event; each attempt names its own
+    // sandbox, so attempts are also events of their own.
+    let attempts: i32 = events
+        .iter()
+        .filter(failed)
+        .map(|e| e.count.unwrap_or(1).max(1))
+        .sum();
+    if attempts < SANDBOX_ATTEMPTS {
+        return None;
+    }
     Some(make(
         pod,
         Problem::Cni,
-        format!("the pod's network could not be set up on {node}: {message}"),
+        format!("the pod's network could not be set up on {node} ({attempts} attempts): {message}"),
         format!(
             "the message names the network and CNI plugin that failed: check that network's \
              NetworkAttachmentDefinition and the CNI pods (Multus, IPAM) on {node}"
@@ -1189,6 +1202,48 @@ mod tests {
             d.todo.contains("create rdma-ipvlan-0 in rdma-hostnet"),
             "{d}"
         );
+    }
+
+    #[test]
+    fn a_passing_sandbox_failure_is_waited_out() {
+        // Multus's words when it timed out reading its pod from a busy API server: the kubelet
+        // tries again, and the pod may still start.
+        const PASSING: &str = "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network \
+             for sandbox \"5e1f\": plugin type=\"multus\" name=\"multus-cni-network\" failed (add): Multus: \
+             [lab/railsweep-r1-ipvlan-server/5e1f]: error waiting for pod: client rate limiter Wait returned an error: \
+             context deadline exceeded";
+        let pod = pair(Mode::Ipvlan, true).server;
+        let once = [event("FailedCreatePodSandBox", "Warning", PASSING)];
+        assert_eq!(explain_pod(&pod, &once), None, "one attempt is no verdict");
+        // A missing network after it is one at once, whatever came before.
+        let then_missing = [
+            once[0].clone(),
+            event(
+                "FailedCreatePodSandBox",
+                "Warning",
+                "Multus: cannot find a network-attachment-definition (rdma-ipvlan-9) in namespace (lab): \
+                 network-attachment-definitions.k8s.cni.cncf.io \"rdma-ipvlan-9\" not found",
+            ),
+        ];
+        let d = explain_pod(&pod, &then_missing).expect("explained");
+        assert_eq!(d.problem, Problem::NetworkMissing, "{d}");
+        // The same failure at each of SANDBOX_ATTEMPTS attempts, counted in one event or in several.
+        let mut counted = once[0].clone();
+        counted.count = Some(SANDBOX_ATTEMPTS);
+        let d = explain_pod(&pod, &[counted]).expect("explained");
+        assert_eq!(d.problem, Problem::Cni);
+        assert!(
+            d.what.contains("(3 attempts)") && d.what.contains("error waiting for pod"),
+            "{d}"
+        );
+        let several = vec![once[0].clone(); SANDBOX_ATTEMPTS as usize];
+        assert_eq!(
+            explain_pod(&pod, &several).map(|d| d.problem),
+            Some(Problem::Cni)
+        );
+        // At the pod timeout the last event is still quoted.
+        let d = explain_timeout(Some(&pod), &once, Duration::from_secs(90));
+        assert!(d.what.contains("error waiting for pod"), "{d}");
     }
 
     fn forbidden(message: &str) -> Status {
