@@ -322,18 +322,21 @@ func moveRail(from, to, ifName string, addrs []string, rxeName string, rxe bool)
 	if to == "-" {
 		target = "1" // the initial network namespace, by the PID of init
 	}
-	if err := ipIn(from, "link", "set", "dev", ifName, "netns", target); err != nil {
-		return err
+	// Each step is one that a second try may find done (takeRails tries again).
+	if ipIn(to, "link", "show", "dev", ifName) != nil {
+		if err := ipIn(from, "link", "set", "dev", ifName, "netns", target); err != nil {
+			return err
+		}
 	}
 	for _, a := range addrs {
-		if err := ipIn(to, "addr", "add", a, "dev", ifName); err != nil {
+		if err := ipIn(to, "addr", "replace", a, "dev", ifName); err != nil {
 			return err
 		}
 	}
 	if err := ipIn(to, "link", "set", "dev", ifName, "up"); err != nil {
 		return err
 	}
-	if rxe {
+	if rxe && rxeOf(to, ifName) == "" {
 		if rxeName == "" {
 			rxeName = "rxe_" + ifName
 		}
@@ -362,10 +365,20 @@ func (p *provider) giveRails(netns string, rails []draRail) ([]movedRail, error)
 	return moved, nil
 }
 
-// takeRails moves a pod's rails back to where the node keeps them.
+// takeRails moves a pod's rails back to where the node keeps them. A rail left in the pod's
+// namespace is lost when the namespace goes (a veth ends with it), so each move is tried again
+// for up to 10 s: a pod's process killed a moment before may still hold its rxe device (a rail
+// once stayed behind while the next one came back).
 func (p *provider) takeRails(netns string, moved []movedRail) {
 	for _, m := range moved {
-		if err := moveRail(netns, p.opts.draNetns, m.ifName, m.addrs, m.rxe, p.opts.draRxe); err != nil {
+		var err error
+		for end := time.Now().Add(10 * time.Second); ; {
+			if err = moveRail(netns, p.opts.draNetns, m.ifName, m.addrs, m.rxe, p.opts.draRxe); err == nil || time.Now().After(end) {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err != nil {
 			fmt.Fprintf(os.Stderr, "testcluster node %s: rail %s back from %s: %v\n", p.opts.name, m.ifName, netns, err)
 		}
 	}
