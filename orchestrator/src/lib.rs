@@ -34,3 +34,28 @@ pub mod runner;
 pub mod sweep;
 #[cfg(test)]
 mod test_support;
+
+/// A command of railsweep's that talks to a cluster (or this machine's namespaces).
+#[derive(Debug)]
+pub enum Command {
+    Run(Box<run::RunArgs>),
+    Compare(Box<compare::CompareArgs>),
+    Fleet(Box<fleet::FleetArgs>),
+}
+
+/// Runs `command` to its end on the runtime every command uses (two worker threads).
+///
+/// Not generic, and it is here rather than in `main`: an optimised build compiles each generic
+/// function again in every crate that instantiates it, and a `block_on` in the binary compiled
+/// the whole of the commands' async code a second time (two minutes of a release build).
+pub fn block_on(command: Command) -> anyhow::Result<exit::Verdict> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    match command {
+        Command::Run(args) => runtime.block_on(run::run(*args)),
+        Command::Compare(args) => runtime.block_on(compare::run(*args)),
+        Command::Fleet(args) => runtime.block_on(fleet::run(*args)),
+    }
+}

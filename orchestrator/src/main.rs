@@ -11,7 +11,7 @@ mod report;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use orchestrator::exit::{self, Verdict};
+use orchestrator::exit;
 
 /// Sweep every RDMA rail between two pods and compare network modes.
 #[derive(Debug, Parser)]
@@ -43,7 +43,7 @@ Examples:
 Exit status: 0 ok, 1 a rail failed or fell below a threshold, 2 usage or set-up error,
 130 interrupted. Docs: docs/railsweep.md, docs/fleet.md, docs/modes.md.";
 
-/// The subcommands. Each returns the [`Verdict`] of a run that completed; an `Err` becomes
+/// The subcommands. Each returns the [`exit::Verdict`] of a run that completed; an `Err` becomes
 /// exit code 2 (0 for a broken pipe).
 #[derive(Debug, Subcommand)]
 enum Command {
@@ -57,24 +57,14 @@ enum Command {
     Fleet(Box<orchestrator::fleet::FleetArgs>),
 }
 
-/// The async commands' runtime.
-fn block_on<F: std::future::Future<Output = anyhow::Result<Verdict>>>(
-    command: F,
-) -> anyhow::Result<Verdict> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?
-        .block_on(command)
-}
-
 fn main() -> ExitCode {
+    use orchestrator::{block_on, Command as Cluster};
     let cli = Cli::parse();
     exit::status(match cli.command {
         Command::Report(args) => report::run(&args),
-        Command::Run(args) => block_on(orchestrator::run::run(*args)),
-        Command::Compare(args) => block_on(orchestrator::compare::run(*args)),
-        Command::Fleet(args) => block_on(orchestrator::fleet::run(*args)),
+        Command::Run(args) => block_on(Cluster::Run(args)),
+        Command::Compare(args) => block_on(Cluster::Compare(args)),
+        Command::Fleet(args) => block_on(Cluster::Fleet(args)),
     })
 }
 
