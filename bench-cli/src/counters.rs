@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result};
 use bench_core::counters::{CounterTarget, Snapshot};
-use bench_core::sysfs::{self, SysRoots};
+use bench_core::sysfs::SysRoots;
 use comfy_table::{presets, Table};
 use results::rdmabw::counters::{
     CounterDelta, CounterReport, CounterSource, CounterValue, CountersReport, Finding,
@@ -17,7 +17,7 @@ use crate::stdout;
 
 /// Resolves the device, port and interface the flags name.
 fn target(cmd: &CountersCmd, roots: &SysRoots) -> Result<CounterTarget> {
-    let inv = sysfs::discover(roots).context("listing the RDMA devices")?;
+    let inv = bench_core::rails::inventory(roots).context("listing the RDMA devices")?;
     let (device, port) = match (&cmd.ib_dev, &cmd.netdev) {
         (Some(d), _) => (d.clone(), cmd.ib_port.unwrap_or(1)),
         (None, Some(n)) => {

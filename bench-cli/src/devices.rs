@@ -52,7 +52,11 @@ pub struct DevicesReport {
 /// of a pod's view), whose devices are not opened (the active MTU is unknown).
 pub fn collect(root: Option<&Path>) -> Result<DevicesReport> {
     let roots = crate::config::sys_roots(root)?;
-    let inv: Inventory = sysfs::discover(&roots).context("listing the RDMA devices")?;
+    let inv: Inventory = match root {
+        Some(_) => sysfs::discover(&roots),
+        None => bench_core::rails::inventory(&roots),
+    }
+    .context("listing the RDMA devices")?;
     let mut verbs_error = None;
     let mut ports = Vec::new();
     for d in &inv.devices {

@@ -35,7 +35,7 @@ fn near_rails(roots: &SysRoots, inv: Option<&sysfs::Inventory>, bus_id: &str) ->
 /// Lists GPUs: through CUDA when it loads (the error is returned alongside otherwise), joined
 /// with sysfs under `roots` for NUMA nodes, GPUs CUDA does not see, and the nearest rails.
 pub fn gpus_report(roots: &SysRoots) -> (GpusReport, Option<GpuError>) {
-    let inv = sysfs::discover(roots).ok();
+    let inv = crate::rails::inventory(roots).ok();
     let sys = topology::sysfs_gpus(roots);
     let numa = |bus: &str| {
         PciLocation::of_function(roots, bus)

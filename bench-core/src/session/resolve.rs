@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use crate::control::DeviceClaims;
 use crate::error::Error;
 use crate::gid::{resolve_rail, Rail, RailRequest};
+use crate::rails;
 use crate::sysfs::{self, Inventory, SysRoots};
 
 /// How long a server reuses one discovery for the next hellos (a daemon receiving one hello per
@@ -22,7 +23,7 @@ pub fn inventory_for(roots: &SysRoots, req: &RailRequest) -> Result<Inventory, E
             devices: vec![sysfs::read_device(roots, dev)?],
             netdevs: Vec::new(),
         }),
-        _ => sysfs::discover(roots),
+        _ => rails::inventory(roots),
     }
 }
 
@@ -107,7 +108,7 @@ impl ServerShared {
                 return Ok(Arc::clone(inv));
             }
         }
-        let inv = Arc::new(sysfs::discover(roots)?);
+        let inv = Arc::new(rails::inventory(roots)?);
         *slot = Some((Instant::now(), Arc::clone(&inv)));
         Ok(inv)
     }
