@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use bench_core::gid::GidType;
-use bench_core::sysfs::{self, Inventory, LinkLayer};
+use bench_core::sysfs::{Inventory, LinkLayer};
 use bench_core::verbs::Device;
 use serde::Serialize;
 
@@ -52,11 +52,8 @@ pub struct DevicesReport {
 /// of a pod's view), whose devices are not opened (the active MTU is unknown).
 pub fn collect(root: Option<&Path>) -> Result<DevicesReport> {
     let roots = crate::config::sys_roots(root)?;
-    let inv: Inventory = match root {
-        Some(_) => sysfs::discover(&roots),
-        None => bench_core::rails::inventory(&roots),
-    }
-    .context("listing the RDMA devices")?;
+    let inv: Inventory =
+        bench_core::rails::inventory(&roots).context("listing the RDMA devices")?;
     let mut verbs_error = None;
     let mut ports = Vec::new();
     for d in &inv.devices {
