@@ -13,6 +13,7 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use bench_core::session::{Outcome, Pinned};
 use clap::Args;
+use results::rdmabw::flags::{LAT_DEFAULT_ITERS as DEFAULT_ITERS, LAT_MIN_ITERS as MIN_ITERS};
 use results::rdmabw::lat::{LatContext, LatReport, LatRow};
 use results::rdmabw::params::{Sizes, TestLength, TestParams};
 use results::rdmabw::report::{Role, TestStatus};
@@ -24,10 +25,6 @@ use crate::exit::Usage;
 
 /// ib_write_lat's default message size.
 pub const DEFAULT_SIZE: u64 = 2;
-/// ib_write_lat's default number of exchanges.
-pub const DEFAULT_ITERS: u64 = 1000;
-/// ib_write_lat's least number of exchanges.
-pub const MIN_ITERS: u64 = 5;
 /// ib_write_lat's default inline size for RDMA WRITE.
 pub const DEFAULT_INLINE: u32 = 220;
 

@@ -13,7 +13,7 @@ use results::NetworkMode;
 
 use crate::plan::parse_rail_list;
 use crate::runner::KubeTarget;
-use crate::sweep::{Rdmabw, SweepConfig};
+use crate::sweep::{LatencyTest, Rdmabw, SweepConfig};
 
 /// The program name and version recorded in JSON output (`railsweep 0.1.0+cd06ab8`).
 pub fn generated_by() -> String {
@@ -179,6 +179,17 @@ fn tests_arg(s: &str) -> Result<Tests, String> {
     Ok(t)
 }
 
+/// `--lat-iters`'s value parser: a count of exchanges, at least ib_write_lat's least.
+fn lat_iters_arg(s: &str) -> Result<u64, String> {
+    use results::rdmabw::flags::LAT_MIN_ITERS;
+    match s.trim().parse::<u64>() {
+        Ok(n) if n >= LAT_MIN_ITERS => Ok(n),
+        _ => Err(format!(
+            "expected a number of exchanges, at least {LAT_MIN_ITERS} (as ib_write_lat -n), got `{s}`"
+        )),
+    }
+}
+
 /// `--gpu` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum GpuArg {
@@ -228,6 +239,11 @@ pub struct SweepArgs {
     /// lat_p99_us and lat_max_us.
     #[arg(help_heading = heading::MEASURE, long = "test", value_name = "LIST", default_value = "bw", value_parser = tests_arg)]
     pub tests: Tests,
+    /// With --test bw,lat: ping-pong exchanges in each rail's latency test (rdmabw lat -n,
+    /// ib_write_lat -n), at least 5 [default: 1000]. Fewer end sooner on a slow or delayed link;
+    /// the p99 is then the exchange at 99% of fewer samples.
+    #[arg(help_heading = heading::MEASURE, long = "lat-iters", value_name = "N", value_parser = lat_iters_arg)]
+    pub lat_iters: Option<u64>,
     /// The latency flags `rdmabw lat` takes too (--max-p99-us), for --test bw,lat.
     #[command(flatten, next_help_heading = heading::MEASURE)]
     pub lat: LatencyFlags,
@@ -366,6 +382,9 @@ impl SweepArgs {
         if self.lat.max_p99_us.is_some() && !self.tests.lat {
             bail!("--max-p99-us judges the latency: give --test bw,lat with it");
         }
+        if self.lat_iters.is_some() && !self.tests.lat {
+            bail!("--lat-iters sets the latency test's exchanges: give --test bw,lat with it");
+        }
         if self.all_sizes {
             bail!(
                 "-a/--all: railsweep measures one message size per row (-s, default 64K); run it \
@@ -393,7 +412,10 @@ impl SweepArgs {
             port: self.port,
             duration_s: self.duration,
             test,
-            latency: self.tests.lat.then(|| self.lat.clone()),
+            latency: self.tests.lat.then(|| LatencyTest {
+                iters: self.lat_iters,
+                limits: self.lat.clone(),
+            }),
             parallel: self.parallel,
             retries: self.retries,
             margin: secs(self.margin),

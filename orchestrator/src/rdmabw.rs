@@ -5,7 +5,7 @@
 //! ones rdmabw prints with.
 
 use anyhow::{bail, Context, Result};
-use results::rdmabw::flags::{fmt_num, LatencyFlags, TestFlags};
+use results::rdmabw::flags::{fmt_num, TestFlags};
 use results::rdmabw::gpu::GpuSelect;
 use results::rdmabw::lat::LatReport;
 use results::rdmabw::rails::Capability;
@@ -14,6 +14,7 @@ use results::rdmabw::report::{BwReport, TestStatus};
 use results::rdmabw::REPORT_SCHEMA_VERSION;
 
 use crate::runner::{Exit, Output};
+use crate::sweep::LatencyTest;
 
 /// The rdmabw release this railsweep was built with (one workspace, one version).
 pub const OWN_VERSION: &str = results::VERSION;
@@ -240,10 +241,10 @@ pub fn client_argv(bin: &str, t: &ClientTest) -> Vec<String> {
 }
 
 /// `rdmabw lat --json ...` for the rail of `t` (railsweep `--test bw,lat`): ib_write_lat's test
-/// (2 B, 1000 exchanges, in host memory) with the rail's path settings (`--tclass`, `--sl`,
-/// `-m`) and `--max-p99-us`; the bandwidth flags (size, queue pairs, thresholds, transport
-/// tuning, GPU) are not a ping-pong's.
-pub fn lat_argv(bin: &str, t: &ClientTest, lat: &LatencyFlags) -> Vec<String> {
+/// (2 B, in host memory, `-n` exchanges where `--lat-iters` says) with the rail's path settings
+/// (`--tclass`, `--sl`, `-m`) and `--max-p99-us`; the bandwidth flags (size, queue pairs,
+/// thresholds, transport tuning, GPU) are not a ping-pong's.
+pub fn lat_argv(bin: &str, t: &ClientTest, lat: &LatencyTest) -> Vec<String> {
     let mut v: Vec<String> = vec![bin.into(), "lat".into(), "--json".into()];
     v.extend(rail_argv(t));
     if let Some(tc) = t.test.tclass {
@@ -255,7 +256,10 @@ pub fn lat_argv(bin: &str, t: &ClientTest, lat: &LatencyFlags) -> Vec<String> {
     if let Some(m) = t.test.mtu {
         v.extend(["-m".into(), m.to_string()]);
     }
-    v.extend(lat.to_argv());
+    if let Some(n) = lat.iters {
+        v.extend(["-n".into(), n.to_string()]);
+    }
+    v.extend(lat.limits.to_argv());
     v.push(t.server_addr.clone());
     v
 }
@@ -381,7 +385,7 @@ pub fn parse_client(out: &Output) -> ClientOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use results::rdmabw::flags::TransportFlags;
+    use results::rdmabw::flags::{LatencyFlags, TransportFlags};
 
     #[test]
     fn versions() {
@@ -422,14 +426,21 @@ mod tests {
             gpu: None,
         };
         // The latency test of the same rail: its ends and path settings, no bandwidth flags.
-        let lat = LatencyFlags {
-            max_p99_us: Some(12.5),
+        let mut lat = LatencyTest {
+            iters: None,
+            limits: LatencyFlags {
+                max_p99_us: Some(12.5),
+            },
         };
         assert_eq!(
             lat_argv("rdmabw", &t, &lat).join(" "),
             "rdmabw lat --json -d mlx5_0 -x 3 --server-dev mlx5_4 --server-gid-index 5 \
              -p 18515 --tclass 41 -m 4096 --max-p99-us 12.5 10.224.0.2"
         );
+        lat.iters = Some(200);
+        assert!(lat_argv("rdmabw", &t, &lat)
+            .join(" ")
+            .ends_with(" -m 4096 -n 200 --max-p99-us 12.5 10.224.0.2"));
         let v = client_argv("rdmabw", &t);
         let s = v.join(" ");
         assert_eq!(

@@ -118,7 +118,14 @@ fn test_bw_lat_measures_each_rails_latency_after_its_bandwidth() {
     f.write("lat-fail-net3", "");
     let (out, bin, o) = paths(&f);
     let mut args = local_args(&bin, &o);
-    args.extend(["--test", "bw,lat", "--max-p99-us", "20"]);
+    args.extend([
+        "--test",
+        "bw,lat",
+        "--max-p99-us",
+        "20",
+        "--lat-iters",
+        "200",
+    ]);
     let r = railsweep(&args);
     let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
     // A rail above --max-p99-us and one whose latency failed: exit 1.
@@ -161,7 +168,7 @@ fn test_bw_lat_measures_each_rails_latency_after_its_bandwidth() {
     assert_eq!(
         lines[1],
         "lat --json -d mlx5_0 -x 3 --server-dev mlx5_0 --server-gid-index 3 -p 18999 \
-         --tclass 41 --max-p99-us 20 10.224.0.2"
+         --tclass 41 -n 200 --max-p99-us 20 10.224.0.2"
     );
     assert_eq!(batch_pids(&f).len(), 1);
     assert_eq!(f.read("server-end"), "eof\n", "{stderr}");
@@ -194,7 +201,7 @@ fn test_bw_lat_refuses_an_rdmabw_without_the_latency_test() {
 }
 
 #[test]
-fn latency_alone_or_a_p99_limit_without_it_is_refused() {
+fn latency_alone_or_its_flags_without_it_are_refused() {
     let f = Fake::new(1);
     let (_, bin, o) = paths(&f);
     for (extra, said) in [
@@ -207,6 +214,14 @@ fn latency_alone_or_a_p99_limit_without_it_is_refused() {
             "--max-p99-us judges the latency: give --test bw,lat",
         ),
         (&["--test", "bw,rtt"][..], "expected a list of bw and lat"),
+        (
+            &["--lat-iters", "200"][..],
+            "--lat-iters sets the latency test's exchanges: give --test bw,lat",
+        ),
+        (
+            &["--test", "bw,lat", "--lat-iters", "4"][..],
+            "expected a number of exchanges, at least 5 (as ib_write_lat -n), got `4`",
+        ),
     ] {
         let mut args = local_args(&bin, &o);
         args.extend(extra);

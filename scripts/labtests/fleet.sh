@@ -7,13 +7,18 @@
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 # netem delay on podC's rail 1 switch port (r1c: what the rail sends to podC): each latency
 # exchange with podC on rail 1 waits for it once, so its one-way latency (half a round trip)
-# rises by half of it. The p99 of a clean rail under emulation is the guest's scheduling: 2-3 ms
-# on one machine (p50 about 220 us), 4.4 ms on a loaded one, where a 4 ms delay left podC's
-# pairs under 2.1 times the fleet's p99. So the delay is 4 times the clean rail's p99 measured
-# just before, at least LAT_DELAY_US and at most LAT_DELAY_MAX_US (well inside the RDMA ACK
-# timeout, 67 ms). 1000 exchanges of 2 B take 1000 delays, so --margin grows with it.
-LAT_DELAY_US=${LAT_DELAY_US:-10000}
+# rises by half of it. The p99 of a clean rail under emulation is the guest's scheduling: 1 to
+# 3 ms on one machine (p50 about 120 us), 4.4 ms on a loaded one, where a 4 ms delay left podC's
+# pairs under 2.1 times the fleet's p99. So the delay is 6 times the clean rail's p99 measured
+# just before (podC's p99 about 4 times the clean one), at least LAT_DELAY_US and at most
+# LAT_DELAY_MAX_US (well inside the RDMA ACK timeout, 67 ms). Each of a latency test's LAT_ITERS
+# exchanges of 2 B waits for the delay, so --margin grows with both; railsweep's --lat-iters
+# keeps the test short: ib_write_lat's 1000 exchanges took 11 s per pair behind a 10 ms delay,
+# and eight of podC's pairs run. The p99 of 300 exchanges is their third largest, noisier than
+# that of 1000 (a clean pair's 1 to 3 ms): hence 6 times, not 4.
+LAT_DELAY_US=${LAT_DELAY_US:-15000}
 LAT_DELAY_MAX_US=${LAT_DELAY_MAX_US:-25000}
+LAT_ITERS=${LAT_ITERS:-300}
 
 # fleet NAME ARGS...: railsweep fleet over podA..podD; files in $T_OUT/NAME/, stdout in
 # $T_OUT/NAME.out, stderr in $T_OUT/NAME.err; sets $rc.
@@ -76,19 +81,19 @@ test_fleet_rail_down_and_latency_delay_are_the_suspects() {
   in_pod podD timeout 60 "$RDMABW" server --daemon -p 18790 >/dev/null 2>"$T_OUT/baseline.srv" &
   local spid=$!
   wait_port podD 18790
-  in_pod podA timeout 60 "$RDMABW" lat --netdev net2 --server-netdev net2 -p 18790 --json "$(topo podD 1 ipv4)" \
+  in_pod podA timeout 60 "$RDMABW" lat -n "$LAT_ITERS" --netdev net2 --server-netdev net2 -p 18790 --json "$(topo podD 1 ipv4)" \
     >"$T_OUT/baseline.json" 2>"$T_OUT/baseline.err" || { cat "$T_OUT/baseline.err"; fail "the clean rail's latency"; }
   kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null || true
   p99=$(json_get "$T_OUT/baseline.json" '.results[0].p99_us')
-  delay=$(awk -v p="$p99" -v lo="$LAT_DELAY_US" -v hi="$LAT_DELAY_MAX_US" 'BEGIN { d = 4 * p; d = d < lo ? lo : d; d = d > hi ? hi : d; printf "%d", d }')
-  # 10 s, and twice the delay's 1000 exchanges.
-  margin=$(awk -v d="$delay" 'BEGIN { printf "%d", 10 + 2 * d / 1000 }')
+  delay=$(awk -v p="$p99" -v lo="$LAT_DELAY_US" -v hi="$LAT_DELAY_MAX_US" 'BEGIN { d = 6 * p; d = d < lo ? lo : d; d = d > hi ? hi : d; printf "%d", d }')
+  # 10 s, and twice the delay's LAT_ITERS exchanges.
+  margin=$(awk -v d="$delay" -v n="$LAT_ITERS" 'BEGIN { printf "%d", 10 + 2 * n * d / 1000000 }')
   echo "clean rail 1 p99 $p99 us: netem delay ${delay} us on r1c, --margin $margin"
   tc qdisc add dev r1c root netem delay "${delay}us" || fail "tc netem on r1c (is sch_netem loaded?)"
   in_pod podB ip link set net1 down
   # --outlier-pct 50: a clean pair's bandwidth, one pair at a time under emulation, still
   # varies by tens of percent on a loaded machine; a rail that is down fails whatever the rule.
-  fleet faults -D 1 --max-pairs 1 --margin "$margin" --outlier-pct 50 --test bw,lat
+  fleet faults -D 1 --max-pairs 1 --margin "$margin" --outlier-pct 50 --test bw,lat --lat-iters "$LAT_ITERS"
   in_pod podB ip link set net1 up
   tc qdisc del dev r1c root || fail "removing the netem qdisc from r1c"
   python3 - "$T_OUT/faults/fleet.csv" <<'PY' || true

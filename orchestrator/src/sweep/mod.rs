@@ -63,8 +63,8 @@ pub struct SweepConfig {
     /// The test flags every rdmabw client gets, checked, with the size and the queue pairs
     /// always given (`SweepArgs::resolve`).
     pub test: results::rdmabw::flags::TestFlags,
-    /// With `--test bw,lat`: measure each rail's latency after its bandwidth, judged by these.
-    pub latency: Option<results::rdmabw::flags::LatencyFlags>,
+    /// With `--test bw,lat`: each rail's latency test, run after its bandwidth.
+    pub latency: Option<LatencyTest>,
     /// All rails at once.
     pub parallel: bool,
     /// Extra attempts for a failed rail.
@@ -114,10 +114,21 @@ impl SweepConfig {
     }
 
     /// The deadline of one latency test (`--test bw,lat`): the margin, which covers start-up,
-    /// QP bring-up and rdmabw lat's 1000 exchanges of 2 B (milliseconds on any link).
+    /// QP bring-up and rdmabw lat's exchanges of 2 B (1000 by default: milliseconds on any
+    /// link).
     pub fn lat_deadline(&self) -> Duration {
         self.margin
     }
+}
+
+/// Each rail's latency test (`--test bw,lat`): how many exchanges, and what judges them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LatencyTest {
+    /// Ping-pong exchanges (`--lat-iters`, rdmabw lat's `-n`); `None`: rdmabw lat's default,
+    /// [`results::rdmabw::flags::LAT_DEFAULT_ITERS`].
+    pub iters: Option<u64>,
+    /// `--max-p99-us`.
+    pub limits: results::rdmabw::flags::LatencyFlags,
 }
 
 /// Seconds of traffic in one rail's bandwidth test: the measured `duration_s` and the warm-up

@@ -140,7 +140,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
     pub(super) async fn lat_attempt(
         &self,
         pair: &RailPair,
-        lat: &results::rdmabw::flags::LatencyFlags,
+        lat: &super::LatencyTest,
     ) -> Option<Result<LatReport, String>> {
         let Some(test) = self.client_test(pair) else {
             return Some(Err("rail missing on one side".into()));
@@ -376,7 +376,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
     pub(super) async fn latency(
         &self,
         pair: &RailPair,
-        lat: &results::rdmabw::flags::LatencyFlags,
+        lat: &super::LatencyTest,
         row: &mut RailResult,
     ) -> bool {
         let attempts = self.cfg.retries + 1;
@@ -396,7 +396,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
             match self.lat_attempt(pair, lat).await {
                 None => return false,
                 Some(Ok(rep)) => {
-                    row.add_latency(&rep, lat.max_p99_us);
+                    row.add_latency(&rep, lat.limits.max_p99_us);
                     return true;
                 }
                 Some(Err(e)) => why = e,

@@ -179,6 +179,13 @@ pub struct TestFlags {
     pub cooldown: Option<f64>,
 }
 
+/// ib_write_lat's (and `rdmabw lat`'s) number of exchanges when `-n` is not given; railsweep's
+/// latency test runs as many unless `--lat-iters` says.
+pub const LAT_DEFAULT_ITERS: u64 = 1000;
+/// ib_write_lat's least number of exchanges, which `rdmabw lat -n` and railsweep's
+/// `--lat-iters` hold to.
+pub const LAT_MIN_ITERS: u64 = 5;
+
 /// The latency flags railsweep and `rdmabw lat` both take, defined once.
 #[derive(Debug, Clone, Default, PartialEq)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
