@@ -5,8 +5,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use bench_core::gid::GidType;
+use bench_core::rails::{PortQuery, VerbsQuery};
 use bench_core::sysfs::{Inventory, LinkLayer};
-use bench_core::verbs::Device;
 use serde::Serialize;
 
 /// One GID table entry as listed.
@@ -52,21 +52,15 @@ pub struct DevicesReport {
 /// of a pod's view), whose devices are not opened (the active MTU is unknown).
 pub fn collect(root: Option<&Path>) -> Result<DevicesReport> {
     let roots = crate::config::sys_roots(root)?;
-    let inv: Inventory =
-        bench_core::rails::inventory(&roots).context("listing the RDMA devices")?;
-    let mut verbs_error = None;
+    // Each device opened once, for its GID table and its ports' active MTU; under `root`, none.
+    let verbs = root.is_none().then(|| VerbsQuery::new(&roots));
+    let inv: Inventory = match &verbs {
+        Some(v) => bench_core::rails::inventory_with(&roots, v),
+        None => bench_core::rails::inventory(&roots),
+    }
+    .context("listing the RDMA devices")?;
     let mut ports = Vec::new();
     for d in &inv.devices {
-        let opened = match root {
-            Some(_) => None,
-            None => match Device::open_with(&roots, &d.name) {
-                Ok(dev) => Some(dev),
-                Err(e) => {
-                    verbs_error.get_or_insert_with(|| e.to_string());
-                    None
-                }
-            },
-        };
         for p in &d.ports {
             let ethernet = !matches!(p.link_layer, Some(LinkLayer::InfiniBand));
             let default = p
@@ -117,11 +111,7 @@ pub fn collect(root: Option<&Path>) -> Result<DevicesReport> {
                 }),
                 rate: p.rate.clone(),
                 line_rate_gbps: p.line_rate_gbps,
-                active_mtu_bytes: opened
-                    .as_ref()
-                    .and_then(|dev| dev.port(p.num).ok())
-                    .and_then(|pi| pi.active_mtu)
-                    .map(|m| m.bytes()),
+                active_mtu_bytes: verbs.as_ref().and_then(|v| v.active_mtu(&d.name, p.num)),
                 netdevs_here: p.netdevs_here(),
                 gids,
             });
@@ -130,7 +120,7 @@ pub fn collect(root: Option<&Path>) -> Result<DevicesReport> {
     Ok(DevicesReport {
         rdmabw_version: results::VERSION.to_string(),
         ports,
-        verbs_error,
+        verbs_error: verbs.as_ref().and_then(VerbsQuery::open_error),
     })
 }
 

@@ -83,6 +83,8 @@ impl PortQuery for SysfsOnly {
 pub struct VerbsQuery {
     roots: SysRoots,
     open: RefCell<HashMap<String, Option<Device>>>,
+    /// Why the first device that could not be opened could not.
+    open_error: RefCell<Option<Error>>,
 }
 
 impl VerbsQuery {
@@ -91,15 +93,26 @@ impl VerbsQuery {
         VerbsQuery {
             roots: roots.clone(),
             open: RefCell::default(),
+            open_error: RefCell::default(),
         }
+    }
+
+    /// Why the first device asked about could not be opened (its questions got `None`), if
+    /// one could not.
+    pub fn open_error(&self) -> Option<String> {
+        self.open_error.borrow().as_ref().map(ToString::to_string)
     }
 
     /// `f` on the open device, opening it on first use; `None` when it cannot be opened.
     fn with_device<T>(&self, name: &str, f: impl FnOnce(&Device) -> Option<T>) -> Option<T> {
         let mut open = self.open.borrow_mut();
-        let dev = open
-            .entry(name.to_string())
-            .or_insert_with(|| Device::open_with(&self.roots, name).ok());
+        let dev = open.entry(name.to_string()).or_insert_with(|| {
+            Device::open_with(&self.roots, name)
+                .map_err(|e| {
+                    self.open_error.borrow_mut().get_or_insert(e);
+                })
+                .ok()
+        });
         f(dev.as_ref()?)
     }
 }
@@ -127,10 +140,19 @@ impl PortQuery for VerbsQuery {
 ///
 /// As [`sysfs::discover`].
 pub fn inventory(roots: &SysRoots) -> Result<Inventory, Error> {
+    inventory_with(roots, &VerbsQuery::new(roots))
+}
+
+/// [`inventory`], asking `verbs`, whose devices stay open for the caller's next questions
+/// (the active MTU of each port, say).
+///
+/// # Errors
+///
+/// As [`sysfs::discover`].
+pub fn inventory_with(roots: &SysRoots, verbs: &VerbsQuery) -> Result<Inventory, Error> {
     if *roots != SysRoots::default() {
         return sysfs::discover(roots);
     }
-    let verbs = VerbsQuery::new(roots);
     sysfs::discover_with(roots, &|d| verbs.populated_gids(d))
 }
 
