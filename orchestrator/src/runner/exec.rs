@@ -251,6 +251,10 @@ async fn message_loop<S>(
     ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // A stdin message is its channel byte and what one read gave.
     let mut chunk = vec![STDIN; if stdin.is_some() { STDIN_CHUNK } else { 1 }];
+    // A send that fails ends the sending, not the loop: the process may have ended without
+    // reading all of stdin (`head -c N`), its output and status already sent and still to be
+    // read here; the receiving side ends the loop.
+    let mut sending = true;
     loop {
         let read_stdin = async {
             match stdin.as_mut() {
@@ -259,9 +263,9 @@ async fn message_loop<S>(
             }
         };
         tokio::select! {
-            _ = ping.tick() => {
+            _ = ping.tick(), if sending => {
                 if send.send(Message::Ping(Default::default())).await.is_err() {
-                    break;
+                    (sending, stdin) = (false, None);
                 }
             }
             message = recv.next() => match message {
@@ -286,10 +290,10 @@ async fn message_loop<S>(
                 Some(Ok(_)) => {}
                 Some(Err(_)) | None => break,
             },
-            n = read_stdin => match n {
+            n = read_stdin, if sending => match n {
                 Ok(n) if n > 0 => {
                     if send.send(Message::binary(chunk[..=n].to_vec())).await.is_err() {
-                        break;
+                        (sending, stdin) = (false, None);
                     }
                 }
                 // The end of stdin: v5 says so on its own channel; v4 can only close the
@@ -301,9 +305,7 @@ async fn message_loop<S>(
                     } else {
                         send.close().await
                     };
-                    if sent.is_err() {
-                        break;
-                    }
+                    sending = sent.is_ok();
                 }
             },
         }
@@ -436,6 +438,52 @@ mod tests {
             super::super::Exit::Code(3)
         );
         assert_eq!(server.await.expect("server").0.len(), 5000);
+    }
+
+    /// A process that ends before reading all of its stdin (`head -c N`, as --inject runs):
+    /// its side sends the output and the status and goes, and sending the rest of stdin
+    /// fails. The output and the status still arrive: a failed send used to end the loop and
+    /// lose both, which is how the cluster's `kube_exec` test once lost `head -c`'s output on a
+    /// loaded machine.
+    #[tokio::test]
+    async fn output_and_status_arrive_when_the_process_ends_before_reading_all_stdin() {
+        let (client, server) = pair().await;
+        let server = tokio::spawn(async move {
+            let (mut send, mut recv) = server.split();
+            // One message of stdin read, while the client sends the next.
+            let first = recv.next().await;
+            assert!(matches!(first, Some(Ok(Message::Binary(_)))), "{first:?}");
+            for m in [
+                [&[STDOUT][..], b"150000\n"].concat(),
+                [&[STATUS][..], br#"{"status":"Success","metadata":{}}"#].concat(),
+            ] {
+                send.send(Message::binary(m)).await.expect("send");
+            }
+            // The server goes without reading the rest.
+        });
+        let mut p = attach(client, true, &params(true));
+        let (mut stdin, mut stdout) = (p.stdin().expect("stdin"), p.stdout().expect("stdout"));
+        let status = p.take_status().expect("status");
+        // Messages larger than the in-memory connection holds: the second send waits for a
+        // reader, and fails when the server goes.
+        let feed = tokio::spawn(async move {
+            let _ = stdin.write_all(&vec![b'z'; 200_000]).await;
+            let _ = stdin.shutdown().await;
+        });
+        let mut out = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), stdout.read_to_end(&mut out))
+            .await
+            .expect("no hang")
+            .expect("stdout");
+        assert_eq!(out, b"150000\n");
+        let status = tokio::time::timeout(Duration::from_secs(10), status)
+            .await
+            .expect("no hang")
+            .expect("a status");
+        assert_eq!(status.status.as_deref(), Some("Success"));
+        feed.await.expect("the feed ends");
+        server.await.expect("server");
+        p.join().await;
     }
 
     #[test]
