@@ -32,11 +32,13 @@ test_lab_command_timeout() {
 # A kernel download that fails names the step and exits 2 without booting anything.
 test_lab_download_failure() {
   local rc=0
-  RAILBENCH_LAB_CACHE=$T_OUT/empty-cache RAILBENCH_LAB_MIRROR=http://127.0.0.1:9/debian \
+  # One suite: apt retries each refused index with growing delays (7 s per suite).
+  RAILBENCH_LAB_CACHE=$T_OUT/empty-cache RAILBENCH_LAB_MIRROR=http://127.0.0.1:9/debian RAILBENCH_LAB_SUITES=sid \
     timeout 120 "$LAB_REPO/scripts/lab" --out "$T_OUT/lab" -- true >"$T_OUT/out" 2>&1 || rc=$?
   cat "$T_OUT/out"
   [ "$rc" -eq 2 ] || fail "expected exit 2, got $rc"
   grep -q "step 'fetch kernel'" "$T_OUT/out" || fail "the message does not name the step"
+  grep -q "could be fetched from: sid$" "$T_OUT/out" || fail "the message does not name the suite tried"
 }
 
 # A kernel module that will not load in the guest names the module and exits 2.
