@@ -197,8 +197,9 @@ test_hostpath_unprivileged_open_is_refused() {
 # on the host's network, the imported image) and sriov (the Multus networks annotation naming
 # sriov-rail-I, the VF resources of the device plugin, IPC_LOCK, not privileged). rdmabw runs in
 # them by exec through the API server and each kubelet; every rail from node-a to node-b over the
-# rail's host bridge: the node's rdmaI and rxeI for hostnetwork, and for sriov the VF stand-in vfI
-# that host-device moved into the pod as netI+1 with rxevfI on it (scripts/lab.d/node, rxe-vf).
+# rail's host bridge: the node's rdmaI and rxeI for hostnetwork, and for sriov rail I's SR-IOV VF
+# vfI (VF 0 of the node's igb pfI, driven by igbvf) that host-device moved into the pod as netI+1
+# with rxevfI on it (scripts/lab.d/node, rxe-vf).
 test_railsweep_compare_hostnetwork_sriov_across_nodes() {
   local last=$((LAB_RAILS - 1))
   rn_wait_resource node-a "smarter-devices/infiniband_uverbs$((LAB_RAILS + last))" 120
@@ -224,13 +225,18 @@ for x in rows:
 EOF2
   [ "$(grep -c 'deleted pods' "$T_OUT/cmp.err")" -eq 2 ] || fail "each mode's pods not deleted"
   # Its pods go (deleted at the end; a real kubelet takes a moment to stop their containers), and
-  # each VF stand-in is back on its node with its rxe.
+  # each VF is back on its node with its rxe, still a VF of its rail's igb.
   for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || break; sleep 1; done
   ! pods_in lab | grep -q '^railsweep-' || fail "railsweep's pods still there 60 s after it ended: $(pods_in lab | tr '\n' ' ')"
   for n in node-a node-b; do
     rn_node_sh "$n" "for _ in \$(seq 20); do [ \$(rdma link show | grep -c 'netdev vf') -eq $LAB_RAILS ] && break; sleep 0.5; done; rdma link show | grep 'netdev vf'" >"$T_OUT/vf-$n.txt"
     cat "$T_OUT/vf-$n.txt"
-    [ "$(grep -c 'netdev vf' "$T_OUT/vf-$n.txt")" -eq "$LAB_RAILS" ] || fail "$n: not every VF stand-in back with its rxe"
+    [ "$(grep -c 'netdev vf' "$T_OUT/vf-$n.txt")" -eq "$LAB_RAILS" ] || fail "$n: not every VF back with its rxe"
+    rn_node_sh "$n" "for i in \$(seq 0 $last); do d=/sys/class/net/vf\$i/device p=/sys/class/net/pf\$i/device
+      echo vf\$i \$(basename \$(readlink -f \$d/driver)) \$(basename \$(readlink -f \$d/physfn)) pf\$i \$(basename \$(readlink -f \$p)) \$(basename \$(readlink -f \$p/driver)); done" >"$T_OUT/sriov-$n.txt"
+    cat "$T_OUT/sriov-$n.txt"
+    [ "$(awk '$2 == "igbvf" && $3 == $5 && $6 == "igb"' "$T_OUT/sriov-$n.txt" | wc -l)" -eq "$LAB_RAILS" ] \
+      || fail "$n: a vfI is not an igbvf VF of its rail's igb pfI (vfI driver physfn pfI PF-address PF-driver above)"
   done
 }
 

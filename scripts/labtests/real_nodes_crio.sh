@@ -7,7 +7,7 @@
 # handler runc-nohostdev as railsweep's crio_dropin writes it (allowed_annotations
 # io.kubernetes.cri-o.Devices; allowed_devices the node's uverbs files and rdma_cm) and the
 # RuntimeClass runc-nohostdev of deploy/examples (scheduling on nvidia.com/gpu.present=true,
-# which both kubelets set as a label). No VF stand-ins: each node's uverbs files are its rails'.
+# which both kubelets set as a label). No VFs: each node's uverbs files are its rails'.
 # shellcheck shell=bash
 
 # A pod's first start on an emulated node takes a while; railsweep's pods are two of them.
