@@ -35,9 +35,9 @@ use tokio_tungstenite::WebSocketStream;
 /// The WebSocket's read buffer, per exec stream (tungstenite's default is 128 KiB).
 pub(super) const READ_BUFFER: usize = 8 * 1024;
 /// The most bytes one read of stdin sends in a message: a stdin pipe's whole default buffer
-/// (`pipe` in `attach`). `--inject` sends 21 MB through stdin, 2,600 messages per pod in 8 KiB
-/// ones, each through the API server and the node: the modes lab suite's tests took 175 s with
-/// 8 KiB and 152 s with 64 KiB (one run each, back to back).
+/// (`pipe` in `attach`). `--inject` sends rdmabw through stdin; the modes lab suite injects its
+/// 21 MB build, 2,600 messages per pod in 8 KiB ones, each through the API server and the node:
+/// the suite's tests took 175 s with 8 KiB and 152 s with 64 KiB (one run each, back to back).
 const STDIN_CHUNK: usize = 64 * 1024;
 /// How often an idle stream is pinged.
 const PING_EVERY: Duration = Duration::from_secs(60);
