@@ -287,6 +287,27 @@ mod tests {
     }
 
     #[test]
+    fn image_pull_policy_in_kubernetes_spelling_or_lower_case() {
+        use super::super::PullPolicy;
+        for (given, want) in [
+            ("Never", PullPolicy::Never),
+            ("never", PullPolicy::Never),
+            ("IfNotPresent", PullPolicy::IfNotPresent),
+            ("if-not-present", PullPolicy::IfNotPresent),
+            ("Always", PullPolicy::Always),
+        ] {
+            let o = parse(&["--image", "x:1", "--image-pull-policy", given]);
+            assert_eq!(o.pull_policy, want, "{given}");
+        }
+        let t = T::try_parse_from(["t", "--image-pull-policy", "Sometimes"]);
+        let e = t.expect_err("not a policy").to_string();
+        assert!(
+            e.contains("[possible values: Always, IfNotPresent, Never]"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn mode_prefixes_keep_ipvlan_and_sriov_apart() {
         let o = parse(&[
             "--networks",

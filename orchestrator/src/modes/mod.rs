@@ -248,14 +248,18 @@ pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 /// public registry, and these pods are privileged.
 pub const DEFAULT_IMAGE: &str = concat!("railbench/rdmabw:", env!("CARGO_PKG_VERSION"));
 
-/// A container's `imagePullPolicy` (`--image-pull-policy`, kubectl run's flag).
+/// A container's `imagePullPolicy` (`--image-pull-policy`, kubectl run's flag): spelled as in a
+/// pod spec and for kubectl (`IfNotPresent`), or in lower case (`if-not-present`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PullPolicy {
     /// Pull at every pod start.
+    #[value(name = "Always", alias = "always")]
     Always,
     /// Pull when the node does not have the image.
+    #[value(name = "IfNotPresent", alias = "if-not-present")]
     IfNotPresent,
     /// Never pull: the image must be on the node already.
+    #[value(name = "Never", alias = "never")]
     Never,
 }
 
