@@ -120,16 +120,13 @@ fn settings_that_differ(cmp: &Comparison<'_>) -> Vec<&'static str> {
     ];
     settings
         .into_iter()
-        .filter(|(_, f)| {
+        .filter(|(name, f)| {
+            // A failed rail has no window: it says nothing of the others', and a run whose
+            // rails all failed has no window to compare.
+            let counts = |r: &&RailResult| *name != "window" || r.status != RailStatus::Failed;
             let per_series: BTreeSet<String> = (0..cmp.series.len())
-                .map(|s| {
-                    // A failed rail has no window: it says nothing of the others'.
-                    distinct(
-                        cmp.series_rows(s)
-                            .filter(|r| r.status != RailStatus::Failed),
-                        f,
-                    )
-                })
+                .filter(|&s| cmp.series_rows(s).any(|r| counts(&r)))
+                .map(|s| distinct(cmp.series_rows(s).filter(counts), f))
                 .collect();
             per_series.len() > 1
         })
@@ -515,6 +512,21 @@ mod tests {
         // Interfaces differ from mode to mode by nature; that alone is no warning.
         rows[1] = row(NetworkMode::Ipvlan, 0, 65536, Some(41));
         rows[1].client_interface = "eth9".into();
-        assert!(!markdown(rows).contains("Warning"));
+        assert!(!markdown(rows.clone()).contains("Warning"));
+        // A mode whose every rail failed (no window, no bandwidth) is measured alike all the
+        // same; its other settings still count.
+        rows[1].status = RailStatus::Failed;
+        rows[1].duration_s = None;
+        rows[1].bw_avg_gbps = None;
+        assert!(
+            !markdown(rows.clone()).contains("Warning"),
+            "{}",
+            markdown(rows.clone())
+        );
+        rows[1].traffic_class = Some(3);
+        assert!(
+            markdown(rows).contains("**Warning:** the runs differ in traffic class: "),
+            "a failed run's traffic class still counts"
+        );
     }
 }
