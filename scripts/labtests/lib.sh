@@ -97,6 +97,40 @@ rn_node_sh() {
   return "$(cat "$d/$id.rc")"
 }
 
+# rn_railsweep_multus NAME ARGS...: railsweep ARGS with -o $T_OUT/NAME.csv, stdout in NAME.out and
+# stderr in NAME.err (each attempt's kept as NAME.N.err); sets $rc. Multus's thin plugin gives
+# each GET of the pod 250 ms (multus.go, getPod): under emulation a fresh process's TLS handshake
+# with the API server sometimes takes longer, and the sandbox fails with "error waiting for pod
+# ... context deadline exceeded". Only that is tried again, at most three times in all, each
+# attempt starting without the last one's files and pods (and after rn_before_retry, where a suite
+# defines one).
+rn_railsweep_multus() {
+  local name=$1 attempt t0
+  shift
+  for attempt in 1 2 3; do
+    rc=0 t0=$(now)
+    rm -f "$T_OUT/$name".*csv "$T_OUT/$name.csv" "$T_OUT/$name.md" "$T_OUT/$name.svg"
+    "$RAILSWEEP" "$@" -o "$T_OUT/$name.csv" >"$T_OUT/$name.out" 2>"$T_OUT/$name.err" || rc=$?
+    echo "attempt $attempt: railsweep exit $rc after $(elapsed "$t0") s"
+    cp "$T_OUT/$name.err" "$T_OUT/$name.$attempt.err"
+    grep -q 'error waiting for pod: .*context deadline exceeded' "$T_OUT/$name.err" || break
+    for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || break; sleep 1; done
+    ! declare -F rn_before_retry >/dev/null || rn_before_retry
+  done
+  cat "$T_OUT/$name.out"; tail -30 "$T_OUT/$name.err"
+}
+
+# rn_wait_resource NODE RESOURCE SECONDS: wait until NODE's allocatable lists RESOURCE (the device
+# plugin registered and the kubelet reported it).
+rn_wait_resource() {
+  local end=$((SECONDS + $3))
+  until kube GET "/api/v1/nodes/$1" | python3 -c 'import json, sys
+sys.exit(0 if int(json.load(sys.stdin)["status"].get("allocatable", {}).get(sys.argv[1], "0")) > 0 else 1)' "$2"; do
+    [ $SECONDS -lt $end ] || fail "node $1 has no allocatable $2 after $3 s (the device plugin's log: $LAB_NODE_DIRS/$1/device-plugin.log)"
+    sleep 1
+  done
+}
+
 # rn_rails_ok_over_rdma CSV: every rail of the lab (0 to LAB_RAILS-1) in railsweep's CSV is ok,
 # carried traffic and ran over the node's own rail interface rdmaI on both sides.
 rn_rails_ok_over_rdma() {

@@ -91,27 +91,6 @@ rn_done() {
   echo "phase $phase"
 }
 
-# rn_railsweep_multus NAME ARGS...: railsweep ARGS with -o $T_OUT/NAME.csv, stdout in NAME.out and
-# stderr in NAME.err (each attempt's kept as NAME.N.err); sets $rc. Multus's thin plugin gives
-# each GET of the pod 250 ms (multus.go, getPod): under emulation a fresh process's TLS handshake
-# with the API server sometimes takes longer, and the sandbox fails with "error waiting for pod
-# ... context deadline exceeded". Only that is tried again, at most three times in all, each
-# attempt starting without the last one's files and pods.
-rn_railsweep_multus() {
-  local name=$1 attempt t0
-  shift
-  for attempt in 1 2 3; do
-    rc=0 t0=$(now)
-    rm -f "$T_OUT/$name".*csv "$T_OUT/$name.csv" "$T_OUT/$name.md" "$T_OUT/$name.svg"
-    "$RAILSWEEP" "$@" -o "$T_OUT/$name.csv" >"$T_OUT/$name.out" 2>"$T_OUT/$name.err" || rc=$?
-    echo "attempt $attempt: railsweep exit $rc after $(elapsed "$t0") s"
-    cp "$T_OUT/$name.err" "$T_OUT/$name.$attempt.err"
-    grep -q 'error waiting for pod: .*context deadline exceeded' "$T_OUT/$name.err" || break
-    for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || break; sleep 1; done
-  done
-  cat "$T_OUT/$name.out"; tail -30 "$T_OUT/$name.err"
-}
-
 # probe_expect CHECK=STATUS[:WORD]...: shows the rails and uverbs checks of $T_OUT/probe.json
 # (rdmabw probe --json) and fails unless each CHECK has STATUS and, with WORD, says WORD.
 probe_expect() {
@@ -199,15 +178,22 @@ test_hostpath_unprivileged_open_is_refused() {
 # them by exec through the API server and each kubelet; every rail from node-a to node-b over the
 # rail's host bridge: the node's rdmaI and rxeI for hostnetwork, and for sriov rail I's SR-IOV VF
 # vfI (VF 0 of the node's igb pfI, driven by igbvf) that host-device moved into the pod as netI+1
-# with rxevfI on it (scripts/lab.d/node, rxe-vf).
+# with rxevfI on it (scripts/lab.d/node, rxe-vf). With --inject: railsweep copies its own rdmabw
+# (scripts/build-inject's, glibc 2.17) into each container through exec's stdin (the API server,
+# the kubelet, containerd), and every rail's client runs that copy, not the image's rdmabw (the
+# other tests here run the image's).
 test_railsweep_compare_hostnetwork_sriov_across_nodes() {
   local last=$((LAB_RAILS - 1))
   rn_wait_resource node-a "smarter-devices/infiniband_uverbs$((LAB_RAILS + last))" 120
   rn_wait_resource node-b "smarter-devices/infiniband_uverbs$((LAB_RAILS + last))" 120
   rn_railsweep_multus cmp compare --modes hostnetwork,sriov --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
-    --networks "sriov:sriov-rail-{0..$last}" --rdma-resource "sriov:smarter-devices/infiniband_uverbs{$LAB_RAILS..$((LAB_RAILS + last))}=1"
+    --networks "sriov:sriov-rail-{0..$last}" --rdma-resource "sriov:smarter-devices/infiniband_uverbs{$LAB_RAILS..$((LAB_RAILS + last))}=1" \
+    --inject --image "$LAB_IMAGE" --image-pull-policy Never --show-commands
   for n in node-a node-b; do echo "$n rxe-vf:"; tail -4 "$LAB_NODE_DIRS/$n/rxe-vf.log" 2>/dev/null; done
   [ "$rc" -eq 0 ] || fail "railsweep exit $rc"
+  grep 'railsweep: rail [0-9]*: ' "$T_OUT/cmp.err" | head -2
+  [ "$(grep -c 'railsweep: rail [0-9]*: /tmp/railsweep-rdmabw-[^ ]* client ' "$T_OUT/cmp.err")" -eq $((2 * LAB_RAILS)) ] \
+    || fail "not every rail's client ran the injected rdmabw (/tmp/railsweep-rdmabw-VERSION; the commands above)"
   python3 - "$T_OUT/cmp.csv" "$LAB_RAILS" <<'EOF2' || fail "the rows are not as expected (above)"
 import csv, sys
 rows, rails = list(csv.DictReader(open(sys.argv[1]))), int(sys.argv[2])
@@ -224,6 +210,8 @@ for x in rows:
         assert (x[side + "_interface"], x[side + "_rdma_device"]) == want, (side, x[side + "_interface"], x[side + "_rdma_device"], want)
 EOF2
   [ "$(grep -c 'deleted pods' "$T_OUT/cmp.err")" -eq 2 ] || fail "each mode's pods not deleted"
+  # The same flags for every mode: the comparison must not warn that they were measured unalike.
+  ! grep '^\*\*Warning' "$T_OUT/cmp.md" || fail "cmp.md warns that the modes were not measured alike"
   # Its pods go (deleted at the end; a real kubelet takes a moment to stop their containers), and
   # each VF is back on its node with its rxe, still a VF of its rail's igb.
   for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || break; sleep 1; done
@@ -268,17 +256,6 @@ EOF2
 # --- ipvlan (issue 36, item 3): real Multus (thin plugin v4.2.3) delegating to Debian's ipvlan and
 # host-local CNI plugins through the NetworkAttachmentDefinitions lab/rdma-ipvlan-I, and the rails'
 # uverbs devices from a real device plugin (smarter-device-manager), no privileged.
-
-# rn_wait_resource NODE RESOURCE SECONDS: wait until NODE's allocatable lists RESOURCE (the device
-# plugin registered and the kubelet reported it).
-rn_wait_resource() {
-  local end=$((SECONDS + $3))
-  until kube GET "/api/v1/nodes/$1" | python3 -c 'import json, sys
-sys.exit(0 if int(json.load(sys.stdin)["status"].get("allocatable", {}).get(sys.argv[1], "0")) > 0 else 1)' "$2"; do
-    [ $SECONDS -lt $end ] || fail "node $1 has no allocatable $2 after $3 s (the device plugin's log: $LAB_NODE_DIRS/$1/device-plugin.log)"
-    sleep 1
-  done
-}
 
 # The uverbs resources of the rails, as railsweep's --rdma-resource and a pod's limits name them.
 rn_uverbs_limits() {
