@@ -1,19 +1,23 @@
 # lab: --real-nodes --rails 2 --dra
 # lab-tier: soak
-# (Not in the default run: its railsweep test loses a race with the rxe stand-in about one run
-# in three, and its guests and parts cost about 6 minutes warm and 7 more cold; --soak runs it.)
+# (Not in the default run: its guests import the images themselves under containerd v2 and run
+# DRANET, about 160 s to Ready, and its compare of every mode takes about 6 minutes; --soak runs it.)
 # Real nodes with DRANET (issue 36, item 3, mode dra): node-a and node-b as in suite real_nodes,
-# but with containerd v2.4.2 (NRI on) in place of Debian's 1.6, and DRANET v1.4.0 (unmodified,
-# sigs.k8s.io/dranet) on each node: it publishes the node's NICs as ResourceSlices of driver
-# dra.net, the real scheduler allocates a pod's ResourceClaim from them, and DRANET's NRI hooks
-# give the pod the allocated rails. scripts/lab.d/node says how each node runs them, and what
-# stands in for what rxe cannot do: rxe's device goes when DRANET moves its netdev into the pod
-# (a RoCE NIC's stays), so the node's rail-follow makes it again where the netdev went.
+# with their SR-IOV VFs, but with containerd v2.4.2 (NRI on) in place of Debian's 1.6, and DRANET
+# v1.4.0 (unmodified, sigs.k8s.io/dranet) on each node: it publishes the node's NICs as
+# ResourceSlices of driver dra.net, the real scheduler allocates a pod's ResourceClaim from them,
+# and DRANET's NRI hooks give the pod the allocated rails. scripts/lab.d/node says how each node
+# runs them, and what stands in for what rxe cannot do: rxe's device goes when DRANET moves its
+# netdev into the pod (a RoCE NIC's stays), so the node's rail-follow makes it again where the
+# netdev went. On these nodes one railsweep compare runs all four modes.
 # shellcheck shell=bash
 
-# A pod's first start on an emulated node takes a while; railsweep's test may run it three times.
-TEST_TIMEOUT=${TEST_TIMEOUT:-480}
+# A pod's first start on an emulated node takes a while; the compare (about 350 s) may run again.
+TEST_TIMEOUT=${TEST_TIMEOUT:-1080}
 RN_IMAGE=${LAB_IMAGE#docker.io/}
+# The claims here want the rails alone: DRANET publishes every NIC of the node, and the VFs carry
+# RDMA too (rxevfI), so a claim that asked for every NIC with rdma true would take them as well.
+RAILS_ONLY='device.attributes["dra.net"].rdma == true && device.attributes["dra.net"].ifName.startsWith("rdma")'
 
 # slices_json: every ResourceSlice of driver dra.net, as the API gives them.
 slices_json() { kube GET /apis/resource.k8s.io/v1/resourceslices; }
@@ -59,7 +63,8 @@ EOF
 # DRANET's inventory on each node: its ResourceSlice (driver dra.net, pool = the node) lists the
 # rail NICs rdma0 and rdma1 by interface, PCI address (virtio-net NICs of the guest) and rdma: true,
 # which rdmamap finds for an rxe device through its GID table's netdevs; the control NIC eth0 is
-# there too, rdma: false.
+# there too, rdma: false; and each rail's igb PF pfI (sriov: true, one VF, rdma: false) and its VF
+# vfI (isSriovVf: true, rdma: true for its rxevfI), as DRANET reads them from sysfs.
 test_dranet_publishes_rails_as_resourceslices() {
   rn_wait_slices 240
   slices_json >"$T_OUT/slices.json"
@@ -83,16 +88,23 @@ for node in ("node-a", "node-b"):
         assert a, (node, "no device with ifName rdma%d" % i, sorted(nics, key=str))
         assert a.get("rdma") is True and a.get("virtual") is False and a.get("pciAddress"), (node, i, a)
     assert nics.get("eth0", {}).get("rdma") is False, (node, "eth0", nics.get("eth0"))
+    for i in range(rails):
+        pf, vf = nics.get("pf%d" % i, {}), nics.get("vf%d" % i, {})
+        print(node, "pf%d" % i, {k: pf.get(k) for k in ("pciDevice", "sriov", "sriovVfs", "rdma")},
+              "vf%d" % i, {k: vf.get(k) for k in ("pciDevice", "isSriovVf", "rdma")})
+        assert (pf.get("sriov"), pf.get("sriovVfs"), pf.get("rdma")) == (True, 1, False), (node, "pf%d" % i, pf)
+        assert (vf.get("isSriovVf"), vf.get("rdma"), vf.get("pciDevice")) == (True, True, "82576 Virtual Function"), (node, "vf%d" % i, vf)
 EOF2
 }
 
 # rn_dra_pod NAME NODE: a pod as railsweep's --mode dra makes one (a ResourceClaimTemplate asking
-# DeviceClass dranet for every device with dra.net/rdma true; not privileged, every capability
+# DeviceClass dranet for every device matching RAILS_ONLY; not privileged, every capability
 # dropped but IPC_LOCK), on NODE, printing what it was given and then sleeping.
 rn_dra_pod() {
-  kube POST /apis/resource.k8s.io/v1/namespaces/lab/resourceclaimtemplates "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaimTemplate\",
-    \"metadata\":{\"name\":\"$1\"},\"spec\":{\"spec\":{\"devices\":{\"requests\":[{\"name\":\"rails\",\"exactly\":{\"deviceClassName\":\"dranet\",
-    \"selectors\":[{\"cel\":{\"expression\":\"device.attributes[\\\"dra.net\\\"].rdma == true\"}}],\"allocationMode\":\"All\"}}]}}}}" >/dev/null
+  kube POST /apis/resource.k8s.io/v1/namespaces/lab/resourceclaimtemplates "$(python3 -c 'import json, sys
+print(json.dumps({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": sys.argv[1]},
+  "spec": {"spec": {"devices": {"requests": [{"name": "rails", "exactly": {"deviceClassName": "dranet",
+    "selectors": [{"cel": {"expression": sys.argv[2]}}], "allocationMode": "All"}}]}}}}))' "$1" "$RAILS_ONLY")" >/dev/null
   rn_pod_json "$1" "$2" | { read -r body; kube POST /api/v1/namespaces/lab/pods "$body" >/dev/null; }
 }
 rn_pod_json() {
@@ -180,33 +192,59 @@ EOF2
   rn_delete rn-dra-a
 }
 
-# railsweep's dra mode across the two real nodes: its ResourceClaimTemplate and pods as in
-# rn_dra_pod, the scheduler allocating each pod every rdma rail of its node, DRANET moving them,
-# rdmabw by exec in both pods, every rail from node-a to node-b over the rail's host bridge.
-# A rail's rxe comes back in the pod 0.2-5 s after DRANET moved its netdev (rail-follow,
-# scripts/lab.d/node; a NIC's RDMA device would not go at all), mostly before railsweep reads the
-# pod's rails (6-13 s after the pods are ready), not always: this test is flaky (passed 2 of 3
-# runs on 2026-12-04; the third failed on rail 1 with "no RDMA device"). With a polling
-# rail-follow that took 11-20 s, railsweep found "no RDMA device" on every rail.
-test_railsweep_dra_across_nodes() {
-  local rc t0 r line attempt status bw cif sif
+# Once a claim's rails are back on their node (rail-follow's rxe, DRANET's next scan), before
+# rn_railsweep_multus runs railsweep again.
+rn_before_retry() { rn_wait_slices 120; }
+
+# Every mode railsweep has for these nodes, in one compare across them, on the same two nodes and
+# rails, rdmabw injected (--inject, through exec's stdin) into every pod:
+# - hostnetwork: privileged pods on the node's network: the node's rdmaI and rxeI;
+# - ipvlan: Multus's IPvlan child netI+1 on rdmaI, the uverbs files from the device plugin, not
+#   privileged; rxe receives nothing on an IPvlan child (suite real_nodes says why), so each
+#   rail fails with 0 iterations, and the compare exits 1 for that alone;
+# - sriov: rail I's SR-IOV VF vfI (igbvf, VF 0 of the node's igb pfI) moved into the pod by
+#   host-device as netI+1, with rxevfI made again on it (rxe-vf);
+# - dra: the real scheduler allocating each pod's claim from DRANET's slice (the rails selected by
+#   name: --device-selector), DRANET's NRI hooks moving rdmaI into the pod, rxeI made again
+#   there by rail-follow.
+# A rail's rxe comes back in the dra pod 0.2-5 s after DRANET moved its netdev, and railsweep reads
+# a pod's rails again for up to 8 s while a rail has its address but no GID (settle_rails).
+test_railsweep_compare_every_mode_across_nodes() {
+  local last=$((LAB_RAILS - 1))
   rn_wait_slices 240
-  for attempt in 1 2 3; do
-    rc=0 t0=$(now)
-    "$RAILSWEEP" run --mode dra --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
-      -o "$T_OUT/sweep.csv" >"$T_OUT/sweep.out" 2>"$T_OUT/sweep.err" || rc=$?
-    echo "attempt $attempt: railsweep exit $rc after $(elapsed "$t0") s"
-    cp "$T_OUT/sweep.err" "$T_OUT/sweep.$attempt.err"
-    # The pods' cluster network is Multus's thin plugin, whose 250 ms for a GET of the pod an
-    # emulated node sometimes misses (suite real_nodes): only that is tried again, once the
-    # released rails are in the slices again (rail-follow's rxe, DRANET's next scan).
-    grep -q 'error waiting for pod: .*context deadline exceeded' "$T_OUT/sweep.err" || break
-    for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || break; sleep 1; done
-    rn_wait_slices 120
-  done
-  cat "$T_OUT/sweep.out"; tail -20 "$T_OUT/sweep.err"
-  [ "$rc" -eq 0 ] || fail "railsweep exit $rc"
-  rn_rails_ok_over_rdma "$T_OUT/sweep.csv"
+  rn_wait_resource node-a "smarter-devices/infiniband_uverbs$((LAB_RAILS + last))" 120
+  rn_wait_resource node-b "smarter-devices/infiniband_uverbs$((LAB_RAILS + last))" 120
+  rn_railsweep_multus cmp compare --modes hostnetwork,ipvlan,sriov,dra --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
+    --networks "ipvlan:rdma-ipvlan-{0..$last}" --rdma-resource "ipvlan:smarter-devices/infiniband_uverbs{0..$last}=1" \
+    --networks "sriov:sriov-rail-{0..$last}" --rdma-resource "sriov:smarter-devices/infiniband_uverbs{$LAB_RAILS..$((LAB_RAILS + last))}=1" \
+    --device-selector "$RAILS_ONLY" --inject --image "$LAB_IMAGE" --image-pull-policy Never --show-commands
+  # Exit 1: the ipvlan rails failed; 2 would be a mode whose pods did not start, or a usage error.
+  [ "$rc" -eq 1 ] || fail "railsweep exit $rc, not 1 (only the ipvlan rails fail, see above)"
+  [ "$(grep -c 'railsweep: rail [0-9]*: /tmp/railsweep-rdmabw-[^ ]* client ' "$T_OUT/cmp.err")" -eq $((4 * LAB_RAILS)) ] \
+    || { grep 'railsweep: rail [0-9]*: ' "$T_OUT/cmp.err"; fail "not every rail's client ran the injected rdmabw (/tmp/railsweep-rdmabw-VERSION; the commands above)"; }
+  python3 - "$T_OUT/cmp.csv" "$LAB_RAILS" <<'EOF2' || fail "the rows are not as expected (above)"
+import csv, sys
+rows, rails = list(csv.DictReader(open(sys.argv[1]))), int(sys.argv[2])
+modes = ("hostnetwork", "ipvlan", "sriov", "dra")
+assert [(x["network_mode"], x["rail"]) for x in rows] == [(m, str(i)) for m in modes for i in range(rails)], \
+    [(x["network_mode"], x["rail"]) for x in rows]
+for x in rows:
+    m, r = x["network_mode"], int(x["rail"])
+    print("%s rail %d: %s %s -> %s %s: %s %s Gb/s %s" % (m, r, x["client_interface"], x["client_rdma_device"],
+        x["server_interface"], x["server_rdma_device"], x["status"], x["bw_avg_gbps"], x["error"]))
+    assert x["client_node"] == "node-a" and x["server_node"] == "node-b", x
+    want = {"hostnetwork": ("rdma%d" % r, "rxe%d" % r), "ipvlan": ("net%d" % (r + 1), "rxe%d" % r),
+            "sriov": ("net%d" % (r + 1), "rxevf%d" % r), "dra": ("rdma%d" % r, "rxe%d" % r)}[m]
+    for side in ("client", "server"):
+        assert (x[side + "_interface"], x[side + "_rdma_device"]) == want, (m, side, x[side + "_interface"], x[side + "_rdma_device"], want)
+    if m == "ipvlan":
+        assert x["status"] == "failed" and "(0 iterations)" in x["error"], (m, r, x["status"], x["error"])
+    else:
+        assert x["status"] == "ok" and float(x["bw_avg_gbps"]) > 0, (m, r, x["status"], x["error"])
+EOF2
+  [ "$(grep -c 'deleted pods' "$T_OUT/cmp.err")" -eq 4 ] || fail "each mode's pods not deleted"
+  # The same flags for every mode: the comparison must not warn that they were measured unalike.
+  ! grep '^\*\*Warning' "$T_OUT/cmp.md" || fail "cmp.md warns that the modes were not measured alike"
   for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || return 0; sleep 1; done
   fail "railsweep's pods still there 60 s after it ended: $(pods_in lab | tr '\n' ' ')"
 }
