@@ -217,6 +217,7 @@ pub async fn start_pair(
     });
 
     results::say!("railsweep: mode {mode}: creating {}", describe(&pair));
+    let creating = std::time::Instant::now();
     let started = tokio::select! {
         r = set.create(&pair) => r,
         _ = cancel.cancelled() => Err(LifecycleError::Interrupted),
@@ -243,7 +244,11 @@ pub async fn start_pair(
                     )
                 })
                 .collect();
-            results::say!("railsweep: mode {mode}: pods ready: {}", ips.join(", "));
+            results::say!(
+                "railsweep: mode {mode}: pods ready {:.1} s after their creation: {}",
+                creating.elapsed().as_secs_f64(),
+                ips.join(", ")
+            );
             if mode == Mode::Dra {
                 for p in &pods {
                     let gpus = report_allocation(set, p).await;

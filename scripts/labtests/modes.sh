@@ -57,7 +57,7 @@ test_modes_created_pods_sweep_real_rails() {
   railsweep_k8s sriov run --mode sriov "${SRIOV[@]}"
   [ "$rc" -eq 0 ] || fail "railsweep run --mode sriov --nodes: exit $rc"
   created_rows "$T_OUT/sriov.csv" sriov
-  grep -q 'pods ready' "$T_OUT/sriov.err" || fail "no readiness line"
+  grep -q 'pods ready [0-9.]* s after their creation: ' "$T_OUT/sriov.err" || fail "no readiness line"
   grep -q 'deleted pods railsweep-.*-sriov-client, railsweep-.*-sriov-server' "$T_OUT/sriov.err" || fail "pods not deleted"
   no_pods_left
 }

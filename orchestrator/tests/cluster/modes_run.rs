@@ -64,7 +64,11 @@ async fn run_creates_waits_sweeps_and_deletes() {
     let stderr = text(&r.stderr);
     assert_eq!(r.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("creating client pod railsweep-t1-ipvlan-client on node-a, server pod railsweep-t1-ipvlan-server on node-b"), "{stderr}");
-    assert!(stderr.contains("pods ready"), "{stderr}");
+    assert!(
+        stderr.contains("mode ipvlan: pods ready ")
+            && stderr.contains(" s after their creation: railsweep-t1-ipvlan-"),
+        "{stderr}"
+    );
     assert!(
         stderr.contains("deleted pods railsweep-t1-ipvlan-client, railsweep-t1-ipvlan-server"),
         "{stderr}"
