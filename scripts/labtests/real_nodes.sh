@@ -148,6 +148,10 @@ rn_probe_pods() {
     "volumes": [{"name": "ib", "hostPath": {"path": "/dev/infiniband"}}],
     "container": {"volumeMounts": [{"name": "ib", "mountPath": "/dev/infiniband"}],
       "command": ["sh", "-c", "ls -l /dev/infiniband; head -c 1 /dev/infiniband/uverbs0; echo \"head exit $?\"; rdmabw probe; echo \"probe exit $?\"; echo \"=== probe json\"; rdmabw probe --json"]}}'
+  rn_pod rn-hostpath-priv node-a '{"hostNetwork": true,
+    "volumes": [{"name": "ib", "hostPath": {"path": "/dev/infiniband"}}],
+    "container": {"volumeMounts": [{"name": "ib", "mountPath": "/dev/infiniband"}], "securityContext": {"privileged": true},
+      "command": ["sh", "-c", "ls -l /dev/infiniband; rdmabw probe; echo \"probe exit $?\"; echo \"=== probe json\"; rdmabw probe --json"]}}'
 }
 rn_probe_pods || echo "real_nodes: the probe table's pods could not all be created; their tests will say which" >&2
 
@@ -161,6 +165,14 @@ test_privileged_hostnetwork_probe_and_rails() {
     grep -q "rxe$i" "$T_OUT/rn-priv.log" || fail "rxe$i not in the pod's output"
   done
   probe_expect rails=PASS uverbs-open=PASS
+}
+
+# Seed 000's "plus privileged" row: the hostPath mount of the row below and privileged, which lifts
+# the device cgroup's limit (the same files now open) and gives every capability (IPC_LOCK).
+test_hostpath_privileged_opens() {
+  rn_done rn-hostpath-priv
+  grep -q 'crw-rw-rw-.* uverbs0' "$T_OUT/rn-hostpath-priv.log" || fail "no crw-rw-rw- uverbs0 in the pod"
+  probe_expect uverbs-files=PASS uverbs-open=PASS memlock=PASS memory-registration=PASS
 }
 
 # Seed 000's "plus a hostPath mount" row: hostNetwork with /dev/infiniband from the node, not
@@ -340,7 +352,7 @@ test_railsweep_ipvlan_across_nodes() {
     --networks "rdma-ipvlan-{0..$((LAB_RAILS - 1))}" --rdma-resource "smarter-devices/infiniband_uverbs{0..$((LAB_RAILS - 1))}=1"
   # Exit 1: rails failed; 2 would be pods that did not start or a usage error.
   [ "$rc" -eq 1 ] || fail "railsweep exit $rc, not 1 (every rail fails on rxe, see above)"
-  grep -q "mode ipvlan: pods ready" "$T_OUT/sweep.err" || fail "railsweep's ipvlan pods did not become ready"
+  grep -q "mode ipvlan: pods ready [0-9.]* s after their creation: " "$T_OUT/sweep.err" || fail "railsweep's ipvlan pods did not become ready"
   python3 - "$T_OUT/sweep.csv" "$LAB_RAILS" <<'EOF2' || fail "the rails are not as expected (above)"
 import csv, json, sys
 rows = {int(x["rail"]): x for x in csv.DictReader(open(sys.argv[1]))}
