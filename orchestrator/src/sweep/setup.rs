@@ -11,7 +11,7 @@ use results::NetworkMode;
 
 use super::{Pods, Prepared, Rdmabw, SweepConfig};
 use crate::rdmabw::{self};
-use crate::runner::{Exit, PodInfo, Runner};
+use crate::runner::{Exit, Output, PodInfo, Runner};
 
 /// Where an injected rdmabw goes in a pod.
 pub fn injected_path() -> String {
@@ -37,7 +37,10 @@ pub async fn inject<R: Runner>(runner: &R, pod: &str, local: &std::path::Path) -
         dest.clone(),
     ];
     let n = bytes.len();
-    let out = runner.exec(pod, &argv, Some(bytes)).await?;
+    let out = once_more(pod, "copying rdmabw in", || {
+        runner.exec(pod, &argv, Some(bytes.clone()))
+    })
+    .await?;
     if !out.exit.success() {
         bail!(
             "copying rdmabw ({n} bytes) into pod {pod} failed: {} {}",
@@ -99,6 +102,26 @@ fn check_latency(rails: &RailsReport, pod: &str, injected: bool) -> Result<()> {
     )
 }
 
+/// A set-up command through `exec`, run once more when the exec itself did not run
+/// ([`Exit::Error`]: the runtime could not start it or its end was not seen; containerd 2.4 on
+/// an emulated node answered "failed to exec in container: failed to load task: context deadline
+/// exceeded"). The set-up commands only read, or (the copy) write under a name of their own and
+/// rename, so a second run is safe; a command that ran and failed is not run again.
+async fn once_more<F, Fut>(pod: &str, what: &str, exec: F) -> Result<Output>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<Output>>,
+{
+    let out = exec().await?;
+    match &out.exit {
+        Exit::Error(reason) => {
+            results::say!("railsweep: pod {pod}: {what} did not run ({reason}); once more");
+            exec().await
+        }
+        Exit::Code(_) => Ok(out),
+    }
+}
+
 /// `rdmabw --version` in the pod: is it there, and which version is it.
 async fn check_version<R: Runner>(
     runner: &R,
@@ -106,7 +129,8 @@ async fn check_version<R: Runner>(
     bin: &str,
     injected: bool,
 ) -> Result<String> {
-    let out = runner.exec(pod, &rdmabw::version_argv(bin), None).await?;
+    let argv = rdmabw::version_argv(bin);
+    let out = once_more(pod, "rdmabw --version", || runner.exec(pod, &argv, None)).await?;
     let hint = install_hint(injected);
     match &out.exit {
         Exit::Code(0) => {}
@@ -156,7 +180,8 @@ pub async fn prepare_pod<R: Runner>(runner: &R, cfg: &SweepConfig, pod: &str) ->
     // One exec when all is well: the rails report names the rdmabw version that printed it.
     // Only when it fails does `--version` run, to tell a missing or foreign rdmabw apart from
     // a failing `rails`.
-    let out = runner.exec(pod, &rdmabw::rails_argv(&bin), None).await?;
+    let argv = rdmabw::rails_argv(&bin);
+    let out = once_more(pod, "rdmabw rails", || runner.exec(pod, &argv, None)).await?;
     match rdmabw::parse_rails(&out) {
         Ok(rails) => {
             check_compatible(&rails.rdmabw_version, pod, injected)?;
@@ -357,6 +382,49 @@ mod tests {
         assert!(
             !settling(&no_addr),
             "no address: nothing will come up by itself"
+        );
+    }
+
+    fn ended(exit: Exit) -> Output {
+        Output {
+            exit,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_set_up_exec_that_did_not_run_runs_once_more_and_only_then() {
+        for (first, runs, last) in [
+            (Exit::Error("failed to load task".into()), 2, Exit::Code(0)),
+            (Exit::Code(1), 1, Exit::Code(1)),
+            (Exit::Code(0), 1, Exit::Code(0)),
+        ] {
+            let n = Cell::new(0);
+            let out = once_more("p", "rdmabw rails", || {
+                n.set(n.get() + 1);
+                let exit = if n.get() == 1 {
+                    first.clone()
+                } else {
+                    Exit::Code(0)
+                };
+                async move { Ok(ended(exit)) }
+            })
+            .await
+            .expect("ran");
+            assert_eq!((n.get(), out.exit), (runs, last), "first {first}");
+        }
+        let n = Cell::new(0);
+        let out = once_more("p", "rdmabw rails", || {
+            n.set(n.get() + 1);
+            async { Ok(ended(Exit::Error("again".into()))) }
+        })
+        .await
+        .expect("ran");
+        assert_eq!(
+            (n.get(), out.exit),
+            (2, Exit::Error("again".into())),
+            "twice at most"
         );
     }
 
