@@ -253,6 +253,36 @@ fn lab_ipvlan_two_pods_on_one_rail_get_different_indexes() {
     assert_rows_match_netdev_resolution("rails-lab-ipvlan/podB", &b);
 }
 
+/// In a pod, an IPvlan child's `iflink` is its master's ifindex in the node's namespace, and that
+/// number can be the child's own ifindex in the pod's (a real node's pod had `net1@if3` as
+/// ifindex 3): the child is still an IPvlan child of the master's device.
+#[test]
+fn lab_ipvlan_child_whose_iflink_equals_its_ifindex_is_still_ipvlan() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rails-lab-ipvlan/podA");
+    let copied = std::process::Command::new("cp")
+        .args([
+            "-a",
+            &format!("{}/.", src.display()),
+            &dir.path().display().to_string(),
+        ])
+        .status()
+        .expect("cp");
+    assert!(copied.success());
+    for i in [1, 2] {
+        let net = dir.path().join(format!("sys/class/net/net{i}"));
+        let ifindex = std::fs::read_to_string(net.join("ifindex")).expect("ifindex");
+        std::fs::write(net.join("iflink"), ifindex).expect("iflink");
+    }
+    let r = rails::discover(&SysRoots::under(dir.path()), &SysfsOnly).expect("rails");
+    assert_eq!(r.rails.len(), 2);
+    for row in &r.rails {
+        assert_eq!(row.attachment, Attachment::Ipvlan, "{}", row.iface);
+        assert!(row.usable, "{}", row.iface);
+    }
+}
+
 #[test]
 fn json_keeps_the_orchestrators_contract() {
     let r = report("rails-ipvlan/pod2");

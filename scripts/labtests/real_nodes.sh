@@ -321,6 +321,9 @@ for i in range(rails):
     print("%s %s: rxe%d GID index %s %s" % (ifname, ip, i, rows[0][1], want))
 r = json.loads(part("rails json"))
 print("rails:", json.dumps(r)[:400])
+# Each child is an IPvlan child of its rail's rxe, though its iflink (the master's ifindex on the
+# node) may equal its own ifindex in the pod.
+assert [(x["iface"], x["device"], x["attachment"]) for x in r["rails"]] == [("net%d" % (i + 1), "rxe%d" % i, "ipvlan") for i in range(rails)], r["rails"]
 p = {x["name"]: x for x in json.loads(part("probe json"))["checks"]}
 for name in sorted(p):
     print("probe", name, p[name]["status"], p[name]["detail"])

@@ -253,14 +253,14 @@ pub fn attachment(nif: &NetIf, device: Option<&RdmaDevice>) -> Attachment {
         };
     }
     match device {
-        Some(d) if nif.is_stacked() => {
-            // A software device on another netdev (the master), or a PCI NIC whose netdev is
-            // not here: the child's GID lives on the master's device.
-            if d.pci_address.is_some() || d.parent.as_deref() != Some(nif.name.as_str()) {
-                Attachment::Ipvlan
-            } else {
-                Attachment::Unknown
-            }
+        // A virtual interface whose address has its GID on a software device of another netdev
+        // (the master), or on a PCI NIC whose netdev is not here: the kernel puts an upper
+        // device's addresses in its lower device's GID table, so this is a child of that
+        // netdev (IPvlan, macvlan), stacked or not by `iflink`: in a pod, `iflink` is the
+        // master's ifindex in the node's namespace, which can equal the child's own
+        // (`net1@if3` was ifindex 3 in a real node's IPvlan pod).
+        Some(d) if d.pci_address.is_some() || d.parent.as_deref() != Some(nif.name.as_str()) => {
+            Attachment::Ipvlan
         }
         _ => Attachment::Unknown,
     }
