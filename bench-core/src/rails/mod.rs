@@ -26,10 +26,11 @@
 //! - `software`: an rxe/siw device created on this very interface (its `parent`), as in the lab;
 //! - `sriov`: the interface is a PCI function with a `device/physfn` link (a VF);
 //! - `host_network`: the interface is a PCI physical function: the node's own rail;
-//! - `ipvlan`: a virtual interface stacked on another one (`iflink` differs from `ifindex`; in a
-//!   pod the kernel's `lower_<master>` link is gone, because the master stays in the node's
-//!   namespace) whose address's GID lives on an RDMA device that belongs to another netdev (a
-//!   PCI NIC, or an rxe whose `parent` is the master). A macvlan child looks the same from
+//! - `ipvlan`: a virtual interface whose address's GID lives on an RDMA device that belongs to
+//!   another netdev (a PCI NIC, or an rxe whose `parent` is the master): the kernel puts an
+//!   upper device's addresses in its lower device's GID table. Neither `iflink` nor a
+//!   `lower_<master>` link can say it in a pod: the master stays in the node's namespace, and
+//!   `iflink`, its ifindex there, may equal the child's own. A macvlan child looks the same from
 //!   sysfs and is listed as `ipvlan` too;
 //! - `unknown`: anything else.
 //!
