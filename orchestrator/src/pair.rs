@@ -88,7 +88,8 @@ pub struct PairRun {
 pub enum Interruption {
     /// Ctrl-C came before both pods were set up: nothing was measured, no file written.
     SetUp,
-    /// These rails were not measured (not written: `--resume` picks them up).
+    /// These rails were not measured (not written: `--resume` picks them up); none when
+    /// Ctrl-C came after the last rail was measured.
     Rails(Vec<u32>),
 }
 
@@ -190,6 +191,7 @@ pub async fn sweep_pair<R: Runner>(
         );
     }
     let sink = rows.open()?;
+    let cancel = run.cancel.clone();
     let rails = sweep::run(
         runner,
         cfg,
@@ -211,7 +213,9 @@ pub async fn sweep_pair<R: Runner>(
             .filter(|r| r.run_id == run.run_id)
             .cloned()
             .collect(),
-        interrupted: (!rails.interrupted.is_empty())
+        // Ctrl-C after the last rail's row (while the remote processes end) still
+        // interrupted the run: every rail measured, none left for --resume.
+        interrupted: (!rails.interrupted.is_empty() || cancel.is_cancelled())
             .then_some(Interruption::Rails(rails.interrupted)),
         timings: Timings {
             measured: rails.rows.len(),

@@ -321,7 +321,7 @@ async fn sweep_and_print<R: Runner>(
 
     let t = &outcome.timings;
     let n = t.measured;
-    if n > 0 && not_measured.is_none() {
+    if n > 0 && not_measured.is_none_or(Vec::is_empty) {
         let measured_s = if cfg.parallel {
             cfg.duration_s
         } else {
@@ -340,10 +340,14 @@ async fn sweep_and_print<R: Runner>(
         );
     }
     results::say!("railsweep: results in {}", rows.csv_path().display());
-    if let Some(rails) = not_measured {
+    if let Some(rails) = not_measured.filter(|r| !r.is_empty()) {
         results::say!(
             "railsweep: interrupted before rail(s) {rails:?} were measured; continue with --resume {}",
             rows.csv_path().display()
+        );
+    } else if not_measured.is_some() {
+        results::say!(
+            "railsweep: interrupted after every rail was measured: the results are complete"
         );
     }
     Ok(outcome)

@@ -637,6 +637,29 @@ fn ctrl_c_ends_remote_processes_and_keeps_rows() {
     assert_says(&o.stderr, "--resume");
 }
 
+/// Ctrl-C after the last rail's row, while the daemon ends, still interrupted the run: exit
+/// 130 (it was 1 or 0, as the rows said), every row kept, and railsweep says they are complete.
+#[test]
+fn ctrl_c_after_the_last_row_exits_130_with_every_row() {
+    let f = Fake::new(2);
+    f.write("server-linger", "5");
+    let (out, bin, o) = paths(&f);
+    let child = process::start(&local_args(&bin, &o));
+    let t0 = Instant::now();
+    while !f.file("server-end").exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the daemon's input never ended"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (status, o) = process::interrupt(child, Duration::from_secs(15));
+    assert_eq!(status, Some(130), "{}", text(&o.stderr));
+    assert_eq!(read_path(&out).expect("reads").len(), 2, "both rails kept");
+    assert_says(&o.stderr, "interrupted after every rail was measured");
+    assert!(!text(&o.stderr).contains("--resume"), "{}", text(&o.stderr));
+}
+
 /// Issue 31, finding 5: numbers no `Duration` holds panicked (exit 101), `--pod-timeout`'s
 /// after the pods were created. Now clap refuses them first, naming the flag and the range.
 #[test]

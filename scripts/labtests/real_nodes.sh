@@ -454,7 +454,7 @@ rn_lines() {
 # the nodes must find rdmabw on both (the client on node-a, the server daemon on node-b), so the
 # look after it means something.
 test_railsweep_ctrl_c_across_nodes() {
-  local pid rc=0 t0 tk t_exit pods n line
+  local pid rc=0 t0 tk t_exit pods n line rail0
   local -a uids_a uids_b
   t0=$(now)
   "$RAILSWEEP" run --mode hostnetwork --nodes node-a,node-b -D 15 --tclass 41 --pod-timeout 240 \
@@ -492,17 +492,25 @@ for p in json.load(open(sys.argv[1]))["items"]:
   cat "$T_OUT/int.out"; tail -15 "$T_OUT/int.err"
   [ "$rc" -eq 130 ] || fail "railsweep exit $rc after SIGINT, not 130"
   gt 30 "$(elapsed "$tk" "$t_exit")" || fail "railsweep took more than 30 s to end after SIGINT"
-  grep -q 'interrupted before rail(s) \[1\] were measured; continue with --resume' "$T_OUT/int.err" \
-    || fail "railsweep did not say that rail 1 was interrupted"
   grep -q 'railsweep: deleted pods ' "$T_OUT/int.err" || fail "railsweep did not delete its pods"
-  # Rows written so far are kept: rail 0, measured; rail 1 not written.
+  # Rows written so far are kept: rail 0, measured; rail 1 not written, for --resume. Rail 1 can
+  # end on its own in the second before the SIGINT lands (rxe once failed it 4 s into its 15 s):
+  # then its row is there, and railsweep, still exiting 130, says that the results are complete.
   line=$(python3 -c 'import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 print(len(rows), " ".join("%s:%s:%s" % (r["rail"], r["status"], r["bw_avg_gbps"]) for r in rows))' "$T_OUT/int.csv")
   echo "rows kept: $line"
-  [ "${line%% *}" = 1 ] || fail "not exactly one row kept: $line"
-  [[ "${line#* }" == 0:ok:* ]] || fail "rail 0's row is not ok: $line"
-  gt "${line##*:}" 0 || fail "rail 0: no traffic: $line"
+  [[ "${line#* }" == 0:ok:* ]] || fail "rail 0's row is not the first, or not ok: $line"
+  rail0=${line#* }; rail0=${rail0%% *}
+  gt "${rail0##*:}" 0 || fail "rail 0: no traffic: $line"
+  case ${line%% *} in
+    1) grep -q 'interrupted before rail(s) \[1\] were measured; continue with --resume' "$T_OUT/int.err" \
+         || fail "railsweep did not say that rail 1 was interrupted" ;;
+    2) echo "rail 1 ended before the SIGINT landed"
+       grep -q 'interrupted after every rail was measured: the results are complete' "$T_OUT/int.err" \
+         || fail "rail 1's row is there, and railsweep did not say that the results are complete" ;;
+    *) fail "not one or two rows kept: $line" ;;
+  esac
 
   # The pods go: gone from the API once each kubelet has stopped their containers.
   for _ in $(seq 120); do pods_in lab | grep -q '^railsweep-' || break; sleep 0.5; done

@@ -9,7 +9,7 @@
 //! secret read with `--secret-stdin` goes to server-secret (the daemon's) or secrets.log (one
 //! line per client or batch). A daemon given `--exit-on-stdin-eof` ends at the end of its
 //! input and appends `eof` to server-end (a file `no-exit-flag`: it refuses the flag as an
-//! older build would). `rails` announces rdmabw's capabilities, less those a marker file
+//! older build would; a file `server-linger`: it ends that many seconds after its input). `rails` announces rdmabw's capabilities, less those a marker file
 //! (`no-exit-flag`, `no-batch`, `no-bind`, `no-lat`) takes away.
 //!
 //! Per node ([`Fake::per_node`]): where its ancestors include a test cluster node agent
@@ -164,7 +164,8 @@ case "$1" in
     echo $$ >"$dir/server.pid"; echo $$ >>"$dir/server.pids"; echo "$*" >"$dir/server-args"
     case " $* " in *" --secret-stdin "*) IFS= read -r s; echo "$s" >"$dir/server-secret" ;; esac
     # As rdmabw's: with the flag it stops at the end of its input (and says so in server-end).
-    case " $* " in *" --exit-on-stdin-eof "*) cat >/dev/null 2>&1; echo eof >>"$dir/server-end"; exit 0 ;; esac
+    case " $* " in *" --exit-on-stdin-eof "*) cat >/dev/null 2>&1; echo eof >>"$dir/server-end"
+      [ -e "$dir/server-linger" ] && sleep "$(cat "$dir/server-linger")"; exit 0 ;; esac
     exec sleep 600 ;;
   client|lat) client "$@"; exit $? ;;
   batch)
