@@ -322,7 +322,7 @@ func moveRail(from, to, ifName string, addrs []string, rxeName string, rxe bool)
 	if to == "-" {
 		target = "1" // the initial network namespace, by the PID of init
 	}
-	// Each step is one that a second try may find done (takeRails tries again).
+	// Each step is one that a second try may find done (moveRailPatiently tries again).
 	if ipIn(to, "link", "show", "dev", ifName) != nil {
 		if err := ipIn(from, "link", "set", "dev", ifName, "netns", target); err != nil {
 			return err
@@ -356,7 +356,7 @@ func (p *provider) giveRails(netns string, rails []draRail) ([]movedRail, error)
 		if p.opts.draRxe {
 			m.rxe = rxeOf(p.opts.draNetns, r.ifName)
 		}
-		if err := moveRail(p.opts.draNetns, netns, r.ifName, m.addrs, m.rxe, p.opts.draRxe); err != nil {
+		if err := p.moveRailPatiently(p.opts.draNetns, netns, m); err != nil {
 			p.takeRails(netns, moved)
 			return nil, fmt.Errorf("Failed to prepare dynamic resources: NodePrepareResources failed for ResourceClaim: driver %s: rail %s: %v", draNetDriver, r.ifName, err)
 		}
@@ -366,21 +366,27 @@ func (p *provider) giveRails(netns string, rails []draRail) ([]movedRail, error)
 }
 
 // takeRails moves a pod's rails back to where the node keeps them. A rail left in the pod's
-// namespace is lost when the namespace goes (a veth ends with it), so each move is tried again
-// for up to 10 s: a pod's process killed a moment before may still hold its rxe device (a rail
-// once stayed behind while the next one came back).
+// namespace is lost when the namespace goes (a veth ends with it).
 func (p *provider) takeRails(netns string, moved []movedRail) {
 	for _, m := range moved {
-		var err error
-		for end := time.Now().Add(10 * time.Second); ; {
-			if err = moveRail(netns, p.opts.draNetns, m.ifName, m.addrs, m.rxe, p.opts.draRxe); err == nil || time.Now().After(end) {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		if err != nil {
+		if err := p.moveRailPatiently(netns, p.opts.draNetns, m); err != nil {
 			fmt.Fprintf(os.Stderr, "testcluster node %s: rail %s back from %s: %v\n", p.opts.name, m.ifName, netns, err)
 		}
+	}
+}
+
+// moveRailPatiently is moveRail tried again for up to 10 s: a pod's process killed a moment
+// before may still hold the rail's rxe device (a rail once stayed behind while the next one
+// came back; once a pod's rail could not be given because the previous pod's server still held
+// it: `rdma link del rxe_b0: Wrong device name`). Each of moveRail's steps is one that a
+// second try may find done.
+func (p *provider) moveRailPatiently(from, to string, m movedRail) error {
+	for end := time.Now().Add(10 * time.Second); ; {
+		err := moveRail(from, to, m.ifName, m.addrs, m.rxe, p.opts.draRxe)
+		if err == nil || time.Now().After(end) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
