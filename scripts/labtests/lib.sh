@@ -120,6 +120,26 @@ rn_railsweep_multus() {
   cat "$T_OUT/$name.out"; tail -30 "$T_OUT/$name.err"
 }
 
+# rn_compare_expect NAME MODES [RETRY_OK]: what every real-node `railsweep compare --inject
+# --show-commands --retries 1` of MODES modes must show in $T_OUT/NAME.err and NAME.md: each
+# client command ran the injected rdmabw (/tmp/railsweep-rdmabw-VERSION), at least one per mode
+# and rail; a rail tried again only after a failure matching RETRY_OK (default: rxe's `remote
+# invalid request error`, status 9, which rxe gives now and then on these emulated nodes, about
+# once in ten suite runs); each mode's pods deleted; and no warning in the comparison that the
+# modes were measured unalike (the same flags for every mode).
+rn_compare_expect() {
+  local err=$T_OUT/$1.err modes=$2 ok=${3:-remote invalid request error \(status 9} cmds injected bad
+  cmds=$(grep -c 'railsweep: rail [0-9]*: [^ ]* client ' "$err")
+  injected=$(grep -c 'railsweep: rail [0-9]*: /tmp/railsweep-rdmabw-[^ ]* client ' "$err")
+  echo "$injected client command(s), $(grep -c 'railsweep: rail [0-9]*: attempt ' "$err") rail(s) tried again"
+  [ "$cmds" -eq "$injected" ] && [ "$injected" -ge $((modes * LAB_RAILS)) ] \
+    || { grep 'railsweep: rail [0-9]*: ' "$err"; fail "not every rail's client ran the injected rdmabw (the commands above)"; }
+  bad=$(grep 'railsweep: rail [0-9]*: attempt ' "$err" | grep -Ev "$ok" || true)
+  [ -z "$bad" ] || fail "a rail was tried again after something other than /$ok/: $bad"
+  [ "$(grep -c 'deleted pods' "$err")" -eq "$modes" ] || fail "each mode's pods not deleted"
+  ! grep '^\*\*Warning' "$T_OUT/$1.md" || fail "$1.md warns that the modes were not measured alike"
+}
+
 # rn_wait_resource NODE RESOURCE SECONDS: wait until NODE's allocatable lists RESOURCE (the device
 # plugin registered and the kubelet reported it).
 rn_wait_resource() {

@@ -200,12 +200,11 @@ test_railsweep_compare_hostnetwork_sriov_across_nodes() {
   rn_wait_resource node-b "smarter-devices/infiniband_uverbs$((LAB_RAILS + last))" 120
   rn_railsweep_multus cmp compare --modes hostnetwork,sriov --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
     --networks "sriov:sriov-rail-{0..$last}" --rdma-resource "sriov:smarter-devices/infiniband_uverbs{$LAB_RAILS..$((LAB_RAILS + last))}=1" \
-    --inject --image "$LAB_IMAGE" --image-pull-policy Never --show-commands
+    --inject --image "$LAB_IMAGE" --image-pull-policy Never --show-commands --retries 1
   for n in node-a node-b; do echo "$n rxe-vf:"; tail -4 "$LAB_NODE_DIRS/$n/rxe-vf.log" 2>/dev/null; done
   [ "$rc" -eq 0 ] || fail "railsweep exit $rc"
   grep 'railsweep: rail [0-9]*: ' "$T_OUT/cmp.err" | head -2
-  [ "$(grep -c 'railsweep: rail [0-9]*: /tmp/railsweep-rdmabw-[^ ]* client ' "$T_OUT/cmp.err")" -eq $((2 * LAB_RAILS)) ] \
-    || fail "not every rail's client ran the injected rdmabw (/tmp/railsweep-rdmabw-VERSION; the commands above)"
+  rn_compare_expect cmp 2
   python3 - "$T_OUT/cmp.csv" "$LAB_RAILS" <<'EOF2' || fail "the rows are not as expected (above)"
 import csv, sys
 rows, rails = list(csv.DictReader(open(sys.argv[1]))), int(sys.argv[2])
@@ -221,9 +220,6 @@ for x in rows:
     for side in ("client", "server"):
         assert (x[side + "_interface"], x[side + "_rdma_device"]) == want, (side, x[side + "_interface"], x[side + "_rdma_device"], want)
 EOF2
-  [ "$(grep -c 'deleted pods' "$T_OUT/cmp.err")" -eq 2 ] || fail "each mode's pods not deleted"
-  # The same flags for every mode: the comparison must not warn that they were measured unalike.
-  ! grep '^\*\*Warning' "$T_OUT/cmp.md" || fail "cmp.md warns that the modes were not measured alike"
   # Its pods go (deleted at the end; a real kubelet takes a moment to stop their containers), and
   # each VF is back on its node with its rxe, still a VF of its rail's igb.
   for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || break; sleep 1; done

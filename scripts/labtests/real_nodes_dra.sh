@@ -217,11 +217,11 @@ test_railsweep_compare_every_mode_across_nodes() {
   rn_railsweep_multus cmp compare --modes hostnetwork,ipvlan,sriov,dra --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
     --networks "ipvlan:rdma-ipvlan-{0..$last}" --rdma-resource "ipvlan:smarter-devices/infiniband_uverbs{0..$last}=1" \
     --networks "sriov:sriov-rail-{0..$last}" --rdma-resource "sriov:smarter-devices/infiniband_uverbs{$LAB_RAILS..$((LAB_RAILS + last))}=1" \
-    --device-selector "$RAILS_ONLY" --inject --image "$LAB_IMAGE" --image-pull-policy Never --show-commands
+    --device-selector "$RAILS_ONLY" --inject --image "$LAB_IMAGE" --image-pull-policy Never --show-commands --retries 1
   # Exit 1: the ipvlan rails failed; 2 would be a mode whose pods did not start, or a usage error.
   [ "$rc" -eq 1 ] || fail "railsweep exit $rc, not 1 (only the ipvlan rails fail, see above)"
-  [ "$(grep -c 'railsweep: rail [0-9]*: /tmp/railsweep-rdmabw-[^ ]* client ' "$T_OUT/cmp.err")" -eq $((4 * LAB_RAILS)) ] \
-    || { grep 'railsweep: rail [0-9]*: ' "$T_OUT/cmp.err"; fail "not every rail's client ran the injected rdmabw (/tmp/railsweep-rdmabw-VERSION; the commands above)"; }
+  # The ipvlan rails are tried again too, failing again with 0 iterations.
+  rn_compare_expect cmp 4 'remote invalid request error \(status 9|\(0 iterations\)'
   python3 - "$T_OUT/cmp.csv" "$LAB_RAILS" <<'EOF2' || fail "the rows are not as expected (above)"
 import csv, sys
 rows, rails = list(csv.DictReader(open(sys.argv[1]))), int(sys.argv[2])
@@ -242,9 +242,6 @@ for x in rows:
     else:
         assert x["status"] == "ok" and float(x["bw_avg_gbps"]) > 0, (m, r, x["status"], x["error"])
 EOF2
-  [ "$(grep -c 'deleted pods' "$T_OUT/cmp.err")" -eq 4 ] || fail "each mode's pods not deleted"
-  # The same flags for every mode: the comparison must not warn that they were measured unalike.
-  ! grep '^\*\*Warning' "$T_OUT/cmp.md" || fail "cmp.md warns that the modes were not measured alike"
   for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || return 0; sleep 1; done
   fail "railsweep's pods still there 60 s after it ended: $(pods_in lab | tr '\n' ' ')"
 }
