@@ -169,6 +169,10 @@ pub async fn run(args: RunArgs) -> Result<Verdict> {
         if args.resume.is_some() {
             bail!("--resume continues a sweep between existing pods: give --client-pod and --server-pod, not --nodes");
         }
+        // Refused before a pod is made (it was refused once both pods were up).
+        if let Some(o) = args.output.as_deref().filter(|o| o.exists()) {
+            bail!("{} exists; give another --output", o.display());
+        }
         let cfg = args.sweep.resolve(
             RunnerKind::Kube,
             Some(mode.network_mode()),

@@ -637,6 +637,37 @@ fn ctrl_c_ends_remote_processes_and_keeps_rows() {
     assert_says(&o.stderr, "--resume");
 }
 
+/// `run --nodes` with an --output that exists: refused before anything reaches the API server
+/// (it was refused once both pods were up, after a minute of pod start on a real node).
+#[test]
+fn run_nodes_refuses_an_existing_output_before_any_pod() {
+    let f = Fake::new(1);
+    let out = f.file("taken.csv");
+    std::fs::write(&out, "not ours\n").expect("writes");
+    // An API server that is not there: reaching it would be a different error.
+    let kc = f.file("kubeconfig");
+    std::fs::write(
+        &kc,
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n\
+         users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n",
+    )
+    .expect("writes");
+    let r = railsweep(&[
+        "run",
+        "--kubeconfig",
+        &s(&kc),
+        "--mode",
+        "hostnetwork",
+        "--nodes",
+        "a,b",
+        "-o",
+        &s(&out),
+    ]);
+    assert_eq!(r.status.code(), Some(2), "{}", text(&r.stderr));
+    assert_says(&r.stderr, "taken.csv exists; give another --output");
+    assert_eq!(std::fs::read_to_string(&out).expect("reads"), "not ours\n");
+}
+
 /// Ctrl-C after the last rail's row, while the daemon ends, still interrupted the run: exit
 /// 130 (it was 1 or 0, as the rows said), every row kept, and railsweep says they are complete.
 #[test]
