@@ -863,6 +863,9 @@ func (p *provider) NotifyPods(ctx context.Context, f func(*v1.Pod)) {
 	p.mu.Unlock()
 }
 
+// execDelayAnnotation on a pod: a Go duration every exec in it waits before its process starts.
+const execDelayAnnotation = "testcluster.railbench/exec-delay"
+
 // RunInContainer runs an exec in the pod's network namespace. Its exit status goes back as
 // the kubelet's does (k8s.io/utils/exec's CodeExitError becomes NonZeroExitCode). When the
 // stream closes first the process keeps running, as under a kubelet: its output is then
@@ -871,6 +874,10 @@ func (p *provider) RunInContainer(ctx context.Context, ns, name, container strin
 	p.mu.Lock()
 	ap, ok := p.pods[podKey(ns, name)]
 	running := ok && ap.procs[container] != nil
+	var delay string
+	if ok {
+		delay = ap.pod.Annotations[execDelayAnnotation]
+	}
 	p.mu.Unlock()
 	if !ok {
 		return errdefs.NotFoundf("pod %s/%s not found on node %s", ns, name, p.opts.name)
@@ -880,6 +887,15 @@ func (p *provider) RunInContainer(ctx context.Context, ns, name, container strin
 	}
 	if len(argv) == 0 {
 		return errdefs.InvalidInput("no command")
+	}
+	// A node under load starts an exec's process late (a fleet round of 1,024 nodes on 2
+	// cores took seconds): tests ask for that with the pod's annotation.
+	if d, err := time.ParseDuration(delay); err == nil && d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	// The pod shares this machine's files, so the program is looked up here, before the
 	// netns wrapper runs it; a missing one fails the exec as containerd words it.

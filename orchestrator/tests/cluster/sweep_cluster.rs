@@ -133,3 +133,76 @@ async fn a_missing_pod_is_the_servers_words_not_a_debug_dump() {
         "the server is named: {err}"
     );
 }
+
+/// Issue 35: a rail's deadline (`-D` plus `--margin`) counts from its client's start, and the
+/// start has a bound of its own of the same length, so that a node that starts execs late (a
+/// fleet's round on a busy API server) does not eat into the test's time. Every exec in pod-a
+/// starts 3 s late, a test takes 1 s, the deadline is 4 s: 3 + 1 s fit each bound, not their
+/// sum. Then with 6 s of delay the client cannot start within the deadline, and the rows say so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_exec_start_counts_against_the_start_not_the_test() {
+    let f = Fake::new(2);
+    f.behave("net1", Behave::Slow);
+    f.behave("net2", Behave::Slow);
+    let c = TestCluster::get().await;
+    let ns = c.namespace("slowexec", &[]).await;
+    c.pod_with_slow_execs(&ns, "pod-a", "node-a", "3s").await;
+    c.pod_with_slow_execs(&ns, "pod-c", "node-a", "6s").await;
+    c.pod(&ns, "pod-b", "node-b", false, "rdmabw").await;
+    let kc = c
+        .railsweep_kubeconfig(&ns, None, &f.file("kubeconfig"))
+        .await;
+    let sweep = |client: &str, out: &Path| {
+        let args: Vec<String> = [
+            "run",
+            "--kubeconfig",
+            &s(&kc),
+            "--client-pod",
+            client,
+            "--server-pod",
+            "pod-b",
+            "--inject",
+            "--inject-binary",
+            &s(&f.path()),
+            "-D",
+            "1",
+            "--margin",
+            "3",
+            "--tclass",
+            "41",
+            "-o",
+            &s(out),
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+    };
+
+    let out = f.file("late.csv");
+    let r = sweep("pod-a", &out).await.expect("runs");
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(0), "{stderr}");
+    let rows = read_path(&out).expect("reads");
+    assert_eq!(rows.len(), 2, "{stderr}");
+    assert!(rows.iter().all(|r| r.status == RailStatus::Ok), "{stderr}");
+
+    let out = f.file("too-late.csv");
+    let r = sweep("pod-c", &out).await.expect("runs");
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{stderr}");
+    let rows = read_path(&out).expect("reads");
+    assert_eq!(rows.len(), 2, "{stderr}");
+    for row in &rows {
+        assert_eq!(row.status, RailStatus::Failed, "{stderr}");
+        let e = row.error.as_deref().unwrap_or("");
+        assert!(
+            e.contains("could not start the client in pod pod-c within the rail's deadline of 4 s"),
+            "{e}"
+        );
+    }
+    c.delete_namespace(&ns).await;
+}

@@ -116,6 +116,17 @@ impl TestCluster {
             .await
     }
 
+    /// A pod as [`TestCluster::pod`] makes, every exec in which the node agent starts `delay`
+    /// late (its annotation `testcluster.railbench/exec-delay`), as a node under load does.
+    pub async fn pod_with_slow_execs(&self, ns: &str, name: &str, node: &str, delay: &str) -> Pod {
+        let mut pod = test_pod(name, node, false, "rdmabw");
+        pod.metadata.annotations = Some(BTreeMap::from([(
+            "testcluster.railbench/exec-delay".to_string(),
+            delay.to_string(),
+        )]));
+        self.create_running(ns, pod).await
+    }
+
     /// A pod on `node`'s host network that declares host port `port`, Running.
     pub async fn pod_with_host_port(&self, ns: &str, name: &str, node: &str, port: u16) -> Pod {
         let mut pod = test_pod(name, node, true, "holder");
