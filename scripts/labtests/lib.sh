@@ -128,7 +128,7 @@ rn_railsweep_multus() {
 # once in ten suite runs); each mode's pods deleted; and no warning in the comparison that the
 # modes were measured unalike (the same flags for every mode).
 rn_compare_expect() {
-  local err=$T_OUT/$1.err modes=$2 ok=${3:-remote invalid request error \(status 9} cmds injected bad
+  local err=$T_OUT/$1.err modes=$2 ok=${3:-'remote invalid request error \(status 9'} cmds injected bad
   cmds=$(grep -c 'railsweep: rail [0-9]*: [^ ]* client ' "$err")
   injected=$(grep -c 'railsweep: rail [0-9]*: /tmp/railsweep-rdmabw-[^ ]* client ' "$err")
   echo "$injected client command(s), $(grep -c 'railsweep: rail [0-9]*: attempt ' "$err") rail(s) tried again"
