@@ -6,6 +6,7 @@
 //! program cannot be started) is an [`Exit::Error`] with the status message.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use k8s_openapi::api::core::v1::Pod;
@@ -14,11 +15,12 @@ use kube::api::AttachParams;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::Semaphore;
 
 use super::exec::{self, ExecStream};
 use super::{
     kill_argv, spawn_trampoline, take_pid_line, Exit, Output, Piped, PodInfo, Runner, Signal,
-    Spawned,
+    Spawned, StartTurn,
 };
 
 /// Where the API server is and which namespace and container to use: resolved like kubectl
@@ -46,7 +48,14 @@ pub struct KubeRunner {
     container: Option<String>,
     /// The API server's URL, when railsweep resolved the configuration itself.
     server: Option<String>,
+    /// Turns to start a process: [`START_TURNS`] exec streams opened at once.
+    starts: Arc<Semaphore>,
 }
+
+/// Processes started at once ([`Runner::start_turn`]). A round of 1,024 nodes started 1,024
+/// exec streams at once, and on 2 cores some of them took longer than a rail's deadline to
+/// start a process (docs/fleet.md, "Exec streams"); each start takes a fraction of a second.
+pub const START_TURNS: usize = 64;
 
 impl std::fmt::Debug for KubeRunner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -200,6 +209,7 @@ impl KubeRunner {
             cluster: cluster.to_string(),
             container,
             server: None,
+            starts: Arc::new(Semaphore::new(START_TURNS)),
         }
     }
 
@@ -442,6 +452,10 @@ impl Runner for KubeRunner {
             stderr: Box::pin(stderr),
             done,
         })
+    }
+
+    async fn start_turn(&self) -> StartTurn {
+        StartTurn(Arc::clone(&self.starts).acquire_owned().await.ok())
     }
 
     async fn kill(&self, pod: &str, pid: u32, signal: Signal) -> Result<()> {

@@ -171,7 +171,19 @@ pub trait Runner: Send + Sync + 'static {
 
     /// Send `signal` to process `pid` in `pod`.
     fn kill(&self, pod: &str, pid: u32, signal: Signal) -> impl Future<Output = Result<()>> + Send;
+
+    /// Wait for a turn to start a process in a crowd of starts (a fleet's round starts a
+    /// daemon and a client for every pair at once); the turn lasts while the [`StartTurn`]
+    /// lives. A deadline on the start counts from the turn, not from the wait for it.
+    fn start_turn(&self) -> impl Future<Output = StartTurn> + Send {
+        std::future::ready(StartTurn(None))
+    }
 }
+
+/// A turn to start a process ([`Runner::start_turn`]), first come first served; `None` where
+/// starts are not limited.
+#[derive(Debug)]
+pub struct StartTurn(pub Option<tokio::sync::OwnedSemaphorePermit>);
 
 /// The marker [`spawn_trampoline`] prints before the process id.
 pub const PID_MARKER: &str = "railsweep-pid ";

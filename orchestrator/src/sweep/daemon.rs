@@ -171,6 +171,7 @@ impl<'a, R: Runner> Server<'a, R> {
         // A daemon that cannot start (port in use) ends at once; the first rail's client then
         // fails to connect and `ended` adds the daemon's own words to that rail's error.
         let secret = self.secret.stdin_line();
+        let turn = self.runner.start_turn().await;
         let daemon = if self.held {
             start_held(self.runner, &self.pod, &self.argv, &secret).await
         } else {
@@ -191,6 +192,7 @@ impl<'a, R: Runner> Server<'a, R> {
                 crate::exit::words(&e)
             )
         })?;
+        drop(turn);
         *st = Some(daemon);
         Ok(())
     }

@@ -18,7 +18,7 @@ use crate::modes::dra::GpusByInterface;
 use crate::plan::RailPair;
 use crate::progress::Progress;
 use crate::rdmabw::{self, ClientOutcome, ClientTest};
-use crate::runner::{Output, Runner};
+use crate::runner::{Output, Runner, StartTurn};
 
 /// How long a failed rail waits to see whether the server daemon has ended too (to say so in
 /// the rail's error and start a new one for the next rail).
@@ -174,11 +174,15 @@ impl<'a, R: Runner> Sweep<'a, R> {
         }
         let pod = &self.prep.pods.client;
         let process_argv = rdmabw::with_secret_stdin(argv);
+        let Some(turn) = self.start_turn().await else {
+            return Ran::Interrupted;
+        };
         let spawned = tokio::select! {
             r = self.runner.spawn(pod, &process_argv, Some(self.secret.stdin_line())) => r,
             _ = tokio::time::sleep(deadline) => return self.start_failure(deadline),
             _ = self.cancel.cancelled() => return Ran::Interrupted,
         };
+        drop(turn);
         let mut spawned = match spawned {
             Ok(s) => s,
             Err(e) => return Ran::Failed(crate::exit::words(&e)),
@@ -198,6 +202,15 @@ impl<'a, R: Runner> Sweep<'a, R> {
                 let _ = stop_process(self.runner, pod, spawned.pid, &mut spawned.done, "client").await;
                 Ran::Interrupted
             }
+        }
+    }
+
+    /// A turn to start the client ([`Runner::start_turn`]: its start's deadline counts from
+    /// there); `None` when interrupted while waiting.
+    async fn start_turn(&self) -> Option<StartTurn> {
+        tokio::select! {
+            t = self.runner.start_turn() => Some(t),
+            () = self.cancel.cancelled() => None,
         }
     }
 
@@ -236,11 +249,15 @@ impl<'a, R: Runner> Sweep<'a, R> {
             return None;
         }
         if !matches!(*slot, Batch::Running(_)) {
+            let Some(turn) = self.start_turn().await else {
+                return Some(Ran::Interrupted);
+            };
             let started = tokio::select! {
                 r = BatchClient::start(self.runner, pod, &self.prep.client_bin, &self.secret) => r,
                 _ = tokio::time::sleep(deadline) => return Some(self.start_failure(deadline)),
                 _ = self.cancel.cancelled() => return Some(Ran::Interrupted),
             };
+            drop(turn);
             match started {
                 Ok(b) => *slot = Batch::Running(b),
                 Err(e) => return Some(Ran::Failed(crate::exit::words(&e))),
