@@ -148,6 +148,31 @@ pub fn latest(rows: &[RailResult]) -> BTreeMap<PairRail, &RailResult> {
     m
 }
 
+/// How many of the `scheduled` pairs of pods (client, server) have a row in `rows`, and how many
+/// there are: each pair counted once, whichever way round and however often the schedule meets
+/// it (a random schedule meets some pairs twice, a ring meets each both ways).
+pub fn pairs_measured<'a>(
+    scheduled: impl IntoIterator<Item = (&'a str, &'a str)>,
+    rows: &[RailResult],
+) -> (usize, usize) {
+    let either_way = |a: &str, b: &str| {
+        if a <= b {
+            (a.to_string(), b.to_string())
+        } else {
+            (b.to_string(), a.to_string())
+        }
+    };
+    let scheduled: BTreeSet<(String, String)> = scheduled
+        .into_iter()
+        .map(|(a, b)| either_way(a, b))
+        .collect();
+    let measured: BTreeSet<(String, String)> = latest(rows)
+        .keys()
+        .map(|k| (k.0.clone(), k.1.clone()))
+        .collect();
+    (scheduled.intersection(&measured).count(), scheduled.len())
+}
+
 /// The median of the measured average bandwidths, per rail (failed rows left out).
 pub fn rail_medians(rows: &[RailResult]) -> BTreeMap<u32, f64> {
     median_per_rail(rows, |r| r.bw_avg_gbps)
@@ -759,6 +784,20 @@ mod tests {
     use crate::fleet::schedule::all_pairs;
 
     use crate::test_support::row;
+
+    /// A pair met twice, or both ways, is one pair; a row of a pair not scheduled (a suspect
+    /// against a node that passed) counts for nothing; a failed row counts as measured.
+    #[test]
+    fn pairs_measured_counts_each_pair_of_pods_once() {
+        let scheduled = [("a", "b"), ("b", "a"), ("c", "d"), ("a", "b"), ("e", "f")];
+        let rows = [
+            row("a", "b", 0, Some(90.0)),
+            row("b", "a", 1, Some(90.0)),
+            row("d", "c", 0, None),
+            row("a", "e", 0, Some(90.0)),
+        ];
+        assert_eq!(pairs_measured(scheduled, &rows), (2, 3));
+    }
 
     /// 64 nodes, 8 rails, every pair; rail 5 of node n17 at 60 %, and a little noise.
     fn fleet(bad: Option<(&str, u32, Option<f64>)>) -> Vec<RailResult> {

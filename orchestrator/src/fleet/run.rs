@@ -591,16 +591,18 @@ pub(super) async fn fleet_with<R: Runner>(
     let rows = metrics.rows;
     let medians = culprit::rail_medians(&rows);
     let mut out = std::io::stdout().lock();
-    let measured_pairs: BTreeSet<(String, String)> = culprit::latest(&rows)
-        .keys()
-        .map(|k| (k.0.clone(), k.1.clone()))
-        .collect();
+    let (measured, scheduled) = culprit::pairs_measured(
+        schedule
+            .pairs()
+            .map(|p| (pods[p.client].as_str(), pods[p.server].as_str())),
+        &rows,
+    );
     writeln!(
         out,
         "fleet: {} pods, {} of {} pairs measured in {} rounds, {} rail(s), {} row(s) in {:.1} s; {} outlier(s) measured again",
         pods.len(),
-        measured_pairs.len(),
-        schedule.len(),
+        measured,
+        scheduled,
         schedule.rounds.len(),
         rails.len(),
         rows.len(),
