@@ -132,10 +132,16 @@ pub type PairRail = (String, String, u32);
 
 fn key(r: &RailResult) -> PairRail {
     let (a, b) = row_nodes(r);
+    let (a, b) = either_way(a, b);
+    (a, b, r.rail)
+}
+
+/// Two nodes in order, whichever was the client.
+fn either_way<T: PartialOrd>(a: T, b: T) -> (T, T) {
     if a <= b {
-        (a, b, r.rail)
+        (a, b)
     } else {
-        (b, a, r.rail)
+        (b, a)
     }
 }
 
@@ -155,21 +161,12 @@ pub fn pairs_measured<'a>(
     scheduled: impl IntoIterator<Item = (&'a str, &'a str)>,
     rows: &[RailResult],
 ) -> (usize, usize) {
-    let either_way = |a: &str, b: &str| {
-        if a <= b {
-            (a.to_string(), b.to_string())
-        } else {
-            (b.to_string(), a.to_string())
-        }
-    };
     let scheduled: BTreeSet<(String, String)> = scheduled
         .into_iter()
-        .map(|(a, b)| either_way(a, b))
+        .map(|(a, b)| either_way(a.to_string(), b.to_string()))
         .collect();
-    let measured: BTreeSet<(String, String)> = latest(rows)
-        .keys()
-        .map(|k| (k.0.clone(), k.1.clone()))
-        .collect();
+    let measured: BTreeSet<(String, String)> =
+        latest(rows).into_keys().map(|(a, b, _)| (a, b)).collect();
     (scheduled.intersection(&measured).count(), scheduled.len())
 }
 
