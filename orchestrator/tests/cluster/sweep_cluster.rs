@@ -6,12 +6,41 @@ use std::path::Path;
 use std::process::Stdio;
 
 use crate::support::fake::{alive, Behave, Fake};
+use crate::support::kube::railsweep;
 use crate::support::process::text;
 use crate::support::testcluster::TestCluster;
 use results::{read_path, RailStatus};
 
 fn s(p: &Path) -> String {
     p.display().to_string()
+}
+
+/// `railsweep run` from `client` to pod-b with kubeconfig `kc`, the fake `f` injected, tests of
+/// one second, the CSV to `out`; then `extra`.
+fn injected_run(kc: &Path, f: &Fake, client: &str, out: &Path, extra: &[&str]) -> Vec<String> {
+    let (kc, fake, out) = (s(kc), s(&f.path()), s(out));
+    [
+        "run",
+        "--kubeconfig",
+        &kc,
+        "--client-pod",
+        client,
+        "--server-pod",
+        "pod-b",
+        "--inject",
+        "--inject-binary",
+        &fake,
+        "-D",
+        "1",
+        "--tclass",
+        "41",
+        "-o",
+        &out,
+    ]
+    .iter()
+    .chain(extra)
+    .map(|a| (*a).to_string())
+    .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -29,37 +58,14 @@ async fn the_same_sweep_through_the_kubernetes_runner() {
         .await;
     let out = f.file("sweep.csv");
     let json = f.file("sweep.json");
-    let args: Vec<String> = [
-        "run",
-        "--kubeconfig",
-        &s(&kc),
-        "--client-pod",
+    let r = railsweep(&injected_run(
+        &kc,
+        &f,
         "pod-a",
-        "--server-pod",
-        "pod-b",
-        "--inject",
-        "--inject-binary",
-        &s(&f.path()),
-        "-D",
-        "1",
-        "--tclass",
-        "41",
-        "-o",
-        &s(&out),
-        "--json",
-        &s(&json),
-        "--format",
-        "json",
-    ]
-    .iter()
-    .map(|a| a.to_string())
-    .collect();
-    let r = tokio::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
-        .args(&args)
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .expect("runs");
+        &out,
+        &["--json", &s(&json), "--format", "json"],
+    ))
+    .await;
     let stderr = text(&r.stderr);
     assert_eq!(r.status.code(), Some(1), "{stderr}");
     let rows = read_path(&out).expect("reads");
@@ -153,37 +159,12 @@ async fn a_slow_exec_start_counts_against_the_start_not_the_test() {
         .railsweep_kubeconfig(&ns, None, &f.file("kubeconfig"))
         .await;
     let sweep = |client: &str, out: &Path| {
-        let args: Vec<String> = [
-            "run",
-            "--kubeconfig",
-            &s(&kc),
-            "--client-pod",
-            client,
-            "--server-pod",
-            "pod-b",
-            "--inject",
-            "--inject-binary",
-            &s(&f.path()),
-            "-D",
-            "1",
-            "--margin",
-            "3",
-            "--tclass",
-            "41",
-            "-o",
-            &s(out),
-        ]
-        .iter()
-        .map(|a| a.to_string())
-        .collect();
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
+        let args = injected_run(&kc, &f, client, out, &["--margin", "3"]);
+        async move { railsweep(&args).await }
     };
 
     let out = f.file("late.csv");
-    let r = sweep("pod-a", &out).await.expect("runs");
+    let r = sweep("pod-a", &out).await;
     let stderr = text(&r.stderr);
     assert_eq!(r.status.code(), Some(0), "{stderr}");
     let rows = read_path(&out).expect("reads");
@@ -191,7 +172,7 @@ async fn a_slow_exec_start_counts_against_the_start_not_the_test() {
     assert!(rows.iter().all(|r| r.status == RailStatus::Ok), "{stderr}");
 
     let out = f.file("too-late.csv");
-    let r = sweep("pod-c", &out).await.expect("runs");
+    let r = sweep("pod-c", &out).await;
     let stderr = text(&r.stderr);
     assert_eq!(r.status.code(), Some(1), "{stderr}");
     let rows = read_path(&out).expect("reads");
