@@ -192,9 +192,23 @@ EOF2
   rn_delete rn-dra-a
 }
 
+# rn_wait_rails_home SECONDS: every rail back on both nodes, up, with its rxe ACTIVE (rail-follow
+# makes it once a claim's pod gave the rail back): what a sweep's hostnetwork pods need. Once,
+# the compare's hostnetwork pods started while the claim test's rails were still on their way
+# back, and both rails failed: "port 1 of rxe0 is DOWN".
+rn_wait_rails_home() {
+  local n
+  for n in node-a node-b; do
+    rn_node_sh "$n" "for _ in \$(seq $(($1 * 2))); do ok=1
+        for i in \$(seq 0 $((LAB_RAILS - 1))); do rdma link show | grep -q \"state ACTIVE .*netdev rdma\$i\$\" || ok=0; done
+        [ \$ok = 1 ] && exit 0; sleep 0.5; done; rdma link show; ip -o link show; exit 1" $(($1 + 30)) \
+      || fail "$n: not every rail back, up, with an ACTIVE rxe after $1 s (above; rail-follow: $LAB_NODE_DIRS/$n/rail-follow.log)"
+  done
+}
+
 # Once a claim's rails are back on their node (rail-follow's rxe, DRANET's next scan), before
 # rn_railsweep_multus runs railsweep again.
-rn_before_retry() { rn_wait_slices 120; }
+rn_before_retry() { rn_wait_rails_home 120; rn_wait_slices 120; }
 
 # Every mode railsweep has for these nodes, in one compare across them, on the same two nodes and
 # rails, rdmabw injected (--inject, through exec's stdin) into every pod:
@@ -211,6 +225,7 @@ rn_before_retry() { rn_wait_slices 120; }
 # a pod's rails again for up to 8 s while a rail has its address but no GID (settle_rails).
 test_railsweep_compare_every_mode_across_nodes() {
   local last=$((LAB_RAILS - 1))
+  rn_wait_rails_home 120
   rn_wait_slices 240
   rn_wait_resource node-a "smarter-devices/infiniband_uverbs$((LAB_RAILS + last))" 120
   rn_wait_resource node-b "smarter-devices/infiniband_uverbs$((LAB_RAILS + last))" 120
