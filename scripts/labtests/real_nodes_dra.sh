@@ -197,12 +197,15 @@ EOF2
 # the compare's hostnetwork pods started while the claim test's rails were still on their way
 # back, and both rails failed: "port 1 of rxe0 is DOWN".
 rn_wait_rails_home() {
-  local n
+  local n end=$((SECONDS + $1)) check
+  # One look per command: a node runs each for 60 s at most.
+  check="ok=1; for i in \$(seq 0 $((LAB_RAILS - 1))); do rdma link show | grep -q \"state ACTIVE .*netdev rdma\$i\$\" || ok=0; done
+    [ \$ok = 1 ] || { rdma link show; ip -o link show; exit 1; }"
   for n in node-a node-b; do
-    rn_node_sh "$n" "for _ in \$(seq $(($1 * 2))); do ok=1
-        for i in \$(seq 0 $((LAB_RAILS - 1))); do rdma link show | grep -q \"state ACTIVE .*netdev rdma\$i\$\" || ok=0; done
-        [ \$ok = 1 ] && exit 0; sleep 0.5; done; rdma link show; ip -o link show; exit 1" $(($1 + 30)) \
-      || fail "$n: not every rail back, up, with an ACTIVE rxe after $1 s (above; rail-follow: $LAB_NODE_DIRS/$n/rail-follow.log)"
+    until rn_node_sh "$n" "$check" >"$T_OUT/rails-home-$n.txt"; do
+      [ $SECONDS -lt $end ] || { cat "$T_OUT/rails-home-$n.txt"; fail "$n: not every rail back, up, with an ACTIVE rxe after $1 s (above; rail-follow: $LAB_NODE_DIRS/$n/rail-follow.log)"; }
+      sleep 2
+    done
   done
 }
 
