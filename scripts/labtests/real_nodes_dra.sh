@@ -198,8 +198,8 @@ EOF2
 # back, and both rails failed: "port 1 of rxe0 is DOWN".
 rn_wait_rails_home() {
   local n end=$((SECONDS + $1)) check
-  # One look per command: a node runs each for 60 s at most.
-  check="ok=1; for i in \$(seq 0 $((LAB_RAILS - 1))); do rdma link show | grep -q \"state ACTIVE .*netdev rdma\$i\$\" || ok=0; done
+  # One look per command: a node runs each for 60 s at most. rdma(8) ends each line with a space.
+  check="ok=1; for i in \$(seq 0 $((LAB_RAILS - 1))); do rdma link show | grep -Eq \"state ACTIVE .* netdev rdma\$i *\$\" || ok=0; done
     [ \$ok = 1 ] || { rdma link show; ip -o link show; exit 1; }"
   for n in node-a node-b; do
     until rn_node_sh "$n" "$check" >"$T_OUT/rails-home-$n.txt"; do
