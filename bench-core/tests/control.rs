@@ -87,9 +87,10 @@ fn fast_watch() -> WatchConfig {
     }
 }
 
-/// Polls like the engine's write loop would, until the flag flips; returns how long it took.
-fn spin_until_peer_fails(alive: &PeerAlive, limit: Duration) -> Duration {
-    let start = Instant::now();
+/// Polls like the engine's write loop would, until the flag flips; returns how long after
+/// `start` it flipped. A test that bounds the time from below takes `start` before it starts
+/// the watch, whose clock starts in its own thread: never earlier than `start`.
+fn spin_until_peer_fails(alive: &PeerAlive, start: Instant, limit: Duration) -> Duration {
     while alive.is_ok() {
         assert!(
             start.elapsed() < limit,
@@ -458,7 +459,7 @@ fn peer_socket_closing_mid_measure_is_noticed_well_within_the_silence_limit() {
     assert!(!stop.load(std::sync::atomic::Ordering::Relaxed));
     // The server process "dies": its socket closes.
     drop(sw);
-    let took = spin_until_peer_fails(&alive, fast_watch().silence_limit * 5);
+    let took = spin_until_peer_fails(&alive, Instant::now(), fast_watch().silence_limit * 5);
     assert!(took < fast_watch().silence_limit, "{took:?}");
     assert!(stop.load(std::sync::atomic::Ordering::Relaxed));
     assert!(cw.stop_flag().load(std::sync::atomic::Ordering::Relaxed));
@@ -489,10 +490,12 @@ fn silent_peer_mid_measure_fails_after_the_silence_limit() {
     let cfg = fast_watch();
     // The peer keeps its socket open but stops sending (frozen process, lost link).
     let (client, mut raw) = raw_peer(PhaseTimeouts::default());
+    // The watch's own clock starts in its thread, after this: the silence it measures is never
+    // longer than the test's.
+    let start = Instant::now();
     let cw = client.watch(cfg).unwrap();
     let alive = cw.alive();
     let stop = cw.stop_flag();
-    let start = Instant::now();
     // What the engine's write loop does: poll the stop flag.
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         assert!(start.elapsed() < cfg.silence_limit * 5, "not noticed");
@@ -543,8 +546,9 @@ fn a_silent_peer_whose_rail_moves_is_busy_until_the_busy_limit() {
     let b = std::sync::Arc::clone(&bytes);
     let probe: Progress = Box::new(move || Some(b.fetch_add(4096, Ordering::Relaxed) + 4096));
     let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let start = Instant::now();
     let cw = PeerWatch::start_watching(client, cfg, stop, Some(probe)).unwrap();
-    let took = spin_until_peer_fails(&cw.alive(), cfg.busy_limit * 3);
+    let took = spin_until_peer_fails(&cw.alive(), start, cfg.busy_limit * 3);
     assert!(
         took >= cfg.busy_limit,
         "failed at {took:?}, before the busy limit"
@@ -573,8 +577,9 @@ fn a_silent_peer_whose_rail_is_still_fails_soon_after_the_silence_limit() {
     let (client, mut raw) = raw_peer(PhaseTimeouts::default());
     let probe: Progress = Box::new(|| Some(7));
     let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let start = Instant::now();
     let cw = PeerWatch::start_watching(client, cfg, stop, Some(probe)).unwrap();
-    let took = spin_until_peer_fails(&cw.alive(), cfg.busy_limit * 3);
+    let took = spin_until_peer_fails(&cw.alive(), start, cfg.busy_limit * 3);
     // One look to take the reading, one at least 0.5 s later that finds it still.
     assert!(
         took >= cfg.silence_limit + Duration::from_millis(500),
@@ -600,7 +605,7 @@ fn peer_error_mid_measure_reaches_the_other_side_with_its_text() {
     let alive = cw.alive();
     thread::sleep(Duration::from_millis(200));
     sw.abort("mlx5_1: work completion error IBV_WC_RETRY_EXC_ERR on QP 0x1a2");
-    spin_until_peer_fails(&alive, Duration::from_secs(5));
+    spin_until_peer_fails(&alive, Instant::now(), Duration::from_secs(5));
     match cw.finish().unwrap_err() {
         ControlError::PeerError { message, phase, .. } => {
             assert_eq!(phase, Phase::Measure);
