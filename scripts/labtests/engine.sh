@@ -221,37 +221,39 @@ test_tclass_in_tos() {
   ! grep -q 'tos 0x0, .*proto UDP' "$T_OUT/tcpdump.txt" || fail "a RoCE packet with tos 0x0 during the --tclass 41 run"
 }
 
-# three_s_into_a_window SERVER_IFACE CLIENT_IFACE PORT: a server in podB and a -D 8 client in
+# three_s_into_a_window SERVER_IFACE CLIENT_IFACE PORT: a server in podB and a -D 30 client in
 # podA on that rail; returns 3 s into the measured window with $spid, $cpid and $tm (when the
-# window began) set in the caller's locals (server.err, client.out in $T_OUT).
+# window began) set in the caller's locals (server.err, client.out in $T_OUT). The window is long
+# so that what the test does to the run, not the window's end, ends it (with -D 8 a client once
+# exited 0 after the link went down, its writes seen to stop 4 s into the window; not seen again).
 three_s_into_a_window() {
   ip netns exec podB "$RDMABW" server --netdev "$1" -p "$3" >/dev/null 2>"$T_OUT/server.err" &
   spid=$!
   wait_port podB "$3"
-  ip netns exec podA "$RDMABW" client --netdev "$2" -D 8 -p "$3" "$SRV" >"$T_OUT/client.out" 2>&1 &
+  ip netns exec podA "$RDMABW" client --netdev "$2" -D 30 -p "$3" "$SRV" >"$T_OUT/client.out" 2>&1 &
   cpid=$!
   wait_measuring "$T_OUT/client.out"; tm=$(now)
   sleep 3
 }
 
 # kill -9 of the server in the middle of the measured window: the client exits non-zero and says
-# the server is gone, within the window plus 10 s; the time is reported.
+# the server is gone, within 15 s (long before the window's end); the time is reported.
 test_server_sigkill_mid_run() {
   local rc=0 tm tk t1 spid cpid
   three_s_into_a_window net1 net1 18650
   tk=$(now); kill -9 "$spid"
   wait "$cpid" || rc=$?
   t1=$(now)
-  echo "client exit $rc, $(elapsed "$tk" "$t1") s after the kill, $(elapsed "$tm" "$t1") s after the window began (-D 8)"
+  echo "client exit $rc, $(elapsed "$tk" "$t1") s after the kill, $(elapsed "$tm" "$t1") s after the window began (-D 30)"
   grep 'error' "$T_OUT/client.out" || true
   [ "$rc" -eq 1 ] || { cat "$T_OUT/client.out"; fail "the client exited $rc, expected 1"; }
   grep -Eq 'closed the control connection.*(died|killed)' "$T_OUT/client.out" || { cat "$T_OUT/client.out"; fail "no message about the dead server"; }
-  gt 18 "$(elapsed "$tm" "$t1")" || fail "took $(elapsed "$tm" "$t1") s from the window's start: more than -D 8 + 10 s"
+  gt 15 "$(elapsed "$tk" "$t1")" || fail "took $(elapsed "$tk" "$t1") s: more than 15 s (the window had 27 s to go)"
   elapsed "$tk" "$t1" >"$T_OUT/time_to_error_s"
 }
 
 # The rail goes down (ip link set ... down) mid-window: the client exits non-zero with a message
-# that says so, within the window plus 10 s; the server also ends, with the reason.
+# that says so, within 15 s (long before the window's end); the server also ends, with the reason.
 test_link_down_mid_run() {
   local rc=0 src=0 tm tk t1 spid cpid nd; nd=$(topo podB 2 iface)
   three_s_into_a_window "$nd" net3 18660
@@ -260,12 +262,12 @@ test_link_down_mid_run() {
   t1=$(now)
   wait "$spid" || src=$?
   in_pod podB ip link set "$nd" up
-  echo "client exit $rc, $(elapsed "$tk" "$t1") s after the link went down, $(elapsed "$tm" "$t1") s after the window began (-D 8); server exit $src"
+  echo "client exit $rc, $(elapsed "$tk" "$t1") s after the link went down, $(elapsed "$tm" "$t1") s after the window began (-D 30); server exit $src"
   grep 'error' "$T_OUT/client.out" "$T_OUT/server.err" || true
-  [ "$rc" -eq 1 ] || { cat "$T_OUT/client.out"; fail "the client exited $rc, expected 1"; }
+  [ "$rc" -eq 1 ] || { cat "$T_OUT/client.out" "$T_OUT/server.err"; fail "the client exited $rc, expected 1"; }
   [ "$src" -eq 1 ] || { cat "$T_OUT/server.err"; fail "the server exited $src, expected 1"; }
   grep -Eqi 'retry|stopped responding|down' "$T_OUT/client.out" || { cat "$T_OUT/client.out"; fail "no message about the rail"; }
-  gt 18 "$(elapsed "$tm" "$t1")" || fail "took $(elapsed "$tm" "$t1") s from the window's start: more than -D 8 + 10 s"
+  gt 15 "$(elapsed "$tk" "$t1")" || fail "took $(elapsed "$tk" "$t1") s: more than 15 s (the window had 27 s to go)"
   elapsed "$tk" "$t1" >"$T_OUT/time_to_error_s"
   sleep 1   # let rxe's port come back before later tests use this rail
 }
