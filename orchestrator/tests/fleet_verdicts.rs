@@ -747,7 +747,7 @@ async fn a_racks_bad_uplink_names_the_rack_and_marks_none_of_its_nodes() {
         (RACK, "b", 1, false)
     );
     assert!(
-        g.cross_pairs >= 4 && g.cross_median_gbps < 50.0 && g.inside_median_gbps > 90.0,
+        g.cross_median_gbps < 50.0 && g.inside_median_gbps > 90.0,
         "{g:?}"
     );
     let metrics = std::fs::read_to_string(&prom).expect("the --metrics file");
@@ -776,6 +776,20 @@ async fn a_racks_bad_uplink_names_the_rack_and_marks_none_of_its_nodes() {
         .filter(|p| in_b(&node_of(&p.client)) != in_b(&node_of(&p.server)))
         .count();
     assert!(b_inside && b_cross >= 4, "{stderr}");
+    // The culprit counts each cross pair once, however often the random cross rounds met it
+    // (the seed comes from the clock: 4 rounds of 2 cross pairs for b meet 2 to 8 pairs).
+    let b_cross_pairs: std::collections::BTreeSet<(String, String)> = ran
+        .iter()
+        .map(|p| (node_of(&p.client), node_of(&p.server)))
+        .filter(|(c, s)| in_b(c) != in_b(s))
+        .map(|(c, s)| if c < s { (c, s) } else { (s, c) })
+        .collect();
+    assert_eq!(
+        g.cross_pairs,
+        b_cross_pairs.len() as u64,
+        "{b_cross_pairs:?}"
+    );
+    assert!(g.cross_pairs >= 2, "{b_cross_pairs:?}");
     for (node, _) in racks {
         let s = state(&c, node).await;
         assert_eq!(s.verdict(), Some("ok"), "{node}");
