@@ -1,6 +1,10 @@
 # lab: host
 # The lab script's own failure paths: each ends with a non-zero exit and a message that names
 # the step, within its time limit. These run on the host and boot guests of their own.
+# Those whose guest runs its command are in the soak tier only: every other suite's run shows
+# a command's status and files coming back; the default run keeps the failures that stop before
+# the command (a download, a module, a refused node, a bad option).
+SOAK_TESTS="test_lab_returns_command_status test_lab_returns_files test_lab_command_timeout"
 
 lab() { "$LAB_REPO/scripts/lab" --out "$T_OUT/lab" "$@"; }
 
