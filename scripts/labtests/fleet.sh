@@ -1,4 +1,7 @@
 # lab: --layout pods --rails 2 --pods 4
+# lab-tier: soak
+# (The soak tier only, 130 s: the rounds and the suspects' rules over the same faults, a failed
+# rail and a node slow to answer, are the cluster tests' fleet_cluster.rs and fleet_verdicts.rs.)
 # railsweep fleet (issue 9) over four pods and two rails with the local runner: all 6 pairs in
 # 3 rounds with the pairs of a round running at the same time, and in one run a rail taken down
 # on one pod and another pod's rail slow to answer (netem delay), each named as a suspect, the

@@ -1,4 +1,9 @@
 # lab: --layout pods --rails 2 --k8s-node node-a,netns=podA,pod-ip=10.99.0.1,cap=nvidia.com/sriov_rdma_rail0=4,cap=nvidia.com/sriov_rdma_rail1=4,dra=2,dra-ifname=net,dra-first=1,dra-netns=podA,dra-rxe,pod-network=scripts/labtests/cni/pod-network-a.json --k8s-node node-b,netns=podB,pod-ip=10.99.0.2,cap=nvidia.com/sriov_rdma_rail0=4,cap=nvidia.com/sriov_rdma_rail1=4,dra=2,dra-ifname=net,dra-first=1,dra-netns=podB,dra-rxe,pod-network=scripts/labtests/cni/pod-network-b.json
+# lab-tier: soak
+# (The soak tier only: the default run's real_nodes suite sweeps hostnetwork, sriov and ipvlan
+# through the real kubelet, containerd, Multus and device plugin, real_nodes_dra DRANET, and the
+# cluster tests run each mode's pods, a pair the scheduler cannot place and --client-pod on the
+# host; this imitation's sweeps cost 290 s of the default run's 30 minutes.)
 # railsweep run --mode --nodes over real rxe, through a real Kubernetes control plane:
 # scripts/lab starts kube-apiserver, etcd, kube-scheduler and kube-controller-manager on the
 # host, and the guest runs the node agents of node-a (its pods run in podA) and node-b (podB),

@@ -3,9 +3,11 @@
 # to podB (net1..): every rail, and all at once.
 
 . "$RAILBENCH_SUITE_DIR/sweep.sh"
-# Only this file's tests run in this layout.
+# Only this file's tests run in this layout (sweep's own check of rdmabw's flags, which no
+# layout changes, runs in the pods layout).
 unset -f test_sweep_every_rail test_sweep_parallel test_sweep_rail_down test_sweep_server_pod_killed \
-  test_sweep_ctrl_c_and_resume test_sweep_kubernetes_runner test_sweep_daemon_serves_only_its_run
+  test_sweep_ctrl_c_and_resume test_sweep_kubernetes_runner test_sweep_daemon_serves_only_its_run \
+  test_sweep_passes_rdmabws_test_flags
 
 test_hostnet_sweep_every_rail() {
   sweep seq -D 2 --mode hostnetwork
