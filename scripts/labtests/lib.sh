@@ -54,7 +54,15 @@ bw_of() { awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { v = $4 } END { if (v == "
 # json_get FILE FILTER: what the jq FILTER gives of the JSON document FILE, strings raw and
 # arrays and objects on one line (`.results[-1].bw_avg_gbps`); exit non-zero when FILE does not
 # parse.
-json_get() { jq -rc "$2" "$1"; }
+json_get() { "${JQ[@]}" -rc "$2" "$1"; }
+# The jq of json_get: the reference root's (scripts/lab fetches it beside perftest), through that
+# root's loader, where the lab has one; else the machine's (1.6 takes ten times as long to start).
+if [ -n "${LAB_PERFTEST:-}" ] && [ -x "$LAB_PERFTEST/usr/bin/jq" ]; then
+  JQ=("$LAB_PERFTEST/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" --library-path
+      "$LAB_PERFTEST/usr/lib/x86_64-linux-gnu" "$LAB_PERFTEST/usr/bin/jq")
+else
+  JQ=(jq)
+fi
 
 # now: seconds since the epoch with fractions.
 now() { date +%s.%N; }
