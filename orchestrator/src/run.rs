@@ -170,8 +170,8 @@ pub async fn run(args: RunArgs) -> Result<Verdict> {
             bail!("--resume continues a sweep between existing pods: give --client-pod and --server-pod, not --nodes");
         }
         // Refused before a pod is made (it was refused once both pods were up).
-        if let Some(o) = args.output.as_deref().filter(|o| o.exists()) {
-            bail!("{} exists; give another --output", o.display());
+        if let Some(o) = args.output.as_deref() {
+            refuse_existing_output(o, false)?;
         }
         let cfg = args.sweep.resolve(
             RunnerKind::Kube,
@@ -286,11 +286,8 @@ async fn sweep_and_print<R: Runner>(
         (None, Some(p)) => p.to_path_buf(),
         (None, None) => PathBuf::from(format!("railsweep-{run_id}.csv")),
     };
-    if args.resume.is_none() && output.exists() {
-        bail!(
-            "{} exists; give another --output, or continue it with --resume",
-            output.display()
-        );
+    if args.resume.is_none() {
+        refuse_existing_output(&output, true)?;
     }
     let mut rows = if args.resume.is_some() {
         RowsFile::resume(output, args.json.clone())
@@ -377,5 +374,22 @@ fn print_rows(rows: &[results::RailResult], format: OutFormat, parallel: bool) -
         }
     }
     out.flush()?;
+    Ok(())
+}
+
+/// A run never writes over an earlier run's rows: an `--output` that exists is refused, with
+/// `--resume` offered where the run could continue that file (a sweep between existing pods).
+fn refuse_existing_output(output: &Path, resumable: bool) -> Result<()> {
+    if output.exists() {
+        bail!(
+            "{} exists; give another --output{}",
+            output.display(),
+            if resumable {
+                ", or continue it with --resume"
+            } else {
+                ""
+            }
+        );
+    }
     Ok(())
 }
