@@ -767,21 +767,17 @@ async fn a_racks_bad_uplink_names_the_rack_and_marks_none_of_its_nodes() {
         "{metrics}"
     );
     // Inside and across: the rack's own pair and pairs of each of its nodes with others.
-    let ran = support::fleet::rounds(&out);
-    let b_inside = ran
-        .iter()
-        .any(|p| in_b(&node_of(&p.client)) && in_b(&node_of(&p.server)));
-    let b_cross = ran
-        .iter()
-        .filter(|p| in_b(&node_of(&p.client)) != in_b(&node_of(&p.server)))
-        .count();
-    assert!(b_inside && b_cross >= 4, "{stderr}");
-    // The culprit counts each cross pair once, however often the random cross rounds met it
-    // (the seed comes from the clock: 4 rounds of 2 cross pairs for b meet 2 to 8 pairs).
-    let b_cross_pairs: std::collections::BTreeSet<(String, String)> = ran
+    let ran: Vec<(String, String)> = support::fleet::rounds(&out)
         .iter()
         .map(|p| (node_of(&p.client), node_of(&p.server)))
-        .filter(|(c, s)| in_b(c) != in_b(s))
+        .collect();
+    let b_inside = ran.iter().any(|(c, s)| in_b(c) && in_b(s));
+    let b_cross: Vec<&(String, String)> = ran.iter().filter(|(c, s)| in_b(c) != in_b(s)).collect();
+    assert!(b_inside && b_cross.len() >= 4, "{stderr}");
+    // The culprit counts each cross pair once, however often the random cross rounds met it
+    // (the seed comes from the clock: 4 rounds of 2 cross pairs for b meet 2 to 8 pairs).
+    let b_cross_pairs: std::collections::BTreeSet<(&String, &String)> = b_cross
+        .iter()
         .map(|(c, s)| if c < s { (c, s) } else { (s, c) })
         .collect();
     assert_eq!(
