@@ -610,6 +610,14 @@ pub struct TestArgs {
     #[arg(hide_short_help = true, long = "secret-stdin")]
     pub secret_stdin: bool,
 
+    /// Which tool the other end runs: rdmabw or perftest (ib_write_bw, ib_write_lat).
+    ///
+    /// auto (the default) finds out from the peer's first message, without breaking a perftest
+    /// server; rdmabw speaks only rdmabw (a client then also reaches an older rdmabw server);
+    /// perftest speaks only perftest's exchange.
+    #[arg(long, value_name = "TOOL", value_enum, default_value_t = PeerArg::Auto)]
+    pub peer: PeerArg,
+
     /// Client: seconds to keep trying to reach the server.
     #[arg(
         long = "connect-timeout",
@@ -726,6 +734,18 @@ pub enum FigureArg {
     /// The message rate, Mpps.
     #[value(name = "message_rate")]
     MessageRate,
+}
+
+/// `--peer` values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum PeerArg {
+    /// rdmabw or perftest, from the peer's first message.
+    #[default]
+    Auto,
+    /// rdmabw only.
+    Rdmabw,
+    /// perftest only.
+    Perftest,
 }
 
 /// `--poll` values.

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use bench_core::control::{PhaseTimeouts, RunSecret, WatchConfig};
 use bench_core::gid::RailRequest;
-use bench_core::session::{ClientConfig, Pinned, ServerConfig, ServerLimits};
+use bench_core::perftest::ReportUnit;
+use bench_core::session::{ClientConfig, PeerChoice, Pinned, ServerConfig, ServerLimits};
 use bench_core::sysfs::SysRoots;
 use results::rdmabw::params::{
     Connection, LocalTuning, PollMode, RateLimit, RateUnit, Sizes, TestLength, TestParams,
@@ -399,6 +400,8 @@ pub fn resolve(cli: Cli, secrets: &mut SecretInput<'_>) -> Result<Config, Usage>
                     host: host_name,
                     roots: SysRoots::default(),
                     secret,
+                    peer: peer_choice(a.peer),
+                    unit: report_unit(a.report_gbits),
                 }),
                 out,
             ))
@@ -459,6 +462,8 @@ pub fn resolve(cli: Cli, secrets: &mut SecretInput<'_>) -> Result<Config, Usage>
                     daemon: a.daemon,
                     secret,
                     limits,
+                    peer: peer_choice(a.peer),
+                    unit: report_unit(a.report_gbits),
                 }),
                 bind,
                 out,
@@ -951,6 +956,25 @@ fn output(a: &TestArgs, lat: bool) -> Result<Output, Usage> {
 /// This host's (pod's) name.
 pub fn host_name() -> String {
     bench_core::sysfs::host_name(&SysRoots::default()).unwrap_or_else(|| "unknown-host".to_string())
+}
+
+/// `--peer` as the session takes it.
+fn peer_choice(p: crate::cli::PeerArg) -> PeerChoice {
+    match p {
+        crate::cli::PeerArg::Auto => PeerChoice::Auto,
+        crate::cli::PeerArg::Rdmabw => PeerChoice::Rdmabw,
+        crate::cli::PeerArg::Perftest => PeerChoice::Perftest,
+    }
+}
+
+/// The units of the table (`--report_gbits`), which are those of the figures a perftest peer
+/// exchanges.
+fn report_unit(gbits: bool) -> ReportUnit {
+    if gbits {
+        ReportUnit::Gbps
+    } else {
+        ReportUnit::MibPerS
+    }
 }
 
 #[cfg(test)]
@@ -1458,3 +1482,4 @@ mod tests {
         );
     }
 }
+

@@ -281,14 +281,17 @@ pub fn report(o: &Outcome, max_p99_us: Option<f64>) -> LatReport {
             })
             .collect()
     };
-    LatReport::new(
-        o.role,
-        o.params.clone(),
-        o.path_mtu_bytes,
-        max_p99_us,
-        rows(o.role, ours),
-        rows(peer, theirs),
-    )
+    LatReport {
+        peer: o.remote.tool(),
+        ..LatReport::new(
+            o.role,
+            o.params.clone(),
+            o.path_mtu_bytes,
+            max_p99_us,
+            rows(o.role, ours),
+            rows(peer, theirs),
+        )
+    }
 }
 
 const RULE: &str =

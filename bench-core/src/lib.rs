@@ -14,6 +14,7 @@ pub mod gid;
 pub mod gpu;
 pub mod neigh;
 pub mod numa;
+pub mod perftest;
 pub mod probe;
 pub mod rails;
 pub mod session;

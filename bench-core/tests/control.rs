@@ -318,8 +318,7 @@ fn perftest_on_the_other_end_is_named() {
     let text = err.to_string();
     assert!(
         text.starts_with(&format!(
-            "peer at {peer} is not an rdmabw control endpoint (is it perftest's ib_write_bw? \
-             both ends must run rdmabw)"
+            "peer at {peer} speaks neither rdmabw's control protocol nor perftest's: it sent"
         )),
         "{text}"
     );

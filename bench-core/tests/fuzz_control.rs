@@ -206,6 +206,8 @@ fn admission_answers_random_bytes_and_hellos_within_its_deadline() {
             None
         },
         limits: ServerLimits::default(),
+        peer: bench_core::session::PeerChoice::Auto,
+        unit: bench_core::perftest::ReportUnit::MibPerS,
     };
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();

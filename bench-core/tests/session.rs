@@ -55,6 +55,8 @@ fn server_cfg(daemon: bool, pinned: Pinned, rail: RailRequest) -> ServerConfig {
         daemon,
         secret: None,
         limits: ServerLimits::default(),
+        peer: bench_core::session::PeerChoice::Auto,
+        unit: bench_core::perftest::ReportUnit::MibPerS,
     }
 }
 
@@ -617,7 +619,7 @@ fn a_one_test_server_is_not_ended_by_garbage_or_another_runs_secret() {
     let noted = lines.lock().unwrap().clone();
     assert_eq!(noted.len(), 3, "{noted:?}");
     assert!(
-        noted[0].contains("is not an rdmabw client (is it perftest's ib_write_bw?"),
+        noted[0].contains("speaks neither rdmabw's control protocol nor perftest's"),
         "{noted:?}"
     );
     assert!(

@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 use socket2::{SockRef, TcpKeepalive};
 
 use super::error::ControlError;
-use super::frame::{encode_frame, FrameDecoder, FrameError};
+use super::frame::{encode_frame, FrameDecoder, FrameError, MAGIC, PROTOCOL_VERSION};
 use super::msg::{Accept, Hello, Msg};
 use super::watch::{PeerWatch, WatchConfig};
 use crate::engine::Endpoints;
+use crate::perftest::wire::{self, PeerVersion};
 use results::rdmabw::counters::CounterReport;
 use results::rdmabw::params::{SizeResult, TestLength, TestParams};
 
@@ -593,6 +594,149 @@ impl ControlChannel {
         self.send_error(message);
         self.close();
     }
+
+    /// Client: opens with perftest's version message, marked as rdmabw's unless `plain` (see
+    /// [`crate::perftest`]), and reads the server's within the handshake timeout.
+    pub fn client_opening(&mut self, plain: bool) -> Result<PeerVersion, ControlError> {
+        let phase = Phase::Handshake;
+        let peer = self.peer;
+        let mine = wire::encode_version((!plain).then_some(PROTOCOL_VERSION));
+        let io = |e: io::Error| ControlError::from_io(Arc::new(e), peer, phase);
+        self.stream
+            .set_write_timeout(Some(self.timeouts.handshake.min(WRITE_TIMEOUT_CAP)))
+            .map_err(io)?;
+        (&self.stream).write_all(&mine).map_err(io)?;
+        let deadline = Instant::now() + self.timeouts.handshake;
+        let theirs = self.read_exact_by(phase, wire::VERSION_LEN, deadline)?;
+        if theirs.starts_with(&MAGIC) {
+            return Err(ControlError::Protocol {
+                peer,
+                phase,
+                detail: "the server answered in rdmabw's framed protocol without a version                          message: it is an older rdmabw; run the same release at both ends, or                          give --peer rdmabw"
+                    .into(),
+            });
+        }
+        let mut m = [0u8; wire::VERSION_LEN];
+        m.copy_from_slice(&theirs);
+        wire::decode_version(&m).map_err(|_| ControlError::NotRdmabw {
+            peer,
+            phase,
+            found: theirs,
+        })
+    }
+
+    /// Server: what the client opened with, read within the handshake timeout. rdmabw's
+    /// frame magic (a client that gave `--peer rdmabw`, or an older rdmabw) is left unread for
+    /// the frames that follow; a version message is read, and a marked one answered with this
+    /// side's marked version (rdmabw's frames follow), an unmarked one left to the perftest
+    /// exchange to answer.
+    pub fn server_opening(&mut self) -> Result<Opening, ControlError> {
+        let phase = Phase::Handshake;
+        let peer = self.peer;
+        let deadline = Instant::now() + self.timeouts.handshake;
+        let mut head = [0u8; 4];
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ControlError::Timeout {
+                    peer,
+                    phase,
+                    after: self.timeouts.handshake,
+                });
+            }
+            self.stream
+                .set_read_timeout(Some(left.min(Duration::from_millis(250))))
+                .map_err(|e| ControlError::from_io(Arc::new(e), peer, phase))?;
+            match self.stream.peek(&mut head) {
+                Ok(0) => return Err(ControlError::PeerClosed { peer, phase }),
+                Ok(n) if n >= 4 || head[..n] != MAGIC[..n] => break,
+                Ok(_) => thread::sleep(Duration::from_millis(5)),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) => {}
+                Err(e) => return Err(ControlError::from_io(Arc::new(e), peer, phase)),
+            }
+        }
+        if head == MAGIC {
+            return Ok(Opening::Frames);
+        }
+        let theirs = self.read_exact_by(phase, wire::VERSION_LEN, deadline)?;
+        let mut m = [0u8; wire::VERSION_LEN];
+        m.copy_from_slice(&theirs);
+        let version = wire::decode_version(&m).map_err(|_| ControlError::NotRdmabw {
+            peer,
+            phase,
+            found: theirs,
+        })?;
+        if version.rdmabw.is_some() {
+            let mine = wire::encode_version(Some(PROTOCOL_VERSION));
+            let io = |e: io::Error| ControlError::from_io(Arc::new(e), peer, phase);
+            self.stream
+                .set_write_timeout(Some(self.timeouts.handshake.min(WRITE_TIMEOUT_CAP)))
+                .map_err(io)?;
+            (&self.stream).write_all(&mine).map_err(io)?;
+            return Ok(Opening::Marked);
+        }
+        Ok(Opening::Perftest(version))
+    }
+
+    /// Reads exactly `n` bytes by `deadline`, before any frame (the opening).
+    fn read_exact_by(
+        &mut self,
+        phase: Phase,
+        n: usize,
+        deadline: Instant,
+    ) -> Result<Vec<u8>, ControlError> {
+        let peer = self.peer;
+        let mut buf = vec![0u8; n];
+        let mut got = 0;
+        while got < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ControlError::Timeout {
+                    peer,
+                    phase,
+                    after: self.timeouts.get(phase),
+                });
+            }
+            self.stream
+                .set_read_timeout(Some(left))
+                .map_err(|e| ControlError::from_io(Arc::new(e), peer, phase))?;
+            match (&self.stream).read(&mut buf[got..]) {
+                Ok(0) => return Err(ControlError::PeerClosed { peer, phase }),
+                Ok(k) => got += k,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) => {}
+                Err(e) => return Err(ControlError::from_io(Arc::new(e), peer, phase)),
+            }
+        }
+        Ok(buf)
+    }
+
+    /// The socket itself, for a test that goes on in perftest's exchange.
+    pub fn into_stream(self) -> TcpStream {
+        self.stream
+    }
+}
+
+/// What a client's connection opened with ([`ControlChannel::server_opening`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Opening {
+    /// rdmabw's frames from the first byte.
+    Frames,
+    /// A version message with rdmabw's mark, answered: rdmabw's frames follow.
+    Marked,
+    /// perftest's version message: the rest is perftest's exchange.
+    Perftest(PeerVersion),
 }
 
 #[cfg(test)]

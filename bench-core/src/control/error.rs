@@ -34,8 +34,8 @@ pub enum ControlError {
     },
     /// The peer's bytes do not start with the rdmabw magic.
     #[error(
-        "peer at {peer} is not an rdmabw control endpoint (is it perftest's ib_write_bw? both ends \
-         must run rdmabw): it sent {} during the {phase} phase",
+        "peer at {peer} speaks neither rdmabw's control protocol nor perftest's: it sent {} \
+         during the {phase} phase",
         show_bytes(.found)
     )]
     NotRdmabw {
@@ -323,7 +323,7 @@ mod tests {
     }
 
     #[test]
-    fn not_rdmabw_names_the_address_and_perftest() {
+    fn not_rdmabw_names_the_address_and_what_came() {
         let e = ControlError::from_frame(
             FrameError::BadMagic {
                 found: b"0000".to_vec(),
@@ -334,7 +334,8 @@ mod tests {
         let text = e.to_string();
         assert!(
             text.starts_with(
-                "peer at 10.1.2.3:18515 is not an rdmabw control endpoint (is it perftest's ib_write_bw?"
+                "peer at 10.1.2.3:18515 speaks neither rdmabw's control protocol nor perftest's: it \
+                 sent \"0000\""
             ),
             "{text}"
         );

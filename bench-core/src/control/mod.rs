@@ -50,7 +50,7 @@ pub mod samples;
 mod shown;
 mod watch;
 
-pub use channel::{measure_timeout, ControlChannel, Phase, PhaseTimeouts};
+pub use channel::{measure_timeout, ControlChannel, Opening, Phase, PhaseTimeouts};
 pub use claims::{ClaimInfo, DeviceBusy, DeviceClaim, DeviceClaims};
 pub use error::ControlError;
 pub use frame::{

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::error::{control, peer_failed, SessionError};
 use super::outcome::{Outcome, Remote};
+use super::perftest::{self, PeerChoice, PerftestTest};
 use super::resolve::resolve_request;
 use super::side::{link, prepare, Linked};
 use super::window::{window, WindowSpec, Windowed};
@@ -14,6 +15,7 @@ use crate::control::{
     RDMABW_VERSION,
 };
 use crate::gid::RailRequest;
+use crate::perftest::ReportUnit;
 use crate::sysfs::SysRoots;
 use results::rdmabw::params::{LocalTuning, SizeResult, TestParams};
 use results::rdmabw::report::Role;
@@ -44,6 +46,10 @@ pub struct ClientConfig {
     pub roots: SysRoots,
     /// The run's secret, presented in the hello (a server given one serves no one else).
     pub secret: Option<RunSecret>,
+    /// Which tool the server may be (`--peer`).
+    pub peer: PeerChoice,
+    /// The units of this side's table: what it sends a perftest server as its figures.
+    pub unit: ReportUnit,
 }
 
 /// Runs one test as the client. `stop` (SIGINT/SIGTERM) ends it early with
@@ -83,10 +89,45 @@ pub fn run_client_streaming(
     if cfg.params.bidirectional {
         timeouts.results = timeouts.results.max(timeouts.measure);
     }
+    if cfg.peer == PeerChoice::Perftest {
+        perftest::check_supported(&cfg.params, &cfg.tuning)?;
+    }
     let addr = format!("{}:{}", cfg.server, cfg.port);
     let mut ch = ControlChannel::connect(addr.as_str(), timeouts).map_err(control)?;
     let peer = ch.peer_addr();
     log(&format!("connected to {peer}"));
+    if cfg.peer != PeerChoice::Rdmabw {
+        let version = ch
+            .client_opening(cfg.peer == PeerChoice::Perftest)
+            .map_err(control)?;
+        if version.rdmabw.is_none() {
+            perftest::check_supported(&cfg.params, &cfg.tuning)?;
+            let t = PerftestTest {
+                roots: &cfg.roots,
+                params: &cfg.params,
+                tuning: &cfg.tuning,
+                unit: cfg.unit,
+                host: cfg.server.clone(),
+            };
+            return perftest::client(
+                &t,
+                side,
+                ch.into_stream(),
+                &version,
+                cfg.rail.gid_index.is_some(),
+                stop,
+                log,
+            );
+        }
+        if cfg.peer == PeerChoice::Perftest {
+            ch.fail("this client was started with --peer perftest");
+            return Err(SessionError::ServerSetup(
+                "the server is rdmabw, and this client was given --peer perftest: leave \
+                 --peer out (or give --peer rdmabw)"
+                    .into(),
+            ));
+        }
+    }
     let hello = Hello::new(
         cfg.params.clone(),
         cfg.server_rail.device.clone(),
@@ -143,6 +184,7 @@ pub fn run_client_streaming(
         active_mtu_bytes: accept.active_mtu_bytes,
         line_rate_gbps: Some(accept.line_rate_gbps).filter(|r| *r > 0.0),
         rdmabw_version: Some(accept.rdmabw_version),
+        perftest_version: None,
     };
     let mut outcome = Outcome {
         role: Role::Client,

@@ -48,6 +48,14 @@ pub enum SessionError {
     /// bounds). What the peer sent may be in `cause`: a daemon does not log these.
     #[error("connection not admitted: {0}")]
     NotAdmitted(Box<SessionError>),
+    /// A test with a perftest peer failed in perftest's exchange or its run.
+    #[error("{error}{}", match .local { Some(e) => format!(" (this side saw: {e})"), None => String::new() })]
+    Perftest {
+        /// What the exchange saw.
+        error: crate::perftest::PerftestError,
+        /// What the RDMA side saw, if it failed too.
+        local: Option<Error>,
+    },
     /// SIGINT/SIGTERM (the caller's stop flag) ended the test.
     #[error("interrupted: the test was stopped on this side{}", if *.told_peer { " (the peer was told)" } else { "" })]
     Interrupted {
@@ -98,6 +106,7 @@ impl SessionError {
             ),
             SessionError::NotRdmabw(_) | SessionError::ServerSetup(_) => true,
             SessionError::NotAdmitted(cause) => cause.is_setup(),
+            SessionError::Perftest { error, .. } => error.is_setup(),
             SessionError::PeerFailed { .. }
             | SessionError::RailDown { .. }
             | SessionError::Run { .. }

@@ -23,6 +23,7 @@ mod daemon;
 mod error;
 mod guard;
 mod outcome;
+mod perftest;
 mod resolve;
 mod server;
 mod side;
@@ -35,6 +36,7 @@ pub use client::{run_client, run_client_streaming, ClientConfig};
 pub use daemon::{Admission, Daemon, OnTest};
 pub use error::SessionError;
 pub use outcome::{combine, local_report, Outcome, Remote};
+pub use perftest::{check_supported as check_perftest_supported, PeerChoice};
 pub use resolve::{inventory_for, resolve_request, ServerShared};
 pub use server::{
     admit, check_hello, is_plain_name, refuse, serve_admitted, serve_first, serve_one, Admitted,

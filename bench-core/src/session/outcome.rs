@@ -8,7 +8,7 @@ use crate::gpu::MemoryUse;
 use crate::verbs::format_gid;
 use results::rdmabw::counters::CounterReport;
 use results::rdmabw::params::{cpu_s_per_gb, LocalTuning, SizeResult, TestParams};
-use results::rdmabw::report::EndpointReport;
+use results::rdmabw::report::{EndpointReport, PeerTool};
 use results::rdmabw::report::Role;
 
 /// The other end of a test as this side learned it.
@@ -34,6 +34,8 @@ pub struct Remote {
     pub line_rate_gbps: Option<f64>,
     /// Its rdmabw release, when it said.
     pub rdmabw_version: Option<String>,
+    /// Its perftest wire version, when the peer was perftest.
+    pub perftest_version: Option<String>,
 }
 
 impl Remote {
@@ -50,6 +52,15 @@ impl Remote {
             ipv4: gid.ipv4_mapped().map(|a| a.to_string()),
             active_mtu_bytes: self.active_mtu_bytes,
             line_rate_gbps: self.line_rate_gbps,
+        }
+    }
+
+    /// Which tool the peer was, and its version.
+    pub fn tool(&self) -> Option<PeerTool> {
+        match (&self.perftest_version, &self.rdmabw_version) {
+            (Some(v), _) => Some(PeerTool::perftest(v)),
+            (None, Some(v)) => Some(PeerTool::rdmabw(v)),
+            (None, None) => None,
         }
     }
 }

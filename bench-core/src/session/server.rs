@@ -10,15 +10,17 @@ use std::time::Duration;
 
 use super::error::{control, peer_failed, SessionError, SERVER_SETUP};
 use super::outcome::{Outcome, Remote};
+use super::perftest::{self, PeerChoice, PerftestTest};
 use super::resolve::ServerShared;
 use super::side::{link, prepare, Linked};
 use super::window::{window, WindowSpec, Windowed};
 use super::{Log, POLL};
 use crate::control::{
-    Accept, ControlChannel, ControlError, DeviceClaim, Hello, Msg, Phase, PhaseTimeouts,
+    Accept, ControlChannel, ControlError, DeviceClaim, Hello, Msg, Opening, Phase, PhaseTimeouts,
     RejectReason, RunSecret, WatchConfig, PROTOCOL_VERSION, RDMABW_VERSION,
 };
 use crate::error::Error;
+use crate::perftest::{PeerVersion, ReportUnit};
 use crate::gid::{Rail, RailRequest};
 use crate::sysfs::SysRoots;
 use results::rdmabw::params::{LocalTuning, TestParams};
@@ -75,6 +77,10 @@ pub struct ServerConfig {
     pub secret: Option<RunSecret>,
     /// What one test may ask of this server, and how many tests a daemon runs at once.
     pub limits: ServerLimits,
+    /// Which clients it serves (`--peer`): rdmabw's, perftest's, or both.
+    pub peer: PeerChoice,
+    /// The units of this side's table: how it reads a perftest client's figures.
+    pub unit: ReportUnit,
 }
 
 /// What a server allows, so that a client (or many) cannot exhaust the node it runs on. Each
@@ -403,8 +409,18 @@ pub fn check_hello(hello: &Hello) -> Result<(), RejectReason> {
 #[derive(Debug)]
 pub struct Admitted {
     ch: ControlChannel,
-    hello: Hello,
+    client: Client,
     peer: SocketAddr,
+}
+
+/// Who an admitted client is.
+#[derive(Debug)]
+enum Client {
+    /// rdmabw, with its hello.
+    Rdmabw(Box<Hello>),
+    /// perftest's ib_write_bw or ib_write_lat, with its version message: the test is this
+    /// server's own flags, as with perftest's server.
+    Perftest(PeerVersion),
 }
 
 impl Admitted {
@@ -413,12 +429,15 @@ impl Admitted {
         self.peer
     }
 
-    /// Answers `reason` and closes: the client is admitted but cannot be served now.
+    /// Answers `reason` and closes: the client is admitted but cannot be served now (a
+    /// perftest client, which has no words for a refusal, sees the connection close).
     pub fn refuse(self, reason: RejectReason) -> SessionError {
         let mut ch = self.ch;
-        let _ = ch.send(&Msg::Reject {
-            reason: reason.clone(),
-        });
+        if matches!(self.client, Client::Rdmabw(_)) {
+            let _ = ch.send(&Msg::Reject {
+                reason: reason.clone(),
+            });
+        }
         ch.close();
         SessionError::Control(ControlError::Rejected {
             peer: self.peer,
@@ -441,6 +460,30 @@ pub fn admit(
     first.handshake = first.handshake.min(hello_wait);
     let mut ch = ch.with_timeouts(first);
     let peer = ch.peer_addr();
+    let opening = ch.server_opening().map_err(control)?;
+    if let Opening::Perftest(version) = opening {
+        ch.set_timeouts(cfg.timeouts);
+        let why = if cfg.peer == PeerChoice::Rdmabw {
+            Some("this server was started with --peer rdmabw")
+        } else if cfg.secret.is_some() {
+            Some("this server serves one run's clients, and perftest cannot present its secret")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            ch.close();
+            return Err(SessionError::NotRdmabw(ControlError::Protocol {
+                peer,
+                phase: Phase::Handshake,
+                detail: format!("a perftest {} client is refused: {why}", version.text),
+            }));
+        }
+        return Ok(Admitted {
+            ch,
+            client: Client::Perftest(version),
+            peer,
+        });
+    }
     let hello = ch.expect_hello().map_err(control)?;
     ch.set_timeouts(cfg.timeouts);
     let reason = if hello.protocol_version != PROTOCOL_VERSION {
@@ -456,10 +499,20 @@ pub fn admit(
         Some(RejectReason::NotThisRun {
             presented: hello.secret.is_some(),
         })
+    } else if cfg.peer == PeerChoice::Perftest {
+        Some(RejectReason::Other {
+            message: "this server was started with --peer perftest: it serves perftest's \
+                      ib_write_bw and ib_write_lat only"
+                .into(),
+        })
     } else {
         check_hello(&hello).err()
     };
-    let admitted = Admitted { ch, hello, peer };
+    let admitted = Admitted {
+        ch,
+        client: Client::Rdmabw(Box::new(hello)),
+        peer,
+    };
     match reason {
         Some(r) => Err(admitted.refuse(r)),
         None => Ok(admitted),
@@ -494,10 +547,14 @@ pub fn serve_first(
             Err(e) => {
                 not_admitted += 1;
                 if not_admitted <= NOTED_NOT_ADMITTED {
-                    let what = if matches!(e, SessionError::NotRdmabw(_)) {
-                        "is not an rdmabw client (is it perftest's ib_write_bw? both ends must run rdmabw)"
-                    } else {
-                        "sent no admissible hello"
+                    let what = match &e {
+                        SessionError::NotRdmabw(ControlError::Protocol { detail, .. }) => {
+                            detail.clone()
+                        }
+                        SessionError::NotRdmabw(_) => {
+                            "speaks neither rdmabw's control protocol nor perftest's".to_string()
+                        }
+                        _ => "sent no admissible hello".to_string(),
                     };
                     log(&format!(
                         "{} {what}; still waiting{}",
@@ -527,6 +584,72 @@ pub fn serve_one(
     serve_admitted(cfg, admitted, shared, stop, log)
 }
 
+/// Serves a perftest client: the test is this server's own flags, the rail its own, as with
+/// perftest's own server.
+fn serve_perftest(
+    cfg: &ServerConfig,
+    stream: TcpStream,
+    version: &PeerVersion,
+    shared: &ServerShared,
+    stop: &Arc<AtomicBool>,
+    log: &Log,
+) -> Result<Outcome, SessionError> {
+    let peer = stream
+        .peer_addr()
+        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+    let tool = if cfg.params.latency {
+        "ib_write_lat"
+    } else {
+        "ib_write_bw"
+    };
+    log(&format!(
+        "test from perftest {} ({tool}) at {peer}: perftest's exchange, this server's flags",
+        version.text
+    ));
+    let params = cfg.params.clone();
+    perftest::check_supported(&params, &cfg.tuning)?;
+    if let Some(reason) = cfg.limits.check(&params) {
+        return Err(SessionError::Control(ControlError::Rejected { peer, reason }));
+    }
+    let rail = shared
+        .resolve(&cfg.roots, &cfg.rail)
+        .map_err(SessionError::Local)?;
+    let by = format!("perftest at {peer}");
+    let _claim: DeviceClaim = match shared.claims.try_claim(&rail.device, &by) {
+        Ok(c) => c,
+        Err(busy) => {
+            log(&format!("busy: {busy}; closed the connection of {by}"));
+            return Err(SessionError::Control(ControlError::Busy {
+                peer,
+                device: busy.device,
+                by: busy.by,
+            }));
+        }
+    };
+    let side = prepare(&cfg.roots, rail, &params, &cfg.tuning)?;
+    log(&format!(
+        "rail: {} port {} GID index {} ({})",
+        side.rail.device, side.rail.port, side.rail.gid_index, side.rail.gid
+    ));
+    let t = PerftestTest {
+        roots: &cfg.roots,
+        params: &params,
+        tuning: &cfg.tuning,
+        unit: cfg.unit,
+        host: peer.ip().to_string(),
+    };
+    perftest::server(
+        &t,
+        side,
+        stream,
+        version,
+        cfg.rail.gid_index.is_some(),
+        &cfg.pinned,
+        stop,
+        log,
+    )
+}
+
 /// Serves the test of an admitted client (see [`admit`]): the server's limits and pinned
 /// parameters, the rail, the device's claim, then the test itself.
 pub fn serve_admitted(
@@ -538,9 +661,15 @@ pub fn serve_admitted(
 ) -> Result<Outcome, SessionError> {
     let Admitted {
         mut ch,
-        hello,
+        client,
         peer,
     } = admitted;
+    let hello = match client {
+        Client::Rdmabw(h) => *h,
+        Client::Perftest(version) => {
+            return serve_perftest(cfg, ch.into_stream(), &version, shared, stop, log)
+        }
+    };
     let host = crate::control::for_log(&hello.client_host, crate::control::PEER_TEXT_CHARS);
     log(&format!(
         "test from {host} ({peer}), rdmabw {}",
@@ -678,6 +807,7 @@ pub fn serve_admitted(
             active_mtu_bytes: theirs.mtu_bytes,
             line_rate_gbps: None,
             rdmabw_version: Some(hello.rdmabw_version),
+            perftest_version: None,
         },
         params,
         tuning,

@@ -43,7 +43,7 @@ fn endpoints_of(side: &Side) -> Endpoints {
     }
 }
 
-fn connect_qps(
+pub(super) fn connect_qps(
     roots: &SysRoots,
     side: Side,
     theirs: &Endpoints,

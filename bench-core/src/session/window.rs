@@ -36,7 +36,7 @@ const LATE_GRACE: Duration = Duration::from_secs(10);
 /// (8 QPs x 128 x 1 MiB is 1 GiB, half a minute of a loaded 2-CPU guest's work) keeps every
 /// process off its CPU until it has gone out: the client's window ended on time, but it cannot
 /// run to say so. Its heartbeats show it alive; the rail's counters show its data moving.
-struct LateWait {
+pub(super) struct LateWait {
     deadline: Instant,
     cap: Instant,
     probe: crate::control::Progress,
@@ -45,7 +45,7 @@ struct LateWait {
 }
 
 impl LateWait {
-    fn new(measure_timeout: Duration, probe: crate::control::Progress) -> LateWait {
+    pub(super) fn new(measure_timeout: Duration, probe: crate::control::Progress) -> LateWait {
         let now = Instant::now();
         LateWait {
             deadline: now + measure_timeout,
@@ -57,7 +57,7 @@ impl LateWait {
     }
 
     /// Whether to wait on at `now`.
-    fn waits_on(&mut self, now: Instant) -> bool {
+    pub(super) fn waits_on(&mut self, now: Instant) -> bool {
         // The counters matter only from LATE_GRACE before the deadline on.
         let near = now + LATE_GRACE >= self.deadline;
         if let Some(v) = near.then(|| (self.probe)()).flatten() {

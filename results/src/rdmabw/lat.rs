@@ -226,6 +226,9 @@ pub struct LatReport {
     pub status: TestStatus,
     /// Why the test failed or is below its threshold.
     pub error: Option<String>,
+    /// Which tool the other end was (absent in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<super::report::PeerTool>,
 }
 
 impl LatReport {
@@ -263,6 +266,7 @@ impl LatReport {
             peer_results,
             status,
             error,
+            peer: None,
         }
     }
 }

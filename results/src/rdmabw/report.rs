@@ -44,6 +44,45 @@ pub struct EndpointReport {
     pub line_rate_gbps: Option<f64>,
 }
 
+/// Which tool the other end of a test was, and its version: `rdmabw` and its release, or
+/// `perftest` and the wire version its `ib_write_bw`/`ib_write_lat` sent (`6.24`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeerTool {
+    /// `rdmabw` or `perftest`.
+    pub tool: String,
+    /// The peer's version as it said it.
+    pub version: String,
+}
+
+impl PeerTool {
+    /// An rdmabw peer of release `version`.
+    pub fn rdmabw(version: &str) -> PeerTool {
+        PeerTool {
+            tool: "rdmabw".into(),
+            version: version.into(),
+        }
+    }
+
+    /// A perftest peer of wire version `version`.
+    pub fn perftest(version: &str) -> PeerTool {
+        PeerTool {
+            tool: "perftest".into(),
+            version: version.into(),
+        }
+    }
+
+    /// Whether the peer is perftest.
+    pub fn is_perftest(&self) -> bool {
+        self.tool == "perftest"
+    }
+}
+
+impl std::fmt::Display for PeerTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.tool, self.version)
+    }
+}
+
 /// What `rdmabw client --json` (and `rdmabw server --json`) prints: one document per test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BwReport {
@@ -69,6 +108,9 @@ pub struct BwReport {
     pub local: Option<EndpointReport>,
     /// The other end, as it reported itself.
     pub remote: Option<EndpointReport>,
+    /// Which tool the other end was (absent in older reports and before a peer answered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<PeerTool>,
     /// One row per message size (the client's measurement).
     pub results: Vec<SizeResult>,
     /// Line rate used for percentages: the smaller of both ends.

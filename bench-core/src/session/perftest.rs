@@ -1,0 +1,789 @@
+//! One test with perftest's `ib_write_bw` or `ib_write_lat` on the other end, in either role:
+//! perftest's exchange ([`crate::perftest`]) around this side's engine, with a deadline at
+//! every step and a watch on the connection during the run.
+
+use std::io;
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::error::SessionError;
+use super::guard::Guard;
+use super::outcome::{Outcome, Remote};
+use super::side::{connect_qps, Side};
+use super::window::LateWait;
+use super::Log;
+use crate::control::measure_timeout;
+use crate::counters::{CounterTarget, Snapshot};
+use crate::engine::{Connected, Endpoints, StopFlags};
+use crate::gid::Rail;
+use crate::gpu::MemoryUse;
+use crate::perftest::wire::{self, BwReportMsg, KeyMsg, Negotiation, PeerVersion, ReportUnit};
+use crate::perftest::{End, PerftestConn, PerftestError, Step};
+use crate::sysfs::SysRoots;
+use crate::verbs::{MrInfo, PathMtu, QpEndpoint};
+use results::rdmabw::counters::CounterReport;
+use results::rdmabw::params::{LocalTuning, SizeResult, TestLength, TestParams};
+use results::rdmabw::report::Role;
+
+/// Which tool the other end is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PeerChoice {
+    /// Found out from the peer's first message (rdmabw's default).
+    #[default]
+    Auto,
+    /// Only rdmabw: a client opens in rdmabw's frames at once (an older rdmabw server
+    /// understands it), a server refuses perftest.
+    Rdmabw,
+    /// Only perftest: a client opens with perftest's plain version message, a server refuses
+    /// rdmabw clients.
+    Perftest,
+}
+
+/// The page size rdmabw tells perftest (perftest keeps the larger of both sides' and writes
+/// over that much of the peer's buffer at small sizes).
+const PAGE_SIZE: u32 = 4096;
+/// The cache line size rdmabw tells perftest.
+const CACHE_LINE: u32 = 64;
+/// The `max_qp_rd_atom` and outstanding reads rdmabw tells perftest (a WRITE test reads
+/// nothing; the peer only lowers its own to this).
+const OUT_READS: u32 = 16;
+/// How long each set-up step may wait for the peer.
+const STEP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often the watch looks at the connection during the run.
+const WATCH_SLICE: Duration = Duration::from_millis(200);
+
+/// What a test with a perftest peer needs besides the prepared side.
+pub(super) struct PerftestTest<'a> {
+    pub(super) roots: &'a SysRoots,
+    pub(super) params: &'a TestParams,
+    pub(super) tuning: &'a LocalTuning,
+    /// The units of this side's table: the figures it sends, and how it reads the peer's.
+    pub(super) unit: ReportUnit,
+    /// The peer's host as this side knows it (the name dialled, or the address).
+    pub(super) host: String,
+}
+
+/// Flags whose test perftest's exchange cannot carry, refused before any connection.
+pub fn check_supported(params: &TestParams, tuning: &LocalTuning) -> Result<(), PerftestError> {
+    let no = |flag: &'static str, why: &str| {
+        Err(PerftestError::Unsupported {
+            flag,
+            why: why.to_string(),
+        })
+    };
+    if params.run_infinitely {
+        return no(
+            "--run_infinitely",
+            "perftest's server prints nothing of an endless test, and rdmabw needs the exchange's \
+             end to report: run timed tests (-D) in a loop",
+        );
+    }
+    if params.data_validation {
+        return no(
+            "--data_validation",
+            "rdmabw writes its own pattern and checks its own; perftest's validation is \
+             another layout: leave it out",
+        );
+    }
+    if params.bidirectional && matches!(params.sizes, results::rdmabw::params::Sizes::Sweep { .. })
+    {
+        return no(
+            "-a with -b",
+            "perftest syncs a bidirectional sweep size by size; run one size (-s) per test",
+        );
+    }
+    if !tuning.memory.is_host() {
+        return no(
+            "--use_cuda",
+            "a latency test polls host memory, and perftest's exchange says nothing of the \
+             peer's memory: run GPU tests rdmabw to rdmabw",
+        )
+        .or_else(|e| if params.latency { Err(e) } else { Ok(()) });
+    }
+    Ok(())
+}
+
+/// The key messages' form: with a GID unless the rail is InfiniBand and no GID index was
+/// asked for (perftest's `gid_index == -1`).
+fn with_gid(rail: &Rail, gid_explicit: bool) -> bool {
+    gid_explicit || !matches!(rail.link_layer, Some(crate::sysfs::LinkLayer::InfiniBand))
+}
+
+fn key_of(q: &QpEndpoint, mr: &MrInfo, gid: bool) -> KeyMsg {
+    KeyMsg {
+        lid: q.lid,
+        out_reads: OUT_READS,
+        qpn: q.qpn,
+        psn: q.psn,
+        rkey: mr.rkey,
+        vaddr: mr.addr,
+        gid: gid.then_some(q.gid),
+        srqn: 0,
+    }
+}
+
+/// This side's negotiation block, as perftest built with the same flags would send it.
+fn negotiation(params: &TestParams, unit: ReportUnit) -> Negotiation {
+    let (test_type, iters, duration) = match params.length {
+        TestLength::Iterations { iterations } => (0, iterations, 5),
+        TestLength::Duration { duration_s, .. } => (1, 0, duration_s.round() as u32),
+    };
+    let (method, size) = match params.sizes {
+        results::rdmabw::params::Sizes::One { msg_size_bytes } => (0, msg_size_bytes),
+        results::rdmabw::params::Sizes::Sweep { .. } => (1, 8_388_608),
+    };
+    Negotiation {
+        test_method: method,
+        connection_type: 0,
+        verb: 2,
+        tst: u32::from(!params.latency),
+        atomic_type: 0,
+        test_type,
+        report_fmt: unit.code(),
+        size,
+        iters,
+        aes_xts: 0,
+        num_of_qps: params.qps,
+        duration,
+        use_rdma_cm: 0,
+        use_write_with_imm: 0,
+        no_enhanced_reorder: 0,
+        sig_offload: 0,
+        max_qp_rd_atom: OUT_READS,
+    }
+}
+
+/// Both sides connected: what the set-up steps give the run.
+struct Linked {
+    conn: Connected,
+    rail: Rail,
+    mtu: PathMtu,
+    local_mtu: u32,
+    theirs: Endpoints,
+    memory: MemoryUse,
+    /// This side's first key message, sent again at each later sync.
+    key0: KeyMsg,
+    key_len: usize,
+}
+
+/// The steps up to "after RTR" on either end: version (the server's answer), page and cache
+/// line sizes, MTU, 6.28's negotiation, the key messages, the QPs to RTS, the keys again.
+fn set_up(
+    t: &PerftestTest<'_>,
+    pc: &mut PerftestConn,
+    side: Side,
+    version: &PeerVersion,
+    gid_explicit: bool,
+    stop: &AtomicBool,
+) -> Result<Linked, SessionError> {
+    let peer = pc.peer();
+    if pc.end() == End::Server {
+        pc.write(Step::Version, &wire::encode_version(None))?;
+    }
+    if version.value < wire::OLDEST {
+        return Err(PerftestError::TooOld {
+            peer,
+            version: version.text.clone(),
+        }
+        .into());
+    }
+    let mut their_sys = [0u32; 2];
+    for (i, (mine, what)) in [(PAGE_SIZE, "page size"), (CACHE_LINE, "cache line size")]
+        .into_iter()
+        .enumerate()
+    {
+        let b = pc.exchange(Step::SysData, &wire::encode_sys(mine), wire::SYS_DATA_LEN, stop)?;
+        let mut m = [0u8; wire::SYS_DATA_LEN];
+        m.copy_from_slice(&b);
+        their_sys[i] = wire::decode_sys(&m, what).map_err(|e| pc.wire(Step::SysData, e))?;
+    }
+    let landing = side.info.mr.len;
+    if u64::from(their_sys[0]) > landing {
+        return Err(PerftestError::Unsupported {
+            flag: "-s",
+            why: format!(
+                "the peer's page size is {} bytes and perftest writes over that much of this \
+                 side's buffer, which holds {landing}: give this side -s {} or more",
+                their_sys[0], their_sys[0]
+            ),
+        }
+        .into());
+    }
+    let local_mtu = side.prepared.active_mtu().bytes();
+    let our_mtu = t.tuning.mtu_bytes.unwrap_or(local_mtu);
+    let m = wire::encode_mtu(our_mtu).map_err(|e| pc.wire(Step::Mtu, e))?;
+    let b = pc.exchange(Step::Mtu, &m, wire::MTU_LEN, stop)?;
+    let their_mtu = wire::decode_mtu(&[b[0], b[1]])
+        .map_err(|e| pc.wire(Step::Mtu, e))?
+        .unwrap_or(our_mtu);
+    if version.negotiates_with_us() {
+        let ours = negotiation(t.params, t.unit);
+        let b = pc.exchange(
+            Step::Negotiation,
+            &ours.encode(),
+            wire::NEGOTIATE_LEN_6_28,
+            stop,
+        )?;
+        let theirs = Negotiation::decode(&b).map_err(|e| pc.wire(Step::Negotiation, e))?;
+        let items = ours.mismatches(&theirs);
+        if !items.is_empty() {
+            return Err(PerftestError::Mismatch {
+                peer,
+                version: version.text.clone(),
+                items: items
+                    .into_iter()
+                    .map(|(n, o, t)| (n.to_string(), o, t))
+                    .collect(),
+            }
+            .into());
+        }
+    }
+    let gid = with_gid(&side.rail, gid_explicit);
+    let keys: Vec<KeyMsg> = side
+        .info
+        .qps
+        .iter()
+        .map(|q| key_of(q, &side.info.mr, gid))
+        .collect();
+    let key0 = keys[0];
+    let key_len = key0.len();
+    let keyx = |pc: &mut PerftestConn, step: Step, k: &KeyMsg| -> Result<KeyMsg, SessionError> {
+        let b = pc.exchange(step, &k.encode(), key_len, stop)?;
+        Ok(KeyMsg::decode(&b).map_err(|e| pc.wire(step, e))?)
+    };
+    if t.params.latency {
+        // ib_write_lat shakes hands once before the per-QP exchange.
+        keyx(pc, Step::Keys, &key0)?;
+    }
+    let mut first = Vec::with_capacity(keys.len());
+    for k in &keys {
+        first.push(keyx(pc, Step::Keys, k)?);
+    }
+    let q = keys.len();
+    for (i, k) in first.iter().enumerate() {
+        if first[..i].iter().any(|p| p.qpn == k.qpn) {
+            return Err(qp_mismatch(peer, version, q, "fewer"));
+        }
+    }
+    let theirs = Endpoints {
+        device: String::new(),
+        port: 1,
+        qps: first
+            .iter()
+            .map(|k| QpEndpoint {
+                qpn: k.qpn,
+                psn: k.psn,
+                gid: k.gid.unwrap_or([0; 16]),
+                lid: k.lid,
+            })
+            .collect(),
+        // perftest gives each QP its own address in one region with one key; rdmabw writes
+        // every QP's messages at the first (they land inside the peer's buffer either way).
+        // The region's length is not sent: perftest sizes it by its own -s.
+        mr: MrInfo {
+            addr: first[0].vaddr,
+            len: u64::MAX,
+            rkey: first[0].rkey,
+        },
+        mtu_bytes: their_mtu,
+        max_msg_bytes: u64::MAX,
+        gid_index: None,
+        netdev: None,
+    };
+    let memory = side.prepared.memory().clone();
+    let (conn, rail, mtu, local_mtu) = connect_qps(t.roots, side, &theirs, t.tuning)?;
+    for (k, was) in keys.iter().zip(&first) {
+        let again = keyx(pc, Step::KeysAgain, k)?;
+        if again.qpn != was.qpn {
+            return Err(qp_mismatch(peer, version, q, "more"));
+        }
+    }
+    keyx(pc, Step::AfterRtr, &key0)?;
+    Ok(Linked {
+        conn,
+        rail,
+        mtu,
+        local_mtu,
+        theirs,
+        memory,
+        key0,
+        key_len,
+    })
+}
+
+fn qp_mismatch(
+    peer: std::net::SocketAddr,
+    version: &PeerVersion,
+    q: usize,
+    how: &str,
+) -> SessionError {
+    PerftestError::Mismatch {
+        peer,
+        version: version.text.clone(),
+        items: vec![(
+            "-q (queue pairs)".into(),
+            q.to_string(),
+            format!("{how} than {q}"),
+        )],
+    }
+    .into()
+}
+
+/// Watches the connection during the run: a peer that hangs up (its process died) raises
+/// `stop`. perftest sends nothing during a run, so any byte that comes ends the watch (the
+/// exchange after the run reads it).
+struct ConnWatch {
+    quit: Arc<AtomicBool>,
+    closed: Arc<AtomicBool>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl ConnWatch {
+    fn start(stream: io::Result<TcpStream>, stop: Arc<AtomicBool>) -> ConnWatch {
+        let quit = Arc::new(AtomicBool::new(false));
+        let closed = Arc::new(AtomicBool::new(false));
+        let thread = stream.ok().map(|s| {
+            let (quit, closed) = (Arc::clone(&quit), Arc::clone(&closed));
+            thread::spawn(move || {
+                let _ = s.set_read_timeout(Some(WATCH_SLICE));
+                let mut b = [0u8; 1];
+                while !quit.load(Ordering::Relaxed) {
+                    match s.peek(&mut b) {
+                        Ok(0) => {
+                            closed.store(true, Ordering::Relaxed);
+                            stop.store(true, Ordering::Relaxed);
+                            return;
+                        }
+                        Ok(_) => return,
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                io::ErrorKind::WouldBlock
+                                    | io::ErrorKind::TimedOut
+                                    | io::ErrorKind::Interrupted
+                            ) => {}
+                        Err(_) => {
+                            closed.store(true, Ordering::Relaxed);
+                            stop.store(true, Ordering::Relaxed);
+                            return;
+                        }
+                    }
+                }
+            })
+        });
+        ConnWatch {
+            quit,
+            closed,
+            thread,
+        }
+    }
+
+    /// Ends the watch; whether the peer hung up meanwhile.
+    fn finish(mut self) -> bool {
+        self.quit.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.closed.load(Ordering::Relaxed)
+    }
+}
+
+/// What the run gives back: this side's results (empty for a passive server) and its
+/// counter deltas.
+struct Ran {
+    results: Vec<SizeResult>,
+    counters: Option<CounterReport>,
+}
+
+/// The run under the rail guard and the connection watch: writes (or the ping-pong), or as the
+/// passive server of a one-way test the wait for the client's "done" key message.
+fn run(
+    t: &PerftestTest<'_>,
+    pc: &mut PerftestConn,
+    l: &mut Linked,
+    role: Role,
+    stop: &Arc<AtomicBool>,
+    log: &Log,
+) -> Result<Ran, SessionError> {
+    let peer = pc.peer();
+    let target = CounterTarget::new(l.rail.device.clone(), l.rail.port, l.rail.netdev.clone());
+    let before = Snapshot::read(t.roots, &target);
+    let engine_stop = Arc::new(AtomicBool::new(stop.load(Ordering::Relaxed)));
+    let guard = Guard::start(Arc::clone(&engine_stop), t.roots, &l.rail);
+    let writer = role == Role::Client || t.params.bidirectional || t.params.latency;
+    let tuning = &LocalTuning {
+        cpu: crate::numa::cpu_for(
+            t.roots,
+            l.rail.numa_node,
+            t.tuning.cpu,
+            &crate::ffi::allowed_cpus().unwrap_or_default(),
+        ),
+        ..t.tuning.clone()
+    };
+    let outcome: Result<Vec<SizeResult>, SessionError> = if writer {
+        let watch = ConnWatch::start(pc.try_clone_stream(), Arc::clone(&engine_stop));
+        let flags = StopFlags::either(stop, &engine_stop);
+        let r = if t.params.latency {
+            // ib_write_lat's server writes first; a timed responder answers until its own
+            // test's time is up (perftest says nothing when its side ends).
+            let end = Instant::now() + timed_span(t.params);
+            l.conn
+                .run_pingpong(t.params, tuning, flags, role == Role::Server, &|| {
+                    Instant::now() >= end
+                })
+        } else {
+            l.conn.run_writes(t.params, tuning, flags)
+        };
+        let closed = watch.finish();
+        match r {
+            Ok(v) => Ok(v),
+            Err(e) if closed => Err(PerftestError::Closed {
+                peer,
+                step: Step::Measure,
+                got: 0,
+                needed: 0,
+            }
+            .with_local(e)),
+            Err(e) => Err(SessionError::Run {
+                error: e,
+                port_note: super::guard::port_note(t.roots, &l.rail),
+            }),
+        }
+    } else {
+        // The passive server of a one-way test: the client's "done" key message ends the run.
+        let mut late = LateWait::new(
+            measure_timeout(t.params),
+            crate::counters::traffic_probe(t.roots, &target),
+        );
+        loop {
+            let slice = Instant::now() + Duration::from_millis(500);
+            match pc.read_until(Step::Measure, l.key_len, slice, &engine_stop) {
+                Ok(b) => {
+                    KeyMsg::decode(&b).map_err(|e| pc.wire(Step::Measure, e))?;
+                    break Ok(Vec::new());
+                }
+                Err(PerftestError::Timeout { .. }) => {
+                    if !late.waits_on(Instant::now()) {
+                        break Err(PerftestError::Timeout {
+                            peer,
+                            step: Step::Measure,
+                            after: measure_timeout(t.params),
+                        }
+                        .into());
+                    }
+                    if stop.load(Ordering::Relaxed) {
+                        break Err(SessionError::Interrupted { told_peer: false });
+                    }
+                }
+                Err(PerftestError::Interrupted { .. }) if stop.load(Ordering::Relaxed) => {
+                    break Err(SessionError::Interrupted { told_peer: false })
+                }
+                Err(PerftestError::Interrupted { .. }) => {
+                    break Err(SessionError::RailDown {
+                        note: super::guard::port_note(t.roots, &l.rail)
+                            .unwrap_or_else(|| "the rail went down".into()),
+                    })
+                }
+                Err(e) => break Err(e.into()),
+            }
+        }
+    };
+    let rail_down = guard.stop();
+    if let Some(note) = rail_down {
+        return Err(SessionError::RailDown { note });
+    }
+    if stop.load(Ordering::Relaxed) {
+        return Err(SessionError::Interrupted { told_peer: false });
+    }
+    let results = outcome?;
+    let after = Snapshot::read(t.roots, &target);
+    let counters = (!before.is_empty()).then(|| {
+        before
+            .delta(&after, role, &target)
+            .trimmed(crate::diagnosis::is_evidence)
+    });
+    log(&format!(
+        "perftest {} run done",
+        if role == Role::Client { "client" } else { "server" }
+    ));
+    Ok(Ran { results, counters })
+}
+
+/// The whole of a timed test on one side (warm-up, window, cool-down, every size), or a
+/// day for a test of iterations.
+fn timed_span(params: &TestParams) -> Duration {
+    match params.length {
+        TestLength::Duration {
+            duration_s,
+            warmup_s,
+            cooldown_s,
+        } => Duration::from_secs_f64(
+            (duration_s + warmup_s + cooldown_s).max(0.0) * params.sizes.list().len() as f64,
+        ),
+        TestLength::Iterations { .. } => Duration::from_secs(86_400),
+    }
+}
+
+/// The report exchange: five 8-byte fields, each written and read in turn. The peer's are
+/// read only where they are figures (the client's, or the server's with `-b`): the server of a
+/// one-way test sends whatever its memory held.
+fn exchange_reports(
+    pc: &mut PerftestConn,
+    mine: &BwReportMsg,
+    figures: bool,
+    stop: &AtomicBool,
+) -> Result<Option<BwReportMsg>, SessionError> {
+    let mut theirs = [[0u8; wire::REPORT_FIELD_LEN]; wire::REPORT_FIELDS];
+    for (i, f) in mine.fields().iter().enumerate() {
+        let b = pc.exchange(Step::Results, f, wire::REPORT_FIELD_LEN, stop)?;
+        theirs[i].copy_from_slice(&b);
+    }
+    if !figures {
+        return Ok(None);
+    }
+    Ok(Some(
+        BwReportMsg::from_fields(&theirs).map_err(|e| pc.wire(Step::Results, e))?,
+    ))
+}
+
+fn report_of(r: Option<&SizeResult>, unit: ReportUnit) -> BwReportMsg {
+    let per = unit.gbps_per_unit();
+    r.map_or(
+        BwReportMsg {
+            size: 0,
+            iters: 0,
+            bw_peak: 0.0,
+            bw_avg: 0.0,
+            msg_rate: 0.0,
+        },
+        |r| BwReportMsg {
+            size: r.msg_size_bytes,
+            iters: r.iterations,
+            bw_peak: r.bw_peak_gbps / per,
+            bw_avg: r.bw_avg_gbps / per,
+            msg_rate: r.msg_rate_mpps,
+        },
+    )
+}
+
+fn result_of(m: &BwReportMsg, unit: ReportUnit) -> SizeResult {
+    let per = unit.gbps_per_unit();
+    SizeResult {
+        msg_size_bytes: m.size,
+        iterations: m.iters,
+        bw_peak_gbps: m.bw_peak * per,
+        bw_avg_gbps: m.bw_avg * per,
+        msg_rate_mpps: m.msg_rate,
+        bw_p1_gbps: 0.0,
+        bw_p50_gbps: 0.0,
+        bw_p99_gbps: 0.0,
+        interval_ms: 0,
+        measured_s: 0.0,
+        cpu_s: 0.0,
+        cpu_s_per_gb: None,
+        polling_cpu: None,
+        off_cpu_max_s: None,
+        latency: None,
+    }
+}
+
+/// After the run: the client's "done" (one way), the results (bandwidth), the closing
+/// exchange. Returns the peer's results (bandwidth).
+fn finish(
+    t: &PerftestTest<'_>,
+    pc: &mut PerftestConn,
+    l: &Linked,
+    role: Role,
+    mine: &[SizeResult],
+    stop: &AtomicBool,
+) -> Result<Option<BwReportMsg>, SessionError> {
+    if t.params.latency {
+        return Ok(None);
+    }
+    if role == Role::Client && !t.params.bidirectional {
+        // The server waits for this one: the client's writes are done.
+        let b = pc.exchange(Step::Measure, &l.key0.encode(), l.key_len, stop)?;
+        KeyMsg::decode(&b).map_err(|e| pc.wire(Step::Measure, e))?;
+    }
+    // The last size's figures: perftest exchanges one report per test (per size with -b).
+    let figures = role == Role::Server || t.params.bidirectional;
+    let theirs = exchange_reports(pc, &report_of(mine.last(), t.unit), figures, stop)?;
+    let b = pc.exchange(Step::Close, &l.key0.encode(), l.key_len, stop)?;
+    KeyMsg::decode(&b).map_err(|e| pc.wire(Step::Close, e))?;
+    Ok(theirs)
+}
+
+fn remote_of(t: &PerftestTest<'_>, pc: &PerftestConn, l: &Linked, version: &PeerVersion) -> Remote {
+    Remote {
+        host: t.host.clone(),
+        addr: pc.peer(),
+        device: String::new(),
+        port: 1,
+        gid_index: None,
+        gid: l.theirs.qps.first().map(|q| q.gid).unwrap_or_default(),
+        netdev: None,
+        active_mtu_bytes: l.theirs.mtu_bytes,
+        line_rate_gbps: None,
+        rdmabw_version: None,
+        perftest_version: Some(version.text.clone()),
+    }
+}
+
+/// The client's side of a test whose server turned out to be perftest (its version message
+/// has been read).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn client(
+    t: &PerftestTest<'_>,
+    side: Side,
+    stream: TcpStream,
+    version: &PeerVersion,
+    gid_explicit: bool,
+    stop: &Arc<AtomicBool>,
+    log: &Log,
+) -> Result<Outcome, SessionError> {
+    let mut pc = PerftestConn::new(stream, End::Client, STEP_TIMEOUT).map_err(|e| {
+        SessionError::Local(crate::error::Error::InvalidParams(format!(
+            "control socket: {e}"
+        )))
+    })?;
+    log(&format!(
+        "the server is perftest {} ({}): perftest's exchange",
+        version.text,
+        if t.params.latency {
+            "ib_write_lat"
+        } else {
+            "ib_write_bw"
+        }
+    ));
+    let mut l = set_up(t, &mut pc, side, version, gid_explicit, stop)?;
+    log(&format!(
+        "QPs connected, path MTU {}; measuring",
+        l.mtu.bytes()
+    ));
+    if t.params.bidirectional {
+        let b = pc.exchange(Step::Sync, &l.key0.encode(), l.key_len, stop)?;
+        KeyMsg::decode(&b).map_err(|e| pc.wire(Step::Sync, e))?;
+    }
+    let ran = run(t, &mut pc, &mut l, Role::Client, stop, log)?;
+    let theirs = finish(t, &mut pc, &l, Role::Client, &ran.results, stop)?;
+    let server_results = match theirs {
+        Some(m) if t.params.bidirectional => vec![result_of(&m, t.unit)],
+        _ => Vec::new(),
+    };
+    let remote = remote_of(t, &pc, &l, version);
+    pc.close();
+    Ok(Outcome {
+        role: Role::Client,
+        rail: l.rail.clone(),
+        active_mtu_bytes: l.local_mtu,
+        remote,
+        params: t.params.clone(),
+        tuning: t.tuning.clone(),
+        path_mtu_bytes: l.mtu.bytes(),
+        client_results: ran.results,
+        server_results,
+        memory: l.memory.clone(),
+        counters: ran.counters.into_iter().collect(),
+    })
+}
+
+/// The server's side of a test whose client is perftest (its version message has been read;
+/// this side answers it). The test is this server's own flags, as perftest's server's is.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn server(
+    t: &PerftestTest<'_>,
+    side: Side,
+    stream: TcpStream,
+    version: &PeerVersion,
+    gid_explicit: bool,
+    pinned: &super::server::Pinned,
+    stop: &Arc<AtomicBool>,
+    log: &Log,
+) -> Result<Outcome, SessionError> {
+    let mut pc = PerftestConn::new(stream, End::Server, STEP_TIMEOUT).map_err(|e| {
+        SessionError::Local(crate::error::Error::InvalidParams(format!(
+            "control socket: {e}"
+        )))
+    })?;
+    let mut l = set_up(t, &mut pc, side, version, gid_explicit, stop)?;
+    log(&format!(
+        "QPs connected, path MTU {}; measuring",
+        l.mtu.bytes()
+    ));
+    if t.params.bidirectional {
+        let b = pc.exchange(Step::Sync, &l.key0.encode(), l.key_len, stop)?;
+        KeyMsg::decode(&b).map_err(|e| pc.wire(Step::Sync, e))?;
+    }
+    let ran = run(t, &mut pc, &mut l, Role::Server, stop, log)?;
+    let theirs = finish(t, &mut pc, &l, Role::Server, &ran.results, stop)?;
+    let remote = remote_of(t, &pc, &l, version);
+    let peer = pc.peer();
+    pc.close();
+    let client_results: Vec<SizeResult> = theirs.iter().map(|m| result_of(m, t.unit)).collect();
+    // What perftest cannot say before the run, its report says after it: a size or a count
+    // of writes other than this server was given.
+    if let Some(m) = theirs {
+        let mut items = Vec::new();
+        let sizes = t.params.sizes.list();
+        if pinned.sizes && !sizes.contains(&m.size) {
+            items.push((
+                "-s (message size)".to_string(),
+                sizes.last().copied().unwrap_or(0).to_string(),
+                m.size.to_string(),
+            ));
+        }
+        if let (true, TestLength::Iterations { iterations }) = (pinned.length, t.params.length) {
+            let per_test = iterations * u64::from(t.params.qps);
+            if m.iters != iterations && m.iters != per_test {
+                items.push((
+                    "-n (iterations)".to_string(),
+                    iterations.to_string(),
+                    m.iters.to_string(),
+                ));
+            }
+        }
+        if !items.is_empty() {
+            return Err(PerftestError::Mismatch {
+                peer,
+                version: version.text.clone(),
+                items,
+            }
+            .into());
+        }
+    }
+    Ok(Outcome {
+        role: Role::Server,
+        rail: l.rail.clone(),
+        active_mtu_bytes: l.local_mtu,
+        remote,
+        params: t.params.clone(),
+        tuning: t.tuning.clone(),
+        path_mtu_bytes: l.mtu.bytes(),
+        client_results,
+        server_results: ran.results,
+        memory: l.memory.clone(),
+        counters: ran.counters.into_iter().collect(),
+    })
+}
+
+impl PerftestError {
+    /// The peer hung up during the run, and this side's engine saw its own error too.
+    fn with_local(self, local: crate::error::Error) -> SessionError {
+        SessionError::Perftest {
+            error: self,
+            local: Some(local),
+        }
+    }
+}
+
+impl From<PerftestError> for SessionError {
+    fn from(error: PerftestError) -> Self {
+        match error {
+            PerftestError::Interrupted { .. } => SessionError::Interrupted { told_peer: false },
+            error => SessionError::Perftest { error, local: None },
+        }
+    }
+}
