@@ -388,9 +388,16 @@ pub fn preamble(o: &Outcome) -> String {
         }
     ));
     let rem = o.remote.report();
+    if let Some(tool) = o.remote.tool() {
+        s.push_str(&format!(" peer: {tool}\n"));
+    }
     s.push_str(&format!(
-        " remote address: {} port {}{} GID: {} ({} at {})\n",
-        rem.device,
+        " remote address: {}port {}{} GID: {} ({} at {})\n",
+        if rem.device.is_empty() {
+            String::new()
+        } else {
+            format!("{} ", rem.device)
+        },
         rem.port,
         o.remote
             .gid_index

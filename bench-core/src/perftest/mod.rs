@@ -45,6 +45,8 @@ use std::time::{Duration, Instant};
 
 pub use wire::{BwReportMsg, KeyMsg, Negotiation, PeerVersion, ReportUnit, WireError};
 
+use results::rdmabw::params::{Sizes, TestLength, TestParams};
+
 /// The longest one read waits before looking at the stop flag again.
 const SLICE: Duration = Duration::from_millis(250);
 
@@ -390,6 +392,37 @@ impl PerftestConn {
     }
 }
 
+/// This side's negotiation block, as perftest built with the same flags would send it.
+pub fn negotiation_for(params: &TestParams, unit: ReportUnit, max_qp_rd_atom: u32) -> Negotiation {
+    let (test_type, iters, duration) = match params.length {
+        TestLength::Iterations { iterations } => (0, iterations, 5),
+        TestLength::Duration { duration_s, .. } => (1, 0, duration_s.round() as u32),
+    };
+    let (method, size) = match params.sizes {
+        Sizes::One { msg_size_bytes } => (0, msg_size_bytes),
+        Sizes::Sweep { .. } => (1, 8_388_608),
+    };
+    Negotiation {
+        test_method: method,
+        connection_type: 0,
+        verb: 2,
+        tst: u32::from(!params.latency),
+        atomic_type: 0,
+        test_type,
+        report_fmt: unit.code(),
+        size,
+        iters,
+        aes_xts: 0,
+        num_of_qps: params.qps,
+        duration,
+        use_rdma_cm: 0,
+        use_write_with_imm: 0,
+        no_enhanced_reorder: 0,
+        sig_offload: 0,
+        max_qp_rd_atom,
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -416,7 +449,10 @@ mod tests {
             let stop = AtomicBool::new(false);
             s.exchange(Step::Version, b"server", 6, &stop).unwrap()
         });
-        assert_eq!(c.exchange(Step::Version, b"client", 6, &stop).unwrap(), b"server");
+        assert_eq!(
+            c.exchange(Step::Version, b"client", 6, &stop).unwrap(),
+            b"server"
+        );
         assert_eq!(t.join().unwrap(), b"client");
     }
 
@@ -429,8 +465,14 @@ mod tests {
         assert!(t0.elapsed() >= Duration::from_millis(290));
         assert!(t0.elapsed() < Duration::from_secs(3));
         let text = e.to_string();
-        assert!(text.contains("sent nothing") && text.contains("QP key exchange"), "{text}");
-        assert!(text.contains("-q"), "the hint names the likely cause: {text}");
+        assert!(
+            text.contains("sent nothing") && text.contains("QP key exchange"),
+            "{text}"
+        );
+        assert!(
+            text.contains("-q"),
+            "the hint names the likely cause: {text}"
+        );
     }
 
     #[test]
@@ -442,7 +484,12 @@ mod tests {
         });
         t.join().unwrap();
         let stop = AtomicBool::new(false);
-        let e = c.read_until(Step::Version, 16, Instant::now() + Duration::from_secs(5), &stop);
+        let e = c.read_until(
+            Step::Version,
+            16,
+            Instant::now() + Duration::from_secs(5),
+            &stop,
+        );
         match e {
             Err(PerftestError::Closed { got, needed, .. }) => assert_eq!((got, needed), (5, 16)),
             other => panic!("{other:?}"),

@@ -264,7 +264,9 @@ impl KeyMsg {
         let text = text.strip_suffix(':').unwrap_or(text);
         let parts: Vec<&str> = text.split(':').collect();
         let widths: &[usize] = if with_gid {
-            &[4, 4, 6, 6, 8, 16, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 8]
+            &[
+                4, 4, 6, 6, 8, 16, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 8,
+            ]
         } else {
             &[4, 4, 6, 6, 8, 16, 8]
         };

@@ -125,37 +125,6 @@ fn key_of(q: &QpEndpoint, mr: &MrInfo, gid: bool) -> KeyMsg {
     }
 }
 
-/// This side's negotiation block, as perftest built with the same flags would send it.
-fn negotiation(params: &TestParams, unit: ReportUnit) -> Negotiation {
-    let (test_type, iters, duration) = match params.length {
-        TestLength::Iterations { iterations } => (0, iterations, 5),
-        TestLength::Duration { duration_s, .. } => (1, 0, duration_s.round() as u32),
-    };
-    let (method, size) = match params.sizes {
-        results::rdmabw::params::Sizes::One { msg_size_bytes } => (0, msg_size_bytes),
-        results::rdmabw::params::Sizes::Sweep { .. } => (1, 8_388_608),
-    };
-    Negotiation {
-        test_method: method,
-        connection_type: 0,
-        verb: 2,
-        tst: u32::from(!params.latency),
-        atomic_type: 0,
-        test_type,
-        report_fmt: unit.code(),
-        size,
-        iters,
-        aes_xts: 0,
-        num_of_qps: params.qps,
-        duration,
-        use_rdma_cm: 0,
-        use_write_with_imm: 0,
-        no_enhanced_reorder: 0,
-        sig_offload: 0,
-        max_qp_rd_atom: OUT_READS,
-    }
-}
-
 /// Both sides connected: what the set-up steps give the run.
 struct Linked {
     conn: Connected,
@@ -195,7 +164,12 @@ fn set_up(
         .into_iter()
         .enumerate()
     {
-        let b = pc.exchange(Step::SysData, &wire::encode_sys(mine), wire::SYS_DATA_LEN, stop)?;
+        let b = pc.exchange(
+            Step::SysData,
+            &wire::encode_sys(mine),
+            wire::SYS_DATA_LEN,
+            stop,
+        )?;
         let mut m = [0u8; wire::SYS_DATA_LEN];
         m.copy_from_slice(&b);
         their_sys[i] = wire::decode_sys(&m, what).map_err(|e| pc.wire(Step::SysData, e))?;
@@ -220,7 +194,7 @@ fn set_up(
         .map_err(|e| pc.wire(Step::Mtu, e))?
         .unwrap_or(our_mtu);
     if version.negotiates_with_us() {
-        let ours = negotiation(t.params, t.unit);
+        let ours = crate::perftest::negotiation_for(t.params, t.unit, OUT_READS);
         let b = pc.exchange(
             Step::Negotiation,
             &ours.encode(),
@@ -462,7 +436,9 @@ fn run(
             let slice = Instant::now() + Duration::from_millis(500);
             match pc.read_until(Step::Measure, l.key_len, slice, &engine_stop) {
                 Ok(b) => {
+                    // The client's "done", answered as perftest's server does.
                     KeyMsg::decode(&b).map_err(|e| pc.wire(Step::Measure, e))?;
+                    pc.write(Step::Measure, &l.key0.encode())?;
                     break Ok(Vec::new());
                 }
                 Err(PerftestError::Timeout { .. }) => {
@@ -507,7 +483,11 @@ fn run(
     });
     log(&format!(
         "perftest {} run done",
-        if role == Role::Client { "client" } else { "server" }
+        if role == Role::Client {
+            "client"
+        } else {
+            "server"
+        }
     ));
     Ok(Ran { results, counters })
 }

@@ -20,8 +20,8 @@ use crate::control::{
     RejectReason, RunSecret, WatchConfig, PROTOCOL_VERSION, RDMABW_VERSION,
 };
 use crate::error::Error;
-use crate::perftest::{PeerVersion, ReportUnit};
 use crate::gid::{Rail, RailRequest};
+use crate::perftest::{PeerVersion, ReportUnit};
 use crate::sysfs::SysRoots;
 use results::rdmabw::params::{LocalTuning, TestParams};
 use results::rdmabw::report::Role;
@@ -609,7 +609,10 @@ fn serve_perftest(
     let params = cfg.params.clone();
     perftest::check_supported(&params, &cfg.tuning)?;
     if let Some(reason) = cfg.limits.check(&params) {
-        return Err(SessionError::Control(ControlError::Rejected { peer, reason }));
+        return Err(SessionError::Control(ControlError::Rejected {
+            peer,
+            reason,
+        }));
     }
     let rail = shared
         .resolve(&cfg.roots, &cfg.rail)
