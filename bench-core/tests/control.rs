@@ -733,3 +733,125 @@ fn finish_and_done_do_not_wait_for_the_watch_timeout() {
     let took = t0.elapsed();
     assert!(took < Duration::from_secs(1), "ending took {took:?}");
 }
+
+/// Both ends of a connection before any frame: a client channel and the server's channel.
+fn opening_pair(timeouts: PhaseTimeouts) -> (ControlChannel, ControlChannel) {
+    pair(timeouts)
+}
+
+#[test]
+fn marked_versions_lead_two_rdmabws_into_their_frames() {
+    let (mut c, mut s) = opening_pair(PhaseTimeouts::uniform(Duration::from_secs(5)));
+    let server = thread::spawn(move || {
+        let o = s.server_opening().unwrap();
+        (o, s)
+    });
+    let theirs = c.client_opening(false).unwrap();
+    assert_eq!(theirs.text, "6.24");
+    assert_eq!(theirs.rdmabw, Some(PROTOCOL_VERSION));
+    let (opening, mut s) = server.join().unwrap();
+    assert_eq!(opening, Opening::Marked);
+    // rdmabw's frames follow on the same connection.
+    c.send(&Msg::Ready).unwrap();
+    assert!(matches!(s.recv(Phase::Ready).unwrap(), Msg::Ready));
+}
+
+#[test]
+fn a_plain_version_is_perftest_and_frames_from_the_first_byte_are_an_older_rdmabw() {
+    let (mut c, mut s) = opening_pair(PhaseTimeouts::uniform(Duration::from_secs(5)));
+    let server = thread::spawn(move || s.server_opening().unwrap());
+    // --peer perftest: perftest's plain version message (the server answers it later, in
+    // perftest's exchange; nothing was written back yet).
+    let mut raw = c;
+    let h = thread::spawn(move || {
+        let _ = raw.client_opening(true);
+    });
+    match server.join().unwrap() {
+        Opening::Perftest(v) => {
+            assert_eq!(v.text, "6.24");
+            assert_eq!(v.rdmabw, None);
+        }
+        other => panic!("{other:?}"),
+    }
+    drop(h);
+
+    let (mut c, mut s) = opening_pair(PhaseTimeouts::uniform(Duration::from_secs(5)));
+    let server = thread::spawn(move || {
+        let o = s.server_opening().unwrap();
+        (o, s.expect_hello().unwrap())
+    });
+    c.send(&Msg::Hello(Hello::new(params(), None, "old-rdmabw")))
+        .unwrap();
+    let (opening, hello) = server.join().unwrap();
+    assert_eq!(opening, Opening::Frames);
+    assert_eq!(hello.client_host, "old-rdmabw");
+}
+
+#[test]
+fn an_opening_that_is_neither_is_named_and_a_silent_one_times_out() {
+    let (mut s, mut raw) = raw_peer(PhaseTimeouts::uniform(SHORT));
+    raw.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    let e = s.server_opening().unwrap_err();
+    assert!(matches!(e, ControlError::NotRdmabw { .. }), "{e:?}");
+    assert!(e.to_string().contains("speaks neither"), "{e}");
+
+    let (mut s, _raw) = raw_peer(PhaseTimeouts::uniform(SHORT));
+    let t0 = Instant::now();
+    let e = s.server_opening().unwrap_err();
+    assert!(matches!(e, ControlError::Timeout { .. }), "{e:?}");
+    assert!(t0.elapsed() < SHORT * 5);
+}
+
+#[test]
+fn a_client_told_apart_from_an_older_rdmabw_server_says_how_to_reach_it() {
+    // An rdmabw from before the opening answers the version message with an error frame.
+    let (l, addr) = listener();
+    let server = thread::spawn(move || {
+        let (mut st, _) = l.accept().unwrap();
+        let mut first = [0u8; 16];
+        st.read_exact(&mut first).unwrap();
+        write_frame(
+            &mut st,
+            &Msg::Error {
+                message: "not an rdmabw control frame".into(),
+            },
+        )
+        .unwrap();
+    });
+    let mut c =
+        ControlChannel::connect(addr, PhaseTimeouts::uniform(Duration::from_secs(5))).unwrap();
+    let e = c.client_opening(false).unwrap_err();
+    assert!(e.to_string().contains("--peer rdmabw"), "{e}");
+    server.join().unwrap();
+}
+
+#[test]
+fn perftest_answering_rdmabws_frames_is_named_as_perftest() {
+    // `--peer rdmabw` against ib_write_bw's server: it answers the hello with its version.
+    let (mut client, mut raw) = raw_peer(PhaseTimeouts::uniform(Duration::from_secs(5)));
+    raw.write_all(b"6.24\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
+    let e = client.expect_accept().unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("is perftest") && text.contains("--peer rdmabw"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_server_that_hangs_up_on_the_opening_is_taken_for_an_older_rdmabw() {
+    let (l, addr) = listener();
+    let server = thread::spawn(move || {
+        let (mut st, _) = l.accept().unwrap();
+        let mut first = [0u8; 4];
+        st.read_exact(&mut first).unwrap();
+    });
+    let mut c =
+        ControlChannel::connect(addr, PhaseTimeouts::uniform(Duration::from_secs(5))).unwrap();
+    let e = c.client_opening(false).unwrap_err();
+    server.join().unwrap();
+    assert!(
+        e.to_string().contains("older than this one") && e.to_string().contains("--peer rdmabw"),
+        "{e}"
+    );
+}

@@ -223,7 +223,7 @@ fn a_busy_device_is_answered_busy_with_its_holder() {
 }
 
 #[test]
-fn a_perftest_client_is_named() {
+fn a_perftest_client_older_than_perftest_talks_to_is_refused_by_version() {
     let (addr, h) = serve(
         server_cfg(false, Pinned::default(), RailRequest::default()),
         ServerShared::new(),
@@ -236,9 +236,11 @@ fn a_perftest_client_is_named() {
     )
     .unwrap();
     let e = h.join().unwrap().unwrap_err();
-    assert!(matches!(e, SessionError::NotRdmabw(_)), "{e:?}");
     assert!(e.is_setup());
-    assert!(e.to_string().contains("perftest"), "{e}");
+    assert!(
+        e.to_string().contains("is perftest 5.60, older than 5.70"),
+        "{e}"
+    );
     let mut rest = Vec::new();
     let _ = s.read_to_end(&mut rest);
 }
@@ -668,4 +670,77 @@ fn a_named_device_reads_only_that_device() {
     assert!(e.contains("nosuch") && e.contains("rxe_a0"), "{e}");
     let all = inventory_for(&roots, &RailRequest::default()).unwrap();
     assert!(all.devices.len() >= 4);
+}
+
+/// A perftest client's opening: its plain version message, then silence (perftest waits for
+/// the server's version).
+fn perftest_client(addr: SocketAddr) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(b"6.24\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
+    s
+}
+
+#[test]
+fn a_server_with_a_secret_or_peer_rdmabw_refuses_perftest_in_words() {
+    for (secret, peer, why) in [
+        (
+            RunSecret::new("run-0000"),
+            bench_core::session::PeerChoice::Auto,
+            "perftest cannot present its secret",
+        ),
+        (
+            None,
+            bench_core::session::PeerChoice::Rdmabw,
+            "this server was started with --peer rdmabw",
+        ),
+    ] {
+        let mut cfg = server_cfg(true, Pinned::default(), RailRequest::default());
+        cfg.secret = secret;
+        cfg.peer = peer;
+        let (addr, h) = serve(cfg, ServerShared::new());
+        let mut c = perftest_client(addr);
+        let e = h.join().unwrap().unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("a perftest 6.24 client is refused") && text.contains(why),
+            "{text}"
+        );
+        // perftest sees the connection close, at once.
+        let mut b = [0u8; 16];
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(c.read(&mut b).unwrap_or(0), 0);
+    }
+}
+
+#[test]
+fn a_perftest_client_is_served_with_the_servers_own_flags() {
+    // No RDMA here: the server takes the perftest client (it logs so) and stops at opening the
+    // device, a set-up error, before answering perftest's version.
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let cfg = server_cfg(false, Pinned::default(), RailRequest::default());
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let log_lines = Arc::clone(&lines);
+    let h = thread::spawn(move || {
+        let (s, _) = l.accept().unwrap();
+        let log: bench_core::session::Log =
+            Arc::new(move |m: &str| log_lines.lock().unwrap().push(m.to_string()));
+        serve_one(
+            &cfg,
+            s,
+            &ServerShared::new(),
+            &Arc::new(AtomicBool::new(false)),
+            &log,
+        )
+    });
+    let _c = perftest_client(addr);
+    let e = h.join().unwrap().unwrap_err();
+    assert!(e.is_setup(), "{e}");
+    let noted = lines.lock().unwrap().clone();
+    assert!(
+        noted
+            .iter()
+            .any(|l| l.contains("test from perftest 6.24 (ib_write_bw)")),
+        "{noted:?}"
+    );
 }

@@ -607,7 +607,19 @@ impl ControlChannel {
             .map_err(io)?;
         (&self.stream).write_all(&mine).map_err(io)?;
         let deadline = Instant::now() + self.timeouts.handshake;
-        let theirs = self.read_exact_by(phase, wire::VERSION_LEN, deadline)?;
+        let theirs = match self.read_exact_by(phase, wire::VERSION_LEN, deadline) {
+            Err(ControlError::PeerClosed { .. }) => {
+                return Err(ControlError::Protocol {
+                    peer,
+                    phase,
+                    detail: "the server closed the connection on rdmabw's opening (perftest's \
+                             version message): an rdmabw older than this one does; run the same \
+                             release at both ends, or give --peer rdmabw"
+                        .into(),
+                })
+            }
+            r => r?,
+        };
         if theirs.starts_with(&MAGIC) {
             return Err(ControlError::Protocol {
                 peer,

@@ -9,6 +9,12 @@ use super::channel::Phase;
 use super::frame::{show_bytes, FrameError};
 use super::msg::RejectReason;
 
+/// Whether the bytes found where a frame belongs start a perftest version message (`6.24`).
+fn looks_like_perftest(found: &[u8]) -> bool {
+    let digits = found.iter().take_while(|b| b.is_ascii_digit()).count();
+    digits >= 1 && found.get(digits) == Some(&b'.')
+}
+
 /// Which end should be upgraded when the protocol versions differ.
 fn upgrade_hint(ours: u16, theirs: u16) -> &'static str {
     if ours < theirs {
@@ -34,8 +40,13 @@ pub enum ControlError {
     },
     /// The peer's bytes do not start with the rdmabw magic.
     #[error(
-        "peer at {peer} speaks neither rdmabw's control protocol nor perftest's: it sent {} \
-         during the {phase} phase",
+        "peer at {peer} {}: it sent {} during the {phase} phase",
+        if looks_like_perftest(.found) {
+            "is perftest (that is its version message), and this side was given --peer rdmabw: \
+             leave --peer out to test against perftest"
+        } else {
+            "speaks neither rdmabw's control protocol nor perftest's"
+        },
         show_bytes(.found)
     )]
     NotRdmabw {

@@ -101,7 +101,7 @@ pub enum PerftestError {
     /// The peer sent nothing at a step within its deadline.
     #[error(
         "the perftest peer at {peer} sent nothing for {after:.1?} at the {step}{}",
-        hint_for(*.step)
+        hint_for(*.step, false)
     )]
     Timeout {
         /// The peer.
@@ -113,9 +113,9 @@ pub enum PerftestError {
     },
     /// The peer closed the connection.
     #[error(
-        "the perftest peer at {peer} closed the connection at the {step} (after {got} of \
-         {needed} bytes){}",
-        hint_for(*.step)
+        "the perftest peer at {peer} closed the connection at the {step}{}{}",
+        if *.needed > 0 { format!(" (after {got} of {needed} bytes)") } else { String::new() },
+        hint_for(*.step, true)
     )]
     Closed {
         /// The peer.
@@ -188,13 +188,20 @@ pub enum PerftestError {
     },
 }
 
-fn hint_for(step: Step) -> &'static str {
-    match step {
-        Step::Keys | Step::KeysAgain | Step::AfterRtr => {
+fn hint_for(step: Step, closed: bool) -> &'static str {
+    match (step, closed) {
+        (Step::Keys | Step::KeysAgain | Step::AfterRtr, _) => {
             " (perftest before 6.28 cannot tell its peer that its flags differ: a -q that \
              differs between the ends stops the exchange here; give both the same flags)"
         }
-        Step::Measure => " (its test failed or ran longer than this side's bound)",
+        (Step::Measure, true) => {
+            ": its process died or was killed, or its test failed (its own output says which)"
+        }
+        (Step::Measure, false) => " (its test failed or ran longer than this side's bound)",
+        (Step::Version | Step::SysData | Step::Mtu | Step::Negotiation, true) => {
+            ": perftest exits when the peer's flags or version do not suit it (its own output \
+             says why)"
+        }
         _ => "",
     }
 }

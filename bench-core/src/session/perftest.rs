@@ -3,7 +3,7 @@
 //! every step and a watch on the connection during the run.
 
 use std::io;
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -106,6 +106,18 @@ pub fn check_supported(params: &TestParams, tuning: &LocalTuning) -> Result<(), 
     Ok(())
 }
 
+/// A peer older than perftest itself still talks to (5.70) is refused before anything else.
+pub(super) fn check_version(version: &PeerVersion, peer: SocketAddr) -> Result<(), SessionError> {
+    if version.value < wire::OLDEST {
+        return Err(PerftestError::TooOld {
+            peer,
+            version: version.text.clone(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
 /// The key messages' form: with a GID unless the rail is InfiniBand and no GID index was
 /// asked for (perftest's `gid_index == -1`).
 fn with_gid(rail: &Rail, gid_explicit: bool) -> bool {
@@ -152,13 +164,7 @@ fn set_up(
     if pc.end() == End::Server {
         pc.write(Step::Version, &wire::encode_version(None))?;
     }
-    if version.value < wire::OLDEST {
-        return Err(PerftestError::TooOld {
-            peer,
-            version: version.text.clone(),
-        }
-        .into());
-    }
+    check_version(version, peer)?;
     let mut their_sys = [0u32; 2];
     for (i, (mine, what)) in [(PAGE_SIZE, "page size"), (CACHE_LINE, "cache line size")]
         .into_iter()
@@ -288,12 +294,7 @@ fn set_up(
     })
 }
 
-fn qp_mismatch(
-    peer: std::net::SocketAddr,
-    version: &PeerVersion,
-    q: usize,
-    how: &str,
-) -> SessionError {
+fn qp_mismatch(peer: SocketAddr, version: &PeerVersion, q: usize, how: &str) -> SessionError {
     PerftestError::Mismatch {
         peer,
         version: version.text.clone(),

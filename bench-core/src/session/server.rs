@@ -606,6 +606,7 @@ fn serve_perftest(
         "test from perftest {} ({tool}) at {peer}: perftest's exchange, this server's flags",
         version.text
     ));
+    perftest::check_version(version, peer)?;
     let params = cfg.params.clone();
     perftest::check_supported(&params, &cfg.tuning)?;
     if let Some(reason) = cfg.limits.check(&params) {

@@ -1,0 +1,175 @@
+# lab: --layout pods --rails 4
+# rdmabw meets perftest on the wire: the lab's reference ib_write_bw and ib_write_lat (Debian's
+# perftest 25.01, wire version 6.24) on the other end, in both directions. Both tables print
+# with --report_gbits so that perftest's figures and rdmabw's are in one unit.
+
+# Both sides' figures of a test: ib_write_bw prints the client's table on the server too.
+# row_avg FILE: the average column of the 65536-byte row of an ib_write_bw-style table.
+row_avg() { awk '$1 == 65536 && NF >= 5 && $2 ~ /^[0-9]+$/ { v = $4 } END { if (v == "") exit 1; print v }' "$1"; }
+
+# mixed POD_TOOL_SERVER SERVER_ARGV... -- CLIENT_ARGV...: the server in podB (stdout in
+# $T_OUT/$NAME.s.out, stderr .s.err, exit in $src), then the client in podA (.c.out, .c.err,
+# exit in $crc). Set NAME, PORT and RAIL first; both sides get -d, -x and -p of rail RAIL.
+mixed() {
+  local sargv=() cargv=() dev_a dev_b gid_a gid_b ip_b spid
+  while [ "$1" != "--" ]; do sargv+=("$1"); shift; done; shift
+  cargv=("$@")
+  dev_a=$(topo podA "$RAIL" rdma_dev); dev_b=$(topo podB "$RAIL" rdma_dev); ip_b=$(topo podB "$RAIL" ipv4)
+  gid_a=$(gid_index "$dev_a" "$(topo podA "$RAIL" ipv4)"); gid_b=$(gid_index "$dev_b" "$ip_b")
+  src=0 crc=0
+  in_pod podB timeout 60 "${sargv[0]}" "${sargv[@]:1}" -d "$dev_b" -x "$gid_b" -p "$PORT" \
+    >"$T_OUT/$NAME.s.out" 2>"$T_OUT/$NAME.s.err" &
+  spid=$!
+  wait_port podB "$PORT"
+  in_pod podA timeout 60 "${cargv[0]}" "${cargv[@]:1}" -d "$dev_a" -x "$gid_a" -p "$PORT" "$ip_b" \
+    >"$T_OUT/$NAME.c.out" 2>"$T_OUT/$NAME.c.err" || crc=$?
+  wait "$spid" || src=$?
+}
+
+# show_failure: both sides' output of the last mixed pair.
+show_failure() {
+  local f
+  for f in "$T_OUT/$NAME".{c,s}.{out,err}; do echo "== $f"; grep -v '^libibverbs: Warning' "$f" | tail -25; done
+}
+
+# close_to A B: A and B (two decimals each, as the tables print them) agree within 0.015.
+close_to() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.015) }'; }
+
+# Every rail, both directions: an rdmabw client with ib_write_bw's server, and ib_write_bw's
+# client with an rdmabw server. Each exits 0, rdmabw's report names perftest 6.24 as its peer
+# and has its counters, and perftest's table shows the figure rdmabw reports (the server prints
+# the client's results as they came over the exchange).
+test_interop_bw_every_rail() {
+  local bw_r bw_p
+  for ((RAIL = 0; RAIL < LAB_RAILS; RAIL++)); do
+    NAME=rc$RAIL PORT=$((18800 + RAIL))
+    mixed "$IB_WRITE_BW" -F --report_gbits -n 500 -- "$RDMABW" client --json --report_gbits -n 500
+    [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || { show_failure; fail "rail $RAIL: rdmabw client exit $crc, ib_write_bw server exit $src"; }
+    [ "$(json_get "$T_OUT/$NAME.c.out" '.peer | "\(.tool) \(.version)"')" = "perftest 6.24" ] \
+      || { show_failure; fail "rail $RAIL: the report does not name perftest 6.24 as the peer"; }
+    [ "$(json_get "$T_OUT/$NAME.c.out" '.counters | length')" -ge 1 ] || fail "rail $RAIL: no counters in rdmabw's report"
+    bw_r=$(json_get "$T_OUT/$NAME.c.out" '.results[0].bw_avg_gbps * 100 | round / 100')
+    bw_p=$(row_avg "$T_OUT/$NAME.s.out") || { show_failure; fail "rail $RAIL: no row in ib_write_bw's server table"; }
+    echo "rail $RAIL rdmabw -> ib_write_bw: rdmabw says $bw_r Gb/s, ib_write_bw's server prints $bw_p"
+    close_to "$bw_r" "$bw_p" || fail "rail $RAIL: ib_write_bw's server prints $bw_p, rdmabw reported $bw_r"
+
+    NAME=pc$RAIL PORT=$((18810 + RAIL))
+    mixed "$RDMABW" server --json --report_gbits -n 500 -- "$IB_WRITE_BW" -F --report_gbits -n 500
+    [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || { show_failure; fail "rail $RAIL: ib_write_bw client exit $crc, rdmabw server exit $src"; }
+    [ "$(json_get "$T_OUT/$NAME.s.out" '.peer.tool')" = perftest ] || { show_failure; fail "rail $RAIL: the server's report does not name perftest"; }
+    bw_r=$(json_get "$T_OUT/$NAME.s.out" '.results[0].bw_avg_gbps * 100 | round / 100')
+    bw_p=$(row_avg "$T_OUT/$NAME.c.out") || { show_failure; fail "rail $RAIL: no row in ib_write_bw's client table"; }
+    echo "rail $RAIL ib_write_bw -> rdmabw: ib_write_bw's client prints $bw_p Gb/s, rdmabw's server reports $bw_r"
+    close_to "$bw_r" "$bw_p" || fail "rail $RAIL: rdmabw's server reports $bw_r, ib_write_bw measured $bw_p"
+  done
+}
+
+# The test shapes the exchange carries, each both ways on rail 1: -b (both directions, each
+# side's figures summed as ib_write_bw sums them), -q 2, -D 2 (perftest's timing on perftest's
+# side), --tclass and -m on each side's own QPs.
+test_interop_bw_shapes() {
+  local shape sflags cflags it
+  RAIL=1
+  for shape in bidir qps2 duration; do
+    case $shape in
+      bidir) sflags="-b -n 300" cflags="-b -n 300" ;;
+      qps2) sflags="-q 2 -n 300" cflags="-q 2 -n 300" ;;
+      duration) sflags="-D 2" cflags="-D 2" ;;
+    esac
+    NAME=$shape-r PORT=$((18820 + ${#shape}))
+    # shellcheck disable=SC2086
+    mixed "$IB_WRITE_BW" -F --report_gbits --tclass=41 $sflags -- "$RDMABW" client --json --report_gbits --tclass 41 -m 1024 $cflags
+    [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || { show_failure; fail "$shape: rdmabw client exit $crc, ib_write_bw server exit $src"; }
+    it=$(json_get "$T_OUT/$NAME.c.out" '.results[0].iterations')
+    echo "$shape rdmabw -> ib_write_bw: $it iterations, $(json_get "$T_OUT/$NAME.c.out" '.results[0].bw_avg_gbps') Gb/s; ib_write_bw prints $(row_avg "$T_OUT/$NAME.s.out" || echo none)"
+    [ "$it" -gt 0 ] || fail "$shape: no iterations"
+    if [ "$shape" = bidir ]; then
+      [ "$(json_get "$T_OUT/$NAME.c.out" '.directions.server_to_client[0].iterations')" -gt 0 ] \
+        || { show_failure; fail "bidir: no server-to-client figures from ib_write_bw"; }
+    fi
+    NAME=$shape-p PORT=$((18830 + ${#shape}))
+    # shellcheck disable=SC2086
+    mixed "$RDMABW" server --json --report_gbits $sflags -- "$IB_WRITE_BW" -F --report_gbits $cflags
+    [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || { show_failure; fail "$shape: ib_write_bw client exit $crc, rdmabw server exit $src"; }
+    echo "$shape ib_write_bw -> rdmabw: ib_write_bw prints $(row_avg "$T_OUT/$NAME.c.out" || echo none) Gb/s; rdmabw's server reports $(json_get "$T_OUT/$NAME.s.out" '.results[0].bw_avg_gbps')"
+    [ "$(json_get "$T_OUT/$NAME.s.out" '.results | length')" -ge 1 ] || { show_failure; fail "$shape: the rdmabw server has no row"; }
+  done
+}
+
+# ib_write_lat's ping-pong both ways on rail 2: the same iteration count on both ends, each side
+# prints its own latency table.
+test_interop_latency_both_ways() {
+  RAIL=2 NAME=lat-r PORT=18840
+  mixed "$IB_WRITE_LAT" -F -n 300 -- "$RDMABW" lat --json -n 300
+  [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || { show_failure; fail "rdmabw lat client exit $crc, ib_write_lat server exit $src"; }
+  [ "$(json_get "$T_OUT/$NAME.c.out" '.peer.tool')" = perftest ] || fail "the latency report does not name perftest"
+  echo "rdmabw lat -> ib_write_lat: rdmabw t_typical $(json_get "$T_OUT/$NAME.c.out" '.results[0].t_typical_us') us; ib_write_lat: $(awk '$1 == 2 && NF >= 9 { print $5 }' "$T_OUT/$NAME.s.out") us"
+  [ "$(json_get "$T_OUT/$NAME.c.out" '.results[0].samples')" -ge 290 ] || fail "rdmabw lat: too few samples"
+  NAME=lat-p PORT=18841
+  mixed "$RDMABW" lat --json -n 300 -- "$IB_WRITE_LAT" -F -n 300
+  [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || { show_failure; fail "ib_write_lat client exit $crc, rdmabw lat server exit $src"; }
+  echo "ib_write_lat -> rdmabw lat: ib_write_lat t_typical $(awk '$1 == 2 && NF >= 9 { print $5 }' "$T_OUT/$NAME.c.out") us; rdmabw $(json_get "$T_OUT/$NAME.s.out" '.results[0].t_typical_us') us"
+  awk '$1 == 2 && NF >= 9 && $2 == 300 { ok = 1 } END { exit !ok }' "$T_OUT/$NAME.c.out" || { show_failure; fail "ib_write_lat printed no row of 300 iterations"; }
+}
+
+# What perftest's exchange cannot say before the run, rdmabw says in words that name both
+# values, within its deadlines: a -q that differs (exit 2, both roles), a -s that differs from
+# a server that was given one (exit 2), a perftest peer killed during the run (exit 1, within
+# seconds), and --peer rdmabw against perftest (exit 2, naming perftest).
+test_interop_mismatches_and_dead_peers() {
+  local t0 spid
+  RAIL=3 NAME=q-r PORT=18850
+  t0=$(now)
+  mixed "$IB_WRITE_BW" -F -q 1 -n 300 -- "$RDMABW" client -q 2 -n 300
+  echo "rdmabw -q 2 -> ib_write_bw -q 1: exit $crc after $(elapsed "$t0") s: $(grep -m1 error "$T_OUT/$NAME.c.err")"
+  [ "$crc" -eq 2 ] || { show_failure; fail "-q mismatch: rdmabw client exit $crc, expected 2"; }
+  grep -q -- '-q (queue pairs) is 2 here' "$T_OUT/$NAME.c.err" || { show_failure; fail "-q mismatch not named"; }
+  NAME=q-p PORT=18851
+  mixed "$RDMABW" server -q 2 -n 300 -- "$IB_WRITE_BW" -F -q 1 -n 300
+  echo "ib_write_bw -q 1 -> rdmabw -q 2: rdmabw server exit $src: $(grep -m1 error "$T_OUT/$NAME.s.err")"
+  [ "$src" -eq 2 ] || { show_failure; fail "-q mismatch: rdmabw server exit $src, expected 2"; }
+  grep -q -- '-q (queue pairs) is 2 here' "$T_OUT/$NAME.s.err" || { show_failure; fail "-q mismatch not named by the server"; }
+  NAME=s-p PORT=18852
+  mixed "$RDMABW" server -s 65536 -n 300 -- "$IB_WRITE_BW" -F -s 4096 -n 300
+  echo "ib_write_bw -s 4096 -> rdmabw -s 65536: rdmabw server exit $src: $(grep -m1 error "$T_OUT/$NAME.s.err")"
+  [ "$src" -eq 2 ] || { show_failure; fail "-s mismatch: rdmabw server exit $src, expected 2"; }
+  grep -q -- '-s (message size) is 65536 here and 4096 there' "$T_OUT/$NAME.s.err" || { show_failure; fail "-s mismatch not named with both values"; }
+
+  # ib_write_bw's server killed 4 s into a 30 s run: the rdmabw client ends within 15 s.
+  local dev_a dev_b ip_b gid_a gid_b rc=0
+  dev_a=$(topo podA 3 rdma_dev); dev_b=$(topo podB 3 rdma_dev); ip_b=$(topo podB 3 ipv4)
+  gid_a=$(gid_index "$dev_a" "$(topo podA 3 ipv4)"); gid_b=$(gid_index "$dev_b" "$ip_b")
+  in_pod podB timeout 60 "$IB_WRITE_BW" -F -D 30 -d "$dev_b" -x "$gid_b" -p 18853 >/dev/null 2>&1 &
+  spid=$!
+  wait_port podB 18853
+  in_pod podA timeout 60 "$RDMABW" client -D 30 -d "$dev_a" -x "$gid_a" -p 18853 "$ip_b" >"$T_OUT/kill-s.out" 2>&1 &
+  local cpid=$!
+  sleep 6
+  pkill -KILL -f "ib_write_bw.*-p 18853"
+  t0=$(now)
+  wait "$cpid" || rc=$?
+  echo "ib_write_bw server killed: rdmabw client exit $rc $(elapsed "$t0") s after the kill: $(grep -m1 error "$T_OUT/kill-s.out")"
+  wait "$spid" 2>/dev/null || true
+  [ "$rc" -eq 1 ] || { tail -20 "$T_OUT/kill-s.out"; fail "killed perftest server: rdmabw client exit $rc, expected 1"; }
+  gt 15 "$(elapsed "$t0")" || fail "the rdmabw client took over 15 s to see its perftest server die"
+
+  # ib_write_bw's client killed during its run: the rdmabw server ends within 15 s.
+  rc=0
+  in_pod podB timeout 60 "$RDMABW" server -d "$dev_b" -x "$gid_b" -p 18854 >"$T_OUT/kill-c.out" 2>&1 &
+  spid=$!
+  wait_port podB 18854
+  in_pod podA timeout 60 "$IB_WRITE_BW" -F -D 30 -d "$dev_a" -x "$gid_a" -p 18854 "$ip_b" >/dev/null 2>&1 &
+  sleep 6
+  pkill -KILL -f "ib_write_bw.*-p 18854"
+  t0=$(now)
+  wait "$spid" || rc=$?
+  echo "ib_write_bw client killed: rdmabw server exit $rc $(elapsed "$t0") s after the kill: $(grep -m1 error "$T_OUT/kill-c.out")"
+  [ "$rc" -eq 1 ] || { tail -20 "$T_OUT/kill-c.out"; fail "killed perftest client: rdmabw server exit $rc, expected 1"; }
+  gt 15 "$(elapsed "$t0")" || fail "the rdmabw server took over 15 s to see its perftest client die"
+
+  NAME=forced PORT=18855
+  mixed "$IB_WRITE_BW" -F -n 100 -- "$RDMABW" client --peer rdmabw -n 100
+  echo "rdmabw --peer rdmabw -> ib_write_bw: exit $crc: $(grep -m1 error "$T_OUT/$NAME.c.err")"
+  [ "$crc" -eq 2 ] || { show_failure; fail "--peer rdmabw against perftest: exit $crc, expected 2"; }
+  grep -q 'perftest' "$T_OUT/$NAME.c.err" || { show_failure; fail "--peer rdmabw against perftest: perftest not named"; }
+}
