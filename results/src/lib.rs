@@ -54,6 +54,7 @@ mod jsonio;
 pub mod rdmabw;
 mod read;
 mod record;
+mod replace;
 mod sink;
 pub mod stats;
 // `VERSION`, made by build.rs.
@@ -78,6 +79,7 @@ pub use record::{
     rfc3339_utc, unix_seconds, EmptyNetworkMode, InvalidRecord, MemoryKind, NetworkMode,
     RailResult, RailStatus, SCHEMA_VERSION,
 };
+pub use replace::replace_file;
 pub use sink::RowSink;
 pub use summary::{Comparison, ModeSummary, RailDiff, Report, Series};
 pub use threshold::{above_max_p99, below_threshold, percent_of_line_rate, threshold_gbps};
