@@ -784,3 +784,37 @@ fn a_cuda_report_becomes_a_cuda_row() {
     let memory: Vec<MemoryKind> = rows.iter().map(|r| r.memory).collect();
     assert_eq!(memory, [MemoryKind::CudaDmabuf, MemoryKind::Cuda]);
 }
+
+/// Issue 53, finding 5 (the logs): a pod's error text with a newline and escape sequences
+/// printed as it was, so that a pod could forge railsweep's own log lines (a rail "ok") or
+/// recolour the terminal. Its text stays on its rail's line, the escapes written out.
+#[test]
+fn a_pods_error_text_forges_no_log_line() {
+    let f = Fake::new(2);
+    let forged = "busy\nrailsweep: rail 1 (forged): 99.00 Gb/s ok\r\u{1b}[2K\u{1b}[32mok";
+    f.write(
+        "report-fail.json",
+        &support::fake::report(0, 0.0, Some(forged)).to_string(),
+    );
+    f.behave("net1", Behave::Fail);
+    let (_, bin, o) = paths(&f);
+    let mut args = local_args(&bin, &o);
+    args.extend(["--retries", "1"]);
+    let r = railsweep(&args);
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}') && !stderr.contains('\r'),
+        "{stderr:?}"
+    );
+    assert!(
+        !stderr
+            .lines()
+            .any(|l| l.starts_with("railsweep: rail 1 (forged)")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("busy\\nrailsweep: rail 1 (forged)"),
+        "{stderr}"
+    );
+}

@@ -68,6 +68,8 @@ pub use csvio::{
 };
 pub use error::{Location, Result, ResultsError};
 #[cfg(feature = "charts")]
+pub use export::escape;
+#[cfg(feature = "charts")]
 pub use export::{
     svg_to_png, CsvExporter, Exporter, Format, JsonExporter, MarkdownExporter, PngExporter,
     SvgExporter, UnknownFormatName,

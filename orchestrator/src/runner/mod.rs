@@ -68,7 +68,7 @@ impl Output {
             .filter(|l| !l.is_empty())
             .collect();
         let start = tail.len().saturating_sub(lines);
-        tail[start..].join("; ")
+        results::escape::log_line(&tail[start..].join("; "))
     }
 }
 

@@ -357,17 +357,18 @@ pub async fn run<R: Runner>(
     Ok(outcome)
 }
 
-/// `rail 2 (net3 rxe_a2 -> net3 rxe_b2): 0.12 Gb/s ok`, or the error.
+/// `rail 2 (net3 rxe_a2 -> net3 rxe_b2): 0.12 Gb/s ok`, or the error: one line, whatever the
+/// pods' names and error texts hold ([`results::escape::log_line`]).
 pub fn one_line(r: &RailResult) -> String {
     let what = match (r.status, r.bw_avg_gbps, &r.error) {
         (RailStatus::Failed, _, Some(e)) => format!("failed: {e}"),
         (s, Some(bw), _) => format!("{bw:.2} Gb/s {s}"),
         (s, None, _) => s.to_string(),
     };
-    format!(
+    results::escape::log_line(&format!(
         "rail {} ({} {} -> {} {}): {what}",
         r.rail, r.client_interface, r.client_rdma_device, r.server_interface, r.server_rdma_device
-    )
+    ))
 }
 
 #[cfg(test)]
