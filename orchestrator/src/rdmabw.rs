@@ -292,6 +292,9 @@ fn rail_argv(t: &ClientTest) -> Vec<String> {
 /// What one latency client (`rdmabw lat --json`) came to: its report (status ok, or below
 /// threshold above `--max-p99-us`), or why there is none.
 pub fn parse_lat(out: &Output) -> std::result::Result<LatReport, String> {
+    if let Some(line) = &out.overlong {
+        return Err(format!("rdmabw lat printed {line}"));
+    }
     let text = String::from_utf8_lossy(&out.stdout);
     let report = text
         .lines()
@@ -335,6 +338,9 @@ pub fn parse_client(out: &Output) -> ClientOutcome {
                 .find_map(|l| serde_json::from_str::<BwReport>(l).ok())
         });
     let tail = out.stderr_tail(3);
+    if let Some(line) = &out.overlong {
+        return ClientOutcome::Failed(format!("rdmabw client printed {line}"), None);
+    }
     match report {
         Some(r) => match r.status {
             // A window in which not one RDMA WRITE completed is no measurement of the rail,
@@ -526,10 +532,12 @@ mod tests {
 
     #[test]
     fn gpu_check_gives_cudas_reason_or_the_gpu_count() {
-        let out = |code, json: &str| Output {
-            exit: Exit::Code(code),
-            stdout: json.as_bytes().to_vec(),
-            stderr: b"rdmabw: error: see the report\n".to_vec(),
+        let out = |code, json: &str| {
+            Output::new(
+                Exit::Code(code),
+                json.as_bytes().to_vec(),
+                b"rdmabw: error: see the report\n".to_vec(),
+            )
         };
         let e = parse_gpus(&out(
             2,
@@ -549,12 +557,11 @@ mod tests {
 
     #[test]
     fn client_without_report_names_stderr() {
-        let out = Output {
-            exit: Exit::Code(2),
-            stdout: vec![],
-            stderr: b"rdmabw: error: cannot connect to 10.224.2.2:18515: no route to host\n"
-                .to_vec(),
-        };
+        let out = Output::new(
+            Exit::Code(2),
+            vec![],
+            b"rdmabw: error: cannot connect to 10.224.2.2:18515: no route to host\n".to_vec(),
+        );
         match parse_client(&out) {
             ClientOutcome::Failed(why, None) => assert!(why.contains("no route to host"), "{why}"),
             other => panic!("{other:?}"),

@@ -818,3 +818,34 @@ fn a_pods_error_text_forges_no_log_line() {
         "{stderr}"
     );
 }
+
+/// Issue 53, finding 2: railsweep kept a client's output whole (one line without a newline
+/// took it to 2.2 GB). A line over the limit fails its test, naming it, through the batch and
+/// through a client process of its own (`--parallel`); the other rails are measured.
+#[test]
+fn a_line_over_the_limit_fails_its_rail_naming_it() {
+    let f = Fake::new(3);
+    f.behave("net2", Behave::Flood);
+    let (out, bin, o) = paths(&f);
+    for parallel in [false, true] {
+        let _ = std::fs::remove_file(&out);
+        let mut args = local_args(&bin, &o);
+        if parallel {
+            args.push("--parallel");
+        }
+        let r = railsweep(&args);
+        let stderr = text(&r.stderr);
+        assert_eq!(r.status.code(), Some(1), "parallel {parallel}: {stderr}");
+        let rows = read_path(&out).expect("csv reads");
+        assert_eq!(rows.len(), 3, "{stderr}");
+        for row in &rows {
+            if row.rail == 1 {
+                assert_eq!(row.status, RailStatus::Failed);
+                let why = row.error.as_deref().unwrap_or_default();
+                assert!(why.contains("a line longer than 1024 KiB"), "{why}");
+            } else {
+                assert_eq!(row.status, RailStatus::Ok, "rail {}", row.rail);
+            }
+        }
+    }
+}
