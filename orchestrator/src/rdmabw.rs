@@ -301,11 +301,16 @@ pub fn parse_lat(out: &Output) -> std::result::Result<LatReport, String> {
         .rev()
         .find_map(|l| serde_json::from_str::<LatReport>(l).ok());
     match report {
-        Some(r) if r.status != TestStatus::Failed && !r.results.is_empty() => Ok(r),
+        // Checked where it arrives, as a bandwidth report.
+        Some(r) if r.status != TestStatus::Failed && !r.results.is_empty() => match r.check() {
+            Ok(()) => Ok(r),
+            Err(problem) => Err(invalid_report("rdmabw lat", &problem)),
+        },
         Some(r) => Err(r
             .error
+            .as_deref()
             .filter(|e| !e.is_empty())
-            .unwrap_or_else(|| "rdmabw lat reported no result rows".into())),
+            .map_or_else(|| "rdmabw lat reported no result rows".into(), pod_text)),
         // A failure is a bandwidth-shaped document (rdmabw's failed report) or nothing.
         None => match parse_client(out) {
             ClientOutcome::Failed(why, _) => Err(why.replace("rdmabw client", "rdmabw lat")),
@@ -314,6 +319,20 @@ pub fn parse_lat(out: &Output) -> std::result::Result<LatReport, String> {
             }
         },
     }
+}
+
+/// An error text from a pod (rdmabw's `error`), as a row and a log line carry it: one line of
+/// bounded length.
+fn pod_text(text: &str) -> String {
+    results::escape::log_line(text)
+}
+
+/// The reason of a test whose report broke a rule of the rows made of it.
+fn invalid_report(what: &str, problem: &results::InvalidRecord) -> String {
+    pod_text(&format!(
+        "{what} printed a report with an invalid value: `{}` {}",
+        problem.field, problem.message
+    ))
 }
 
 /// What one client run came to.
@@ -337,10 +356,27 @@ pub fn parse_client(out: &Output) -> ClientOutcome {
                 .rev()
                 .find_map(|l| serde_json::from_str::<BwReport>(l).ok())
         });
-    let tail = out.stderr_tail(3);
     if let Some(line) = &out.overlong {
         return ClientOutcome::Failed(format!("rdmabw client printed {line}"), None);
     }
+    // Checked where it arrives: a measurement with a value out of range fails this test,
+    // naming it, rather than every row that the sink would refuse after it; a failed test
+    // keeps its reason. Either way no figure of the report is kept.
+    match read_client(out, report) {
+        ClientOutcome::Measured(r) => match r.check() {
+            Ok(()) => ClientOutcome::Measured(r),
+            Err(problem) => ClientOutcome::Failed(invalid_report("rdmabw client", &problem), None),
+        },
+        ClientOutcome::Failed(why, Some(r)) if r.check().is_err() => {
+            ClientOutcome::Failed(why, None)
+        }
+        outcome => outcome,
+    }
+}
+
+/// What a finished client's report (or its absence) says, before its values are checked.
+fn read_client(out: &Output, report: Option<BwReport>) -> ClientOutcome {
+    let tail = out.stderr_tail(3);
     match report {
         Some(r) => match r.status {
             // A window in which not one RDMA WRITE completed is no measurement of the rail,
@@ -365,9 +401,9 @@ pub fn parse_client(out: &Output) -> ClientOutcome {
             TestStatus::Failed => {
                 let why = r
                     .error
-                    .clone()
+                    .as_deref()
                     .filter(|e| !e.is_empty())
-                    .unwrap_or_else(|| format!("rdmabw client failed ({})", out.exit));
+                    .map_or_else(|| format!("rdmabw client failed ({})", out.exit), pod_text);
                 ClientOutcome::Failed(why, Some(Box::new(r)))
             }
         },
@@ -553,6 +589,69 @@ mod tests {
         assert!(e.to_string().contains("nvidia.com/gpu"), "{e}");
         let e = parse_gpus(&out(127, "")).expect_err("no rdmabw");
         assert!(e.to_string().contains("exit code 127"), "{e}");
+    }
+
+    /// A client's report as `rdmabw client --json` prints it, with these results.
+    fn report_with(results: &str, status: &str, error: Option<&str>) -> Output {
+        let doc = format!(
+            r#"{{"schema_version":1,"rdmabw_version":"0.1.0","role":"client",
+            "params":{{"sizes":{{"one":{{"msg_size_bytes":65536}}}},
+            "length":{{"duration":{{"duration_s":1.0,"warmup_s":0.0,"cooldown_s":0.0}}}},
+            "qps":1,"connection":"RC","bidirectional":false}},
+            "tuning":{{"tx_depth":128,"cq_mod":100,"post_list":1,"inline_bytes":0,
+            "traffic_class":41,"service_level":0,"hop_limit":64,"mtu_bytes":null,
+            "ack_timeout":14,"retry_count":7}},
+            "path_mtu_bytes":4096,"memory":"host","local":null,"remote":null,
+            "results":[{results}],"line_rate_gbps":100.0,"line_rate_pct":null,
+            "threshold_gbps":null,"status":"{status}","error":{}}}"#,
+            serde_json::to_string(&error).expect("json")
+        )
+        .replace('\n', "");
+        Output::new(Exit::Code(0), doc.into_bytes(), Vec::new())
+    }
+
+    fn size_result(peak: f64) -> String {
+        format!(
+            r#"{{"msg_size_bytes":65536,"iterations":1000,"bw_peak_gbps":{peak},
+            "bw_avg_gbps":96.0,"msg_rate_mpps":0.18,"bw_p1_gbps":95.0,"bw_p50_gbps":96.0,
+            "bw_p99_gbps":96.2,"interval_ms":100,"measured_s":1.0,"cpu_s":0.9}}"#
+        )
+    }
+
+    /// Issue 53, finding 1: a report with a value out of range is checked where it arrives:
+    /// the test failed, naming the field and the value, the report's figures not kept.
+    #[test]
+    fn a_report_with_a_value_out_of_range_is_a_failed_test_naming_it() {
+        let out = report_with(&size_result(-1.0), "ok", None);
+        match parse_client(&out) {
+            ClientOutcome::Failed(why, None) => {
+                assert!(
+                    why.contains("bw_peak_gbps") && why.contains("got -1"),
+                    "{why}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // However large the value, the reason is short.
+        let out = report_with(&size_result(-1e300), "ok", None);
+        match parse_client(&out) {
+            ClientOutcome::Failed(why, None) => assert!(why.len() < 200, "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            parse_client(&report_with(&size_result(97.0), "ok", None)),
+            ClientOutcome::Measured(_)
+        ));
+    }
+
+    /// rdmabw's own error text of a failed test is pod text: cut to a bounded length.
+    #[test]
+    fn a_failed_reports_error_text_is_bounded() {
+        let long = "e".repeat(1 << 20);
+        match parse_client(&report_with("", "failed", Some(&long))) {
+            ClientOutcome::Failed(why, Some(_)) => assert!(why.len() <= 4096, "{}", why.len()),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use anyhow::{Context, Result};
 use futures::stream::{FuturesUnordered, StreamExt};
 use results::rdmabw::gpu::GpuSelect;
 use results::rdmabw::rails::{Capability, RailsReport};
-use results::{rfc3339_utc, NetworkMode, RailResult, RailStatus, RowSink};
+use results::{escape, rfc3339_utc, NetworkMode, RailResult, RailStatus, RowSink};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -317,6 +317,16 @@ pub async fn run<R: Runner>(
     let mut record = |end: RailEnd, outcome: &mut RailsOutcome| -> Result<()> {
         match end {
             RailEnd::Row(row) => {
+                // A row that breaks a rule (a value from a pod out of range that no check
+                // caught where it arrived) is written failed, naming it: one bad value must not
+                // stop the writing of every other row, the counters and the metrics.
+                let row = match row.validate() {
+                    Ok(()) => row,
+                    Err(problem) => Box::new((*row).failed_because(escape::log_line(&format!(
+                        "invalid result: `{}` {}",
+                        problem.field, problem.message
+                    )))),
+                };
                 if !progress.visible() {
                     results::say!("railsweep: {}", one_line(&row));
                 }
