@@ -125,6 +125,16 @@ fn bare_message(e: &serde_json::Error) -> String {
 /// unknown keys, values of the wrong type and rows that break
 /// [`RailResult::validate`] are all errors with line and column.
 pub fn read_json(text: &str, file: &str) -> Result<JsonResults> {
+    read_json_rows(text, file, None)
+}
+
+/// [`read_json`], but a row that parses and breaks [`RailResult::validate`] goes to
+/// `left_out` (when given) as the error that names it, and the reading goes on.
+pub(crate) fn read_json_rows(
+    text: &str,
+    file: &str,
+    mut left_out: Option<&mut Vec<ResultsError>>,
+) -> Result<JsonResults> {
     let at = |(line, column): (u64, u64)| Location {
         file: file.to_string(),
         line,
@@ -203,10 +213,15 @@ pub fn read_json(text: &str, file: &str) -> Result<JsonResults> {
         }
         let row: RailResult = serde_json::from_str(raw_text).map_err(row_err)?;
         if let Err(problem) = row.validate() {
-            return Err(ResultsError::parse(
+            let e = ResultsError::parse(
                 at(key_at(problem.field)),
                 format!("row {index}: `{}` {}", problem.field, problem.message),
-            ));
+            );
+            match left_out.as_deref_mut() {
+                Some(left_out) => left_out.push(e),
+                None => return Err(e),
+            }
+            continue;
         }
         rows.push(row);
     }
