@@ -911,3 +911,22 @@ fn a_line_over_the_limit_fails_its_rail_naming_it() {
         }
     }
 }
+
+/// Issue 53, finding 6: `run -p 0` was taken (the daemon on a port the kernel picks, which no
+/// client is told). It is refused naming the flag, exit 2, before anything runs.
+#[test]
+fn port_0_is_refused_naming_the_flag() {
+    let f = Fake::new(1);
+    let (out, bin, o) = paths(&f);
+    let mut args = local_args(&bin, &o);
+    let at = args.iter().position(|a| *a == "18999").expect("the port");
+    for flag in ["--port", "-p"] {
+        args[at - 1] = flag;
+        args[at] = "0";
+        let r = railsweep(&args);
+        assert_eq!(r.status.code(), Some(2), "{}", text(&r.stderr));
+        assert_says(&r.stderr, "--port");
+        assert_says(&r.stderr, "from 1 to 65535");
+        assert!(!out.exists() && f.read("client-args.log").is_empty());
+    }
+}
