@@ -65,6 +65,9 @@ pub fn parse_rails(out: &Output) -> Result<RailsReport> {
             }
         );
     }
+    if let Some(line) = &out.overlong {
+        bail!("`rdmabw rails --json` printed {line}");
+    }
     let report: RailsReport = serde_json::from_slice(&out.stdout)
         .context("`rdmabw rails --json` printed something that is not a rails report")?;
     if report.schema_version > REPORT_SCHEMA_VERSION {
@@ -84,6 +87,9 @@ pub fn gpus_argv(bin: &str) -> Vec<String> {
 /// Read what `rdmabw gpus --json` printed: the number of GPUs CUDA can use in the pod, or why
 /// there are none (the CUDA error rdmabw gave, else the end of its stderr).
 pub fn parse_gpus(out: &Output) -> Result<usize> {
+    if let Some(line) = &out.overlong {
+        bail!("`rdmabw gpus --json` printed {line}");
+    }
     let report = serde_json::from_slice::<results::rdmabw::gpu::GpusReport>(&out.stdout).ok();
     if let Some(e) = report.as_ref().and_then(|r| r.cuda_error.clone()) {
         bail!("{e}");
@@ -651,6 +657,26 @@ mod tests {
         match parse_client(&report_with("", "failed", Some(&long))) {
             ClientOutcome::Failed(why, Some(_)) => assert!(why.len() <= 4096, "{}", why.len()),
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// A set-up document with a line over the limit (left out of the output) is refused
+    /// naming that line, not as a document that does not parse.
+    #[test]
+    fn set_up_documents_name_a_line_over_the_limit() {
+        use crate::runner::bounded::{Tail, MAX_LINE, STREAM_TAIL};
+        let mut stdout = Tail::new(STREAM_TAIL, MAX_LINE);
+        stdout.push(&vec![b'{'; MAX_LINE + 1]);
+        stdout.push(b"\n");
+        let out = Output::from_tails(Exit::Code(0), stdout, Tail::new(STREAM_TAIL, MAX_LINE));
+        for e in [
+            parse_rails(&out).expect_err("rails").to_string(),
+            parse_gpus(&out).expect_err("gpus").to_string(),
+        ] {
+            assert!(
+                e.contains("a line longer than 1024 KiB on its stdout"),
+                "{e}"
+            );
         }
     }
 
