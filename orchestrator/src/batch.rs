@@ -7,11 +7,12 @@ use std::pin::Pin;
 
 use anyhow::{Context, Result};
 use results::rdmabw::report::BatchEnd;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::rdmabw::RunSecret;
+use crate::runner::bounded::{self, BoundedLines, Line, Tail};
 use crate::runner::{Exit, Output, Runner};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,14 +35,19 @@ pub struct BatchClient {
     pid: u32,
     /// `None` once closed.
     stdin: Option<Pin<Box<dyn AsyncWrite + Send>>>,
-    lines: mpsc::UnboundedReceiver<(Stream, String)>,
+    lines: mpsc::Receiver<(Stream, Line)>,
     done: JoinHandle<Result<Exit>>,
     /// Tests sent so far (the next end line to wait for).
     sent: u64,
-    /// The output of the test in progress, kept here so that it outlives a cancelled
-    /// [`BatchClient::run`] (its last words after a deadline).
-    out: Vec<u8>,
-    err: Vec<u8>,
+    /// The output of the test in progress (the tails of its streams), kept here so that it
+    /// outlives a cancelled [`BatchClient::run`] (its last words after a deadline).
+    out: Tail,
+    err: Tail,
+}
+
+/// An empty tail of a test's stream.
+fn new_tail() -> Tail {
+    Tail::new(bounded::STREAM_TAIL, bounded::MAX_LINE)
 }
 
 impl std::fmt::Debug for BatchClient {
@@ -53,15 +59,21 @@ impl std::fmt::Debug for BatchClient {
     }
 }
 
+/// Lines read ahead of the test that takes them: with lines of up to [`bounded::MAX_LINE`],
+/// what a batch printing between tests makes railsweep hold (the batch then waits).
+const LINES_AHEAD: usize = 16;
+
+/// Send the lines of `stream` to `tx` as they come, none longer than [`bounded::MAX_LINE`]
+/// (a longer one goes as [`Line::Overlong`]; one without a newline took railsweep to 2.2 GB).
 fn forward(
     stream: Pin<Box<dyn AsyncRead + Send>>,
     which: Stream,
-    tx: mpsc::UnboundedSender<(Stream, String)>,
+    tx: mpsc::Sender<(Stream, Line)>,
 ) {
     tokio::spawn(async move {
-        let mut lines = BufReader::new(stream).lines();
-        while let Ok(Some(l)) = lines.next_line().await {
-            if tx.send((which, l)).is_err() {
+        let mut lines = BoundedLines::new(stream, bounded::MAX_LINE);
+        while let Some(l) = lines.next_line().await {
+            if tx.send((which, l)).await.is_err() {
                 break;
             }
         }
@@ -96,7 +108,7 @@ impl BatchClient {
         // A batch that ends at once (an older rdmabw) may have closed its input already: its
         // own words then come with the first test.
         let _ = p.stdin.write_all(&secret.stdin_line()).await;
-        let (tx, lines) = mpsc::unbounded_channel();
+        let (tx, lines) = mpsc::channel(LINES_AHEAD);
         forward(p.stdout, Stream::Out, tx.clone());
         forward(p.stderr, Stream::Err, tx);
         Ok(BatchClient {
@@ -105,8 +117,8 @@ impl BatchClient {
             lines,
             done: p.done,
             sent: 0,
-            out: Vec::new(),
-            err: Vec::new(),
+            out: new_tail(),
+            err: new_tail(),
         })
     }
 
@@ -129,8 +141,8 @@ impl BatchClient {
     /// safe in the sense that matters here: a dropped call leaves the output so far in
     /// [`BatchClient::last_words`], and the caller then stops the batch.
     pub async fn run(&mut self, args: &[String]) -> TestEnd {
-        self.out.clear();
-        self.err.clear();
+        self.out = new_tail();
+        self.err = new_tail();
         let mut line = serde_json::to_string(args).unwrap_or_default();
         line.push('\n');
         self.sent += 1;
@@ -156,11 +168,12 @@ impl BatchClient {
             }
         }
         let code = out_end.map_or(0, |e| e.exit_code);
-        TestEnd::Ended(Output {
-            exit: Exit::Code(code),
-            stdout: std::mem::take(&mut self.out),
-            stderr: std::mem::take(&mut self.err),
-        })
+        TestEnd::Ended(self.output(Exit::Code(code)))
+    }
+
+    /// The output of the test in progress so far, ending with `exit`.
+    fn output(&self, exit: Exit) -> Output {
+        Output::from_tails(exit, self.out.clone(), self.err.clone())
     }
 
     /// The output of the test in progress so far (after its process has been stopped: all of it).
@@ -168,24 +181,29 @@ impl BatchClient {
         while let Ok((which, l)) = self.lines.try_recv() {
             self.keep(which, &l);
         }
-        Output {
-            exit: Exit::Error("stopped".into()),
-            stdout: self.out.clone(),
-            stderr: self.err.clone(),
-        }
+        self.output(Exit::Error("stopped".into()))
     }
 
     /// Keeps a line of the test in progress, without its end marker (a line that was only the
-    /// marker adds nothing); returns the marker.
-    fn keep(&mut self, which: Stream, line: &str) -> Option<BatchEnd> {
+    /// marker adds nothing); returns the marker. A line over the limit is kept as such: the
+    /// test's output names it.
+    fn keep(&mut self, which: Stream, line: &Line) -> Option<BatchEnd> {
+        let tail = match which {
+            Stream::Out => &mut self.out,
+            Stream::Err => &mut self.err,
+        };
+        let line = match line {
+            Line::Text(l) => l,
+            Line::Overlong(end) => {
+                // Left out, noted; the end line may follow it on the same line.
+                tail.left_out_a_line();
+                return BatchEnd::split(end).1;
+            }
+        };
         let (text, end) = BatchEnd::split(line);
         if end.is_none() || !text.is_empty() {
-            let buf = match which {
-                Stream::Out => &mut self.out,
-                Stream::Err => &mut self.err,
-            };
-            buf.extend_from_slice(text.as_bytes());
-            buf.push(b'\n');
+            tail.push(text.as_bytes());
+            tail.push(b"\n");
         }
         end
     }

@@ -94,6 +94,18 @@ fn rail_list(s: &str) -> Result<RailList, String> {
     parse_rail_list(s).map(RailList)
 }
 
+/// A TCP port to listen on and connect to, 1 to 65535: port 0 would have the daemon listen
+/// on a port the kernel picks, which no client is told.
+fn tcp_port(s: &str) -> Result<u16, String> {
+    match s.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(p),
+        _ => Err(format!(
+            "expected a TCP port from 1 to 65535 (the server daemon listens on it and the \
+             clients connect to it), got `{s}`"
+        )),
+    }
+}
+
 /// A flag value that must be a finite number above 0.
 pub(crate) fn positive(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
@@ -290,7 +302,7 @@ pub struct SweepArgs {
     #[arg(help_heading = heading::OUTPUT, long)]
     pub show_commands: bool,
     /// TCP port of the server daemon.
-    #[arg(help_heading = heading::RDMABW, short = 'p', long, value_name = "PORT", default_value_t = 18515)]
+    #[arg(help_heading = heading::RDMABW, short = 'p', long, value_name = "PORT", default_value_t = 18515, value_parser = tcp_port)]
     pub port: u16,
 }
 

@@ -70,18 +70,10 @@ pub fn write(bytes: &[u8], to: Dest<'_>) -> anyhow::Result<()> {
     }
 }
 
-/// `bytes` as the whole of `path`, created or replaced at once (written beside it, then renamed
-/// over it).
+/// `bytes` as the whole of `path`, created or replaced at once ([`results::replace_file`]:
+/// written beside it under a name no link can take, then renamed over it).
 fn write_whole(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp-{}", std::process::id()));
-    let tmp = std::path::PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
-        })
-        .with_context(|| format!("cannot write {}", path.display()))
+    results::replace_file(path, bytes).with_context(|| format!("cannot write {}", path.display()))
 }
 
 fn gid(i: Option<u32>) -> String {
@@ -309,6 +301,27 @@ mod tests {
         };
         r.classify(Some(90.0));
         r
+    }
+
+    /// Issue 53, finding 4: `-o` and `--metrics` were written to `FILE.tmp-PID` beside the
+    /// file, opened like any file: a symbolic link planted at that name had its target
+    /// overwritten. With a link at every name the old code used, the target is untouched.
+    #[test]
+    fn a_file_is_written_through_no_link_planted_beside_it() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep me").expect("victim");
+        let out = dir.path().join("rails.prom");
+        for name in [
+            format!("rails.prom.tmp-{}", std::process::id()),
+            "rails.prom.tmp".to_string(),
+        ] {
+            symlink(&victim, dir.path().join(name)).expect("plant a link");
+        }
+        write(b"rail_bw 1\n", Dest::File(&out)).expect("writes");
+        assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "keep me");
+        assert_eq!(std::fs::read_to_string(&out).expect("out"), "rail_bw 1\n");
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use results::escape;
 
 /// The bars of one sweep.
 #[derive(Debug, Clone)]
@@ -77,7 +78,7 @@ impl Progress {
                 if let Some((pb, started)) = bars.get_mut(&rail) {
                     pb.reset_elapsed();
                     pb.set_position(0);
-                    pb.set_message(what.to_string());
+                    pb.set_message(escape::log_line(what));
                     *started = Some(Instant::now());
                 }
             }
@@ -91,14 +92,18 @@ impl Progress {
                 if let Some((pb, started)) = bars.get_mut(&rail) {
                     *started = None;
                     pb.set_position(1000);
-                    pb.finish_with_message(msg.to_string());
+                    pb.finish_with_message(escape::log_line(msg));
                 }
             }
         }
     }
 
-    /// Print a line above the bars (or plainly on stderr).
+    /// Print a line above the bars (or plainly on stderr): one line, whatever text from a pod
+    /// it holds ([`escape::log_line`]: no newline or escape sequence of a pod's making forges
+    /// a line of railsweep's own).
     pub fn println(&self, line: &str) {
+        let line = escape::log_line(line);
+        let line = line.as_str();
         match &self.inner {
             Some(b) => {
                 let _ = b.multi.println(line);

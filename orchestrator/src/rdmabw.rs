@@ -65,6 +65,9 @@ pub fn parse_rails(out: &Output) -> Result<RailsReport> {
             }
         );
     }
+    if let Some(line) = &out.overlong {
+        bail!("`rdmabw rails --json` printed {line}");
+    }
     let report: RailsReport = serde_json::from_slice(&out.stdout)
         .context("`rdmabw rails --json` printed something that is not a rails report")?;
     if report.schema_version > REPORT_SCHEMA_VERSION {
@@ -84,6 +87,9 @@ pub fn gpus_argv(bin: &str) -> Vec<String> {
 /// Read what `rdmabw gpus --json` printed: the number of GPUs CUDA can use in the pod, or why
 /// there are none (the CUDA error rdmabw gave, else the end of its stderr).
 pub fn parse_gpus(out: &Output) -> Result<usize> {
+    if let Some(line) = &out.overlong {
+        bail!("`rdmabw gpus --json` printed {line}");
+    }
     let report = serde_json::from_slice::<results::rdmabw::gpu::GpusReport>(&out.stdout).ok();
     if let Some(e) = report.as_ref().and_then(|r| r.cuda_error.clone()) {
         bail!("{e}");
@@ -292,17 +298,25 @@ fn rail_argv(t: &ClientTest) -> Vec<String> {
 /// What one latency client (`rdmabw lat --json`) came to: its report (status ok, or below
 /// threshold above `--max-p99-us`), or why there is none.
 pub fn parse_lat(out: &Output) -> std::result::Result<LatReport, String> {
+    if let Some(line) = &out.overlong {
+        return Err(format!("rdmabw lat printed {line}"));
+    }
     let text = String::from_utf8_lossy(&out.stdout);
     let report = text
         .lines()
         .rev()
         .find_map(|l| serde_json::from_str::<LatReport>(l).ok());
     match report {
-        Some(r) if r.status != TestStatus::Failed && !r.results.is_empty() => Ok(r),
+        // Checked where it arrives, as a bandwidth report.
+        Some(r) if r.status != TestStatus::Failed && !r.results.is_empty() => match r.check() {
+            Ok(()) => Ok(r),
+            Err(problem) => Err(invalid_report("rdmabw lat", &problem)),
+        },
         Some(r) => Err(r
             .error
+            .as_deref()
             .filter(|e| !e.is_empty())
-            .unwrap_or_else(|| "rdmabw lat reported no result rows".into())),
+            .map_or_else(|| "rdmabw lat reported no result rows".into(), pod_text)),
         // A failure is a bandwidth-shaped document (rdmabw's failed report) or nothing.
         None => match parse_client(out) {
             ClientOutcome::Failed(why, _) => Err(why.replace("rdmabw client", "rdmabw lat")),
@@ -311,6 +325,20 @@ pub fn parse_lat(out: &Output) -> std::result::Result<LatReport, String> {
             }
         },
     }
+}
+
+/// An error text from a pod (rdmabw's `error`), as a row and a log line carry it: one line of
+/// bounded length.
+fn pod_text(text: &str) -> String {
+    results::escape::log_line(text)
+}
+
+/// The reason of a test whose report broke a rule of the rows made of it.
+fn invalid_report(what: &str, problem: &results::InvalidRecord) -> String {
+    pod_text(&format!(
+        "{what} printed a report with an invalid value: `{}` {}",
+        problem.field, problem.message
+    ))
 }
 
 /// What one client run came to.
@@ -334,6 +362,26 @@ pub fn parse_client(out: &Output) -> ClientOutcome {
                 .rev()
                 .find_map(|l| serde_json::from_str::<BwReport>(l).ok())
         });
+    if let Some(line) = &out.overlong {
+        return ClientOutcome::Failed(format!("rdmabw client printed {line}"), None);
+    }
+    // Checked where it arrives: a measurement with a value out of range fails this test,
+    // naming it, rather than every row that the sink would refuse after it; a failed test
+    // keeps its reason. Either way no figure of the report is kept.
+    match read_client(out, report) {
+        ClientOutcome::Measured(r) => match r.check() {
+            Ok(()) => ClientOutcome::Measured(r),
+            Err(problem) => ClientOutcome::Failed(invalid_report("rdmabw client", &problem), None),
+        },
+        ClientOutcome::Failed(why, Some(r)) if r.check().is_err() => {
+            ClientOutcome::Failed(why, None)
+        }
+        outcome => outcome,
+    }
+}
+
+/// What a finished client's report (or its absence) says, before its values are checked.
+fn read_client(out: &Output, report: Option<BwReport>) -> ClientOutcome {
     let tail = out.stderr_tail(3);
     match report {
         Some(r) => match r.status {
@@ -359,9 +407,9 @@ pub fn parse_client(out: &Output) -> ClientOutcome {
             TestStatus::Failed => {
                 let why = r
                     .error
-                    .clone()
+                    .as_deref()
                     .filter(|e| !e.is_empty())
-                    .unwrap_or_else(|| format!("rdmabw client failed ({})", out.exit));
+                    .map_or_else(|| format!("rdmabw client failed ({})", out.exit), pod_text);
                 ClientOutcome::Failed(why, Some(Box::new(r)))
             }
         },
@@ -526,10 +574,12 @@ mod tests {
 
     #[test]
     fn gpu_check_gives_cudas_reason_or_the_gpu_count() {
-        let out = |code, json: &str| Output {
-            exit: Exit::Code(code),
-            stdout: json.as_bytes().to_vec(),
-            stderr: b"rdmabw: error: see the report\n".to_vec(),
+        let out = |code, json: &str| {
+            Output::new(
+                Exit::Code(code),
+                json.as_bytes().to_vec(),
+                b"rdmabw: error: see the report\n".to_vec(),
+            )
         };
         let e = parse_gpus(&out(
             2,
@@ -547,14 +597,96 @@ mod tests {
         assert!(e.to_string().contains("exit code 127"), "{e}");
     }
 
+    /// A client's report as `rdmabw client --json` prints it, with these results.
+    fn report_with(results: &str, status: &str, error: Option<&str>) -> Output {
+        let doc = format!(
+            r#"{{"schema_version":1,"rdmabw_version":"0.1.0","role":"client",
+            "params":{{"sizes":{{"one":{{"msg_size_bytes":65536}}}},
+            "length":{{"duration":{{"duration_s":1.0,"warmup_s":0.0,"cooldown_s":0.0}}}},
+            "qps":1,"connection":"RC","bidirectional":false}},
+            "tuning":{{"tx_depth":128,"cq_mod":100,"post_list":1,"inline_bytes":0,
+            "traffic_class":41,"service_level":0,"hop_limit":64,"mtu_bytes":null,
+            "ack_timeout":14,"retry_count":7}},
+            "path_mtu_bytes":4096,"memory":"host","local":null,"remote":null,
+            "results":[{results}],"line_rate_gbps":100.0,"line_rate_pct":null,
+            "threshold_gbps":null,"status":"{status}","error":{}}}"#,
+            serde_json::to_string(&error).expect("json")
+        )
+        .replace('\n', "");
+        Output::new(Exit::Code(0), doc.into_bytes(), Vec::new())
+    }
+
+    fn size_result(peak: f64) -> String {
+        format!(
+            r#"{{"msg_size_bytes":65536,"iterations":1000,"bw_peak_gbps":{peak},
+            "bw_avg_gbps":96.0,"msg_rate_mpps":0.18,"bw_p1_gbps":95.0,"bw_p50_gbps":96.0,
+            "bw_p99_gbps":96.2,"interval_ms":100,"measured_s":1.0,"cpu_s":0.9}}"#
+        )
+    }
+
+    /// Issue 53, finding 1: a report with a value out of range is checked where it arrives:
+    /// the test failed, naming the field and the value, the report's figures not kept.
+    #[test]
+    fn a_report_with_a_value_out_of_range_is_a_failed_test_naming_it() {
+        let out = report_with(&size_result(-1.0), "ok", None);
+        match parse_client(&out) {
+            ClientOutcome::Failed(why, None) => {
+                assert!(
+                    why.contains("bw_peak_gbps") && why.contains("got -1"),
+                    "{why}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // However large the value, the reason is short.
+        let out = report_with(&size_result(-1e300), "ok", None);
+        match parse_client(&out) {
+            ClientOutcome::Failed(why, None) => assert!(why.len() < 200, "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            parse_client(&report_with(&size_result(97.0), "ok", None)),
+            ClientOutcome::Measured(_)
+        ));
+    }
+
+    /// rdmabw's own error text of a failed test is pod text: cut to a bounded length.
+    #[test]
+    fn a_failed_reports_error_text_is_bounded() {
+        let long = "e".repeat(1 << 20);
+        match parse_client(&report_with("", "failed", Some(&long))) {
+            ClientOutcome::Failed(why, Some(_)) => assert!(why.len() <= 4096, "{}", why.len()),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A set-up document with a line over the limit (left out of the output) is refused
+    /// naming that line, not as a document that does not parse.
+    #[test]
+    fn set_up_documents_name_a_line_over_the_limit() {
+        use crate::runner::bounded::{Tail, MAX_LINE, STREAM_TAIL};
+        let mut stdout = Tail::new(STREAM_TAIL, MAX_LINE);
+        stdout.push(&vec![b'{'; MAX_LINE + 1]);
+        stdout.push(b"\n");
+        let out = Output::from_tails(Exit::Code(0), stdout, Tail::new(STREAM_TAIL, MAX_LINE));
+        for e in [
+            parse_rails(&out).expect_err("rails").to_string(),
+            parse_gpus(&out).expect_err("gpus").to_string(),
+        ] {
+            assert!(
+                e.contains("a line longer than 1024 KiB on its stdout"),
+                "{e}"
+            );
+        }
+    }
+
     #[test]
     fn client_without_report_names_stderr() {
-        let out = Output {
-            exit: Exit::Code(2),
-            stdout: vec![],
-            stderr: b"rdmabw: error: cannot connect to 10.224.2.2:18515: no route to host\n"
-                .to_vec(),
-        };
+        let out = Output::new(
+            Exit::Code(2),
+            vec![],
+            b"rdmabw: error: cannot connect to 10.224.2.2:18515: no route to host\n".to_vec(),
+        );
         match parse_client(&out) {
             ClientOutcome::Failed(why, None) => assert!(why.contains("no route to host"), "{why}"),
             other => panic!("{other:?}"),

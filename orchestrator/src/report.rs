@@ -1,6 +1,6 @@
 //! `railsweep report`: merge saved runs and print or write the comparison.
 
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use orchestrator::config::{generated_by, heading};
 use orchestrator::exit::Verdict;
 use orchestrator::output::{export, Dest};
-use results::{read_path, read_str, Format, RailStatus, Report};
+use results::{Format, RailStatus, Report};
 
 /// The end of `railsweep report --help`.
 const REPORT_EXAMPLES: &str = "\
@@ -30,7 +30,7 @@ Output goes to stdout unless -o is given; logs and, for non-markdown output, \
 the summary lines go to stderr.\n\n{}\n\n{}",
     orchestrator::exit::help(
         "all rails fine",
-        "some rail failed or fell below the threshold",
+        "some rail failed or fell below the threshold, or a row was left out (a value out of range, named)",
         "bad arguments or a file that cannot be read (the message names file, line and column)",
         None,
     ),
@@ -59,6 +59,10 @@ pub struct ReportArgs {
     /// fleet's rows, whose columns are rails (refused).
     #[arg(long, value_name = "RUN_OR_MODE=NAME", value_parser = parse_label, help_heading = heading::OUTPUT)]
     pub label: Vec<(String, String)>,
+
+    /// Refuse an input file (or stdin) larger than this many bytes: each is read whole.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_INPUT_BYTES, value_parser = parse_max_input_bytes, help_heading = heading::OUTPUT)]
+    pub max_input_bytes: u64,
 
     /// --max-p99-us: count rails whose p99 latency is above it as below threshold, instead of
     /// the latency judgement recorded when they were measured (rows of `--test bw,lat`).
@@ -115,15 +119,58 @@ fn parse_label(s: &str) -> Result<(String, String), String> {
     }
 }
 
-fn load(path: &Path) -> Result<Vec<results::RailResult>> {
-    if path.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .context("cannot read results from stdin")?;
-        return read_str(&text, "<stdin>").context("cannot read results from stdin");
+/// `--max-input-bytes`' default: 256 MiB, a fleet of a thousand nodes' rows many times over.
+const DEFAULT_MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+
+fn parse_max_input_bytes(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("expected a number of bytes above 0, got `{s}`")),
     }
-    read_path(path).with_context(|| format!("cannot read results file {}", path.display()))
+}
+
+/// The rows of one input (a file, or `-` for stdin), at most `max_bytes` of it: each row that
+/// breaks a rule of the record (a value out of range) named on stderr and left out, the
+/// rest read ([`results::read_str_lenient`]); the number left out beside them.
+fn load(path: &Path, max_bytes: u64) -> Result<(Vec<results::RailResult>, usize)> {
+    let (text, name) = if path.as_os_str() == "-" {
+        let name = "<stdin>".to_string();
+        let text = results::read_capped(std::io::stdin().lock(), &name, max_bytes);
+        (text.map_err(|e| too_large(e, "stdin", max_bytes)), name)
+    } else {
+        let name = path.display().to_string();
+        let text = std::fs::File::open(path)
+            .map_err(|e| results::ResultsError::Io {
+                path: name.clone(),
+                source: e,
+            })
+            .and_then(|f| results::read_capped(f, &name, max_bytes));
+        (text.map_err(|e| too_large(e, &name, max_bytes)), name)
+    };
+    let what = |name: &str| {
+        if path.as_os_str() == "-" {
+            "cannot read results from stdin".to_string()
+        } else {
+            format!("cannot read results file {name}")
+        }
+    };
+    let text = text.with_context(|| what(&name))?;
+    let read = results::read_str_lenient(&text, &name).with_context(|| what(&name))?;
+    for e in &read.left_out {
+        results::say!("railsweep: {e}: row left out");
+    }
+    Ok((read.rows, read.left_out.len()))
+}
+
+/// An input over `--max-input-bytes` as the error that names the flag and how to read it.
+fn too_large(e: results::ResultsError, what: &str, max_bytes: u64) -> anyhow::Error {
+    match e {
+        results::ResultsError::TooLarge { .. } => anyhow::Error::new(UsageError(format!(
+            "{what} is larger than --max-input-bytes {max_bytes}: give --max-input-bytes BYTES \
+             (a larger number) to read it"
+        ))),
+        e => e.into(),
+    }
 }
 
 /// A mistake in the arguments that clap cannot see (exit 2, as clap's own).
@@ -277,15 +324,29 @@ fn fleet(args: &ReportArgs, rows: Vec<results::RailResult>, format: Format) -> R
 /// or is below the threshold; input and output errors are `Err`.
 pub fn run(args: &ReportArgs) -> Result<Verdict> {
     let mut rows = Vec::new();
+    let mut left_out = 0;
     for path in &args.files {
-        let loaded = load(path)?;
+        let (loaded, bad) = load(path, args.max_input_bytes)?;
         results::say!(
             "railsweep: read {} rows from {}",
             loaded.len(),
             path.display()
         );
         rows.extend(loaded);
+        left_out += bad;
     }
+    let verdict = run_rows(args, rows)?;
+    if left_out > 0 {
+        results::say!(
+            "railsweep: {left_out} row(s) left out for a value that breaks the results' rules (named above)"
+        );
+        return Ok(Verdict::Problems);
+    }
+    Ok(verdict)
+}
+
+/// `railsweep report` of the rows read.
+fn run_rows(args: &ReportArgs, rows: Vec<results::RailResult>) -> Result<Verdict> {
     if rows.is_empty() {
         results::say!("railsweep: warning: the input holds no rows");
     }

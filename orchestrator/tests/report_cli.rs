@@ -597,3 +597,122 @@ fn a_fleets_csv_is_still_written_in_every_format() {
         assert_says(&out.stderr, "podC rail 1");
     }
 }
+
+/// Issue 53, finding 1 (the readers): a row whose value is out of range (a `bw_peak_gbps` of
+/// -1, in CSV and in JSON) stopped `report` at once. Each such row is named (file, line and
+/// column, the field and the value) and left out; every other row still reads and is
+/// reported, and the exit is 1 (not everything is fine). A file that does not parse is still
+/// refused whole (`a_bad_file_exits_2_naming_file_line_and_column`).
+#[test]
+fn a_row_out_of_range_is_named_and_left_out_and_the_rest_reads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let host_rows = rows_of(&NetworkMode::HostNetwork);
+    let mut csv = Vec::new();
+    write_csv(&mut csv, &host_rows).expect("csv");
+    let csv = String::from_utf8(csv).expect("utf-8");
+    let three = &host_rows[3];
+    let (avg, peak) = (
+        three.bw_avg_gbps.expect("avg"),
+        three.bw_peak_gbps.expect("peak"),
+    );
+    let mut lines: Vec<String> = csv.lines().map(String::from).collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains(",rdma3,"))
+        .expect("rail 3's line");
+    let was = format!(",{avg},{peak},");
+    assert!(lines[at].contains(&was), "{}", lines[at]);
+    lines[at] = lines[at].replacen(&was, &format!(",{avg},-1,"), 1);
+    let host = dir.path().join("host.csv");
+    std::fs::write(&host, lines.join("\n") + "\n").expect("write");
+
+    let ipvlan_rows: Vec<RailResult> = rows_of(&NetworkMode::Ipvlan)
+        .into_iter()
+        .filter(|r| r.rail != 7)
+        .collect();
+    let mut doc = serde_json::json!({
+        "schema_version": results::SCHEMA_VERSION,
+        "generated_by": "test",
+        "rows": serde_json::to_value(&ipvlan_rows).expect("rows"),
+    });
+    doc["rows"][2]["bw_peak_gbps"] = serde_json::json!(-1.0);
+    let ipvlan = dir.path().join("ipvlan.json");
+    std::fs::write(
+        &ipvlan,
+        serde_json::to_string_pretty(&doc).expect("json") + "\n",
+    )
+    .expect("write");
+
+    let out = railsweep(&["report", path_str(&host), path_str(&ipvlan)]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let csv_col = lines[0]
+        .split(',')
+        .position(|c| c == "bw_peak_gbps")
+        .expect("column")
+        + 1;
+    assert!(
+        stderr.contains(&format!(
+            "{}:{}:{csv_col}: column `bw_peak_gbps` must be a finite number >= 0, got -1",
+            host.display(),
+            at + 1
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("{}:", ipvlan.display()))
+            && stderr.contains("row 2: `bw_peak_gbps` must be a finite number >= 0, got -1"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("left out"), "{stderr}");
+    // The other rows are in the report: hostnetwork's 15, ipvlan's 14.
+    assert_says(
+        &out.stderr,
+        &format!("read 15 rows from {}", host.display()),
+    );
+    assert_says(
+        &out.stderr,
+        &format!("read 14 rows from {}", ipvlan.display()),
+    );
+    assert!(stdout.contains("| 0 | 96.87 | "), "{stdout}");
+    assert!(stdout.contains("| 3 | - | "), "{stdout}");
+}
+
+/// Issue 53, finding 2 (the readers): a results file is read whole, so its size is capped
+/// (256 MiB by default); a larger file is refused naming the flag that raises the cap, from a
+/// file and from stdin alike, and the flag raises it.
+#[test]
+fn an_input_over_max_input_bytes_is_refused_naming_the_flag() {
+    let f = fixture();
+    let size = std::fs::metadata(&f).expect("fixture").len();
+    let small = (size / 2).to_string();
+    let out = railsweep(&["report", path_str(&f), "--max-input-bytes", &small]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_says(&out.stderr, "--max-input-bytes");
+    assert_says(&out.stderr, &f.display().to_string());
+    assert!(out.stdout.is_empty());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_railsweep"))
+        .args(["report", "-", "--max-input-bytes", &small])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        let _ = stdin.write_all(&std::fs::read(&f).expect("fixture"));
+    }
+    let out = child.wait_with_output().expect("ends");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_says(&out.stderr, "--max-input-bytes");
+    // Raised to the file's size, it reads.
+    let out = railsweep(&[
+        "report",
+        path_str(&f),
+        "--max-input-bytes",
+        &size.to_string(),
+    ]);
+    assert_ne!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_says(&out.stderr, "read 48 rows");
+}

@@ -784,3 +784,149 @@ fn a_cuda_report_becomes_a_cuda_row() {
     let memory: Vec<MemoryKind> = rows.iter().map(|r| r.memory).collect();
     assert_eq!(memory, [MemoryKind::CudaDmabuf, MemoryKind::Cuda]);
 }
+
+/// Issue 53, finding 1: a pod whose report had one value out of range (`bw_peak_gbps: -1`)
+/// ended the sweep with exit 2, the CSV holding its header only, every other rail's row and
+/// the metrics gone. That rail is failed, naming the value; the others are measured and
+/// written, and so are the metrics (exit 1: a rail failed). The same for a latency report.
+#[test]
+fn one_report_with_a_value_out_of_range_fails_its_rail_only() {
+    let f = Fake::new(4);
+    let mut bad = support::fake::report(1, 96.1, None);
+    bad["results"][0]["bw_peak_gbps"] = serde_json::json!(-1.0);
+    f.write("report-net2.json", &bad.to_string());
+    f.lat_p99(None, "net4", -3.0);
+    let (out, prom, json) = (
+        f.file("sweep.csv"),
+        f.file("rails.prom"),
+        f.file("sweep.json"),
+    );
+    let (bin, o, m, j) = (s(&f.path()), s(&out), s(&prom), s(&json));
+    for parallel in [false, true] {
+        for p in [&out, &prom, &json] {
+            let _ = std::fs::remove_file(p);
+        }
+        let mut args = local_args(&bin, &o);
+        args.extend(["--metrics", &m, "--json", &j, "--test", "bw,lat"]);
+        if parallel {
+            args.push("--parallel");
+        }
+        let r = railsweep(&args);
+        let stderr = text(&r.stderr);
+        assert_eq!(r.status.code(), Some(1), "parallel {parallel}: {stderr}");
+        let rows = read_path(&out).expect("csv reads");
+        let mut rails: Vec<u32> = rows.iter().map(|r| r.rail).collect();
+        rails.sort_unstable();
+        assert_eq!(rails, [0, 1, 2, 3], "{stderr}");
+        let rail = |n: u32| rows.iter().find(|r| r.rail == n).expect("the rail");
+        for n in [0, 2] {
+            assert_eq!(rail(n).status, RailStatus::Ok, "rail {n}");
+        }
+        let one = rail(1);
+        assert_eq!(one.status, RailStatus::Failed);
+        assert_eq!(one.bw_peak_gbps, None, "no figure of the bad report kept");
+        let why = one.error.as_deref().unwrap_or_default();
+        assert!(why.contains("bw_peak_gbps") && why.contains("-1"), "{why}");
+        assert!(why.len() < 300, "{why}");
+        // The latency report with p99 -3: rail 3 failed, its bandwidth kept.
+        let three = rail(3);
+        assert_eq!(three.status, RailStatus::Failed);
+        assert!(three.bw_avg_gbps.is_some());
+        let why = three.error.as_deref().unwrap_or_default();
+        assert!(why.contains("p99_us") && why.contains("-3"), "{why}");
+        assert_eq!(read_path(&json).expect("json reads"), rows);
+        let metrics = std::fs::read_to_string(&prom).expect("metrics written");
+        assert_eq!(
+            metrics
+                .lines()
+                .filter(|l| l.starts_with("railbench_rail_ok{"))
+                .count(),
+            4,
+            "{metrics}"
+        );
+    }
+}
+
+/// Issue 53, finding 5 (the logs): a pod's error text with a newline and escape sequences
+/// printed as it was, so that a pod could forge railsweep's own log lines (a rail "ok") or
+/// recolour the terminal. Its text stays on its rail's line, the escapes written out.
+#[test]
+fn a_pods_error_text_forges_no_log_line() {
+    let f = Fake::new(2);
+    let forged = "busy\nrailsweep: rail 1 (forged): 99.00 Gb/s ok\r\u{1b}[2K\u{1b}[32mok";
+    f.write(
+        "report-fail.json",
+        &support::fake::report(0, 0.0, Some(forged)).to_string(),
+    );
+    f.behave("net1", Behave::Fail);
+    let (_, bin, o) = paths(&f);
+    let mut args = local_args(&bin, &o);
+    args.extend(["--retries", "1"]);
+    let r = railsweep(&args);
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}') && !stderr.contains('\r'),
+        "{stderr:?}"
+    );
+    assert!(
+        !stderr
+            .lines()
+            .any(|l| l.starts_with("railsweep: rail 1 (forged)")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("busy\\nrailsweep: rail 1 (forged)"),
+        "{stderr}"
+    );
+}
+
+/// Issue 53, finding 2: railsweep kept a client's output whole (one line without a newline
+/// took it to 2.2 GB). A line over the limit fails its test, naming it, through the batch and
+/// through a client process of its own (`--parallel`); the other rails are measured.
+#[test]
+fn a_line_over_the_limit_fails_its_rail_naming_it() {
+    let f = Fake::new(3);
+    f.behave("net2", Behave::Flood);
+    let (out, bin, o) = paths(&f);
+    for parallel in [false, true] {
+        let _ = std::fs::remove_file(&out);
+        let mut args = local_args(&bin, &o);
+        if parallel {
+            args.push("--parallel");
+        }
+        let r = railsweep(&args);
+        let stderr = text(&r.stderr);
+        assert_eq!(r.status.code(), Some(1), "parallel {parallel}: {stderr}");
+        let rows = read_path(&out).expect("csv reads");
+        assert_eq!(rows.len(), 3, "{stderr}");
+        for row in &rows {
+            if row.rail == 1 {
+                assert_eq!(row.status, RailStatus::Failed);
+                let why = row.error.as_deref().unwrap_or_default();
+                assert!(why.contains("a line longer than 1024 KiB"), "{why}");
+            } else {
+                assert_eq!(row.status, RailStatus::Ok, "rail {}", row.rail);
+            }
+        }
+    }
+}
+
+/// Issue 53, finding 6: `run -p 0` was taken (the daemon on a port the kernel picks, which no
+/// client is told). It is refused naming the flag, exit 2, before anything runs.
+#[test]
+fn port_0_is_refused_naming_the_flag() {
+    let f = Fake::new(1);
+    let (out, bin, o) = paths(&f);
+    let mut args = local_args(&bin, &o);
+    let at = args.iter().position(|a| *a == "18999").expect("the port");
+    for flag in ["--port", "-p"] {
+        args[at - 1] = flag;
+        args[at] = "0";
+        let r = railsweep(&args);
+        assert_eq!(r.status.code(), Some(2), "{}", text(&r.stderr));
+        assert_says(&r.stderr, "--port");
+        assert_says(&r.stderr, "from 1 to 65535");
+        assert!(!out.exists() && f.read("client-args.log").is_empty());
+    }
+}

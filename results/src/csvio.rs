@@ -163,6 +163,16 @@ pub fn write_csv_rows<W: Write>(mut out: W, rows: &[RailResult], header: bool) -
 /// number of cells, a value that does not parse, or a row that breaks
 /// [`RailResult::validate`]. No row is skipped.
 pub fn read_csv<R: Read>(input: R, file: &str) -> Result<Vec<RailResult>> {
+    read_csv_rows(input, file, None)
+}
+
+/// [`read_csv`], but a row that parses and breaks [`RailResult::validate`] goes to
+/// `left_out` (when given) as the error that names it, and the reading goes on.
+pub(crate) fn read_csv_rows<R: Read>(
+    input: R,
+    file: &str,
+    mut left_out: Option<&mut Vec<ResultsError>>,
+) -> Result<Vec<RailResult>> {
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -283,10 +293,15 @@ pub fn read_csv<R: Read>(input: R, file: &str) -> Result<Vec<RailResult>> {
         })?;
         if let Err(problem) = row.validate() {
             let i = names.iter().position(|n| *n == problem.field).unwrap_or(0);
-            return Err(ResultsError::parse(
+            let e = ResultsError::parse(
                 at(line, col(i)),
                 format!("column `{}` {}", problem.field, problem.message),
-            ));
+            );
+            match left_out.as_deref_mut() {
+                Some(left_out) => left_out.push(e),
+                None => return Err(e),
+            }
+            continue;
         }
         rows.push(row);
     }

@@ -132,6 +132,14 @@ pub enum ResultsError {
         /// What failed.
         message: String,
     },
+    /// An input holds more bytes than the reader was allowed to take ([`crate::read_capped`]).
+    #[error("{file}: larger than the limit of {limit} bytes on an input")]
+    TooLarge {
+        /// The input.
+        file: String,
+        /// The limit, bytes.
+        limit: u64,
+    },
     /// [`crate::RowSink::create`] was pointed at a file that already exists.
     #[error("{path}: already exists; refusing to overwrite earlier results (use RowSink::resume to append)")]
     AlreadyExists {

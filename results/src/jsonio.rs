@@ -88,9 +88,13 @@ struct Body<'a> {
     group_culprits: Vec<GroupCulprit>,
 }
 
-/// Line and column (1-based, bytes) of byte `offset` in `text`.
+/// Line and column (1-based, bytes) of byte `offset` in `text`. It reads the text up to
+/// `offset`, so a reader calls it for an error only: once per row made reading quadratic (an
+/// 8 MB file took 21 s).
 fn line_col(text: &str, offset: usize) -> (u64, u64) {
     let before = text.get(..offset).unwrap_or(text);
+    #[cfg(test)]
+    tests::SCANNED.with(|s| s.set(s.get() + before.len()));
     let line = before.bytes().filter(|b| *b == b'\n').count() + 1;
     let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
     (to_u64(line), to_u64(column))
@@ -121,6 +125,16 @@ fn bare_message(e: &serde_json::Error) -> String {
 /// unknown keys, values of the wrong type and rows that break
 /// [`RailResult::validate`] are all errors with line and column.
 pub fn read_json(text: &str, file: &str) -> Result<JsonResults> {
+    read_json_rows(text, file, None)
+}
+
+/// [`read_json`], but a row that parses and breaks [`RailResult::validate`] goes to
+/// `left_out` (when given) as the error that names it, and the reading goes on.
+pub(crate) fn read_json_rows(
+    text: &str,
+    file: &str,
+    mut left_out: Option<&mut Vec<ResultsError>>,
+) -> Result<JsonResults> {
     let at = |(line, column): (u64, u64)| Location {
         file: file.to_string(),
         line,
@@ -131,10 +145,11 @@ pub fn read_json(text: &str, file: &str) -> Result<JsonResults> {
     };
 
     let head: Head<'_> = serde_json::from_str(text).map_err(whole_err)?;
-    let sv_at = at(line_col(text, offset_in(text, head.schema_version.get())));
+    // Positions are worked out for an error only ([`line_col`] reads the text up to them).
+    let sv_at = || at(line_col(text, offset_in(text, head.schema_version.get())));
     let version: u64 = serde_json::from_str(head.schema_version.get()).map_err(|_| {
         ResultsError::parse(
-            sv_at.clone(),
+            sv_at(),
             format!(
                 "schema_version: expected a version number, found {}",
                 head.schema_version.get()
@@ -143,14 +158,14 @@ pub fn read_json(text: &str, file: &str) -> Result<JsonResults> {
     })?;
     if version > u64::from(SCHEMA_VERSION) {
         return Err(ResultsError::NewerSchema {
-            at: sv_at,
+            at: sv_at(),
             found: version,
             supported: SCHEMA_VERSION,
         });
     }
     if version == 0 {
         return Err(ResultsError::parse(
-            sv_at,
+            sv_at(),
             "schema_version: versions start at 1, found 0",
         ));
     }
@@ -162,14 +177,19 @@ pub fn read_json(text: &str, file: &str) -> Result<JsonResults> {
     for (index, raw) in body.rows.iter().enumerate() {
         let raw_text = raw.get();
         let start = offset_in(text, raw_text);
-        let (start_line, start_col) = line_col(text, start);
+        let row_start = || line_col(text, start);
         let inner = |e: &serde_json::Error| {
+            let (start_line, start_col) = row_start();
             let (l, c) = (to_u64(e.line()), to_u64(e.column()));
             if l <= 1 {
                 (start_line, start_col + c.saturating_sub(1))
             } else {
                 (start_line + l - 1, c)
             }
+        };
+        // The position of `key` in the row, else of the row.
+        let key_at = |key: &str| {
+            key_offset(raw_text, key).map_or_else(row_start, |o| line_col(text, start + o))
         };
         let row_err = |e: serde_json::Error| {
             ResultsError::parse(at(inner(&e)), format!("row {index}: {}", bare_message(&e)))
@@ -180,27 +200,28 @@ pub fn read_json(text: &str, file: &str) -> Result<JsonResults> {
             .find(|f| !keys.contains_key(**f) && field_required(f, schema_version))
         {
             return Err(ResultsError::MissingColumn {
-                at: at((start_line, start_col)),
+                at: at(row_start()),
                 column: (*missing).to_string(),
             });
         }
         if let Some(unknown) = keys.keys().find(|k| !fields.contains(&k.as_str())) {
-            let pos = key_offset(raw_text, unknown)
-                .map_or((start_line, start_col), |o| line_col(text, start + o));
             return Err(ResultsError::UnknownColumn {
-                at: at(pos),
+                at: at(key_at(unknown)),
                 column: unknown.clone(),
                 supported: SCHEMA_VERSION,
             });
         }
         let row: RailResult = serde_json::from_str(raw_text).map_err(row_err)?;
         if let Err(problem) = row.validate() {
-            let pos = key_offset(raw_text, problem.field)
-                .map_or((start_line, start_col), |o| line_col(text, start + o));
-            return Err(ResultsError::parse(
-                at(pos),
+            let e = ResultsError::parse(
+                at(key_at(problem.field)),
                 format!("row {index}: `{}` {}", problem.field, problem.message),
-            ));
+            );
+            match left_out.as_deref_mut() {
+                Some(left_out) => left_out.push(e),
+                None => return Err(e),
+            }
+            continue;
         }
         rows.push(row);
     }
@@ -230,6 +251,76 @@ fn key_offset(object: &str, key: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// Bytes [`line_col`] has read on this thread: the reader's work beyond parsing.
+        pub(super) static SCANNED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// A results JSON envelope of `n` rows, as the writer makes it (from version-1 CSV rows).
+    fn envelope(n: usize) -> String {
+        let mut text = String::from(
+            "schema_version,run_id,time_utc,network_mode,cluster,client_pod,client_node,\
+             server_pod,server_node,rail,client_interface,client_rdma_device,client_gid_index,\
+             server_interface,server_rdma_device,server_gid_index,traffic_class,mtu_bytes,\
+             msg_size_bytes,qps,duration_s,iterations,memory,status,bw_avg_gbps,bw_peak_gbps,\
+             msg_rate_mpps,bw_p1_gbps,bw_p50_gbps,bw_p99_gbps,line_rate_gbps,line_rate_pct,\
+             threshold_gbps,error\n",
+        );
+        for i in 0..n {
+            text.push_str(&format!(
+                "1,run-{i},2025-06-01T10:00:00Z,hostnetwork,lab,podA,node-a,podB,node-b,0,rdma0,\
+                 mlx5_0,3,rdma0,mlx5_0,3,106,4096,65536,4,10.0,,host,ok,96.87,96.92,0.1848,\
+                 96.56,96.88,96.91,100.0,96.87,90.0,\n"
+            ));
+        }
+        let rows = crate::read_csv(text.as_bytes(), "gen.csv").expect("generated rows read");
+        let mut out = Vec::new();
+        write_json(&mut out, "test", &rows).expect("writes");
+        String::from_utf8(out).expect("utf-8")
+    }
+
+    /// Issue 53, finding 3: the reader worked out the line and column of every row from the
+    /// start of the file, quadratic in its size. Reading a good file reads no positions;
+    /// a bad row's position is worked out once, for its error.
+    #[test]
+    fn reading_works_out_positions_for_an_error_only() {
+        let text = envelope(2000);
+        SCANNED.with(|s| s.set(0));
+        let read = read_json(&text, "big.json").expect("reads");
+        assert_eq!(read.rows.len(), 2000);
+        let scanned = SCANNED.with(std::cell::Cell::get);
+        assert!(
+            scanned <= text.len(),
+            "read {scanned} bytes of positions for a {}-byte file",
+            text.len()
+        );
+        // The last row bad: its error still names its line, the work about one file's length.
+        let bad = {
+            let at = text.rfind("\"bw_peak_gbps\": ").expect("a peak");
+            format!(
+                "{}\"bw_peak_gbps\": -1.0,{}",
+                &text[..at],
+                &text[at..].split_once(',').expect("comma").1
+            )
+        };
+        SCANNED.with(|s| s.set(0));
+        let e = read_json(&bad, "big.json").expect_err("a bad row");
+        let line = bad[..bad.rfind("\"bw_peak_gbps\"").expect("peak")]
+            .lines()
+            .count();
+        assert!(
+            e.to_string().starts_with(&format!("big.json:{line}:")),
+            "{e}"
+        );
+        assert!(e.to_string().contains("`bw_peak_gbps`"), "{e}");
+        let scanned = SCANNED.with(std::cell::Cell::get);
+        assert!(
+            scanned <= 3 * bad.len(),
+            "read {scanned} bytes for {}",
+            bad.len()
+        );
+    }
 
     #[test]
     fn line_col_counts_from_one() {

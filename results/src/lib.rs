@@ -17,7 +17,8 @@
 //!
 //! Readers never skip anything: a missing column, a newer
 //! [`SCHEMA_VERSION`] or a value that does not parse is a [`ResultsError`]
-//! naming file, line and column.
+//! naming file, line and column. [`read_str_lenient`] alone leaves out the rows that parse
+//! but break the record's rules (a value out of range), naming each, and reads the rest.
 #![forbid(unsafe_code)]
 
 /// `eprintln!` that never panics: a line on standard error, dropped when nobody reads it any
@@ -54,6 +55,7 @@ mod jsonio;
 pub mod rdmabw;
 mod read;
 mod record;
+mod replace;
 mod sink;
 pub mod stats;
 // `VERSION`, made by build.rs.
@@ -67,17 +69,22 @@ pub use csvio::{
 };
 pub use error::{Location, Result, ResultsError};
 #[cfg(feature = "charts")]
+pub use export::escape;
+#[cfg(feature = "charts")]
 pub use export::{
     svg_to_png, CsvExporter, Exporter, Format, JsonExporter, MarkdownExporter, PngExporter,
     SvgExporter, UnknownFormatName,
 };
 pub use group::GroupCulprit;
 pub use jsonio::{read_json, write_json, JsonResults};
-pub use read::{detect_format, read_path, read_str, InputFormat};
+pub use read::{
+    detect_format, read_capped, read_path, read_str, read_str_lenient, InputFormat, ReadRows,
+};
 pub use record::{
     rfc3339_utc, unix_seconds, EmptyNetworkMode, InvalidRecord, MemoryKind, NetworkMode,
     RailResult, RailStatus, SCHEMA_VERSION,
 };
+pub use replace::replace_file;
 pub use sink::RowSink;
 pub use summary::{Comparison, ModeSummary, RailDiff, Report, Series};
 pub use threshold::{above_max_p99, below_threshold, percent_of_line_rate, threshold_gbps};

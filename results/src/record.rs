@@ -399,6 +399,37 @@ impl RailResult {
         };
     }
 
+    /// This row made a failed one that says `why`, its figures dropped (the line rate and
+    /// threshold kept where they keep the rules): what a row that broke a rule of
+    /// [`RailResult::validate`] becomes, so that it is written, failed, instead of stopping the
+    /// writing of every row after it.
+    pub fn failed_because(mut self, why: impl Into<String>) -> RailResult {
+        let valid = |v: Option<f64>| v.filter(|v| check_number("", *v).is_ok());
+        self.status = RailStatus::Failed;
+        self.error = Some(why.into()).filter(|e: &String| !e.is_empty());
+        self.error.get_or_insert_with(|| "failed".into());
+        for figure in [
+            &mut self.duration_s,
+            &mut self.bw_avg_gbps,
+            &mut self.bw_peak_gbps,
+            &mut self.msg_rate_mpps,
+            &mut self.bw_p1_gbps,
+            &mut self.bw_p50_gbps,
+            &mut self.bw_p99_gbps,
+            &mut self.line_rate_pct,
+            &mut self.cpu_s_per_gb,
+            &mut self.lat_p50_us,
+            &mut self.lat_p99_us,
+            &mut self.lat_max_us,
+        ] {
+            *figure = None;
+        }
+        self.iterations = None;
+        self.line_rate_gbps = valid(self.line_rate_gbps);
+        self.threshold_gbps = valid(self.threshold_gbps);
+        self
+    }
+
     /// Check the rules the type alone cannot express: every number finite and
     /// not negative, a bandwidth for measured rails, an error text for failed
     /// ones, and a non-empty run id.
@@ -424,9 +455,7 @@ impl RailResult {
         ];
         for (field, value) in floats {
             if let Some(v) = value {
-                if !v.is_finite() || v < 0.0 {
-                    return bad(field, format!("must be a finite number >= 0, got {v}"));
-                }
+                check_number(field, v)?;
             }
         }
         match self.status {
@@ -440,6 +469,24 @@ impl RailResult {
             _ => Ok(()),
         }
     }
+}
+
+/// The rule of every number of a record (and of the documents rows are made of): finite and
+/// not negative. The error names `field` and shows the value, short however large it is.
+pub(crate) fn check_number(field: &'static str, v: f64) -> Result<(), InvalidRecord> {
+    if v.is_finite() && v >= 0.0 {
+        return Ok(());
+    }
+    // `{v}` writes 1e300 with 301 digits: large and tiny values in exponent form.
+    let shown = if v == 0.0 || !v.is_finite() || (1e-6..1e15).contains(&v.abs()) {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    };
+    Err(InvalidRecord {
+        field,
+        message: format!("must be a finite number >= 0, got {shown}"),
+    })
 }
 
 /// Format a time as RFC 3339 in UTC with second precision, e.g.

@@ -1,6 +1,6 @@
 //! Writing rows as they are measured, so that a crash loses nothing already measured.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -11,6 +11,7 @@ use crate::group::GroupCulprit;
 use crate::jsonio;
 use crate::read::read_path;
 use crate::record::RailResult;
+use crate::replace::{replace_file, sync_parent};
 
 /// Appends each rail's row to disk the moment it is measured.
 ///
@@ -24,9 +25,10 @@ use crate::record::RailResult;
 ///   a partial line; [`crate::read_csv`] reports that line as an error (it is
 ///   never silently dropped) and every earlier row is intact.
 /// * The **JSON file, if asked for, is a snapshot** rewritten after every
-///   row: the whole envelope goes to `NAME.tmp` next to it, is `fsync`ed, and
-///   is renamed over `NAME`. Rename is atomic, so the JSON file always holds
-///   either the previous or the new complete document, never a torn one.
+///   row: the whole envelope goes to a temporary file next to it, is `fsync`ed,
+///   and is renamed over `NAME` ([`crate::replace_file`]). Rename is atomic, so
+///   the JSON file always holds either the previous or the new complete
+///   document, never a torn one.
 ///   Rewriting costs O(rows) per append, which is nothing at rail counts.
 ///
 /// * The **counters file** (`NAME.counters.csv`, [`crate::countersio`]) is a
@@ -197,28 +199,11 @@ impl RowSink {
         let Some(path) = &self.json_path else {
             return Ok(());
         };
-        replace_whole(
+        replace_file(
             path,
             &jsonio::json_bytes(&self.generated_by, &self.rows, &self.group_culprits)?,
         )
     }
-}
-
-/// Replace `path` with `bytes` atomically: written to `NAME.tmp` beside it, synced, and
-/// renamed over it, so that a crash leaves either the old or the new file, whole.
-fn replace_whole(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(".tmp");
-    let tmp = path.with_file_name(tmp_name);
-    let write = || -> std::io::Result<()> {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    };
-    write().map_err(|e| ResultsError::io(path.display(), e))?;
-    sync_parent(path);
-    Ok(())
 }
 
 /// Give `rows` (read from the CSV, which has no counters) the counters of the JSON snapshot at
@@ -257,7 +242,7 @@ fn counters_from_snapshot(rows: &mut [RailResult], json: &Path) {
 }
 
 /// Rewrite `path` with the current header when its header is another one: the rows of an
-/// older schema, in the current one ([`replace_whole`]). The counters of a file before
+/// older schema, in the current one ([`replace_file`]). The counters of a file before
 /// version 5 (a column then) go to the counters file beside it, written whole.
 fn upgrade_header(path: &Path, rows: &[RailResult]) -> Result<()> {
     use std::io::{BufRead, BufReader};
@@ -274,20 +259,7 @@ fn upgrade_header(path: &Path, rows: &[RailResult]) -> Result<()> {
     if countersio::any_counters(rows) {
         let mut counters = Vec::new();
         countersio::write_counters_csv(&mut counters, rows)?;
-        replace_whole(&counters_csv_path(path), &counters)?;
+        replace_file(&counters_csv_path(path), &counters)?;
     }
-    replace_whole(path, &bytes)
-}
-
-/// Make a created or renamed directory entry durable. Best effort: some
-/// file systems do not support syncing a directory, and the data itself has
-/// already been synced.
-fn sync_parent(path: &Path) {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if let Ok(dir) = File::open(parent) {
-        let _ = dir.sync_all();
-    }
+    replace_file(path, &bytes)
 }

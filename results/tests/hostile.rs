@@ -98,3 +98,68 @@ fn svg_escapes_labels_and_drops_control_characters() {
         "control characters in the SVG"
     );
 }
+
+/// The characters XML 1.0 has no place for (a document holding one does not parse): C0
+/// controls other than tab, newline and carriage return, and U+FFFE, U+FFFF.
+fn xml_forbidden(c: char) -> bool {
+    matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}')
+}
+
+/// Issue 53, finding 5: an ESC in a node name and a U+FFFE in a label went into the SVG as
+/// they were, which no XML reader takes: the SVG broke, and the PNG made from it. Neither is
+/// in the chart now, and the PNG renders.
+#[test]
+fn svg_and_png_take_labels_with_characters_xml_forbids() {
+    let mut rows = hostile_rows();
+    rows[0].network_mode = NetworkMode::Other("sriov\u{fffe}\u{ffff}".into());
+    rows[0].client_node = "node-\u{1b}[31mred".into();
+    rows[1].network_mode = NetworkMode::Other("ipvlan\u{1b}]0;title\u{7}".into());
+    let report = Report::new("test \u{fffe}", rows);
+    let svg = SvgExporter::default()
+        .serialize(&report)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!svg.chars().any(xml_forbidden), "{svg:?}");
+    results::svg_to_png(svg.as_bytes(), 1.0).unwrap_or_else(|e| panic!("the PNG: {e}"));
+    let png = results::PngExporter::default()
+        .serialize(&report)
+        .unwrap_or_else(|e| panic!("the PNG: {e}"));
+    assert!(png.starts_with(b"\x89PNG"));
+}
+
+/// Every value a report echoes is cut to a bounded length: a node name or error text of a
+/// megabyte is not a megabyte of markdown or SVG.
+#[test]
+fn markdown_and_svg_echo_a_bounded_length_of_each_value() {
+    let long = "x".repeat(1 << 20);
+    let mut rows = hostile_rows();
+    rows[0].network_mode = NetworkMode::Other(format!("m{long}"));
+    rows[0].client_node = format!("n{long}");
+    rows[1].error = Some(format!("e{long}"));
+    let report = Report::new(format!("g{long}"), rows);
+    for (name, out) in [
+        ("markdown", MarkdownExporter.serialize(&report)),
+        ("svg", SvgExporter::default().serialize(&report)),
+    ] {
+        let out = out.unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(out.len() < 64 * 1024, "{name}: {} bytes", out.len());
+        let text = String::from_utf8_lossy(&out);
+        assert!(!text.contains(&"x".repeat(1000)), "{name}");
+    }
+}
+
+/// One escaping for every markdown text: what a value may not do in a cell it may not do in
+/// a heading or a list either, and characters XML forbids are gone there too (a markdown
+/// report pasted into an HTML page).
+#[test]
+fn markdown_drops_characters_xml_forbids_and_terminal_escapes() {
+    let mut rows = hostile_rows();
+    rows[0].network_mode = NetworkMode::Other("sriov\u{fffe}\u{1b}[2J".into());
+    rows[1].error = Some("down\u{1b}]8;;http://evil\u{7}click\u{1b}]8;;\u{7}".into());
+    let md = MarkdownExporter
+        .serialize(&Report::new("t", rows))
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!md.chars().any(xml_forbidden), "{md:?}");
+    assert!(!md.contains('\u{1b}'), "{md:?}");
+}

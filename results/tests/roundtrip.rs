@@ -471,3 +471,26 @@ fn a_version_4_csv_with_its_counters_column_still_reads() {
     let back = read_csv(v4.as_bytes(), "v4.csv").expect("a version 4 file reads");
     assert_eq!(back, vec![row]);
 }
+
+/// Issue 53, finding 4: the sink's JSON snapshot went to `NAME.tmp` beside it, opened like any
+/// file: a symbolic link planted there had its target overwritten at every row. With links at
+/// the names the old code used, the target is untouched and the snapshot holds the rows.
+#[test]
+fn the_json_snapshot_follows_no_link_planted_beside_it() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (csv, json) = (dir.path().join("sweep.csv"), dir.path().join("sweep.json"));
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "keep me").expect("victim");
+    for name in [
+        "sweep.json.tmp".to_string(),
+        format!("sweep.json.tmp-{}", std::process::id()),
+    ] {
+        symlink(&victim, dir.path().join(name)).expect("plant a link");
+    }
+    let rows = common::fixture_rows();
+    let mut sink = RowSink::create(&csv, Some(&json), "sink test").expect("create");
+    sink.append(rows[0].clone()).expect("append");
+    assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "keep me");
+    assert_eq!(read_path(&json).expect("json"), rows[..1]);
+}

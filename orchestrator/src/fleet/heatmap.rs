@@ -58,6 +58,7 @@ pub fn heatmap(nodes: &[String], rows: &[RailResult], rail: u32, t: Threshold) -
         for (i, name) in nodes.iter().enumerate() {
             let i = i32::try_from(i).unwrap_or(0);
             if cell >= 8 {
+                let name = results::escape::svg(name);
                 root.draw(&Text::new(
                     name.clone(),
                     (4, y0 + i * cell + cell / 4),
@@ -65,7 +66,7 @@ pub fn heatmap(nodes: &[String], rows: &[RailResult], rail: u32, t: Threshold) -
                 ))
                 .map_err(e)?;
                 root.draw(&Text::new(
-                    name.clone(),
+                    name,
                     (label_w + i * cell + cell / 4, top + label_w - 4),
                     small.clone().transform(FontTransform::Rotate270),
                 ))

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 use results::charts::{ensure_font, FONT};
-use results::{RailResult, RailStatus};
+use results::{escape, RailResult, RailStatus};
 
 use super::culprit::{self, Threshold};
 
@@ -113,7 +113,8 @@ impl NodeRails {
     /// percentage of the rail's median; low cells in bold.
     pub fn markdown(&self, t: Threshold) -> String {
         let mut s = String::new();
-        let runs: Vec<&str> = self.runs.iter().map(String::as_str).collect();
+        // Node names and run ids came from the rows: escaped as every markdown text is.
+        let runs: Vec<String> = self.runs.iter().map(|r| escape::markdown(r)).collect();
         let _ = writeln!(
             s,
             "# Fleet: {} nodes x {} rails (run {})\n",
@@ -137,7 +138,7 @@ impl NodeRails {
         }
         s.push('\n');
         for n in &self.nodes {
-            let _ = write!(s, "| {n} |");
+            let _ = write!(s, "| {} |", escape::markdown(n));
             for &rail in &self.rails {
                 let text = match self.cells.get(&(n.clone(), rail)) {
                     None => "-".to_string(),
@@ -194,7 +195,7 @@ impl NodeRails {
                 .into_drawing_area();
             let e = |e| anyhow!("fleet heatmap: {e}");
             root.fill(&WHITE).map_err(e)?;
-            let runs: Vec<&str> = self.runs.iter().map(String::as_str).collect();
+            let runs: Vec<String> = self.runs.iter().map(|r| escape::svg(r)).collect();
             root.draw(&Text::new(
                 format!(
                     "Fleet: {} nodes x {} rails, best pair's Gb/s as % of the rail's median",
@@ -224,7 +225,7 @@ impl NodeRails {
             for (i, node) in self.nodes.iter().enumerate() {
                 let y = top + i32::try_from(i).unwrap_or(0) * cell_h;
                 if cell_h >= 8 {
-                    root.draw(&Text::new(node.clone(), (4, y + 1), small.clone()))
+                    root.draw(&Text::new(escape::svg(node), (4, y + 1), small.clone()))
                         .map_err(e)?;
                 }
                 for (j, &rail) in self.rails.iter().enumerate() {
@@ -326,6 +327,63 @@ mod tests {
             rows.push(row(a, b, 0, Some(bw)));
         }
         rows
+    }
+
+    /// The characters XML 1.0 forbids (C0 controls but tab, newline, CR; U+FFFE, U+FFFF).
+    pub(crate) fn xml_forbidden(c: char) -> bool {
+        matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}')
+    }
+
+    /// A fleet whose node names and run id came from elsewhere, hostile.
+    fn hostile_fleet() -> Vec<RailResult> {
+        let mut rows = fleet();
+        for r in &mut rows {
+            r.run_id = "run\n# forged heading <b>x</b>".into();
+            for n in [&mut r.client_pod, &mut r.server_pod] {
+                if n.as_deref() == Some("c") {
+                    *n = Some("c<script>alert(1)</script>|x|\u{1b}[31m\u{fffe}".into());
+                } else if n.as_deref() == Some("a") {
+                    *n = Some(format!("a{}", "y".repeat(100_000)));
+                }
+            }
+        }
+        rows
+    }
+
+    /// Issue 53, finding 5: the fleet's markdown took node names and run ids raw: a `<script>`,
+    /// a new column or a heading of a node's making went through. They are escaped as every
+    /// markdown text of railbench is, and cut to a bounded length.
+    #[test]
+    fn the_fleets_markdown_escapes_node_names_and_run_ids() {
+        let v = NodeRails::new(&hostile_fleet());
+        let md = v.markdown(Threshold::default());
+        for bad in ["<script", "<b>", "|x|", "\u{1b}", "\u{fffe}"] {
+            assert!(!md.contains(bad), "{bad:?} in:\n{md}");
+        }
+        assert!(!md.lines().any(|l| l.starts_with("# forged")), "{md}");
+        assert!(md.contains("&lt;script&gt;"), "{md}");
+        assert!(!md.contains(&"y".repeat(1000)), "a node name cut short");
+        // A row per node, as before.
+        assert_eq!(
+            md.lines().filter(|l| l.starts_with("| ")).count(),
+            5,
+            "{md}"
+        );
+    }
+
+    /// The heatmaps take the same names: no character XML forbids, and the PNG renders.
+    #[test]
+    fn the_fleets_svg_takes_node_names_with_characters_xml_forbids() {
+        let rows = hostile_fleet();
+        let v = NodeRails::new(&rows);
+        let svg = v.svg(Threshold::default()).expect("svg");
+        assert!(!svg.chars().any(xml_forbidden), "{svg:?}");
+        assert!(!svg.contains("<script"), "{svg}");
+        results::svg_to_png(svg.as_bytes(), 1.0).expect("the PNG renders");
+        let svg = super::super::heatmap::heatmap(&v.nodes, &rows, 0, Threshold::default())
+            .expect("heatmap");
+        assert!(!svg.chars().any(xml_forbidden), "{svg:?}");
+        results::svg_to_png(svg.as_bytes(), 1.0).expect("the PNG renders");
     }
 
     #[test]

@@ -53,6 +53,10 @@ impl NodeChoice {
         if names.iter().any(String::is_empty) {
             bail!("--nodes {s}: an empty node name; give NODE,NODE,... or a label selector such as rail-test=true");
         }
+        // The same rule as `run --nodes`: a node name goes into each pod's spec.
+        for n in &names {
+            crate::names::subdomain("--nodes: node", n).map_err(|e| anyhow!("{e}"))?;
+        }
         let mut seen = std::collections::BTreeSet::new();
         if let Some(twice) = names.iter().find(|n| !seen.insert(*n)) {
             bail!("--nodes: node {twice} is given twice (one pod per node)");
@@ -363,5 +367,19 @@ mod tests {
         assert!(NodeChoice::parse("n1,,n2").is_err());
         assert!(NodeChoice::parse("n1,n1").is_err());
         assert!(NodeChoice::parse(" ").is_err());
+    }
+
+    /// Issue 53, finding 6: `fleet --nodes` took any text as a node name, unlike `run
+    /// --nodes`; each name is an RFC 1123 subdomain, or refused naming the flag and the rule.
+    #[test]
+    fn node_names_are_checked_as_run_checks_them() {
+        for bad in ["Node-A", "n1,a b", "n1,n2\n---\nkind: Pod", "n_1", "n1,-x"] {
+            let e = NodeChoice::parse(bad).expect_err(bad).to_string();
+            assert!(
+                e.starts_with("--nodes: node `") && e.contains("RFC 1123"),
+                "{bad:?}: {e}"
+            );
+        }
+        assert!(NodeChoice::parse("gpu-node-01,node.example.com").is_ok());
     }
 }

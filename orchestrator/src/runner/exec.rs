@@ -39,6 +39,10 @@ pub(super) const READ_BUFFER: usize = 8 * 1024;
 /// 21 MB build, 2,600 messages per pod in 8 KiB ones, each through the API server and the node:
 /// the suite's tests took 175 s with 8 KiB and 152 s with 64 KiB (one run each, back to back).
 const STDIN_CHUNK: usize = 64 * 1024;
+/// The largest message (and frame) railsweep takes from the API server: 1 MiB. A node sends a
+/// process's output in pieces of 32 KiB or less; tungstenite's defaults (64 MiB messages of
+/// 16 MiB frames) would let one pod's message take that much of railsweep's memory at once.
+pub(super) const MAX_MESSAGE: usize = 1024 * 1024;
 /// How often an idle stream is pinged.
 const PING_EVERY: Duration = Duration::from_secs(60);
 
@@ -152,10 +156,19 @@ pub(super) async fn exec(
     let upgraded = hyper::upgrade::on(response).await.map_err(|e| {
         kube::Error::UpgradeConnection(UpgradeConnectionError::GetPendingUpgrade(e))
     })?;
-    let config = WebSocketConfig::default().read_buffer_size(READ_BUFFER);
     let ws =
-        WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Client, Some(config)).await;
+        WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Client, Some(ws_config()))
+            .await;
     Ok(attach(ws, v5, ap))
+}
+
+/// The WebSocket's settings: a small read buffer, and no message or frame over
+/// [`MAX_MESSAGE`] (a larger one ends the stream: the exec then has no exit status).
+fn ws_config() -> WebSocketConfig {
+    WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER)
+        .max_message_size(Some(MAX_MESSAGE))
+        .max_frame_size(Some(MAX_MESSAGE))
 }
 
 /// The process behind an upgraded stream: its pipes, and the message loop that serves them.
@@ -359,9 +372,8 @@ mod tests {
         WebSocketStream<tokio::io::DuplexStream>,
     ) {
         let (a, b) = tokio::io::duplex(4096);
-        let config = WebSocketConfig::default().read_buffer_size(READ_BUFFER);
         (
-            WebSocketStream::from_raw_socket(a, Role::Client, Some(config)).await,
+            WebSocketStream::from_raw_socket(a, Role::Client, Some(ws_config())).await,
             WebSocketStream::from_raw_socket(b, Role::Server, None).await,
         )
     }
@@ -486,6 +498,36 @@ mod tests {
         assert_eq!(status.status.as_deref(), Some("Success"));
         feed.await.expect("the feed ends");
         server.await.expect("server");
+        p.join().await;
+    }
+
+    /// Issue 53, finding 2: a message larger than [`MAX_MESSAGE`] ends the stream (without an
+    /// exit status) instead of taking its size in memory.
+    #[tokio::test]
+    async fn a_message_over_the_limit_ends_the_stream() {
+        let (client, server) = pair().await;
+        let server = tokio::spawn(async move {
+            let (mut send, _recv) = server.split();
+            let mut big = vec![b'x'; 2 * MAX_MESSAGE];
+            big[0] = STDOUT;
+            let _ = send.send(Message::binary(big)).await;
+            let status = [&[STATUS][..], br#"{"status":"Success","metadata":{}}"#].concat();
+            let _ = send.send(Message::binary(status)).await;
+        });
+        let mut p = attach(client, true, &params(false));
+        let mut stdout = p.stdout().expect("stdout");
+        let status = p.take_status().expect("status");
+        let mut out = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), stdout.read_to_end(&mut out))
+            .await
+            .expect("no hang")
+            .expect("stdout");
+        assert!(out.is_empty(), "{} bytes", out.len());
+        let status = tokio::time::timeout(Duration::from_secs(10), status)
+            .await
+            .expect("no hang");
+        assert!(status.is_none(), "{status:?}");
+        let _ = server.await;
         p.join().await;
     }
 

@@ -19,8 +19,8 @@ use tokio::sync::Semaphore;
 
 use super::exec::{self, ExecStream};
 use super::{
-    kill_argv, spawn_trampoline, take_pid_line, Exit, Output, Piped, PodInfo, Runner, Signal,
-    Spawned, StartTurn,
+    bounded, kill_argv, spawn_trampoline, take_pid_line, Exit, Output, Piped, PodInfo, Runner,
+    Signal, Spawned, StartTurn,
 };
 
 /// Where the API server is and which namespace and container to use: resolved like kubectl
@@ -320,19 +320,11 @@ pub fn exit_of_status(status: Option<&Status>) -> Exit {
     )
 }
 
-async fn read_all(r: Option<impl AsyncRead + Unpin>) -> Vec<u8> {
-    let mut buf = Vec::new();
-    if let Some(mut r) = r {
-        let _ = r.read_to_end(&mut buf).await;
-    }
-    buf
-}
-
-/// Drain stdout and stderr, feed stdin, and wait for the status; `stdout` may already hold the
-/// start of standard output.
+/// Drain stdout and stderr (keeping their tails, [`bounded`]), feed stdin, and wait for the
+/// status; `stdout` may already hold the start of standard output.
 async fn finish(
     mut proc: ExecStream,
-    mut stdout: Vec<u8>,
+    stdout: Vec<u8>,
     stdout_rest: Option<impl AsyncRead + Unpin>,
     stdin: Option<Vec<u8>>,
 ) -> Output {
@@ -351,15 +343,14 @@ async fn finish(
             None => None,
         }
     };
-    let (rest, stderr, status, ()) =
-        tokio::join!(read_all(stdout_rest), read_all(stderr_reader), status, feed);
+    let (stdout, stderr, status, ()) = tokio::join!(
+        bounded::read_tail(stdout_rest, &stdout, bounded::STREAM_TAIL),
+        bounded::read_tail(stderr_reader, b"", bounded::STREAM_TAIL),
+        status,
+        feed
+    );
     proc.join().await;
-    stdout.extend_from_slice(&rest);
-    Output {
-        exit: exit_of_status(status.as_ref()),
-        stdout,
-        stderr,
-    }
+    Output::from_tails(exit_of_status(status.as_ref()), stdout, stderr)
 }
 
 impl Runner for KubeRunner {

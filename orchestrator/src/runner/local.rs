@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
 
-use super::{Exit, Output, Piped, PodInfo, Runner, Signal, Spawned};
+use super::{bounded, Exit, Output, Piped, PodInfo, Runner, Signal, Spawned};
 
 /// The pod name that means "this machine's own network namespace".
 pub const HOST: &str = "-";
@@ -79,13 +79,16 @@ fn exit_of(status: std::process::ExitStatus) -> Exit {
     }
 }
 
-/// A finished process's status and output as the runner's [`Output`].
-fn output_of(out: std::process::Output) -> Output {
-    Output {
-        exit: exit_of(out.status),
-        stdout: out.stdout,
-        stderr: out.stderr,
-    }
+/// Wait for `child` to end, reading its stdout and stderr meanwhile into their tails
+/// ([`bounded`]: what a process prints costs railsweep at most that, however much it is).
+async fn output_of(mut child: Child) -> std::io::Result<Output> {
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let (stdout, stderr, status) = tokio::join!(
+        bounded::read_tail(stdout, b"", bounded::STREAM_TAIL),
+        bounded::read_tail(stderr, b"", bounded::STREAM_TAIL),
+        child.wait()
+    );
+    Ok(Output::from_tails(exit_of(status?), stdout, stderr))
 }
 
 fn hostname() -> String {
@@ -129,11 +132,11 @@ impl Runner for LocalRunner {
         let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {
-                return Ok(Output {
-                    exit: Exit::Error(format!("cannot run {}: {e}", argv[0])),
-                    stdout: vec![],
-                    stderr: vec![],
-                })
+                return Ok(Output::new(
+                    Exit::Error(format!("cannot run {}: {e}", argv[0])),
+                    vec![],
+                    vec![],
+                ))
             }
         };
         if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
@@ -143,11 +146,9 @@ impl Runner for LocalRunner {
                 let _ = pipe.shutdown().await;
             });
         }
-        let out = child
-            .wait_with_output()
+        output_of(child)
             .await
-            .with_context(|| format!("waiting for {}", argv[0]))?;
-        Ok(output_of(out))
+            .with_context(|| format!("waiting for {}", argv[0]))
     }
 
     async fn spawn(&self, pod: &str, argv: &[String], stdin: Option<Vec<u8>>) -> Result<Spawned> {
@@ -156,7 +157,7 @@ impl Runner for LocalRunner {
             // Small (a secret's line): written, then closed, before anything waits on it.
             let _ = pipe.write_all(&data).await;
         }
-        let done = tokio::spawn(async move { Ok(output_of(child.wait_with_output().await?)) });
+        let done = tokio::spawn(async move { Ok(output_of(child).await?) });
         Ok(Spawned { pid, done })
     }
 
@@ -246,6 +247,47 @@ mod tests {
         r.kill(HOST, s.pid, Signal::Term).await.expect("kills");
         let out = s.done.await.expect("joins").expect("output");
         assert_eq!(out.exit, Exit::Code(128 + 15));
+    }
+
+    /// Issue 53, finding 2: a process's output was kept whole, so a flood took railsweep's
+    /// memory with it. Of a flood of lines the end is kept; a line without a newline is left
+    /// out and named.
+    #[tokio::test]
+    async fn a_flood_of_output_is_kept_to_its_tail() {
+        let out = exec(
+            &[
+                "sh",
+                "-c",
+                "yes 'a line of output' | head -n 3000000; echo the end; \
+                 head -c 20000000 /dev/zero >&2; echo >&2; echo last words >&2",
+            ],
+            None,
+        )
+        .await;
+        assert!(
+            out.stdout.len() <= bounded::STREAM_TAIL,
+            "{} bytes",
+            out.stdout.len()
+        );
+        assert!(out.stdout.ends_with(b"a line of output\nthe end\n"));
+        assert!(out.stderr.len() <= bounded::STREAM_TAIL);
+        assert_eq!(out.stderr, b"last words\n");
+        assert_eq!(
+            out.overlong.map(|o| o.stream),
+            Some("stderr"),
+            "the 20 MB line is named"
+        );
+        assert!(out.stderr_tail(1).contains("last words"));
+        let spawned = LocalRunner::new()
+            .spawn(
+                HOST,
+                &argv(&["sh", "-c", "head -c 30000000 /dev/zero"]),
+                None,
+            )
+            .await
+            .expect("starts");
+        let out = spawned.done.await.expect("joins").expect("output");
+        assert!(out.stdout.is_empty() && out.overlong.is_some());
     }
 
     #[tokio::test]

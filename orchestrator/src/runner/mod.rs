@@ -6,6 +6,7 @@
 //! machine (the lab's pods, or bare-metal hosts). Neither passes an argument vector through a
 //! shell, with one exception that is spelled out at [`spawn_trampoline`].
 
+pub mod bounded;
 mod exec;
 mod kube;
 pub mod local;
@@ -47,19 +48,51 @@ impl fmt::Display for Exit {
     }
 }
 
-/// Everything a finished command left behind.
+/// Everything a finished command left behind: of its streams, their ends
+/// ([`bounded::STREAM_TAIL`]) without lines longer than [`bounded::MAX_LINE`].
 #[derive(Debug, Clone)]
 pub struct Output {
     /// How it ended.
     pub exit: Exit,
-    /// Its standard output.
+    /// Its standard output (the end of it).
     pub stdout: Vec<u8>,
-    /// Its standard error.
+    /// Its standard error (the end of it).
     pub stderr: Vec<u8>,
+    /// A line longer than [`bounded::MAX_LINE`] it printed (left out of `stdout` or
+    /// `stderr`): the reader of its output fails it, naming this.
+    pub overlong: Option<bounded::OverlongLine>,
 }
 
 impl Output {
-    /// The last non-empty lines of stderr, joined with `; `, for error messages.
+    /// The output of a command that ended with `exit`, its streams what was read of them.
+    pub fn new(exit: Exit, stdout: Vec<u8>, stderr: Vec<u8>) -> Output {
+        Output {
+            exit,
+            stdout,
+            stderr,
+            overlong: None,
+        }
+    }
+
+    /// The output of a command that ended with `exit`, from the tails of its streams.
+    pub fn from_tails(exit: Exit, stdout: bounded::Tail, stderr: bounded::Tail) -> Output {
+        let overlong = [("stdout", &stdout), ("stderr", &stderr)]
+            .into_iter()
+            .find(|(_, t)| t.overlong())
+            .map(|(stream, _)| bounded::OverlongLine {
+                stream,
+                limit: bounded::MAX_LINE,
+            });
+        Output {
+            exit,
+            stdout: stdout.into_bytes(),
+            stderr: stderr.into_bytes(),
+            overlong,
+        }
+    }
+
+    /// The last non-empty lines of stderr, joined with `; `, for error messages: one line of
+    /// bounded length whatever the pod wrote ([`results::escape::log_line`]).
     pub fn stderr_tail(&self, lines: usize) -> String {
         let text = String::from_utf8_lossy(&self.stderr);
         let tail: Vec<&str> = text
@@ -68,7 +101,7 @@ impl Output {
             .filter(|l| !l.is_empty())
             .collect();
         let start = tail.len().saturating_sub(lines);
-        tail[start..].join("; ")
+        results::escape::log_line(&tail[start..].join("; "))
     }
 }
 
@@ -270,11 +303,7 @@ mod tests {
 
     #[test]
     fn stderr_tail_takes_last_lines() {
-        let out = Output {
-            exit: Exit::Code(2),
-            stdout: vec![],
-            stderr: b"a\n\nb\nc\n".to_vec(),
-        };
+        let out = Output::new(Exit::Code(2), vec![], b"a\n\nb\nc\n".to_vec());
         assert_eq!(out.stderr_tail(2), "b; c");
         assert_eq!(Exit::Code(3).to_string(), "exit code 3");
     }

@@ -11,6 +11,7 @@ use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
 use crate::rdmabw::{self};
+use crate::runner::bounded::keep_tail;
 use crate::runner::{Exit, Output, Runner, Signal};
 
 pub(super) struct Daemon {
@@ -42,25 +43,11 @@ pub(super) async fn read_into(
     }
 }
 
-/// How much of a daemon's stderr railsweep keeps: its last 64 KiB. A daemon lives as long as
-/// the sweep, and what a peer makes it log must not grow railsweep's memory without bound;
-/// the last lines are what error messages quote.
+/// How much of each of a daemon's streams railsweep keeps: its last 64 KiB. A daemon lives as
+/// long as the sweep, and what a peer makes it print must not grow railsweep's memory without
+/// bound (its stdout was kept whole: a flooding daemon took railsweep to 498 MB in 4 s); the
+/// last lines are what error messages quote.
 pub(crate) const DAEMON_STDERR_TAIL: usize = 64 * 1024;
-
-/// Appends `chunk` to `buf` and keeps only its last `cap` bytes, from the start of a line
-/// where one starts within them.
-pub(super) fn keep_tail(buf: &mut Vec<u8>, chunk: &[u8], cap: usize) {
-    buf.extend_from_slice(chunk);
-    if buf.len() > cap {
-        let mut cut = buf.len() - cap;
-        if let Some(nl) = buf[cut..].iter().position(|&c| c == b'\n') {
-            if nl + 1 < buf.len() - cut {
-                cut += nl + 1;
-            }
-        }
-        buf.drain(..cut);
-    }
-}
 
 /// How long a process's streams may stay open after its exit (a child it left holds them)
 /// before what came so far is taken as all of its output.
@@ -82,7 +69,11 @@ pub(super) async fn start_held<R: Runner>(
     let stdin = Some(p.stdin);
     let (out, err) = (Arc::default(), Arc::default());
     let mut readers = [
-        tokio::spawn(read_into(p.stdout, Arc::clone(&out), None)),
+        tokio::spawn(read_into(
+            p.stdout,
+            Arc::clone(&out),
+            Some(DAEMON_STDERR_TAIL),
+        )),
         tokio::spawn(read_into(
             p.stderr,
             Arc::clone(&err),
@@ -106,11 +97,7 @@ pub(super) async fn start_held<R: Runner>(
                 .map(|mut v| std::mem::take(&mut *v))
                 .unwrap_or_default()
         };
-        Ok(Output {
-            exit,
-            stdout: take(&out),
-            stderr: take(&err),
-        })
+        Ok(Output::new(exit, take(&out), take(&err)))
     });
     Ok(Daemon {
         pid: p.pid,
@@ -301,6 +288,41 @@ mod tests {
         let mut b = Vec::new();
         keep_tail(&mut b, &[b'x'; 100], 16);
         assert_eq!(b.len(), 16);
+    }
+
+    /// Issue 53, finding 2: a daemon's stdout was kept whole (a flooding daemon took
+    /// railsweep to 498 MB in 4 s). Both its streams are kept to their tails.
+    #[tokio::test]
+    async fn a_flooding_daemons_output_is_kept_to_a_bounded_tail() {
+        let runner = crate::runner::LocalRunner::new();
+        let argv: Vec<String> = [
+            "sh",
+            "-c",
+            "head -c 40000000 /dev/zero; echo; echo bye; head -c 40000000 /dev/zero >&2",
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        let d = start_held(&runner, crate::runner::local::HOST, &argv, b"secret\n")
+            .await
+            .unwrap();
+        drop(d.stdin);
+        let out = d.done.await.unwrap().unwrap();
+        assert!(
+            out.stdout.len() <= DAEMON_STDERR_TAIL,
+            "{}",
+            out.stdout.len()
+        );
+        assert!(
+            out.stdout.ends_with(b"bye\n"),
+            "{:?}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(
+            out.stderr.len() <= DAEMON_STDERR_TAIL,
+            "{}",
+            out.stderr.len()
+        );
     }
 
     #[tokio::test]

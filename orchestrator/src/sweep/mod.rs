@@ -18,7 +18,7 @@ use anyhow::{Context, Result};
 use futures::stream::{FuturesUnordered, StreamExt};
 use results::rdmabw::gpu::GpuSelect;
 use results::rdmabw::rails::{Capability, RailsReport};
-use results::{rfc3339_utc, NetworkMode, RailResult, RailStatus, RowSink};
+use results::{escape, rfc3339_utc, NetworkMode, RailResult, RailStatus, RowSink};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -317,6 +317,16 @@ pub async fn run<R: Runner>(
     let mut record = |end: RailEnd, outcome: &mut RailsOutcome| -> Result<()> {
         match end {
             RailEnd::Row(row) => {
+                // A row that breaks a rule (a value from a pod out of range that no check
+                // caught where it arrived) is written failed, naming it: one bad value must not
+                // stop the writing of every other row, the counters and the metrics.
+                let row = match row.validate() {
+                    Ok(()) => row,
+                    Err(problem) => Box::new((*row).failed_because(escape::log_line(&format!(
+                        "invalid result: `{}` {}",
+                        problem.field, problem.message
+                    )))),
+                };
                 if !progress.visible() {
                     results::say!("railsweep: {}", one_line(&row));
                 }
@@ -357,17 +367,18 @@ pub async fn run<R: Runner>(
     Ok(outcome)
 }
 
-/// `rail 2 (net3 rxe_a2 -> net3 rxe_b2): 0.12 Gb/s ok`, or the error.
+/// `rail 2 (net3 rxe_a2 -> net3 rxe_b2): 0.12 Gb/s ok`, or the error: one line, whatever the
+/// pods' names and error texts hold ([`results::escape::log_line`]).
 pub fn one_line(r: &RailResult) -> String {
     let what = match (r.status, r.bw_avg_gbps, &r.error) {
         (RailStatus::Failed, _, Some(e)) => format!("failed: {e}"),
         (s, Some(bw), _) => format!("{bw:.2} Gb/s {s}"),
         (s, None, _) => s.to_string(),
     };
-    format!(
+    results::escape::log_line(&format!(
         "rail {} ({} {} -> {} {}): {what}",
         r.rail, r.client_interface, r.client_rdma_device, r.server_interface, r.server_rdma_device
-    )
+    ))
 }
 
 #[cfg(test)]

@@ -386,11 +386,7 @@ mod tests {
     }
 
     fn ended(exit: Exit) -> Output {
-        Output {
-            exit,
-            stdout: Vec::new(),
-            stderr: Vec::new(),
-        }
+        Output::new(exit, Vec::new(), Vec::new())
     }
 
     #[tokio::test]

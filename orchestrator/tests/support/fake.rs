@@ -44,6 +44,8 @@ pub enum Behave {
     Slow,
     /// Kills the server daemon (SIGKILL), then fails as a client whose peer died.
     KillServer,
+    /// Prints a line of 3 MB (no newline until its end), then its ok report.
+    Flood,
 }
 
 impl Behave {
@@ -56,6 +58,7 @@ impl Behave {
             Behave::Once => "once",
             Behave::Slow => "slow",
             Behave::KillServer => "killsrv",
+            Behave::Flood => "flood",
         }
     }
 }
@@ -148,6 +151,7 @@ client() {
       hang) echo $$ >"$dir/hang-$nd.pid"; exec sleep 600 ;;
       once) echo ok >"$dir/behave-$nd"; cat "$dir/report-fail.json"; return 2 ;;
       slow) sleep 1; cat "$rep" ;;
+      flood) head -c 3000000 /dev/zero | tr '\0' x; echo; cat "$rep" ;;
       killsrv) kill -9 "$(cat "$dir/server.pid")"; sleep 0.3
         echo "rdmabw: error: the server stopped answering (no heartbeat for 1.5 s)" >&2; return 2 ;;
     esac

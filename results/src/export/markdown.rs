@@ -25,38 +25,14 @@ impl Exporter for MarkdownExporter {
     }
 }
 
-/// Text from a results file made safe anywhere in the document (a table cell, a heading, a
-/// list item): no pipes breaking columns, no newlines starting a block of their own, no HTML
-/// (`<`, `>`, `&` as entities), no links or images (`[`, `]`), no code spans (`` ` ``).
+/// Text from a results file made safe anywhere in the document ([`super::escape::markdown`]).
 fn cell(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '|' => out.push_str("\\|"),
-            '[' => out.push_str("\\["),
-            ']' => out.push_str("\\]"),
-            '`' => out.push_str("\\`"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
+    super::escape::markdown(text)
 }
 
-/// Text from a results file inside a code span: backticks (which would end it) as `'`, no
-/// newlines. Nothing else is read as markup there.
+/// Text from a results file inside a code span ([`super::escape::markdown_code`]).
 fn code(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '`' => '\'',
-            c if c.is_control() => ' ',
-            c => c,
-        })
-        .collect()
+    super::escape::markdown_code(text)
 }
 
 /// The distinct values of one setting over a series, joined.

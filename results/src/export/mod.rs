@@ -1,5 +1,6 @@
 //! Output formats, all behind one trait.
 
+pub mod escape;
 mod markdown;
 mod openmetrics;
 mod png;

@@ -59,13 +59,10 @@ impl Exporter for SvgExporter {
     }
 }
 
-/// Text from a results file as a label: its control characters (which XML 1.0 does not
-/// allow: the document would not parse) as spaces. The backend escapes `<`, `>`, `&` and
-/// quotes itself.
+/// Text from a results file as a label ([`super::escape::svg`]; the backend escapes `<`,
+/// `>`, `&` and quotes itself).
 fn label(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+    super::escape::svg(text)
 }
 
 fn chart_err<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> ResultsError {

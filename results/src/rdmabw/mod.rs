@@ -4,6 +4,7 @@
 //!
 //! Units are in the field names (`_gbps` = 10^9 bit/s, `_bytes`, `_s`).
 
+mod check;
 pub mod counters;
 #[cfg(feature = "cli")]
 pub mod flag_table;
