@@ -14,7 +14,8 @@ use crate::stats::{median, Rng};
 pub struct Run {
     /// The guest (boot) it ran in.
     pub boot: String,
-    /// `rdmabw`, `rdmabw-e` or `perftest`.
+    /// `rdmabw`, `rdmabw-e`, `perftest`, or with `--mixed` `rdmabw-client` (rdmabw's client
+    /// against ib_write_bw's server) and `rdmabw-server` (the other way round).
     pub tool: String,
     /// The round within the guest.
     pub round: u32,
@@ -207,10 +208,33 @@ pub fn not_below(r: f64, (_, hi): (f64, f64)) -> String {
     }
 }
 
+/// A verdict for a mixed pair (rdmabw on one side, ib_write_bw on the other): its bandwidth is
+/// meant to be the pure pair's, so the goal is a ratio whose interval reaches 1.0 (within the
+/// noise, which the A/A control shows).
+pub fn within_noise(r: f64, (lo, hi): (f64, f64)) -> String {
+    if lo <= 1.0 && hi >= 1.0 {
+        format!("met: {r:.3}, the interval {lo:.3} to {hi:.3} holds 1.0")
+    } else {
+        format!("not met: the interval {lo:.3} to {hi:.3} does not hold 1.0")
+    }
+}
+
+/// Which bandwidth goal an arm is held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BwGoal {
+    /// rdmabw against ib_write_bw: at least 1.0.
+    AtLeastOne,
+    /// rdmabw -e: not below 1.0 beyond the noise.
+    NotBelow,
+    /// A mixed pair against the pure perftest pair: 1.0 within the noise.
+    WithinNoise,
+}
+
 /// Every figure of one arm (`tool`, printed as `label`) against ib_write_bw (`perftest`): per
 /// guest, per round, medians, their ratio, the intervals and the verdicts. `cpu_goal` is the
-/// CPU-per-GB ratio to stay at or under; `event` takes the `-e` arm's bandwidth goal.
-pub fn arm(runs: &[Run], tool: &str, label: &str, cpu_goal: f64, event: bool) -> String {
+/// CPU-per-GB ratio to stay at or under (none for a mixed pair); `goal` the bandwidth goal.
+pub fn arm(runs: &[Run], tool: &str, label: &str, cpu_goal: Option<f64>, goal: BwGoal) -> String {
+    let event = goal == BwGoal::NotBelow;
     const BASE: &str = "perftest";
     let t = Table::new(runs);
     let mut o = String::new();
@@ -274,12 +298,13 @@ pub fn arm(runs: &[Run], tool: &str, label: &str, cpu_goal: f64, event: bool) ->
     let rc = t.ratio(tool, BASE, Figure::CpuPerGb, &rounds);
     let _ = writeln!(
         o,
-        "ratio of medians ({label} / perftest): bandwidth {rb:.3} (goal {}), CPU per GB {rc:.3} (goal <= {cpu_goal})",
-        if event {
-            "not below 1.0 beyond the noise"
-        } else {
-            ">= 1.0"
-        }
+        "ratio of medians ({label} / perftest): bandwidth {rb:.3} (goal {}), CPU per GB {rc:.3} ({})",
+        match goal {
+            BwGoal::NotBelow => "not below 1.0 beyond the noise",
+            BwGoal::WithinNoise => "1.0 within the noise",
+            BwGoal::AtLeastOne => ">= 1.0",
+        },
+        cpu_goal.map_or_else(|| "no goal".to_string(), |g| format!("goal <= {g}"))
     );
     let ib = interval(runs, tool, BASE, Figure::Gbps);
     let ic = interval(runs, tool, BASE, Figure::CpuPerGb);
@@ -299,12 +324,12 @@ pub fn arm(runs: &[Run], tool: &str, label: &str, cpu_goal: f64, event: bool) ->
     let _ = writeln!(
         o,
         "verdict: bandwidth goal {}; CPU-per-GB goal {}",
-        if event {
-            not_below(rb, ib)
-        } else {
-            verdict(rb, ib, true, 1.0)
+        match goal {
+            BwGoal::NotBelow => not_below(rb, ib),
+            BwGoal::WithinNoise => within_noise(rb, ib),
+            BwGoal::AtLeastOne => verdict(rb, ib, true, 1.0),
         },
-        verdict(rc, ic, false, cpu_goal)
+        cpu_goal.map_or_else(|| "none set".to_string(), |g| verdict(rc, ic, false, g))
     );
     o
 }
@@ -313,14 +338,32 @@ pub fn arm(runs: &[Run], tool: &str, label: &str, cpu_goal: f64, event: bool) ->
 /// the runs have one; in a `control` run (ib_write_bw in every place) the arms are named as
 /// the A/A comparisons they are.
 pub fn engine_summary(runs: &[Run], control: bool) -> String {
-    let mut o = arm(
-        runs,
-        "rdmabw",
-        if control { "A/A ib_write_bw" } else { "rdmabw" },
-        1.0,
-        false,
-    );
-    if runs.iter().any(|r| r.tool == "rdmabw-e") {
+    let has = |tool: &str| runs.iter().any(|r| r.tool == tool);
+    let mut o = String::new();
+    if has("rdmabw") {
+        o.push_str(&arm(
+            runs,
+            "rdmabw",
+            if control { "A/A ib_write_bw" } else { "rdmabw" },
+            Some(1.0),
+            BwGoal::AtLeastOne,
+        ));
+    }
+    // --mixed: rdmabw on one side of ib_write_bw, against the pure ib_write_bw pair.
+    for (tool, label) in [
+        ("rdmabw-client", "rdmabw client + ib_write_bw server"),
+        ("rdmabw-server", "ib_write_bw client + rdmabw server"),
+    ] {
+        if has(tool) {
+            let label = if control {
+                format!("A/A ib_write_bw (in the arm '{label}')")
+            } else {
+                label.to_string()
+            };
+            o.push_str(&arm(runs, tool, &label, None, BwGoal::WithinNoise));
+        }
+    }
+    if has("rdmabw-e") {
         o.push_str(&arm(
             runs,
             "rdmabw-e",
@@ -329,8 +372,8 @@ pub fn engine_summary(runs: &[Run], control: bool) -> String {
             } else {
                 "rdmabw -e"
             },
-            0.5,
-            true,
+            Some(0.5),
+            BwGoal::NotBelow,
         ));
     }
     o
@@ -339,6 +382,13 @@ pub fn engine_summary(runs: &[Run], control: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mixed_pair_is_met_when_its_interval_holds_one() {
+        assert!(within_noise(0.98, (0.95, 1.02)).starts_with("met"));
+        assert!(within_noise(1.03, (1.01, 1.05)).starts_with("not met"));
+        assert!(within_noise(0.9, (0.85, 0.97)).starts_with("not met"));
+    }
 
     fn run(boot: &str, tool: &str, round: u32, gbps: f64, cpu: f64) -> Run {
         Run {
@@ -379,7 +429,7 @@ mod tests {
                 })
             })
             .collect();
-        let s = arm(&runs, "rdmabw", "rdmabw", 1.0, false);
+        let s = arm(&runs, "rdmabw", "rdmabw", Some(1.0), BwGoal::AtLeastOne);
         assert!(
             s.contains("bandwidth 1.000 (goal >= 1.0), CPU per GB 1.000"),
             "{s}"

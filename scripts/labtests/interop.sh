@@ -26,6 +26,17 @@ mixed() {
   wait "$spid" || src=$?
 }
 
+# mixed_bg NAME PORT RAIL SERVER_ARGV... -- CLIENT_ARGV...: `mixed` in the background, its exits
+# in $T_OUT/NAME.rc ("CLIENT SERVER"); read them with rc_of after `wait`. Rails are independent:
+# pairs on different rails run at once.
+mixed_bg() {
+  local name=$1 port=$2 rail=$3; shift 3
+  ( NAME=$name PORT=$port RAIL=$rail; mixed "$@"; echo "$crc $src" >"$T_OUT/$name.rc" ) &
+}
+
+# rc_of NAME: sets crc and src from a mixed_bg pair (both 99 when it left no exits).
+rc_of() { read -r crc src <"$T_OUT/$1.rc" 2>/dev/null || { crc=99 src=99; }; NAME=$1; }
+
 # show_failure: both sides' output of the last mixed pair.
 show_failure() {
   local f
@@ -40,45 +51,55 @@ close_to() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit
 # and has its counters, and perftest's table shows the figure rdmabw reports (the server prints
 # the client's results as they came over the exchange).
 test_interop_bw_every_rail() {
-  local bw_r bw_p
-  for ((RAIL = 0; RAIL < LAB_RAILS; RAIL++)); do
-    NAME=rc$RAIL PORT=$((18800 + RAIL))
-    mixed "$IB_WRITE_BW" -F --report_gbits -n 500 -- "$RDMABW" client --json --report_gbits -n 500
-    [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || { show_failure; fail "rail $RAIL: rdmabw client exit $crc, ib_write_bw server exit $src"; }
+  local bw_r bw_p r
+  for ((r = 0; r < LAB_RAILS; r++)); do
+    mixed_bg rc$r $((18800 + r)) "$r" "$IB_WRITE_BW" -F --report_gbits -n 500 -- "$RDMABW" client --json --report_gbits -n 500
+  done
+  wait
+  for ((r = 0; r < LAB_RAILS; r++)); do
+    rc_of rc$r
+    [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || { show_failure; fail "rail $r: rdmabw client exit $crc, ib_write_bw server exit $src"; }
     [ "$(json_get "$T_OUT/$NAME.c.out" '.peer | "\(.tool) \(.version)"')" = "perftest 6.24" ] \
-      || { show_failure; fail "rail $RAIL: the report does not name perftest 6.24 as the peer"; }
-    [ "$(json_get "$T_OUT/$NAME.c.out" '.counters | length')" -ge 1 ] || fail "rail $RAIL: no counters in rdmabw's report"
+      || { show_failure; fail "rail $r: the report does not name perftest 6.24 as the peer"; }
+    [ "$(json_get "$T_OUT/$NAME.c.out" '.counters | length')" -ge 1 ] || fail "rail $r: no counters in rdmabw's report"
     bw_r=$(json_get "$T_OUT/$NAME.c.out" '.results[0].bw_avg_gbps * 100 | round / 100')
-    bw_p=$(row_avg "$T_OUT/$NAME.s.out") || { show_failure; fail "rail $RAIL: no row in ib_write_bw's server table"; }
-    echo "rail $RAIL rdmabw -> ib_write_bw: rdmabw says $bw_r Gb/s, ib_write_bw's server prints $bw_p"
-    close_to "$bw_r" "$bw_p" || fail "rail $RAIL: ib_write_bw's server prints $bw_p, rdmabw reported $bw_r"
-
-    NAME=pc$RAIL PORT=$((18810 + RAIL))
-    mixed "$RDMABW" server --json --report_gbits -n 500 -- "$IB_WRITE_BW" -F --report_gbits -n 500
-    [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || { show_failure; fail "rail $RAIL: ib_write_bw client exit $crc, rdmabw server exit $src"; }
-    [ "$(json_get "$T_OUT/$NAME.s.out" '.peer.tool')" = perftest ] || { show_failure; fail "rail $RAIL: the server's report does not name perftest"; }
+    bw_p=$(row_avg "$T_OUT/$NAME.s.out") || { show_failure; fail "rail $r: no row in ib_write_bw's server table"; }
+    echo "rail $r rdmabw -> ib_write_bw: rdmabw says $bw_r Gb/s, ib_write_bw's server prints $bw_p"
+    close_to "$bw_r" "$bw_p" || fail "rail $r: ib_write_bw's server prints $bw_p, rdmabw reported $bw_r"
+  done
+  for ((r = 0; r < LAB_RAILS; r++)); do
+    mixed_bg pc$r $((18810 + r)) "$r" "$RDMABW" server --json --report_gbits -n 500 -- "$IB_WRITE_BW" -F --report_gbits -n 500
+  done
+  wait
+  for ((r = 0; r < LAB_RAILS; r++)); do
+    rc_of pc$r
+    [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || { show_failure; fail "rail $r: ib_write_bw client exit $crc, rdmabw server exit $src"; }
+    [ "$(json_get "$T_OUT/$NAME.s.out" '.peer.tool')" = perftest ] || { show_failure; fail "rail $r: the server's report does not name perftest"; }
     bw_r=$(json_get "$T_OUT/$NAME.s.out" '.results[0].bw_avg_gbps * 100 | round / 100')
-    bw_p=$(row_avg "$T_OUT/$NAME.c.out") || { show_failure; fail "rail $RAIL: no row in ib_write_bw's client table"; }
-    echo "rail $RAIL ib_write_bw -> rdmabw: ib_write_bw's client prints $bw_p Gb/s, rdmabw's server reports $bw_r"
-    close_to "$bw_r" "$bw_p" || fail "rail $RAIL: rdmabw's server reports $bw_r, ib_write_bw measured $bw_p"
+    bw_p=$(row_avg "$T_OUT/$NAME.c.out") || { show_failure; fail "rail $r: no row in ib_write_bw's client table"; }
+    echo "rail $r ib_write_bw -> rdmabw: ib_write_bw's client prints $bw_p Gb/s, rdmabw's server reports $bw_r"
+    close_to "$bw_r" "$bw_p" || fail "rail $r: rdmabw's server reports $bw_r, ib_write_bw measured $bw_p"
   done
 }
 
-# The test shapes the exchange carries, each both ways on rail 1: -b (both directions, each
-# side's figures summed as ib_write_bw sums them), -q 2, -D 2 (perftest's timing on perftest's
-# side), --tclass and -m on each side's own QPs.
+# The test shapes the exchange carries, each both ways, each on a rail of its own at once: -b
+# (both directions, each side's figures summed as ib_write_bw sums them), -q 2, -D 2 (perftest's
+# timing on perftest's side), --tclass and -m on each side's own QPs.
 test_interop_bw_shapes() {
-  local shape sflags cflags it
-  RAIL=1
+  local shape sflags cflags it r=0
   for shape in bidir qps2 duration; do
     case $shape in
       bidir) sflags="-b -n 300" cflags="-b -n 300" ;;
       qps2) sflags="-q 2 -n 300" cflags="-q 2 -n 300" ;;
       duration) sflags="-D 2" cflags="-D 2" ;;
     esac
-    NAME=$shape-r PORT=$((18820 + ${#shape}))
     # shellcheck disable=SC2086
-    mixed "$IB_WRITE_BW" -F --report_gbits --tclass=41 $sflags -- "$RDMABW" client --json --report_gbits --tclass 41 -m 1024 $cflags
+    mixed_bg $shape-r $((18820 + r)) "$r" "$IB_WRITE_BW" -F --report_gbits --tclass=41 $sflags -- "$RDMABW" client --json --report_gbits --tclass 41 -m 1024 $cflags
+    r=$((r + 1))
+  done
+  wait
+  for shape in bidir qps2 duration; do
+    rc_of $shape-r
     [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || { show_failure; fail "$shape: rdmabw client exit $crc, ib_write_bw server exit $src"; }
     it=$(json_get "$T_OUT/$NAME.c.out" '.results[0].iterations')
     echo "$shape rdmabw -> ib_write_bw: $it iterations, $(json_get "$T_OUT/$NAME.c.out" '.results[0].bw_avg_gbps') Gb/s; ib_write_bw prints $(row_avg "$T_OUT/$NAME.s.out" || echo none)"
@@ -87,9 +108,21 @@ test_interop_bw_shapes() {
       [ "$(json_get "$T_OUT/$NAME.c.out" '.directions.server_to_client[0].iterations')" -gt 0 ] \
         || { show_failure; fail "bidir: no server-to-client figures from ib_write_bw"; }
     fi
-    NAME=$shape-p PORT=$((18830 + ${#shape}))
+  done
+  r=0
+  for shape in bidir qps2 duration; do
+    case $shape in
+      bidir) sflags="-b -n 300" cflags="-b -n 300" ;;
+      qps2) sflags="-q 2 -n 300" cflags="-q 2 -n 300" ;;
+      duration) sflags="-D 2" cflags="-D 2" ;;
+    esac
     # shellcheck disable=SC2086
-    mixed "$RDMABW" server --json --report_gbits $sflags -- "$IB_WRITE_BW" -F --report_gbits $cflags
+    mixed_bg $shape-p $((18830 + r)) "$r" "$RDMABW" server --json --report_gbits $sflags -- "$IB_WRITE_BW" -F --report_gbits $cflags
+    r=$((r + 1))
+  done
+  wait
+  for shape in bidir qps2 duration; do
+    rc_of $shape-p
     [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || { show_failure; fail "$shape: ib_write_bw client exit $crc, rdmabw server exit $src"; }
     echo "$shape ib_write_bw -> rdmabw: ib_write_bw prints $(row_avg "$T_OUT/$NAME.c.out" || echo none) Gb/s; rdmabw's server reports $(json_get "$T_OUT/$NAME.s.out" '.results[0].bw_avg_gbps')"
     [ "$(json_get "$T_OUT/$NAME.s.out" '.results | length')" -ge 1 ] || { show_failure; fail "$shape: the rdmabw server has no row"; }
