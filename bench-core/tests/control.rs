@@ -758,7 +758,7 @@ fn marked_versions_lead_two_rdmabws_into_their_frames() {
 
 #[test]
 fn a_plain_version_is_perftest_and_frames_from_the_first_byte_are_an_older_rdmabw() {
-    let (mut c, mut s) = opening_pair(PhaseTimeouts::uniform(Duration::from_secs(5)));
+    let (c, mut s) = opening_pair(PhaseTimeouts::uniform(Duration::from_secs(5)));
     let server = thread::spawn(move || s.server_opening().unwrap());
     // --peer perftest: perftest's plain version message (the server answers it later, in
     // perftest's exchange; nothing was written back yet).

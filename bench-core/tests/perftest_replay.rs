@@ -195,9 +195,8 @@ fn walk(t: &Transcript) -> String {
     }
     // Whether this pair exchanged 6.28's block: where each side's rule says so (rdmabw's
     // rule, PeerVersion::negotiates_with_us, is the same rule seen from a 6.24 side).
-    let negotiates = |me: &PeerVersion, peer: &PeerVersion| {
-        me.value >= 6.28 && (me.value < 6.29 || peer.value >= 6.28)
-    };
+    let negotiates =
+        |me: &PeerVersion, peer: &PeerVersion| wire::negotiates(me.hundredths(), peer.hundredths());
     let neg = negotiates(&vc, &vs);
     assert_eq!(neg, negotiates(&vs, &vc), "{}: both sides agree", t.name);
     if neg {

@@ -234,7 +234,6 @@ pub enum BwGoal {
 /// guest, per round, medians, their ratio, the intervals and the verdicts. `cpu_goal` is the
 /// CPU-per-GB ratio to stay at or under (none for a mixed pair); `goal` the bandwidth goal.
 pub fn arm(runs: &[Run], tool: &str, label: &str, cpu_goal: Option<f64>, goal: BwGoal) -> String {
-    let event = goal == BwGoal::NotBelow;
     const BASE: &str = "perftest";
     let t = Table::new(runs);
     let mut o = String::new();

@@ -85,16 +85,21 @@ test_interop_bw_every_rail() {
 # The test shapes the exchange carries, each both ways, each on a rail of its own at once: -b
 # (both directions, each side's figures summed as ib_write_bw sums them), -q 2, -D 2 (perftest's
 # timing on perftest's side), --tclass and -m on each side's own QPs.
+# shape_flags SHAPE: the flags both ends of a shape's test take.
+shape_flags() {
+  case $1 in
+    bidir) echo "-b -n 300" ;;
+    qps2) echo "-q 2 -n 300" ;;
+    duration) echo "-D 2" ;;
+  esac
+}
+
 test_interop_bw_shapes() {
-  local shape sflags cflags it r=0
+  local shape flags it r=0
   for shape in bidir qps2 duration; do
-    case $shape in
-      bidir) sflags="-b -n 300" cflags="-b -n 300" ;;
-      qps2) sflags="-q 2 -n 300" cflags="-q 2 -n 300" ;;
-      duration) sflags="-D 2" cflags="-D 2" ;;
-    esac
+    flags=$(shape_flags "$shape")
     # shellcheck disable=SC2086
-    mixed_bg $shape-r $((18820 + r)) "$r" "$IB_WRITE_BW" -F --report_gbits --tclass=41 $sflags -- "$RDMABW" client --json --report_gbits --tclass 41 -m 1024 $cflags
+    mixed_bg $shape-r $((18820 + r)) "$r" "$IB_WRITE_BW" -F --report_gbits --tclass=41 $flags -- "$RDMABW" client --json --report_gbits --tclass 41 -m 1024 $flags
     r=$((r + 1))
   done
   wait
@@ -111,13 +116,9 @@ test_interop_bw_shapes() {
   done
   r=0
   for shape in bidir qps2 duration; do
-    case $shape in
-      bidir) sflags="-b -n 300" cflags="-b -n 300" ;;
-      qps2) sflags="-q 2 -n 300" cflags="-q 2 -n 300" ;;
-      duration) sflags="-D 2" cflags="-D 2" ;;
-    esac
+    flags=$(shape_flags "$shape")
     # shellcheck disable=SC2086
-    mixed_bg $shape-p $((18830 + r)) "$r" "$RDMABW" server --json --report_gbits $sflags -- "$IB_WRITE_BW" -F --report_gbits $cflags
+    mixed_bg $shape-p $((18830 + r)) "$r" "$RDMABW" server --json --report_gbits $flags -- "$IB_WRITE_BW" -F --report_gbits $flags
     r=$((r + 1))
   done
   wait

@@ -663,13 +663,7 @@ impl ControlChannel {
                 Ok(0) => return Err(ControlError::PeerClosed { peer, phase }),
                 Ok(n) if n >= 4 || head[..n] != MAGIC[..n] => break,
                 Ok(_) => thread::sleep(Duration::from_millis(5)),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) => {}
+                Err(e) if crate::control::is_wait(&e) => {}
                 Err(e) => return Err(ControlError::from_io(Arc::new(e), peer, phase)),
             }
         }
@@ -721,13 +715,7 @@ impl ControlChannel {
             match (&self.stream).read(&mut buf[got..]) {
                 Ok(0) => return Err(ControlError::PeerClosed { peer, phase }),
                 Ok(k) => got += k,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) => {}
+                Err(e) if crate::control::is_wait(&e) => {}
                 Err(e) => return Err(ControlError::from_io(Arc::new(e), peer, phase)),
             }
         }
@@ -738,6 +726,15 @@ impl ControlChannel {
     pub fn into_stream(self) -> TcpStream {
         self.stream
     }
+}
+
+/// Whether a socket error only says that a read or write with a timeout found nothing yet
+/// (or was interrupted): the caller looks at its deadline and tries again.
+pub(crate) fn is_wait(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
 }
 
 /// What a client's connection opened with ([`ControlChannel::server_opening`]).

@@ -50,6 +50,7 @@ pub mod samples;
 mod shown;
 mod watch;
 
+pub(crate) use channel::is_wait;
 pub use channel::{measure_timeout, ControlChannel, Opening, Phase, PhaseTimeouts};
 pub use claims::{ClaimInfo, DeviceBusy, DeviceClaim, DeviceClaims};
 pub use error::ControlError;

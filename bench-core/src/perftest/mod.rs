@@ -345,13 +345,7 @@ impl PerftestConn {
                     })
                 }
                 Ok(k) => got += k,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) => {}
+                Err(e) if crate::control::is_wait(&e) => {}
                 Err(e)
                     if matches!(
                         e.kind(),

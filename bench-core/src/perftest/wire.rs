@@ -52,10 +52,32 @@ impl PeerVersion {
     /// Whether this peer exchanges the 6.28 negotiation block with a peer that presents
     /// [`OUR_VERSION`]: 6.28 negotiates with every peer, 6.29 on only with 6.28 or later.
     pub fn negotiates_with_us(&self) -> bool {
-        let ours: f64 = OUR_VERSION.parse().unwrap_or(0.0);
-        self.value >= 6.28 && (self.value < 6.29 || ours >= 6.28)
+        let ours = hundredths(OUR_VERSION.parse().unwrap_or(0.0));
+        negotiates(self.hundredths(), ours)
+    }
+
+    /// The version in hundredths (`6.24` is 624), as perftest's comparisons read it.
+    pub fn hundredths(&self) -> u32 {
+        hundredths(self.value)
     }
 }
+
+/// The first version that sends 6.28's negotiation block (to every peer).
+pub const NEGOTIATES_FROM: u32 = 628;
+/// The first version that sends it only to peers that negotiate too.
+pub const NEGOTIATES_WITH_NEGOTIATORS_FROM: u32 = 629;
+
+fn hundredths(v: f64) -> u32 {
+    (v * 100.0).round().clamp(0.0, f64::from(u32::MAX)) as u32
+}
+
+/// Whether a side of version `me` sends the negotiation block to a peer of version `peer`
+/// (both in hundredths): 6.28 to everyone, 6.29 on only to 6.28 or later.
+pub fn negotiates(me: u32, peer: u32) -> bool {
+    me >= NEGOTIATES_FROM && (me < NEGOTIATES_WITH_NEGOTIATORS_FROM || peer >= NEGOTIATES_FROM)
+}
+
+impl PeerVersion {}
 
 /// A message that is not what the exchange allows at that point.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

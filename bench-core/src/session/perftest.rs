@@ -333,13 +333,7 @@ impl ConnWatch {
                             return;
                         }
                         Ok(_) => return,
-                        Err(e)
-                            if matches!(
-                                e.kind(),
-                                io::ErrorKind::WouldBlock
-                                    | io::ErrorKind::TimedOut
-                                    | io::ErrorKind::Interrupted
-                            ) => {}
+                        Err(e) if crate::control::is_wait(&e) => {}
                         Err(_) => {
                             closed.store(true, Ordering::Relaxed);
                             stop.store(true, Ordering::Relaxed);
@@ -613,32 +607,28 @@ fn remote_of(t: &PerftestTest<'_>, pc: &PerftestConn, l: &Linked, version: &Peer
     }
 }
 
-/// The client's side of a test whose server turned out to be perftest (its version message
-/// has been read).
+/// One whole test with a perftest peer on `end`: the set-up steps, the sync of `-b`, the run,
+/// the exchanges after it. Returns the closed-down pieces the outcome is made of.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn client(
+fn whole_test(
     t: &PerftestTest<'_>,
     side: Side,
     stream: TcpStream,
+    end: End,
     version: &PeerVersion,
     gid_explicit: bool,
     stop: &Arc<AtomicBool>,
     log: &Log,
-) -> Result<Outcome, SessionError> {
-    let mut pc = PerftestConn::new(stream, End::Client, STEP_TIMEOUT).map_err(|e| {
+) -> Result<Done, SessionError> {
+    let mut pc = PerftestConn::new(stream, end, STEP_TIMEOUT).map_err(|e| {
         SessionError::Local(crate::error::Error::InvalidParams(format!(
             "control socket: {e}"
         )))
     })?;
-    log(&format!(
-        "the server is perftest {} ({}): perftest's exchange",
-        version.text,
-        if t.params.latency {
-            "ib_write_lat"
-        } else {
-            "ib_write_bw"
-        }
-    ));
+    let role = match end {
+        End::Client => Role::Client,
+        End::Server => Role::Server,
+    };
     let mut l = set_up(t, &mut pc, side, version, gid_explicit, stop)?;
     log(&format!(
         "QPs connected, path MTU {}; measuring",
@@ -648,27 +638,86 @@ pub(super) fn client(
         let b = pc.exchange(Step::Sync, &l.key0.encode(), l.key_len, stop)?;
         KeyMsg::decode(&b).map_err(|e| pc.wire(Step::Sync, e))?;
     }
-    let ran = run(t, &mut pc, &mut l, Role::Client, stop, log)?;
-    let theirs = finish(t, &mut pc, &l, Role::Client, &ran.results, stop)?;
-    let server_results = match theirs {
-        Some(m) if t.params.bidirectional => vec![result_of(&m, t.unit)],
-        _ => Vec::new(),
-    };
+    let ran = run(t, &mut pc, &mut l, role, stop, log)?;
+    let theirs = finish(t, &mut pc, &l, role, &ran.results, stop)?;
     let remote = remote_of(t, &pc, &l, version);
+    let peer = pc.peer();
     pc.close();
-    Ok(Outcome {
-        role: Role::Client,
-        rail: l.rail.clone(),
-        active_mtu_bytes: l.local_mtu,
+    Ok(Done {
+        role,
+        l,
+        ran,
+        theirs,
         remote,
-        params: t.params.clone(),
-        tuning: t.tuning.clone(),
-        path_mtu_bytes: l.mtu.bytes(),
-        client_results: ran.results,
-        server_results,
-        memory: l.memory.clone(),
-        counters: ran.counters.into_iter().collect(),
+        peer,
     })
+}
+
+/// A test with a perftest peer, run to its end.
+struct Done {
+    role: Role,
+    l: Linked,
+    ran: Ran,
+    /// The peer's figures: the client's (on a server), the server's with `-b` (on a client).
+    theirs: Option<BwReportMsg>,
+    remote: Remote,
+    peer: SocketAddr,
+}
+
+impl Done {
+    fn outcome(self, t: &PerftestTest<'_>) -> Outcome {
+        let theirs: Vec<SizeResult> = self.theirs.iter().map(|m| result_of(m, t.unit)).collect();
+        let (client_results, server_results) = match self.role {
+            Role::Client => (self.ran.results, theirs),
+            Role::Server => (theirs, self.ran.results),
+        };
+        Outcome {
+            role: self.role,
+            rail: self.l.rail,
+            active_mtu_bytes: self.l.local_mtu,
+            remote: self.remote,
+            params: t.params.clone(),
+            tuning: t.tuning.clone(),
+            path_mtu_bytes: self.l.mtu.bytes(),
+            client_results,
+            server_results,
+            memory: self.l.memory,
+            counters: self.ran.counters.into_iter().collect(),
+        }
+    }
+}
+
+/// The client's side of a test whose server turned out to be perftest (its version message
+/// has been read).
+pub(super) fn client(
+    t: &PerftestTest<'_>,
+    side: Side,
+    stream: TcpStream,
+    version: &PeerVersion,
+    gid_explicit: bool,
+    stop: &Arc<AtomicBool>,
+    log: &Log,
+) -> Result<Outcome, SessionError> {
+    log(&format!(
+        "the server is perftest {} ({}): perftest's exchange",
+        version.text,
+        if t.params.latency {
+            "ib_write_lat"
+        } else {
+            "ib_write_bw"
+        }
+    ));
+    let done = whole_test(
+        t,
+        side,
+        stream,
+        End::Client,
+        version,
+        gid_explicit,
+        stop,
+        log,
+    )?;
+    Ok(done.outcome(t))
 }
 
 /// The server's side of a test whose client is perftest (its version message has been read;
@@ -684,29 +733,19 @@ pub(super) fn server(
     stop: &Arc<AtomicBool>,
     log: &Log,
 ) -> Result<Outcome, SessionError> {
-    let mut pc = PerftestConn::new(stream, End::Server, STEP_TIMEOUT).map_err(|e| {
-        SessionError::Local(crate::error::Error::InvalidParams(format!(
-            "control socket: {e}"
-        )))
-    })?;
-    let mut l = set_up(t, &mut pc, side, version, gid_explicit, stop)?;
-    log(&format!(
-        "QPs connected, path MTU {}; measuring",
-        l.mtu.bytes()
-    ));
-    if t.params.bidirectional {
-        let b = pc.exchange(Step::Sync, &l.key0.encode(), l.key_len, stop)?;
-        KeyMsg::decode(&b).map_err(|e| pc.wire(Step::Sync, e))?;
-    }
-    let ran = run(t, &mut pc, &mut l, Role::Server, stop, log)?;
-    let theirs = finish(t, &mut pc, &l, Role::Server, &ran.results, stop)?;
-    let remote = remote_of(t, &pc, &l, version);
-    let peer = pc.peer();
-    pc.close();
-    let client_results: Vec<SizeResult> = theirs.iter().map(|m| result_of(m, t.unit)).collect();
+    let done = whole_test(
+        t,
+        side,
+        stream,
+        End::Server,
+        version,
+        gid_explicit,
+        stop,
+        log,
+    )?;
     // What perftest cannot say before the run, its report says after it: a size or a count
     // of writes other than this server was given.
-    if let Some(m) = theirs {
+    if let Some(m) = done.theirs {
         let mut items = Vec::new();
         let sizes = t.params.sizes.list();
         if pinned.sizes && !sizes.contains(&m.size) {
@@ -728,26 +767,14 @@ pub(super) fn server(
         }
         if !items.is_empty() {
             return Err(PerftestError::Mismatch {
-                peer,
+                peer: done.peer,
                 version: version.text.clone(),
                 items,
             }
             .into());
         }
     }
-    Ok(Outcome {
-        role: Role::Server,
-        rail: l.rail.clone(),
-        active_mtu_bytes: l.local_mtu,
-        remote,
-        params: t.params.clone(),
-        tuning: t.tuning.clone(),
-        path_mtu_bytes: l.mtu.bytes(),
-        client_results,
-        server_results: ran.results,
-        memory: l.memory.clone(),
-        counters: ran.counters.into_iter().collect(),
-    })
+    Ok(done.outcome(t))
 }
 
 impl PerftestError {
