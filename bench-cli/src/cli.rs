@@ -615,7 +615,13 @@ pub struct TestArgs {
     /// auto (the default) finds out from the peer's first message, without breaking a perftest
     /// server; rdmabw speaks only rdmabw (a client then also reaches an older rdmabw server);
     /// perftest speaks only perftest's exchange.
-    #[arg(long, value_name = "TOOL", value_enum, default_value_t = PeerArg::Auto)]
+    #[arg(
+        long,
+        value_name = "TOOL",
+        value_enum,
+        default_value_t = PeerArg::Auto,
+        hide_short_help = true
+    )]
     pub peer: PeerArg,
 
     /// Client: seconds to keep trying to reach the server.
