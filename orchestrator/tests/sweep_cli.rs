@@ -966,10 +966,13 @@ fn server_tool_ib_write_bw_serves_each_rail_with_perftest() {
     );
     let rows = read_path(&out).expect("csv reads");
     assert_eq!(rows.iter().map(|r| r.rail).collect::<Vec<_>>(), [0, 1, 2]);
-    for row in &rows {
+    for (i, row) in rows.iter().enumerate() {
         assert_eq!(row.status, RailStatus::Ok, "{row:?}");
         assert_eq!(row.server_tool.as_deref(), Some("ib_write_bw"));
         assert_eq!(row.client_tool.as_deref(), Some("rdmabw"));
+        // perftest names neither its device nor its GID index: the server pod's rails do.
+        assert_eq!(row.server_rdma_device, format!("mlx5_{i}"));
+        assert_eq!(row.server_gid_index, Some(3));
     }
     let servers = f.read("ib_write_bw-args.log");
     assert_eq!(

@@ -159,10 +159,15 @@ impl RdmabwRun {
                 e.and_then(|e| e.netdev.clone())
                     .or_else(|| f.interface.clone())
                     .unwrap_or_default(),
+                // A perftest peer names neither its device nor its GID index: the report has
+                // them empty and `u32::MAX`, and the launcher's (if any) are the row's.
                 e.map(|e| e.device.clone())
+                    .filter(|d| !d.is_empty())
                     .or_else(|| f.rdma_device.clone())
                     .unwrap_or_default(),
-                e.map(|e| e.gid_index).or(f.gid_index),
+                e.map(|e| e.gid_index)
+                    .filter(|g| *g != u32::MAX)
+                    .or(f.gid_index),
             )
         };
         let (cn, ci, cd, cg) = end(client, &self.client);
@@ -455,6 +460,27 @@ mod tests {
         rep.role = Role::Server;
         rep.peer = Some(PeerTool::perftest("6.24"));
         assert_eq!(tools(&rep, &run()), (some("ib_write_bw"), some("rdmabw")));
+        // perftest names neither its device nor its GID index: the launcher's are the row's,
+        // and without them the row leaves them unknown rather than u32::MAX.
+        rep.role = Role::Client;
+        let remote = rep.remote.as_mut().unwrap();
+        (remote.device, remote.gid_index) = (String::new(), u32::MAX);
+        let row = &rep.rail_results(&run())[0];
+        assert_eq!(
+            (row.server_rdma_device.as_str(), row.server_gid_index),
+            ("", None)
+        );
+        launched.server.rdma_device = some("rxe_b2");
+        launched.server.gid_index = Some(1);
+        let row = &rep.rail_results(&launched)[0];
+        assert_eq!(
+            (row.server_rdma_device.as_str(), row.server_gid_index),
+            ("rxe_b2", Some(1))
+        );
+        assert_eq!(
+            row.client_rdma_device, "rxe2",
+            "the report's own end is its own"
+        );
         // No report: only what the launcher knows.
         let failed = launched.failed_row(None, "no route");
         assert_eq!(
