@@ -215,7 +215,13 @@ impl<'a, R: Runner> Sweep<'a, R> {
         argv.push(addr);
         // perftest's server checks no secret: the client presents none.
         let ran = self.run_client(pair.rail, &argv, deadline, false).await;
-        let ended = match tokio::time::timeout(PERFTEST_SERVER_END, &mut server.done).await {
+        // Interrupted: the server is stopped at once, not waited for.
+        let grace = if matches!(ran, Ran::Interrupted) {
+            Duration::ZERO
+        } else {
+            PERFTEST_SERVER_END
+        };
+        let ended = match tokio::time::timeout(grace, &mut server.done).await {
             Ok(r) => Some(describe_end(r)),
             Err(_) => stop_process(
                 self.runner,
