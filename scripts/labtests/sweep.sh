@@ -98,7 +98,8 @@ test_sweep_parallel() {
 # each rail in podB, one process per rail on its own port (-p + rail), with the rail's device
 # and GID; rdmabw's client in podA measures against it with perftest's exchange. Every rail has
 # traffic, each row says which program served it, no rdmabw daemon ran, and no server is left.
-test_sweep_server_tool_ib_write_bw() {
+# (Its name has no "ib_write_bw": cleanup_pods ends what matches that, the suite too.)
+test_sweep_against_perftests_server() {
   sweep pt -D 2 --mode sriov --server-tool ib_write_bw --ib-write-bw "$IB_WRITE_BW" -p 18900 --show-commands
   [ "$rc" -eq 0 ] || { cat "$T_OUT/pt.err"; fail "railsweep exit $rc"; }
   expect_rows "$T_OUT/pt.csv" 4
