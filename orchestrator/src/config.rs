@@ -13,7 +13,7 @@ use results::NetworkMode;
 
 use crate::plan::parse_rail_list;
 use crate::runner::KubeTarget;
-use crate::sweep::{LatencyTest, Rdmabw, SweepConfig};
+use crate::sweep::{LatencyTest, Rdmabw, SweepConfig, Tool};
 
 /// The program name and version recorded in JSON output (`railsweep 0.1.0+cd06ab8`).
 pub fn generated_by() -> String {
@@ -301,9 +301,24 @@ pub struct SweepArgs {
     /// it by hand).
     #[arg(help_heading = heading::OUTPUT, long)]
     pub show_commands: bool,
-    /// TCP port of the server daemon.
+    /// TCP port of the server daemon (with --server-tool ib_write_bw: rail N's server listens
+    /// on PORT + N).
     #[arg(help_heading = heading::RDMABW, short = 'p', long, value_name = "PORT", default_value_t = 18515, value_parser = tcp_port)]
     pub port: u16,
+    /// What serves the rails in the server pod: `rdmabw` (one daemon for every rail) or
+    /// `ib_write_bw` (perftest's server, one per rail on port -p + rail number, for an image
+    /// with perftest and no rdmabw: rdmabw's client speaks perftest's exchange to it; the pod
+    /// still needs rdmabw, or --inject, to list its rails). Rows say it in server_tool.
+    #[arg(help_heading = heading::RDMABW, long, value_enum, value_name = "TOOL", default_value_t = Tool::Rdmabw)]
+    pub server_tool: Tool,
+    /// What runs each rail's client in the client pod: `rdmabw` (`ib_write_bw` is refused for
+    /// now: measure against perftest with --server-tool ib_write_bw).
+    #[arg(help_heading = heading::RDMABW, long, value_enum, value_name = "TOOL", default_value_t = Tool::Rdmabw)]
+    pub client_tool: Tool,
+    /// perftest's ib_write_bw inside the server pod, for --server-tool ib_write_bw: a path, or
+    /// a name looked up in PATH.
+    #[arg(help_heading = heading::RDMABW, long = "ib-write-bw", value_name = "PATH", default_value = "ib_write_bw")]
+    pub ib_write_bw: String,
 }
 
 /// The rdmabw next to this railsweep, if there is one: the local runner's default rdmabw.
@@ -404,6 +419,17 @@ impl SweepArgs {
                  for one rail's whole curve"
             );
         }
+        if self.client_tool == Tool::IbWriteBw {
+            crate::sweep::perftest::refuse_client_tool()?;
+        }
+        if self.server_tool == Tool::IbWriteBw {
+            crate::sweep::perftest::check_server_tool(
+                &test,
+                self.duration,
+                self.gpu.is_some() || self.use_cuda.is_some(),
+                self.tests.lat,
+            )?;
+        }
         let rdmabw =
             if self.inject {
                 Rdmabw::Inject(self.inject_binary.clone().or_else(inject_default).context(
@@ -440,6 +466,8 @@ impl SweepArgs {
             show_commands: self.show_commands,
             // Known once the pods of `--mode dra --gpu-align` are allocated (run::sweep_mode).
             rail_gpus: Default::default(),
+            server_tool: self.server_tool,
+            ib_write_bw: self.ib_write_bw.clone(),
         })
     }
 }

@@ -56,5 +56,7 @@ pub(crate) fn row(client: &str, server: &str, rail: u32, bw: Option<f64>) -> Rai
         lat_p99_us: None,
         lat_max_us: None,
         software_rdma: None,
+        client_tool: None,
+        server_tool: None,
     }
 }

@@ -930,3 +930,164 @@ fn port_0_is_refused_naming_the_flag() {
         assert!(!out.exists() && f.read("client-args.log").is_empty());
     }
 }
+
+/// The PIDs the fake ib_write_bw recorded, one per server it ran.
+fn ib_write_bw_pids(f: &Fake) -> Vec<u32> {
+    f.read("ib_write_bw.pids")
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// [`local_args`] with perftest's server in the server pod (`--server-tool ib_write_bw`).
+fn perftest_args<'a>(fake: &'a str, out: &'a str, ib_write_bw: &'a str) -> Vec<&'a str> {
+    let mut args = local_args(fake, out);
+    args.extend(["--server-tool", "ib_write_bw", "--ib-write-bw", ib_write_bw]);
+    args
+}
+
+/// `--server-tool ib_write_bw`: no rdmabw daemon; per rail, perftest's server on port -p +
+/// rail with the rail's device and GID and the flags both ends share, and rdmabw's client
+/// against it speaking perftest's exchange (no secret to present); the rows say which tool
+/// served, and every server is gone at the end.
+#[test]
+fn server_tool_ib_write_bw_serves_each_rail_with_perftest() {
+    let f = Fake::new(3);
+    let (out, bin, o) = paths(&f);
+    let pt = s(&f.ib_write_bw());
+    let mut args = perftest_args(&bin, &o, &pt);
+    args.extend(["-s", "4096", "-q", "2"]);
+    let r = railsweep(&args);
+    let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let rows = read_path(&out).expect("csv reads");
+    assert_eq!(rows.iter().map(|r| r.rail).collect::<Vec<_>>(), [0, 1, 2]);
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row.status, RailStatus::Ok, "{row:?}");
+        assert_eq!(row.server_tool.as_deref(), Some("ib_write_bw"));
+        assert_eq!(row.client_tool.as_deref(), Some("rdmabw"));
+        // perftest names neither its device nor its GID index: the server pod's rails do.
+        assert_eq!(row.server_rdma_device, format!("mlx5_{i}"));
+        assert_eq!(row.server_gid_index, Some(3));
+    }
+    let servers = f.read("ib_write_bw-args.log");
+    assert_eq!(
+        servers.lines().collect::<Vec<_>>(),
+        (0..3)
+            .map(|i| format!(
+                "-d mlx5_{i} -x 3 -p {} -F -D 1 --report_gbits -s 4096 -q 2 --tclass=41",
+                18999 + i
+            ))
+            .collect::<Vec<_>>()
+    );
+    let log = f.client_log();
+    assert!(
+        log.contains(
+            "--server-gid-index 3 -p 19001 --tclass 41 --peer perftest --report_gbits 10.224.2.2"
+        ),
+        "{log}"
+    );
+    assert_eq!(log.lines().count(), 3, "a client process per rail: {log}");
+    // No daemon, no batch, no secret handed to anyone.
+    assert!(!f.file("server-args").exists(), "no rdmabw daemon");
+    assert!(batch_pids(&f).is_empty());
+    assert_eq!(f.read("secrets.log"), "");
+    assert!(!log.contains("--secret-stdin"), "{log}");
+    for pid in ib_write_bw_pids(&f) {
+        assert!(!alive(pid), "ib_write_bw {pid} ended");
+    }
+    assert!(
+        stderr.contains("serves each rail with perftest's ib_write_bw"),
+        "{stderr}"
+    );
+}
+
+/// A rail whose perftest server fails says so in its error, with the server's own words; a
+/// server whose client never came is stopped, not left behind.
+#[test]
+fn a_failing_or_forsaken_perftest_server_is_named_and_ended() {
+    let f = Fake::new(1);
+    f.write("ib_write_bw-fail", "");
+    f.write("behave-net1", "crash");
+    let (out, bin, o) = paths(&f);
+    let pt = s(&f.ib_write_bw());
+    let r = railsweep(&perftest_args(&bin, &o, &pt));
+    assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
+    let rows = read_path(&out).expect("csv reads");
+    let e = rows[0].error.clone().unwrap_or_default();
+    assert_eq!(rows[0].status, RailStatus::Failed);
+    assert!(
+        e.contains("connection refused")
+            && e.contains("ib_write_bw in pod")
+            && e.contains("Couldn't listen"),
+        "{e}"
+    );
+    assert_eq!(rows[0].server_tool.as_deref(), Some("ib_write_bw"));
+
+    let f = Fake::new(1);
+    f.write("ib_write_bw-hang", "");
+    let (out, bin, o) = paths(&f);
+    let pt = s(&f.ib_write_bw());
+    let r = railsweep(&perftest_args(&bin, &o, &pt));
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    assert_eq!(read_path(&out).expect("csv")[0].status, RailStatus::Ok);
+    let pids = ib_write_bw_pids(&f);
+    assert_eq!(pids.len(), 1);
+    assert!(
+        !alive(pids[0]),
+        "the forsaken server {} was stopped",
+        pids[0]
+    );
+}
+
+/// What perftest's server cannot take is refused before any pod work, naming the flag (exit
+/// 2); so is `--client-tool ib_write_bw`, not done yet.
+#[test]
+fn flags_perftest_cannot_serve_are_refused_naming_the_flag() {
+    let f = Fake::new(1);
+    let (out, bin, o) = paths(&f);
+    let pt = s(&f.ib_write_bw());
+    for (extra, says) in [
+        (
+            &["-b"][..],
+            "-b/--bidirectional with --server-tool ib_write_bw",
+        ),
+        (
+            &["--data_validation"][..],
+            "--data_validation with --server-tool ib_write_bw",
+        ),
+        (
+            &["--test", "bw,lat"][..],
+            "--test bw,lat with --server-tool ib_write_bw",
+        ),
+        (
+            &["-D", "1.5"][..],
+            "-D/--duration 1.5 with --server-tool ib_write_bw",
+        ),
+        (
+            &["--use_cuda", "0"][..],
+            "--gpu/--use_cuda with --server-tool ib_write_bw",
+        ),
+    ] {
+        let mut args = perftest_args(&bin, &o, &pt);
+        match args.iter().position(|a| *a == extra[0]) {
+            // -D is in the arguments already: its value changes.
+            Some(i) => args[i + 1] = extra[1],
+            None => args.extend(extra),
+        }
+        let r = railsweep(&args);
+        assert_eq!(r.status.code(), Some(2), "{extra:?}: {}", text(&r.stderr));
+        assert_says(&r.stderr, says);
+    }
+    let mut args = local_args(&bin, &o);
+    args.extend(["--client-tool", "ib_write_bw"]);
+    let r = railsweep(&args);
+    assert_eq!(r.status.code(), Some(2));
+    assert_says(&r.stderr, "--client-tool ib_write_bw: not supported yet");
+    assert!(!out.exists(), "nothing measured");
+    assert!(!f.file("ib_write_bw-args.log").exists());
+}

@@ -25,8 +25,10 @@ use crate::threshold::{below_threshold, percent_of_line_rate};
 /// counters file beside it ([`crate::countersio`]), and its fractional numbers are rounded to
 /// six significant digits; the record and JSON are as in version 4. Version 6 added
 /// `lat_p50_us`, `lat_p99_us` and `lat_max_us` (railsweep `--test bw,lat`); version 7
-/// `software_rdma` (whether the figures measure an emulated RDMA device).
-pub const SCHEMA_VERSION: u32 = 7;
+/// `software_rdma` (whether the figures measure an emulated RDMA device); version 8
+/// `client_tool` and `server_tool` (which program ran each end: rdmabw or perftest's
+/// ib_write_bw).
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// Fields added after version 1, with the version that added them: a file of an
 /// older version has no column (no key) for them, and its rows read with the
@@ -45,6 +47,8 @@ pub const ADDED_FIELDS: &[(&str, u32)] = &[
     ("lat_p99_us", 6),
     ("lat_max_us", 6),
     ("software_rdma", 7),
+    ("client_tool", 8),
+    ("server_tool", 8),
 ];
 
 /// True when a file of `version` must have field `name`.
@@ -347,6 +351,15 @@ pub struct RailResult {
     /// not known (rdmabw run by hand, and an older file).
     #[serde(default)]
     pub software_rdma: Option<bool>,
+    /// The program that ran the client's end: `rdmabw`, or `ib_write_bw` (perftest). Empty
+    /// where not known (an older file).
+    #[serde(default)]
+    pub client_tool: Option<String>,
+    /// The program that ran the server's end, as `client_tool`: `ib_write_bw` where the rail
+    /// was measured against perftest's server (`railsweep run --server-tool ib_write_bw`, or
+    /// an rdmabw client that found perftest on the other end).
+    #[serde(default)]
+    pub server_tool: Option<String>,
 }
 
 /// A record that breaks one of [`RailResult`]'s rules, with the field at fault.

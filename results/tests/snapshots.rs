@@ -179,12 +179,14 @@ fn a_version_1_fixture_reads_and_rewrites_as_the_current_version_row_for_row() {
                 "lat_p99_us".into(),
                 "lat_max_us".into(),
                 "software_rdma".into(),
+                "client_tool".into(),
+                "server_tool".into(),
             ]);
         } else {
             assert_eq!(want[0], "1", "a version 1 row");
             want[0] = results::SCHEMA_VERSION.to_string();
             want.insert(after_qps, "false".into());
-            want.extend(std::iter::repeat_n(String::new(), 11));
+            want.extend(std::iter::repeat_n(String::new(), 13));
         }
         assert_eq!(
             &want,

@@ -1,7 +1,8 @@
 # lab: --layout pods --rails 4
 # railsweep run (issue 6) between podA and podB over real rxe with the local runner (ip netns
-# exec): every rail, --parallel, a rail down, a server pod killed mid-sweep, Ctrl-C. The
-# Kubernetes runner over real rails is suite modes (a real control plane).
+# exec): every rail, --parallel, against perftest's ib_write_bw as the server, a rail down, a
+# server pod killed mid-sweep, Ctrl-C. The Kubernetes runner over real rails is suite modes (a
+# real control plane).
 # Bandwidths are only checked to be above zero: rxe under emulation is slow. So is everything
 # else there: one rdmabw client of -D 2 takes 8 to 18 s of wall time in the guest, hence the
 # generous --margin (railsweep's default of 15 s is sized for real machines).
@@ -91,6 +92,32 @@ test_sweep_parallel() {
   expect_rows "$T_OUT/par.csv" 4
   expect_traffic "$T_OUT/par.csv" 0 1 2 3
   grep -Eq '^ *sum +4 rails at once' "$T_OUT/par.out" || fail "no sum line"
+}
+
+# perftest on the server side (--server-tool ib_write_bw): the lab's real ib_write_bw serves
+# each rail in podB, one process per rail on its own port (-p + rail), with the rail's device
+# and GID; rdmabw's client in podA measures against it with perftest's exchange. Every rail has
+# traffic, each row says which program served it, no rdmabw daemon ran, and no server is left.
+# (Its name has no "ib_write_bw": cleanup_pods ends what matches that, the suite too.)
+test_sweep_against_perftests_server() {
+  sweep pt -D 2 --mode sriov --server-tool ib_write_bw --ib-write-bw "$IB_WRITE_BW" -p 18900 --show-commands
+  [ "$rc" -eq 0 ] || { cat "$T_OUT/pt.err"; fail "railsweep exit $rc"; }
+  expect_rows "$T_OUT/pt.csv" 4
+  expect_traffic "$T_OUT/pt.csv" 0 1 2 3
+  python3 - "$T_OUT/pt.csv" <<'PY' || fail "a row does not say that ib_write_bw served it"
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    assert (r["client_tool"], r["server_tool"]) == ("rdmabw", "ib_write_bw"), r
+PY
+  for i in 0 1 2 3; do
+    grep -q -- "-d rxe_b$i -x [0-9]* -p $((18900 + i)) -F -D 2 --report_gbits -s $SIZE -q 1 --tclass=41" "$T_OUT/pt.err" \
+      || { cat "$T_OUT/pt.err"; fail "rail $i: no ib_write_bw server of rxe_b$i on port $((18900 + i))"; }
+    grep -q -- "--peer perftest --report_gbits" "$T_OUT/pt.err" || fail "the clients did not speak perftest's exchange"
+    grep -q "rxe_a$i .*rxe_b$i" "$T_OUT/pt.out" || fail "rail $i: not rxe_a$i -> rxe_b$i in the table"
+  done
+  ! grep -q -- "server --daemon" "$T_OUT/pt.err" || fail "an rdmabw daemon ran"
+  ! pgrep -f "usr/bin/ib_write_bw" >/dev/null || { pgrep -af ib_write_bw; fail "ib_write_bw servers left behind"; }
+  ! pgrep -x rdmabw >/dev/null || { pgrep -a rdmabw; fail "rdmabw processes left behind"; }
 }
 
 # A rail taken down before the sweep is a failed row with a clear error; the others are measured.

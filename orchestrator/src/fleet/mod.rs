@@ -300,6 +300,15 @@ impl FleetArgs {
 /// `railsweep fleet`: over the pods railsweep creates (`--mode M --nodes SELECTOR`), or over
 /// existing ones.
 pub async fn run(args: FleetArgs) -> Result<Verdict> {
+    if args.sweep.server_tool != crate::sweep::Tool::Rdmabw
+        || args.sweep.client_tool != crate::sweep::Tool::Rdmabw
+    {
+        bail!(
+            "--server-tool/--client-tool: a fleet serves every pair with rdmabw (its pods serve \
+             and measure by turns); measure a pair against perftest with `railsweep run \
+             --server-tool ib_write_bw`"
+        );
+    }
     let verdict_opts = args.verdict_options()?;
     args.topology_label()?;
     if let Some(nodes) = &args.nodes {

@@ -5,8 +5,11 @@
 //! life), `rail` (a rail's attempts and its row), and here the sweep's loop.
 
 mod daemon;
+pub mod perftest;
 mod rail;
 mod setup;
+
+pub use perftest::Tool;
 
 pub use setup::{infer_mode, inject, injected_path, prepare, prepare_pod, PodSetUp};
 
@@ -81,6 +84,11 @@ pub struct SweepConfig {
     pub show_commands: bool,
     /// Mode `dra --gpu-align`: the GPU allocated with each rail of each pod, for the rows.
     pub rail_gpus: crate::modes::dra::PairGpus,
+    /// What serves the rails in the server pod (`--server-tool`): rdmabw's one daemon, or
+    /// perftest's `ib_write_bw`, one per rail (see [`perftest`]).
+    pub server_tool: Tool,
+    /// perftest's `ib_write_bw` in the server pod (`--ib-write-bw`).
+    pub ib_write_bw: String,
 }
 
 impl SweepConfig {
@@ -221,6 +229,22 @@ fn plan_processes(
         &prep.client_rails.capabilities,
     );
     let daemon = rdmabw::DaemonSpec::for_pod(cfg.port, cfg.gpu.clone(), addrs, server);
+    if cfg.server_tool == Tool::IbWriteBw {
+        if let (Some(first), Some(last)) = (pairs.first(), pairs.last()) {
+            results::say!(
+                "railsweep: pod {} serves each rail with perftest's ib_write_bw (rail N on port \
+                 {} + N, ports {}-{}); the clients in pod {} speak perftest's exchange to it",
+                prep.pods.server,
+                cfg.port,
+                perftest::rail_port(cfg.port, first.rail).unwrap_or(cfg.port),
+                perftest::rail_port(cfg.port, last.rail).unwrap_or(u16::MAX),
+                prep.pods.client
+            );
+        }
+        // A client process per rail: the batch presents the sweep's secret, which perftest
+        // does not check, and one process per test keeps each rail's client on its own.
+        return (daemon, false);
+    }
     let older = |pod: &str, lacks: &str, so: &str| {
         results::say!(
             "railsweep: note: the rdmabw in pod {pod} has no {lacks} (an older build); {so}"
@@ -308,7 +332,7 @@ pub async fn run<R: Runner>(
         clients_s: 0.0,
     };
     // Start the daemon before the first rail; if it cannot start, every rail says why.
-    if !pairs.is_empty() {
+    if !pairs.is_empty() && cfg.server_tool == Tool::Rdmabw {
         if let Err(e) = sweep.server.ensure().await {
             progress.println(&format!("railsweep: {e}"));
         }
@@ -402,6 +426,8 @@ mod tests {
             gpu: None,
             show_commands: false,
             rail_gpus: Default::default(),
+            server_tool: Tool::Rdmabw,
+            ib_write_bw: "ib_write_bw".into(),
         }
     }
 

@@ -11,7 +11,8 @@ use results::{rfc3339_utc, MemoryKind, NetworkMode, RailResult};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use super::daemon::{stop_process, Server};
+use super::daemon::{describe_end, stop_process, Server};
+use super::perftest::{self, Tool};
 use super::{Prepared, SweepConfig};
 use crate::batch::{BatchClient, TestEnd};
 use crate::modes::dra::GpusByInterface;
@@ -23,6 +24,10 @@ use crate::runner::{Output, Runner, StartTurn};
 /// How long a failed rail waits to see whether the server daemon has ended too (to say so in
 /// the rail's error and start a new one for the next rail).
 pub(super) const DAEMON_END_GRACE: Duration = Duration::from_millis(500);
+
+/// How long perftest's server may take to end by itself after its rail's client ended (it
+/// prints the client's figures and exits) before railsweep stops it.
+pub(super) const PERFTEST_SERVER_END: Duration = Duration::from_secs(3);
 
 /// Adds the time since its start to a total when dropped (however the attempt ends).
 pub(super) struct CountTime<'a>(&'a std::sync::Mutex<f64>, Instant);
@@ -121,16 +126,125 @@ impl<'a, R: Runner> Sweep<'a, R> {
 
     /// One bandwidth attempt on `pair`'s rail.
     pub(super) async fn attempt(&self, pair: &RailPair) -> Attempt {
+        if self.cfg.server_tool == Tool::IbWriteBw {
+            return self.perftest_attempt(pair).await;
+        }
         let Some(test) = self.client_test(pair) else {
             return Attempt::Failed("rail missing on one side".into(), None);
         };
         let argv = rdmabw::client_argv(&self.prep.client_bin, &test);
-        match self.run_client(pair.rail, &argv, self.cfg.deadline()).await {
+        match self
+            .run_client(pair.rail, &argv, self.cfg.deadline(), true)
+            .await
+        {
             Ran::Done(out) => match rdmabw::parse_client(&out) {
                 ClientOutcome::Measured(rep) => Attempt::Measured(rep),
                 ClientOutcome::Failed(why, rep) => Attempt::Failed(why, rep),
             },
             Ran::Failed(why) => Attempt::Failed(why, None),
+            Ran::Interrupted => Attempt::Interrupted,
+        }
+    }
+
+    /// One bandwidth attempt on `pair`'s rail against perftest's server (`--server-tool
+    /// ib_write_bw`): start `ib_write_bw` for this rail in the server pod, run rdmabw's client
+    /// against it with perftest's exchange (the client keeps trying to connect until its
+    /// `--connect-timeout` while the server comes up), then see the server end by itself after
+    /// its one test, or stop it. A failed attempt's reason ends with the server's last words.
+    async fn perftest_attempt(&self, pair: &RailPair) -> Attempt {
+        let (Some(mut test), Some(server_row)) = (self.client_test(pair), pair.server.as_ref())
+        else {
+            return Attempt::Failed("rail missing on one side".into(), None);
+        };
+        let Some(port) = perftest::rail_port(self.cfg.port, pair.rail) else {
+            return Attempt::Failed(
+                format!(
+                    "rail {}'s ib_write_bw port, -p {} + {}, is past 65535: give a lower -p",
+                    pair.rail, self.cfg.port, pair.rail
+                ),
+                None,
+            );
+        };
+        test.port = port;
+        let server_argv = match perftest::server_argv(
+            &self.cfg.ib_write_bw,
+            server_row,
+            port,
+            self.cfg.duration_s,
+            &self.cfg.test,
+        ) {
+            Ok(v) => v,
+            Err(why) => return Attempt::Failed(why, None),
+        };
+        let pod = &self.prep.pods.server;
+        if self.cfg.show_commands {
+            results::say!(
+                "railsweep: rail {}: in pod {pod}: {}",
+                pair.rail,
+                server_argv.join(" ")
+            );
+        }
+        let deadline = self.cfg.deadline();
+        let Some(turn) = self.start_turn().await else {
+            return Attempt::Interrupted;
+        };
+        let spawned = tokio::select! {
+            r = self.runner.spawn(pod, &server_argv, None) => r,
+            _ = tokio::time::sleep(deadline) => return Attempt::Failed(format!(
+                "could not start ib_write_bw in pod {pod} within the rail's deadline of {:.0} s",
+                deadline.as_secs_f64()
+            ), None),
+            _ = self.cancel.cancelled() => return Attempt::Interrupted,
+        };
+        drop(turn);
+        let mut server = match spawned {
+            Ok(s) => s,
+            Err(e) => {
+                return Attempt::Failed(
+                    format!(
+                        "cannot start ib_write_bw in pod {pod}: {}",
+                        crate::exit::words(&e)
+                    ),
+                    None,
+                )
+            }
+        };
+        let mut argv = rdmabw::client_argv(&self.prep.client_bin, &test);
+        let addr = argv.pop().unwrap_or_default();
+        argv.extend(perftest::CLIENT_FLAGS.iter().map(ToString::to_string));
+        argv.push(addr);
+        // perftest's server checks no secret: the client presents none.
+        let ran = self.run_client(pair.rail, &argv, deadline, false).await;
+        // Interrupted: the server is stopped at once, not waited for.
+        let grace = if matches!(ran, Ran::Interrupted) {
+            Duration::ZERO
+        } else {
+            PERFTEST_SERVER_END
+        };
+        let ended = match tokio::time::timeout(grace, &mut server.done).await {
+            Ok(r) => Some(describe_end(r)),
+            Err(_) => stop_process(
+                self.runner,
+                pod,
+                server.pid,
+                &mut server.done,
+                "ib_write_bw server",
+            )
+            .await
+            .map(|o| describe_end(Ok(Ok(o)))),
+        };
+        let words = |why: String| match &ended {
+            Some(end) if !matches!(ran, Ran::Done(ref o) if o.exit.success()) => {
+                format!("{why}; ib_write_bw in pod {pod}: {end}")
+            }
+            _ => why,
+        };
+        match &ran {
+            Ran::Done(out) => match rdmabw::parse_client(out) {
+                ClientOutcome::Measured(rep) => Attempt::Measured(rep),
+                ClientOutcome::Failed(why, rep) => Attempt::Failed(words(why), rep),
+            },
+            Ran::Failed(why) => Attempt::Failed(words(why.clone()), None),
             Ran::Interrupted => Attempt::Interrupted,
         }
     }
@@ -147,7 +261,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
         };
         let argv = rdmabw::lat_argv(&self.prep.client_bin, &test, lat);
         match self
-            .run_client(pair.rail, &argv, self.cfg.lat_deadline())
+            .run_client(pair.rail, &argv, self.cfg.lat_deadline(), true)
             .await
         {
             Ran::Done(out) => Some(rdmabw::parse_lat(&out)),
@@ -163,7 +277,15 @@ impl<'a, R: Runner> Sweep<'a, R> {
     /// API server (a round of a thousand nodes opens a thousand exec streams at once) does not
     /// eat into the test's time: at 1,024 nodes every rail stopped at its deadline was a
     /// pair's first, with the client's start in its time.
-    async fn run_client(&self, rail: u32, argv: &[String], deadline: Duration) -> Ran {
+    /// `secret`: the client presents the sweep's secret (to rdmabw's daemon; perftest's server
+    /// checks none).
+    async fn run_client(
+        &self,
+        rail: u32,
+        argv: &[String],
+        deadline: Duration,
+        secret: bool,
+    ) -> Ran {
         if self.cfg.show_commands {
             results::say!("railsweep: rail {rail}: {}", argv.join(" "));
         }
@@ -173,12 +295,19 @@ impl<'a, R: Runner> Sweep<'a, R> {
             }
         }
         let pod = &self.prep.pods.client;
-        let process_argv = rdmabw::with_secret_stdin(argv);
+        let (process_argv, stdin) = if secret {
+            (
+                rdmabw::with_secret_stdin(argv),
+                Some(self.secret.stdin_line()),
+            )
+        } else {
+            (argv.to_vec(), None)
+        };
         let Some(turn) = self.start_turn().await else {
             return Ran::Interrupted;
         };
         let spawned = tokio::select! {
-            r = self.runner.spawn(pod, &process_argv, Some(self.secret.stdin_line())) => r,
+            r = self.runner.spawn(pod, &process_argv, stdin) => r,
             _ = tokio::time::sleep(deadline) => return self.start_failure(deadline),
             _ = self.cancel.cancelled() => return Ran::Interrupted,
         };
@@ -312,6 +441,15 @@ impl<'a, R: Runner> Sweep<'a, R> {
         *slot = Batch::Idle;
     }
 
+    /// Start rdmabw's server daemon if none runs; nothing to start where perftest serves the
+    /// rails (one `ib_write_bw` per attempt, started by the attempt).
+    async fn ensure_server(&self) -> std::result::Result<(), String> {
+        match self.cfg.server_tool {
+            Tool::Rdmabw => self.server.ensure().await,
+            Tool::IbWriteBw => Ok(()),
+        }
+    }
+
     pub(super) async fn rail(&self, pair: RailPair) -> RailEnd {
         let rail = pair.rail;
         if let Some(problem) = pair.problem(&self.prep.pods.client, &self.prep.pods.server) {
@@ -336,7 +474,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
                     _ = self.cancel.cancelled() => return RailEnd::Interrupted(rail),
                 }
             }
-            if let Err(e) = self.server.ensure().await {
+            if let Err(e) = self.ensure_server().await {
                 last = (e, None);
                 continue;
             }
@@ -405,7 +543,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
                     pair.rail
                 ));
             }
-            if let Err(e) = self.server.ensure().await {
+            if let Err(e) = self.ensure_server().await {
                 why = e;
                 continue;
             }
@@ -443,6 +581,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
                     gpu: gpu.map(|g| g.device.clone()),
                     gpu_pcie_root: gpu.and_then(|g| g.pcie_root.clone()),
                     software: row.as_ref().map(|r| r.attachment == Attachment::Software),
+                    tool: None,
                 }
             };
         RdmabwRun {
@@ -451,18 +590,24 @@ impl<'a, R: Runner> Sweep<'a, R> {
             network_mode: self.ctx.mode.clone(),
             cluster: self.ctx.cluster.clone(),
             rail: Some(pair.rail),
-            client: end(
-                &pair.client,
-                &self.ctx.client_pod,
-                &self.ctx.client_node,
-                &cfg.rail_gpus.client,
-            ),
-            server: end(
-                &pair.server,
-                &self.ctx.server_pod,
-                &self.ctx.server_node,
-                &cfg.rail_gpus.server,
-            ),
+            client: EndFacts {
+                tool: Some(Tool::Rdmabw.row_word().into()),
+                ..end(
+                    &pair.client,
+                    &self.ctx.client_pod,
+                    &self.ctx.client_node,
+                    &cfg.rail_gpus.client,
+                )
+            },
+            server: EndFacts {
+                tool: Some(cfg.server_tool.row_word().into()),
+                ..end(
+                    &pair.server,
+                    &self.ctx.server_pod,
+                    &self.ctx.server_node,
+                    &cfg.rail_gpus.server,
+                )
+            },
             asked: Some(AskedTest {
                 size_bytes: cfg.size_bytes(),
                 qps: cfg.qps(),

@@ -144,6 +144,13 @@ client() {
         "$dir/report-net1.json" >"$dir/report-links-$$.json"
       rep="$dir/report-links-$$.json"
     fi
+    # Against perftest's server (--peer perftest) the report names its peer, as rdmabw's does,
+    # and not the server's device or GID index (empty and u32::MAX, as rdmabw's).
+    case " $* " in *" --peer perftest "*)
+      sed -e '1s/^{/{"peer":{"tool":"perftest","version":"6.24"},/' \
+        -e 's/"remote":{"active_mtu_bytes":\([0-9]*\),"device":"[^"]*","gid":"\([^"]*\)","gid_index":[0-9]*/"remote":{"active_mtu_bytes":\1,"device":"","gid":"\2","gid_index":4294967295/' \
+        "$rep" >"$dir/report-perftest-$$.json"
+      rep="$dir/report-perftest-$$.json" ;; esac
     case "$b" in
       ok) cat "$rep" ;;
       fail) cat "$dir/report-fail.json"; return 2 ;;
@@ -188,6 +195,21 @@ case "$1" in
     done ;;
   *) echo "fake rdmabw: unknown command $1" >&2; exit 2 ;;
 esac
+"#;
+
+/// A fake perftest `ib_write_bw` server: it records its arguments (ib_write_bw-args.log) and PID
+/// (ib_write_bw.pids), serves its one test in 0.2 s and exits 0; a file `ib_write_bw-fail`
+/// makes it fail at once as one whose port is taken, `ib_write_bw-hang` makes it wait forever
+/// (as a server whose client never came).
+const IB_WRITE_BW: &str = r#"#!/bin/sh
+dir=@DIR@
+echo "$*" >>"$dir/ib_write_bw-args.log"
+echo $$ >>"$dir/ib_write_bw.pids"
+[ -e "$dir/ib_write_bw-fail" ] && { echo " Couldn't listen to port 18515" >&2; exit 1; }
+[ -e "$dir/ib_write_bw-hang" ] && exec sleep 600
+sleep 0.2
+echo " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
+exit 0
 "#;
 
 pub fn rail(rail: u32, usable: bool) -> Value {
@@ -256,6 +278,17 @@ impl Fake {
             .arg(&bin)
             .status()
             .expect("chmod");
+        let perftest = dir.path().join("ib_write_bw");
+        std::fs::write(
+            &perftest,
+            IB_WRITE_BW.replace("@DIR@", &dir.path().display().to_string()),
+        )
+        .expect("writes");
+        std::process::Command::new("chmod")
+            .arg("755")
+            .arg(&perftest)
+            .status()
+            .expect("chmod");
         let f = Fake { dir };
         f.write("version", "rdmabw 0.1.0\n");
         f.set_rails((0..rails).map(|r| rail(r, true)).collect());
@@ -274,6 +307,11 @@ impl Fake {
 
     pub fn path(&self) -> PathBuf {
         self.dir.path().join("rdmabw")
+    }
+
+    /// The fake perftest `ib_write_bw` beside it.
+    pub fn ib_write_bw(&self) -> PathBuf {
+        self.dir.path().join("ib_write_bw")
     }
 
     pub fn file(&self, name: &str) -> PathBuf {

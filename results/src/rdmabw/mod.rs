@@ -19,7 +19,7 @@ mod rows;
 pub mod secret;
 pub mod topology;
 
-pub use rows::{AskedTest, EndFacts, RdmabwRun};
+pub use rows::{AskedTest, EndFacts, RdmabwRun, TOOL_IB_WRITE_BW, TOOL_RDMABW};
 
 /// Version of the documents in this module; bumped when a field changes meaning or goes away.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;

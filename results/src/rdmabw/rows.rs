@@ -58,6 +58,25 @@ pub struct EndFacts {
     /// Whether the rail's RDMA device is a software one (`rdmabw rails`: attachment
     /// `software`); `None` when the launcher did not discover the rail.
     pub software: Option<bool>,
+    /// The program the launcher ran at this end ([`TOOL_RDMABW`], [`TOOL_IB_WRITE_BW`]); a
+    /// report's own word (rdmabw at its end, its `peer` at the other) wins over it.
+    pub tool: Option<String>,
+}
+
+/// A row's `client_tool`/`server_tool` for an end run by rdmabw.
+pub const TOOL_RDMABW: &str = "rdmabw";
+/// A row's `client_tool`/`server_tool` for an end run by perftest's `ib_write_bw`.
+pub const TOOL_IB_WRITE_BW: &str = "ib_write_bw";
+
+/// The program a bandwidth report's `peer` names, as a row's tool column: rdmabw, or
+/// perftest, which in a bandwidth test is its `ib_write_bw`; `None` for a name this crate does
+/// not know (the column holds only these two words).
+fn peer_program(peer: &super::report::PeerTool) -> Option<String> {
+    match peer.tool.as_str() {
+        "rdmabw" => Some(TOOL_RDMABW.into()),
+        "perftest" => Some(TOOL_IB_WRITE_BW.into()),
+        _ => None,
+    }
 }
 
 /// The test a launcher asked rdmabw for: what its rows say where no report says otherwise.
@@ -140,10 +159,15 @@ impl RdmabwRun {
                 e.and_then(|e| e.netdev.clone())
                     .or_else(|| f.interface.clone())
                     .unwrap_or_default(),
+                // A perftest peer names neither its device nor its GID index: the report has
+                // them empty and `u32::MAX`, and the launcher's (if any) are the row's.
                 e.map(|e| e.device.clone())
+                    .filter(|d| !d.is_empty())
                     .or_else(|| f.rdma_device.clone())
                     .unwrap_or_default(),
-                e.map(|e| e.gid_index).or(f.gid_index),
+                e.map(|e| e.gid_index)
+                    .filter(|g| *g != u32::MAX)
+                    .or(f.gid_index),
             )
         };
         let (cn, ci, cd, cg) = end(client, &self.client);
@@ -160,6 +184,19 @@ impl RdmabwRun {
             }
         });
         let asked = self.asked.as_ref();
+        // The report's end is rdmabw's; the other end is what its peer said it was.
+        let (own, other) = match rep {
+            Some(r) => (
+                Some(TOOL_RDMABW.to_string()),
+                r.peer.as_ref().and_then(peer_program),
+            ),
+            None => (None, None),
+        };
+        let (client_tool, server_tool) = match rep.map(|r| r.role) {
+            Some(Role::Server) => (other, own),
+            Some(_) => (own, other),
+            None => (None, None),
+        };
         RailResult {
             run_id: self.run_id.clone(),
             time_utc: self.time_utc.clone(),
@@ -227,6 +264,8 @@ impl RdmabwRun {
                 (None, None) => None,
                 (c, s) => Some(c.unwrap_or(false) || s.unwrap_or(false)),
             },
+            client_tool: client_tool.or_else(|| self.client.tool.clone()),
+            server_tool: server_tool.or_else(|| self.server.tool.clone()),
         }
     }
 }
@@ -391,6 +430,63 @@ mod tests {
         assert!(rows.iter().all(|r| r.validate().is_ok()));
         // rdmabw by hand knows nothing of the rail's device kind.
         assert_eq!(big.software_rdma, None);
+    }
+
+    /// The row says which program ran each end: the report's own end is rdmabw, the other is
+    /// its `peer` (perftest's is ib_write_bw); where the report has no peer (an older rdmabw,
+    /// or no report), what the launcher ran.
+    #[test]
+    fn a_row_names_the_program_at_each_end() {
+        use super::super::report::PeerTool;
+        let mut rep: BwReport = serde_json::from_str(SWEEP).unwrap();
+        let tools = |rep: &BwReport, run: &RdmabwRun| {
+            let r = &rep.rail_results(run)[0];
+            (r.client_tool.clone(), r.server_tool.clone())
+        };
+        let some = |s: &str| Some(s.to_string());
+        rep.peer = None;
+        assert_eq!(tools(&rep, &run()), (some("rdmabw"), None));
+        let mut launched = run();
+        launched.server.tool = some(TOOL_IB_WRITE_BW);
+        assert_eq!(
+            tools(&rep, &launched),
+            (some("rdmabw"), some("ib_write_bw"))
+        );
+        rep.peer = Some(PeerTool::perftest("6.24"));
+        assert_eq!(tools(&rep, &run()), (some("rdmabw"), some("ib_write_bw")));
+        rep.peer = Some(PeerTool::rdmabw("0.1.0"));
+        assert_eq!(tools(&rep, &launched), (some("rdmabw"), some("rdmabw")));
+        // A server's report: its own end is the server's.
+        rep.role = Role::Server;
+        rep.peer = Some(PeerTool::perftest("6.24"));
+        assert_eq!(tools(&rep, &run()), (some("ib_write_bw"), some("rdmabw")));
+        // perftest names neither its device nor its GID index: the launcher's are the row's,
+        // and without them the row leaves them unknown rather than u32::MAX.
+        rep.role = Role::Client;
+        let remote = rep.remote.as_mut().unwrap();
+        (remote.device, remote.gid_index) = (String::new(), u32::MAX);
+        let row = &rep.rail_results(&run())[0];
+        assert_eq!(
+            (row.server_rdma_device.as_str(), row.server_gid_index),
+            ("", None)
+        );
+        launched.server.rdma_device = some("rxe_b2");
+        launched.server.gid_index = Some(1);
+        let row = &rep.rail_results(&launched)[0];
+        assert_eq!(
+            (row.server_rdma_device.as_str(), row.server_gid_index),
+            ("rxe_b2", Some(1))
+        );
+        assert_eq!(
+            row.client_rdma_device, "rxe2",
+            "the report's own end is its own"
+        );
+        // No report: only what the launcher knows.
+        let failed = launched.failed_row(None, "no route");
+        assert_eq!(
+            (failed.client_tool, failed.server_tool),
+            (None, some("ib_write_bw"))
+        );
     }
 
     #[test]
