@@ -98,9 +98,9 @@ test_sweep_parallel() {
 # each rail in podB, one process per rail on its own port (-p + rail), with the rail's device
 # and GID; rdmabw's client in podA measures against it with perftest's exchange. Every rail has
 # traffic, each row says which program served it, no rdmabw daemon ran, and no server is left.
-# (Its name has no "ib_write_bw": cleanup_pods ends what matches that, the suite too.)
+# The rails run at once (--parallel), each server on its own port. (Its name has no "ib_write_bw": cleanup_pods ends what matches that, the suite too.)
 test_sweep_against_perftests_server() {
-  sweep pt -D 2 --mode sriov --server-tool ib_write_bw --ib-write-bw "$IB_WRITE_BW" -p 18900 --show-commands
+  sweep pt -D 2 --parallel --mode sriov --server-tool ib_write_bw --ib-write-bw "$IB_WRITE_BW" -p 18900 --show-commands
   [ "$rc" -eq 0 ] || { cat "$T_OUT/pt.err"; fail "railsweep exit $rc"; }
   expect_rows "$T_OUT/pt.csv" 4
   expect_traffic "$T_OUT/pt.csv" 0 1 2 3
