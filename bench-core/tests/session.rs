@@ -939,3 +939,84 @@ fn a_one_test_server_admits_its_client_within_a_second_under_silent_connections(
         assert!(matches!(served, Some(Err(_))), "{served:?}");
     }
 }
+
+/// Issue 53, finding 2: a latency hello is admitted exactly as `rdmabw lat`'s command line
+/// takes its flags; what the command line refuses, the daemon refuses before any use, naming
+/// the flag, and goes on serving.
+#[test]
+fn a_daemon_refuses_the_latency_tests_that_rdmabw_lat_refuses() {
+    let d = daemon(server_cfg(true, Pinned::default(), RailRequest::default()));
+    let addr = d.addr;
+    let lat = |f: &dyn Fn(&mut TestParams)| {
+        let mut p = TestParams::write_bw(
+            Sizes::One { msg_size_bytes: 2 },
+            TestLength::Iterations { iterations: 1000 },
+            1,
+        );
+        p.latency = true;
+        f(&mut p);
+        p
+    };
+    let week = TestLength::Duration {
+        duration_s: results::rdmabw::params::MAX_SECONDS,
+        warmup_s: 0.0,
+        cooldown_s: 0.0,
+    };
+    let cases: Vec<(TestParams, &str)> = vec![
+        (lat(&|p| p.qps = 64), "-q 64"),
+        (lat(&|p| p.bidirectional = true), "-b/--bidirectional"),
+        (
+            lat(&|p| p.length = TestLength::Iterations { iterations: 1 }),
+            "-n/--iters 1",
+        ),
+        (
+            lat(&|p| {
+                p.sizes = Sizes::Sweep { max_bytes: 1 << 23 };
+                p.length = week;
+            }),
+            "-a with -D",
+        ),
+        (lat(&|p| p.data_validation = true), "--data_validation"),
+        (
+            lat(&|p| {
+                p.run_infinitely = true;
+                p.length = TestLength::Duration {
+                    duration_s: 5.0,
+                    warmup_s: 0.05,
+                    cooldown_s: 0.0,
+                };
+            }),
+            "--run_infinitely",
+        ),
+    ];
+    for (p, flag) in cases {
+        let e = client(addr)
+            .client_handshake(&Hello::new(p, None, "pod-a"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("invalid hello") && e.contains(flag),
+            "{flag}: {e}"
+        );
+    }
+    // What `rdmabw lat` takes is admitted (and stops at device opening: no RDMA here),
+    // -n 2^64-1 included: its samples are bounded, not refused.
+    for p in [
+        lat(&|_| {}),
+        lat(&|p| {
+            p.length = TestLength::Iterations {
+                iterations: u64::MAX,
+            }
+        }),
+        lat(&|p| p.sizes = Sizes::Sweep { max_bytes: 1 << 23 }),
+    ] {
+        let e = client(addr)
+            .client_handshake(
+                &Hello::new(p, None, "pod-a").with_server_rail(Some("net1".into()), None),
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("server set-up"), "{e}");
+        thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -367,9 +367,10 @@ pub fn is_plain_name(name: &str) -> bool {
 }
 
 /// Checks what a hello asks for against the bounds rdmabw's command line enforces, before the
-/// server computes anything from it: the parameters ([`TestParams::check_bounds`]), the
-/// device and interface names (plain names), and the path attributes a server takes from the
-/// client (service level 0-15, an MTU of 256-4096).
+/// server computes anything from it: the parameters ([`TestParams::check_bounds`]; for a
+/// latency test also `rdmabw lat`'s rule, [`TestParams::check_latency`]), the device and
+/// interface names (plain names), and the path attributes a server takes from the client
+/// (service level 0-15, an MTU of 256-4096).
 pub fn check_hello(hello: &Hello) -> Result<(), RejectReason> {
     let invalid = |what: String| RejectReason::Other {
         message: format!("invalid hello: {what}"),
@@ -378,6 +379,13 @@ pub fn check_hello(hello: &Hello) -> Result<(), RejectReason> {
         .params
         .check_bounds()
         .map_err(|e| invalid(e.to_string()))?;
+    // A latency test: admitted exactly as `rdmabw lat`'s command line takes its flags.
+    if hello.params.latency {
+        hello
+            .params
+            .check_latency()
+            .map_err(|e| invalid(e.to_string()))?;
+    }
     for (flag, name) in [
         ("--server-dev", hello.device.as_deref()),
         ("--server-netdev", hello.netdev.as_deref()),
