@@ -117,10 +117,21 @@ impl Daemon {
         let flags: Arc<Mutex<Vec<Weak<AtomicBool>>>> = Arc::new(Mutex::new(Vec::new()));
         let mut backoff = ACCEPT_BACKOFF.0;
         loop {
-            let stream = match listener.accept(stop) {
-                Ok(Some(s)) => {
+            // A connection, and its place among those waiting for admission (an older silent
+            // one making room if need be). Both fail only when file descriptors run out: the
+            // daemon then pauses and goes on.
+            let entered = listener.accept(stop).and_then(|s| {
+                let Some(s) = s else { return Ok(None) };
+                let peer = s
+                    .peer_addr()
+                    .unwrap_or_else(|_| SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
+                let ticket = gate.enter(&s, peer)?;
+                Ok(Some((s, peer, ticket)))
+            });
+            let (stream, peer, ticket) = match entered {
+                Ok(Some(e)) => {
                     backoff = ACCEPT_BACKOFF.0;
-                    s
+                    e
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -134,14 +145,6 @@ impl Daemon {
                     backoff = (backoff * 2).min(ACCEPT_BACKOFF.1);
                     continue;
                 }
-            };
-            let peer = stream
-                .peer_addr()
-                .unwrap_or_else(|_| SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
-            // It waits for admission, an older silent one making room if need be; only a
-            // socket that cannot be duplicated (no file descriptors left) is closed here.
-            let Ok(ticket) = gate.enter(&stream, peer) else {
-                continue;
             };
             let test_stop = Arc::new(AtomicBool::new(false));
             {
