@@ -147,14 +147,36 @@ impl SecretInput<'_> {
         } else {
             return Ok(None);
         };
-        RunSecret::new(&text).map(Some).ok_or_else(|| {
-            Usage(format!(
-                "{from} is not a usable secret: give 1 to {} printable characters without \
-                 spaces (railsweep makes 32 hex digits)",
-                RunSecret::MAX_LEN
-            ))
-        })
+        RunSecret::given(&text)
+            .map(Some)
+            .map_err(|e| Usage(format!("{from} is not a usable secret: {e}")))
     }
+}
+
+/// What `rdmabw server --daemon` without a secret says when it listens on any of `bound` that
+/// is not a loopback address (`0.0.0.0` included): there, any host that reaches it can run
+/// tests on this node's RDMA devices. `None` for a one-test server, with a secret, or on
+/// loopback only.
+pub fn open_daemon_warning(daemon: bool, has_secret: bool, bound: &[SocketAddr]) -> Option<String> {
+    if !daemon || has_secret {
+        return None;
+    }
+    let open: Vec<String> = bound
+        .iter()
+        .filter(|a| !a.ip().is_loopback())
+        .map(ToString::to_string)
+        .collect();
+    (!open.is_empty()).then(|| {
+        format!(
+            "warning: --daemon without a secret on {}: any host that reaches it can run tests \
+             on this node's RDMA devices. Give it one, and the same to its clients: \
+             --secret-stdin (the first line of standard input) or RDMABW_SECRET, {} hex \
+             digits or more (openssl rand -hex 16); or listen on loopback only (--bind \
+             127.0.0.1)",
+            open.join(", "),
+            RunSecret::MIN_LEN
+        )
+    })
 }
 
 /// `ulimit -l` bytes a test needs: two halves of the largest message, page-rounded (with
@@ -1006,13 +1028,21 @@ mod tests {
             Config::Server { cfg, .. } => cfg.secret,
             other => panic!("{other:?}"),
         };
-        let want = RunSecret::new("abc123");
-        let got = secret(cfg_with(&["--secret-stdin", "10.0.0.9"], None, "abc123\nrest").unwrap());
+        let s32 = "0123456789abcdef0123456789abcdef";
+        let want = RunSecret::new(s32);
+        let got = secret(
+            cfg_with(
+                &["--secret-stdin", "10.0.0.9"],
+                None,
+                &format!("{s32}\nrest"),
+            )
+            .unwrap(),
+        );
         assert_eq!(got, want);
-        let got = secret(cfg_with(&["server", "--daemon"], Some("abc123"), "").unwrap());
+        let got = secret(cfg_with(&["server", "--daemon"], Some(s32), "").unwrap());
         assert_eq!(got, want);
         // The flag wins over the environment; neither: no secret.
-        let got = secret(cfg_with(&["--secret-stdin", "10.0.0.9"], Some("env"), "abc123").unwrap());
+        let got = secret(cfg_with(&["--secret-stdin", "10.0.0.9"], Some("env"), s32).unwrap());
         assert_eq!(got, want);
         assert_eq!(secret(cfg(&["10.0.0.9"]).unwrap()), None);
         let e = cfg_with(&["--secret-stdin", "10.0.0.9"], None, "").unwrap_err();
@@ -1052,6 +1082,70 @@ mod tests {
                 secret_first: true
             }
         ));
+    }
+
+    /// Issue 53, finding 3: a secret of fewer than 128 bits (32 hex digits) is refused wherever
+    /// rdmabw is given one, naming the rule; railsweep's (16 random bytes as 32 hex digits)
+    /// pass it.
+    #[test]
+    fn a_secret_shorter_than_128_bits_is_refused_naming_the_rule() {
+        let s31 = "0123456789abcdef0123456789abcde";
+        for (args, env, stdin, from) in [
+            (
+                &["server", "--daemon"][..],
+                Some("abc123"),
+                "",
+                "RDMABW_SECRET",
+            ),
+            (&["server", "--daemon"][..], Some(s31), "", "RDMABW_SECRET"),
+            (
+                &["server", "--daemon", "--secret-stdin"][..],
+                None,
+                "0123456789abcdef",
+                "--secret-stdin",
+            ),
+            (
+                &["10.0.0.9", "--secret-stdin"][..],
+                None,
+                s31,
+                "--secret-stdin",
+            ),
+        ] {
+            let e = cfg_with(args, env, stdin).unwrap_err().0;
+            assert!(e.starts_with(from), "{args:?}: {e}");
+            assert!(
+                e.contains("fewer than 32")
+                    && e.contains("128 bits")
+                    && e.contains("openssl rand -hex 16"),
+                "{args:?}: {e}"
+            );
+        }
+        let railsweeps = results::rdmabw::secret::RunSecret::from_bytes(&[0xa5; 16]).unwrap();
+        assert!(cfg_with(&["server", "--daemon"], Some(railsweeps.expose()), "").is_ok());
+    }
+
+    /// Issue 53, finding 3: a daemon without a secret on an address other hosts can reach is
+    /// warned about, with how to give one; on loopback, or with a secret, it is not.
+    #[test]
+    fn an_open_daemon_on_a_reachable_address_is_warned_about() {
+        let a = |s: &str| -> std::net::SocketAddr { s.parse().unwrap() };
+        let w = open_daemon_warning(true, false, &[a("0.0.0.0:18515")]).expect("a warning");
+        assert!(
+            w.contains("--daemon without a secret")
+                && w.contains("0.0.0.0:18515")
+                && w.contains("--secret-stdin")
+                && w.contains("RDMABW_SECRET"),
+            "{w}"
+        );
+        let w = open_daemon_warning(true, false, &[a("127.0.0.1:1"), a("10.224.0.2:1")]);
+        assert!(w.is_some_and(|w| w.contains("10.224.0.2:1") && !w.contains("127.0.0.1:1")));
+        assert!(open_daemon_warning(true, false, &[a("[::]:1")]).is_some());
+        assert_eq!(
+            open_daemon_warning(true, false, &[a("127.0.0.1:1"), a("[::1]:1")]),
+            None
+        );
+        assert_eq!(open_daemon_warning(true, true, &[a("0.0.0.0:1")]), None);
+        assert_eq!(open_daemon_warning(false, false, &[a("0.0.0.0:1")]), None);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use bench_core::session::{Outcome, Pinned};
 use clap::Args;
-use results::rdmabw::flags::{LAT_DEFAULT_ITERS as DEFAULT_ITERS, LAT_MIN_ITERS as MIN_ITERS};
+use results::rdmabw::flags::LAT_DEFAULT_ITERS as DEFAULT_ITERS;
 use results::rdmabw::lat::{LatContext, LatReport, LatRow};
 use results::rdmabw::params::{Sizes, TestLength, TestParams};
 use results::rdmabw::report::{Role, TestStatus};
@@ -133,24 +133,15 @@ fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
 /// any other check of the test flags, so that the refusal is what a user reads); `LatCmd`
 /// leaves each out of `rdmabw lat`'s help.
 pub fn refuse_test_flags(a: &TestArgs) -> Result<(), Usage> {
-    if let Some(q) = a.flags.qp.filter(|q| *q != 1) {
-        return usage(format!(
-            "-q {q}: a latency test runs one QP (as ib_write_lat): leave -q out"
-        ));
-    }
+    // The test's shape: the rule a server applies to a latency hello too.
+    results::rdmabw::params::check_latency_shape(
+        a.flags.qp.unwrap_or(1),
+        a.flags.transport.bidirectional,
+        a.run_infinitely,
+        a.flags.transport.data_validation,
+    )
+    .map_err(|e| Usage(e.to_string()))?;
     let not_for_lat: &[(bool, &str)] = &[
-        (
-            a.flags.transport.bidirectional,
-            "-b/--bidirectional: both sides already write in turn",
-        ),
-        (
-            a.run_infinitely,
-            "--run_infinitely: run -D SECONDS, or several tests",
-        ),
-        (
-            a.flags.transport.data_validation,
-            "--data_validation: the ping-pong checks only the last byte of each write",
-        ),
         (
             a.rate_limit.is_some()
                 || a.rate_units.is_some()
@@ -204,27 +195,14 @@ pub fn params(mut params: TestParams, mut pinned: Pinned) -> Result<(TestParams,
             msg_size_bytes: DEFAULT_SIZE,
         };
     }
-    match params.length {
-        _ if !pinned.length => {
-            params.length = TestLength::Iterations {
-                iterations: DEFAULT_ITERS,
-            }
+    if !pinned.length {
+        params.length = TestLength::Iterations {
+            iterations: DEFAULT_ITERS,
         }
-        TestLength::Iterations { iterations } if iterations < MIN_ITERS => {
-            return usage(format!(
-                "-n/--iters {iterations}: a latency test runs at least {MIN_ITERS} exchanges (as \
-                 ib_write_lat)"
-            ))
-        }
-        TestLength::Duration { .. } if matches!(params.sizes, Sizes::Sweep { .. }) => {
-            return usage(
-                "-a with -D: a timed latency test runs one size (-s); leave out -D to sweep \
-                 sizes by -n exchanges",
-            )
-        }
-        _ => {}
     }
     params.latency = true;
+    // The one rule of a latency test, which a server applies to a latency hello too.
+    params.check_latency().map_err(|e| Usage(e.to_string()))?;
     // What was not given is the client's to choose, as for bandwidth: a server started with
     // the defaults runs the client's -s and -n.
     Ok((params, pinned))
@@ -350,7 +328,8 @@ pub fn table(rows: &[LatRow], timed: bool, cycles: Option<f64>) -> String {
 }
 
 /// `-U`/`-H`: every sample of each size (in the order measured, or sorted), as ib_write_lat
-/// prints them: `#, usec` then `N, value` per line.
+/// prints them: `#, usec` then `N, value` per line; beyond
+/// `results::rdmabw::lat::MAX_KEPT_SAMPLES` of one size, the first ones (said on stderr).
 fn samples(o: &Outcome, sorted: bool, cycles: Option<f64>) -> String {
     let ours = match o.role {
         Role::Client => &o.client_results,
@@ -361,6 +340,16 @@ fn samples(o: &Outcome, sorted: bool, cycles: Option<f64>) -> String {
     let mut s = String::new();
     for r in ours {
         let Some(l) = &r.latency else { continue };
+        if (l.samples_us.len() as u64) < l.samples {
+            results::say!(
+                "rdmabw lat: {} B: -U/-H print the first {} of {} samples (a side keeps at most \
+                 {} of one size; every sample is in the table's statistics)",
+                r.msg_size_bytes,
+                l.samples_us.len(),
+                l.samples,
+                results::rdmabw::lat::MAX_KEPT_SAMPLES
+            );
+        }
         let mut v = l.samples_us.clone();
         if sorted {
             v.sort_by(f64::total_cmp);

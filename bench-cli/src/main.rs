@@ -412,12 +412,11 @@ fn batch(
             .transpose()
             .map_err(|e| Usage(format!("batch: cannot read standard input: {e}")))?
             .unwrap_or_default();
-        secret = Some(RunSecret::new(&first).ok_or_else(|| {
-            Usage(
-                "batch --secret-stdin: the first line of standard input is not a usable \
-                   secret (1 to 256 printable characters without spaces)"
-                    .into(),
-            )
+        secret = Some(RunSecret::given(&first).map_err(|e| {
+            Usage(format!(
+                "batch --secret-stdin: the first line of standard input is not a usable secret: \
+                 {e}"
+            ))
         })?);
     }
     for (n, line) in lines.enumerate() {
@@ -547,6 +546,9 @@ fn server(
             ""
         }
     ));
+    if let Some(w) = config::open_daemon_warning(cfg.daemon, cfg.secret.is_some(), &addrs) {
+        results::say!("rdmabw server: {w}");
+    }
     if cfg.daemon {
         return daemon(cfg, &listener, out, stop, &log);
     }

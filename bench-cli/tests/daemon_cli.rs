@@ -126,3 +126,59 @@ fn bind_lists_that_cannot_work_are_usage_errors() {
         assert!(err.contains(says), "--bind {bind}: {err}");
     }
 }
+
+/// Issue 53, finding 3: `rdmabw server --daemon` without a secret on an address that other
+/// hosts reach says so on stderr, with how to give one; on loopback it does not. A secret
+/// shorter than 128 bits is refused (exit 2), naming the rule.
+#[test]
+fn a_daemon_without_a_secret_on_a_reachable_address_warns_and_a_short_secret_is_refused() {
+    for (bind, warned) in [("0.0.0.0", true), ("127.0.0.1", false)] {
+        let port = support::free_port();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rdmabw"))
+            .args(["server", "--daemon", "--bind", bind, "-p"])
+            .arg(port.to_string())
+            .env_remove("RDMABW_SECRET")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starts rdmabw server --daemon");
+        let rx = support::lines(child.stderr.take().expect("stderr"));
+        let mut seen = Vec::new();
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(10)
+            && !seen.iter().any(|l: &String| l.contains("listening on"))
+        {
+            if let Ok(l) = rx.recv_timeout(Duration::from_millis(100)) {
+                seen.push(l);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        seen.extend(rx.try_iter());
+        end(child);
+        assert!(
+            seen.iter().any(|l| l.contains("listening on")),
+            "--bind {bind}: the daemon did not start listening: {seen:?}"
+        );
+        let warning = seen.iter().find(|l| l.contains("without a secret"));
+        assert_eq!(warning.is_some(), warned, "--bind {bind}: {seen:?}");
+        if let Some(w) = warning {
+            assert!(
+                w.contains("--secret-stdin") && w.contains("RDMABW_SECRET"),
+                "{w}"
+            );
+        }
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_rdmabw"))
+        .args(["server", "--daemon", "--bind", "127.0.0.1", "-p", "1"])
+        .env("RDMABW_SECRET", "0123456789abcdef")
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("RDMABW_SECRET") && err.contains("fewer than 32") && err.contains("128 bits"),
+        "{err}"
+    );
+}

@@ -2,7 +2,7 @@
 //! target in `fuzz/` needs nightly): the frame decoder's entry points on random and mutated
 //! frames, a server's admission on random hellos over loopback TCP, and the property that a
 //! hello the server admits ([`check_hello`]) is safe for every computation the server then
-//! makes from it. A few seconds by default; `RAILBENCH_FUZZ_SECS=600` runs each for ten
+//! makes from it (a latency hello: only what `rdmabw lat` would send). A few seconds by default; `RAILBENCH_FUZZ_SECS=600` runs each for ten
 //! minutes. The seed is printed, and `RAILBENCH_FUZZ_SEED` replays one.
 #![allow(clippy::unwrap_used)]
 
@@ -25,7 +25,7 @@ use fuzzing::{budget, Rng};
 use results::rdmabw::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
 
 fn random_params(r: &mut Rng) -> TestParams {
-    TestParams {
+    let mut p = TestParams {
         sizes: if r.below(2) == 0 {
             Sizes::One {
                 msg_size_bytes: r.edgy_u64(),
@@ -51,8 +51,27 @@ fn random_params(r: &mut Rng) -> TestParams {
         bidirectional: r.below(2) == 0,
         run_infinitely: r.below(4) == 0,
         data_validation: r.below(2) == 0,
-        latency: false,
+        latency: r.below(2) == 0,
+    };
+    if p.latency && r.below(2) == 0 {
+        // Near what `rdmabw lat` sends, one field at a time at an edge, so that latency
+        // hellos reach admission's every rule and some pass it.
+        p.qps = [1, 1, 0, 2, 64, u32::MAX][r.below(6) as usize];
+        p.bidirectional = r.below(5) == 0;
+        p.run_infinitely = r.below(5) == 0;
+        p.data_validation = r.below(5) == 0;
+        if r.below(2) == 0 {
+            p.length = TestLength::Iterations {
+                iterations: [0, 1, 4, 5, 1000, u64::MAX][r.below(6) as usize],
+            };
+        }
+        if r.below(2) == 0 {
+            p.sizes = Sizes::One {
+                msg_size_bytes: [1, 2, 4096][r.below(3) as usize],
+            };
+        }
     }
+    p
 }
 
 fn random_text(r: &mut Rng, max: u64) -> String {
@@ -158,7 +177,7 @@ fn the_frame_decoder_takes_random_and_mutated_frames_without_panicking() {
 fn an_admitted_hello_is_safe_for_every_computation_the_server_makes() {
     let (limit, mut r) = budget("hello bounds", 1.5);
     let t0 = Instant::now();
-    let (mut cases, mut admitted) = (0u64, 0u64);
+    let (mut cases, mut admitted, mut admitted_lat) = (0u64, 0u64, 0u64);
     let limits = ServerLimits::default();
     while t0.elapsed() < limit {
         let h = random_hello(&mut r);
@@ -178,9 +197,35 @@ fn an_admitted_hello_is_safe_for_every_computation_the_server_makes() {
         if let Some(n) = &h.device {
             assert!(!n.contains('/') && n != ".." && !n.is_empty(), "{n:?}");
         }
+        // A latency hello is admitted only as `rdmabw lat` would send it: one QP, one
+        // direction, an end, no data validation, at least 5 exchanges, one size when timed
+        // (any count above: what a side keeps of it is bounded, results' RoundTrips).
+        let p = &h.params;
+        if p.latency {
+            admitted_lat += 1;
+            assert_eq!(p.qps, 1, "{p:?}");
+            assert!(
+                !p.bidirectional && !p.run_infinitely && !p.data_validation,
+                "{p:?}"
+            );
+            match p.length {
+                TestLength::Iterations { iterations } => {
+                    assert!(iterations >= results::rdmabw::flags::LAT_MIN_ITERS, "{p:?}")
+                }
+                TestLength::Duration { .. } => {
+                    assert!(matches!(p.sizes, Sizes::One { .. }), "{p:?}")
+                }
+            }
+        }
     }
-    eprintln!("hello bounds: {cases} hellos, {admitted} admitted");
+    eprintln!(
+        "hello bounds: {cases} hellos, {admitted} admitted, {admitted_lat} of them latency tests"
+    );
     assert!(cases > 100);
+    assert!(
+        admitted_lat > 0,
+        "no latency hello was admitted: the rule was not reached"
+    );
 }
 
 fn fixture() -> SysRoots {

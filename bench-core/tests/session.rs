@@ -744,3 +744,279 @@ fn a_perftest_client_is_served_with_the_servers_own_flags() {
         "{noted:?}"
     );
 }
+
+/// Silent connections held open from `sources` (round robin), `n` in all, each bound to its
+/// source address (127.0.0.x works on Linux's loopback).
+fn silent_from(addr: SocketAddr, sources: &[[u8; 4]], n: usize) -> Vec<TcpStream> {
+    (0..n)
+        .filter_map(|i| connect_from(addr, sources[i % sources.len()]).ok())
+        .collect()
+}
+
+/// A TCP connection to `addr` from `from`.
+fn connect_from(addr: SocketAddr, from: [u8; 4]) -> std::io::Result<TcpStream> {
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    sock.bind(&SocketAddr::from((from, 0)).into())?;
+    sock.connect_timeout(&addr.into(), Duration::from_secs(2))?;
+    Ok(sock.into())
+}
+
+/// The run's client as rdmabw's is, from `from`: its opening (perftest's version message,
+/// marked as rdmabw's), then its hello with the run's secret. How long it took until the
+/// server's answer, and the answer (admitted, then no RDMA here: a server set-up failure).
+fn secret_holder(
+    addr: SocketAddr,
+    from: [u8; 4],
+    secret: &str,
+    netdev: &str,
+) -> (Duration, String) {
+    let t0 = Instant::now();
+    let answer = (|| -> Result<(), String> {
+        let s = connect_from(addr, from).map_err(|e| format!("connect: {e}"))?;
+        let mut ch = ControlChannel::from_stream(s)
+            .map_err(|e| e.to_string())?
+            .with_timeouts(PhaseTimeouts::uniform(Duration::from_secs(5)));
+        ch.client_opening(false).map_err(|e| e.to_string())?;
+        let hello = Hello::new(params(2), None, "pod-run")
+            .with_server_rail(Some(netdev.into()), None)
+            .with_secret(RunSecret::new(secret));
+        ch.client_handshake(&hello)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })();
+    (
+        t0.elapsed(),
+        answer.err().unwrap_or_else(|| "accepted".into()),
+    )
+}
+
+/// Keeps opening silent connections from `from` (the oldest dropped beyond `hold`), as an
+/// attacker recycles the sockets the server closes, until `go` is lowered (at most 30 s).
+fn recycler(
+    addr: SocketAddr,
+    from: [u8; 4],
+    hold: usize,
+    go: Arc<AtomicBool>,
+) -> thread::JoinHandle<u32> {
+    thread::spawn(move || {
+        let mut held = std::collections::VecDeque::new();
+        let mut opened = 0u32;
+        let t0 = Instant::now();
+        while go.load(std::sync::atomic::Ordering::Relaxed)
+            && t0.elapsed() < Duration::from_secs(30)
+        {
+            if let Ok(s) = connect_from(addr, from) {
+                held.push_back(s);
+                opened += 1;
+            }
+            if held.len() > hold {
+                held.pop_front();
+            }
+            thread::sleep(Duration::from_millis(2));
+        }
+        opened
+    })
+}
+
+/// 25 loopback addresses other than the client's (127.0.0.2 to 127.0.0.26).
+fn other_sources() -> Vec<[u8; 4]> {
+    (2..=26).map(|i| [127, 0, 0, i]).collect()
+}
+
+/// Issue 53, finding 1: the admission figures. Five clients in turn, each while 200 silent
+/// connections from `sources` are held and an attacker on the client's own address recycles
+/// 8 more; each must be admitted within a second. Returns the times.
+fn admitted_under_silence(addr: SocketAddr, sources: &[[u8; 4]], what: &str) -> Vec<Duration> {
+    let silent = silent_from(addr, sources, 200);
+    assert!(silent.len() >= 190, "{} silent connections", silent.len());
+    let go = Arc::new(AtomicBool::new(true));
+    let recycling = recycler(addr, [127, 0, 0, 1], 8, Arc::clone(&go));
+    thread::sleep(Duration::from_millis(300));
+    let mut took = Vec::new();
+    for i in 0..5 {
+        // Admitted, the test stops at device opening (no RDMA here); or, when the previous
+        // client's test still holds its device for a moment, busy: both are answered only
+        // after admission.
+        let netdev = ["net1", "net2"][i % 2];
+        let (t, answer) = secret_holder(addr, [127, 0, 0, 1], "run-4f2a", netdev);
+        assert!(
+            answer.contains("server set-up") || answer.contains("is busy: device"),
+            "{what}: not admitted after {t:?}: {answer}"
+        );
+        took.push(t);
+    }
+    go.store(false, std::sync::atomic::Ordering::Relaxed);
+    let recycled = recycling.join().unwrap();
+    drop(silent);
+    eprintln!(
+        "{what}: admitted in {took:?} (max {:?}) under 200 silent connections and {recycled} \
+         recycled from the client's own address",
+        took.iter().max().unwrap()
+    );
+    for t in &took {
+        assert!(*t < Duration::from_secs(1), "{what}: admitted after {t:?}");
+    }
+    took
+}
+
+#[test]
+fn a_daemon_admits_its_client_within_a_second_under_silent_connections_from_its_own_address() {
+    let mut cfg = server_cfg(true, Pinned::default(), RailRequest::default());
+    cfg.secret = RunSecret::new("run-4f2a");
+    let d = daemon(cfg);
+    admitted_under_silence(
+        d.addr,
+        &[[127, 0, 0, 1]],
+        "daemon, 200 silent from 127.0.0.1",
+    );
+    d.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    d.thread.join().unwrap().unwrap();
+}
+
+#[test]
+fn a_daemon_admits_its_client_within_a_second_under_silent_connections_from_25_addresses() {
+    let mut cfg = server_cfg(true, Pinned::default(), RailRequest::default());
+    cfg.secret = RunSecret::new("run-4f2a");
+    let d = daemon(cfg);
+    admitted_under_silence(
+        d.addr,
+        &other_sources(),
+        "daemon, 200 silent from 25 addresses",
+    );
+    d.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    d.thread.join().unwrap().unwrap();
+}
+
+#[test]
+fn a_one_test_server_admits_its_client_within_a_second_under_silent_connections() {
+    for (sources, what) in [
+        (
+            vec![[127, 0, 0, 1]],
+            "one-test server, 200 silent from 127.0.0.1",
+        ),
+        (
+            other_sources(),
+            "one-test server, 200 silent from 25 addresses",
+        ),
+    ] {
+        let mut cfg = server_cfg(false, Pinned::default(), RailRequest::default());
+        cfg.secret = RunSecret::new("run-4f2a");
+        cfg.rail = RailRequest {
+            netdev: Some("net1".into()),
+            ..RailRequest::default()
+        };
+        // The default handshake timeout, as `rdmabw server` has it: 10 s for each hello.
+        cfg.timeouts = PhaseTimeouts::default();
+        let listener = Listener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = Arc::clone(&stop);
+        let server = thread::spawn(move || {
+            bench_core::session::serve_first(
+                &cfg,
+                &listener,
+                &ServerShared::new(),
+                &stop2,
+                &quiet(),
+            )
+        });
+        let silent = silent_from(addr, &sources, 200);
+        thread::sleep(Duration::from_millis(300));
+        let (took, answer) = secret_holder(addr, [127, 0, 0, 1], "run-4f2a", "net1");
+        eprintln!("{what}: admitted in {took:?}");
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(silent);
+        assert!(
+            answer.contains("server set-up"),
+            "{what}: after {took:?}: {answer}"
+        );
+        assert!(
+            took < Duration::from_secs(1),
+            "{what}: admitted after {took:?}"
+        );
+        // It served its one test (set-up failed: no RDMA here) and ended.
+        let served = server.join().unwrap().unwrap();
+        assert!(matches!(served, Some(Err(_))), "{served:?}");
+    }
+}
+
+/// Issue 53, finding 2: a latency hello is admitted exactly as `rdmabw lat`'s command line
+/// takes its flags; what the command line refuses, the daemon refuses before any use, naming
+/// the flag, and goes on serving.
+#[test]
+fn a_daemon_refuses_the_latency_tests_that_rdmabw_lat_refuses() {
+    let d = daemon(server_cfg(true, Pinned::default(), RailRequest::default()));
+    let addr = d.addr;
+    let lat = |f: &dyn Fn(&mut TestParams)| {
+        let mut p = TestParams::write_bw(
+            Sizes::One { msg_size_bytes: 2 },
+            TestLength::Iterations { iterations: 1000 },
+            1,
+        );
+        p.latency = true;
+        f(&mut p);
+        p
+    };
+    let week = TestLength::Duration {
+        duration_s: results::rdmabw::params::MAX_SECONDS,
+        warmup_s: 0.0,
+        cooldown_s: 0.0,
+    };
+    let cases: Vec<(TestParams, &str)> = vec![
+        (lat(&|p| p.qps = 64), "-q 64"),
+        (lat(&|p| p.bidirectional = true), "-b/--bidirectional"),
+        (
+            lat(&|p| p.length = TestLength::Iterations { iterations: 1 }),
+            "-n/--iters 1",
+        ),
+        (
+            lat(&|p| {
+                p.sizes = Sizes::Sweep { max_bytes: 1 << 23 };
+                p.length = week;
+            }),
+            "-a with -D",
+        ),
+        (lat(&|p| p.data_validation = true), "--data_validation"),
+        (
+            lat(&|p| {
+                p.run_infinitely = true;
+                p.length = TestLength::Duration {
+                    duration_s: 5.0,
+                    warmup_s: 0.05,
+                    cooldown_s: 0.0,
+                };
+            }),
+            "--run_infinitely",
+        ),
+    ];
+    for (p, flag) in cases {
+        let e = client(addr)
+            .client_handshake(&Hello::new(p, None, "pod-a"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("invalid hello") && e.contains(flag),
+            "{flag}: {e}"
+        );
+    }
+    // What `rdmabw lat` takes is admitted (and stops at device opening: no RDMA here),
+    // -n 2^64-1 included: its samples are bounded, not refused.
+    for p in [
+        lat(&|_| {}),
+        lat(&|p| {
+            p.length = TestLength::Iterations {
+                iterations: u64::MAX,
+            }
+        }),
+        lat(&|p| p.sizes = Sizes::Sweep { max_bytes: 1 << 23 }),
+    ] {
+        let e = client(addr)
+            .client_handshake(
+                &Hello::new(p, None, "pod-a").with_server_rail(Some("net1".into()), None),
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("server set-up"), "{e}");
+        thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -323,3 +323,218 @@ fn kustomization_applies_every_deploy_file_in_one_namespace() {
         "the default image {named} is never pulled"
     );
 }
+
+/// The document of `kind` named `name` in deploy/FILE.
+fn deploy_doc(file: &str, kind: &str, name: &str) -> serde_yaml::Value {
+    deploy_docs(file)
+        .into_iter()
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("deploy/{file} has no {kind} {name}"))
+}
+
+/// The expression of variable `name` of an admission policy.
+fn variable(policy: &serde_yaml::Value, name: &str) -> String {
+    policy["spec"]["variables"]
+        .as_sequence()
+        .expect("variables")
+        .iter()
+        .find(|v| v["name"] == name)
+        .and_then(|v| v["expression"].as_str())
+        .unwrap_or_else(|| panic!("no variable {name}"))
+        .to_string()
+}
+
+/// Every CEL expression of an admission policy, as text.
+fn expressions(policy: &serde_yaml::Value) -> Vec<String> {
+    let spec = &policy["spec"];
+    ["matchConditions", "variables", "validations"]
+        .iter()
+        .flat_map(|k| spec[*k].as_sequence().cloned().unwrap_or_default())
+        .filter_map(|e| e["expression"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Issue 53, finding 4: the verdict policy allowed any `railbench.io/*` taint with any effect
+/// (NoExecute evicts workloads cluster-wide). It names exactly the keys and the effect that
+/// railsweep writes (orchestrator's fleet/verdicts.rs), and no prefix rule remains.
+/// scripts/validate-manifests evaluates it on node updates (NoExecute refused); the cluster
+/// test (deploy_cluster.rs) against a real API server.
+#[test]
+fn the_verdict_policy_allows_exactly_what_railsweep_writes() {
+    use orchestrator::fleet::verdicts::{
+        CHECKED_LABEL, EVIDENCE_ANNOTATION, LABEL, TAINT_EFFECT, TAINT_KEY,
+    };
+    let policy = deploy_doc(
+        "fleet-job.yaml",
+        "ValidatingAdmissionPolicy",
+        "railsweep-verdicts",
+    );
+    assert_eq!(
+        variable(&policy, "labelKeys"),
+        format!("['{LABEL}', '{CHECKED_LABEL}']")
+    );
+    assert_eq!(
+        variable(&policy, "annotationKeys"),
+        format!("['{EVIDENCE_ANNOTATION}']")
+    );
+    let ours = format!("!(t.key == '{TAINT_KEY}' && t.effect == '{TAINT_EFFECT}')");
+    for v in ["oldTaints", "newTaints"] {
+        let e = variable(&policy, v);
+        assert!(e.contains(&format!(".filter(t, {ours})")), "{v}: {e}");
+    }
+    assert_eq!(TAINT_EFFECT, "NoSchedule", "railsweep's taint never evicts");
+    for e in expressions(&policy) {
+        assert!(
+            !e.contains("startsWith('railbench.io/')") && !e.contains("NoExecute"),
+            "a rule wider than railsweep's keys: {e}"
+        );
+    }
+    // The first admission policy of the file is this one: the cluster tests' helpers read it
+    // so (orchestrator/tests/support/testcluster.rs, verdict_policy).
+    let first = deploy_docs("fleet-job.yaml")
+        .into_iter()
+        .find(|d| d["kind"] == "ValidatingAdmissionPolicy")
+        .expect("a policy");
+    assert_eq!(first["metadata"]["name"], "railsweep-verdicts");
+}
+
+/// Issue 53, finding 4: the railsweep account (deploy/rbac.yaml) may create pods and exec into
+/// pods where the fleet's account holds the verdict rights. The pod policy keeps it from
+/// running a pod as railsweep-fleet and from exec'ing into the CronJob's pod, and the CronJob
+/// meets that policy itself; neither account may make a Job or read a token or a Secret,
+/// which the policy's rule (only the Job controller makes fleet pods) rests on.
+#[test]
+fn the_fleet_pod_policy_keeps_the_sweep_account_from_the_fleets_rights() {
+    let k = &deploy_docs("kustomization.yaml")[0];
+    let ns = k["namespace"].as_str().expect("namespace");
+    let sweep_sa = deploy_doc("rbac.yaml", "ServiceAccount", "railsweep");
+    let fleet_sa = deploy_doc("fleet-job.yaml", "ServiceAccount", "railsweep-fleet");
+    let policy = deploy_doc(
+        "fleet-job.yaml",
+        "ValidatingAdmissionPolicy",
+        "railsweep-fleet-pods",
+    );
+    let binding = deploy_doc(
+        "fleet-job.yaml",
+        "ValidatingAdmissionPolicyBinding",
+        "railsweep-fleet-pods",
+    );
+    assert_eq!(binding["spec"]["policyName"], "railsweep-fleet-pods");
+    assert_eq!(
+        binding["spec"]["validationActions"],
+        serde_yaml::to_value(["Deny"]).expect("yaml")
+    );
+    assert_eq!(policy["spec"]["failurePolicy"], "Fail");
+    // What it sees: pod creation and every way into a running pod, in railsweep's namespace.
+    let mc = &policy["spec"]["matchConstraints"];
+    let rules: Vec<(Vec<String>, Vec<String>)> = mc["resourceRules"]
+        .as_sequence()
+        .expect("resourceRules")
+        .iter()
+        .map(|r| {
+            let list = |k: &str| -> Vec<String> {
+                r[k].as_sequence()
+                    .expect("a list")
+                    .iter()
+                    .map(|v| v.as_str().expect("text").to_string())
+                    .collect()
+            };
+            (list("operations"), list("resources"))
+        })
+        .collect();
+    let covers = |op: &str, res: &str| {
+        rules
+            .iter()
+            .any(|(o, r)| o.iter().any(|x| x == op) && r.iter().any(|x| x == res))
+    };
+    for (op, res) in [
+        ("CREATE", "pods"),
+        ("CONNECT", "pods/exec"),
+        ("CONNECT", "pods/attach"),
+        ("CONNECT", "pods/portforward"),
+    ] {
+        assert!(covers(op, res), "{op} {res} is not matched: {rules:?}");
+    }
+    let sel = &mc["namespaceSelector"]["matchExpressions"][0];
+    assert_eq!(sel["key"], "kubernetes.io/metadata.name");
+    assert_eq!(sel["values"][0].as_str(), Some(ns));
+    // Whom it names: the two accounts of deploy/, in the namespace.
+    let user = |sa: &serde_yaml::Value| {
+        format!(
+            "'system:serviceaccount:{}:{}'",
+            sa["metadata"]["namespace"].as_str().expect("namespace"),
+            sa["metadata"]["name"].as_str().expect("name")
+        )
+    };
+    assert_eq!(variable(&policy, "sweepUser"), user(&sweep_sa));
+    assert_eq!(variable(&policy, "fleetUser"), user(&fleet_sa));
+    assert!(user(&sweep_sa).contains(&format!(":{ns}:")));
+    // The CronJob's pod is what the policy lets run as the fleet: its image, `railsweep
+    // fleet`, one container, no hostPath, a Job named railsweep-fleet-*.
+    let cronjob = deploy_doc("fleet-job.yaml", "CronJob", "railsweep-fleet");
+    let pod = &cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], fleet_sa["metadata"]["name"]);
+    let containers = pod["containers"].as_sequence().expect("containers");
+    assert_eq!(containers.len(), 1);
+    assert!(pod.get("initContainers").is_none());
+    let image = containers[0]["image"].as_str().expect("image");
+    assert_eq!(variable(&policy, "fleetImage"), format!("'{image}'"));
+    assert_eq!(containers[0]["command"][0], "railsweep");
+    assert_eq!(containers[0]["command"][1], "fleet");
+    for v in pod["volumes"].as_sequence().expect("volumes") {
+        assert!(v.get("hostPath").is_none(), "{v:?}");
+    }
+    assert!(
+        cronjob["metadata"]["name"]
+            .as_str()
+            .is_some_and(|n| n == "railsweep-fleet"),
+        "its Jobs are railsweep-fleet-*"
+    );
+    // Kept so by the kustomization: another namespace or image reaches the policy.
+    let targets: Vec<String> = k["replacements"]
+        .as_sequence()
+        .expect("replacements")
+        .iter()
+        .flat_map(|r| r["targets"].as_sequence().cloned().unwrap_or_default())
+        .filter(|t| t["select"]["name"] == "railsweep-fleet-pods")
+        .flat_map(|t| t["fieldPaths"].as_sequence().cloned().unwrap_or_default())
+        .filter_map(|p| p.as_str().map(str::to_string))
+        .collect();
+    for path in [
+        "spec.variables.[name=sweepUser].expression",
+        "spec.variables.[name=fleetUser].expression",
+        "spec.variables.[name=fleetImage].expression",
+        "spec.matchConstraints.namespaceSelector.matchExpressions.0.values.0",
+    ] {
+        assert!(
+            targets.iter().any(|t| t == path),
+            "no replacement for {path}: {targets:?}"
+        );
+    }
+    // Neither account may make a Job (the Job controller would then make a fleet pod for it),
+    // edit the CronJob, mint a token, read a Secret or add a container to a running pod.
+    for (file, role) in [
+        ("rbac.yaml", "railsweep"),
+        ("fleet-job.yaml", "railsweep-fleet"),
+    ] {
+        let r = deploy_doc(file, "Role", role);
+        for rule in r["rules"].as_sequence().expect("rules") {
+            for res in rule["resources"].as_sequence().expect("resources") {
+                let res = res.as_str().expect("text");
+                assert!(
+                    ![
+                        "jobs",
+                        "cronjobs",
+                        "serviceaccounts",
+                        "serviceaccounts/token",
+                        "secrets",
+                        "pods/ephemeralcontainers",
+                        "*"
+                    ]
+                    .contains(&res),
+                    "deploy/{file}'s Role {role} grants {res}"
+                );
+            }
+        }
+    }
+}

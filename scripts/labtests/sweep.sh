@@ -247,7 +247,7 @@ test_sweep_daemon_serves_only_its_run() {
   grep -q 'serves only the run that started it, and the client presented no secret' "$T_OUT/intruder.err" \
     || fail "the refusal does not say why"
   code=0
-  RDMABW_SECRET=0123456789abcdef in_pod podA timeout 60 "$RDMABW" client --json -D 1 -s 4096 \
+  RDMABW_SECRET=0123456789abcdef0123456789abcdef in_pod podA timeout 60 "$RDMABW" client --json -D 1 -s 4096 \
     --netdev "$nd" --server-netdev "$nd" "$srv" >/dev/null 2>"$T_OUT/intruder2.err" || code=$?
   [ "$code" -eq 2 ] && grep -q "presented another run's secret" "$T_OUT/intruder2.err" \
     || { cat "$T_OUT/intruder2.err"; fail "a client with another secret was not refused (exit $code)"; }

@@ -5,8 +5,9 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 
-/// The secret the tests' daemons are given on their first line of input.
-pub const SECRET: &str = "0123456789abcdef";
+/// The secret the tests' daemons are given on their first line of input: 128 bits as 32 hex
+/// digits, the shortest rdmabw takes (railsweep's are as long).
+pub const SECRET: &str = "0123456789abcdef0123456789abcdef";
 
 /// A free TCP port on the loopback address.
 pub fn free_port() -> u16 {

@@ -11,7 +11,9 @@
 //! whose last byte is stored before each post. Every write is signaled; completions are reaped
 //! while waiting, so that an error status ends the run.
 //!
-//! Iteration mode runs `iterations` exchanges per size (`iterations - 1` samples). Duration
+//! Iteration mode runs `iterations` exchanges per size (`iterations - 1` samples; at most
+//! `results::rdmabw::lat::MAX_KEPT_SAMPLES` of them kept one by one, the rest in the
+//! histogram: a side's memory is bounded whatever `-n` the peer asks). Duration
 //! mode (one size) runs exchanges until the warm-up and the window have passed on the
 //! initiator, keeping the samples that started inside the window; the responder answers until
 //! the initiator's `Done` arrives (`peer_done`). Either side stops on its stop flags (checked
@@ -23,7 +25,7 @@ use super::resources::{polls_at_idle_priority, Connected};
 use super::StopFlags;
 use crate::error::Error;
 use crate::verbs::{Completion, Qp, WriteSpec};
-use results::rdmabw::lat::LatencyStats;
+use results::rdmabw::lat::RoundTrips;
 use results::rdmabw::params::{CpuChoice, LocalTuning, SizeResult, TestLength, TestParams};
 
 /// Polls of the landing byte between two looks at the clock, the stop flags and the CQ.
@@ -32,7 +34,8 @@ const POLLS_PER_CHECK: u32 = 2048;
 /// What one exchange loop of one size gives back.
 struct SizeRun {
     exchanges: u64,
-    rtt_ns: Vec<u64>,
+    /// The round trips, at most `MAX_KEPT_SAMPLES` of them kept one by one.
+    rtt: RoundTrips,
     measured_s: f64,
 }
 
@@ -92,7 +95,7 @@ impl Connected {
                 msg_size_bytes: size,
                 // Timed: the round trips inside the window, as ib_write_lat -D counts them.
                 iterations: match params.length {
-                    TestLength::Duration { .. } => run.rtt_ns.len() as u64,
+                    TestLength::Duration { .. } => run.rtt.len(),
                     TestLength::Iterations { .. } => run.exchanges,
                 },
                 bw_peak_gbps: 0.0,
@@ -115,7 +118,7 @@ impl Connected {
                 cpu_s_per_gb: None,
                 polling_cpu: crate::ffi::current_cpu(),
                 off_cpu_max_s: None,
-                latency: LatencyStats::from_round_trips_ns(&run.rtt_ns),
+                latency: run.rtt.stats(),
             });
         }
         self.poisoned = false;
@@ -158,8 +161,9 @@ impl Connected {
         let mut wcs: Vec<Completion> = Vec::with_capacity(32);
         let mut posted = 0u64;
         let mut completed = 0u64;
-        let mut rtt_ns: Vec<u64> =
-            Vec::with_capacity(iterations.map_or(1 << 16, |n| n as usize).min(1 << 24));
+        // Bounded whatever `-n` or `-D` says: samples beyond `MAX_KEPT_SAMPLES` go to the
+        // histogram only.
+        let mut rtt = RoundTrips::with_capacity(iterations.unwrap_or(1 << 16));
         let start = Instant::now();
         let (window_open, window_close) = match window {
             Some((w, d)) => (
@@ -249,8 +253,7 @@ impl Connected {
                     _ => true,
                 };
                 if counts {
-                    rtt_ns
-                        .push(u64::try_from(now.duration_since(p).as_nanos()).unwrap_or(u64::MAX));
+                    rtt.record(u64::try_from(now.duration_since(p).as_nanos()).unwrap_or(u64::MAX));
                 }
             }
             prev_post = Some(now);
@@ -298,7 +301,7 @@ impl Connected {
         let measured_s = first_post.map_or(0.0, |f| last_post.duration_since(f).as_secs_f64());
         Ok(SizeRun {
             exchanges,
-            rtt_ns,
+            rtt,
             measured_s,
         })
     }

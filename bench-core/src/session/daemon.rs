@@ -1,57 +1,31 @@
 //! A `--daemon` server: test after test on one port, one thread per test.
 //!
 //! A connection goes through two stages. Before admission (its hello read, its version,
-//! secret and values checked: [`admit`]) it has a small budget of its own: a hello deadline
-//! ([`Admission::hello_wait`], 2 s), and a cap on connections waiting for admission from one
-//! address and in all; beyond the cap a connection is closed at once, unanswered. Nothing it
-//! sends is logged. Only an admitted client takes one of the `--max-tests` slots, so silent or
-//! refused connections cannot lock out a client that holds the run's secret.
+//! secret and values checked: [`super::admit`]) it waits in the gate: a first byte within 1 s, a
+//! hello within 2 s, and caps on connections waiting per source and in all, where a new
+//! connection evicts an older one that stays silent instead of being refused itself (see
+//! [`super::gate`]). Nothing it sends is logged. Only an admitted client takes one of the
+//! `--max-tests` slots, so silent or refused connections cannot lock out a client that holds
+//! the run's secret.
 
-use std::collections::HashMap;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use super::error::SessionError;
+use super::gate::{Admission, Gate};
 use super::outcome::Outcome;
 use super::resolve::ServerShared;
-use super::server::{admit, serve_admitted, Listener, ServerConfig};
+use super::server::{serve_admitted, Listener, ServerConfig};
 use super::{Log, POLL};
 use crate::control::DeviceClaims;
 
 /// What a daemon reports after each connection: an admitted test's outcome, or
 /// [`SessionError::NotAdmitted`] for a connection that never became a test.
 pub type OnTest = Arc<dyn Fn(&SocketAddr, &Result<Outcome, SessionError>) + Send + Sync>;
-
-/// A daemon's budget for connections that are not admitted yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Admission {
-    /// How long a connection may take to send its hello (at most the handshake timeout).
-    pub hello_wait: Duration,
-    /// Connections from one address waiting for admission at once.
-    pub per_address: usize,
-    /// Connections waiting for admission at once, from every address.
-    pub total: usize,
-}
-
-impl Admission {
-    /// 2 s for the hello (a client sends it as soon as it connects), 8 connections per address
-    /// and 64 in all waiting for admission.
-    pub const DEFAULT: Admission = Admission {
-        hello_wait: Duration::from_secs(2),
-        per_address: 8,
-        total: 64,
-    };
-}
-
-impl Default for Admission {
-    fn default() -> Self {
-        Admission::DEFAULT
-    }
-}
 
 /// The first pause after `accept` fails (file descriptors exhausted, say), and the longest:
 /// the pause doubles while it keeps failing.
@@ -86,38 +60,6 @@ impl Slots {
 impl Drop for Slot {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// Connections waiting for admission, per client address.
-#[derive(Debug, Clone, Default)]
-struct PerAddress(Arc<Mutex<HashMap<IpAddr, usize>>>);
-
-/// One connection counted against its address, given back on drop.
-#[derive(Debug)]
-struct AddressSlot(PerAddress, IpAddr);
-
-impl PerAddress {
-    fn try_take(&self, ip: IpAddr, max: usize) -> Option<AddressSlot> {
-        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let n = m.entry(ip).or_insert(0);
-        if *n >= max {
-            return None;
-        }
-        *n += 1;
-        Some(AddressSlot(self.clone(), ip))
-    }
-}
-
-impl Drop for AddressSlot {
-    fn drop(&mut self) {
-        let mut m = (self.0).0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = m.get_mut(&self.1) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                m.remove(&self.1);
-            }
-        }
     }
 }
 
@@ -171,15 +113,25 @@ impl Daemon {
         on_test: &OnTest,
     ) -> io::Result<()> {
         let running = Slots::default();
-        let waiting = Slots::default();
-        let per_address = PerAddress::default();
+        let gate = Gate::new(self.admission);
         let flags: Arc<Mutex<Vec<Weak<AtomicBool>>>> = Arc::new(Mutex::new(Vec::new()));
         let mut backoff = ACCEPT_BACKOFF.0;
         loop {
-            let stream = match listener.accept(stop) {
-                Ok(Some(s)) => {
+            // A connection, and its place among those waiting for admission (an older silent
+            // one making room if need be). Both fail only when file descriptors run out: the
+            // daemon then pauses and goes on.
+            let entered = listener.accept(stop).and_then(|s| {
+                let Some(s) = s else { return Ok(None) };
+                let peer = s
+                    .peer_addr()
+                    .unwrap_or_else(|_| SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
+                let ticket = gate.enter(&s, peer)?;
+                Ok(Some((s, peer, ticket)))
+            });
+            let (stream, peer, ticket) = match entered {
+                Ok(Some(e)) => {
                     backoff = ACCEPT_BACKOFF.0;
-                    s
+                    e
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -194,17 +146,6 @@ impl Daemon {
                     continue;
                 }
             };
-            let peer = stream
-                .peer_addr()
-                .unwrap_or_else(|_| SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
-            // Over the budget before admission: closed at once, unanswered and unlogged.
-            let Some(wait_slot) = waiting.try_take(self.admission.total) else {
-                continue;
-            };
-            let Some(addr_slot) = per_address.try_take(peer.ip(), self.admission.per_address)
-            else {
-                continue;
-            };
             let test_stop = Arc::new(AtomicBool::new(false));
             {
                 let mut f = flags.lock().unwrap_or_else(|e| e.into_inner());
@@ -217,13 +158,11 @@ impl Daemon {
                 Arc::clone(log),
                 Arc::clone(on_test),
             );
-            let (running2, hello_wait) = (running.clone(), self.admission.hello_wait);
+            let (running2, gate2) = (running.clone(), gate.clone());
             let spawned = thread::Builder::new()
                 .name(format!("rdmabw-test-{peer}"))
                 .spawn(move || {
-                    let admitted = admit(&cfg, stream, hello_wait);
-                    drop((wait_slot, addr_slot));
-                    let admitted = match admitted {
+                    let admitted = match gate2.admit(&cfg, stream, ticket) {
                         Ok(a) => a,
                         Err(e) => {
                             on_test(&peer, &Err(SessionError::NotAdmitted(Box::new(e))));
@@ -258,8 +197,9 @@ impl Daemon {
                 f.store(true, Ordering::Relaxed);
             }
         }
+        gate.evict_all();
         let deadline = Instant::now() + Duration::from_secs(5);
-        while (running.held() > 0 || waiting.held() > 0) && Instant::now() < deadline {
+        while (running.held() > 0 || gate.len() > 0) && Instant::now() < deadline {
             thread::sleep(POLL);
         }
         Ok(())
@@ -286,24 +226,5 @@ mod tests {
         assert!(panicked.is_err());
         assert_eq!(slots.held(), 0);
         assert!(slots.try_take(1).is_some());
-    }
-
-    #[test]
-    fn connections_are_counted_per_address_until_dropped() {
-        let per = PerAddress::default();
-        let a: IpAddr = Ipv4Addr::new(10, 0, 0, 1).into();
-        let b: IpAddr = Ipv4Addr::new(10, 0, 0, 2).into();
-        let first = per.try_take(a, 2);
-        let second = per.try_take(a, 2);
-        assert!(first.is_some() && second.is_some());
-        assert!(per.try_take(a, 2).is_none(), "a third from one address");
-        assert!(
-            per.try_take(b, 2).is_some(),
-            "another address is not held up"
-        );
-        drop(first);
-        assert!(per.try_take(a, 2).is_some());
-        drop(second);
-        assert!(per.0.lock().map(|m| m.is_empty()).unwrap_or(false));
     }
 }

@@ -21,6 +21,7 @@
 mod client;
 mod daemon;
 mod error;
+mod gate;
 mod guard;
 mod outcome;
 mod perftest;
@@ -33,8 +34,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use client::{run_client, run_client_streaming, ClientConfig};
-pub use daemon::{Admission, Daemon, OnTest};
+pub use daemon::{Daemon, OnTest};
 pub use error::SessionError;
+pub use gate::Admission;
 pub use outcome::{combine, local_report, Outcome, Remote};
 pub use perftest::{check_supported as check_perftest_supported, PeerChoice};
 pub use resolve::{inventory_for, resolve_request, ServerShared};

@@ -2,13 +2,14 @@
 //! gets, and [`serve_one`].
 
 use std::io;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::Duration;
 
 use super::error::{control, peer_failed, SessionError, SERVER_SETUP};
+use super::gate::{Admission, Gate};
 use super::outcome::{Outcome, Remote};
 use super::perftest::{self, PeerChoice, PerftestTest};
 use super::resolve::ServerShared;
@@ -188,8 +189,14 @@ impl Listener {
 
     /// Waits for a connection on any of the addresses; `None` once `stop` is raised.
     pub fn accept(&self, stop: &AtomicBool) -> io::Result<Option<TcpStream>> {
+        self.accept_unless(|| stop.load(Ordering::Relaxed))
+    }
+
+    /// Waits for a connection on any of the addresses; `None` once `done()` says so (looked
+    /// at every few milliseconds).
+    pub fn accept_unless(&self, done: impl Fn() -> bool) -> io::Result<Option<TcpStream>> {
         loop {
-            if stop.load(Ordering::Relaxed) {
+            if done() {
                 return Ok(None);
             }
             for l in &self.inner {
@@ -360,9 +367,10 @@ pub fn is_plain_name(name: &str) -> bool {
 }
 
 /// Checks what a hello asks for against the bounds rdmabw's command line enforces, before the
-/// server computes anything from it: the parameters ([`TestParams::check_bounds`]), the
-/// device and interface names (plain names), and the path attributes a server takes from the
-/// client (service level 0-15, an MTU of 256-4096).
+/// server computes anything from it: the parameters ([`TestParams::check_bounds`]; for a
+/// latency test also `rdmabw lat`'s rule, [`TestParams::check_latency`]), the device and
+/// interface names (plain names), and the path attributes a server takes from the client
+/// (service level 0-15, an MTU of 256-4096).
 pub fn check_hello(hello: &Hello) -> Result<(), RejectReason> {
     let invalid = |what: String| RejectReason::Other {
         message: format!("invalid hello: {what}"),
@@ -371,6 +379,13 @@ pub fn check_hello(hello: &Hello) -> Result<(), RejectReason> {
         .params
         .check_bounds()
         .map_err(|e| invalid(e.to_string()))?;
+    // A latency test: admitted exactly as `rdmabw lat`'s command line takes its flags.
+    if hello.params.latency {
+        hello
+            .params
+            .check_latency()
+            .map_err(|e| invalid(e.to_string()))?;
+    }
     for (flag, name) in [
         ("--server-dev", hello.device.as_deref()),
         ("--server-netdev", hello.netdev.as_deref()),
@@ -522,12 +537,26 @@ pub fn admit(
 /// How many connections that were not admitted a one-test server notes in its log.
 const NOTED_NOT_ADMITTED: u32 = 3;
 
+/// What a one-test server logs about a connection that was not admitted, in this side's words:
+/// never what the peer sent.
+fn not_admitted_words(e: &SessionError) -> String {
+    match e {
+        SessionError::NotRdmabw(ControlError::Protocol { detail, .. }) => detail.clone(),
+        SessionError::NotRdmabw(_) => {
+            "speaks neither rdmabw's control protocol nor perftest's".to_string()
+        }
+        _ => "sent no admissible hello".to_string(),
+    }
+}
+
 /// A one-test server: waits on `listener` for the first client that passes admission and
-/// serves its test. Connections that never become a test (silent past the handshake
-/// timeout, garbage, another run's secret, values out of bounds) do not end it: the first
-/// few are noted in the log by address only, nothing they sent, and the wait goes on. One
-/// that did not speak rdmabw's control protocol at all is said to be so, in this side's
-/// words (perftest's ib_write_bw pointed at rdmabw, most likely).
+/// serves its test. Connections wait for admission side by side in a gate (the daemon's:
+/// [`super::Admission`], with the handshake timeout for the hello), so that connections that
+/// never become a test (silent, garbage, another run's secret, values out of bounds) neither
+/// end the server nor hold up its client: the first few are noted in the log by address only,
+/// nothing they sent, and the wait goes on. One that did not speak rdmabw's control protocol
+/// at all is said to be so, in this side's words (perftest's ib_write_bw pointed at rdmabw,
+/// most likely). A client admitted just after the first is told that the server runs one test.
 /// `Ok(None)` once `stop` is raised while waiting.
 pub fn serve_first(
     cfg: &ServerConfig,
@@ -536,40 +565,75 @@ pub fn serve_first(
     stop: &Arc<AtomicBool>,
     log: &Log,
 ) -> io::Result<Option<Result<Outcome, SessionError>>> {
-    let mut not_admitted = 0u32;
-    loop {
-        let Some(stream) = listener.accept(stop)? else {
-            return Ok(None);
-        };
-        let peer = stream.peer_addr().ok();
-        match admit(cfg, stream, cfg.timeouts.handshake) {
-            Ok(a) => return Ok(Some(serve_admitted(cfg, a, shared, stop, log))),
-            Err(e) => {
-                not_admitted += 1;
-                if not_admitted <= NOTED_NOT_ADMITTED {
-                    let what = match &e {
-                        SessionError::NotRdmabw(ControlError::Protocol { detail, .. }) => {
-                            detail.clone()
-                        }
-                        SessionError::NotRdmabw(_) => {
-                            "speaks neither rdmabw's control protocol nor perftest's".to_string()
-                        }
-                        _ => "sent no admissible hello".to_string(),
-                    };
-                    log(&format!(
-                        "{} {what}; still waiting{}",
-                        peer.map_or_else(|| "a client".to_string(), |p| p.to_string()),
-                        if not_admitted == NOTED_NOT_ADMITTED {
-                            " (further such connections are not noted)"
-                        } else {
-                            ""
-                        }
-                    ));
+    let gate = Gate::new(Admission {
+        hello_wait: cfg.timeouts.handshake,
+        ..Admission::DEFAULT
+    });
+    let not_admitted = AtomicU32::new(0);
+    let found = AtomicBool::new(false);
+    let (tx, rx) = mpsc::channel::<Admitted>();
+    let note = |peer: Option<SocketAddr>, e: &SessionError| {
+        let n = not_admitted.fetch_add(1, Ordering::SeqCst) + 1;
+        if n <= NOTED_NOT_ADMITTED {
+            log(&format!(
+                "{} {}; still waiting{}",
+                peer.map_or_else(|| "a client".to_string(), |p| p.to_string()),
+                not_admitted_words(e),
+                if n == NOTED_NOT_ADMITTED {
+                    " (further such connections are not noted)"
+                } else {
+                    ""
                 }
-            }
+            ));
         }
+    };
+    let waited = thread::scope(|s| -> io::Result<Option<Admitted>> {
+        let done = || found.load(Ordering::SeqCst) || stop.load(Ordering::Relaxed);
+        let accepted = loop {
+            let stream = match listener.accept_unless(done) {
+                Ok(Some(stream)) => stream,
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            };
+            let peer = stream.peer_addr().ok();
+            let Ok(ticket) = gate.enter(&stream, peer.unwrap_or(UNKNOWN_PEER)) else {
+                continue;
+            };
+            let (gate, tx, found, note) = (&gate, tx.clone(), &found, &note);
+            let spawned = thread::Builder::new()
+                .name("rdmabw-admission".into())
+                .spawn_scoped(s, move || match gate.admit(cfg, stream, ticket) {
+                    Ok(a) => {
+                        let _ = tx.send(a);
+                        found.store(true, Ordering::SeqCst);
+                    }
+                    Err(e) => note(peer, &e),
+                });
+            if let Err(e) = spawned {
+                log(&format!("cannot start a thread for a connection: {e}"));
+            }
+        };
+        // A client is in, or the server stops: every other wait ends now.
+        gate.evict_all();
+        accepted?;
+        Ok(rx.try_recv().ok())
+    })?;
+    // Clients admitted while the first one was picked: this server has its test.
+    for late in rx.try_iter() {
+        let _ = late.refuse(RejectReason::Other {
+            message: "this server runs one test, and another client's came first".into(),
+        });
+    }
+    match waited {
+        Some(a) if !stop.load(Ordering::Relaxed) => {
+            Ok(Some(serve_admitted(cfg, a, shared, stop, log)))
+        }
+        _ => Ok(None),
     }
 }
+
+/// The address of a peer whose address could not be read (it is gone already).
+const UNKNOWN_PEER: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
 
 /// Serves one test on an accepted connection. `shared` is shared by every test of a daemon;
 /// `stop` ends the test early (SIGINT/SIGTERM).

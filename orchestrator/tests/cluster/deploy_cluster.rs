@@ -2,14 +2,16 @@
 //! and `compare` use (deploy/rbac.yaml) cannot patch a node at all; the fleet's account
 //! (deploy/fleet-job.yaml: its ClusterRole railsweep-verdicts, held by its
 //! ValidatingAdmissionPolicy) may change a node's labels, annotations and taints under
-//! railbench.io/ and nothing else; the CronJob's pod passes Pod Security's `restricted` level.
+//! railbench.io/ and nothing else (exactly railsweep's keys, its taint NoSchedule only); the
+//! CronJob's pod passes Pod Security's `restricted` level; deploy/rbac.yaml's account cannot
+//! run a pod as the fleet's account nor exec into the fleet's pods (railsweep-fleet-pods).
 //! Each test patches a Node object of its own, with no agent behind it, so the tests run
 //! beside the others.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::support::testcluster::{shipped, TestCluster};
+use crate::support::testcluster::{shipped, shipped_named, TestCluster};
 use k8s_openapi::api::core::v1::{Node, Pod, ServiceAccount, Taint};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, Config};
@@ -260,6 +262,49 @@ async fn the_verdict_account_changes_only_railbench_keys() {
         patch_taints(&api, &name, |t| t.retain(|t| t.key != OTHER)).await,
         taints,
         "another owner's taint removed",
+    );
+    // Issue 53, finding 4: railsweep's key with another effect (NoExecute evicts workloads),
+    // another key under railbench.io/, another label or annotation there.
+    for (key, effect) in [
+        ("railbench.io/bad-rails", "NoExecute"),
+        ("railbench.io/bad-rails", "PreferNoSchedule"),
+        ("railbench.io/drain", "NoSchedule"),
+    ] {
+        refused_by_policy(
+            patch_taints(&api, &name, |t| {
+                t.push(Taint {
+                    key: key.into(),
+                    value: Some("1".into()),
+                    effect: effect.into(),
+                    time_added: None,
+                })
+            })
+            .await,
+            taints,
+            &format!("taint {key}:{effect}"),
+        );
+    }
+    refused_by_policy(
+        patch(
+            &api,
+            &name,
+            &json!({ "metadata": { "labels": { "railbench.io/other": "x" } } }),
+            false,
+        )
+        .await,
+        labels,
+        "another label under railbench.io/",
+    );
+    refused_by_policy(
+        patch(
+            &api,
+            &name,
+            &json!({ "metadata": { "annotations": { "railbench.io/other": "x" } } }),
+            false,
+        )
+        .await,
+        annotations,
+        "another annotation under railbench.io/",
     );
     refused_by_policy(
         patch(
@@ -568,4 +613,149 @@ async fn the_readmes_quick_start_works_with_deploys_account_as_applied() {
     for p in [&a, &b] {
         let _ = admin.delete(p, &DeleteParams::default()).await;
     }
+}
+
+/// deploy/fleet-job.yaml's pod policy (railsweep-fleet-pods) and its binding, made for `ns`: its
+/// namespace and the two accounts' user names are `ns`'s (cluster-wide objects named after
+/// `ns`). The API server enforces a new policy a moment later, not at once.
+async fn fleet_pod_policy(c: &TestCluster, ns: &str) {
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+    let name = format!("railsweep-fleet-pods-{ns}");
+    let mut policy: Value = shipped_named(
+        "fleet-job.yaml",
+        "ValidatingAdmissionPolicy",
+        "railsweep-fleet-pods",
+    );
+    policy["metadata"]["name"] = name.clone().into();
+    policy["spec"]["matchConstraints"]["namespaceSelector"]["matchExpressions"][0]["values"] =
+        json!([ns]);
+    for v in policy["spec"]["variables"]
+        .as_array_mut()
+        .expect("variables")
+    {
+        let account = match v["name"].as_str() {
+            Some("sweepUser") => "railsweep",
+            Some("fleetUser") => "railsweep-fleet",
+            _ => continue,
+        };
+        v["expression"] = format!("'system:serviceaccount:{ns}:{account}'").into();
+    }
+    let mut binding: Value = shipped_named(
+        "fleet-job.yaml",
+        "ValidatingAdmissionPolicyBinding",
+        "railsweep-fleet-pods",
+    );
+    binding["metadata"]["name"] = name.clone().into();
+    binding["spec"]["policyName"] = name.clone().into();
+    for (kind, obj) in [
+        ("ValidatingAdmissionPolicy", policy),
+        ("ValidatingAdmissionPolicyBinding", binding),
+    ] {
+        let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
+        let api: Api<DynamicObject> = Api::all_with(c.client.clone(), &ApiResource::from_gvk(&gvk));
+        let obj: DynamicObject = serde_json::from_value(obj).expect("a DynamicObject");
+        api.create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("creates {kind} {name}: {e}"));
+    }
+}
+
+/// A pod of railsweep's shape in `ns`: `sleep infinity`, no token, as `account`.
+fn plain_pod(name: &str, account: Option<&str>) -> Pod {
+    serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": { "name": name },
+        "spec": {
+            "serviceAccountName": account,
+            "automountServiceAccountToken": false,
+            "nodeName": "node-a",
+            "containers": [{ "name": "rdmabw", "image": "railbench/rdmabw:0.1.0",
+                             "imagePullPolicy": "Never", "command": ["sleep", "infinity"] }],
+        },
+    }))
+    .expect("a Pod")
+}
+
+/// Issue 53, finding 4: deploy/rbac.yaml's account may create pods and exec into pods in the
+/// namespace where the fleet's account holds the verdict rights. With the pod policy it can
+/// neither run a pod as railsweep-fleet nor exec into a railsweep-fleet-* pod, nor mount a
+/// hostPath; its own pods and exec into them still work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweep_account_cannot_reach_the_fleets_rights() {
+    use orchestrator::runner::{KubeRunner, Runner};
+    let c = TestCluster::get().await;
+    let ns = c.namespace("fleet-pods", &[]).await;
+    let kc = kubeconfig_path(&ns);
+    c.railsweep_kubeconfig(&ns, None, &kc).await;
+    let mut sa: ServiceAccount = shipped("fleet-job.yaml", "ServiceAccount");
+    sa.metadata.namespace = None;
+    Api::<ServiceAccount>::namespaced(c.client.clone(), &ns)
+        .create(&PostParams::default(), &sa)
+        .await
+        .expect("creates the fleet's service account");
+    // The fleet's pod (its name as a CronJob's Job gives it), made by the administrator
+    // before the policy: the one to exec into.
+    let fleet_pod = "railsweep-fleet-29412345-x7k2q";
+    c.pod(&ns, fleet_pod, "node-a", false, "railsweep").await;
+    c.pod(&ns, "sweep-own", "node-a", false, "rdmabw").await;
+    fleet_pod_policy(&c, &ns).await;
+    let user = client_of(&kc).await;
+    let pods: Api<Pod> = Api::namespaced(user.clone(), &ns);
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let as_fleet = plain_pod("as-fleet", Some("railsweep-fleet"));
+    let mut enforced = false;
+    for _ in 0..150 {
+        if let Err(kube::Error::Api(e)) = pods.create(&dry, &as_fleet).await {
+            assert!(e.message.contains("ValidatingAdmissionPolicy"), "{e:?}");
+            enforced = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        enforced,
+        "railsweep-fleet-pods is not enforced after 30 s (is the ValidatingAdmissionPolicy \
+         admission plugin on?)"
+    );
+    refused_by_policy(
+        pods.create(&dry, &as_fleet).await.map(|_| ()),
+        "a pod runs as railsweep-fleet only as the fleet CronJob's",
+        "a pod as railsweep-fleet by the railsweep account",
+    );
+    let mut host_path = plain_pod("host-path", None);
+    if let Some(s) = host_path.spec.as_mut() {
+        s.volumes = Some(vec![serde_json::from_value(
+            json!({ "name": "h", "hostPath": { "path": "/var/lib/kubelet" } }),
+        )
+        .expect("a volume")]);
+    }
+    refused_by_policy(
+        pods.create(&dry, &host_path).await.map(|_| ()),
+        "mount no hostPath volume",
+        "a hostPath volume",
+    );
+    // Its own kind of pod is admitted.
+    pods.create(&dry, &plain_pod("own", None))
+        .await
+        .expect("the railsweep account's own pod is admitted");
+    // Exec: into the fleet's pod refused, into its own pod let.
+    let r = KubeRunner::from_client(user, &ns, "test", None);
+    let into_fleet = r.exec(fleet_pod, &["true".to_string()], None).await;
+    assert!(
+        into_fleet.is_err(),
+        "the railsweep account exec'd into {fleet_pod}: {into_fleet:?}"
+    );
+    r.exec("sweep-own", &["true".to_string()], None)
+        .await
+        .expect("the railsweep account execs into its own pod");
+    let admin: Api<Pod> = Api::namespaced(c.client.clone(), &ns);
+    for p in [fleet_pod, "sweep-own"] {
+        let _ = admin.delete(p, &DeleteParams::default()).await;
+    }
+    let _ = std::fs::remove_file(&kc);
+    c.delete_namespace(&ns).await;
 }

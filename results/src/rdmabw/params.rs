@@ -133,6 +133,73 @@ pub fn check_seconds(param: &'static str, v: f64, allow_zero: bool) -> Result<()
     )
 }
 
+/// What a latency test (`rdmabw lat`, ib_write_lat's ping-pong of one QP) cannot run: one
+/// rule, which `rdmabw lat`'s command line applies to its flags and a server to a latency
+/// hello before admitting it ([`TestParams::check_latency`], [`check_latency_shape`]). Each
+/// message names the flag and what to do instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NotForLatency {
+    /// More than one QP (`-q`).
+    #[error("-q {qps}: a latency test runs one QP (as ib_write_lat): leave -q out")]
+    Qps {
+        /// The QPs asked for.
+        qps: u32,
+    },
+    /// `-b`.
+    #[error("not a flag of rdmabw lat: -b/--bidirectional: both sides already write in turn")]
+    Bidirectional,
+    /// `--run_infinitely`.
+    #[error("not a flag of rdmabw lat: --run_infinitely: run -D SECONDS, or several tests")]
+    RunInfinitely,
+    /// `--data_validation`.
+    #[error(
+        "not a flag of rdmabw lat: --data_validation: the ping-pong checks only the last byte \
+         of each write"
+    )]
+    DataValidation,
+    /// Fewer than [`super::flags::LAT_MIN_ITERS`] exchanges (`-n`).
+    #[error(
+        "-n/--iters {iterations}: a latency test runs at least {min} exchanges (as ib_write_lat)",
+        min = super::flags::LAT_MIN_ITERS
+    )]
+    TooFewExchanges {
+        /// The exchanges asked for.
+        iterations: u64,
+    },
+    /// A sweep of sizes (`-a`) in a timed test (`-D`).
+    #[error(
+        "-a with -D: a timed latency test runs one size (-s); leave out -D to sweep sizes by -n \
+         exchanges"
+    )]
+    TimedSweep,
+}
+
+/// The part of the latency rule that a command line can check on its flags alone, before it
+/// resolves them: one QP (`-q`, 1 when not given), one direction (`-b`), an end
+/// (`--run_infinitely`), no `--data_validation`. [`TestParams::check_latency`] checks this
+/// and the rest.
+pub fn check_latency_shape(
+    qps: u32,
+    bidirectional: bool,
+    run_infinitely: bool,
+    data_validation: bool,
+) -> Result<(), NotForLatency> {
+    if qps != 1 {
+        return Err(NotForLatency::Qps { qps });
+    }
+    if bidirectional {
+        return Err(NotForLatency::Bidirectional);
+    }
+    if run_infinitely {
+        return Err(NotForLatency::RunInfinitely);
+    }
+    if data_validation {
+        return Err(NotForLatency::DataValidation);
+    }
+    Ok(())
+}
+
 /// Queue pair connection type. Only RC is implemented; the field exists so that a mismatch
 /// with a peer is named rather than misread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -250,6 +317,28 @@ impl TestParams {
             }
         }
         Ok(())
+    }
+
+    /// Checks what a latency test must be, as `rdmabw lat` takes its flags: the shape
+    /// ([`check_latency_shape`]), at least [`super::flags::LAT_MIN_ITERS`] exchanges, and one
+    /// size when timed. Any count of exchanges above that is taken (`-n 2^64-1` too): a side
+    /// keeps at most [`super::lat::MAX_KEPT_SAMPLES`] samples of a size one by one.
+    pub fn check_latency(&self) -> Result<(), NotForLatency> {
+        check_latency_shape(
+            self.qps,
+            self.bidirectional,
+            self.run_infinitely,
+            self.data_validation,
+        )?;
+        match (self.length, &self.sizes) {
+            (TestLength::Iterations { iterations }, _)
+                if iterations < super::flags::LAT_MIN_ITERS =>
+            {
+                Err(NotForLatency::TooFewExchanges { iterations })
+            }
+            (TestLength::Duration { .. }, Sizes::Sweep { .. }) => Err(NotForLatency::TimedSweep),
+            _ => Ok(()),
+        }
     }
 
     /// Compares the parameters that must match; the first difference is named.
@@ -661,6 +750,58 @@ mod tests {
         assert_eq!(edge.check_bounds(), Ok(()));
         let week = with(&|p| p.length = dur(MAX_SECONDS, 0.0, 0.0));
         assert_eq!(week.check_bounds(), Ok(()));
+    }
+
+    #[test]
+    fn the_latency_rule_refuses_what_rdmabw_lat_refuses_and_names_the_flag() {
+        let lat = |f: &dyn Fn(&mut TestParams)| {
+            let mut p = TestParams::write_bw(
+                Sizes::One { msg_size_bytes: 2 },
+                TestLength::Iterations { iterations: 1000 },
+                1,
+            );
+            p.latency = true;
+            f(&mut p);
+            p
+        };
+        let timed = TestLength::Duration {
+            duration_s: MAX_SECONDS,
+            warmup_s: 0.0,
+            cooldown_s: 0.0,
+        };
+        assert_eq!(lat(&|_| {}).check_latency(), Ok(()));
+        let n = |iterations| TestLength::Iterations { iterations };
+        assert_eq!(lat(&|p| p.length = n(u64::MAX)).check_latency(), Ok(()));
+        assert_eq!(lat(&|p| p.length = n(5)).check_latency(), Ok(()));
+        assert_eq!(lat(&|p| p.length = timed).check_latency(), Ok(()));
+        let sweep = Sizes::Sweep { max_bytes: 1 << 23 };
+        assert_eq!(lat(&|p| p.sizes = sweep.clone()).check_latency(), Ok(()));
+        let cases: Vec<(TestParams, &str)> = vec![
+            (lat(&|p| p.qps = 64), "-q 64: a latency test runs one QP"),
+            (lat(&|p| p.qps = 0), "-q 0"),
+            (lat(&|p| p.bidirectional = true), "-b/--bidirectional"),
+            (lat(&|p| p.run_infinitely = true), "--run_infinitely"),
+            (lat(&|p| p.data_validation = true), "--data_validation"),
+            (
+                lat(&|p| p.length = n(1)),
+                "-n/--iters 1: a latency test runs at least 5",
+            ),
+            (lat(&|p| p.length = n(4)), "-n/--iters 4"),
+            (
+                lat(&|p| {
+                    p.sizes = sweep.clone();
+                    p.length = timed;
+                }),
+                "-a with -D",
+            ),
+        ];
+        for (p, words) in cases {
+            let e = p
+                .check_latency()
+                .map(|()| String::new())
+                .unwrap_or_else(|e| e.to_string());
+            assert!(e.contains(words), "{words}: {e}");
+        }
     }
 
     #[test]
