@@ -4,9 +4,6 @@
 # perftest on the other end, and every bad input the issue lists.
 
 SRV=$(ctl_ip podB)   # the server pod's control address (eth0)
-# A server given --peer rdmabw refusing perftest by name: the unit tests (tests/session.rs)
-# and interop's --peer rdmabw case show the words; the soak tier runs it on the real peer.
-SOAK_TESTS="test_peer_rdmabw_server_refuses_perftest"
 # Under emulation every rdmabw start (sysfs discovery, device open, QP creation) takes seconds.
 TEST_TIMEOUT=${TEST_TIMEOUT:-300}
 

@@ -2,10 +2,6 @@
 # rdmabw meets perftest on the wire: the lab's reference ib_write_bw and ib_write_lat (Debian's
 # perftest 25.01, wire version 6.24) on the other end, in both directions. Both tables print
 # with --report_gbits so that perftest's figures and rdmabw's are in one unit.
-# The shapes (-b, -q 2, -D 2 both ways, 50 s) are in the soak tier, to keep the default run's
-# 4-rail guest within CI's budget; every rail both ways, latency, the mismatches and the dead
-# peers stay in the default run.
-SOAK_TESTS="test_interop_bw_shapes"
 
 # Both sides' figures of a test: ib_write_bw prints the client's table on the server too.
 # row_avg FILE: the average column of the 65536-byte row of an ib_write_bw-style table.

@@ -1,8 +1,5 @@
 # lab: --layout pods --rails 4
 # The lab itself, proven with perftest's ib_write_bw as the reference peer.
-# ib_write_bw to ib_write_bw on every rail is in the soak tier: the default run's interop suite
-# runs perftest on one end of every rail in both roles, which shows the same rails carrying it.
-SOAK_TESTS="test_perftest_every_rail"
 
 # ib_write_bw from podA to podB on every rail: each rail carries traffic.
 test_perftest_every_rail() {
