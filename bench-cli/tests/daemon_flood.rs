@@ -18,11 +18,16 @@ mod support;
 use support::{daemon_on, free_port, lines, SECRET};
 
 fn rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS:")
+}
+
+/// A `KEY: N kB` line of /proc/PID/status, in KiB (0 if none).
+fn status_kib(pid: u32, key: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
+                .find(|l| l.starts_with(key))
                 .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         })
         .unwrap_or(0)
@@ -59,6 +64,7 @@ fn a_flood_neither_locks_out_the_run_nor_fills_the_log_or_memory() {
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let rss_before = rss_kib(pid);
 
+    let flood_start = Instant::now();
     // 200 silent connections, held.
     let silent: Vec<TcpStream> = (0..200)
         .filter_map(|_| TcpStream::connect(addr).ok())
@@ -107,7 +113,16 @@ fn a_flood_neither_locks_out_the_run_nor_fills_the_log_or_memory() {
         .map(|_| ())
         .map_err(|e| e.to_string());
     let took = t0.elapsed();
-    std::thread::sleep(Duration::from_millis(1500));
+    // The flood goes on for 1.5 s more, or FLOOD_SECS in all (scripts/bench-flood: 10).
+    let flood = std::env::var("FLOOD_SECS")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(Duration::from_millis(1500), |s| {
+            Duration::from_secs_f64(s).saturating_sub(flood_start.elapsed())
+        });
+    std::thread::sleep(flood);
+    let flood_s = flood_start.elapsed().as_secs_f64();
     let rss_peak = rss_kib(pid);
     flooding.store(false, Ordering::Relaxed);
     for f in floods {
@@ -119,9 +134,11 @@ fn a_flood_neither_locks_out_the_run_nor_fills_the_log_or_memory() {
     let log_bytes: usize = lines.iter().map(|l| l.len() + 1).sum();
     let n_refused = refused.load(Ordering::Relaxed);
     eprintln!(
-        "admitted in {took:?} under 200 silent connections and {n_refused} refused hellos; \
-         RSS {rss_before} KiB before, {rss_peak} KiB under the flood; log during the flood: \
+        "admitted in {took:?} under 200 silent connections and {n_refused} refused hellos \
+         ({flood_s:.1} s of flood); RSS {rss_before} KiB before, {rss_peak} KiB under the \
+         flood (VmHWM {} KiB); log during the flood: \
          {} lines, {log_bytes} bytes: {lines:?}",
+        status_kib(pid, "VmHWM:"),
         lines.len()
     );
     let e = answer.expect_err("no RDMA here: the admitted test stops at device opening");

@@ -9,7 +9,10 @@
 //! secret read with `--secret-stdin` goes to server-secret (the daemon's) or secrets.log (one
 //! line per client or batch). A daemon given `--exit-on-stdin-eof` ends at the end of its
 //! input and appends `eof` to server-end (a file `no-exit-flag`: it refuses the flag as an
-//! older build would; a file `server-linger`: it ends that many seconds after its input). `rails` announces rdmabw's capabilities, less those a marker file
+//! older build would; a file `server-linger`: it ends that many seconds after its input; a
+//! file `server-flood`: it prints lines as fast as it can for `flood-secs` seconds, and the
+//! bytes it printed go to `flood-count`, as dd says them, as they do for the floods of
+//! [`Behave`]). `rails` announces rdmabw's capabilities, less those a marker file
 //! (`no-exit-flag`, `no-batch`, `no-bind`, `no-lat`) takes away.
 //!
 //! Per node ([`Fake::per_node`]): where its ancestors include a test cluster node agent
@@ -46,6 +49,16 @@ pub enum Behave {
     KillServer,
     /// Prints a line of 3 MB (no newline until its end), then its ok report.
     Flood,
+    /// For the seconds in the file `flood-secs` (10 if none): short lines on its stdout as
+    /// fast as it can (the bytes, as dd counts them, in `flood-count`), then its ok report.
+    FloodLines,
+    /// The same on its stderr.
+    FloodStderr,
+    /// For the seconds in `flood-secs`: one line without a newline, then its ok report.
+    FloodLine,
+    /// Sleeps the seconds in `flood-secs`, then its ok report (a test as long as a flood of
+    /// the server daemon's).
+    Linger,
 }
 
 impl Behave {
@@ -59,6 +72,10 @@ impl Behave {
             Behave::Slow => "slow",
             Behave::KillServer => "killsrv",
             Behave::Flood => "flood",
+            Behave::FloodLines => "floodlines",
+            Behave::FloodStderr => "floodstderr",
+            Behave::FloodLine => "floodline",
+            Behave::Linger => "linger",
         }
     }
 }
@@ -81,6 +98,8 @@ my_node() {
       p=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f2)
     done
 }
+# The seconds a flood lasts: the file flood-secs, else 10.
+flood_secs() { cat "$dir/flood-secs" 2>/dev/null || echo 10; }
 # The first of these files that exists.
 first() { for f in "$@"; do [ -e "$f" ] && { echo "$f"; return; }; done; echo "$1"; }
 # A rails report of this network namespace's interfaces named PREFIX*, in name order.
@@ -159,6 +178,13 @@ client() {
       once) echo ok >"$dir/behave-$nd"; cat "$dir/report-fail.json"; return 2 ;;
       slow) sleep 1; cat "$rep" ;;
       flood) head -c 3000000 /dev/zero | tr '\0' x; echo; cat "$rep" ;;
+      floodlines) timeout "$(flood_secs)" yes "rdmabw: a line of a flood" | dd bs=64k 2>"$dir/flood-count"
+        cat "$rep" ;;
+      floodstderr) timeout "$(flood_secs)" yes "rdmabw: a line of a flood" | dd bs=64k >&2 2>"$dir/flood-count"
+        cat "$rep" ;;
+      linger) sleep "$(flood_secs)"; cat "$rep" ;;
+      floodline) timeout "$(flood_secs)" tr '\0' x </dev/zero | dd bs=64k 2>"$dir/flood-count"
+        echo; cat "$rep" ;;
       killsrv) kill -9 "$(cat "$dir/server.pid")"; sleep 0.3
         echo "rdmabw: error: the server stopped answering (no heartbeat for 1.5 s)" >&2; return 2 ;;
     esac
@@ -174,6 +200,9 @@ case "$1" in
       echo "error: unexpected argument '--exit-on-stdin-eof' found" >&2; exit 2; } ;; esac
     echo $$ >"$dir/server.pid"; echo $$ >>"$dir/server.pids"; echo "$*" >"$dir/server-args"
     case " $* " in *" --secret-stdin "*) IFS= read -r s; echo "$s" >"$dir/server-secret" ;; esac
+    # A file server-flood: the daemon prints lines as fast as it can for flood-secs seconds.
+    [ -e "$dir/server-flood" ] && { timeout "$(flood_secs)" yes "rdmabw: a daemon's flood" \
+      | dd bs=64k 2>"$dir/flood-count" & }
     # As rdmabw's: with the flag it stops at the end of its input (and says so in server-end).
     case " $* " in *" --exit-on-stdin-eof "*) cat >/dev/null 2>&1; echo eof >>"$dir/server-end"
       [ -e "$dir/server-linger" ] && sleep "$(cat "$dir/server-linger")"; exit 0 ;; esac
