@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use orchestrator::modes::yaml::{example_options, examples, pairs_yaml};
 use orchestrator::modes::{pod_pair, Mode, Placement};
+use serde_json::Value;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -115,8 +116,10 @@ fn snapshots_say_what_each_mode_needs() {
     let sriov = snapshot(Mode::Sriov);
     assert!(sriov.contains("nvidia.com/sriov_rdma_rail15:"));
     // Node names that look like numbers stay strings.
-    assert!(
-        host.contains("kubernetes.io/hostname: 10.140.82.106"),
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&host).expect("YAML");
+    assert_eq!(
+        docs[0]["spec"]["nodeSelector"]["kubernetes.io/hostname"],
+        Value::String("10.140.82.106".into()),
         "{host}"
     );
 }
@@ -240,13 +243,13 @@ fn dry_run_takes_kubectls_values() {
 }
 
 /// The documents of deploy/FILE, as YAML values.
-fn deploy_docs(file: &str) -> Vec<serde_yaml::Value> {
-    use serde::Deserialize;
+fn deploy_docs(file: &str) -> Vec<Value> {
     let path = repo().join("deploy").join(file);
     let text =
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reads {}: {e}", path.display()));
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|d| serde_yaml::Value::deserialize(d).expect("YAML"))
+    serde_saphyr::from_multiple::<Value>(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .into_iter()
         .filter(|v| !v.is_null())
         .collect()
 }
@@ -266,7 +269,7 @@ fn kustomization_applies_every_deploy_file_in_one_namespace() {
         "the README's quick start says -n railbench"
     );
     let mut resources: Vec<&str> = k["resources"]
-        .as_sequence()
+        .as_array()
         .expect("resources")
         .iter()
         .map(|r| r.as_str().expect("a file name"))
@@ -325,7 +328,7 @@ fn kustomization_applies_every_deploy_file_in_one_namespace() {
 }
 
 /// The document of `kind` named `name` in deploy/FILE.
-fn deploy_doc(file: &str, kind: &str, name: &str) -> serde_yaml::Value {
+fn deploy_doc(file: &str, kind: &str, name: &str) -> Value {
     deploy_docs(file)
         .into_iter()
         .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
@@ -333,9 +336,9 @@ fn deploy_doc(file: &str, kind: &str, name: &str) -> serde_yaml::Value {
 }
 
 /// The expression of variable `name` of an admission policy.
-fn variable(policy: &serde_yaml::Value, name: &str) -> String {
+fn variable(policy: &Value, name: &str) -> String {
     policy["spec"]["variables"]
-        .as_sequence()
+        .as_array()
         .expect("variables")
         .iter()
         .find(|v| v["name"] == name)
@@ -345,11 +348,11 @@ fn variable(policy: &serde_yaml::Value, name: &str) -> String {
 }
 
 /// Every CEL expression of an admission policy, as text.
-fn expressions(policy: &serde_yaml::Value) -> Vec<String> {
+fn expressions(policy: &Value) -> Vec<String> {
     let spec = &policy["spec"];
     ["matchConditions", "variables", "validations"]
         .iter()
-        .flat_map(|k| spec[*k].as_sequence().cloned().unwrap_or_default())
+        .flat_map(|k| spec[*k].as_array().cloned().unwrap_or_default())
         .filter_map(|e| e["expression"].as_str().map(str::to_string))
         .collect()
 }
@@ -422,18 +425,18 @@ fn the_fleet_pod_policy_keeps_the_sweep_account_from_the_fleets_rights() {
     assert_eq!(binding["spec"]["policyName"], "railsweep-fleet-pods");
     assert_eq!(
         binding["spec"]["validationActions"],
-        serde_yaml::to_value(["Deny"]).expect("yaml")
+        serde_json::json!(["Deny"])
     );
     assert_eq!(policy["spec"]["failurePolicy"], "Fail");
     // What it sees: pod creation and every way into a running pod, in railsweep's namespace.
     let mc = &policy["spec"]["matchConstraints"];
     let rules: Vec<(Vec<String>, Vec<String>)> = mc["resourceRules"]
-        .as_sequence()
+        .as_array()
         .expect("resourceRules")
         .iter()
         .map(|r| {
             let list = |k: &str| -> Vec<String> {
-                r[k].as_sequence()
+                r[k].as_array()
                     .expect("a list")
                     .iter()
                     .map(|v| v.as_str().expect("text").to_string())
@@ -459,7 +462,7 @@ fn the_fleet_pod_policy_keeps_the_sweep_account_from_the_fleets_rights() {
     assert_eq!(sel["key"], "kubernetes.io/metadata.name");
     assert_eq!(sel["values"][0].as_str(), Some(ns));
     // Whom it names: the two accounts of deploy/, in the namespace.
-    let user = |sa: &serde_yaml::Value| {
+    let user = |sa: &Value| {
         format!(
             "'system:serviceaccount:{}:{}'",
             sa["metadata"]["namespace"].as_str().expect("namespace"),
@@ -474,14 +477,14 @@ fn the_fleet_pod_policy_keeps_the_sweep_account_from_the_fleets_rights() {
     let cronjob = deploy_doc("fleet-job.yaml", "CronJob", "railsweep-fleet");
     let pod = &cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"];
     assert_eq!(pod["serviceAccountName"], fleet_sa["metadata"]["name"]);
-    let containers = pod["containers"].as_sequence().expect("containers");
+    let containers = pod["containers"].as_array().expect("containers");
     assert_eq!(containers.len(), 1);
     assert!(pod.get("initContainers").is_none());
     let image = containers[0]["image"].as_str().expect("image");
     assert_eq!(variable(&policy, "fleetImage"), format!("'{image}'"));
     assert_eq!(containers[0]["command"][0], "railsweep");
     assert_eq!(containers[0]["command"][1], "fleet");
-    for v in pod["volumes"].as_sequence().expect("volumes") {
+    for v in pod["volumes"].as_array().expect("volumes") {
         assert!(v.get("hostPath").is_none(), "{v:?}");
     }
     assert!(
@@ -492,12 +495,12 @@ fn the_fleet_pod_policy_keeps_the_sweep_account_from_the_fleets_rights() {
     );
     // Kept so by the kustomization: another namespace or image reaches the policy.
     let targets: Vec<String> = k["replacements"]
-        .as_sequence()
+        .as_array()
         .expect("replacements")
         .iter()
-        .flat_map(|r| r["targets"].as_sequence().cloned().unwrap_or_default())
+        .flat_map(|r| r["targets"].as_array().cloned().unwrap_or_default())
         .filter(|t| t["select"]["name"] == "railsweep-fleet-pods")
-        .flat_map(|t| t["fieldPaths"].as_sequence().cloned().unwrap_or_default())
+        .flat_map(|t| t["fieldPaths"].as_array().cloned().unwrap_or_default())
         .filter_map(|p| p.as_str().map(str::to_string))
         .collect();
     for path in [
@@ -518,8 +521,8 @@ fn the_fleet_pod_policy_keeps_the_sweep_account_from_the_fleets_rights() {
         ("fleet-job.yaml", "railsweep-fleet"),
     ] {
         let r = deploy_doc(file, "Role", role);
-        for rule in r["rules"].as_sequence().expect("rules") {
-            for res in rule["resources"].as_sequence().expect("resources") {
+        for rule in r["rules"].as_array().expect("rules") {
+            for res in rule["resources"].as_array().expect("resources") {
                 let res = res.as_str().expect("text");
                 assert!(
                     ![

@@ -9,7 +9,14 @@ use super::{security, Mode, PodPair, Role};
 /// The YAML printer's only failure: a pod that does not serialize.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write the pods as YAML: {0}")]
-pub struct YamlError(#[from] serde_yaml::Error);
+pub struct YamlError(#[from] serde_saphyr::ser::Error);
+
+/// `value` as one YAML document, each string a plain or quoted scalar (no folded or literal
+/// blocks: a long annotation stays one line, as kubectl writes it).
+fn to_yaml<T: serde::Serialize>(value: &T) -> Result<String, YamlError> {
+    let options = serde_saphyr::ser_options! { prefer_block_scalars: false };
+    Ok(serde_saphyr::to_string_with_options(value, options)?)
+}
 
 /// One pod as a YAML document (`---` first), with its comment header.
 pub fn pod_document(pod: &Pod, header: &[String]) -> Result<String, YamlError> {
@@ -21,7 +28,7 @@ pub fn pod_document(pod: &Pod, header: &[String]) -> Result<String, YamlError> {
         out.extend(line.chars().map(|c| if c.is_control() { ' ' } else { c }));
         out.push('\n');
     }
-    out.push_str(&serde_yaml::to_string(pod)?);
+    out.push_str(&to_yaml(pod)?);
     Ok(out)
 }
 
@@ -79,7 +86,7 @@ pub fn template_document(
         "# railsweep: the ResourceClaimTemplate of the {mode} pods: each pod gets a ResourceClaim of its own\n\
          # from it, which the scheduler allocates (resource.k8s.io/v1: Kubernetes 1.34 or later).\n"
     ));
-    out.push_str(&serde_yaml::to_string(t)?);
+    out.push_str(&to_yaml(t)?);
     Ok(out)
 }
 
@@ -241,9 +248,7 @@ pub fn examples() -> Result<Vec<(String, String)>, YamlError> {
         rc.push('\n');
     }
     rc.push_str("---\n");
-    rc.push_str(&serde_yaml::to_string(&runtime_class(
-        super::DEFAULT_RUNTIME_CLASS,
-    ))?);
+    rc.push_str(&to_yaml(&runtime_class(super::DEFAULT_RUNTIME_CLASS))?);
     files.push((
         format!("runtimeclass-{}.yaml", super::DEFAULT_RUNTIME_CLASS),
         rc,

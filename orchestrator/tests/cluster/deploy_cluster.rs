@@ -407,13 +407,9 @@ async fn the_cronjobs_pod_passes_the_restricted_pod_security_level() {
 /// `kubectl apply --server-side -f deploy/FILE` does: again on a later run, it changes nothing.
 async fn apply_as_shipped(c: &TestCluster, file: &str) {
     use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
-    use serde::Deserialize;
     let path = format!("{}/../deploy/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reads {path}: {e}"));
-    for doc in serde_yaml::Deserializer::from_str(&text) {
-        let obj: Value = serde_yaml::Value::deserialize(doc)
-            .and_then(serde_yaml::from_value)
-            .expect("YAML");
+    for obj in crate::support::testcluster::yaml_docs(&text) {
         let (api_version, kind) = (
             obj["apiVersion"].as_str().expect("apiVersion"),
             obj["kind"].as_str().expect("kind"),

@@ -27,7 +27,6 @@ use kube::api::{
 };
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, Config};
-use serde::Deserialize;
 
 /// The environment variable `scripts/test` sets to the cluster's admin kubeconfig.
 pub const KUBECONFIG_ENV: &str = "RAILBENCH_TEST_KUBECONFIG";
@@ -637,14 +636,18 @@ fn shipped_rbac<T: serde::de::DeserializeOwned>(kind: &str) -> T {
     shipped("rbac.yaml", kind)
 }
 
+/// The documents of a YAML stream (empty ones left out), as JSON values.
+pub fn yaml_docs(text: &str) -> Vec<serde_json::Value> {
+    serde_saphyr::from_multiple(text).unwrap_or_else(|e| panic!("YAML: {e}"))
+}
+
 /// The document of `kind` in deploy/FILE.
 pub fn shipped<T: serde::de::DeserializeOwned>(file: &str, kind: &str) -> T {
     let path = format!("{}/../deploy/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reads {path}: {e}"));
-    for doc in serde_yaml::Deserializer::from_str(&text) {
-        let v = serde_yaml::Value::deserialize(doc).expect("YAML");
+    for v in yaml_docs(&text) {
         if v.get("kind").and_then(|k| k.as_str()) == Some(kind) {
-            return serde_yaml::from_value(v)
+            return serde_json::from_value(v)
                 .unwrap_or_else(|e| panic!("deploy/{file}'s {kind}: {e}"));
         }
     }
@@ -655,15 +658,14 @@ pub fn shipped<T: serde::de::DeserializeOwned>(file: &str, kind: &str) -> T {
 pub fn shipped_named<T: serde::de::DeserializeOwned>(file: &str, kind: &str, name: &str) -> T {
     let path = format!("{}/../deploy/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reads {path}: {e}"));
-    for doc in serde_yaml::Deserializer::from_str(&text) {
-        let v = serde_yaml::Value::deserialize(doc).expect("YAML");
+    for v in yaml_docs(&text) {
         if v.get("kind").and_then(|k| k.as_str()) == Some(kind)
             && v.get("metadata")
                 .and_then(|m| m.get("name"))
                 .and_then(|n| n.as_str())
                 == Some(name)
         {
-            return serde_yaml::from_value(v)
+            return serde_json::from_value(v)
                 .unwrap_or_else(|e| panic!("deploy/{file}'s {kind} {name}: {e}"));
         }
     }
