@@ -3,36 +3,55 @@
 //!
 //! ```text
 //! bench-stats engine RUNS_TSV [--control]   what scripts/bench-engine prints after its runs
+//! bench-stats lat RUNS_TSV                  what scripts/bench-lat prints after its runs
 //! ```
 //! Exit status: 0 printed; 2 usage error or a file that does not read.
 
 use std::process::ExitCode;
 
+/// What to print: bench-engine's summary (with `--control` or not) or bench-lat's.
+enum Summary {
+    Engine { control: bool },
+    Lat,
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: bench-stats engine RUNS_TSV [--control]";
-    let (file, control) = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-        ["engine", file] => (file.to_string(), false),
-        ["engine", file, "--control"] => (file.to_string(), true),
+    let usage = "usage: bench-stats engine RUNS_TSV [--control] | bench-stats lat RUNS_TSV";
+    let (file, what) = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["engine", file] => (file, Summary::Engine { control: false }),
+        ["engine", file, "--control"] => (file, Summary::Engine { control: true }),
+        ["lat", file] => (file, Summary::Lat),
         _ => {
             eprintln!("{usage}");
             return ExitCode::from(2);
         }
     };
-    let runs = match std::fs::read_to_string(&file)
-        .map_err(|e| e.to_string())
-        .and_then(|t| results::bench::read_runs(&t))
-    {
-        Ok(r) if !r.is_empty() => r,
-        Ok(_) => {
-            eprintln!("bench-stats: no runs in {file}");
-            return ExitCode::from(2);
-        }
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
         Err(e) => {
             eprintln!("bench-stats: {file}: {e}");
             return ExitCode::from(2);
         }
     };
-    print!("{}", results::bench::engine_summary(&runs, control));
-    ExitCode::SUCCESS
+    let summary = match what {
+        Summary::Engine { control } => results::bench::read_runs(&text)
+            .map(|r| (r.len(), results::bench::engine_summary(&r, control))),
+        Summary::Lat => results::bench::lat::read_lat_runs(&text)
+            .map(|r| (r.len(), results::bench::lat::lat_summary(&r))),
+    };
+    match summary {
+        Ok((n, s)) if n > 0 => {
+            print!("{s}");
+            ExitCode::SUCCESS
+        }
+        Ok(_) => {
+            eprintln!("bench-stats: no runs in {file}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("bench-stats: {file}: {e}");
+            ExitCode::from(2)
+        }
+    }
 }

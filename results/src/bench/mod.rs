@@ -9,6 +9,8 @@ use std::fmt::Write as _;
 
 use crate::stats::{median, Rng};
 
+pub mod lat;
+
 /// One run of one tool in one round of one guest: a row of `runs.tsv`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
@@ -50,48 +52,92 @@ impl Run {
 ///
 /// A missing column, or a cell that is not a number.
 pub fn read_runs(tsv: &str) -> Result<Vec<Run>, String> {
-    let mut lines = tsv.lines();
-    let header: Vec<&str> = lines.next().ok_or("empty file")?.split('\t').collect();
-    let col = |name: &str| {
-        header
+    let table = Tsv::read(tsv, &["boot", "tool", "round", "gbps", "cpu_s_per_gb"])?;
+    table
+        .rows()
+        .map(|row| {
+            Ok(Run {
+                boot: row.text(0)?.to_string(),
+                tool: row.text(1)?.to_string(),
+                round: row.whole(2)?,
+                gbps: row.number(3)?,
+                cpu_s_per_gb: row.number(4)?,
+            })
+        })
+        .collect()
+}
+
+/// A bench's `runs.tsv`: a header line naming the columns, then tab-separated rows (blank lines
+/// skipped). Errors name the line.
+pub(crate) struct Tsv<'a> {
+    /// Each wanted column's place in a row.
+    cols: Vec<usize>,
+    /// Each row: its line number and its cells.
+    rows: Vec<(usize, Vec<&'a str>)>,
+}
+
+/// A row of a [`Tsv`], its cells by the wanted columns' order.
+pub(crate) struct TsvRow<'t, 'a> {
+    cols: &'t [usize],
+    line: usize,
+    cells: &'t [&'a str],
+}
+
+impl<'a> Tsv<'a> {
+    /// Reads `tsv`, whose header must name each of `columns`.
+    pub(crate) fn read(tsv: &'a str, columns: &[&str]) -> Result<Tsv<'a>, String> {
+        let mut lines = tsv.lines();
+        let header: Vec<&str> = lines.next().ok_or("empty file")?.split('\t').collect();
+        let cols = columns
             .iter()
-            .position(|h| *h == name)
-            .ok_or_else(|| format!("no column {name} in the header"))
-    };
-    let (b, t, r, g, c) = (
-        col("boot")?,
-        col("tool")?,
-        col("round")?,
-        col("gbps")?,
-        col("cpu_s_per_gb")?,
-    );
-    let mut runs = Vec::new();
-    for (i, line) in lines.enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let cells: Vec<&str> = line.split('\t').collect();
-        let cell = |k: usize| {
-            cells
-                .get(k)
-                .copied()
-                .ok_or_else(|| format!("line {}: {} cells, too few", i + 2, cells.len()))
-        };
-        let num = |k: usize| -> Result<f64, String> {
-            let s = cell(k)?;
-            s.parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite())
-                .ok_or_else(|| format!("line {}: `{s}` is not a number", i + 2))
-        };
-        runs.push(Run {
-            boot: cell(b)?.to_string(),
-            tool: cell(t)?.to_string(),
-            round: cell(r)?.parse().map_err(|_| {
-                format!("line {}: round `{}` is not a whole number", i + 2, cells[r])
-            })?,
-            gbps: num(g)?,
-            cpu_s_per_gb: num(c)?,
-        });
+            .map(|name| {
+                header
+                    .iter()
+                    .position(|h| h == name)
+                    .ok_or_else(|| format!("no column {name} in the header"))
+            })
+            .collect::<Result<_, _>>()?;
+        let rows = lines
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| (i + 2, l.split('\t').collect()))
+            .collect();
+        Ok(Tsv { cols, rows })
     }
-    Ok(runs)
+
+    pub(crate) fn rows(&self) -> impl Iterator<Item = TsvRow<'_, 'a>> {
+        self.rows.iter().map(|(line, cells)| TsvRow {
+            cols: &self.cols,
+            line: *line,
+            cells,
+        })
+    }
+}
+
+impl<'a> TsvRow<'_, 'a> {
+    /// The cell of the `k`th wanted column.
+    pub(crate) fn text(&self, k: usize) -> Result<&'a str, String> {
+        self.cells
+            .get(self.cols[k])
+            .copied()
+            .ok_or_else(|| format!("line {}: {} cells, too few", self.line, self.cells.len()))
+    }
+
+    /// The cell as a finite number.
+    pub(crate) fn number(&self, k: usize) -> Result<f64, String> {
+        let s = self.text(k)?;
+        s.parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| format!("line {}: `{s}` is not a number", self.line))
+    }
+
+    /// The cell as a whole number.
+    pub(crate) fn whole<T: std::str::FromStr>(&self, k: usize) -> Result<T, String> {
+        let s = self.text(k)?;
+        s.parse()
+            .map_err(|_| format!("line {}: `{s}` is not a whole number", self.line))
+    }
 }
 
 /// A round: (boot, round).
