@@ -200,8 +200,8 @@ pub fn print(rep: &BwReport, out: &Output) -> std::io::Result<()> {
             serde_json::to_writer(&mut w, rep).map_err(std::io::Error::from)?;
             writeln!(w)?;
         }
-        Format::Csv => rep
-            .write_csv(&mut w, &RdmabwRun::ended_at(SystemTime::now()))
+        Format::Csv => RdmabwRun::ended_at(SystemTime::now())
+            .write_csv(&mut w, rep)
             .map_err(|e| match e {
                 results::ResultsError::Io { source, .. } => source,
                 other => std::io::Error::other(other),
@@ -293,7 +293,7 @@ impl<'a> Stream<'a> {
                 buf.push(b'\n');
             }
             Format::Csv => {
-                let rows = rep.rail_results(&RdmabwRun::ended_at(SystemTime::now()));
+                let rows = RdmabwRun::ended_at(SystemTime::now()).rail_results(&rep);
                 results::write_csv_rows(&mut buf, &rows, first).map_err(|e| match e {
                     results::ResultsError::Io { source, .. } => source,
                     other => std::io::Error::other(other),

@@ -39,8 +39,7 @@ fn rdmabw_csv(dir: &Path) -> std::path::PathBuf {
     let report: BwReport = serde_json::from_str(RECORDED).expect("a BwReport");
     let path = dir.join("rail1.csv");
     let run = RdmabwRun::ended_at(UNIX_EPOCH + Duration::from_secs(1_709_210_096));
-    report
-        .write_csv(std::fs::File::create(&path).expect("create"), &run)
+    run.write_csv(std::fs::File::create(&path).expect("create"), &report)
         .expect("rdmabw's CSV");
     path
 }

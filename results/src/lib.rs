@@ -61,7 +61,6 @@ pub mod stats;
 // `VERSION`, made by build.rs.
 include!(concat!(env!("OUT_DIR"), "/version.rs"));
 mod summary;
-mod threshold;
 
 pub use countersio::{counters_csv_path, write_counters_csv, COUNTERS_HEADER};
 pub use csvio::{
@@ -87,4 +86,5 @@ pub use record::{
 pub use replace::replace_file;
 pub use sink::RowSink;
 pub use summary::{Comparison, ModeSummary, RailDiff, Report, Series};
-pub use threshold::{above_max_p99, below_threshold, percent_of_line_rate, threshold_gbps};
+pub use wire::threshold;
+pub use wire::threshold::{above_max_p99, below_threshold, percent_of_line_rate, threshold_gbps};

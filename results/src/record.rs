@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::rdmabw::counters::{CounterReport, Finding, FindingKind};
 use crate::rdmabw::params::PollMode;
 use crate::threshold::{below_threshold, percent_of_line_rate};
+pub use wire::{check_number, InvalidRecord, MemoryKind};
 
 /// Version of the record layout written by this crate.
 ///
@@ -142,43 +143,6 @@ impl From<NetworkMode> for String {
             NetworkMode::Other(name) => name,
             known => known.as_str().to_string(),
         }
-    }
-}
-
-/// Where the benchmark buffers lived: the `memory` of a row and of rdmabw's
-/// [`BwReport`](crate::rdmabw::report::BwReport).
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum MemoryKind {
-    /// Ordinary host memory (`host`).
-    #[default]
-    Host,
-    /// GPU memory registered through a dma-buf file descriptor (`cuda-dmabuf`).
-    CudaDmabuf,
-    /// GPU memory registered through nvidia-peermem (`cuda-peermem`).
-    CudaPeermem,
-    /// GPU memory asked for, registered by neither path yet (`cuda`): the memory of a test
-    /// that failed before its GPU buffer was registered. Rows carry it like the others.
-    Cuda,
-}
-
-impl MemoryKind {
-    /// The name used in files and tables.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MemoryKind::Host => "host",
-            MemoryKind::CudaDmabuf => "cuda-dmabuf",
-            MemoryKind::CudaPeermem => "cuda-peermem",
-            MemoryKind::Cuda => "cuda",
-        }
-    }
-}
-
-impl fmt::Display for MemoryKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -362,21 +326,6 @@ pub struct RailResult {
     pub server_tool: Option<String>,
 }
 
-/// A record that breaks one of [`RailResult`]'s rules, with the field at fault.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InvalidRecord {
-    /// Name of the offending field.
-    pub field: &'static str,
-    /// What is wrong with it.
-    pub message: String,
-}
-
-impl fmt::Display for InvalidRecord {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
-    }
-}
-
 impl RailResult {
     /// The names of the fields in schema order (the CSV header after
     /// `schema_version`), taken from the type's serde derive.
@@ -482,24 +431,6 @@ impl RailResult {
             _ => Ok(()),
         }
     }
-}
-
-/// The rule of every number of a record (and of the documents rows are made of): finite and
-/// not negative. The error names `field` and shows the value, short however large it is.
-pub(crate) fn check_number(field: &'static str, v: f64) -> Result<(), InvalidRecord> {
-    if v.is_finite() && v >= 0.0 {
-        return Ok(());
-    }
-    // `{v}` writes 1e300 with 301 digits: large and tiny values in exponent form.
-    let shown = if v == 0.0 || !v.is_finite() || (1e-6..1e15).contains(&v.abs()) {
-        format!("{v}")
-    } else {
-        format!("{v:e}")
-    };
-    Err(InvalidRecord {
-        field,
-        message: format!("must be a finite number >= 0, got {shown}"),
-    })
 }
 
 /// Format a time as RFC 3339 in UTC with second precision, e.g.

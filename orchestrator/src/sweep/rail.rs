@@ -629,7 +629,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
     /// sweep's facts.
     pub(super) fn measured_row(&self, pair: &RailPair, rep: &BwReport) -> RailResult {
         let facts = self.row_facts(pair);
-        let mut rows = rep.rail_results(&facts);
+        let mut rows = facts.rail_results(rep);
         rows.pop()
             .unwrap_or_else(|| facts.failed_row(Some(rep), "rdmabw reported no result rows"))
     }

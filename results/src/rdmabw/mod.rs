@@ -1,25 +1,8 @@
-//! The machine-readable documents rdmabw prints (`client`/`server`/`rails`/`gpus`/`probe`
-//! `--json`, the end lines of `batch`), typed once here so that rdmabw writes them and
-//! railsweep reads them through the same types, without linking the verbs stack.
-//!
-//! Units are in the field names (`_gbps` = 10^9 bit/s, `_bytes`, `_s`).
+//! rdmabw's documents (the `wire` crate, re-exported here) and the rows railsweep makes of
+//! them ([`RdmabwRun`]).
 
-mod check;
-pub mod counters;
-#[cfg(feature = "cli")]
-pub mod flag_table;
-pub mod flags;
-pub mod gpu;
-pub mod lat;
-pub mod params;
-pub mod probe;
-pub mod rails;
-pub mod report;
+pub use wire::*;
+
 mod rows;
-pub mod secret;
-pub mod topology;
 
 pub use rows::{AskedTest, EndFacts, RdmabwRun, TOOL_IB_WRITE_BW, TOOL_RDMABW};
-
-/// Version of the documents in this module; bumped when a field changes meaning or goes away.
-pub const REPORT_SCHEMA_VERSION: u32 = 1;

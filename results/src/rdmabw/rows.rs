@@ -270,14 +270,15 @@ impl RdmabwRun {
     }
 }
 
-impl BwReport {
-    /// What `rdmabw --csv` prints: [`BwReport::rail_results`] through this crate's CSV writer
-    /// ([`crate::write_csv`]: the header, `schema_version` first, then the rows).
-    pub fn write_csv<W: Write>(&self, out: W, run: &RdmabwRun) -> crate::Result<()> {
-        crate::write_csv(out, &self.rail_results(run))
+impl RdmabwRun {
+    /// What `rdmabw --csv` prints: [`RdmabwRun::rail_results`] of `report` through this
+    /// crate's CSV writer ([`crate::write_csv`]: the header, `schema_version` first, then the
+    /// rows).
+    pub fn write_csv<W: Write>(&self, out: W, report: &BwReport) -> crate::Result<()> {
+        crate::write_csv(out, &self.rail_results(report))
     }
 
-    /// The report as results rows: one per message size, in test order, each judged against
+    /// `report` (rdmabw's, of this run) as results rows: one per message size, in test order, each judged against
     /// the report's threshold, else the one `run` asked for ([`RailResult::classify`]); the
     /// largest size, the one the report judged, keeps the report's `below_threshold` and its
     /// reason in `error` (also when the threshold could not be resolved:
@@ -294,22 +295,23 @@ impl BwReport {
     /// rail number is `run`'s, else the one the client's interface name implies (`rdmaN`,
     /// `netN`; else the server's, else 0). `duration_s` is the measured window, `iterations`
     /// the writes completed in it.
-    pub fn rail_results(&self, run: &RdmabwRun) -> Vec<RailResult> {
-        if self.status == TestStatus::Failed || self.results.is_empty() {
-            return vec![run.failed_row(Some(self), self.error.as_deref().unwrap_or(""))];
+    pub fn rail_results(&self, report: &BwReport) -> Vec<RailResult> {
+        if report.status == TestStatus::Failed || report.results.is_empty() {
+            return vec![self.failed_row(Some(report), report.error.as_deref().unwrap_or(""))];
         }
-        let base = run.row(Some(self));
-        let threshold = run.threshold(Some(self), base.line_rate_gbps);
-        let last = self.results.len() - 1;
-        self.results
+        let base = self.row(Some(report));
+        let threshold = self.threshold(Some(report), base.line_rate_gbps);
+        let last = report.results.len() - 1;
+        report
+            .results
             .iter()
             .enumerate()
             .map(|(i, r)| {
                 let mut row = RailResult {
                     run_id: if last == 0 {
-                        run.run_id.clone()
+                        self.run_id.clone()
                     } else {
-                        format!("{}-{}B", run.run_id, r.msg_size_bytes)
+                        format!("{}-{}B", self.run_id, r.msg_size_bytes)
                     },
                     msg_size_bytes: r.msg_size_bytes,
                     duration_s: Some(r.measured_s),
@@ -325,9 +327,9 @@ impl BwReport {
                     ..base.clone()
                 };
                 row.classify(threshold);
-                if i == last && self.status == TestStatus::BelowThreshold {
+                if i == last && report.status == TestStatus::BelowThreshold {
                     row.status = RailStatus::BelowThreshold;
-                    row.error.clone_from(&self.error);
+                    row.error.clone_from(&report.error);
                 }
                 row
             })
@@ -396,7 +398,7 @@ mod tests {
     #[test]
     fn a_sweep_is_one_row_per_size_judged_against_the_threshold() {
         let rep: BwReport = serde_json::from_str(SWEEP).unwrap();
-        let rows = rep.rail_results(&run());
+        let rows = run().rail_results(&rep);
         assert_eq!(rows.len(), 2);
         let (small, big) = (&rows[0], &rows[1]);
         assert_eq!(small.run_id, "20240229T123456Z-2B");
@@ -440,7 +442,7 @@ mod tests {
         use super::super::report::PeerTool;
         let mut rep: BwReport = serde_json::from_str(SWEEP).unwrap();
         let tools = |rep: &BwReport, run: &RdmabwRun| {
-            let r = &rep.rail_results(run)[0];
+            let r = &run.rail_results(rep)[0];
             (r.client_tool.clone(), r.server_tool.clone())
         };
         let some = |s: &str| Some(s.to_string());
@@ -465,14 +467,14 @@ mod tests {
         rep.role = Role::Client;
         let remote = rep.remote.as_mut().unwrap();
         (remote.device, remote.gid_index) = (String::new(), u32::MAX);
-        let row = &rep.rail_results(&run())[0];
+        let row = &run().rail_results(&rep)[0];
         assert_eq!(
             (row.server_rdma_device.as_str(), row.server_gid_index),
             ("", None)
         );
         launched.server.rdma_device = some("rxe_b2");
         launched.server.gid_index = Some(1);
-        let row = &rep.rail_results(&launched)[0];
+        let row = &launched.rail_results(&rep)[0];
         assert_eq!(
             (row.server_rdma_device.as_str(), row.server_gid_index),
             ("rxe_b2", Some(1))
@@ -496,7 +498,7 @@ mod tests {
             let mut run = run();
             run.client.software = client;
             run.server.software = server;
-            rep.rail_results(&run)[0].software_rdma
+            run.rail_results(&rep)[0].software_rdma
         };
         assert_eq!(with(Some(false), Some(true)), Some(true));
         assert_eq!(with(Some(true), None), Some(true));
@@ -509,7 +511,7 @@ mod tests {
         let rep: BwReport =
             serde_json::from_str(&SWEEP.replace(r#""role":"client""#, r#""role":"server""#))
                 .unwrap();
-        let row = &rep.rail_results(&run())[1];
+        let row = &run().rail_results(&rep)[1];
         assert_eq!(row.client_node, "podB");
         assert_eq!(row.server_node, "podA");
         assert_eq!(row.server_rdma_device, "rxe2");
@@ -522,7 +524,7 @@ mod tests {
         rep.threshold_gbps = None;
         rep.status = TestStatus::BelowThreshold;
         rep.error = Some("--min-line-rate-pct: the line rate of the ports is unknown".into());
-        let rows = rep.rail_results(&run());
+        let rows = run().rail_results(&rep);
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].run_id, "20240229T123456Z");
         assert_eq!(rows[0].status, RailStatus::BelowThreshold);
@@ -540,7 +542,7 @@ mod tests {
         rep.remote = None;
         rep.status = TestStatus::Failed;
         rep.error = Some("no CUDA driver library: libcuda.so".into());
-        let rows = rep.rail_results(&run());
+        let rows = run().rail_results(&rep);
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].status, RailStatus::Failed);
         assert_eq!(rows[0].msg_size_bytes, 4);
@@ -553,12 +555,12 @@ mod tests {
     fn the_csv_reads_back_as_results_rows() {
         let rep: BwReport = serde_json::from_str(SWEEP).unwrap();
         let mut csv = Vec::new();
-        rep.write_csv(&mut csv, &run()).unwrap();
+        run().write_csv(&mut csv, &rep).unwrap();
         let text = String::from_utf8(csv).unwrap();
         assert!(text.starts_with("schema_version,run_id,"), "{text}");
         assert_eq!(
             crate::read_str(&text, "rdmabw.csv").unwrap(),
-            rep.rail_results(&run())
+            run().rail_results(&rep)
         );
     }
 
@@ -589,7 +591,7 @@ mod tests {
     #[test]
     fn latency_joins_the_row_and_a_p99_above_the_maximum_marks_it_below_threshold() {
         let rep: BwReport = serde_json::from_str(SWEEP).unwrap();
-        let row = rep.rail_results(&run()).pop().unwrap();
+        let row = run().rail_results(&rep).pop().unwrap();
         assert_eq!(row.status, RailStatus::Ok);
         let mut ok = row.clone();
         ok.add_latency(&lat_report(8.0), Some(10.0));

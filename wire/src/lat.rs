@@ -472,11 +472,11 @@ mod tests {
         assert_eq!(ok.status, TestStatus::Ok);
         let over = LatRow::new(&ctx, 2, 100, &s, Some(9.5));
         assert_eq!(over.status, TestStatus::BelowThreshold);
-        let params = crate::rdmabw::params::TestParams {
-            sizes: crate::rdmabw::params::Sizes::One { msg_size_bytes: 2 },
-            length: crate::rdmabw::params::TestLength::Iterations { iterations: 100 },
+        let params = crate::params::TestParams {
+            sizes: crate::params::Sizes::One { msg_size_bytes: 2 },
+            length: crate::params::TestLength::Iterations { iterations: 100 },
             qps: 1,
-            connection: crate::rdmabw::params::Connection::RC,
+            connection: crate::params::Connection::RC,
             bidirectional: false,
             run_infinitely: false,
             data_validation: false,

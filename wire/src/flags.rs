@@ -220,10 +220,10 @@ fn size_arg(s: &str) -> Result<u64, String> {
 }
 
 /// `--warmup`'s and `--cooldown`'s value parser: seconds, 0 to a week
-/// ([`crate::rdmabw::params::MAX_SECONDS`]), which every `Duration` holds.
+/// ([`crate::params::MAX_SECONDS`]), which every `Duration` holds.
 #[cfg(feature = "cli")]
 fn seconds_arg(s: &str) -> Result<f64, String> {
-    use crate::rdmabw::params::MAX_SECONDS;
+    use crate::params::MAX_SECONDS;
     match s.trim().parse::<f64>() {
         Ok(v) if (0.0..=MAX_SECONDS).contains(&v) => Ok(v),
         _ => Err(format!(

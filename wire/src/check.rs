@@ -1,12 +1,45 @@
 //! The rules a document from rdmabw must keep before railsweep makes rows of it: every number
-//! a row takes from it finite and not negative, as [`crate::RailResult::validate`] requires of
+//! a row takes from it finite and not negative, as `results::RailResult::validate` requires of
 //! the row. A document is checked where it arrives, so that one bad value makes its own rail
 //! failed (naming the value) instead of stopping the writing of every row.
 
 use super::lat::{LatReport, LatRow};
 use super::params::SizeResult;
 use super::report::BwReport;
-use crate::record::{check_number, InvalidRecord};
+use std::fmt;
+
+/// A record that breaks one of a row's rules (`results::RailResult`), with the field at fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidRecord {
+    /// Name of the offending field.
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl fmt::Display for InvalidRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+/// The rule of every number of a record (and of the documents rows are made of): finite and
+/// not negative. The error names `field` and shows the value, short however large it is.
+pub fn check_number(field: &'static str, v: f64) -> Result<(), InvalidRecord> {
+    if v.is_finite() && v >= 0.0 {
+        return Ok(());
+    }
+    // `{v}` writes 1e300 with 301 digits: large and tiny values in exponent form.
+    let shown = if v == 0.0 || !v.is_finite() || (1e-6..1e15).contains(&v.abs()) {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    };
+    Err(InvalidRecord {
+        field,
+        message: format!("must be a finite number >= 0, got {shown}"),
+    })
+}
 
 /// Check the numbers of one size's result (`results[i]` of a report).
 fn size_result(r: &SizeResult) -> Result<(), InvalidRecord> {

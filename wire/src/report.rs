@@ -1,13 +1,51 @@
 //! What `rdmabw client --json` and `rdmabw server --json` print, and the end lines of
 //! `rdmabw batch`.
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 
 use super::counters::{CounterReport, Finding};
 use super::gpu::GpuUse;
 pub use super::params::Role;
 use super::params::{LocalTuning, SizeResult, TestParams};
-use crate::record::MemoryKind;
+
+/// Where the benchmark buffers lived: the `memory` of a row and of rdmabw's
+/// [`BwReport`].
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemoryKind {
+    /// Ordinary host memory (`host`).
+    #[default]
+    Host,
+    /// GPU memory registered through a dma-buf file descriptor (`cuda-dmabuf`).
+    CudaDmabuf,
+    /// GPU memory registered through nvidia-peermem (`cuda-peermem`).
+    CudaPeermem,
+    /// GPU memory asked for, registered by neither path yet (`cuda`): the memory of a test
+    /// that failed before its GPU buffer was registered. Rows carry it like the others.
+    Cuda,
+}
+
+impl MemoryKind {
+    /// The name used in files and tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryKind::Host => "host",
+            MemoryKind::CudaDmabuf => "cuda-dmabuf",
+            MemoryKind::CudaPeermem => "cuda-peermem",
+            MemoryKind::Cuda => "cuda",
+        }
+    }
+}
+
+impl fmt::Display for MemoryKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// How a test ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

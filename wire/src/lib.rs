@@ -1,0 +1,27 @@
+//! The machine-readable documents rdmabw prints (`client`/`server`/`rails`/`gpus`/`probe`
+//! `--json`, the end lines of `batch`), typed once here so that rdmabw writes them and
+//! railsweep reads them through the same types, without linking the verbs stack.
+//!
+//! Units are in the field names (`_gbps` = 10^9 bit/s, `_bytes`, `_s`).
+
+mod check;
+pub mod counters;
+#[cfg(feature = "cli")]
+pub mod flag_table;
+pub mod flags;
+pub mod gpu;
+pub mod lat;
+pub mod params;
+pub mod probe;
+pub mod rails;
+pub mod report;
+pub mod secret;
+pub mod topology;
+
+pub mod threshold;
+
+pub use check::{check_number, InvalidRecord};
+pub use report::MemoryKind;
+
+/// Version of the documents in this module; bumped when a field changes meaning or goes away.
+pub const REPORT_SCHEMA_VERSION: u32 = 1;
