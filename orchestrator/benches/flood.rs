@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use results::{read_path, RailStatus};
-use support::fake::{Behave, Fake};
+use support::fake::{local_run, Behave, Fake};
 
 /// GNU time's `%M %U %S` (peak RSS in KiB, user and system CPU seconds) from its `-o` file.
 fn time_figures(path: &std::path::Path) -> (u64, f64) {
@@ -56,23 +56,14 @@ fn run(kind: &'static str, secs: u64, set_up: impl FnOnce(&Fake)) -> Figures {
     set_up(&f);
     let out = f.file("sweep.csv");
     let margin = (secs * 3).to_string();
+    let fake = f.path().display().to_string();
     let times = f.file("time.out");
     // railsweep under GNU time, whose wait4 gives its peak RSS however short its life.
     let mut child = Command::new("/usr/bin/time")
         .args(["-f", "%M %U %S", "-o"])
         .arg(&times)
         .arg(env!("CARGO_BIN_EXE_railsweep"))
-        .args([
-            "run",
-            "--runner",
-            "local",
-            "--client-pod",
-            "-",
-            "--server-pod",
-            "-",
-        ])
-        .arg("--rdmabw")
-        .arg(f.path())
+        .args(local_run(&fake))
         .args(["-D", "1", "--margin", &margin, "--port", "18998", "-o"])
         .arg(&out)
         .stdin(Stdio::null())

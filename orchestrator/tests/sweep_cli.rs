@@ -8,29 +8,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use results::{read_path, MemoryKind, RailStatus};
-use support::fake::{alive, exists, rail, Behave, Fake};
+use support::fake::{alive, exists, local_run, rail, Behave, Fake};
 use support::process::{self, assert_says, railsweep, text};
 
 fn local_args<'a>(fake: &'a str, out: &'a str) -> Vec<&'a str> {
-    vec![
-        "run",
-        "--runner",
-        "local",
-        "--client-pod",
-        "-",
-        "--server-pod",
-        "-",
-        "--rdmabw",
-        fake,
-        "-D",
-        "1",
-        "--tclass",
-        "41",
-        "-o",
-        out,
-        "--port",
-        "18999",
-    ]
+    let mut v = local_run(fake);
+    v.extend(["-D", "1", "--tclass", "41", "-o", out, "--port", "18999"]);
+    v
 }
 
 /// The sweep's CSV in the fake's folder, and the fake's path and that CSV's as

@@ -38,14 +38,19 @@ fn mutate(r: &mut Rng, base: &[u8]) -> Vec<u8> {
     v
 }
 
-#[test]
-fn the_readers_take_random_and_mutated_files_without_panicking() {
-    let (limit, mut r) = budget("results readers", 2.0);
+/// Four fixture rows as CSV and as JSON, with the names that tell their format.
+fn corpus() -> [(Vec<u8>, &'static str); 2] {
     let rows = common::fixture_rows();
     let (mut csv, mut json) = (Vec::new(), Vec::new());
     write_csv(&mut csv, &rows[..4]).unwrap_or_else(|e| panic!("{e}"));
     write_json(&mut json, "fuzz", &rows[..4]).unwrap_or_else(|e| panic!("{e}"));
-    let corpus = [(csv, "in.csv"), (json, "in.json")];
+    [(csv, "in.csv"), (json, "in.json")]
+}
+
+#[test]
+fn the_readers_take_random_and_mutated_files_without_panicking() {
+    let (limit, mut r) = budget("results readers", 2.0);
+    let corpus = corpus();
     let t0 = Instant::now();
     let (mut cases, mut read) = (0u64, 0u64);
     while t0.elapsed() < limit {
@@ -111,11 +116,7 @@ fn spoil_a_number(r: &mut Rng, base: &[u8]) -> Vec<u8> {
 #[test]
 fn the_lenient_reader_and_the_size_cap_keep_their_rules() {
     let (limit, mut r) = budget("lenient reader and size cap", 2.0);
-    let rows = common::fixture_rows();
-    let (mut csv, mut json) = (Vec::new(), Vec::new());
-    write_csv(&mut csv, &rows[..4]).unwrap_or_else(|e| panic!("{e}"));
-    write_json(&mut json, "fuzz", &rows[..4]).unwrap_or_else(|e| panic!("{e}"));
-    let corpus = [(csv, "in.csv"), (json, "in.json")];
+    let corpus = corpus();
     let t0 = Instant::now();
     let (mut cases, mut partial, mut capped) = (0u64, 0u64, 0u64);
     while t0.elapsed() < limit {

@@ -80,6 +80,22 @@ impl Behave {
     }
 }
 
+/// `railsweep run` between two local network namespaces' worth of `-` pods, with the fake at
+/// `fake` as rdmabw: what every local sweep of the tests starts with.
+pub fn local_run(fake: &str) -> Vec<&str> {
+    vec![
+        "run",
+        "--runner",
+        "local",
+        "--client-pod",
+        "-",
+        "--server-pod",
+        "-",
+        "--rdmabw",
+        fake,
+    ]
+}
+
 /// The fake and its data folder.
 pub struct Fake {
     pub dir: TempDir,
