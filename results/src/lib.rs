@@ -58,8 +58,6 @@ mod record;
 mod replace;
 mod sink;
 pub mod stats;
-// `VERSION`, made by build.rs.
-include!(concat!(env!("OUT_DIR"), "/version.rs"));
 mod summary;
 
 pub use countersio::{counters_csv_path, write_counters_csv, COUNTERS_HEADER};
@@ -87,4 +85,6 @@ pub use replace::replace_file;
 pub use sink::RowSink;
 pub use summary::{Comparison, ModeSummary, RailDiff, Report, Series};
 pub use wire::threshold;
+/// The build's version (`0.1.0+cd06ab8`): [`wire::VERSION`].
+pub use wire::VERSION;
 pub use wire::threshold::{above_max_p99, below_threshold, percent_of_line_rate, threshold_gbps};

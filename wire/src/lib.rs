@@ -23,5 +23,9 @@ pub mod threshold;
 pub use check::{check_number, InvalidRecord};
 pub use report::MemoryKind;
 
+// `VERSION`, made by build.rs: the build's version, which both binaries report and rdmabw's
+// control channel and documents carry.
+include!(concat!(env!("OUT_DIR"), "/version.rs"));
+
 /// Version of the documents in this module; bumped when a field changes meaning or goes away.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
