@@ -14,8 +14,8 @@ use crate::control::{
     Accept, ControlChannel, Hello, Msg, Phase, PhaseTimeouts, RunSecret, WatchConfig,
     RDMABW_VERSION,
 };
-use crate::gid::RailRequest;
 use crate::perftest::ReportUnit;
+use crate::rails::RailRequest;
 use crate::sysfs::SysRoots;
 use results::rdmabw::params::{LocalTuning, SizeResult, TestParams};
 use results::rdmabw::report::Role;

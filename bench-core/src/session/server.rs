@@ -21,8 +21,8 @@ use crate::control::{
     RejectReason, RunSecret, WatchConfig, PROTOCOL_VERSION, RDMABW_VERSION,
 };
 use crate::error::Error;
-use crate::gid::{Rail, RailRequest};
 use crate::perftest::{PeerVersion, ReportUnit};
+use crate::rails::{Rail, RailRequest};
 use crate::sysfs::SysRoots;
 use results::rdmabw::params::{LocalTuning, TestParams};
 use results::rdmabw::report::Role;
