@@ -14,88 +14,17 @@ use sideway::ibverbs::memory_region::MemoryRegion;
 use super::device::DevMeta;
 use super::MrInfo;
 use crate::error::Error;
-use crate::ffi::LocalSge;
-
-/// Host page size the allocation is aligned to.
-pub const PAGE: usize = 4096;
-
-/// One page of host memory, page-aligned.
-#[derive(Clone, Copy)]
-#[repr(C, align(4096))]
-pub struct Page(pub(crate) [u8; PAGE]);
-
-impl fmt::Debug for Page {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Page")
-    }
-}
-
-/// Page-aligned host memory that is never resized or moved while registered.
-pub(crate) struct HostMemory {
-    pages: Vec<Page>,
-    /// The pages' address with its provenance exposed, once registered ([`HostMemory::expose`]);
-    /// 0 before. The latency test's byte loads and stores go through it.
-    exposed: usize,
-}
-
-impl fmt::Debug for HostMemory {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HostMemory")
-            .field("bytes", &self.len())
-            .finish()
-    }
-}
-
-impl HostMemory {
-    /// Zeroed memory of at least `bytes` (at least one page).
-    pub(crate) fn new(bytes: u64) -> Option<HostMemory> {
-        let bytes = usize::try_from(bytes).ok()?;
-        let n = bytes.div_ceil(PAGE).max(1);
-        let mut pages = Vec::new();
-        pages.try_reserve_exact(n).ok()?;
-        pages.resize(n, Page([0; PAGE]));
-        Some(HostMemory { pages, exposed: 0 })
-    }
-
-    pub(crate) fn len(&self) -> u64 {
-        (self.pages.len() * PAGE) as u64
-    }
-
-    pub(crate) fn pages_mut(&mut self) -> &mut [Page] {
-        &mut self.pages
-    }
-
-    /// Copies `init` to the first bytes (before registration: nothing else sees them yet).
-    pub(crate) fn init(&mut self, init: &[u8]) {
-        for (page, chunk) in self.pages.iter_mut().zip(init.chunks(PAGE)) {
-            page.0[..chunk.len()].copy_from_slice(chunk);
-        }
-    }
-
-    fn addr(&self) -> u64 {
-        self.pages.as_ptr() as u64
-    }
-
-    /// Exposes the pages' address for [`crate::ffi::load_landed_byte`] and
-    /// [`crate::ffi::store_sent_byte`], after the last `&mut` to them (registration).
-    fn expose(&mut self) {
-        self.exposed = self.pages.as_mut_ptr().expose_provenance();
-    }
-
-    /// The exposed address and the length in bytes (0 before [`HostMemory::expose`]).
-    pub(crate) fn exposed(&self) -> (usize, u64) {
-        if self.exposed == 0 {
-            (0, 0)
-        } else {
-            (self.exposed, self.len())
-        }
-    }
-}
+use crate::ffi::{HostRegion, LocalSge};
+pub use crate::ffi::{Page, PAGE};
 
 enum Memory {
-    Host(HostMemory),
-    /// Device memory behind a dma-buf; `owner` keeps the exporter's allocation alive.
+    /// Host memory and its region, owned together.
+    Host(HostRegion),
+    /// Device memory behind a dma-buf (or a GPU allocation registered by address); `owner`
+    /// keeps the exporter's allocation alive. Field order: the region is deregistered before
+    /// the owner is dropped.
     Dmabuf {
+        mr: Arc<MemoryRegion>,
         owner: Option<Box<dyn Any + Send + Sync>>,
     },
 }
@@ -104,7 +33,7 @@ impl fmt::Debug for Memory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Memory::Host(h) => h.fmt(f),
-            Memory::Dmabuf { owner } => f
+            Memory::Dmabuf { owner, .. } => f
                 .debug_struct("Dmabuf")
                 .field("owner", &owner.is_some())
                 .finish(),
@@ -112,10 +41,8 @@ impl fmt::Debug for Memory {
     }
 }
 
-// Field order matters: `mr` is dropped (deregistered) before `memory` is freed.
 #[derive(Debug)]
 struct Inner {
-    mr: Arc<MemoryRegion>,
     memory: Memory,
     addr: u64,
     len: u64,
@@ -130,14 +57,12 @@ pub struct Buffer {
 }
 
 impl Buffer {
-    pub(crate) fn host(mr: Arc<MemoryRegion>, mut mem: HostMemory, meta: Arc<DevMeta>) -> Buffer {
-        mem.expose();
-        let addr = mem.addr();
-        let len = mem.len();
+    pub(crate) fn host(region: HostRegion, meta: Arc<DevMeta>) -> Buffer {
+        let addr = region.memory().addr();
+        let len = region.memory().len();
         Buffer {
             inner: Arc::new(Inner {
-                mr,
-                memory: Memory::Host(mem),
+                memory: Memory::Host(region),
                 addr,
                 len,
                 meta,
@@ -148,8 +73,7 @@ impl Buffer {
     pub(crate) fn dmabuf(mr: Arc<MemoryRegion>, iova: u64, len: u64, meta: Arc<DevMeta>) -> Buffer {
         Buffer {
             inner: Arc::new(Inner {
-                mr,
-                memory: Memory::Dmabuf { owner: None },
+                memory: Memory::Dmabuf { mr, owner: None },
                 addr: iova,
                 len,
                 meta,
@@ -162,7 +86,7 @@ impl Buffer {
     /// memory or when the buffer is already shared.
     pub fn with_owner(mut self, owner: Box<dyn Any + Send + Sync>) -> Buffer {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
-            if let Memory::Dmabuf { owner: slot } = &mut inner.memory {
+            if let Memory::Dmabuf { owner: slot, .. } = &mut inner.memory {
                 *slot = Some(owner);
             }
         }
@@ -192,7 +116,7 @@ impl Buffer {
     /// The owner attached with [`Buffer::with_owner`], if any.
     pub(crate) fn owner(&self) -> Option<&(dyn Any + Send + Sync)> {
         match &self.inner.memory {
-            Memory::Dmabuf { owner } => owner.as_deref(),
+            Memory::Dmabuf { owner, .. } => owner.as_deref(),
             Memory::Host(_) => None,
         }
     }
@@ -201,7 +125,7 @@ impl Buffer {
     /// memory (read it through its owner) or a range outside the buffer.
     pub(crate) fn read_host(&self, offset: u64, out: &mut [u8]) -> bool {
         match (&self.inner.memory, usize::try_from(offset)) {
-            (Memory::Host(h), Ok(off)) => crate::ffi::read_registered_pages(&h.pages, off, out),
+            (Memory::Host(r), Ok(off)) => crate::ffi::read_registered_pages(r.memory(), off, out),
             _ => false,
         }
     }
@@ -210,7 +134,7 @@ impl Buffer {
     /// landing in it); `None` for device memory or an offset outside the buffer.
     pub(crate) fn load_landed(&self, offset: u64) -> Option<u8> {
         match &self.inner.memory {
-            Memory::Host(h) => crate::ffi::load_landed_byte(h, offset),
+            Memory::Host(r) => crate::ffi::load_landed_byte(r.memory(), offset),
             Memory::Dmabuf { .. } => None,
         }
     }
@@ -219,19 +143,25 @@ impl Buffer {
     /// side's next write); `false` for device memory or an offset outside the buffer.
     pub(crate) fn store_sent(&self, offset: u64, value: u8) -> bool {
         match &self.inner.memory {
-            Memory::Host(h) => crate::ffi::store_sent_byte(h, offset, value),
+            Memory::Host(r) => crate::ffi::store_sent_byte(r.memory(), offset, value),
             Memory::Dmabuf { .. } => false,
         }
     }
 
     /// Local key.
     pub fn lkey(&self) -> u32 {
-        self.inner.mr.lkey()
+        match &self.inner.memory {
+            Memory::Host(r) => r.lkey(),
+            Memory::Dmabuf { mr, .. } => mr.lkey(),
+        }
     }
 
     /// Remote key.
     pub fn rkey(&self) -> u32 {
-        self.inner.mr.rkey()
+        match &self.inner.memory {
+            Memory::Host(r) => r.rkey(),
+            Memory::Dmabuf { mr, .. } => mr.rkey(),
+        }
     }
 
     /// Name of the device it is registered on.

@@ -15,11 +15,12 @@ use sideway::ibverbs::memory_region::RegisterMemoryRegionErrorKind;
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 use sideway::ibverbs::AccessFlags;
 
-use super::buffer::{Buffer, HostMemory};
+use super::buffer::Buffer;
 use super::cq::Cq;
 use super::qp::{Init, Qp, QpConfig};
 use super::PathMtu;
 use crate::error::Error;
+use crate::ffi::HostMemory;
 use crate::gid::Gid;
 use crate::sysfs::{self, LinkLayer, PortState, SysRoots};
 
@@ -333,7 +334,7 @@ impl Pd {
         mem.init(init);
         let len = mem.len();
         let access = AccessFlags::LocalWrite | AccessFlags::RemoteWrite;
-        let mr = crate::ffi::reg_host_pages(&self.pd, mem.pages_mut(), access).map_err(|e| {
+        let region = crate::ffi::HostRegion::register(&self.pd, mem, access).map_err(|e| {
             let source = reg_error_source(e.0);
             if source.raw_os_error() == Some(libc::ENOMEM) {
                 Error::MemlockTooLow {
@@ -350,7 +351,7 @@ impl Pd {
                 }
             }
         })?;
-        Ok(Buffer::host(mr, mem, Arc::clone(&self.meta)))
+        Ok(Buffer::host(region, Arc::clone(&self.meta)))
     }
 
     /// Registers `len` bytes of a dma-buf (e.g. GPU memory exported by CUDA) from `offset`,
