@@ -3,9 +3,10 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use super::config::PeerChoice;
 use super::error::{control, peer_failed, SessionError};
 use super::outcome::{Outcome, Remote};
-use super::perftest::{self, PeerChoice, PerftestTest};
+use super::perftest::{self, PerftestTest};
 use super::resolve::resolve_request;
 use super::side::{link, prepare, Linked};
 use super::window::{window, WindowSpec, Windowed};
