@@ -7,15 +7,19 @@
 
 use std::any::Any;
 use std::fmt;
+use std::io;
+use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
-use sideway::ibverbs::memory_region::MemoryRegion;
+use sideway::ibverbs::memory_region::{MemoryRegion, RegisterMemoryRegionErrorKind};
+use sideway::ibverbs::AccessFlags;
 
-use super::device::DevMeta;
+use super::device::{DevMeta, Pd};
 use super::MrInfo;
 use crate::error::Error;
-use crate::ffi::{HostRegion, LocalSge};
+use crate::ffi::{HostMemory, HostRegion, LocalSge};
 pub use crate::ffi::{Page, PAGE};
+use crate::sysfs;
 
 enum Memory {
     /// Host memory and its region, owned together.
@@ -197,5 +201,97 @@ impl Buffer {
             len,
             lkey: self.lkey(),
         })
+    }
+}
+
+fn reg_error_source(kind: RegisterMemoryRegionErrorKind) -> io::Error {
+    match kind {
+        RegisterMemoryRegionErrorKind::Ibverbs(e) => e,
+        other => io::Error::other(other.to_string()),
+    }
+}
+
+/// Registering memory on a protection domain.
+impl Pd {
+    /// Allocates `bytes` of page-aligned host memory (rounded up to whole pages) and registers
+    /// it with local-write and remote-write access.
+    pub fn alloc_host_buffer(&self, bytes: u64) -> Result<Buffer, Error> {
+        self.alloc_host_buffer_init(bytes, &[])
+    }
+
+    /// [`Pd::alloc_host_buffer`] whose first bytes are `init` (copied before registration).
+    pub fn alloc_host_buffer_init(&self, bytes: u64, init: &[u8]) -> Result<Buffer, Error> {
+        let mut mem = HostMemory::new(bytes).ok_or_else(|| {
+            Error::InvalidParams(format!("a buffer of {bytes} bytes cannot be allocated"))
+        })?;
+        mem.init(init);
+        let len = mem.len();
+        let access = AccessFlags::LocalWrite | AccessFlags::RemoteWrite;
+        let region = crate::ffi::HostRegion::register(&self.pd, mem, access).map_err(|e| {
+            let source = reg_error_source(e.0);
+            if source.raw_os_error() == Some(libc::ENOMEM) {
+                Error::MemlockTooLow {
+                    device: self.meta.name.clone(),
+                    bytes: len,
+                    limit_kib: sysfs::memlock_limit_kib(&self.meta.roots),
+                }
+            } else {
+                Error::RegisterMemory {
+                    device: self.meta.name.clone(),
+                    kind: "host",
+                    bytes: len,
+                    source,
+                }
+            }
+        })?;
+        Ok(Buffer::host(region, Arc::clone(&self.meta)))
+    }
+
+    /// Registers `len` bytes of a dma-buf (e.g. GPU memory exported by CUDA) from `offset`,
+    /// mapped at `iova`, with local-write and remote-write access. The caller keeps the
+    /// exporter's allocation alive for as long as the returned buffer exists (attach it with
+    /// [`Buffer::with_owner`]). Fails with [`Error::DmabufUnsupported`] on devices that do not
+    /// support dma-buf (rxe; older mlx5 drivers).
+    pub fn register_dmabuf(
+        &self,
+        fd: BorrowedFd<'_>,
+        offset: u64,
+        len: u64,
+        iova: u64,
+    ) -> Result<Buffer, Error> {
+        let ulen = usize::try_from(len)
+            .map_err(|_| Error::InvalidParams(format!("dma-buf length {len} too large")))?;
+        let access = AccessFlags::LocalWrite | AccessFlags::RemoteWrite;
+        let mr = crate::ffi::reg_dmabuf(&self.pd, fd, offset, ulen, iova, access).map_err(|e| {
+            let source = reg_error_source(e.0);
+            match source.raw_os_error() {
+                Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) | Some(libc::EPROTONOSUPPORT) => {
+                    Error::DmabufUnsupported {
+                        device: self.meta.name.clone(),
+                        why: if self.meta.is_rxe {
+                            "rxe has no dma-buf support".to_string()
+                        } else {
+                            format!(
+                                "the {} driver or this libibverbs returned {}",
+                                self.meta.driver,
+                                super::errno_symbol(source.raw_os_error().unwrap_or(0))
+                            )
+                        },
+                    }
+                }
+                Some(libc::ENOMEM) => Error::MemlockTooLow {
+                    device: self.meta.name.clone(),
+                    bytes: len,
+                    limit_kib: sysfs::memlock_limit_kib(&self.meta.roots),
+                },
+                _ => Error::RegisterMemory {
+                    device: self.meta.name.clone(),
+                    kind: "dma-buf",
+                    bytes: len,
+                    source,
+                },
+            }
+        })?;
+        Ok(Buffer::dmabuf(mr, iova, len, Arc::clone(&self.meta)))
     }
 }
