@@ -5,8 +5,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use bench_core::control::{PhaseTimeouts, RunSecret, WatchConfig};
-use bench_core::gid::RailRequest;
 use bench_core::perftest::ReportUnit;
+use bench_core::rails::RailRequest;
 use bench_core::session::{ClientConfig, PeerChoice, Pinned, ServerConfig, ServerLimits};
 use bench_core::sysfs::SysRoots;
 use results::rdmabw::params::{

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use bench_core::engine::{Endpoints, Prepared};
 use bench_core::error::Error;
-use bench_core::gid::{self, RailRequest};
+use bench_core::rails::{self, RailRequest};
 use bench_core::sysfs::{self, SysRoots};
 use bench_core::verbs::{Device, PathMtu, PathParams};
 use results::rdmabw::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
@@ -182,7 +182,7 @@ fn run() -> Result<(), String> {
     }
     let roots = SysRoots::default();
     let inv = sysfs::discover(&roots).map_err(|e| e.to_string())?;
-    let rail = gid::resolve_rail(&inv, &roots, &a.rail).map_err(|e| e.to_string())?;
+    let rail = rails::resolve_rail(&inv, &roots, &a.rail).map_err(|e| e.to_string())?;
     let role = a.mode.clone();
     log(
         &role,

@@ -1,4 +1,5 @@
-//! Typed errors of the verbs engine, sysfs discovery and GID choice.
+//! Typed errors of the verbs engine, sysfs discovery and GID choice: the base layer of
+//! bench-core's errors, which imports nothing of the crate. The GPU layer's error wraps this one.
 //!
 //! Every error names what it was doing (device, port, GID index, QP number) and, where the
 //! cause is usually outside the program (memlock limit, a missing provider library, a dead
@@ -449,17 +450,10 @@ pub enum Error {
     #[error("invalid parameters: {0}")]
     InvalidParams(String),
 
-    /// GPU memory for the buffer could not be had or registered (`--use_cuda`).
+    /// GPU memory for the buffer could not be had or registered (`--use_cuda`). The cause is
+    /// the GPU layer's own error, which sits above this one (it wraps an [`Error`] met while
+    /// registering) and puts itself here by its `From` impl: downcast the payload to read it.
+    /// Its text is shown as is.
     #[error("{0}")]
-    Gpu(Box<crate::gpu::GpuError>),
-}
-
-impl From<crate::gpu::GpuError> for Error {
-    fn from(e: crate::gpu::GpuError) -> Error {
-        match e {
-            // A verbs error met while registering GPU memory stays what it is.
-            crate::gpu::GpuError::Verbs(v) => v,
-            other => Error::Gpu(Box::new(other)),
-        }
-    }
+    Gpu(Box<dyn std::error::Error + Send + Sync>),
 }

@@ -1,8 +1,14 @@
 //! bench-core: the verbs engine of railbench: RC queue pairs doing RDMA WRITE over one rail,
 //! with a control channel that never hangs.
 //!
-//! `unsafe` code lives in the `ffi` module alone; every other module forbids it.
+//! `unsafe` code lives in the `ffi` module alone; every other module forbids it. There, every
+//! unsafe block says why it is sound and every `unsafe fn` says what its caller must uphold.
 #![deny(unsafe_code)]
+#![deny(
+    unsafe_op_in_unsafe_fn,
+    clippy::undocumented_unsafe_blocks,
+    clippy::missing_safety_doc
+)]
 
 pub mod control;
 pub mod counters;

@@ -40,6 +40,7 @@ use std::path::{Path, PathBuf};
 use results::rdmabw::topology::{Distance, Proximity};
 use serde::{Deserialize, Serialize};
 
+pub use crate::sysfs::normalize_bus_id;
 use crate::sysfs::{is_pci_address, read_attr, SysRoots};
 
 /// Why a topology question could not be answered.
@@ -389,35 +390,6 @@ fn natural_key(s: &str) -> (String, u64) {
     let digits = s.len() - s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
     let (head, tail) = s.split_at(s.len() - digits);
     (head.to_string(), tail.parse().unwrap_or(0))
-}
-
-/// A PCI bus id in sysfs spelling (`0000:0f:00.0`) from CUDA's (`0000:0F:00.0`), nvidia-smi's
-/// (`00000000:0F:00.0`) or a short one (`0f:00.0`, domain 0; `0f:00`, function 0). `None`
-/// when it is none of these.
-pub fn normalize_bus_id(text: &str) -> Option<String> {
-    let t = text.trim().to_ascii_lowercase();
-    let (rest, func) = match t.rsplit_once('.') {
-        Some((r, f)) => (r.to_string(), u8::from_str_radix(f, 16).ok()?),
-        None => (t.clone(), 0),
-    };
-    let parts: Vec<&str> = rest.split(':').collect();
-    let (dom, bus, dev) = match parts.as_slice() {
-        [d, b, v] => (u32::from_str_radix(d, 16).ok()?, *b, *v),
-        [b, v] => (0, *b, *v),
-        _ => return None,
-    };
-    let hex = |s: &str, max: u32| {
-        (!s.is_empty() && s.len() <= 2)
-            .then(|| u32::from_str_radix(s, 16).ok())
-            .flatten()
-            .filter(|v| *v <= max)
-    };
-    let bus = hex(bus, 0xff)?;
-    let dev = hex(dev, 0x1f)?;
-    if dom > 0xffff || func > 7 {
-        return None;
-    }
-    Some(format!("{dom:04x}:{bus:02x}:{dev:02x}.{func:x}"))
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use bench_core::control::{
     check_decoder_invariants, encode_frame, Hello, Msg, PhaseTimeouts, RunSecret, WatchConfig,
     HEADER_LEN, MAX_FRAME_BYTES,
 };
-use bench_core::gid::RailRequest;
+use bench_core::rails::RailRequest;
 use bench_core::session::{admit, check_hello, Pinned, ServerConfig, ServerLimits};
 use bench_core::sysfs::SysRoots;
 #[path = "../../results/tests/fuzzing/mod.rs"]

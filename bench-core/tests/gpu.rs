@@ -40,6 +40,11 @@ fn without_libcuda_loading_fails_with_the_clear_error() {
     // The engine's error shows the same text (and is a set-up error for the CLI).
     let engine: Error = e.into();
     assert!(matches!(engine, Error::Gpu(_)));
+    // The GPU layer's own error travels inside it, to be read back.
+    assert!(matches!(
+        &engine,
+        Error::Gpu(g) if matches!(g.downcast_ref::<GpuError>(), Some(GpuError::NoDriverLibrary))
+    ));
     assert_eq!(engine.to_string(), text);
 }
 

@@ -3,8 +3,7 @@
 
 use std::path::PathBuf;
 
-use bench_core::gid::{resolve_rail, RailRequest};
-use bench_core::rails::{self, SysfsOnly};
+use bench_core::rails::{self, resolve_rail, RailRequest, SysfsOnly};
 use bench_core::sysfs::{self, SysRoots};
 use results::rdmabw::rails::{Attachment, RailRow, RailsReport};
 

@@ -16,7 +16,7 @@ use bench_core::control::{
     ControlChannel, ControlError, DeviceClaims, Hello, PhaseTimeouts, RejectReason, RunSecret,
     WatchConfig,
 };
-use bench_core::gid::RailRequest;
+use bench_core::rails::RailRequest;
 use bench_core::session::{
     inventory_for, quiet, serve_one, Daemon, Listener, OnTest, Pinned, ServerConfig, ServerLimits,
     ServerShared, SessionError,

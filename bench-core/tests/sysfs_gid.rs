@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use bench_core::error::Error;
-use bench_core::gid::{resolve_rail, Rail, RailRequest};
+use bench_core::rails::{resolve_rail, Rail, RailRequest};
 use bench_core::sysfs::{self, SysRoots};
 
 fn roots(tree: &str) -> SysRoots {

@@ -5,9 +5,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::channel::Phase;
 use super::frame::{show_bytes, FrameError};
 use super::msg::RejectReason;
+use super::phase::Phase;
 
 /// Whether the bytes found where a frame belongs start a perftest version message (`6.24`).
 fn looks_like_perftest(found: &[u8]) -> bool {

@@ -9,13 +9,10 @@
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 
-use super::msg::Msg;
+use super::msg::{Msg, PROTOCOL_VERSION};
 
 /// The 4 bytes that open every frame: ASCII `RDBW`.
 pub const MAGIC: [u8; 4] = *b"RDBW";
-
-/// The control protocol version this build speaks. Bump it whenever a message changes shape.
-pub const PROTOCOL_VERSION: u16 = 1;
 
 /// Bytes in a frame header: magic, version, payload length.
 pub const HEADER_LEN: usize = 10;

@@ -45,20 +45,22 @@ mod claims;
 mod error;
 mod frame;
 mod msg;
+mod phase;
 #[doc(hidden)]
 pub mod samples;
 mod shown;
 mod watch;
 
 pub(crate) use channel::is_wait;
-pub use channel::{measure_timeout, ControlChannel, Opening, Phase, PhaseTimeouts};
+pub use channel::{ControlChannel, Opening};
 pub use claims::{ClaimInfo, DeviceBusy, DeviceClaim, DeviceClaims};
 pub use error::ControlError;
 pub use frame::{
     check_decoder_invariants, decode_frame, encode_frame, read_frame, write_frame, Dribble,
-    FrameDecoder, FrameError, HEADER_LEN, MAGIC, MAX_FRAME_BYTES, PROTOCOL_VERSION,
+    FrameDecoder, FrameError, HEADER_LEN, MAGIC, MAX_FRAME_BYTES,
 };
-pub use msg::{Accept, Hello, Msg, RejectReason, RunSecret, RDMABW_VERSION};
+pub use msg::{Accept, Hello, Msg, RejectReason, RunSecret, PROTOCOL_VERSION, RDMABW_VERSION};
+pub use phase::{measure_timeout, Phase, PhaseTimeouts};
 pub use shown::{for_log, PEER_TEXT_CHARS};
 pub use watch::{PeerAlive, PeerStatus, PeerWatch, Progress, WatchConfig};
 

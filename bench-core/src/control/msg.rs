@@ -4,11 +4,13 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::channel::Phase;
-use super::frame::PROTOCOL_VERSION;
+use super::phase::Phase;
 use crate::engine::Endpoints;
 use results::rdmabw::counters::CounterReport;
 use results::rdmabw::params::{LocalTuning, ParamMismatch, SizeResult, TestParams};
+
+/// The control protocol version this build speaks (also in every frame header). Bump it whenever a message changes shape.
+pub const PROTOCOL_VERSION: u16 = 1;
 pub use results::rdmabw::secret::RunSecret;
 
 /// The rdmabw release this build belongs to, sent in [`Hello`] and [`Accept`] for the logs.

@@ -24,9 +24,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use super::channel::{ControlChannel, Phase};
+use super::channel::ControlChannel;
 use super::error::ControlError;
 use super::msg::Msg;
+use super::phase::Phase;
 
 /// The least time between two readings of the progress probe that are compared.
 const PROGRESS_SPACING: Duration = Duration::from_millis(500);
@@ -465,4 +466,11 @@ fn run(
         }
     }
     ch
+}
+
+impl ControlChannel {
+    /// Hands the channel to a [`PeerWatch`] for the measured window.
+    pub fn watch(self, config: WatchConfig) -> Result<PeerWatch, ControlError> {
+        PeerWatch::start(self, config)
+    }
 }

@@ -7,8 +7,8 @@ use super::plan::knobs;
 use super::validate::{Layout, Mismatch};
 use super::Endpoints;
 use crate::error::{Error, GidUnusable};
-use crate::gid::Rail;
 use crate::gpu::MemoryUse;
+use crate::rails::Rail;
 use crate::verbs::buffer::PAGE;
 use crate::verbs::{Buffer, Cq, Device, Init, MrInfo, PathMtu, PathParams, Pd, Qp, QpConfig, Rts};
 use results::rdmabw::gpu::MemoryRequest;
@@ -236,7 +236,7 @@ impl Prepared {
         })
     }
 
-    /// [`Prepared::new`] on a rail chosen by [`crate::gid::resolve_rail`].
+    /// [`Prepared::new`] on a rail chosen by [`crate::rails::resolve_rail`].
     pub fn for_rail(
         device: &Device,
         rail: &Rail,

@@ -13,18 +13,20 @@ const MAX_STATS: usize = 1 << 16;
 
 /// One SIOCETHTOOL request whose command block is `buf` (u64s, so aligned for every field).
 ///
-/// Sound because `ifr` is a zeroed `ifreq` with a NUL-terminated name shorter than
-/// IFNAMSIZ, and `ifru_data` points at `buf`, which is large enough for the reply of the
-/// command it holds (the callers size it from the counts the kernel gave) and outlives the
-/// call.
-fn request(sock: &OwnedFd, ifname: &str, buf: &mut [u64]) -> Option<()> {
-    // SAFETY: all-zero is a valid ifreq.
+/// # Safety
+/// `ifname` must be shorter than `IFNAMSIZ` (so that the name in the request ends in a NUL),
+/// and `buf` must be large enough for the kernel's reply to the command it holds: the kernel
+/// writes as much as the command's counts say, whatever the length of `buf`.
+unsafe fn request(sock: &OwnedFd, ifname: &str, buf: &mut [u64]) -> Option<()> {
+    // SAFETY: all-zero is a valid ifreq (plain old data).
     let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
     for (d, s) in ifr.ifr_name.iter_mut().zip(ifname.bytes()) {
         *d = s as libc::c_char;
     }
     ifr.ifr_ifru.ifru_data = buf.as_mut_ptr().cast();
-    // SAFETY: see above.
+    // SAFETY: `ifr` is a live ifreq whose name ends in a NUL (zeroed, and `ifname` is shorter
+    // than IFNAMSIZ: this function's contract) and whose `ifru_data` points at `buf`, large
+    // enough for the reply (the contract) and exclusively borrowed for the call.
     let rc = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL, &mut ifr) };
     (rc == 0).then_some(())
 }
@@ -60,7 +62,9 @@ fn stats(ifname: &str) -> Option<Vec<(String, u64)>> {
     let mut info = [0u64; 3];
     put_u32(&mut info, 0, ETHTOOL_GSSET_INFO);
     info[1] = 1 << ETH_SS_STATS;
-    request(&sock, ifname, &mut info)?;
+    // SAFETY: `ifname` is shorter than IFNAMSIZ (checked above); the reply is the 16-byte
+    // header and one u32 count, as the mask asks for one string set: 24 bytes, `info`'s size.
+    unsafe { request(&sock, ifname, &mut info) }?;
     if info[1] & (1 << ETH_SS_STATS) == 0 {
         return None;
     }
@@ -73,12 +77,20 @@ fn stats(ifname: &str) -> Option<Vec<(String, u64)>> {
     put_u32(&mut names, 0, ETHTOOL_GSTRINGS);
     put_u32(&mut names, 4, ETH_SS_STATS);
     put_u32(&mut names, 8, n as u32);
-    request(&sock, ifname, &mut names)?;
+    // SAFETY: `ifname` is shorter than IFNAMSIZ (checked above); `names` holds the 12-byte
+    // header and `n` strings of ETH_GSTRING_LEN bytes, `n` being the count the kernel gave
+    // just above. (The kernel writes the driver's count again, not the request's: a driver
+    // with more than MAX_STATS, or one whose count changes between the calls, would overrun
+    // it.)
+    unsafe { request(&sock, ifname, &mut names) }?;
     // struct ethtool_stats { u32 cmd; u32 n_stats; u64 data[]; }
     let mut values = vec![0u64; 1 + n];
     put_u32(&mut values, 0, ETHTOOL_GSTATS);
     put_u32(&mut values, 4, n as u32);
-    request(&sock, ifname, &mut values)?;
+    // SAFETY: `ifname` is shorter than IFNAMSIZ (checked above); `values` holds the 8-byte
+    // header and `n` u64 values, `n` being the count the kernel gave above (with the same
+    // caveat as for the names).
+    unsafe { request(&sock, ifname, &mut values) }?;
     let got = (get_u32(&mut values, 4) as usize).min(n);
     let text = bytes(&mut names);
     Some(

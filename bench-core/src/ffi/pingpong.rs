@@ -5,7 +5,7 @@
 //! Both work on [`HostMemory`] by the address it exposed when it was allocated, never through a
 //! Rust reference to its bytes: the device writes them at any time.
 
-use crate::verbs::buffer::HostMemory;
+use super::host::HostMemory;
 
 /// Reads byte `offset` of registered host memory as it is now (a volatile load: each call reads
 /// memory again, so a loop sees the peer's RDMA write arrive), then orders later reads after
@@ -23,7 +23,9 @@ pub(crate) fn load_landed_byte(mem: &HostMemory, offset: u64) -> Option<u8> {
     }
     let addr = base.checked_add(usize::try_from(offset).ok()?)?;
     let p: *const u8 = std::ptr::with_exposed_provenance(addr);
-    // SAFETY: `p` is inside the live allocation (checked above); see the function's doc.
+    // SAFETY: `p` is inside the allocation (checked above), which `mem` keeps alive and
+    // unmoved for the call, with the provenance exposed when it was registered; no reference
+    // to these bytes exists, and whatever the device wrote is a valid `u8`.
     let v = unsafe { std::ptr::read_volatile(p) };
     std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
     Some(v)
@@ -51,7 +53,9 @@ pub(crate) fn store_sent_byte(mem: &HostMemory, offset: u64, value: u8) -> bool 
         return false;
     };
     let p: *mut u8 = std::ptr::with_exposed_provenance_mut(addr);
-    // SAFETY: `p` is inside the live allocation (checked above); see the function's doc.
+    // SAFETY: `p` is inside the allocation (checked above), which `mem` keeps alive and
+    // unmoved for the call, with the write provenance exposed when it was registered; no
+    // reference to these bytes exists (the device only reads this half).
     unsafe { std::ptr::write_volatile(p, value) };
     std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
     true

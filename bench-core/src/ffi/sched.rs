@@ -28,9 +28,11 @@ pub fn allowed_cpus() -> std::io::Result<Vec<u32>> {
         return Err(std::io::Error::last_os_error());
     }
     let max = u32::try_from(libc::CPU_SETSIZE).unwrap_or(1024);
-    // SAFETY: CPU_ISSET reads the set within its bounds (cpu < CPU_SETSIZE).
     Ok((0..max)
-        .filter(|c| unsafe { libc::CPU_ISSET(*c as usize, &set) })
+        .filter(|c| {
+            // SAFETY: CPU_ISSET reads the set within its bounds (cpu < CPU_SETSIZE).
+            unsafe { libc::CPU_ISSET(*c as usize, &set) }
+        })
         .collect())
 }
 
@@ -40,7 +42,7 @@ pub fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
     if cpu >= libc::CPU_SETSIZE as usize {
         return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
     }
-    // SAFETY: as in `allowed_cpus`.
+    // SAFETY: cpu_set_t is plain old data for which all-zero bytes are a valid (empty) set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `cpu` is below CPU_SETSIZE, so CPU_SET writes inside the set.
     unsafe { libc::CPU_SET(cpu, &mut set) };

@@ -11,50 +11,7 @@ use sideway::ibverbs::protection_domain::ProtectionDomain;
 use sideway::ibverbs::queue_pair::{LocalBufferHandle, PostSendGuard, SetScatterGatherEntry};
 use sideway::ibverbs::AccessFlags;
 
-use crate::verbs::buffer::Page;
-
-/// Registers host pages.
-///
-/// Sound because the pointer and length come from a live, exclusively borrowed slice. The
-/// caller (`verbs::buffer`) keeps the pages allocated and never moves them (a `Vec` that is
-/// never resized) for as long as the returned region exists: the region is dropped (and
-/// deregistered, after which the device no longer touches the memory) before the pages, by
-/// field order of the owning struct.
-pub(crate) fn reg_host_pages(
-    pd: &Arc<ProtectionDomain>,
-    pages: &mut [Page],
-    access: AccessFlags,
-) -> Result<Arc<MemoryRegion>, RegisterMemoryRegionError> {
-    let ptr = pages.as_mut_ptr() as usize;
-    let len = std::mem::size_of_val(pages);
-    // SAFETY: `ptr..ptr+len` is valid, writable memory (see above for its lifetime).
-    unsafe { pd.reg_mr(ptr, len, access) }
-}
-
-/// Copies `out.len()` bytes of registered host pages, from byte `offset` of `pages`, into
-/// `out` (`--data_validation` reads what the peer wrote).
-///
-/// Sound because the range is checked against `pages` (a live allocation borrowed for the
-/// call) and the bytes are read through a raw pointer, never a Rust reference, so the compiler
-/// assumes nothing about them; the caller reads only after the peer's writes have completed
-/// (its `Done` came), and a byte the device changed during the copy would only make the check
-/// fail, never make the copy unsound (any bit pattern is a valid `u8`). The fence orders the
-/// copy after whatever told the caller that the writes are complete.
-pub(crate) fn read_registered_pages(pages: &[Page], offset: usize, out: &mut [u8]) -> bool {
-    let len = std::mem::size_of_val(pages);
-    match offset.checked_add(out.len()) {
-        Some(end) if end <= len => {}
-        _ => return false,
-    }
-    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-    let src = pages.as_ptr().cast::<u8>();
-    // SAFETY: `src + offset .. src + offset + out.len()` lies inside `pages` (checked above),
-    // which outlives the call; `out` is a distinct, exclusively borrowed slice.
-    unsafe {
-        std::ptr::copy_nonoverlapping(src.add(offset), out.as_mut_ptr(), out.len());
-    }
-    true
-}
+use super::cuda::DeviceAlloc;
 
 /// Registers dma-buf memory.
 ///
@@ -69,25 +26,46 @@ pub(crate) fn reg_dmabuf(
     iova: u64,
     access: AccessFlags,
 ) -> Result<Arc<MemoryRegion>, RegisterMemoryRegionError> {
-    // SAFETY: see above.
+    // SAFETY: `fd` is borrowed, so open for the call; the kernel checks that it is a dma-buf
+    // and that `offset..offset+len` lies inside it, and fails the call otherwise. The device
+    // then reaches only the exporter's memory, which the dma-buf keeps, never this process's.
     unsafe { pd.reg_dmabuf_mr(offset, len, iova, fd.as_raw_fd(), access) }
 }
 
-/// Registers GPU memory by its device address, for the peer-memory path (`nvidia_peermem`).
+/// Registers GPU memory by its device address (`ibv_reg_mr`), for the peer-memory path
+/// (`nvidia_peermem`).
 ///
-/// Sound because this process never dereferences `addr`: the kernel resolves the range
-/// through a peer-memory client (nvidia_peermem pins the GPU pages) or fails the call (EFAULT
-/// when no client claims it). The caller (`gpu`) keeps the CUDA allocation alive until the
-/// region is deregistered (it is the owner of the `verbs::Buffer`, dropped after the region).
-pub(crate) fn reg_device_va(
+/// # Safety
+/// `addr..addr+len` must be device memory, never host memory of this process: the kernel
+/// resolves such a range through a peer-memory client (nvidia_peermem pins the GPU pages) or
+/// fails the call (EFAULT when no client claims it), whereas a host range would let the
+/// device write this process's memory behind Rust's back. It must stay device memory for as
+/// long as the region exists.
+unsafe fn reg_device_va(
     pd: &Arc<ProtectionDomain>,
     addr: u64,
     len: usize,
     access: AccessFlags,
 ) -> Result<Arc<MemoryRegion>, RegisterMemoryRegionError> {
     let ptr = usize::try_from(addr).unwrap_or(usize::MAX);
-    // SAFETY: see above.
+    // SAFETY: the range is device memory (this function's contract), which this process
+    // never dereferences; the kernel validates it.
     unsafe { pd.reg_mr(ptr, len, access) }
+}
+
+/// Registers all of a CUDA allocation on `pd` by its device address, for the peer-memory path.
+/// The caller (`gpu`) keeps the allocation alive until the region is deregistered (it is the
+/// owner of the `verbs::Buffer`, dropped after the region), so that the device's writes land
+/// in it.
+pub(crate) fn reg_cuda_alloc(
+    pd: &Arc<ProtectionDomain>,
+    alloc: &DeviceAlloc,
+    access: AccessFlags,
+) -> Result<Arc<MemoryRegion>, RegisterMemoryRegionError> {
+    // SAFETY: the range is one live `cuMemAlloc` allocation: device memory in CUDA's unified
+    // address space, which no host allocation of this process shares (railbench allocates no
+    // CUDA host memory).
+    unsafe { reg_device_va(pd, alloc.addr(), alloc.len(), access) }
 }
 
 /// A local scatter/gather element inside a registered memory region. Only
@@ -101,11 +79,15 @@ pub(crate) struct LocalSge {
 
 /// Attaches `sge` to a work request being built.
 ///
-/// Sound because `sge` lies inside a registered region (checked where it is made), and the
-/// region outlives the work request: the engine drops its QPs, which stops the device, before
-/// the buffer, and deregistration also revokes device access before the memory is freed.
+/// Sound for any `sge`: the device reaches memory only through the region its `lkey` names and
+/// within that region's bounds (anything else completes the work request with a local
+/// protection error), and a region's memory stays allocated for as long as the region exists
+/// ([`HostRegion`]; dma-buf and GPU memory are not this process's memory). `verbs::Buffer` makes
+/// these with bounds checked against its region, so that a post does not fail that way, and the
+/// engine drops its QPs, which stops the device, before the buffer.
 pub(crate) fn set_sge<G: PostSendGuard>(handle: LocalBufferHandle<'_, G>, sge: LocalSge) {
-    // SAFETY: see above.
+    // SAFETY: the device checks `sge` against the region of its `lkey`, whose memory outlives
+    // the region (see the function's doc); `handle` borrows the work request being built.
     unsafe { handle.setup_sge(sge.lkey, sge.addr, sge.len) }
 }
 
@@ -198,7 +180,8 @@ pub(crate) fn take_cq_event(
             _ => Err(e),
         };
     }
-    // SAFETY: as in `req_notify_cq`, `cq` is alive.
+    // SAFETY: `cq()` only copies the handle out; `cq` is borrowed for the call, so the ibv_cq
+    // it names stays alive while `ours` is used below.
     let ours = unsafe { cq.cq() }.as_ptr();
     if ev_cq != ours {
         // Cannot happen while `cq` is the channel's only CQ; acking a CQ we do not hold would

@@ -272,6 +272,11 @@ impl GpuMemory {
         &self.gpu
     }
 
+    /// The allocation, for registering it with a NIC ([`crate::ffi::reg_cuda_alloc`]).
+    pub(crate) fn device_alloc(&self) -> &DeviceAlloc {
+        &self.alloc
+    }
+
     /// Exports all of it as a dma-buf (`cuMemGetHandleForAddressRange`).
     pub fn export_dmabuf(&self) -> Result<OwnedFd, GpuError> {
         if !self.gpu.dmabuf_supported {

@@ -132,3 +132,14 @@ impl GpuError {
         )
     }
 }
+
+impl From<GpuError> for Error {
+    /// How a GPU failure reaches the engine: a verbs error met while registering GPU memory
+    /// stays what it is; any other is carried as [`Error::Gpu`].
+    fn from(e: GpuError) -> Error {
+        match e {
+            GpuError::Verbs(v) => v,
+            other => Error::Gpu(Box::new(other)),
+        }
+    }
+}

@@ -93,9 +93,7 @@ fn register_dmabuf(pd: &Pd, mem: &GpuMemory) -> Result<(Buffer, OwnedFd), GpuErr
 }
 
 fn register_peermem(pd: &Pd, mem: &GpuMemory) -> Result<Buffer, GpuError> {
-    let len = usize::try_from(mem.len())
-        .map_err(|_| GpuError::Invalid(format!("{} bytes too large", mem.len())))?;
-    let mr = crate::ffi::reg_device_va(&pd.pd, mem.addr(), len, access()).map_err(|e| {
+    let mr = crate::ffi::reg_cuda_alloc(&pd.pd, mem.device_alloc(), access()).map_err(|e| {
         let source = match e.0 {
             sideway::ibverbs::memory_region::RegisterMemoryRegionErrorKind::Ibverbs(e) => e,
             other => std::io::Error::other(other.to_string()),

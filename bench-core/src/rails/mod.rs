@@ -19,7 +19,7 @@
 //! interface *in this namespace* ([`crate::sysfs`] checks the address against this namespace's
 //! `/proc/net`, because on the lab's kernel another pod's GID names its netdev too, and every
 //! pod calls its rail `net1`). The device, port and GID index come from
-//! [`crate::gid::resolve_rail`] with `--netdev <iface>`, exactly as `rdmabw client --netdev`
+//! [`select::resolve_rail`] with `--netdev <iface>`, exactly as `rdmabw client --netdev`
 //! resolves them, so the two never disagree.
 //!
 //! # How the rail reaches the pod ([`Attachment`])
@@ -40,6 +40,7 @@
 //! the distance up to which NCCL uses GPUDirect RDMA by default. Software devices have none.
 
 pub mod netif;
+pub mod select;
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
@@ -50,11 +51,12 @@ use results::rdmabw::topology::Proximity;
 use results::rdmabw::REPORT_SCHEMA_VERSION;
 
 use crate::error::Error;
-use crate::gid::{resolve_rail, GidType, RailRequest};
+use crate::gid::GidType;
 use crate::sysfs::{self, GidEntry, Inventory, LinkLayer, LocalAddrs, Port, RdmaDevice, SysRoots};
 use crate::topology::gpus_near;
 use crate::verbs::{Device, PathMtu};
 use netif::{NetIf, Route};
+pub use select::{choose_gid, resolve_rail, usable_gids, Rail, RailRequest};
 
 /// What rail discovery asks of the devices beyond sysfs (the active MTU is not in sysfs).
 pub trait PortQuery {
@@ -192,7 +194,7 @@ fn view<'a>(inv: &Inventory, nif: &'a NetIf, routes: &[Route], addrs: &LocalAddr
         .iter()
         .map(|b| (b.device.clone(), b.port))
         .collect();
-    // Prefer a GID on a bound port; the lowest index wins, as gid::choose_gid does.
+    // Prefer a GID on a bound port; the lowest index wins, as select::choose_gid does.
     let mut own_gid: Option<(String, u8, GidEntry)> = None;
     for d in &inv.devices {
         for p in &d.ports {

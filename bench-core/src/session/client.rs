@@ -3,9 +3,10 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use super::config::PeerChoice;
 use super::error::{control, peer_failed, SessionError};
 use super::outcome::{Outcome, Remote};
-use super::perftest::{self, PeerChoice, PerftestTest};
+use super::perftest::{self, PerftestTest};
 use super::resolve::resolve_request;
 use super::side::{link, prepare, Linked};
 use super::window::{window, WindowSpec, Windowed};
@@ -14,8 +15,8 @@ use crate::control::{
     Accept, ControlChannel, Hello, Msg, Phase, PhaseTimeouts, RunSecret, WatchConfig,
     RDMABW_VERSION,
 };
-use crate::gid::RailRequest;
 use crate::perftest::ReportUnit;
+use crate::rails::RailRequest;
 use crate::sysfs::SysRoots;
 use results::rdmabw::params::{LocalTuning, SizeResult, TestParams};
 use results::rdmabw::report::Role;

@@ -15,11 +15,12 @@ use std::sync::{Arc, Mutex, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::config::ServerConfig;
 use super::error::SessionError;
 use super::gate::{Admission, Gate};
 use super::outcome::Outcome;
 use super::resolve::ServerShared;
-use super::server::{serve_admitted, Listener, ServerConfig};
+use super::server::{serve_admitted, Listener};
 use super::{Log, POLL};
 use crate::control::DeviceClaims;
 

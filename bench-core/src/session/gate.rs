@@ -31,8 +31,9 @@ use std::time::{Duration, Instant};
 
 use socket2::SockRef;
 
+use super::admit::{admit, Admitted};
+use super::config::ServerConfig;
 use super::error::SessionError;
-use super::server::{admit, Admitted, ServerConfig};
 use crate::control::{ControlError, Phase};
 
 /// A server's budget for connections that are not admitted yet.

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::gid::Rail;
+use crate::rails::Rail;
 use crate::sysfs::{self, SysRoots};
 
 /// A note on the port's state when it is no longer ACTIVE (after a failed run).

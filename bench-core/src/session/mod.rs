@@ -18,7 +18,9 @@
 // keeping the engine's and the channel's errors unboxed keeps them matchable.
 #![allow(clippy::result_large_err)]
 
+mod admit;
 mod client;
+mod config;
 mod daemon;
 mod error;
 mod gate;
@@ -33,17 +35,16 @@ mod window;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use admit::{admit, check_hello, is_plain_name, refuse, Admitted, MAX_NAME_BYTES};
 pub use client::{run_client, run_client_streaming, ClientConfig};
+pub use config::{PeerChoice, Pinned, ServerConfig, ServerLimits};
 pub use daemon::{Daemon, OnTest};
 pub use error::SessionError;
 pub use gate::Admission;
 pub use outcome::{combine, local_report, Outcome, Remote};
-pub use perftest::{check_supported as check_perftest_supported, PeerChoice};
+pub use perftest::check_supported as check_perftest_supported;
 pub use resolve::{inventory_for, resolve_request, ServerShared};
-pub use server::{
-    admit, check_hello, is_plain_name, refuse, serve_admitted, serve_first, serve_one, Admitted,
-    Listener, Pinned, ServerConfig, ServerLimits, MAX_NAME_BYTES,
-};
+pub use server::{serve_admitted, serve_first, serve_one, Listener};
 
 /// Poll interval of the listeners (a new test waits for it) and of the daemon's shutdown.
 const POLL: Duration = Duration::from_millis(10);

@@ -3,8 +3,9 @@
 
 use std::net::SocketAddr;
 
-use crate::gid::{Gid, Rail};
+use crate::gid::Gid;
 use crate::gpu::MemoryUse;
+use crate::rails::Rail;
 use crate::verbs::format_gid;
 use results::rdmabw::counters::CounterReport;
 use results::rdmabw::params::{cpu_s_per_gb, LocalTuning, SizeResult, TestParams};

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::config::Pinned;
 use super::error::SessionError;
 use super::guard::Guard;
 use super::outcome::{Outcome, Remote};
@@ -18,29 +19,15 @@ use super::Log;
 use crate::control::measure_timeout;
 use crate::counters::{CounterTarget, Snapshot};
 use crate::engine::{Connected, Endpoints, StopFlags};
-use crate::gid::Rail;
 use crate::gpu::MemoryUse;
 use crate::perftest::wire::{self, BwReportMsg, KeyMsg, Negotiation, PeerVersion, ReportUnit};
 use crate::perftest::{End, PerftestConn, PerftestError, Step};
+use crate::rails::Rail;
 use crate::sysfs::SysRoots;
 use crate::verbs::{MrInfo, PathMtu, QpEndpoint};
 use results::rdmabw::counters::CounterReport;
 use results::rdmabw::params::{LocalTuning, SizeResult, TestLength, TestParams};
 use results::rdmabw::report::Role;
-
-/// Which tool the other end is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum PeerChoice {
-    /// Found out from the peer's first message (rdmabw's default).
-    #[default]
-    Auto,
-    /// Only rdmabw: a client opens in rdmabw's frames at once (an older rdmabw server
-    /// understands it), a server refuses perftest.
-    Rdmabw,
-    /// Only perftest: a client opens with perftest's plain version message, a server refuses
-    /// rdmabw clients.
-    Perftest,
-}
 
 /// The page size rdmabw tells perftest (perftest keeps the larger of both sides' and writes
 /// over that much of the peer's buffer at small sizes).
@@ -728,7 +715,7 @@ pub(super) fn server(
     stream: TcpStream,
     version: &PeerVersion,
     gid_explicit: bool,
-    pinned: &super::server::Pinned,
+    pinned: &Pinned,
     stop: &Arc<AtomicBool>,
     log: &Log,
 ) -> Result<Outcome, SessionError> {

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use crate::control::DeviceClaims;
 use crate::error::Error;
-use crate::gid::{resolve_rail, Rail, RailRequest};
 use crate::rails;
+use crate::rails::{resolve_rail, Rail, RailRequest};
 use crate::sysfs::{self, Inventory, SysRoots};
 
 /// How long a server reuses one discovery for the next hellos (a daemon receiving one hello per

@@ -1,5 +1,5 @@
-//! The server's side of one test: the bound port, the rail and parameters a client's hello
-//! gets, and [`serve_one`].
+//! The server's side of one test: the bound port, the rail and parameters an admitted client's
+//! hello gets, and [`serve_one`].
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -8,141 +8,25 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::Duration;
 
+use super::admit::{admit, Admitted, Client};
+use super::config::{Pinned, ServerConfig};
 use super::error::{control, peer_failed, SessionError, SERVER_SETUP};
 use super::gate::{Admission, Gate};
 use super::outcome::{Outcome, Remote};
-use super::perftest::{self, PeerChoice, PerftestTest};
+use super::perftest::{self, PerftestTest};
 use super::resolve::ServerShared;
 use super::side::{link, prepare, Linked};
 use super::window::{window, WindowSpec, Windowed};
 use super::{Log, POLL};
 use crate::control::{
-    Accept, ControlChannel, ControlError, DeviceClaim, Hello, Msg, Opening, Phase, PhaseTimeouts,
-    RejectReason, RunSecret, WatchConfig, PROTOCOL_VERSION, RDMABW_VERSION,
+    Accept, ControlChannel, ControlError, DeviceClaim, Hello, Msg, Phase, RejectReason,
+    RDMABW_VERSION,
 };
 use crate::error::Error;
-use crate::gid::{Rail, RailRequest};
-use crate::perftest::{PeerVersion, ReportUnit};
-use crate::sysfs::SysRoots;
+use crate::perftest::PeerVersion;
+use crate::rails::{Rail, RailRequest};
 use results::rdmabw::params::{LocalTuning, TestParams};
 use results::rdmabw::report::Role;
-
-/// Which of a server's parameters were given on its command line: only those must match the
-/// client's; the rest follow the client (as a `--daemon` server follows it in everything).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Pinned {
-    /// `-s`/`-a`.
-    pub sizes: bool,
-    /// `-n`/`-D` (and the margins).
-    pub length: bool,
-    /// `-q`.
-    pub qps: bool,
-    /// `-b`.
-    pub bidirectional: bool,
-    /// `--tclass`.
-    pub traffic_class: bool,
-    /// `--sl`.
-    pub service_level: bool,
-    /// `--hop-limit`.
-    pub hop_limit: bool,
-    /// `-m`.
-    pub mtu: bool,
-    /// `--run_infinitely`.
-    pub run_infinitely: bool,
-    /// `--data_validation`.
-    pub data_validation: bool,
-}
-
-/// What a server runs when a client asks.
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    /// The server's own rail flags; with any of device/netdev given, the only device served.
-    pub rail: RailRequest,
-    /// The server's parameters (command-line values or defaults).
-    pub params: TestParams,
-    /// Which of `params` (and of the tuning's path attributes) were given explicitly.
-    pub pinned: Pinned,
-    /// The server's tuning.
-    pub tuning: LocalTuning,
-    /// Phase timeouts (the measure timeout is derived per test).
-    pub timeouts: PhaseTimeouts,
-    /// Heartbeats and silence limit during the window.
-    pub watch: WatchConfig,
-    /// This host's name.
-    pub host: String,
-    /// Where sysfs is.
-    pub roots: SysRoots,
-    /// `--daemon`: follow the client in every parameter (nothing is pinned).
-    pub daemon: bool,
-    /// The run's secret: when given, only clients that present it are served.
-    pub secret: Option<RunSecret>,
-    /// What one test may ask of this server, and how many tests a daemon runs at once.
-    pub limits: ServerLimits,
-    /// Which clients it serves (`--peer`): rdmabw's, perftest's, or both.
-    pub peer: PeerChoice,
-    /// The units of this side's table: how it reads a perftest client's figures.
-    pub unit: ReportUnit,
-}
-
-/// What a server allows, so that a client (or many) cannot exhaust the node it runs on. Each
-/// refusal names the limit and the server flag that raises it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ServerLimits {
-    /// Queue pairs per test (`--max-qps`).
-    pub max_qps: u32,
-    /// Bytes of memory one test registers (`--max-buffer`): two halves of the largest message.
-    pub max_buffer_bytes: u64,
-    /// Tests a daemon runs at once (`--max-tests`); more clients are refused until one ends.
-    pub max_tests: u32,
-}
-
-impl ServerLimits {
-    /// The defaults: room for 16 rails at `-q 4` with 8 MiB messages, far below a GPU node.
-    pub const DEFAULT: ServerLimits = ServerLimits {
-        max_qps: 64,
-        max_buffer_bytes: 1 << 30,
-        max_tests: 32,
-    };
-
-    /// The first limit `params` exceeds, as the reason to send.
-    pub fn check(&self, params: &TestParams) -> Option<RejectReason> {
-        let qps = u64::from(params.qps);
-        if qps > u64::from(self.max_qps) {
-            return Some(RejectReason::Limit {
-                what: "queue pairs per test (-q)".into(),
-                asked: qps,
-                max: u64::from(self.max_qps),
-                flag: "--max-qps".into(),
-            });
-        }
-        let bytes = crate::engine::buffer_bytes(params);
-        if bytes > self.max_buffer_bytes {
-            return Some(RejectReason::Limit {
-                what: "bytes of buffer per test (twice the largest message, -s/-a)".into(),
-                asked: bytes,
-                max: self.max_buffer_bytes,
-                flag: "--max-buffer".into(),
-            });
-        }
-        None
-    }
-
-    /// The reason for a client that comes while `running` tests run, if that is the limit.
-    pub fn check_running(&self, running: usize) -> Option<RejectReason> {
-        (running >= self.max_tests as usize).then(|| RejectReason::Limit {
-            what: "tests at once".into(),
-            asked: running as u64 + 1,
-            max: u64::from(self.max_tests),
-            flag: "--max-tests".into(),
-        })
-    }
-}
-
-impl Default for ServerLimits {
-    fn default() -> Self {
-        ServerLimits::DEFAULT
-    }
-}
 
 /// The bound control port, on one address or several. Binding is separate from serving so
 /// that a port in use is reported before anything else happens.
@@ -326,212 +210,6 @@ fn server_tuning(cfg: &ServerConfig, hello: &Hello) -> LocalTuning {
         }
     }
     t
-}
-
-/// Answers a client that cannot be served now with `reason`, after reading its hello (closing
-/// with the hello unread would reset the connection before the client reads the answer).
-pub fn refuse(cfg: &ServerConfig, stream: TcpStream, reason: RejectReason) -> SessionError {
-    let peer = stream
-        .peer_addr()
-        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
-    let refused = SessionError::Control(ControlError::Rejected {
-        peer,
-        reason: reason.clone(),
-    });
-    let Ok(ch) = ControlChannel::from_stream(stream) else {
-        return refused;
-    };
-    let mut ch = ch.with_timeouts(cfg.timeouts);
-    if ch.expect_hello().is_ok() {
-        let _ = ch.send(&Msg::Reject { reason });
-    }
-    ch.close();
-    refused
-}
-
-/// The longest a device or network interface name in a hello may be (the kernel's IB device
-/// names are at most 64 bytes, interface names 16).
-pub const MAX_NAME_BYTES: usize = 64;
-
-/// Whether `name` is a plain device or interface name: not empty, at most [`MAX_NAME_BYTES`],
-/// not `.` or `..`, and without `/`, NUL, white space or control characters. Such a name
-/// stays one path component under sysfs; anything else is refused before any lookup.
-pub fn is_plain_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_NAME_BYTES
-        && name != "."
-        && name != ".."
-        && !name
-            .chars()
-            .any(|c| c == '/' || c == '\\' || c.is_whitespace() || c.is_control())
-}
-
-/// Checks what a hello asks for against the bounds rdmabw's command line enforces, before the
-/// server computes anything from it: the parameters ([`TestParams::check_bounds`]; for a
-/// latency test also `rdmabw lat`'s rule, [`TestParams::check_latency`]), the device and
-/// interface names (plain names), and the path attributes a server takes from the client
-/// (service level 0-15, an MTU of 256-4096).
-pub fn check_hello(hello: &Hello) -> Result<(), RejectReason> {
-    let invalid = |what: String| RejectReason::Other {
-        message: format!("invalid hello: {what}"),
-    };
-    hello
-        .params
-        .check_bounds()
-        .map_err(|e| invalid(e.to_string()))?;
-    // A latency test: admitted exactly as `rdmabw lat`'s command line takes its flags.
-    if hello.params.latency {
-        hello
-            .params
-            .check_latency()
-            .map_err(|e| invalid(e.to_string()))?;
-    }
-    for (flag, name) in [
-        ("--server-dev", hello.device.as_deref()),
-        ("--server-netdev", hello.netdev.as_deref()),
-    ] {
-        if let Some(n) = name {
-            if !is_plain_name(n) {
-                return Err(invalid(format!(
-                    "{flag} {}: not a device name (1 to {MAX_NAME_BYTES} bytes, no '/', no \
-                     white space, not '.' or '..')",
-                    crate::control::for_log(n, crate::control::PEER_TEXT_CHARS)
-                )));
-            }
-        }
-    }
-    if let Some(t) = &hello.tuning {
-        if t.service_level > 15 {
-            return Err(invalid(format!(
-                "--sl {}: service levels are 0-15",
-                t.service_level
-            )));
-        }
-        if let Some(m) = t.mtu_bytes {
-            if ![256, 512, 1024, 2048, 4096].contains(&m) {
-                return Err(invalid(format!(
-                    "-m/--mtu {m}: the MTU is 256, 512, 1024, 2048 or 4096"
-                )));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// A client whose hello passed admission: its protocol version is this one, it presented the
-/// run's secret (where the server has one), and every value in it is within bounds. Nothing
-/// the client sent is logged before this.
-#[derive(Debug)]
-pub struct Admitted {
-    ch: ControlChannel,
-    client: Client,
-    peer: SocketAddr,
-}
-
-/// Who an admitted client is.
-#[derive(Debug)]
-enum Client {
-    /// rdmabw, with its hello.
-    Rdmabw(Box<Hello>),
-    /// perftest's ib_write_bw or ib_write_lat, with its version message: the test is this
-    /// server's own flags, as with perftest's server.
-    Perftest(PeerVersion),
-}
-
-impl Admitted {
-    /// The client's address.
-    pub fn peer(&self) -> SocketAddr {
-        self.peer
-    }
-
-    /// Answers `reason` and closes: the client is admitted but cannot be served now (a
-    /// perftest client, which has no words for a refusal, sees the connection close).
-    pub fn refuse(self, reason: RejectReason) -> SessionError {
-        let mut ch = self.ch;
-        if matches!(self.client, Client::Rdmabw(_)) {
-            let _ = ch.send(&Msg::Reject {
-                reason: reason.clone(),
-            });
-        }
-        ch.close();
-        SessionError::Control(ControlError::Rejected {
-            peer: self.peer,
-            reason,
-        })
-    }
-}
-
-/// Reads a client's hello within `hello_wait` (or the handshake timeout, if shorter) and
-/// admits it, or answers why not (protocol version, secret, a value out of bounds) and closes.
-/// Logs nothing: what a peer sends is not shown before it is admitted.
-pub fn admit(
-    cfg: &ServerConfig,
-    stream: TcpStream,
-    hello_wait: Duration,
-) -> Result<Admitted, SessionError> {
-    let ch = ControlChannel::from_stream(stream)
-        .map_err(|e| SessionError::Local(Error::InvalidParams(format!("control socket: {e}"))))?;
-    let mut first = cfg.timeouts;
-    first.handshake = first.handshake.min(hello_wait);
-    let mut ch = ch.with_timeouts(first);
-    let peer = ch.peer_addr();
-    let opening = ch.server_opening().map_err(control)?;
-    if let Opening::Perftest(version) = opening {
-        ch.set_timeouts(cfg.timeouts);
-        let why = if cfg.peer == PeerChoice::Rdmabw {
-            Some("this server was started with --peer rdmabw")
-        } else if cfg.secret.is_some() {
-            Some("this server serves one run's clients, and perftest cannot present its secret")
-        } else {
-            None
-        };
-        if let Some(why) = why {
-            ch.close();
-            return Err(SessionError::NotRdmabw(ControlError::Protocol {
-                peer,
-                phase: Phase::Handshake,
-                detail: format!("a perftest {} client is refused: {why}", version.text),
-            }));
-        }
-        return Ok(Admitted {
-            ch,
-            client: Client::Perftest(version),
-            peer,
-        });
-    }
-    let hello = ch.expect_hello().map_err(control)?;
-    ch.set_timeouts(cfg.timeouts);
-    let reason = if hello.protocol_version != PROTOCOL_VERSION {
-        Some(RejectReason::ProtocolVersion {
-            server: PROTOCOL_VERSION,
-            client: hello.protocol_version,
-        })
-    } else if cfg
-        .secret
-        .as_ref()
-        .is_some_and(|s| !s.admits(hello.secret.as_ref()))
-    {
-        Some(RejectReason::NotThisRun {
-            presented: hello.secret.is_some(),
-        })
-    } else if cfg.peer == PeerChoice::Perftest {
-        Some(RejectReason::Other {
-            message: "this server was started with --peer perftest: it serves perftest's \
-                      ib_write_bw and ib_write_lat only"
-                .into(),
-        })
-    } else {
-        check_hello(&hello).err()
-    };
-    let admitted = Admitted {
-        ch,
-        client: Client::Rdmabw(Box::new(hello)),
-        peer,
-    };
-    match reason {
-        Some(r) => Err(admitted.refuse(r)),
-        None => Ok(admitted),
-    }
 }
 
 /// How many connections that were not admitted a one-test server notes in its log.

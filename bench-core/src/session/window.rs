@@ -12,7 +12,7 @@ use crate::control::{ControlChannel, ControlError, PeerWatch, Phase, WatchConfig
 use crate::counters::{CounterTarget, Snapshot};
 use crate::engine::{Connected, StopFlags};
 use crate::error::Error;
-use crate::gid::Rail;
+use crate::rails::Rail;
 use crate::sysfs::SysRoots;
 use results::rdmabw::counters::CounterReport;
 use results::rdmabw::params::{LocalTuning, SizeResult, TestParams};

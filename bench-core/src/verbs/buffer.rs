@@ -7,95 +7,28 @@
 
 use std::any::Any;
 use std::fmt;
+use std::io;
+use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
-use sideway::ibverbs::memory_region::MemoryRegion;
+use sideway::ibverbs::memory_region::{MemoryRegion, RegisterMemoryRegionErrorKind};
+use sideway::ibverbs::AccessFlags;
 
-use super::device::DevMeta;
+use super::device::{DevMeta, Pd};
 use super::MrInfo;
 use crate::error::Error;
-use crate::ffi::LocalSge;
-
-/// Host page size the allocation is aligned to.
-pub const PAGE: usize = 4096;
-
-/// One page of host memory, page-aligned.
-#[derive(Clone, Copy)]
-#[repr(C, align(4096))]
-pub struct Page(pub(crate) [u8; PAGE]);
-
-impl fmt::Debug for Page {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Page")
-    }
-}
-
-/// Page-aligned host memory that is never resized or moved while registered.
-pub(crate) struct HostMemory {
-    pages: Vec<Page>,
-    /// The pages' address with its provenance exposed, once registered ([`HostMemory::expose`]);
-    /// 0 before. The latency test's byte loads and stores go through it.
-    exposed: usize,
-}
-
-impl fmt::Debug for HostMemory {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HostMemory")
-            .field("bytes", &self.len())
-            .finish()
-    }
-}
-
-impl HostMemory {
-    /// Zeroed memory of at least `bytes` (at least one page).
-    pub(crate) fn new(bytes: u64) -> Option<HostMemory> {
-        let bytes = usize::try_from(bytes).ok()?;
-        let n = bytes.div_ceil(PAGE).max(1);
-        let mut pages = Vec::new();
-        pages.try_reserve_exact(n).ok()?;
-        pages.resize(n, Page([0; PAGE]));
-        Some(HostMemory { pages, exposed: 0 })
-    }
-
-    pub(crate) fn len(&self) -> u64 {
-        (self.pages.len() * PAGE) as u64
-    }
-
-    pub(crate) fn pages_mut(&mut self) -> &mut [Page] {
-        &mut self.pages
-    }
-
-    /// Copies `init` to the first bytes (before registration: nothing else sees them yet).
-    pub(crate) fn init(&mut self, init: &[u8]) {
-        for (page, chunk) in self.pages.iter_mut().zip(init.chunks(PAGE)) {
-            page.0[..chunk.len()].copy_from_slice(chunk);
-        }
-    }
-
-    fn addr(&self) -> u64 {
-        self.pages.as_ptr() as u64
-    }
-
-    /// Exposes the pages' address for [`crate::ffi::load_landed_byte`] and
-    /// [`crate::ffi::store_sent_byte`], after the last `&mut` to them (registration).
-    fn expose(&mut self) {
-        self.exposed = self.pages.as_mut_ptr().expose_provenance();
-    }
-
-    /// The exposed address and the length in bytes (0 before [`HostMemory::expose`]).
-    pub(crate) fn exposed(&self) -> (usize, u64) {
-        if self.exposed == 0 {
-            (0, 0)
-        } else {
-            (self.exposed, self.len())
-        }
-    }
-}
+use crate::ffi::{HostMemory, HostRegion, LocalSge};
+pub use crate::ffi::{Page, PAGE};
+use crate::sysfs;
 
 enum Memory {
-    Host(HostMemory),
-    /// Device memory behind a dma-buf; `owner` keeps the exporter's allocation alive.
+    /// Host memory and its region, owned together.
+    Host(HostRegion),
+    /// Device memory behind a dma-buf (or a GPU allocation registered by address); `owner`
+    /// keeps the exporter's allocation alive. Field order: the region is deregistered before
+    /// the owner is dropped.
     Dmabuf {
+        mr: Arc<MemoryRegion>,
         owner: Option<Box<dyn Any + Send + Sync>>,
     },
 }
@@ -104,7 +37,7 @@ impl fmt::Debug for Memory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Memory::Host(h) => h.fmt(f),
-            Memory::Dmabuf { owner } => f
+            Memory::Dmabuf { owner, .. } => f
                 .debug_struct("Dmabuf")
                 .field("owner", &owner.is_some())
                 .finish(),
@@ -112,10 +45,8 @@ impl fmt::Debug for Memory {
     }
 }
 
-// Field order matters: `mr` is dropped (deregistered) before `memory` is freed.
 #[derive(Debug)]
 struct Inner {
-    mr: Arc<MemoryRegion>,
     memory: Memory,
     addr: u64,
     len: u64,
@@ -130,14 +61,12 @@ pub struct Buffer {
 }
 
 impl Buffer {
-    pub(crate) fn host(mr: Arc<MemoryRegion>, mut mem: HostMemory, meta: Arc<DevMeta>) -> Buffer {
-        mem.expose();
-        let addr = mem.addr();
-        let len = mem.len();
+    pub(crate) fn host(region: HostRegion, meta: Arc<DevMeta>) -> Buffer {
+        let addr = region.memory().addr();
+        let len = region.memory().len();
         Buffer {
             inner: Arc::new(Inner {
-                mr,
-                memory: Memory::Host(mem),
+                memory: Memory::Host(region),
                 addr,
                 len,
                 meta,
@@ -148,8 +77,7 @@ impl Buffer {
     pub(crate) fn dmabuf(mr: Arc<MemoryRegion>, iova: u64, len: u64, meta: Arc<DevMeta>) -> Buffer {
         Buffer {
             inner: Arc::new(Inner {
-                mr,
-                memory: Memory::Dmabuf { owner: None },
+                memory: Memory::Dmabuf { mr, owner: None },
                 addr: iova,
                 len,
                 meta,
@@ -162,7 +90,7 @@ impl Buffer {
     /// memory or when the buffer is already shared.
     pub fn with_owner(mut self, owner: Box<dyn Any + Send + Sync>) -> Buffer {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
-            if let Memory::Dmabuf { owner: slot } = &mut inner.memory {
+            if let Memory::Dmabuf { owner: slot, .. } = &mut inner.memory {
                 *slot = Some(owner);
             }
         }
@@ -192,7 +120,7 @@ impl Buffer {
     /// The owner attached with [`Buffer::with_owner`], if any.
     pub(crate) fn owner(&self) -> Option<&(dyn Any + Send + Sync)> {
         match &self.inner.memory {
-            Memory::Dmabuf { owner } => owner.as_deref(),
+            Memory::Dmabuf { owner, .. } => owner.as_deref(),
             Memory::Host(_) => None,
         }
     }
@@ -201,7 +129,7 @@ impl Buffer {
     /// memory (read it through its owner) or a range outside the buffer.
     pub(crate) fn read_host(&self, offset: u64, out: &mut [u8]) -> bool {
         match (&self.inner.memory, usize::try_from(offset)) {
-            (Memory::Host(h), Ok(off)) => crate::ffi::read_registered_pages(&h.pages, off, out),
+            (Memory::Host(r), Ok(off)) => crate::ffi::read_registered_pages(r.memory(), off, out),
             _ => false,
         }
     }
@@ -210,7 +138,7 @@ impl Buffer {
     /// landing in it); `None` for device memory or an offset outside the buffer.
     pub(crate) fn load_landed(&self, offset: u64) -> Option<u8> {
         match &self.inner.memory {
-            Memory::Host(h) => crate::ffi::load_landed_byte(h, offset),
+            Memory::Host(r) => crate::ffi::load_landed_byte(r.memory(), offset),
             Memory::Dmabuf { .. } => None,
         }
     }
@@ -219,19 +147,25 @@ impl Buffer {
     /// side's next write); `false` for device memory or an offset outside the buffer.
     pub(crate) fn store_sent(&self, offset: u64, value: u8) -> bool {
         match &self.inner.memory {
-            Memory::Host(h) => crate::ffi::store_sent_byte(h, offset, value),
+            Memory::Host(r) => crate::ffi::store_sent_byte(r.memory(), offset, value),
             Memory::Dmabuf { .. } => false,
         }
     }
 
     /// Local key.
     pub fn lkey(&self) -> u32 {
-        self.inner.mr.lkey()
+        match &self.inner.memory {
+            Memory::Host(r) => r.lkey(),
+            Memory::Dmabuf { mr, .. } => mr.lkey(),
+        }
     }
 
     /// Remote key.
     pub fn rkey(&self) -> u32 {
-        self.inner.mr.rkey()
+        match &self.inner.memory {
+            Memory::Host(r) => r.rkey(),
+            Memory::Dmabuf { mr, .. } => mr.rkey(),
+        }
     }
 
     /// Name of the device it is registered on.
@@ -267,5 +201,97 @@ impl Buffer {
             len,
             lkey: self.lkey(),
         })
+    }
+}
+
+fn reg_error_source(kind: RegisterMemoryRegionErrorKind) -> io::Error {
+    match kind {
+        RegisterMemoryRegionErrorKind::Ibverbs(e) => e,
+        other => io::Error::other(other.to_string()),
+    }
+}
+
+/// Registering memory on a protection domain.
+impl Pd {
+    /// Allocates `bytes` of page-aligned host memory (rounded up to whole pages) and registers
+    /// it with local-write and remote-write access.
+    pub fn alloc_host_buffer(&self, bytes: u64) -> Result<Buffer, Error> {
+        self.alloc_host_buffer_init(bytes, &[])
+    }
+
+    /// [`Pd::alloc_host_buffer`] whose first bytes are `init` (copied before registration).
+    pub fn alloc_host_buffer_init(&self, bytes: u64, init: &[u8]) -> Result<Buffer, Error> {
+        let mut mem = HostMemory::new(bytes).ok_or_else(|| {
+            Error::InvalidParams(format!("a buffer of {bytes} bytes cannot be allocated"))
+        })?;
+        mem.init(init);
+        let len = mem.len();
+        let access = AccessFlags::LocalWrite | AccessFlags::RemoteWrite;
+        let region = crate::ffi::HostRegion::register(&self.pd, mem, access).map_err(|e| {
+            let source = reg_error_source(e.0);
+            if source.raw_os_error() == Some(libc::ENOMEM) {
+                Error::MemlockTooLow {
+                    device: self.meta.name.clone(),
+                    bytes: len,
+                    limit_kib: sysfs::memlock_limit_kib(&self.meta.roots),
+                }
+            } else {
+                Error::RegisterMemory {
+                    device: self.meta.name.clone(),
+                    kind: "host",
+                    bytes: len,
+                    source,
+                }
+            }
+        })?;
+        Ok(Buffer::host(region, Arc::clone(&self.meta)))
+    }
+
+    /// Registers `len` bytes of a dma-buf (e.g. GPU memory exported by CUDA) from `offset`,
+    /// mapped at `iova`, with local-write and remote-write access. The caller keeps the
+    /// exporter's allocation alive for as long as the returned buffer exists (attach it with
+    /// [`Buffer::with_owner`]). Fails with [`Error::DmabufUnsupported`] on devices that do not
+    /// support dma-buf (rxe; older mlx5 drivers).
+    pub fn register_dmabuf(
+        &self,
+        fd: BorrowedFd<'_>,
+        offset: u64,
+        len: u64,
+        iova: u64,
+    ) -> Result<Buffer, Error> {
+        let ulen = usize::try_from(len)
+            .map_err(|_| Error::InvalidParams(format!("dma-buf length {len} too large")))?;
+        let access = AccessFlags::LocalWrite | AccessFlags::RemoteWrite;
+        let mr = crate::ffi::reg_dmabuf(&self.pd, fd, offset, ulen, iova, access).map_err(|e| {
+            let source = reg_error_source(e.0);
+            match source.raw_os_error() {
+                Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) | Some(libc::EPROTONOSUPPORT) => {
+                    Error::DmabufUnsupported {
+                        device: self.meta.name.clone(),
+                        why: if self.meta.is_rxe {
+                            "rxe has no dma-buf support".to_string()
+                        } else {
+                            format!(
+                                "the {} driver or this libibverbs returned {}",
+                                self.meta.driver,
+                                super::errno_symbol(source.raw_os_error().unwrap_or(0))
+                            )
+                        },
+                    }
+                }
+                Some(libc::ENOMEM) => Error::MemlockTooLow {
+                    device: self.meta.name.clone(),
+                    bytes: len,
+                    limit_kib: sysfs::memlock_limit_kib(&self.meta.roots),
+                },
+                _ => Error::RegisterMemory {
+                    device: self.meta.name.clone(),
+                    kind: "dma-buf",
+                    bytes: len,
+                    source,
+                },
+            }
+        })?;
+        Ok(Buffer::dmabuf(mr, iova, len, Arc::clone(&self.meta)))
     }
 }

@@ -192,3 +192,18 @@ impl Cq {
         }
     }
 }
+
+/// Creating completion queues on a protection domain.
+impl Pd {
+    /// Creates a basic completion queue of at least `entries` entries (capped at the device's
+    /// maximum).
+    pub fn create_cq(&self, entries: u32) -> Result<Cq, Error> {
+        Cq::new(self, entries.clamp(1, self.caps.max_cqe.max(1)), false)
+    }
+
+    /// [`Pd::create_cq`] on a completion channel of its own, for event mode ([`Cq::arm`],
+    /// [`Cq::wait_event`]).
+    pub fn create_cq_with_events(&self, entries: u32) -> Result<Cq, Error> {
+        Cq::new(self, entries.clamp(1, self.caps.max_cqe.max(1)), true)
+    }
+}

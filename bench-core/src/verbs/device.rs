@@ -1,7 +1,6 @@
 //! Opening a device, querying it, and the protection domain that owns everything else.
 
 use std::io;
-use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
 use sideway::ibverbs::device::{
@@ -11,13 +10,8 @@ use sideway::ibverbs::device_context::{
     AllocateProtectionDomainErrorKind, DeviceContext, QueryDeviceErrorKind, QueryGidErrorKind,
     QueryPortErrorKind,
 };
-use sideway::ibverbs::memory_region::RegisterMemoryRegionErrorKind;
 use sideway::ibverbs::protection_domain::ProtectionDomain;
-use sideway::ibverbs::AccessFlags;
 
-use super::buffer::{Buffer, HostMemory};
-use super::cq::Cq;
-use super::qp::{Init, Qp, QpConfig};
 use super::PathMtu;
 use crate::error::Error;
 use crate::gid::Gid;
@@ -297,7 +291,8 @@ impl Device {
     }
 }
 
-/// A protection domain; registers memory and creates CQs and QPs.
+/// A protection domain; registers memory (`buffer.rs`) and creates CQs (`cq.rs`) and QPs
+/// (`qp.rs`): each kind of child has its constructors in its own file.
 #[derive(Debug, Clone)]
 pub struct Pd {
     pub(crate) pd: Arc<ProtectionDomain>,
@@ -306,115 +301,9 @@ pub struct Pd {
     pub(crate) caps: DeviceCaps,
 }
 
-fn reg_error_source(kind: RegisterMemoryRegionErrorKind) -> io::Error {
-    match kind {
-        RegisterMemoryRegionErrorKind::Ibverbs(e) => e,
-        other => io::Error::other(other.to_string()),
-    }
-}
-
 impl Pd {
     /// Name of the device.
     pub fn device_name(&self) -> &str {
         &self.meta.name
-    }
-
-    /// Allocates `bytes` of page-aligned host memory (rounded up to whole pages) and registers
-    /// it with local-write and remote-write access.
-    pub fn alloc_host_buffer(&self, bytes: u64) -> Result<Buffer, Error> {
-        self.alloc_host_buffer_init(bytes, &[])
-    }
-
-    /// [`Pd::alloc_host_buffer`] whose first bytes are `init` (copied before registration).
-    pub fn alloc_host_buffer_init(&self, bytes: u64, init: &[u8]) -> Result<Buffer, Error> {
-        let mut mem = HostMemory::new(bytes).ok_or_else(|| {
-            Error::InvalidParams(format!("a buffer of {bytes} bytes cannot be allocated"))
-        })?;
-        mem.init(init);
-        let len = mem.len();
-        let access = AccessFlags::LocalWrite | AccessFlags::RemoteWrite;
-        let mr = crate::ffi::reg_host_pages(&self.pd, mem.pages_mut(), access).map_err(|e| {
-            let source = reg_error_source(e.0);
-            if source.raw_os_error() == Some(libc::ENOMEM) {
-                Error::MemlockTooLow {
-                    device: self.meta.name.clone(),
-                    bytes: len,
-                    limit_kib: sysfs::memlock_limit_kib(&self.meta.roots),
-                }
-            } else {
-                Error::RegisterMemory {
-                    device: self.meta.name.clone(),
-                    kind: "host",
-                    bytes: len,
-                    source,
-                }
-            }
-        })?;
-        Ok(Buffer::host(mr, mem, Arc::clone(&self.meta)))
-    }
-
-    /// Registers `len` bytes of a dma-buf (e.g. GPU memory exported by CUDA) from `offset`,
-    /// mapped at `iova`, with local-write and remote-write access. The caller keeps the
-    /// exporter's allocation alive for as long as the returned buffer exists (attach it with
-    /// [`Buffer::with_owner`]). Fails with [`Error::DmabufUnsupported`] on devices that do not
-    /// support dma-buf (rxe; older mlx5 drivers).
-    pub fn register_dmabuf(
-        &self,
-        fd: BorrowedFd<'_>,
-        offset: u64,
-        len: u64,
-        iova: u64,
-    ) -> Result<Buffer, Error> {
-        let ulen = usize::try_from(len)
-            .map_err(|_| Error::InvalidParams(format!("dma-buf length {len} too large")))?;
-        let access = AccessFlags::LocalWrite | AccessFlags::RemoteWrite;
-        let mr = crate::ffi::reg_dmabuf(&self.pd, fd, offset, ulen, iova, access).map_err(|e| {
-            let source = reg_error_source(e.0);
-            match source.raw_os_error() {
-                Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) | Some(libc::EPROTONOSUPPORT) => {
-                    Error::DmabufUnsupported {
-                        device: self.meta.name.clone(),
-                        why: if self.meta.is_rxe {
-                            "rxe has no dma-buf support".to_string()
-                        } else {
-                            format!(
-                                "the {} driver or this libibverbs returned {}",
-                                self.meta.driver,
-                                super::errno_symbol(source.raw_os_error().unwrap_or(0))
-                            )
-                        },
-                    }
-                }
-                Some(libc::ENOMEM) => Error::MemlockTooLow {
-                    device: self.meta.name.clone(),
-                    bytes: len,
-                    limit_kib: sysfs::memlock_limit_kib(&self.meta.roots),
-                },
-                _ => Error::RegisterMemory {
-                    device: self.meta.name.clone(),
-                    kind: "dma-buf",
-                    bytes: len,
-                    source,
-                },
-            }
-        })?;
-        Ok(Buffer::dmabuf(mr, iova, len, Arc::clone(&self.meta)))
-    }
-
-    /// Creates a basic completion queue of at least `entries` entries (capped at the device's
-    /// maximum).
-    pub fn create_cq(&self, entries: u32) -> Result<Cq, Error> {
-        Cq::new(self, entries.clamp(1, self.caps.max_cqe.max(1)), false)
-    }
-
-    /// [`Pd::create_cq`] on a completion channel of its own, for event mode ([`Cq::arm`],
-    /// [`Cq::wait_event`]).
-    pub fn create_cq_with_events(&self, entries: u32) -> Result<Cq, Error> {
-        Cq::new(self, entries.clamp(1, self.caps.max_cqe.max(1)), true)
-    }
-
-    /// Creates an RC QP on `cq` and moves it to INIT.
-    pub fn create_qp(&self, cq: &Cq, cfg: &QpConfig) -> Result<Qp<Init>, Error> {
-        Qp::create(self, cq, cfg)
     }
 }

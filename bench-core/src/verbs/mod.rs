@@ -15,8 +15,6 @@ pub mod cq;
 pub mod device;
 pub mod qp;
 
-use std::net::Ipv6Addr;
-
 use serde::{Deserialize, Serialize};
 
 pub use buffer::Buffer;
@@ -26,6 +24,7 @@ pub use qp::{Init, Qp, QpConfig, QpState, Rtr, Rts, WriteSpec};
 
 pub use crate::error::errno_symbol;
 use crate::error::Error;
+pub use crate::gid::{format_gid, parse_gid};
 use results::rdmabw::params::LocalTuning;
 
 /// What the peer needs to know about one of our QPs to connect its QP to it.
@@ -37,7 +36,7 @@ pub struct QpEndpoint {
     pub psn: u32,
     /// Our GID (the source GID of our packets), network byte order; in JSON as
     /// `fe80:0000:0000:0000:0202:c9ff:fe00:0001` ([`format_gid`]).
-    #[serde(with = "gid_text")]
+    #[serde(with = "crate::gid::text")]
     pub gid: [u8; 16],
     /// Our port's LID (InfiniBand; 0 on RoCE).
     pub lid: u16,
@@ -52,38 +51,6 @@ pub struct MrInfo {
     pub len: u64,
     /// Remote key.
     pub rkey: u32,
-}
-
-/// Formats a GID as eight colon-separated groups of four hex digits (as `ibv_devinfo -v`).
-pub fn format_gid(gid: &[u8; 16]) -> String {
-    let groups: Vec<String> = gid
-        .chunks_exact(2)
-        .map(|p| format!("{:02x}{:02x}", p[0], p[1]))
-        .collect();
-    groups.join(":")
-}
-
-/// Parses a GID written as an IPv6 address: the full eight-group form of [`format_gid`], or
-/// any shortened form (`fe80::1`, `::ffff:10.0.0.1`).
-pub fn parse_gid(text: &str) -> Option<[u8; 16]> {
-    text.parse::<Ipv6Addr>().ok().map(|a| a.octets())
-}
-
-mod gid_text {
-    use serde::{de, Deserialize, Deserializer, Serializer};
-
-    pub(super) fn serialize<S: Serializer>(gid: &[u8; 16], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&super::format_gid(gid))
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 16], D::Error> {
-        let text = String::deserialize(d)?;
-        super::parse_gid(&text).ok_or_else(|| {
-            de::Error::custom(format_args!(
-                "invalid GID {text:?}: expected 8 colon-separated hex groups"
-            ))
-        })
-    }
 }
 
 /// An InfiniBand path MTU.

@@ -448,3 +448,11 @@ impl Qp<Rts> {
         })
     }
 }
+
+/// Creating queue pairs on a protection domain.
+impl Pd {
+    /// Creates an RC QP on `cq` and moves it to INIT.
+    pub fn create_qp(&self, cq: &Cq, cfg: &QpConfig) -> Result<Qp<Init>, Error> {
+        Qp::create(self, cq, cfg)
+    }
+}
