@@ -10,6 +10,8 @@ const ETH_SS_STATS: u32 = 1;
 const ETH_GSTRING_LEN: usize = 32;
 /// More statistics than any driver has (mlx5 has about 1,500 with every queue).
 const MAX_STATS: usize = 1 << 16;
+/// Room beyond the driver's count in the names' and values' buffers (see [`stats`]).
+const STATS_SLACK: usize = 256;
 
 /// One SIOCETHTOOL request whose command block is `buf` (u64s, so aligned for every field).
 ///
@@ -68,30 +70,41 @@ fn stats(ifname: &str) -> Option<Vec<(String, u64)>> {
     if info[1] & (1 << ETH_SS_STATS) == 0 {
         return None;
     }
-    let n = (get_u32(&mut info, 16) as usize).min(MAX_STATS);
-    if n == 0 {
+    // The kernel writes the driver's count of names and values at the time of each call,
+    // whatever count the request gives: a count over the limit is refused (clamping it would
+    // overrun the buffers), and the buffers have room for STATS_SLACK more than the count, so
+    // that a driver whose count grows a little between the calls writes inside them (ethtool(8)
+    // itself allocates the exact count).
+    let n = get_u32(&mut info, 16) as usize;
+    if n == 0 || n > MAX_STATS {
         return None;
     }
+    let room = n + STATS_SLACK;
     // struct ethtool_gstrings { u32 cmd; u32 string_set; u32 len; u8 data[]; }
-    let mut names = vec![0u64; (12 + n * ETH_GSTRING_LEN).div_ceil(8)];
+    let mut names = vec![0u64; (12 + room * ETH_GSTRING_LEN).div_ceil(8)];
     put_u32(&mut names, 0, ETHTOOL_GSTRINGS);
     put_u32(&mut names, 4, ETH_SS_STATS);
     put_u32(&mut names, 8, n as u32);
     // SAFETY: `ifname` is shorter than IFNAMSIZ (checked above); `names` holds the 12-byte
-    // header and `n` strings of ETH_GSTRING_LEN bytes, `n` being the count the kernel gave
-    // just above. (The kernel writes the driver's count again, not the request's: a driver
-    // with more than MAX_STATS, or one whose count changes between the calls, would overrun
-    // it.)
+    // header and `room` strings of ETH_GSTRING_LEN bytes: the count the kernel gave just above
+    // (at most MAX_STATS) and STATS_SLACK more, for a count that grows before this call (one
+    // that grows by more than that between two ioctls of one read is the residue ethtool(8)
+    // shares).
     unsafe { request(&sock, ifname, &mut names) }?;
+    let named = get_u32(&mut names, 8) as usize;
     // struct ethtool_stats { u32 cmd; u32 n_stats; u64 data[]; }
-    let mut values = vec![0u64; 1 + n];
+    let mut values = vec![0u64; 1 + room];
     put_u32(&mut values, 0, ETHTOOL_GSTATS);
     put_u32(&mut values, 4, n as u32);
     // SAFETY: `ifname` is shorter than IFNAMSIZ (checked above); `values` holds the 8-byte
-    // header and `n` u64 values, `n` being the count the kernel gave above (with the same
-    // caveat as for the names).
+    // header and `room` u64 values, as `names` holds `room` strings.
     unsafe { request(&sock, ifname, &mut values) }?;
-    let got = (get_u32(&mut values, 4) as usize).min(n);
+    let valued = get_u32(&mut values, 4) as usize;
+    // Names and values of different counts belong to different moments: none is trusted.
+    if named != valued || valued > room {
+        return None;
+    }
+    let got = valued;
     let text = bytes(&mut names);
     Some(
         (0..got)
