@@ -150,6 +150,7 @@ pub fn fmt_num(x: f64) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
