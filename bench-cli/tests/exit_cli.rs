@@ -221,3 +221,39 @@ fn times_beyond_a_week_are_usage_errors_naming_the_flag() {
         );
     }
 }
+
+/// Issue 55: a flag a command does not compose is no flag of it: clap's "unexpected argument",
+/// exit 2 (usage), before any work; an ib_write_lat flag that `rdmabw lat` lacks is refused by
+/// name, exit 2 too; a bad value of a shared flag names the flag and its range, exit 2.
+#[test]
+fn a_flag_the_command_lacks_or_a_bad_value_exits_2() {
+    for (args, says) in [
+        (
+            &["lat", "-q", "2", "127.0.0.1"][..],
+            "unexpected argument '-q'",
+        ),
+        (
+            &["lat", "--min-gbps", "5", "127.0.0.1"],
+            "unexpected argument '--min-gbps'",
+        ),
+        (
+            &["client", "--daemon", "127.0.0.1"],
+            "unexpected argument '--daemon'",
+        ),
+        (
+            &["server", "--server-netdev", "net1"],
+            "unexpected argument '--server-netdev'",
+        ),
+        (
+            &["lat", "--cpu_util", "127.0.0.1"],
+            "--cpu_util: not supported by rdmabw lat",
+        ),
+        (&["client", "--tclass", "256", "127.0.0.1"], "0-255"),
+    ] {
+        let out = rdmabw(args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out.stdout));
+    }
+}

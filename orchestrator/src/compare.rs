@@ -106,9 +106,18 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
         }
         return Ok(Verdict::Ok);
     }
-    let cfg = base
-        .sweep
-        .resolve(RunnerKind::Kube, None, base.cluster.clone())?;
+    // One complete configuration per mode (its rows recorded under it), resolved before the
+    // first pod is made.
+    let cfgs = modes
+        .iter()
+        .map(|m| {
+            base.sweep.resolve(
+                RunnerKind::Kube,
+                Some(m.network_mode()),
+                base.cluster.clone(),
+            )
+        })
+        .collect::<Result<Vec<SweepConfig>>>()?;
 
     let run_id = sweep::new_run_id();
     let csv = base
@@ -136,13 +145,9 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
     let mut failed_modes = Vec::new();
     let mut interrupted = false;
     let mut rows = Vec::new();
-    for (i, m) in modes.iter().enumerate() {
+    for (i, (m, mode_cfg)) in modes.iter().zip(&cfgs).enumerate() {
         results::say!("railsweep: compare: mode {} of {}: {m}", i + 1, modes.len());
-        let mode_cfg = SweepConfig {
-            mode: Some(m.network_mode()),
-            ..cfg.clone()
-        };
-        match sweep_mode(&runner, base, &mode_cfg, *m, Some(&per_mode(*m))).await {
+        match sweep_mode(&runner, base, mode_cfg, *m, Some(&per_mode(*m))).await {
             Ok(outcome) => {
                 rows.extend(outcome.rows);
                 if outcome.interrupted.is_some() {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args, ValueEnum};
-use results::rdmabw::flags::{LatencyFlags, TestFlags};
+use results::rdmabw::flags::{secs, LatencyFlags, TestFlags};
 use results::rdmabw::gpu::GpuSelect;
 use results::NetworkMode;
 
@@ -124,13 +124,6 @@ pub(crate) fn seconds_positive(s: &str) -> Result<f64, String> {
 /// As [`seconds_positive`], 0 allowed.
 pub(crate) fn seconds_non_negative(s: &str) -> Result<f64, String> {
     seconds_in(s, true)
-}
-
-/// `v` seconds as a `Duration`, clamped to 0 .. a week (`MAX_SECONDS`); NaN is 0. The value
-/// parsers keep flags in that range already: this never panics whatever reaches it.
-pub(crate) fn secs(v: f64) -> Duration {
-    use results::rdmabw::params::MAX_SECONDS;
-    Duration::try_from_secs_f64(v.clamp(0.0, MAX_SECONDS)).unwrap_or(Duration::ZERO)
 }
 
 fn seconds_in(s: &str, zero: bool) -> Result<f64, String> {
@@ -343,8 +336,8 @@ pub(crate) fn inject_default() -> Option<PathBuf> {
 }
 
 impl SweepArgs {
-    /// The test flags checked as railsweep takes them, with its defaults made explicit: the
-    /// size (65536) and the queue pairs (1) always go to rdmabw.
+    /// The test flags as railsweep takes them (rdmabw's rail flags refused by name), with its
+    /// defaults made explicit: the size (65536) and the queue pairs (1) always go to rdmabw.
     pub(crate) fn test(&self) -> Result<TestFlags> {
         for (given, flag) in [
             (self.ib_dev.is_some(), "-d/--ib-dev"),
@@ -359,34 +352,11 @@ impl SweepArgs {
                 );
             }
         }
-        let t = &self.test;
-        let size = t.size.unwrap_or(results::rdmabw::flags::DEFAULT_SIZE_BYTES);
-        if size == 0 {
-            bail!("--size must be at least 1 byte");
-        }
-        let qp = t.qp.unwrap_or(1);
-        if qp == 0 {
-            bail!("-q/--qp must be at least 1");
-        }
-        if let Some(tc) = t.tclass.filter(|tc| *tc > 255) {
-            bail!("--tclass {tc}: the traffic class is one byte, 0-255 (e.g. --tclass 41)");
-        }
-        if let Some(m) = t.mtu.filter(|m| ![256, 512, 1024, 2048, 4096].contains(m)) {
-            bail!("-m/--mtu {m}: expected 256, 512, 1024, 2048 or 4096");
-        }
-        for (flag, v) in [
-            ("--min-gbps", t.min_gbps),
-            ("--min-line-rate-pct", t.min_line_rate_pct),
-        ] {
-            if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
-                bail!("{flag} {v}: expected a positive number");
-            }
-        }
-        Ok(TestFlags {
-            size: Some(size),
-            qp: Some(qp),
-            ..t.clone()
-        })
+        // The values' ranges are their value parsers' (results::rdmabw::flags), rdmabw's too.
+        let mut t = self.test.clone();
+        t.message.size = Some(t.size_bytes());
+        t.shape.qp = Some(t.qps());
+        Ok(t)
     }
 
     /// Check the parameters and resolve them, for pods reached through `runner`, rows recorded
@@ -464,8 +434,6 @@ impl SweepArgs {
                 .clone()
                 .or_else(|| (self.gpu == Some(GpuArg::Auto)).then_some(GpuSelect::Auto)),
             show_commands: self.show_commands,
-            // Known once the pods of `--mode dra --gpu-align` are allocated (run::sweep_mode).
-            rail_gpus: Default::default(),
             server_tool: self.server_tool,
             ib_write_bw: self.ib_write_bw.clone(),
         })

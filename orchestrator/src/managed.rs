@@ -135,10 +135,8 @@ fn describe(pair: &PodPair) -> String {
 #[derive(Debug)]
 pub struct ManagedPair {
     guard: PodGuard,
-    /// The pods' names.
+    /// The pods' names, and (mode `dra --gpu-align`) the GPU allocated with each of their rails.
     pub pods: Pods,
-    /// Mode `dra --gpu-align`: the GPU allocated with each rail of each pod (empty otherwise).
-    pub rail_gpus: PairGpus,
 }
 
 impl ManagedPair {
@@ -222,7 +220,7 @@ pub async fn start_pair(
         r = set.create(&pair) => r,
         _ = cancel.cancelled() => Err(LifecycleError::Interrupted),
     };
-    let timeout = crate::config::secs(spec.pods.pod_timeout.max(1.0));
+    let timeout = results::rdmabw::flags::secs(spec.pods.pod_timeout.max(1.0));
     let ready = match started {
         Ok(()) => set.wait_ready(timeout, &cancel).await,
         Err(e) => Err(e),
@@ -269,10 +267,7 @@ pub async fn start_pair(
     let pods = Pods {
         client: pair.client.metadata.name.clone().unwrap_or_default(),
         server: pair.server.metadata.name.clone().unwrap_or_default(),
-    };
-    Ok(Some(ManagedPair {
-        guard,
-        pods,
         rail_gpus,
-    }))
+    };
+    Ok(Some(ManagedPair { guard, pods }))
 }

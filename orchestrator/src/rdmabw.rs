@@ -5,7 +5,9 @@
 //! ones rdmabw prints with.
 
 use anyhow::{bail, Context, Result};
-use results::rdmabw::flags::{fmt_num, TestFlags};
+use results::rdmabw::flags::{
+    fmt_num, LatTest, LatencyFlags, RailFlags, ServerRailFlags, TestFlags,
+};
 use results::rdmabw::gpu::GpuSelect;
 use results::rdmabw::lat::LatReport;
 use results::rdmabw::rails::Capability;
@@ -14,7 +16,6 @@ use results::rdmabw::report::{BwReport, TestStatus};
 use results::rdmabw::REPORT_SCHEMA_VERSION;
 
 use crate::runner::{Exit, Output};
-use crate::sweep::LatencyTest;
 
 /// The rdmabw release this railsweep was built with (one workspace, one version).
 pub const OWN_VERSION: &str = results::VERSION;
@@ -250,47 +251,60 @@ pub fn client_argv(bin: &str, t: &ClientTest) -> Vec<String> {
 /// (2 B, in host memory, `-n` exchanges where `--lat-iters` says) with the rail's path settings
 /// (`--tclass`, `--sl`, `-m`) and `--max-p99-us`; the bandwidth flags (size, queue pairs,
 /// thresholds, transport tuning, GPU) are not a ping-pong's.
-pub fn lat_argv(bin: &str, t: &ClientTest, lat: &LatencyTest) -> Vec<String> {
+pub fn lat_argv(
+    bin: &str,
+    t: &ClientTest,
+    iters: Option<u64>,
+    limits: &LatencyFlags,
+) -> Vec<String> {
     let mut v: Vec<String> = vec![bin.into(), "lat".into(), "--json".into()];
     v.extend(rail_argv(t));
-    if let Some(tc) = t.test.tclass {
-        v.extend(["--tclass".into(), tc.to_string()]);
-    }
-    if let Some(sl) = t.test.transport.sl {
-        v.extend(["--sl".into(), sl.to_string()]);
-    }
-    if let Some(m) = t.test.mtu {
-        v.extend(["-m".into(), m.to_string()]);
-    }
-    if let Some(n) = lat.iters {
-        v.extend(["-n".into(), n.to_string()]);
-    }
-    v.extend(lat.limits.to_argv());
+    v.extend(
+        LatTest {
+            path: t.test.path.clone(),
+            iters,
+            limits: limits.clone(),
+        }
+        .to_argv(),
+    );
     v.push(t.server_addr.clone());
     v
 }
 
+/// The rail's ends as rdmabw's rail flags name them: each side's device and GID index where
+/// its rail report has them (port 1 is rdmabw's default), else its interface.
+fn rail_flags(t: &ClientTest) -> (RailFlags, ServerRailFlags) {
+    let rail = match &t.device {
+        Some((dev, port, gid)) => RailFlags {
+            ib_dev: Some(dev.clone()),
+            ib_port: port.filter(|p| *p != 1),
+            gid_index: Some(*gid),
+            netdev: None,
+        },
+        None => RailFlags {
+            netdev: Some(t.netdev.clone()),
+            ..RailFlags::default()
+        },
+    };
+    let server = match &t.server_device {
+        Some((dev, gid)) => ServerRailFlags {
+            server_dev: Some(dev.clone()),
+            server_gid_index: Some(*gid),
+            server_netdev: None,
+        },
+        None => ServerRailFlags {
+            server_netdev: Some(t.server_netdev.clone()),
+            ..ServerRailFlags::default()
+        },
+    };
+    (rail, server)
+}
+
 /// The rail's ends and the daemon's port, as every client command names them.
 fn rail_argv(t: &ClientTest) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
-    match &t.device {
-        Some((dev, port, gid)) => {
-            v.extend(["-d".into(), dev.clone(), "-x".into(), gid.to_string()]);
-            if let Some(p) = port.filter(|p| *p != 1) {
-                v.extend(["-i".into(), p.to_string()]);
-            }
-        }
-        None => v.extend(["--netdev".into(), t.netdev.clone()]),
-    }
-    match &t.server_device {
-        Some((dev, gid)) => v.extend([
-            "--server-dev".into(),
-            dev.clone(),
-            "--server-gid-index".into(),
-            gid.to_string(),
-        ]),
-        None => v.extend(["--server-netdev".into(), t.server_netdev.clone()]),
-    }
+    let (rail, server) = rail_flags(t);
+    let mut v = rail.to_argv();
+    v.extend(server.to_argv());
     v.extend(["-p".into(), t.port.to_string()]);
     v
 }
@@ -433,7 +447,9 @@ fn read_client(out: &Output, report: Option<BwReport>) -> ClientOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use results::rdmabw::flags::{LatencyFlags, TransportFlags};
+    use results::rdmabw::flags::{
+        BwShapeFlags, MarginFlags, PathFlags, QueueFlags, SizeFlags, ThresholdFlags,
+    };
 
     #[test]
     fn versions() {
@@ -457,36 +473,42 @@ mod tests {
             server_device: Some(("mlx5_4".into(), 5)),
             duration_s: 3.0,
             test: TestFlags {
-                size: Some(65536),
-                qp: Some(4),
-                tclass: Some(41),
-                transport: TransportFlags {
+                message: SizeFlags { size: Some(65536) },
+                shape: BwShapeFlags {
+                    qp: Some(4),
                     bidirectional: true,
-                    cq_mod: Some(4),
-                    ..TransportFlags::default()
+                    data_validation: false,
                 },
-                mtu: Some(4096),
-                min_gbps: Some(90.5),
-                min_line_rate_pct: None,
-                warmup: Some(0.2),
-                cooldown: None,
+                path: PathFlags {
+                    tclass: Some(41),
+                    sl: None,
+                    mtu: Some(4096),
+                },
+                queue: QueueFlags {
+                    cq_mod: Some(4),
+                    ..QueueFlags::default()
+                },
+                thresholds: ThresholdFlags {
+                    min_gbps: Some(90.5),
+                    min_line_rate_pct: None,
+                },
+                margins: MarginFlags {
+                    warmup: Some(0.2),
+                    cooldown: None,
+                },
             },
             gpu: None,
         };
         // The latency test of the same rail: its ends and path settings, no bandwidth flags.
-        let mut lat = LatencyTest {
-            iters: None,
-            limits: LatencyFlags {
-                max_p99_us: Some(12.5),
-            },
+        let limits = LatencyFlags {
+            max_p99_us: Some(12.5),
         };
         assert_eq!(
-            lat_argv("rdmabw", &t, &lat).join(" "),
+            lat_argv("rdmabw", &t, None, &limits).join(" "),
             "rdmabw lat --json -d mlx5_0 -x 3 --server-dev mlx5_4 --server-gid-index 5 \
              -p 18515 --tclass 41 -m 4096 --max-p99-us 12.5 10.224.0.2"
         );
-        lat.iters = Some(200);
-        assert!(lat_argv("rdmabw", &t, &lat)
+        assert!(lat_argv("rdmabw", &t, Some(200), &limits)
             .join(" ")
             .ends_with(" -m 4096 -n 200 --max-p99-us 12.5 10.224.0.2"));
         let v = client_argv("rdmabw", &t);

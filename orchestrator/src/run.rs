@@ -190,7 +190,7 @@ pub async fn run(args: RunArgs) -> Result<Verdict> {
     let cfg = args
         .sweep
         .resolve(args.access.runner, mode, args.cluster.clone())?;
-    if cfg.test.tclass.is_none() {
+    if cfg.test.path.tclass.is_none() {
         results::say!(
             "railsweep: warning: no --tclass: RoCE fabrics usually need the traffic class of their \
              lossless queue (often --tclass 41, NCCL_IB_TC); without it a field report lost 40% of the bandwidth"
@@ -199,6 +199,7 @@ pub async fn run(args: RunArgs) -> Result<Verdict> {
     let pods = Pods {
         client: args.client_pod.clone().unwrap_or_default(),
         server: args.server_pod.clone().unwrap_or_default(),
+        rail_gpus: Default::default(),
     };
     let outcome = match args.access.runner {
         RunnerKind::Local => {
@@ -244,11 +245,7 @@ pub(crate) async fn sweep_mode(
     let Some(pair) = managed::start_pair(runner, &args.pair_spec(), mode).await? else {
         return Ok(SweepOutcome::interrupted_in_set_up());
     };
-    let cfg = SweepConfig {
-        rail_gpus: pair.rail_gpus.clone(),
-        ..cfg.clone()
-    };
-    let outcome = sweep_and_print(runner, args, csv, &cfg, &pair.pods).await;
+    let outcome = sweep_and_print(runner, args, csv, cfg, &pair.pods).await;
     let interrupted = matches!(&outcome, Ok(o) if o.interrupted.is_some());
     pair.finish(interrupted).await;
     outcome

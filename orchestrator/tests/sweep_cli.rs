@@ -331,7 +331,7 @@ fn a_dry_run_refuses_the_test_flags_a_run_refuses() {
     assert_eq!(r.status.code(), Some(2), "{}", text(&r.stderr));
     assert_says(
         &r.stderr,
-        "-m/--mtu 1500: expected 256, 512, 1024, 2048 or 4096",
+        "'1500' for '--mtu <BYTES>': expected 256, 512, 1024, 2048 or 4096",
     );
 }
 

@@ -486,6 +486,6 @@ mod tests {
             );
         }
         let t = T::try_parse_from(["t", "-l", "app=x", "--post_list", "4"]).expect("parses");
-        assert_eq!(t.fleet.sweep.test.transport.post_list, Some(4));
+        assert_eq!(t.fleet.sweep.test.queue.post_list, Some(4));
     }
 }

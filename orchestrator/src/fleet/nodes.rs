@@ -276,7 +276,7 @@ pub(super) async fn start(
         }
     }
 
-    let timeout = crate::config::secs(args.pod_args.pod_timeout.max(1.0));
+    let timeout = results::rdmabw::flags::secs(args.pod_args.pod_timeout.max(1.0));
     let ends = match set.wait_each(timeout, cancel, PARALLEL_WAITS).await {
         Ok(e) => e,
         Err(e) => {

@@ -81,6 +81,7 @@ impl<R: Runner> Fleet<'_, R> {
         let pods = Pods {
             client: job.client.clone(),
             server: job.server.clone(),
+            rail_gpus: Default::default(),
         };
         let mut end = PairEnd {
             job,
@@ -389,7 +390,7 @@ pub(super) async fn fleet_with<R: Runner>(
     let schedule =
         Schedule::build_grouped(&pattern, &pods, groups.as_ref().map(|g| g.of.as_slice()))?;
     let threshold = culprit::Rules {
-        bw: match cfg.test.min_line_rate_pct {
+        bw: match cfg.test.thresholds.min_line_rate_pct {
             Some(p) => Threshold::LineRatePct(p),
             None => Threshold::MedianPct(args.outlier_pct),
         },

@@ -39,6 +39,9 @@ pub struct Pods {
     pub client: String,
     /// Pod running the server daemon.
     pub server: String,
+    /// Mode `dra --gpu-align`: the GPU allocated with each rail of each pod, for the rows
+    /// (known once the pods are allocated; empty otherwise).
+    pub rail_gpus: crate::modes::dra::PairGpus,
 }
 
 /// Which rdmabw the pods run.
@@ -82,8 +85,6 @@ pub struct SweepConfig {
     pub gpu: Option<GpuSelect>,
     /// Print each rdmabw client command on stderr before it runs.
     pub show_commands: bool,
-    /// Mode `dra --gpu-align`: the GPU allocated with each rail of each pod, for the rows.
-    pub rail_gpus: crate::modes::dra::PairGpus,
     /// What serves the rails in the server pod (`--server-tool`): rdmabw's one daemon, or
     /// perftest's `ib_write_bw`, one per rail (see [`perftest`]).
     pub server_tool: Tool,
@@ -94,31 +95,24 @@ pub struct SweepConfig {
 impl SweepConfig {
     /// RDMA WRITE size.
     pub fn size_bytes(&self) -> u64 {
-        self.test
-            .size
-            .unwrap_or(results::rdmabw::flags::DEFAULT_SIZE_BYTES)
+        self.test.size_bytes()
     }
 
     /// Queue pairs per rail.
     pub fn qps(&self) -> u32 {
-        self.test.qp.unwrap_or(1)
+        self.test.qps()
     }
 
-    /// The traffic class, if given (checked to fit a byte when resolved).
+    /// The traffic class, if given.
     pub fn tclass(&self) -> Option<u8> {
-        self.test.tclass.and_then(|tc| u8::try_from(tc).ok())
-    }
-
-    /// rdmabw's transport flags, passed through as given.
-    pub fn transport(&self) -> &results::rdmabw::flags::TransportFlags {
-        &self.test.transport
+        self.test.path.tclass
     }
 
     /// The deadline of one attempt on one rail: the measured duration, the warm-up and
     /// cool-down asked for (`--warmup`, `--cooldown`), and the margin (which covers start-up, QP
     /// bring-up, rdmabw's default warm-up and cool-down, and the report).
     pub fn deadline(&self) -> Duration {
-        crate::config::secs(traffic_s(self.duration_s, &self.test)) + self.margin
+        results::rdmabw::flags::secs(traffic_s(self.duration_s, &self.test)) + self.margin
     }
 
     /// The deadline of one latency test (`--test bw,lat`): the margin, which covers start-up,
@@ -142,7 +136,7 @@ pub struct LatencyTest {
 /// Seconds of traffic in one rail's bandwidth test: the measured `duration_s` and the warm-up
 /// and cool-down `test` asks for (rdmabw's defaults, fractions of a second, are the margin's).
 pub fn traffic_s(duration_s: f64, test: &results::rdmabw::flags::TestFlags) -> f64 {
-    duration_s.max(0.0) + test.warmup.unwrap_or(0.0) + test.cooldown.unwrap_or(0.0)
+    duration_s.max(0.0) + test.margins.warmup.unwrap_or(0.0) + test.margins.cooldown.unwrap_or(0.0)
 }
 
 /// Both pods, ready for a sweep.
@@ -425,7 +419,6 @@ mod tests {
             cluster: None,
             gpu: None,
             show_commands: false,
-            rail_gpus: Default::default(),
             server_tool: Tool::Rdmabw,
             ib_write_bw: "ib_write_bw".into(),
         }
@@ -463,6 +456,7 @@ mod tests {
             pods: Pods {
                 client: "a".into(),
                 server: "b".into(),
+                rail_gpus: Default::default(),
             },
             client: pod("a"),
             server: pod("b"),
@@ -502,8 +496,8 @@ mod tests {
     #[test]
     fn the_deadline_allows_the_warmup_and_cooldown_asked_for() {
         let mut c = cfg(None);
-        c.test.warmup = Some(2.0);
-        c.test.cooldown = Some(20.0);
+        c.test.margins.warmup = Some(2.0);
+        c.test.margins.cooldown = Some(20.0);
         assert_eq!(c.deadline(), Duration::from_secs(57));
     }
 }

@@ -52,14 +52,14 @@ pub fn check_server_tool(
     latency: bool,
 ) -> Result<()> {
     const WHY: &str = "--server-tool ib_write_bw";
-    if test.transport.bidirectional {
+    if test.shape.bidirectional {
         bail!(
             "-b/--bidirectional with {WHY}: perftest's server times its own direction by its own \
              -D and margins, which railsweep's measured window cannot match; measure one \
              direction, or -b between rdmabw on both sides"
         );
     }
-    if test.transport.data_validation {
+    if test.shape.data_validation {
         bail!(
             "--data_validation with {WHY}: rdmabw checks its own pattern, and perftest's \
              validation is another layout; leave it out"
@@ -136,19 +136,19 @@ pub fn server_argv(
         format!("{}", duration_s.round().max(1.0)),
         "--report_gbits".into(),
     ]);
-    if let Some(s) = test.size {
+    if let Some(s) = test.message.size {
         v.extend(["-s".into(), s.to_string()]);
     }
-    if let Some(q) = test.qp {
+    if let Some(q) = test.shape.qp {
         v.extend(["-q".into(), q.to_string()]);
     }
-    if let Some(tc) = test.tclass {
+    if let Some(tc) = test.path.tclass {
         v.push(format!("--tclass={tc}"));
     }
-    if let Some(sl) = test.transport.sl {
+    if let Some(sl) = test.path.sl {
         v.extend(["-S".into(), sl.to_string()]);
     }
-    if let Some(m) = test.mtu {
+    if let Some(m) = test.path.mtu {
         v.extend(["-m".into(), m.to_string()]);
     }
     Ok(v)
@@ -163,22 +163,30 @@ pub const CLIENT_FLAGS: [&str; 3] = ["--peer", "perftest", "--report_gbits"];
 mod tests {
     use super::*;
     use crate::plan::tests::row;
-    use results::rdmabw::flags::TransportFlags;
+    use results::rdmabw::flags::{BwShapeFlags, PathFlags, QueueFlags, SizeFlags, ThresholdFlags};
 
     #[test]
     fn the_server_gets_the_rails_ends_and_the_shared_flags() {
         let r = row(2, "net3", "mlx5_2", "10.0.2.2");
         let test = TestFlags {
-            size: Some(65536),
-            qp: Some(2),
-            tclass: Some(41),
-            transport: TransportFlags {
-                sl: Some(3),
-                cq_mod: Some(4),
-                ..TransportFlags::default()
+            message: SizeFlags { size: Some(65536) },
+            shape: BwShapeFlags {
+                qp: Some(2),
+                ..BwShapeFlags::default()
             },
-            mtu: Some(4096),
-            min_gbps: Some(90.0),
+            path: PathFlags {
+                tclass: Some(41),
+                sl: Some(3),
+                mtu: Some(4096),
+            },
+            queue: QueueFlags {
+                cq_mod: Some(4),
+                ..QueueFlags::default()
+            },
+            thresholds: ThresholdFlags {
+                min_gbps: Some(90.0),
+                ..ThresholdFlags::default()
+            },
             ..TestFlags::default()
         };
         let v = server_argv("/usr/bin/ib_write_bw", &r, 18517, 5.0, &test).expect("argv");
@@ -207,9 +215,9 @@ mod tests {
         let ok = TestFlags::default();
         assert!(check_server_tool(&ok, 5.0, false, false).is_ok());
         let mut b = ok.clone();
-        b.transport.bidirectional = true;
+        b.shape.bidirectional = true;
         let mut dv = ok.clone();
-        dv.transport.data_validation = true;
+        dv.shape.data_validation = true;
         for (t, d, gpu, lat, flag) in [
             (&b, 5.0, false, false, "-b/--bidirectional"),
             (&dv, 5.0, false, false, "--data_validation"),

@@ -259,7 +259,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
         let Some(test) = self.client_test(pair) else {
             return Some(Err("rail missing on one side".into()));
         };
-        let argv = rdmabw::lat_argv(&self.prep.client_bin, &test, lat);
+        let argv = rdmabw::lat_argv(&self.prep.client_bin, &test, lat.iters, &lat.limits);
         match self
             .run_client(pair.rail, &argv, self.cfg.lat_deadline(), true)
             .await
@@ -596,7 +596,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
                     &pair.client,
                     &self.ctx.client_pod,
                     &self.ctx.client_node,
-                    &cfg.rail_gpus.client,
+                    &self.prep.pods.rail_gpus.client,
                 )
             },
             server: EndFacts {
@@ -605,22 +605,22 @@ impl<'a, R: Runner> Sweep<'a, R> {
                     &pair.server,
                     &self.ctx.server_pod,
                     &self.ctx.server_node,
-                    &cfg.rail_gpus.server,
+                    &self.prep.pods.rail_gpus.server,
                 )
             },
             asked: Some(AskedTest {
                 size_bytes: cfg.size_bytes(),
                 qps: cfg.qps(),
-                bidirectional: cfg.transport().bidirectional,
+                bidirectional: cfg.test.shape.bidirectional,
                 traffic_class: cfg.tclass(),
-                mtu_bytes: cfg.test.mtu,
+                mtu_bytes: cfg.test.path.mtu,
                 memory: if cfg.gpu.is_some() {
                     MemoryKind::Cuda
                 } else {
                     MemoryKind::Host
                 },
-                min_gbps: cfg.test.min_gbps,
-                min_line_rate_pct: cfg.test.min_line_rate_pct,
+                min_gbps: cfg.test.thresholds.min_gbps,
+                min_line_rate_pct: cfg.test.thresholds.min_line_rate_pct,
             }),
         }
     }

@@ -229,13 +229,13 @@ pub fn print(rep: &BwReport, out: &Output) -> std::io::Result<()> {
                 }
             }
             if let Some(names) = &out.report_counters {
-                write!(w, "{}", crate::counters::deltas_table(&rep.counters, names))?;
+                write!(w, "{}", super::counters::deltas_table(&rep.counters, names))?;
             }
         }
     }
     w.flush()?;
     if !out.quiet {
-        results::say_raw!("{}", crate::counters::findings_text(&rep.diagnosis));
+        results::say_raw!("{}", super::counters::findings_text(&rep.diagnosis));
     }
     if !out.quiet && out.format == Format::Table {
         for r in &rep.results {

@@ -1,8 +1,8 @@
-//! ib_write_bw's flags that rdmabw does not take, each refused by name with what rdmabw does
-//! instead, before clap sees them: a script written for ib_write_bw learns what to change, not
-//! clap's "unexpected argument". The flags rdmabw does take (with ib_write_bw's meaning) are in
-//! [`crate::cli`]; a test reads the installed ib_write_bw's `--help` and checks that every flag
-//! it lists is one or the other.
+//! ib_write_bw's and ib_write_lat's flags that rdmabw does not take, each refused by name with
+//! what rdmabw does instead, before clap sees them: a script written for perftest learns what to
+//! change, not clap's "unexpected argument". The flags rdmabw does take (with perftest's meaning)
+//! are in [`crate::cli`]; a test reads the installed ib_write_bw's and ib_write_lat's `--help`
+//! and checks that every flag each lists is one or the other.
 
 use crate::exit::Usage;
 
@@ -137,6 +137,29 @@ const REFUSED: &[Refused] = &[
     },
 ];
 
+/// ib_write_lat's flags that `rdmabw lat` refuses by name, beyond ib_write_bw's (those are
+/// refused for every mode): flags of a bandwidth test that ib_write_lat takes too.
+const LAT_REFUSED: &[Refused] = &[
+    Refused {
+        names: &["latency_gap"],
+        why: "delays each post in ib_write_lat; rdmabw lat runs the ping-pong back to back",
+    },
+    Refused {
+        names: &["cpu_util"],
+        why: "shows the CPU's use in ib_write_lat's duration tests; rdmabw lat does not measure \
+              CPU",
+    },
+    Refused {
+        names: &["W", "report-counters", "report_counters"],
+        why: "reports counter deltas in ib_write_lat; rdmabw lat reports none: read `rdmabw \
+              counters` before and after it",
+    },
+    Refused {
+        names: &["output"],
+        why: "prints one figure in ib_write_lat; rdmabw lat prints the table, or --json",
+    },
+];
+
 /// The flag name of an argument: `--name` (before any `=`) or `-X` (the first letter), or
 /// `None` for a value or a positional.
 fn flag_name(arg: &str) -> Option<&str> {
@@ -149,9 +172,18 @@ fn flag_name(arg: &str) -> Option<&str> {
     (first.is_ascii_alphabetic()).then(|| &short[..first.len_utf8()])
 }
 
-/// The first argument that is an ib_write_bw flag rdmabw refuses, as a usage error naming it.
-/// Arguments after `--` are left alone.
+/// The first argument that is a perftest flag rdmabw refuses, as a usage error naming it:
+/// ib_write_lat's that `rdmabw lat` lacks when the first argument is `lat`, then ib_write_bw's
+/// for every mode. Arguments after `--` are left alone.
 pub fn refuse_unsupported<S: AsRef<str>>(args: &[S]) -> Result<(), Usage> {
+    if args.first().is_some_and(|a| a.as_ref() == "lat") {
+        refuse(args, LAT_REFUSED, "rdmabw lat")?;
+    }
+    refuse(args, REFUSED, "rdmabw")
+}
+
+/// The first argument of `args` that `table` refuses, as a usage error naming it and `tool`.
+fn refuse<S: AsRef<str>>(args: &[S], table: &[Refused], tool: &str) -> Result<(), Usage> {
     for arg in args.iter().map(AsRef::as_ref) {
         if arg == "--" {
             break;
@@ -159,10 +191,10 @@ pub fn refuse_unsupported<S: AsRef<str>>(args: &[S]) -> Result<(), Usage> {
         let Some(name) = flag_name(arg) else {
             continue;
         };
-        if let Some(r) = REFUSED.iter().find(|r| r.names.contains(&name)) {
+        if let Some(r) = table.iter().find(|r| r.names.contains(&name)) {
             let dashes = if name.len() == 1 { "-" } else { "--" };
             return Err(Usage(format!(
-                "{dashes}{name}: not supported by rdmabw: it {} (see the README's compatibility \
+                "{dashes}{name}: not supported by {tool}: it {} (see the README's compatibility \
                  table)",
                 r.why
             )));
@@ -175,6 +207,18 @@ pub fn refuse_unsupported<S: AsRef<str>>(args: &[S]) -> Result<(), Usage> {
 #[cfg(test)]
 pub(crate) fn is_refused(name: &str) -> bool {
     REFUSED.iter().any(|r| r.names.contains(&name))
+}
+
+/// Whether `rdmabw lat` refuses flag `name` (no dashes) by name.
+#[cfg(test)]
+pub(crate) fn lat_refuses(name: &str) -> bool {
+    LAT_REFUSED.iter().any(|r| r.names.contains(&name)) || is_refused(name)
+}
+
+/// The names of `rdmabw lat`'s own refusals.
+#[cfg(test)]
+pub(crate) fn lat_refused_names() -> impl Iterator<Item = &'static str> {
+    LAT_REFUSED.iter().flat_map(|r| r.names.iter().copied())
 }
 
 /// The flags the reference perftest's `--help` lists (`-a`, `--all`, ...), without dashes.
