@@ -30,8 +30,8 @@ use bench_core::error::Error;
 use bench_core::rails::{self, RailRequest};
 use bench_core::sysfs::{self, SysRoots};
 use bench_core::verbs::{Device, PathMtu, PathParams};
-use results::rdmabw::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
 use serde::{Deserialize, Serialize};
+use wire::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
 
 #[derive(Debug, Default)]
 struct Args {
@@ -384,7 +384,7 @@ fn run() -> Result<(), String> {
                     log(&role, t0, format!(
                         "{:>8} B  {:>8} writes  avg {:7.3} Gb/s ({:5.1}% of line)  p1 {:7.3}  p50 {:7.3}  p99 {:7.3}  peak {:7.3}  {:6.3} Mpps  cpu {:.3}/{:.3} s",
                         r.msg_size_bytes, r.iterations, r.bw_avg_gbps,
-                        results::percent_of_line_rate(r.bw_avg_gbps, rail.line_rate_gbps).unwrap_or(0.0),
+                        wire::threshold::percent_of_line_rate(r.bw_avg_gbps, rail.line_rate_gbps).unwrap_or(0.0),
                         r.bw_p1_gbps, r.bw_p50_gbps, r.bw_p99_gbps, r.bw_peak_gbps, r.msg_rate_mpps, r.cpu_s, r.measured_s
                     ));
                 }

@@ -7,8 +7,8 @@ use std::fs;
 use std::time::Instant;
 
 use crate::sysfs::SysRoots;
-use results::rdmabw::counters::{CounterDelta, CounterReport, CounterSource, CounterUnit};
-use results::rdmabw::report::Role;
+use wire::counters::{CounterDelta, CounterReport, CounterSource, CounterUnit};
+use wire::report::Role;
 
 /// Every counter of one rail at one moment.
 #[derive(Debug, Clone)]

@@ -2,9 +2,7 @@
 //! rail, and what to do. The figures a finding needs are in [`THRESHOLDS`], each with its
 //! reason; a counter the driver does not have is simply not evidence.
 
-use results::rdmabw::counters::{
-    CounterReport, CounterSource, CounterUnit, Evidence, Finding, FindingKind,
-};
+use wire::counters::{CounterReport, CounterSource, CounterUnit, Evidence, Finding, FindingKind};
 
 /// The figures at which counters become a finding.
 #[derive(Debug, Clone, Copy)]
@@ -94,7 +92,7 @@ const PHY_PORT: &[&str] = &[
 ];
 
 /// Whether [`diagnose`] reads this counter (kept in reports even when it did not move).
-pub fn is_evidence(d: &results::rdmabw::counters::CounterDelta) -> bool {
+pub fn is_evidence(d: &wire::counters::CounterDelta) -> bool {
     let named =
         |set: &[(CounterSource, &str)]| set.iter().any(|(s, n)| *s == d.source && *n == d.name);
     named(LOSS)
@@ -386,8 +384,8 @@ fn priority(reports: &[CounterReport], ctx: Context, t: &Thresholds) -> Vec<Find
 mod tests {
     use super::*;
     use crate::counters::unit_of;
-    use results::rdmabw::counters::CounterDelta;
-    use results::rdmabw::report::Role;
+    use wire::counters::CounterDelta;
+    use wire::report::Role;
 
     /// A report of `role` over 2 s with these (source, name, delta).
     fn rep(role: Role, deltas: &[(CounterSource, &str, u64)]) -> CounterReport {

@@ -2,7 +2,7 @@
 //! pins itself, so that completions and the buffer stay on the NIC's side of the machine.
 
 use crate::sysfs::SysRoots;
-use results::rdmabw::params::CpuChoice;
+use wire::params::CpuChoice;
 
 /// The CPUs of a kernel cpulist (`0-3,8-11`, `5`), in order; `None` when it does not parse.
 pub fn parse_cpulist(text: &str) -> Option<Vec<u32>> {

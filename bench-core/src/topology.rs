@@ -37,8 +37,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use results::rdmabw::topology::{Distance, Proximity};
 use serde::{Deserialize, Serialize};
+use wire::topology::{Distance, Proximity};
 
 pub use crate::sysfs::normalize_bus_id;
 use crate::sysfs::{is_pci_address, read_attr, SysRoots};

@@ -22,7 +22,7 @@ use bench_core::sysfs::SysRoots;
 mod fuzzing;
 
 use fuzzing::{budget, Rng};
-use results::rdmabw::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
+use wire::params::{Connection, LocalTuning, Sizes, TestLength, TestParams};
 
 fn random_params(r: &mut Rng) -> TestParams {
     let mut p = TestParams {
@@ -210,7 +210,7 @@ fn an_admitted_hello_is_safe_for_every_computation_the_server_makes() {
             );
             match p.length {
                 TestLength::Iterations { iterations } => {
-                    assert!(iterations >= results::rdmabw::flags::LAT_MIN_ITERS, "{p:?}")
+                    assert!(iterations >= wire::flags::LAT_MIN_ITERS, "{p:?}")
                 }
                 TestLength::Duration { .. } => {
                     assert!(matches!(p.sizes, Sizes::One { .. }), "{p:?}")

@@ -9,9 +9,9 @@ use bench_core::gpu::list::gpus_report;
 use bench_core::gpu::selftest::{self, SelftestOptions};
 use bench_core::gpu::{host_dmabuf, Cuda, GpuError, HostDmabufSource};
 use bench_core::sysfs::SysRoots;
-use results::rdmabw::gpu::{CudaMemPath, GpuSelect, MemoryRequest};
-use results::rdmabw::topology::Proximity;
-use results::MemoryKind;
+use wire::gpu::{CudaMemPath, GpuSelect, MemoryRequest};
+use wire::topology::Proximity;
+use wire::MemoryKind;
 
 fn roots(tree: &str) -> SysRoots {
     SysRoots::under(

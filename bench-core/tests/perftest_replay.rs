@@ -8,9 +8,9 @@
 
 use std::path::PathBuf;
 
+use ::wire::params::{Sizes, TestLength, TestParams};
 use bench_core::perftest::wire::{self, BwReportMsg, KeyMsg, Negotiation, PeerVersion};
 use bench_core::perftest::{negotiation_for, ReportUnit};
-use results::rdmabw::params::{Sizes, TestLength, TestParams};
 
 struct Transcript {
     name: String,

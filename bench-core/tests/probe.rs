@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bench_core::probe::{self, ProbeRoots, ProbeSystem};
 use bench_core::rails::PortQuery;
-use results::rdmabw::probe::{ProbeReport, Status};
+use wire::probe::{ProbeReport, Status};
 
 fn tree(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

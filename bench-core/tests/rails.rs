@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use bench_core::rails::{self, resolve_rail, RailRequest, SysfsOnly};
 use bench_core::sysfs::{self, SysRoots};
-use results::rdmabw::rails::{Attachment, RailRow, RailsReport};
+use wire::rails::{Attachment, RailRow, RailsReport};
 
 fn roots(tree: &str) -> SysRoots {
     SysRoots::under(

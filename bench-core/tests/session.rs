@@ -22,7 +22,7 @@ use bench_core::session::{
     ServerShared, SessionError,
 };
 use bench_core::sysfs::SysRoots;
-use results::rdmabw::params::{LocalTuning, Sizes, TestLength, TestParams};
+use wire::params::{LocalTuning, Sizes, TestLength, TestParams};
 
 fn fixture(tree: &str) -> SysRoots {
     SysRoots::under(
@@ -958,7 +958,7 @@ fn a_daemon_refuses_the_latency_tests_that_rdmabw_lat_refuses() {
         p
     };
     let week = TestLength::Duration {
-        duration_s: results::rdmabw::params::MAX_SECONDS,
+        duration_s: wire::params::MAX_SECONDS,
         warmup_s: 0.0,
         cooldown_s: 0.0,
     };

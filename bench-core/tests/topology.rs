@@ -8,7 +8,7 @@ use bench_core::sysfs::{self, SysRoots};
 use bench_core::topology::{
     self, gpus_near, nearest_gpu, rdma_devices_near, sysfs_gpus, PciLocation, TopologyError,
 };
-use results::rdmabw::topology::{Distance, Proximity};
+use wire::topology::{Distance, Proximity};
 
 fn roots(tree: &str) -> SysRoots {
     SysRoots::under(

@@ -16,8 +16,8 @@ use super::msg::{Accept, Hello, Msg, PROTOCOL_VERSION};
 use super::phase::{Phase, PhaseTimeouts};
 use crate::engine::Endpoints;
 use crate::perftest::wire::{self, PeerVersion};
-use results::rdmabw::counters::CounterReport;
-use results::rdmabw::params::SizeResult;
+use ::wire::counters::CounterReport;
+use ::wire::params::SizeResult;
 
 /// Pause between connection attempts in [`ControlChannel::connect_retry`]: short, because a
 /// refused attempt costs nothing and an orchestrator starts the daemon and the first client at

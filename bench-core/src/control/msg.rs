@@ -6,15 +6,15 @@ use serde::{Deserialize, Serialize};
 
 use super::phase::Phase;
 use crate::engine::Endpoints;
-use results::rdmabw::counters::CounterReport;
-use results::rdmabw::params::{LocalTuning, ParamMismatch, SizeResult, TestParams};
+use wire::counters::CounterReport;
+use wire::params::{LocalTuning, ParamMismatch, SizeResult, TestParams};
 
 /// The control protocol version this build speaks (also in every frame header). Bump it whenever a message changes shape.
 pub const PROTOCOL_VERSION: u16 = 1;
-pub use results::rdmabw::secret::RunSecret;
+pub use wire::secret::RunSecret;
 
 /// The rdmabw release this build belongs to, sent in [`Hello`] and [`Accept`] for the logs.
-pub const RDMABW_VERSION: &str = results::VERSION;
+pub const RDMABW_VERSION: &str = wire::VERSION;
 
 /// One control message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use results::rdmabw::params::{TestLength, TestParams};
+use wire::params::{TestLength, TestParams};
 
 /// The phases of a test, each with its own timeout (see [`PhaseTimeouts`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -151,7 +151,7 @@ pub fn measure_timeout(params: &TestParams) -> Duration {
 mod tests {
     use super::*;
     use crate::control::samples::params;
-    use results::rdmabw::params::Sizes;
+    use wire::params::Sizes;
 
     #[test]
     fn measure_timeout_covers_every_size_of_a_sweep() {

@@ -5,9 +5,9 @@
 use super::msg::{Accept, Hello, Msg, RejectReason, RunSecret, RDMABW_VERSION};
 use crate::engine::Endpoints;
 use crate::verbs::{MrInfo, QpEndpoint};
-use results::rdmabw::counters::CounterReport;
-use results::rdmabw::params::LocalTuning;
-use results::rdmabw::params::{SizeResult, Sizes, TestLength, TestParams};
+use wire::counters::CounterReport;
+use wire::params::LocalTuning;
+use wire::params::{SizeResult, Sizes, TestLength, TestParams};
 
 /// A size sweep to 8 MiB, 5 s windows, 4 QPs.
 pub fn params() -> TestParams {
@@ -146,18 +146,18 @@ pub fn every_variant() -> Vec<Msg> {
         Msg::Done {
             results: vec![],
             counters: Some(CounterReport {
-                role: results::rdmabw::report::Role::Server,
+                role: wire::report::Role::Server,
                 device: "mlx5_3".into(),
                 port: 1,
                 netdev: Some("rdma3".into()),
                 span_s: 2.5,
                 read_ms: 0.4,
                 counters_read: 1,
-                deltas: vec![results::rdmabw::counters::CounterDelta {
-                    source: results::rdmabw::counters::CounterSource::Hw,
+                deltas: vec![wire::counters::CounterDelta {
+                    source: wire::counters::CounterSource::Hw,
                     name: "out_of_sequence".into(),
                     delta: 3,
-                    unit: results::rdmabw::counters::CounterUnit::Events,
+                    unit: wire::counters::CounterUnit::Events,
                 }],
             }),
         },

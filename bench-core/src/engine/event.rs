@@ -1,4 +1,4 @@
-//! Event mode (`-e`, [`PollMode::Event`](results::rdmabw::params::PollMode::Event)): how the
+//! Event mode (`-e`, [`PollMode::Event`](wire::params::PollMode::Event)): how the
 //! loop sleeps on the CQ's completion channel instead of spinning, without losing a wake-up.
 //!
 //! The race: a completion that reaches the CQ before it is armed raises no event. So after a

@@ -6,13 +6,13 @@
 //! into the peer's landing half, then spins on the last byte of its own landing half until the
 //! peer's write of the same sequence arrives there; the responder (the server) waits first,
 //! then stamps and writes. The time between two posts of one side is a round trip; the report
-//! (in `results::rdmabw::lat`) halves it, as ib_write_lat does. Writes no larger than the
+//! (in `wire::lat`) halves it, as ib_write_lat does. Writes no larger than the
 //! inline size go inline from a plain vector; larger ones from the registered source half,
 //! whose last byte is stored before each post. Every write is signaled; completions are reaped
 //! while waiting, so that an error status ends the run.
 //!
 //! Iteration mode runs `iterations` exchanges per size (`iterations - 1` samples; at most
-//! `results::rdmabw::lat::MAX_KEPT_SAMPLES` of them kept one by one, the rest in the
+//! `wire::lat::MAX_KEPT_SAMPLES` of them kept one by one, the rest in the
 //! histogram: a side's memory is bounded whatever `-n` the peer asks). Duration
 //! mode (one size) runs exchanges until the warm-up and the window have passed on the
 //! initiator, keeping the samples that started inside the window; the responder answers until
@@ -25,8 +25,8 @@ use super::resources::{polls_at_idle_priority, Connected};
 use super::StopFlags;
 use crate::error::Error;
 use crate::verbs::{Completion, Qp, WriteSpec};
-use results::rdmabw::lat::RoundTrips;
-use results::rdmabw::params::{CpuChoice, LocalTuning, SizeResult, TestLength, TestParams};
+use wire::lat::RoundTrips;
+use wire::params::{CpuChoice, LocalTuning, SizeResult, TestLength, TestParams};
 
 /// Polls of the landing byte between two looks at the clock, the stop flags and the CQ.
 const POLLS_PER_CHECK: u32 = 2048;

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::error::Error;
-use results::rdmabw::params::{LocalTuning, PollMode};
+use wire::params::{LocalTuning, PollMode};
 
 /// Adaptive polling: how long the CQ must have been empty before the poller may sleep.
 const BACKOFF_AFTER: Duration = Duration::from_millis(1);

@@ -11,8 +11,8 @@ use crate::gpu::MemoryUse;
 use crate::rails::Rail;
 use crate::verbs::buffer::PAGE;
 use crate::verbs::{Buffer, Cq, Device, Init, MrInfo, PathMtu, PathParams, Pd, Qp, QpConfig, Rts};
-use results::rdmabw::gpu::MemoryRequest;
-use results::rdmabw::params::{LocalTuning, PollMode, TestLength, TestParams};
+use wire::gpu::MemoryRequest;
+use wire::params::{LocalTuning, PollMode, TestLength, TestParams};
 
 /// Whether this side's poller gives way to the kernel: spin-polling on Soft-RoCE, where the
 /// device's work (requester, responder, completer) runs in kernel threads on the same CPUs as
@@ -429,7 +429,7 @@ impl Connected {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use results::rdmabw::params::{Connection, Sizes};
+    use wire::params::{Connection, Sizes};
 
     fn one(msg_size_bytes: u64, data_validation: bool) -> TestParams {
         TestParams {

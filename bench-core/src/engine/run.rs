@@ -11,7 +11,7 @@ use super::sampler::Sampler;
 use super::{StopFlags, DURATION_INTERVAL, ITERATION_INTERVAL, STOP_CHECK};
 use crate::error::Error;
 use crate::verbs::{Completion, Cq, Device, Qp, Rts, WriteSpec};
-use results::rdmabw::params::{
+use wire::params::{
     cpu_s_per_gb, CpuChoice, LocalTuning, PollMode, RateLimit, SizeResult, TestLength, TestParams,
 };
 

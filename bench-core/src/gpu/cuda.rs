@@ -7,8 +7,8 @@ use std::sync::Arc;
 use cudarc::driver::result::DriverError;
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::CudaContext;
-use results::rdmabw::gpu::{ChosenBy, GpuSelect};
 use serde::{Deserialize, Serialize};
+use wire::gpu::{ChosenBy, GpuSelect};
 
 use super::error::GpuError;
 use crate::ffi::cuda::{DeviceAlloc, Driver, LoadError, DMABUF_EXPORT_MIN_VERSION};

@@ -1,7 +1,7 @@
 //! What `rdmabw gpus` lists ([`GpusReport`]): every GPU, as CUDA and sysfs show it, with its
 //! nearest rails.
 
-use results::rdmabw::gpu::{GpuRow, GpusReport, NearRail};
+use wire::gpu::{GpuRow, GpusReport, NearRail};
 
 use super::{Cuda, GpuError};
 use crate::sysfs::{self, SysRoots};

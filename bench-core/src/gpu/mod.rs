@@ -2,9 +2,9 @@
 //! GPU nearest each rail.
 //!
 //! `ib_write_bw --use_cuda` in railbench form. A buffer is allocated with `cuMemAlloc` on the
-//! GPU [`GpuSelect`](results::rdmabw::gpu::GpuSelect) names (an index, a PCI bus id, or `auto`: the GPU nearest the rail's NIC,
+//! GPU [`GpuSelect`](wire::gpu::GpuSelect) names (an index, a PCI bus id, or `auto`: the GPU nearest the rail's NIC,
 //! see [`crate::topology`]), then registered with the NIC by one of two paths
-//! ([`CudaMemPath`](results::rdmabw::gpu::CudaMemPath)):
+//! ([`CudaMemPath`](wire::gpu::CudaMemPath)):
 //!
 //! - **dma-buf**: the allocation is exported as a dma-buf (`cuMemGetHandleForAddressRange`)
 //!   and registered with `ibv_reg_dmabuf_mr`. Needs a GPU driver with dma-buf support
@@ -32,10 +32,10 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use results::rdmabw::gpu::{CudaMemPath, GpuSelect, GpuUse};
-use results::MemoryKind;
 use serde::{Deserialize, Serialize};
 use sideway::ibverbs::AccessFlags;
+use wire::gpu::{CudaMemPath, GpuSelect, GpuUse};
+use wire::MemoryKind;
 
 pub use cuda::{Cuda, Gpu, GpuInfo, GpuMemory, GPU_PAGE};
 pub use error::GpuError;

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use results::rdmabw::gpu::GpuSelect;
+use wire::gpu::GpuSelect;
 
 use super::{Cuda, GpuError, GpuInfo, GpuMemory};
 use crate::sysfs::SysRoots;

@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 
 pub use wire::{BwReportMsg, KeyMsg, Negotiation, PeerVersion, ReportUnit, WireError};
 
-use results::rdmabw::params::{Sizes, TestLength, TestParams};
+use ::wire::params::{Sizes, TestLength, TestParams};
 
 /// The longest one read waits before looking at the stop flag again.
 const SLICE: Duration = Duration::from_millis(250);

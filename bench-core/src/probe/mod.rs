@@ -30,9 +30,9 @@ mod system;
 mod verdict;
 mod world;
 
-use results::rdmabw::probe::{ProbeReport, Status, Summary};
-use results::rdmabw::rails::RailsReport;
-use results::rdmabw::REPORT_SCHEMA_VERSION;
+use wire::probe::{ProbeReport, Status, Summary};
+use wire::rails::RailsReport;
+use wire::REPORT_SCHEMA_VERSION;
 
 use crate::rails::{self, netif};
 use crate::sysfs;
@@ -62,7 +62,7 @@ pub fn probe(roots: &ProbeRoots, sys: &dyn ProbeSystem) -> ProbeReport {
         Err(_) => RailsReport {
             schema_version: REPORT_SCHEMA_VERSION,
             rdmabw_version: env!("CARGO_PKG_VERSION").to_string(),
-            capabilities: results::rdmabw::rails::Capability::OURS.to_vec(),
+            capabilities: wire::rails::Capability::OURS.to_vec(),
             host: String::new(),
             rails: Vec::new(),
             not_rails: Vec::new(),

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use results::rdmabw::probe::{Check, Status};
+use wire::probe::{Check, Status};
 
 use super::system::{cap_eff, is_full_capability_set};
 use super::verdict::{check, list};

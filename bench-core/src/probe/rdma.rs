@@ -3,8 +3,8 @@
 
 use std::fs;
 
-use results::rdmabw::probe::{Check, Status};
-use results::rdmabw::rails::{Attachment, RailsReport};
+use wire::probe::{Check, Status};
+use wire::rails::{Attachment, RailsReport};
 
 use super::system::human;
 use super::verdict::{check, list};

@@ -4,7 +4,7 @@
 
 use std::fs;
 
-use results::rdmabw::probe::{Check, Status};
+use wire::probe::{Check, Status};
 
 use super::verdict::check;
 use crate::sysfs::{self, SysRoots};

@@ -1,6 +1,6 @@
 //! Unit tests of the probe's readings.
 
-use results::rdmabw::probe::Status;
+use wire::probe::Status;
 
 use super::pod::given_gpus;
 use super::system::{human, size_option, Memlock, CAP_IPC_LOCK, GIB, MIB};

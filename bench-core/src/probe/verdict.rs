@@ -1,6 +1,6 @@
 //! How a check says what it found: one [`Check`] row, and lists cut short for its detail.
 
-use results::rdmabw::probe::{Check, Status};
+use wire::probe::{Check, Status};
 
 pub(super) fn check(name: &str, status: Status, detail: String, fix: Option<&str>) -> Check {
     Check {

@@ -46,9 +46,9 @@ use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr};
 
-use results::rdmabw::rails::{rail_number, Attachment, Capability, NotARail, RailRow, RailsReport};
-use results::rdmabw::topology::Proximity;
-use results::rdmabw::REPORT_SCHEMA_VERSION;
+use wire::rails::{rail_number, Attachment, Capability, NotARail, RailRow, RailsReport};
+use wire::topology::Proximity;
+use wire::REPORT_SCHEMA_VERSION;
 
 use crate::error::Error;
 use crate::gid::GidType;

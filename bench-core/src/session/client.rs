@@ -18,8 +18,8 @@ use crate::control::{
 use crate::perftest::ReportUnit;
 use crate::rails::RailRequest;
 use crate::sysfs::SysRoots;
-use results::rdmabw::params::{LocalTuning, SizeResult, TestParams};
-use results::rdmabw::report::Role;
+use wire::params::{LocalTuning, SizeResult, TestParams};
+use wire::report::Role;
 
 /// What the client runs.
 #[derive(Debug, Clone)]
@@ -165,7 +165,7 @@ pub fn run_client_streaming(
         if conn.polls_at_idle_priority(&cfg.tuning) {
             " (polling at idle CPU priority: on Soft-RoCE the kernel moves the data on these CPUs)"
                 .to_string()
-        } else if cfg.tuning.poll == results::rdmabw::params::PollMode::Event {
+        } else if cfg.tuning.poll == wire::params::PollMode::Event {
             format!(
                 " (waiting on completion events, one per {} writes per QP)",
                 cfg.tuning.cq_mod.min(cfg.tuning.tx_depth).max(1)

@@ -5,7 +5,7 @@ use crate::control::{PhaseTimeouts, RejectReason, RunSecret, WatchConfig};
 use crate::perftest::ReportUnit;
 use crate::rails::RailRequest;
 use crate::sysfs::SysRoots;
-use results::rdmabw::params::{LocalTuning, TestParams};
+use wire::params::{LocalTuning, TestParams};
 
 /// Which tool the other end is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

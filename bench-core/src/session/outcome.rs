@@ -7,10 +7,10 @@ use crate::gid::Gid;
 use crate::gpu::MemoryUse;
 use crate::rails::Rail;
 use crate::verbs::format_gid;
-use results::rdmabw::counters::CounterReport;
-use results::rdmabw::params::{cpu_s_per_gb, LocalTuning, SizeResult, TestParams};
-use results::rdmabw::report::Role;
-use results::rdmabw::report::{EndpointReport, PeerTool};
+use wire::counters::CounterReport;
+use wire::params::{cpu_s_per_gb, LocalTuning, SizeResult, TestParams};
+use wire::report::Role;
+use wire::report::{EndpointReport, PeerTool};
 
 /// The other end of a test as this side learned it.
 #[derive(Debug, Clone, PartialEq)]

@@ -25,9 +25,9 @@ use crate::perftest::{End, PerftestConn, PerftestError, Step};
 use crate::rails::Rail;
 use crate::sysfs::SysRoots;
 use crate::verbs::{MrInfo, PathMtu, QpEndpoint};
-use results::rdmabw::counters::CounterReport;
-use results::rdmabw::params::{LocalTuning, SizeResult, TestLength, TestParams};
-use results::rdmabw::report::Role;
+use ::wire::counters::CounterReport;
+use ::wire::params::{LocalTuning, SizeResult, TestLength, TestParams};
+use ::wire::report::Role;
 
 /// The page size rdmabw tells perftest (perftest keeps the larger of both sides' and writes
 /// over that much of the peer's buffer at small sizes).
@@ -75,8 +75,7 @@ pub fn check_supported(params: &TestParams, tuning: &LocalTuning) -> Result<(), 
              another layout: leave it out",
         );
     }
-    if params.bidirectional && matches!(params.sizes, results::rdmabw::params::Sizes::Sweep { .. })
-    {
+    if params.bidirectional && matches!(params.sizes, ::wire::params::Sizes::Sweep { .. }) {
         return no(
             "-a with -b",
             "perftest syncs a bidirectional sweep size by size; run one size (-s) per test",

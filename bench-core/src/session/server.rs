@@ -25,8 +25,8 @@ use crate::control::{
 use crate::error::Error;
 use crate::perftest::PeerVersion;
 use crate::rails::{Rail, RailRequest};
-use results::rdmabw::params::{LocalTuning, TestParams};
-use results::rdmabw::report::Role;
+use wire::params::{LocalTuning, TestParams};
+use wire::report::Role;
 
 /// The bound control port, on one address or several. Binding is separate from serving so
 /// that a port in use is reported before anything else happens.

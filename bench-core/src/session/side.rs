@@ -10,7 +10,7 @@ use crate::gpu::MemoryUse;
 use crate::rails::Rail;
 use crate::sysfs::SysRoots;
 use crate::verbs::{Device, PathMtu, PathParams};
-use results::rdmabw::params::{LocalTuning, TestParams};
+use wire::params::{LocalTuning, TestParams};
 
 /// The RDMA part of one side once the rail is known.
 pub(super) struct Side {

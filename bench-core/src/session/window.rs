@@ -14,9 +14,9 @@ use crate::engine::{Connected, StopFlags};
 use crate::error::Error;
 use crate::rails::Rail;
 use crate::sysfs::SysRoots;
-use results::rdmabw::counters::CounterReport;
-use results::rdmabw::params::{LocalTuning, SizeResult, TestParams};
-use results::rdmabw::report::Role;
+use wire::counters::CounterReport;
+use wire::params::{LocalTuning, SizeResult, TestParams};
+use wire::report::Role;
 
 /// How long a failed RDMA run waits for the control channel to explain it (a dead peer's TCP
 /// reset usually arrives within a millisecond of its QPs vanishing).

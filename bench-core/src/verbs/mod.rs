@@ -25,7 +25,7 @@ pub use qp::{Init, Qp, QpConfig, QpState, Rtr, Rts, WriteSpec};
 pub use crate::error::errno_symbol;
 use crate::error::Error;
 pub use crate::gid::{format_gid, parse_gid};
-use results::rdmabw::params::LocalTuning;
+use wire::params::LocalTuning;
 
 /// What the peer needs to know about one of our QPs to connect its QP to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
