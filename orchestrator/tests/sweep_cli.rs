@@ -1085,7 +1085,11 @@ fn client_tool_ib_write_bw_measures_each_rail_against_a_one_test_rdmabw_server()
         assert_eq!(row.client_tool.as_deref(), Some("ib_write_bw"));
         assert_eq!(row.server_tool.as_deref(), Some("rdmabw"));
         assert_eq!(row.bw_avg_gbps, Some(96.0 + i as f64 / 10.0));
-        assert_eq!(row.duration_s, Some(1.0), "railsweep's window, perftest's -D less its margins");
+        assert_eq!(
+            row.duration_s,
+            Some(1.0),
+            "railsweep's window, perftest's -D less its margins"
+        );
         assert_eq!(row.bw_p50_gbps, None, "perftest sends no samples");
         assert_eq!(row.threshold_gbps, Some(10.0));
     }
@@ -1147,7 +1151,11 @@ fn a_failing_perftest_client_or_rdmabw_server_is_named_and_nothing_is_left() {
     assert_eq!(rows[0].client_tool.as_deref(), Some("ib_write_bw"));
     let pids = pt_server_pids(&f);
     assert_eq!(pids.len(), 1);
-    assert!(!alive(pids[0]), "the forsaken server {} was stopped", pids[0]);
+    assert!(
+        !alive(pids[0]),
+        "the forsaken server {} was stopped",
+        pids[0]
+    );
     assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
 
     let f = Fake::new(1);
@@ -1156,12 +1164,19 @@ fn a_failing_perftest_client_or_rdmabw_server_is_named_and_nothing_is_left() {
     let pt = s(&f.ib_write_bw());
     let r = railsweep(&perftest_client_args(&bin, &o, &pt));
     assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
-    let e = read_path(&out).expect("csv")[0].error.clone().unwrap_or_default();
+    let e = read_path(&out).expect("csv")[0]
+        .error
+        .clone()
+        .unwrap_or_default();
     assert!(
-        e.contains("rdmabw's server in pod - ended before it listened") && e.contains("address in use"),
+        e.contains("rdmabw's server in pod - ended before it listened")
+            && e.contains("address in use"),
         "{e}"
     );
-    assert!(!f.file("ib_write_bw-client-args.log").exists(), "no client started");
+    assert!(
+        !f.file("ib_write_bw-client-args.log").exists(),
+        "no client started"
+    );
 }
 
 /// What perftest's server cannot take is refused before any pod work, naming the flag (exit
@@ -1219,7 +1234,10 @@ fn flags_perftest_cannot_serve_are_refused_naming_the_flag() {
             &["--warmup", "1", "--cooldown", "2"][..],
             "--warmup/--cooldown 1/2 with --client-tool ib_write_bw",
         ),
-        (&["-b"][..], "-b/--bidirectional with --client-tool ib_write_bw"),
+        (
+            &["-b"][..],
+            "-b/--bidirectional with --client-tool ib_write_bw",
+        ),
     ] {
         let mut args = local_args(&bin, &o);
         args.extend(["--client-tool", "ib_write_bw", "--ib-write-bw", &pt]);

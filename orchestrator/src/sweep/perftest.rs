@@ -336,7 +336,11 @@ pub fn rdmabw_server_argv(
         v.extend(["-i".into(), p.to_string()]);
     }
     v.extend(["-x".into(), gid.to_string()]);
-    v.extend(["--window".into(), whole.to_string(), "--report_gbits".into()]);
+    v.extend([
+        "--window".into(),
+        whole.to_string(),
+        "--report_gbits".into(),
+    ]);
     v.extend(test.shape_argv());
     let shared = TestFlags {
         tclass: test.tclass,
@@ -462,13 +466,20 @@ mod tests {
             v[at..at + 10].join(" ")
         };
         let server = server_argv("ib_write_bw", &s, 18517, 5.0, &test).expect("argv");
-        assert_eq!(shared(&v), shared(&server), "one definition of the shared flags");
+        assert_eq!(
+            shared(&v),
+            shared(&server),
+            "one definition of the shared flags"
+        );
         // --warmup/--cooldown of whole seconds are perftest's -f.
         let mut m3 = TestFlags::default();
         m3.warmup = Some(3.0);
         m3.cooldown = Some(3.0);
         let v = client_argv("ib_write_bw", &c, &s, 1, 2.0, &m3).expect("argv");
-        assert!(v.join(" ").contains("-F -D 8 -f 3 --report_gbits 10.0.2.2"), "{v:?}");
+        assert!(
+            v.join(" ").contains("-F -D 8 -f 3 --report_gbits 10.0.2.2"),
+            "{v:?}"
+        );
         let mut port2 = c.clone();
         port2.port = Some(2);
         assert!(client_argv("ib_write_bw", &port2, &s, 1, 5.0, &m3)
@@ -482,7 +493,10 @@ mod tests {
         let mut no_ip = s.clone();
         no_ip.ipv4 = None;
         let e = client_argv("ib_write_bw", &c, &no_ip, 1, 5.0, &m3).expect_err("no address");
-        assert!(e.contains("server's rail net3") && e.contains("IPv4"), "{e}");
+        assert!(
+            e.contains("server's rail net3") && e.contains("IPv4"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -522,7 +536,10 @@ mod tests {
     #[test]
     fn perftests_timing_is_the_window_in_whole_margins() {
         let mut t = TestFlags::default();
-        assert_eq!(client_timing(5.0, &t), (CLIENT_MARGIN_S, 5 + 2 * CLIENT_MARGIN_S));
+        assert_eq!(
+            client_timing(5.0, &t),
+            (CLIENT_MARGIN_S, 5 + 2 * CLIENT_MARGIN_S)
+        );
         t.warmup = Some(0.0);
         t.cooldown = Some(0.0);
         assert_eq!(client_timing(1.0, &t), (0, 1));
@@ -555,16 +572,86 @@ mod tests {
         one_side.cooldown = Some(1.0);
         assert!(check_client_tool(&one_side, 5.0, false, false, rdmabw).is_ok());
         for (t, d, gpu, lat, server, flag) in [
-            (&ok, 5.0, false, false, Tool::IbWriteBw, "--client-tool ib_write_bw with --server-tool ib_write_bw"),
-            (&b, 5.0, false, false, rdmabw, "-b/--bidirectional with --client-tool"),
-            (&dv, 5.0, false, false, rdmabw, "--data_validation with --client-tool"),
-            (&ok, 5.0, true, false, rdmabw, "--gpu/--use_cuda with --client-tool"),
-            (&ok, 5.0, false, true, rdmabw, "--test bw,lat with --client-tool"),
-            (&ok, 2.5, false, false, rdmabw, "-D/--duration 2.5 with --client-tool"),
-            (&ok, 0.0, false, false, rdmabw, "-D/--duration 0 with --client-tool"),
-            (&ev, 5.0, false, false, rdmabw, "-e/--use_event with --client-tool"),
-            (&uneven, 5.0, false, false, rdmabw, "--warmup/--cooldown 1/2 with --client-tool"),
-            (&half, 5.0, false, false, rdmabw, "--warmup/--cooldown 0.5/- with --client-tool"),
+            (
+                &ok,
+                5.0,
+                false,
+                false,
+                Tool::IbWriteBw,
+                "--client-tool ib_write_bw with --server-tool ib_write_bw",
+            ),
+            (
+                &b,
+                5.0,
+                false,
+                false,
+                rdmabw,
+                "-b/--bidirectional with --client-tool",
+            ),
+            (
+                &dv,
+                5.0,
+                false,
+                false,
+                rdmabw,
+                "--data_validation with --client-tool",
+            ),
+            (
+                &ok,
+                5.0,
+                true,
+                false,
+                rdmabw,
+                "--gpu/--use_cuda with --client-tool",
+            ),
+            (
+                &ok,
+                5.0,
+                false,
+                true,
+                rdmabw,
+                "--test bw,lat with --client-tool",
+            ),
+            (
+                &ok,
+                2.5,
+                false,
+                false,
+                rdmabw,
+                "-D/--duration 2.5 with --client-tool",
+            ),
+            (
+                &ok,
+                0.0,
+                false,
+                false,
+                rdmabw,
+                "-D/--duration 0 with --client-tool",
+            ),
+            (
+                &ev,
+                5.0,
+                false,
+                false,
+                rdmabw,
+                "-e/--use_event with --client-tool",
+            ),
+            (
+                &uneven,
+                5.0,
+                false,
+                false,
+                rdmabw,
+                "--warmup/--cooldown 1/2 with --client-tool",
+            ),
+            (
+                &half,
+                5.0,
+                false,
+                false,
+                rdmabw,
+                "--warmup/--cooldown 0.5/- with --client-tool",
+            ),
         ] {
             let e = check_client_tool(t, d, gpu, lat, server)
                 .expect_err(flag)

@@ -391,8 +391,14 @@ impl<'a, R: Runner> Sweep<'a, R> {
             let ended = if up == Up::Ended {
                 (&mut server.done).await.ok().and_then(Result::ok)
             } else {
-                stop_process(self.runner, pod, server.pid, &mut server.done, "rdmabw server")
-                    .await
+                stop_process(
+                    self.runner,
+                    pod,
+                    server.pid,
+                    &mut server.done,
+                    "rdmabw server",
+                )
+                .await
             };
             return match up {
                 Up::Interrupted => Attempt::Interrupted,
@@ -421,8 +427,14 @@ impl<'a, R: Runner> Sweep<'a, R> {
         let served = match tokio::time::timeout(grace, &mut server.done).await {
             Ok(r) => Some(r.ok().and_then(Result::ok)),
             Err(_) => {
-                let _ = stop_process(self.runner, pod, server.pid, &mut server.done, "rdmabw server")
-                    .await;
+                let _ = stop_process(
+                    self.runner,
+                    pod,
+                    server.pid,
+                    &mut server.done,
+                    "rdmabw server",
+                )
+                .await;
                 None
             }
         };
@@ -430,7 +442,10 @@ impl<'a, R: Runner> Sweep<'a, R> {
         let with_server = |why: String| match served.as_ref() {
             Some(out) => {
                 let (server_why, rep) = server_failure(out.as_ref());
-                Attempt::Failed(format!("{why}; rdmabw's server in pod {pod}: {server_why}"), rep)
+                Attempt::Failed(
+                    format!("{why}; rdmabw's server in pod {pod}: {server_why}"),
+                    rep,
+                )
             }
             None => Attempt::Failed(
                 format!("{why}; rdmabw's server in pod {pod}, still waiting, was stopped"),

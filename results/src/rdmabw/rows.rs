@@ -545,7 +545,11 @@ mod tests {
         );
         assert_eq!(
             (row.bw_avg_gbps, row.bw_peak_gbps, row.iterations),
-            (sampled.bw_avg_gbps, sampled.bw_peak_gbps, sampled.iterations)
+            (
+                sampled.bw_avg_gbps,
+                sampled.bw_peak_gbps,
+                sampled.iterations
+            )
         );
         assert_eq!(row.msg_rate_mpps, sampled.msg_rate_mpps);
         assert_eq!(
