@@ -138,10 +138,11 @@ for r in csv.DictReader(open(sys.argv[1])):
     print(r["rail"], r["client_tool"], r["server_tool"], r["bw_avg_gbps"], r["bw_peak_gbps"],
           r["msg_rate_mpps"], r["iterations"], r["duration_s"])
     assert (r["client_tool"], r["server_tool"]) == ("ib_write_bw", "rdmabw"), r
-    assert all(float(r[k]) > 0 for k in ("bw_avg_gbps", "bw_peak_gbps", "msg_rate_mpps")), r
+    assert all(float(r[k]) > 0 for k in ("bw_avg_gbps", "msg_rate_mpps")), r
     assert int(r["iterations"]) > 0 and float(r["duration_s"]) == 2, r
-    # perftest sends no per-interval samples: no percentiles rather than 0.
-    assert r["bw_p1_gbps"] == r["bw_p50_gbps"] == r["bw_p99_gbps"] == "", r
+    # perftest sends no per-interval samples, and a -D test's peak of 0 (not measured): empty
+    # columns rather than 0.
+    assert r["bw_p1_gbps"] == r["bw_p50_gbps"] == r["bw_p99_gbps"] == r["bw_peak_gbps"] == "", r
 PY
   for i in 0 1 2 3; do
     ip=$(topo podB "$i" ipv4)

@@ -306,8 +306,8 @@ impl BwReport {
             .enumerate()
             .map(|(i, r)| {
                 // A perftest peer's figures (its result exchange: size, iterations, peak,
-                // average, message rate) come without a window or per-interval samples: those
-                // columns stay empty rather than say 0.
+                // average, message rate) come without a window or per-interval samples, and
+                // with a peak of 0 from a -D test: those columns stay empty rather than say 0.
                 let sampled = r.interval_ms > 0;
                 let percentile = |v: f64| sampled.then_some(v);
                 let mut row = RailResult {
@@ -321,7 +321,8 @@ impl BwReport {
                     iterations: Some(r.iterations),
                     status: RailStatus::Ok,
                     bw_avg_gbps: Some(r.bw_avg_gbps),
-                    bw_peak_gbps: Some(r.bw_peak_gbps),
+                    // perftest's -D test measures no peak and sends 0.
+                    bw_peak_gbps: (sampled || r.bw_peak_gbps > 0.0).then_some(r.bw_peak_gbps),
                     msg_rate_mpps: Some(r.msg_rate_mpps),
                     bw_p1_gbps: percentile(r.bw_p1_gbps),
                     bw_p50_gbps: percentile(r.bw_p50_gbps),
@@ -522,8 +523,8 @@ mod tests {
 
     /// A server's report of a perftest client holds the figures perftest's result exchange
     /// sent (size, iterations, peak, average, message rate), no window and no per-interval
-    /// samples: the row leaves those columns empty rather than saying 0, and names perftest's
-    /// program at the client's end.
+    /// samples (and a peak of 0 from a -D test): the row leaves those columns empty rather than
+    /// saying 0, and names perftest's program at the client's end.
     #[test]
     fn a_perftest_peers_figures_leave_the_window_and_percentiles_empty() {
         use super::super::report::PeerTool;
@@ -551,6 +552,11 @@ mod tests {
                 sampled.iterations
             )
         );
+        // perftest's -D test sends a peak of 0: not measured.
+        for r in &mut rep.results {
+            r.bw_peak_gbps = 0.0;
+        }
+        assert_eq!(rep.rail_results(&run())[1].bw_peak_gbps, None);
         assert_eq!(row.msg_rate_mpps, sampled.msg_rate_mpps);
         assert_eq!(
             (row.client_tool.as_deref(), row.server_tool.as_deref()),
