@@ -472,9 +472,11 @@ mod tests {
             "one definition of the shared flags"
         );
         // --warmup/--cooldown of whole seconds are perftest's -f.
-        let mut m3 = TestFlags::default();
-        m3.warmup = Some(3.0);
-        m3.cooldown = Some(3.0);
+        let m3 = TestFlags {
+            warmup: Some(3.0),
+            cooldown: Some(3.0),
+            ..TestFlags::default()
+        };
         let v = client_argv("ib_write_bw", &c, &s, 1, 2.0, &m3).expect("argv");
         assert!(
             v.join(" ").contains("-F -D 8 -f 3 --report_gbits 10.0.2.2"),
