@@ -294,8 +294,8 @@ pub struct SweepArgs {
     /// it by hand).
     #[arg(help_heading = heading::OUTPUT, long)]
     pub show_commands: bool,
-    /// TCP port of the server daemon (with --server-tool ib_write_bw: rail N's server listens
-    /// on PORT + N).
+    /// TCP port of the server daemon (with --server-tool or --client-tool ib_write_bw: rail N's
+    /// one-test server listens on PORT + N).
     #[arg(help_heading = heading::RDMABW, short = 'p', long, value_name = "PORT", default_value_t = 18515, value_parser = tcp_port)]
     pub port: u16,
     /// What serves the rails in the server pod: `rdmabw` (one daemon for every rail) or
@@ -304,12 +304,16 @@ pub struct SweepArgs {
     /// still needs rdmabw, or --inject, to list its rails). Rows say it in server_tool.
     #[arg(help_heading = heading::RDMABW, long, value_enum, value_name = "TOOL", default_value_t = Tool::Rdmabw)]
     pub server_tool: Tool,
-    /// What runs each rail's client in the client pod: `rdmabw` (`ib_write_bw` is refused for
-    /// now: measure against perftest with --server-tool ib_write_bw).
+    /// What runs each rail's client in the client pod: `rdmabw` or `ib_write_bw` (perftest's
+    /// client, for an image with perftest and no rdmabw: the server pod then serves each rail
+    /// with a one-test rdmabw server on port -p + rail number, whose report gives the figures
+    /// the client sent it; the pod still needs rdmabw, or --inject, to list its rails). Rows say
+    /// it in client_tool.
     #[arg(help_heading = heading::RDMABW, long, value_enum, value_name = "TOOL", default_value_t = Tool::Rdmabw)]
     pub client_tool: Tool,
-    /// perftest's ib_write_bw inside the server pod, for --server-tool ib_write_bw: a path, or
-    /// a name looked up in PATH.
+    /// perftest's ib_write_bw inside the pod that runs it (--server-tool ib_write_bw: the
+    /// server pod; --client-tool ib_write_bw: the client pod): a path, or a name looked up in
+    /// PATH.
     #[arg(help_heading = heading::RDMABW, long = "ib-write-bw", value_name = "PATH", default_value = "ib_write_bw")]
     pub ib_write_bw: String,
 }
@@ -390,7 +394,13 @@ impl SweepArgs {
             );
         }
         if self.client_tool == Tool::IbWriteBw {
-            crate::sweep::perftest::refuse_client_tool()?;
+            crate::sweep::perftest::check_client_tool(
+                &test,
+                self.duration,
+                self.gpu.is_some() || self.use_cuda.is_some(),
+                self.tests.lat,
+                self.server_tool,
+            )?;
         }
         if self.server_tool == Tool::IbWriteBw {
             crate::sweep::perftest::check_server_tool(
@@ -435,6 +445,7 @@ impl SweepArgs {
                 .or_else(|| (self.gpu == Some(GpuArg::Auto)).then_some(GpuSelect::Auto)),
             show_commands: self.show_commands,
             server_tool: self.server_tool,
+            client_tool: self.client_tool,
             ib_write_bw: self.ib_write_bw.clone(),
         })
     }

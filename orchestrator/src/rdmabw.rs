@@ -367,6 +367,17 @@ pub enum ClientOutcome {
 /// Read a finished client: its JSON report on stdout, its exit code (0 ok, 1 below threshold,
 /// 2 failed) and, when there is no report, the end of its stderr.
 pub fn parse_client(out: &Output) -> ClientOutcome {
+    parse_bw(out, "rdmabw client")
+}
+
+/// Read a finished one-test `rdmabw server --json` as [`parse_client`] reads a client: its
+/// report is the same document (the client's figures, `role` server).
+pub fn parse_server(out: &Output) -> ClientOutcome {
+    parse_bw(out, "rdmabw server")
+}
+
+/// Read a finished rdmabw bandwidth test, `who` (`rdmabw client`) in the words of a failure.
+fn parse_bw(out: &Output, who: &str) -> ClientOutcome {
     let report = serde_json::from_slice::<BwReport>(&out.stdout)
         .ok()
         .or_else(|| {
@@ -377,15 +388,15 @@ pub fn parse_client(out: &Output) -> ClientOutcome {
                 .find_map(|l| serde_json::from_str::<BwReport>(l).ok())
         });
     if let Some(line) = &out.overlong {
-        return ClientOutcome::Failed(format!("rdmabw client printed {line}"), None);
+        return ClientOutcome::Failed(format!("{who} printed {line}"), None);
     }
     // Checked where it arrives: a measurement with a value out of range fails this test,
     // naming it, rather than every row that the sink would refuse after it; a failed test
     // keeps its reason. Either way no figure of the report is kept.
-    match read_client(out, report) {
+    match read_client(out, report, who) {
         ClientOutcome::Measured(r) => match r.check() {
             Ok(()) => ClientOutcome::Measured(r),
-            Err(problem) => ClientOutcome::Failed(invalid_report("rdmabw client", &problem), None),
+            Err(problem) => ClientOutcome::Failed(invalid_report(who, &problem), None),
         },
         ClientOutcome::Failed(why, Some(r)) if r.check().is_err() => {
             ClientOutcome::Failed(why, None)
@@ -395,7 +406,7 @@ pub fn parse_client(out: &Output) -> ClientOutcome {
 }
 
 /// What a finished client's report (or its absence) says, before its values are checked.
-fn read_client(out: &Output, report: Option<BwReport>) -> ClientOutcome {
+fn read_client(out: &Output, report: Option<BwReport>, who: &str) -> ClientOutcome {
     let tail = out.stderr_tail(3);
     match report {
         Some(r) => match r.status {
@@ -423,14 +434,14 @@ fn read_client(out: &Output, report: Option<BwReport>) -> ClientOutcome {
                     .error
                     .as_deref()
                     .filter(|e| !e.is_empty())
-                    .map_or_else(|| format!("rdmabw client failed ({})", out.exit), pod_text);
+                    .map_or_else(|| format!("{who} failed ({})", out.exit), pod_text);
                 ClientOutcome::Failed(why, Some(Box::new(r)))
             }
         },
         None => {
             let what = match &out.exit {
-                Exit::Code(c) if *c > 128 => format!("rdmabw client killed by signal {}", c - 128),
-                e => format!("rdmabw client failed ({e})"),
+                Exit::Code(c) if *c > 128 => format!("{who} killed by signal {}", c - 128),
+                e => format!("{who} failed ({e})"),
             };
             ClientOutcome::Failed(
                 if tail.is_empty() {

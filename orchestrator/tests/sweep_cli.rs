@@ -1028,8 +1028,143 @@ fn a_failing_or_forsaken_perftest_server_is_named_and_ended() {
     );
 }
 
+/// The PIDs of the fake rdmabw's one-test servers for perftest's client, one per server.
+fn pt_server_pids(f: &Fake) -> Vec<u32> {
+    f.read("pt-server.pids")
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// [`local_args`] with perftest's client in the client pod (`--client-tool ib_write_bw`).
+fn perftest_client_args<'a>(fake: &'a str, out: &'a str, ib_write_bw: &'a str) -> Vec<&'a str> {
+    let mut args = local_args(fake, out);
+    args.extend(["--client-tool", "ib_write_bw", "--ib-write-bw", ib_write_bw]);
+    args
+}
+
+/// `--client-tool ib_write_bw`: no daemon, no batch, no secret; per rail a one-test rdmabw
+/// server for perftest's clients on the server rail's address and port -p + rail, then
+/// perftest's client against it with the window in its margins; the rows hold the figures the
+/// server's report got from the client, say which program ran each end, and every server is
+/// gone at the end.
+#[test]
+fn client_tool_ib_write_bw_measures_each_rail_against_a_one_test_rdmabw_server() {
+    let f = Fake::new(3);
+    let (out, bin, o) = paths(&f);
+    let pt = s(&f.ib_write_bw());
+    let mut args = perftest_client_args(&bin, &o, &pt);
+    args.extend(["-s", "4096", "-q", "2", "--min-gbps", "10"]);
+    let r = railsweep(&args);
+    let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let rows = read_path(&out).expect("csv reads");
+    assert_eq!(rows.iter().map(|r| r.rail).collect::<Vec<_>>(), [0, 1, 2]);
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row.status, RailStatus::Ok, "{row:?}");
+        assert_eq!(row.client_tool.as_deref(), Some("ib_write_bw"));
+        assert_eq!(row.server_tool.as_deref(), Some("rdmabw"));
+        assert_eq!(row.bw_avg_gbps, Some(96.0 + i as f64 / 10.0));
+        assert_eq!(
+            row.duration_s,
+            Some(1.0),
+            "railsweep's window, perftest's -D less its margins"
+        );
+        assert_eq!(row.bw_p50_gbps, None, "perftest sends no samples");
+        assert_eq!(row.threshold_gbps, Some(10.0));
+    }
+    let servers = f.read("pt-server-args.log");
+    assert_eq!(
+        servers.lines().collect::<Vec<_>>(),
+        (0..3)
+            .map(|i| format!(
+                "server --json --peer perftest --bind 10.224.{i}.2 -p {} -d mlx5_{i} -x 3 \
+                 --window 3 --report_gbits -s 4096 -q 2 --tclass 41 --min-gbps 10",
+                18999 + i
+            ))
+            .collect::<Vec<_>>()
+    );
+    let clients = f.read("ib_write_bw-client-args.log");
+    assert_eq!(
+        clients.lines().collect::<Vec<_>>(),
+        (0..3)
+            .map(|i| format!(
+                "-d mlx5_{i} -x 3 -p {} -F -D 3 -f 1 --report_gbits -s 4096 -q 2 --tclass=41 \
+                 10.224.{i}.2",
+                18999 + i
+            ))
+            .collect::<Vec<_>>()
+    );
+    assert!(!f.file("server-args").exists(), "no rdmabw daemon");
+    assert!(f.client_log().is_empty(), "no rdmabw client");
+    assert!(batch_pids(&f).is_empty());
+    assert_eq!(f.read("secrets.log"), "");
+    for pid in pt_server_pids(&f) {
+        assert!(!alive(pid), "rdmabw server {pid} ended");
+    }
+    assert!(
+        stderr.contains("runs perftest's ib_write_bw as each rail's client"),
+        "{stderr}"
+    );
+}
+
+/// A perftest client that fails fails its rail with its own last words, and its forsaken
+/// server is stopped; a server that cannot listen fails its rail with its words, and no client
+/// is started.
+#[test]
+fn a_failing_perftest_client_or_rdmabw_server_is_named_and_nothing_is_left() {
+    let f = Fake::new(1);
+    f.write("ib_write_bw-client-fail", "");
+    let (out, bin, o) = paths(&f);
+    let pt = s(&f.ib_write_bw());
+    let t0 = Instant::now();
+    let r = railsweep(&perftest_client_args(&bin, &o, &pt));
+    assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
+    let rows = read_path(&out).expect("csv reads");
+    let e = rows[0].error.clone().unwrap_or_default();
+    assert_eq!(rows[0].status, RailStatus::Failed);
+    assert!(
+        e.contains("ib_write_bw in pod - ended with exit code 1 and said: Couldn't connect to 10.224.0.2:18999")
+            && e.contains("rdmabw's server in pod -"),
+        "{e}"
+    );
+    assert_eq!(rows[0].client_tool.as_deref(), Some("ib_write_bw"));
+    let pids = pt_server_pids(&f);
+    assert_eq!(pids.len(), 1);
+    assert!(
+        !alive(pids[0]),
+        "the forsaken server {} was stopped",
+        pids[0]
+    );
+    assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
+
+    let f = Fake::new(1);
+    f.write("pt-server-fail", "");
+    let (out, bin, o) = paths(&f);
+    let pt = s(&f.ib_write_bw());
+    let r = railsweep(&perftest_client_args(&bin, &o, &pt));
+    assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
+    let e = read_path(&out).expect("csv")[0]
+        .error
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        e.contains("rdmabw's server in pod - ended before it listened")
+            && e.contains("address in use"),
+        "{e}"
+    );
+    assert!(
+        !f.file("ib_write_bw-client-args.log").exists(),
+        "no client started"
+    );
+}
+
 /// What perftest's server cannot take is refused before any pod work, naming the flag (exit
-/// 2); so is `--client-tool ib_write_bw`, not done yet.
+/// 2); so is what perftest's client cannot do, and perftest at both ends.
 #[test]
 fn flags_perftest_cannot_serve_are_refused_naming_the_flag() {
     let f = Fake::new(1);
@@ -1067,11 +1202,34 @@ fn flags_perftest_cannot_serve_are_refused_naming_the_flag() {
         assert_eq!(r.status.code(), Some(2), "{extra:?}: {}", text(&r.stderr));
         assert_says(&r.stderr, says);
     }
-    let mut args = local_args(&bin, &o);
+    // perftest at both ends: rdmabw at neither.
+    let mut args = perftest_args(&bin, &o, &pt);
     args.extend(["--client-tool", "ib_write_bw"]);
     let r = railsweep(&args);
     assert_eq!(r.status.code(), Some(2));
-    assert_says(&r.stderr, "--client-tool ib_write_bw: not supported yet");
+    assert_says(
+        &r.stderr,
+        "--client-tool ib_write_bw with --server-tool ib_write_bw: rdmabw would run on neither side",
+    );
+    // What perftest's client cannot do.
+    for (extra, says) in [
+        (&["-e"][..], "-e/--use_event with --client-tool ib_write_bw"),
+        (
+            &["--warmup", "1", "--cooldown", "2"][..],
+            "--warmup/--cooldown 1/2 with --client-tool ib_write_bw",
+        ),
+        (
+            &["-b"][..],
+            "-b/--bidirectional with --client-tool ib_write_bw",
+        ),
+    ] {
+        let mut args = local_args(&bin, &o);
+        args.extend(["--client-tool", "ib_write_bw", "--ib-write-bw", &pt]);
+        args.extend(extra);
+        let r = railsweep(&args);
+        assert_eq!(r.status.code(), Some(2), "{extra:?}: {}", text(&r.stderr));
+        assert_says(&r.stderr, says);
+    }
     assert!(!out.exists(), "nothing measured");
     assert!(!f.file("ib_write_bw-args.log").exists());
 }

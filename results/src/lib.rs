@@ -85,6 +85,6 @@ pub use replace::replace_file;
 pub use sink::RowSink;
 pub use summary::{Comparison, ModeSummary, RailDiff, Report, Series};
 pub use wire::threshold;
+pub use wire::threshold::{above_max_p99, below_threshold, percent_of_line_rate, threshold_gbps};
 /// The build's version (`0.1.0+cd06ab8`): [`wire::VERSION`].
 pub use wire::VERSION;
-pub use wire::threshold::{above_max_p99, below_threshold, percent_of_line_rate, threshold_gbps};

@@ -1,8 +1,8 @@
 # lab: --layout pods --rails 4
 # railsweep run (issue 6) between podA and podB over real rxe with the local runner (ip netns
-# exec): every rail, --parallel, against perftest's ib_write_bw as the server, a rail down, a
-# server pod killed mid-sweep, Ctrl-C. The Kubernetes runner over real rails is suite modes (a
-# real control plane).
+# exec): every rail, --parallel, against perftest's ib_write_bw as the server and as the client,
+# a rail down, a server pod killed mid-sweep, Ctrl-C. The Kubernetes runner over real rails is
+# suite modes (a real control plane).
 # Bandwidths are only checked to be above zero: rxe under emulation is slow. So is everything
 # else there: one rdmabw client of -D 2 takes 8 to 18 s of wall time in the guest, hence the
 # generous --margin (railsweep's default of 15 s is sized for real machines).
@@ -117,6 +117,43 @@ PY
   done
   ! grep -q -- "server --daemon" "$T_OUT/pt.err" || fail "an rdmabw daemon ran"
   ! pgrep -f "usr/bin/ib_write_bw" >/dev/null || { pgrep -af ib_write_bw; fail "ib_write_bw servers left behind"; }
+  ! pgrep -x rdmabw >/dev/null || { pgrep -a rdmabw; fail "rdmabw processes left behind"; }
+}
+
+# perftest on the client side (--client-tool ib_write_bw): the lab's real ib_write_bw in podA is
+# each rail's client, all at once, against a one-test rdmabw server per rail in podB bound to
+# that rail's address on its own port (-p + rail); the row's figures are those the client sent
+# its server (perftest's result exchange), from the server's report. Both command lines are the
+# ones documented, each row says which program ran each end and has positive figures, the
+# measured window is -D (perftest's -D 4 -f 1), no daemon ran and nothing is left running.
+test_sweep_against_perftests_client() {
+  local i ip
+  sweep ptc -D 2 --parallel --mode sriov --client-tool ib_write_bw --ib-write-bw "$IB_WRITE_BW" -p 18950 --show-commands
+  [ "$rc" -eq 0 ] || { cat "$T_OUT/ptc.err"; fail "railsweep exit $rc"; }
+  expect_rows "$T_OUT/ptc.csv" 4
+  expect_traffic "$T_OUT/ptc.csv" 0 1 2 3
+  python3 - "$T_OUT/ptc.csv" <<'PY' || fail "a row does not say that perftest's client measured it, or its figures are not the client's"
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    print(r["rail"], r["client_tool"], r["server_tool"], r["bw_avg_gbps"], r["bw_peak_gbps"],
+          r["msg_rate_mpps"], r["iterations"], r["duration_s"])
+    assert (r["client_tool"], r["server_tool"]) == ("ib_write_bw", "rdmabw"), r
+    assert all(float(r[k]) > 0 for k in ("bw_avg_gbps", "msg_rate_mpps")), r
+    assert int(r["iterations"]) > 0 and float(r["duration_s"]) == 2, r
+    # perftest sends no per-interval samples, and a -D test's peak of 0 (not measured): empty
+    # columns rather than 0.
+    assert r["bw_p1_gbps"] == r["bw_p50_gbps"] == r["bw_p99_gbps"] == r["bw_peak_gbps"] == "", r
+PY
+  for i in 0 1 2 3; do
+    ip=$(topo podB "$i" ipv4)
+    grep -q -- "rail $i: in pod podB: $RDMABW server --json --peer perftest --bind $ip -p $((18950 + i)) -d rxe_b$i -x [0-9]* --window 4 --report_gbits -s $SIZE -q 1 --tclass 41\$" "$T_OUT/ptc.err" \
+      || { cat "$T_OUT/ptc.err"; fail "rail $i: no one-test rdmabw server of rxe_b$i on $ip port $((18950 + i))"; }
+    grep -q -- "rail $i: $IB_WRITE_BW -d rxe_a$i -x [0-9]* -p $((18950 + i)) -F -D 4 -f 1 --report_gbits -s $SIZE -q 1 --tclass=41 $ip\$" "$T_OUT/ptc.err" \
+      || { cat "$T_OUT/ptc.err"; fail "rail $i: no ib_write_bw client of rxe_a$i against $ip port $((18950 + i))"; }
+    grep -q "rxe_a$i .*rxe_b$i" "$T_OUT/ptc.out" || fail "rail $i: not rxe_a$i -> rxe_b$i in the table"
+  done
+  ! grep -q -- "--daemon\|--secret-stdin" "$T_OUT/ptc.err" || fail "an rdmabw daemon ran, or a secret was handed out"
+  ! pgrep -f "usr/bin/ib_write_bw" >/dev/null || { pgrep -af ib_write_bw; fail "ib_write_bw clients left behind"; }
   ! pgrep -x rdmabw >/dev/null || { pgrep -a rdmabw; fail "rdmabw processes left behind"; }
 }
 

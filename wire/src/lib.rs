@@ -29,3 +29,9 @@ include!(concat!(env!("OUT_DIR"), "/version.rs"));
 
 /// Version of the documents in this module; bumped when a field changes meaning or goes away.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
+
+/// The line `rdmabw server` prints on stderr once it listens (`rdmabw server: listening on
+/// 10.0.1.2:18516`), before any client can be served: a launcher that must start a client
+/// only once the server listens (perftest's client connects once, without retrying) waits
+/// for it.
+pub const SERVER_LISTENING: &str = "rdmabw server: listening on ";

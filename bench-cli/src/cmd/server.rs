@@ -77,19 +77,23 @@ pub(super) fn server(
     };
     let log = logger(out.quiet, "rdmabw server: ");
     let addrs = listener.local_addrs().unwrap_or_else(|_| bind.to_vec());
-    log(&format!(
-        "listening on {}{}",
-        addrs
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        if cfg.daemon {
-            " (daemon: test after test)"
-        } else {
-            ""
-        }
-    ));
+    // Launchers wait for this line (railsweep's perftest clients): its words are defined once.
+    if !out.quiet {
+        results::say!(
+            "{}{}{}",
+            results::rdmabw::SERVER_LISTENING,
+            addrs
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            if cfg.daemon {
+                " (daemon: test after test)"
+            } else {
+                ""
+            }
+        );
+    }
     if let Some(w) = config::open_daemon_warning(cfg.daemon, cfg.secret.is_some(), &addrs) {
         results::say!("rdmabw server: {w}");
     }

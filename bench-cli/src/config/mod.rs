@@ -19,8 +19,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use bench_core::control::{PhaseTimeouts, RunSecret, WatchConfig};
-use bench_core::rails::RailRequest;
 use bench_core::perftest::ReportUnit;
+use bench_core::rails::RailRequest;
 use bench_core::session::{ClientConfig, PeerChoice, ServerConfig};
 use bench_core::sysfs::SysRoots;
 use results::rdmabw::flags::ServerRailFlags;

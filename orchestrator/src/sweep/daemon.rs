@@ -61,26 +61,42 @@ pub(super) async fn start_held<R: Runner>(
     argv: &[String],
     stdin_line: &[u8],
 ) -> Result<Daemon> {
+    let (d, _) = start_piped(runner, pod, argv, Some(stdin_line), DAEMON_STDERR_TAIL).await?;
+    Ok(d)
+}
+
+/// Start `argv` with its streams connected; with `stdin_line`, write it and keep the input
+/// open, else close the input at once. Its output is collected until it ends, the last `cap`
+/// bytes of each stream; its stderr is shared as it comes (to see a line it prints while it
+/// runs).
+pub(super) async fn start_piped<R: Runner>(
+    runner: &R,
+    pod: &str,
+    argv: &[String],
+    stdin_line: Option<&[u8]>,
+    cap: usize,
+) -> Result<(Daemon, Arc<StdMutex<Vec<u8>>>)> {
     let mut p = runner.start(pod, argv).await?;
-    // A daemon that ends at once (its port in use) may have closed its input already: its own
-    // words say why.
-    let _ = p.stdin.write_all(stdin_line).await;
-    let _ = p.stdin.flush().await;
-    let stdin = Some(p.stdin);
+    let stdin = match stdin_line {
+        Some(line) => {
+            // A daemon that ends at once (its port in use) may have closed its input already:
+            // its own words say why.
+            let _ = p.stdin.write_all(line).await;
+            let _ = p.stdin.flush().await;
+            Some(p.stdin)
+        }
+        None => {
+            let _ = p.stdin.shutdown().await;
+            None
+        }
+    };
     let (out, err) = (Arc::default(), Arc::default());
     let mut readers = [
-        tokio::spawn(read_into(
-            p.stdout,
-            Arc::clone(&out),
-            Some(DAEMON_STDERR_TAIL),
-        )),
-        tokio::spawn(read_into(
-            p.stderr,
-            Arc::clone(&err),
-            Some(DAEMON_STDERR_TAIL),
-        )),
+        tokio::spawn(read_into(p.stdout, Arc::clone(&out), Some(cap))),
+        tokio::spawn(read_into(p.stderr, Arc::clone(&err), Some(cap))),
     ];
     let exit = p.done;
+    let shared_err = Arc::clone(&err);
     let done = tokio::spawn(async move {
         let exit = match exit.await {
             Ok(Ok(e)) => e,
@@ -99,11 +115,14 @@ pub(super) async fn start_held<R: Runner>(
         };
         Ok(Output::new(exit, take(&out), take(&err)))
     });
-    Ok(Daemon {
-        pid: p.pid,
-        stdin,
-        done,
-    })
+    Ok((
+        Daemon {
+            pid: p.pid,
+            stdin,
+            done,
+        },
+        shared_err,
+    ))
 }
 
 /// How long a daemon may take to stop after its input was closed before it is stopped by

@@ -88,7 +88,10 @@ pub struct SweepConfig {
     /// What serves the rails in the server pod (`--server-tool`): rdmabw's one daemon, or
     /// perftest's `ib_write_bw`, one per rail (see [`perftest`]).
     pub server_tool: Tool,
-    /// perftest's `ib_write_bw` in the server pod (`--ib-write-bw`).
+    /// What runs each rail's client in the client pod (`--client-tool`): rdmabw's client, or
+    /// perftest's `ib_write_bw` against a one-test rdmabw server per rail (see [`perftest`]).
+    pub client_tool: Tool,
+    /// perftest's `ib_write_bw` in the pod that runs it (`--ib-write-bw`).
     pub ib_write_bw: String,
 }
 
@@ -113,6 +116,20 @@ impl SweepConfig {
     /// bring-up, rdmabw's default warm-up and cool-down, and the report).
     pub fn deadline(&self) -> Duration {
         results::rdmabw::flags::secs(traffic_s(self.duration_s, &self.test)) + self.margin
+    }
+
+    /// Whether one rdmabw daemon serves the rails, with rdmabw's clients presenting the
+    /// sweep's secret: not where perftest is at either end (one-test servers per rail).
+    pub fn daemon(&self) -> bool {
+        self.server_tool == Tool::Rdmabw && self.client_tool == Tool::Rdmabw
+    }
+
+    /// The deadline of one attempt with perftest's client (`--client-tool ib_write_bw`):
+    /// perftest's whole test (the window and its margins, [`perftest::client_timing`]) and the
+    /// margin.
+    pub fn perftest_client_deadline(&self) -> Duration {
+        let (_, whole) = perftest::client_timing(self.duration_s, &self.test);
+        Duration::from_secs(u64::from(whole)) + self.margin
     }
 
     /// The deadline of one latency test (`--test bw,lat`): the margin, which covers start-up,
@@ -239,6 +256,21 @@ fn plan_processes(
         // does not check, and one process per test keeps each rail's client on its own.
         return (daemon, false);
     }
+    if cfg.client_tool == Tool::IbWriteBw {
+        if let (Some(first), Some(last)) = (pairs.first(), pairs.last()) {
+            results::say!(
+                "railsweep: pod {} runs perftest's ib_write_bw as each rail's client, against a \
+                 one-test rdmabw server per rail in pod {} (rail N on port {} + N, ports {}-{})",
+                prep.pods.client,
+                prep.pods.server,
+                cfg.port,
+                perftest::rail_port(cfg.port, first.rail).unwrap_or(cfg.port),
+                perftest::rail_port(cfg.port, last.rail).unwrap_or(u16::MAX),
+            );
+        }
+        // perftest's client is a process of its own: no batch, no daemon, no secret.
+        return (daemon, false);
+    }
     let older = |pod: &str, lacks: &str, so: &str| {
         results::say!(
             "railsweep: note: the rdmabw in pod {pod} has no {lacks} (an older build); {so}"
@@ -326,7 +358,7 @@ pub async fn run<R: Runner>(
         clients_s: 0.0,
     };
     // Start the daemon before the first rail; if it cannot start, every rail says why.
-    if !pairs.is_empty() && cfg.server_tool == Tool::Rdmabw {
+    if !pairs.is_empty() && cfg.daemon() {
         if let Err(e) = sweep.server.ensure().await {
             progress.println(&format!("railsweep: {e}"));
         }
@@ -420,6 +452,7 @@ mod tests {
             gpu: None,
             show_commands: false,
             server_tool: Tool::Rdmabw,
+            client_tool: Tool::Rdmabw,
             ib_write_bw: "ib_write_bw".into(),
         }
     }

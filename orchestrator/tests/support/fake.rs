@@ -212,6 +212,31 @@ case "$1" in
     elif [ -e "$dir/per-node" ]; then cat "$(first "$dir/rails-$(my_node).json" "$dir/rails.json")"
     else cat "$dir/rails.json"; fi | announce ;;
   server)
+    # A one-test server for perftest's client (--client-tool ib_write_bw): it records its
+    # arguments (pt-server-args.log) and PID (pt-server.pids), says it listens as rdmabw's does,
+    # waits for the fake ib_write_bw client's mark pt-client-PORT (or forever), then prints the
+    # server's report of that rail: the client's figures, without window or samples. A file
+    # pt-server-fail makes it fail at once as one whose address is taken.
+    case " $* " in *" --peer perftest "*)
+      echo "$*" >>"$dir/pt-server-args.log"; echo $$ >>"$dir/pt-server.pids"
+      prev=""; port=""; nd=""; addr=""
+      for a in "$@"; do
+        [ "$prev" = "-p" ] && port=$a
+        [ "$prev" = "--bind" ] && addr=$a
+        [ "$prev" = "-d" ] && nd=net$(( ${a#mlx5_} + 1 ))
+        prev=$a
+      done
+      [ -e "$dir/pt-server-fail" ] && {
+        echo "rdmabw: error: --bind $addr: cannot listen on port $port: address in use" >&2
+        sed -e 's/"role":"client"/"role":"server"/' \
+          -e "s/\"error\":\"[^\"]*\"/\"error\":\"--bind $addr: cannot listen on port $port: address in use\"/" \
+          "$dir/report-fail.json"; exit 2; }
+      echo "rdmabw server: listening on $addr:$port" >&2
+      while [ ! -e "$dir/pt-client-$port" ]; do sleep 0.05; done
+      sed -e 's/"role":"client"/"role":"server"/' -e '1s/^{/{"peer":{"tool":"perftest","version":"6.24"},/' \
+        -e 's/"interval_ms":[0-9]*/"interval_ms":0/' -e 's/"measured_s":[0-9.]*/"measured_s":0.0/' \
+        "$dir/report-$nd.json"
+      exit 0 ;; esac
     case " $* " in *" --exit-on-stdin-eof "*) [ -e "$dir/no-exit-flag" ] && {
       echo "error: unexpected argument '--exit-on-stdin-eof' found" >&2; exit 2; } ;; esac
     echo $$ >"$dir/server.pid"; echo $$ >>"$dir/server.pids"; echo "$*" >"$dir/server-args"
@@ -246,8 +271,23 @@ esac
 /// (ib_write_bw.pids), serves its one test in 0.2 s and exits 0; a file `ib_write_bw-fail`
 /// makes it fail at once as one whose port is taken, `ib_write_bw-hang` makes it wait forever
 /// (as a server whose client never came).
+///
+/// Given a server's address (its last argument), it is perftest's client instead: it records
+/// its arguments (ib_write_bw-client-args.log), marks pt-client-PORT for the fake rdmabw
+/// server of that port, prints its table and exits 0; a file `ib_write_bw-client-fail` makes
+/// it fail as a client that could not connect.
 const IB_WRITE_BW: &str = r#"#!/bin/sh
 dir=@DIR@
+for last in "$@"; do :; done
+case "$last" in [0-9]*.*)
+  echo "$*" >>"$dir/ib_write_bw-client-args.log"
+  prev=""; port=""
+  for a in "$@"; do [ "$prev" = "-p" ] && port=$a; prev=$a; done
+  [ -e "$dir/ib_write_bw-client-fail" ] && { echo " Couldn't connect to $last:$port" >&2; exit 1; }
+  : >"$dir/pt-client-$port"
+  echo " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
+  exit 0 ;;
+esac
 echo "$*" >>"$dir/ib_write_bw-args.log"
 echo $$ >>"$dir/ib_write_bw.pids"
 [ -e "$dir/ib_write_bw-fail" ] && { echo " Couldn't listen to port 18515" >&2; exit 1; }

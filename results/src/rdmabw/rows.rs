@@ -307,6 +307,11 @@ impl RdmabwRun {
             .iter()
             .enumerate()
             .map(|(i, r)| {
+                // A perftest peer's figures (its result exchange: size, iterations, peak,
+                // average, message rate) come without a window or per-interval samples, and
+                // with a peak of 0 from a -D test: those columns stay empty rather than say 0.
+                let sampled = r.interval_ms > 0;
+                let percentile = |v: f64| sampled.then_some(v);
                 let mut row = RailResult {
                     run_id: if last == 0 {
                         self.run_id.clone()
@@ -314,15 +319,16 @@ impl RdmabwRun {
                         format!("{}-{}B", self.run_id, r.msg_size_bytes)
                     },
                     msg_size_bytes: r.msg_size_bytes,
-                    duration_s: Some(r.measured_s),
+                    duration_s: (r.measured_s > 0.0).then_some(r.measured_s),
                     iterations: Some(r.iterations),
                     status: RailStatus::Ok,
                     bw_avg_gbps: Some(r.bw_avg_gbps),
-                    bw_peak_gbps: Some(r.bw_peak_gbps),
+                    // perftest's -D test measures no peak and sends 0.
+                    bw_peak_gbps: (sampled || r.bw_peak_gbps > 0.0).then_some(r.bw_peak_gbps),
                     msg_rate_mpps: Some(r.msg_rate_mpps),
-                    bw_p1_gbps: Some(r.bw_p1_gbps),
-                    bw_p50_gbps: Some(r.bw_p50_gbps),
-                    bw_p99_gbps: Some(r.bw_p99_gbps),
+                    bw_p1_gbps: percentile(r.bw_p1_gbps),
+                    bw_p50_gbps: percentile(r.bw_p50_gbps),
+                    bw_p99_gbps: percentile(r.bw_p99_gbps),
                     cpu_s_per_gb: r.cpu_s_per_gb,
                     ..base.clone()
                 };
@@ -515,6 +521,51 @@ mod tests {
         assert_eq!(row.client_node, "podB");
         assert_eq!(row.server_node, "podA");
         assert_eq!(row.server_rdma_device, "rxe2");
+    }
+
+    /// A server's report of a perftest client holds the figures perftest's result exchange
+    /// sent (size, iterations, peak, average, message rate), no window and no per-interval
+    /// samples (and a peak of 0 from a -D test): the row leaves those columns empty rather than
+    /// saying 0, and names perftest's program at the client's end.
+    #[test]
+    fn a_perftest_peers_figures_leave_the_window_and_percentiles_empty() {
+        use super::super::report::PeerTool;
+        let mut rep: BwReport =
+            serde_json::from_str(&SWEEP.replace(r#""role":"client""#, r#""role":"server""#))
+                .unwrap();
+        rep.peer = Some(PeerTool::perftest("6.24"));
+        let sampled = run().rail_results(&rep)[1].clone();
+        assert!(sampled.duration_s.is_some() && sampled.bw_p1_gbps.is_some());
+        for r in &mut rep.results {
+            (r.interval_ms, r.measured_s) = (0, 0.0);
+            (r.bw_p1_gbps, r.bw_p50_gbps, r.bw_p99_gbps) = (0.0, 0.0, 0.0);
+        }
+        let row = &run().rail_results(&rep)[1];
+        assert_eq!(row.duration_s, None);
+        assert_eq!(
+            (row.bw_p1_gbps, row.bw_p50_gbps, row.bw_p99_gbps),
+            (None, None, None)
+        );
+        assert_eq!(
+            (row.bw_avg_gbps, row.bw_peak_gbps, row.iterations),
+            (
+                sampled.bw_avg_gbps,
+                sampled.bw_peak_gbps,
+                sampled.iterations
+            )
+        );
+        // perftest's -D test sends a peak of 0: not measured.
+        for r in &mut rep.results {
+            r.bw_peak_gbps = 0.0;
+        }
+        assert_eq!(run().rail_results(&rep)[1].bw_peak_gbps, None);
+        assert_eq!(row.msg_rate_mpps, sampled.msg_rate_mpps);
+        assert_eq!(
+            (row.client_tool.as_deref(), row.server_tool.as_deref()),
+            (Some("ib_write_bw"), Some("rdmabw"))
+        );
+        assert_eq!(row.status, sampled.status);
+        assert!(row.validate().is_ok());
     }
 
     #[test]
