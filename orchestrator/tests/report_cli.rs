@@ -473,16 +473,29 @@ fn gpu_auto_pods_ask_for_gpus() {
     let mut args = base.to_vec();
     args.extend(["--gpu", "auto"]);
     let y = stdout_of(&args);
-    // Both pods (extended resources are asked for in limits).
-    assert_eq!(y.matches("nvidia.com/gpu: '8'").count(), 2, "{y}");
+    // Both pods (extended resources are asked for in limits), read as YAML whatever its quotes.
+    let gpus = |y: &str| -> Vec<serde_json::Value> {
+        serde_saphyr::from_multiple::<serde_json::Value>(y)
+            .expect("YAML")
+            .iter()
+            .map(|pod| {
+                pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"].clone()
+            })
+            .collect()
+    };
+    assert_eq!(
+        gpus(&y),
+        [serde_json::json!("8"), serde_json::json!("8")],
+        "{y}"
+    );
 
     args.extend(["--resource", "nvidia.com/gpu=2"]);
     let y = stdout_of(&args);
-    assert!(
-        !y.contains("nvidia.com/gpu: '8'") && !y.contains("nvidia.com/gpu: \"8\""),
+    assert_eq!(
+        gpus(&y),
+        [serde_json::json!("2"), serde_json::json!("2")],
         "{y}"
     );
-    assert!(y.contains("nvidia.com/gpu"), "{y}");
 
     let out = railsweep(&[
         "run",

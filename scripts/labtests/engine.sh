@@ -368,11 +368,11 @@ test_bad_inputs() {
   expect_rc 2 gid_foreign in_pod podA "$RDMABW" -d rxe_b0 -x 1 -n 10 "$SRV"
   must_say gid_foreign '-x/--gid-index 1: .*another network namespace'
   expect_rc 2 tclass in_pod podA "$RDMABW" --tclass 256 -n 10 "$SRV"
-  must_say tclass '--tclass 256: .*0-255'
+  must_say tclass "'256' for '--tclass <TC>': .*0-255"
   expect_rc 2 size_zero in_pod podA "$RDMABW" -s 0 "$SRV"
-  must_say size_zero '-s/--size 0: .*at least 1 byte'
+  must_say size_zero "'0' for '--size <BYTES>': .*at least 1 byte"
   expect_rc 2 size_big in_pod podA "$RDMABW" -s 4G "$SRV"
-  must_say size_big '-s/--size 4294967296: above the largest buffer'
+  must_say size_big "'4G' for '--size <BYTES>': above the largest buffer"
   # --use_cuda belongs to the GPUDirect issue now; without a CUDA driver it is still exit 2.
   expect_rc 2 cuda in_pod podA "$RDMABW" --use_cuda 0 "$SRV"
   must_say cuda '--use_cuda 0: .*Run without --use_cuda'
