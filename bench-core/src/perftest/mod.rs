@@ -397,7 +397,13 @@ impl PerftestConn {
 pub fn negotiation_for(params: &TestParams, unit: ReportUnit, max_qp_rd_atom: u32) -> Negotiation {
     let (test_type, iters, duration) = match params.length {
         TestLength::Iterations { iterations } => (0, iterations, 5),
-        TestLength::Duration { duration_s, .. } => (1, 0, duration_s.round() as u32),
+        // perftest's -D is the whole test, its margins inside; rdmabw's duration_s is the
+        // measured window between its warm-up and cool-down.
+        TestLength::Duration {
+            duration_s,
+            warmup_s,
+            cooldown_s,
+        } => (1, 0, (duration_s + warmup_s + cooldown_s).round() as u32),
     };
     let (method, size) = match params.sizes {
         Sizes::One { msg_size_bytes } => (0, msg_size_bytes),
@@ -505,5 +511,30 @@ mod tests {
         let e = c.exchange(Step::Measure, b"", 108, &stop).unwrap_err();
         assert!(matches!(e, PerftestError::Interrupted { .. }));
         assert!(t0.elapsed() < Duration::from_secs(1));
+    }
+
+    /// A 6.28 peer checks the duration against its own -D, the whole test: rdmabw's `-D 10`
+    /// (6 s measured between margins of 2) says 10, not 6; a passive server's `--window 7` with
+    /// its 0.05 s start says 7 (railsweep's --client-tool gives it perftest's -D 7 -f 1 as one).
+    #[test]
+    fn the_negotiated_duration_is_perftests_whole_test() {
+        let with = |duration_s, warmup_s, cooldown_s| {
+            let length = TestLength::Duration {
+                duration_s,
+                warmup_s,
+                cooldown_s,
+            };
+            TestParams::write_bw(
+                Sizes::One {
+                    msg_size_bytes: 65536,
+                },
+                length,
+                1,
+            )
+        };
+        let d = |p: &TestParams| negotiation_for(p, ReportUnit::MibPerS, 16).duration;
+        assert_eq!(d(&with(6.0, 2.0, 2.0)), 10);
+        assert_eq!(d(&with(7.0, 0.05, 0.0)), 7);
+        assert_eq!(d(&with(1.95, 0.05, 0.0)), 2);
     }
 }

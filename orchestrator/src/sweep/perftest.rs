@@ -16,8 +16,9 @@
 //! - perftest's server: the rdmabw client measures the window exactly (`--window S`, its warm-up
 //!   and cool-down outside), and a unidirectional RDMA WRITE server is passive (it waits for
 //!   the client's end, then prints the figures the client sends it), so its `-D` times
-//!   nothing: it gets `-D S` (whole seconds, as perftest takes them), which is what an rdmabw
-//!   client tells a perftest 6.28 in the parameters it negotiates. Bidirectional tests (`-b`),
+//!   nothing: it gets `-D S` (S plus `--warmup` and `--cooldown` where given; whole seconds,
+//!   as perftest takes them), which is the whole test an rdmabw client tells a perftest 6.28 in
+//!   the parameters it negotiates. Bidirectional tests (`-b`),
 //!   where the server times traffic of its own by its own `-D` and margins, are refused.
 //! - perftest's client times the window itself: `-D S+2M -f M` measures S seconds between two
 //!   margins of M (perftest's `-f`, whole seconds: `--warmup`/`--cooldown` where given, equal,
@@ -201,7 +202,10 @@ pub fn server_argv(
     duration_s: f64,
     test: &TestFlags,
 ) -> std::result::Result<Vec<String>, String> {
-    let whole = format!("{}", duration_s.round().max(1.0));
+    // The rdmabw client's whole test: its window and the margins it was given (its own start
+    // of 0.05 s rounds away), as it tells a perftest 6.28 server in their negotiation.
+    let margins = test.margins.warmup.unwrap_or(0.0) + test.margins.cooldown.unwrap_or(0.0);
+    let whole = format!("{}", (duration_s + margins).round().max(1.0));
     ib_write_bw_argv(bin, "server's", row, port, &["-D".into(), whole], test)
 }
 
@@ -408,6 +412,14 @@ mod tests {
             .expect("argv")
             .join(" ")
             .contains("-d mlx5_2 -i 2 -x"));
+        // The client's margins are inside perftest's -D, the whole test a 6.28 negotiates.
+        let mut margins = test.clone();
+        margins.margins.warmup = Some(1.0);
+        margins.margins.cooldown = Some(1.5);
+        assert!(server_argv("ib_write_bw", &port2, 1, 5.0, &margins)
+            .expect("argv")
+            .join(" ")
+            .contains(" -D 8 "));
     }
 
     #[test]
