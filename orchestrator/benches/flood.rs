@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use results::{read_path, RailStatus};
 use support::fake::{local_run, Behave, Fake};
+use support::process;
 
 /// GNU time's `%M %U %S` (peak RSS in KiB, user and system CPU seconds) from its `-o` file.
 fn time_figures(path: &std::path::Path) -> (u64, f64) {
@@ -72,16 +73,12 @@ fn run(kind: &'static str, secs: u64, set_up: impl FnOnce(&Fake)) -> Figures {
         .spawn()
         .expect("/usr/bin/time railsweep starts");
     let t0 = Instant::now();
-    let code = loop {
-        if let Some(st) = child.try_wait().expect("wait") {
-            break st.code();
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(secs * 6 + 30),
-            "{kind}: railsweep still runs"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let limit = Duration::from_secs(secs * 6 + 30);
+    let code = process::wait_exit(&mut child, limit);
+    assert!(
+        t0.elapsed() < limit,
+        "{kind}: railsweep still ran after {limit:?}"
+    );
     let wall_s = t0.elapsed().as_secs_f64();
     let (hwm, cpu) = time_figures(&times);
     let rows = read_path(&out).unwrap_or_else(|e| panic!("{kind}: exit {code:?}, no rows: {e}"));
