@@ -15,6 +15,7 @@ pub mod counters;
 pub mod diagnosis;
 pub mod engine;
 pub mod error;
+pub mod failure;
 pub mod ffi;
 pub mod gid;
 pub mod gpu;

@@ -6,6 +6,7 @@
 
 mod check;
 pub mod counters;
+pub mod failure;
 #[cfg(feature = "cli")]
 pub mod flag_table;
 pub mod flags;
@@ -21,6 +22,7 @@ pub mod topology;
 pub mod threshold;
 
 pub use check::{check_number, InvalidRecord};
+pub use failure::FailureKind;
 pub use report::MemoryKind;
 
 // `VERSION`, made by build.rs: the build's version, which both binaries report and rdmabw's

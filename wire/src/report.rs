@@ -161,6 +161,10 @@ pub struct BwReport {
     pub status: TestStatus,
     /// Why it failed.
     pub error: Option<String>,
+    /// What kind of failure `error` is (absent in older reports, and where the test
+    /// completed): what railsweep's per-rail verdict reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<crate::FailureKind>,
     /// Bidirectional tests (`-b`): what each side measured writing; `results` holds their sum
     /// size by size, as `ib_write_bw -b` prints. Absent for one-way tests.
     #[serde(default, skip_serializing_if = "Option::is_none")]

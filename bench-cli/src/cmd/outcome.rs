@@ -12,6 +12,7 @@ use bench_core::session::{self, ClientConfig, Log, Outcome, SessionError};
 use bench_core::sysfs::SysRoots;
 use results::rdmabw::params::TestParams;
 use results::rdmabw::report::{Role, TestStatus};
+use results::rdmabw::FailureKind;
 
 use super::{lat, logger, report};
 use crate::config::{self, Format, Output};
@@ -154,19 +155,27 @@ pub(super) fn failure(
     out: &Output,
     tuning: &results::rdmabw::params::LocalTuning,
     msg: &str,
+    kind: FailureKind,
     code: Exit,
 ) -> Result<Exit> {
     results::say!("rdmabw: error: {msg}");
     if out.format == Format::Json {
-        stdout::json_line(&report::failed_report(role, params, tuning, msg))?;
+        stdout::json_line(&report::failed_report(
+            role,
+            params,
+            tuning,
+            msg,
+            Some(kind),
+        ))?;
     }
     Ok(code)
 }
 
 pub(super) fn client(c: &ClientConfig, out: &Output, stop: &Arc<AtomicBool>) -> Result<Exit> {
-    let fail = |msg: &str, code| failure(Role::Client, &c.params, out, &c.tuning, msg, code);
+    let fail =
+        |msg: &str, kind, code| failure(Role::Client, &c.params, out, &c.tuning, msg, kind, code);
     if let Err(msg) = check_memlock(&c.params) {
-        return fail(&msg, Exit::Usage);
+        return fail(&msg, FailureKind::Memlock, Exit::Usage);
     }
     let log = logger(out.quiet, "rdmabw: ");
     if c.params.run_infinitely {
@@ -174,7 +183,7 @@ pub(super) fn client(c: &ClientConfig, out: &Output, stop: &Arc<AtomicBool>) -> 
     }
     match session::run_client(c, stop, &log) {
         Ok(o) => print_outcome(&o, out),
-        Err(e) => fail(&explain(&e, c.port), Exit::of_session(&e)),
+        Err(e) => fail(&explain(&e, c.port), e.kind(), Exit::of_session(&e)),
     }
 }
 
@@ -217,6 +226,7 @@ fn endless(c: &ClientConfig, out: &Output, stop: &Arc<AtomicBool>, log: &Log) ->
             out,
             &c.tuning,
             &explain(&e, c.port),
+            e.kind(),
             Exit::of_session(&e),
         ),
         Ok(o) => print_outcome(&o, out),

@@ -7,7 +7,7 @@ use bench_core::diagnosis::{diagnose, Context};
 use bench_core::session::{local_report, Outcome};
 use results::rdmabw::params::{LocalTuning, SizeResult, TestParams};
 use results::rdmabw::report::{BwReport, Directions, Role, TestStatus};
-use results::rdmabw::{RdmabwRun, REPORT_SCHEMA_VERSION};
+use results::rdmabw::{FailureKind, RdmabwRun, REPORT_SCHEMA_VERSION};
 use results::{below_threshold, percent_of_line_rate, MemoryKind};
 
 use crate::config::{Format, Output};
@@ -128,6 +128,7 @@ pub fn report(o: &Outcome, out: &Output) -> BwReport {
         } else {
             None
         },
+        error_kind: None,
         directions: o.params.bidirectional.then(|| Directions {
             client_to_server: o.client_results.clone(),
             server_to_client: o.server_results.clone(),
@@ -152,6 +153,7 @@ pub fn failed_report(
     params: &TestParams,
     tuning: &LocalTuning,
     error: &str,
+    kind: Option<FailureKind>,
 ) -> BwReport {
     BwReport {
         schema_version: REPORT_SCHEMA_VERSION,
@@ -175,6 +177,7 @@ pub fn failed_report(
         threshold_gbps: None,
         status: TestStatus::Failed,
         error: Some(error.to_string()),
+        error_kind: kind,
         directions: None,
         counters: Vec::new(),
         diagnosis: Vec::new(),

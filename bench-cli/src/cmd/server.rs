@@ -10,6 +10,7 @@ use bench_core::session::{
     self, Daemon, Listener, Log, OnTest, ServerConfig, ServerShared, SessionError,
 };
 use results::rdmabw::report::Role;
+use results::rdmabw::FailureKind;
 
 use super::outcome::{check_memlock, explain_local, failure, print_outcome};
 use super::{lat, logger, report};
@@ -45,7 +46,9 @@ pub(super) fn server(
     out: &Output,
     stop: &Arc<AtomicBool>,
 ) -> Result<Exit> {
-    let fail = |msg: &str, code| failure(Role::Server, &cfg.params, out, &cfg.tuning, msg, code);
+    let fail = |msg: &str, kind, code| {
+        failure(Role::Server, &cfg.params, out, &cfg.tuning, msg, kind, code)
+    };
     // The server's own rail must be usable before it waits for anyone.
     let shared = ServerShared::new();
     let own =
@@ -59,11 +62,11 @@ pub(super) fn server(
             rail
         });
         if let Err(e) = r {
-            return fail(&explain_local(&e, false), Exit::Usage);
+            return fail(&explain_local(&e, false), e.kind(), Exit::Usage);
         }
         if !cfg.daemon {
             if let Err(msg) = check_memlock(&cfg.params) {
-                return fail(&msg, Exit::Usage);
+                return fail(&msg, FailureKind::Memlock, Exit::Usage);
             }
         }
     }
@@ -72,7 +75,7 @@ pub(super) fn server(
         Err((at, e)) => {
             let at = at.or_else(|| bind.first().copied());
             let msg = at.map_or_else(|| e.to_string(), |a| bind_error(&e, a));
-            return fail(&msg, Exit::Usage);
+            return fail(&msg, FailureKind::Unreachable, Exit::Usage);
         }
     };
     let log = logger(out.quiet, "rdmabw server: ");
@@ -107,14 +110,18 @@ pub(super) fn server(
             results::say!("rdmabw: interrupted while waiting for a client");
             Ok(Exit::Interrupted)
         }
-        Err(e) => fail(&format!("accepting a connection: {e}"), Exit::Failed),
+        Err(e) => fail(
+            &format!("accepting a connection: {e}"),
+            FailureKind::Unreachable,
+            Exit::Failed,
+        ),
         Ok(Some(Ok(o))) => print_outcome(&o, out),
         Ok(Some(Err(e))) => {
             let msg = match &e {
                 SessionError::Local(l) => explain_local(l, false),
                 e => for_log(&e.to_string(), LOGGED_ERROR_CHARS),
             };
-            fail(&msg, Exit::of_session(&e))
+            fail(&msg, e.kind(), Exit::of_session(&e))
         }
     }
 }
