@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod report;
+mod why;
 
 use std::process::ExitCode;
 
@@ -39,6 +40,8 @@ Examples:
   railsweep fleet --mode hostnetwork --nodes rail-test=true -D 5 --tclass 41
   # merge saved runs into a markdown table and a PNG chart
   railsweep report host.csv ipvlan.csv -o modes.png
+  # why rail 5 of a saved run failed or is slow: its evidence, layer and fix
+  railsweep explain railsweep-20261206T101500Z.csv --rail 5
 
 Exit status: 0 ok, 1 a rail failed or fell below a threshold, 2 usage or set-up error,
 130 interrupted. Docs: docs/railsweep.md, docs/fleet.md, docs/modes.md.";
@@ -55,6 +58,9 @@ enum Command {
     Compare(Box<orchestrator::compare::CompareArgs>),
     /// Every rail of every pair of a set of pods, in rounds of disjoint pairs, and the suspects.
     Fleet(Box<orchestrator::fleet::FleetArgs>),
+    /// The whole chain of evidence behind saved rails' verdicts: where, what, the error, the
+    /// counters and findings, the layer at fault and the fix.
+    Explain(why::ExplainArgs),
 }
 
 fn main() -> ExitCode {
@@ -62,6 +68,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     exit::status(match cli.command {
         Command::Report(args) => report::run(&args),
+        Command::Explain(args) => why::run(&args),
         Command::Run(args) => block_on(Cluster::Run(args)),
         Command::Compare(args) => block_on(Cluster::Compare(args)),
         Command::Fleet(args) => block_on(Cluster::Fleet(args)),

@@ -130,8 +130,8 @@ pub fn table(rows: &[RailResult], sum: bool) -> Table {
 }
 
 /// The per-rail table: rail, devices on each side (with the GPU allocated with each rail's NIC,
-/// `--mode dra --gpu-align`), GID indexes, Gb/s, % of line rate, status, and a word per counter
-/// finding (`diagnosis`).
+/// `--mode dra --gpu-align`), GID indexes, Gb/s, % of line rate, status, the verdict's layer,
+/// and a word per counter finding (`diagnosis`).
 /// With `sum`, a last line adds up the bandwidth of the measured rails (for `--parallel`).
 /// No colour is used in either style, so `NO_COLOR` has nothing to turn off.
 pub fn table_in(rows: &[RailResult], sum: bool, style: TableStyle) -> Table {
@@ -161,6 +161,7 @@ pub fn table_in(rows: &[RailResult], sum: bool, style: TableStyle) -> Table {
         "Gb/s",
         "% line rate",
         "status",
+        "layer",
         "diagnosis",
     ];
     if lat {
@@ -188,6 +189,7 @@ pub fn table_in(rows: &[RailResult], sum: bool, style: TableStyle) -> Table {
             r.line_rate_pct
                 .map_or_else(|| "-".into(), |p| format!("{p:.1}")),
             r.status.to_string(),
+            r.layer.map_or_else(|| "-".into(), |l| l.to_string()),
             diagnosis(r),
         ];
         if lat {
@@ -218,6 +220,7 @@ pub fn table_in(rows: &[RailResult], sum: bool, style: TableStyle) -> Table {
                 .map_or_else(|| "-".into(), |l| format!("{:.1}", total / l * 100.0)),
             String::new(),
             String::new(),
+            String::new(),
         ];
         if lat {
             cells.insert(6, String::new());
@@ -242,8 +245,9 @@ fn lat_cell(r: &RailResult) -> String {
 }
 
 /// The summary line per network mode (results' [`results::ModeSummary`]), the rails with
-/// counter findings (`findings: rail 1 loss, rail 3 link-flap`), then one line per failed rail
-/// with its error.
+/// counter findings (`findings: rail 1 loss, rail 3 link-flap`), then each rail with a verdict:
+/// a failed rail's error (`rail 2 failed: ...`), a slow rail's evidence, each followed by the
+/// verdict's layer and fix.
 pub fn summary_lines(rows: &[RailResult], generated_by: &str) -> Vec<String> {
     let report = Report::new(generated_by, rows.to_vec());
     let mut lines: Vec<String> = match report.comparison() {
@@ -262,17 +266,24 @@ pub fn summary_lines(rows: &[RailResult], generated_by: &str) -> Vec<String> {
             named.join(", ")
         ));
     }
-    let mut failed: Vec<&RailResult> = rows
+    let mut judged: Vec<&RailResult> = rows
         .iter()
-        .filter(|r| r.status == RailStatus::Failed)
+        .filter(|r| r.status != RailStatus::Ok || r.layer.is_some())
         .collect();
-    failed.sort_by_key(|r| r.rail);
-    for r in failed {
-        lines.push(format!(
-            "rail {} failed: {}",
-            r.rail,
-            r.error.as_deref().unwrap_or("no error recorded")
-        ));
+    judged.sort_by_key(|r| (r.rail, r.status));
+    for r in judged {
+        let said = match r.status {
+            RailStatus::Failed => r.error.as_deref().unwrap_or("no error recorded"),
+            _ => r
+                .evidence
+                .as_deref()
+                .or(r.error.as_deref())
+                .unwrap_or("no reason recorded"),
+        };
+        lines.push(format!("rail {} {}: {said}", r.rail, r.status));
+        if let Some(v) = r.verdict() {
+            lines.push(format!("  layer {}; fix: {}", v.layer, v.fix));
+        }
     }
     lines
 }
@@ -357,6 +368,41 @@ mod tests {
     }
 
     #[test]
+    fn a_rail_with_a_verdict_shows_its_layer_and_fix() {
+        let mut down = row(1, None);
+        down.judge(
+            Some(&results::Cause::RailUnusable {
+                pod: "client-0".into(),
+            }),
+            None,
+        );
+        let rows = vec![row(0, Some(96.88)), down];
+        let text = table_in(&rows, false, TableStyle::Plain).to_string();
+        let words: Vec<&str> = text
+            .lines()
+            .nth(2)
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        assert_eq!(
+            words[words.len() - 3..],
+            ["failed", "node-setup", "-"],
+            "{text}"
+        );
+        let s = summary_lines(&rows, "test");
+        let at = s
+            .iter()
+            .position(|l| l == "rail 1 failed: port down")
+            .unwrap_or_else(|| panic!("{s:?}"));
+        assert!(
+            s[at + 1].starts_with(
+                "  layer node-setup; fix: run `kubectl exec client-0 -- rdmabw probe`"
+            ),
+            "{s:?}"
+        );
+    }
+
+    #[test]
     fn a_plain_table_has_no_box_characters_and_its_columns_apart_by_spaces() {
         let rows = vec![row(0, Some(96.88)), row(1, None)];
         let text = table_in(&rows, true, TableStyle::Plain).to_string();
@@ -369,7 +415,7 @@ mod tests {
         let words: Vec<&str> = lines[1].split_whitespace().collect();
         assert_eq!(
             words,
-            ["0", "net1", "mlx5_0", "net1", "mlx5_0", "3/5", "96.88", "96.9", "ok", "-"],
+            ["0", "net1", "mlx5_0", "net1", "mlx5_0", "3/5", "96.88", "96.9", "ok", "-", "-"],
             "{text}"
         );
         assert!(lines[0].split_whitespace().next() == Some("rail"), "{text}");

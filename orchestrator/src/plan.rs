@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use results::rdmabw::rails::{RailRow, RailsReport};
+use results::Cause;
 
 /// Parse `0,3,5-7` into the sorted, deduplicated rail numbers.
 pub fn parse_rail_list(s: &str) -> Result<Vec<u32>, String> {
@@ -50,23 +51,29 @@ pub struct RailPair {
 impl RailPair {
     /// Why this rail cannot be measured, if it cannot: a side without the rail, a rail that is
     /// not usable there (port down, no GID...), a server rail without an IPv4 address.
-    pub fn problem(&self, client_pod: &str, server_pod: &str) -> Option<String> {
-        let side = |row: &Option<RailRow>, pod: &str| -> Option<String> {
+    pub fn problem(&self, client_pod: &str, server_pod: &str) -> Option<(String, Cause)> {
+        let side = |row: &Option<RailRow>, pod: &str| -> Option<(String, Cause)> {
             let Some(r) = row else {
-                return Some(format!("pod {pod} has no rail {}", self.rail));
+                return Some((
+                    format!("pod {pod} has no rail {}", self.rail),
+                    Cause::RailMissing { pod: pod.into() },
+                ));
             };
             if !r.usable {
-                return Some(format!(
-                    "rail {} in pod {pod} ({}, {}) is not usable: {}",
-                    self.rail,
-                    r.iface,
-                    r.device.as_deref().unwrap_or("no RDMA device"),
-                    r.reason.as_deref().unwrap_or("no reason given")
+                return Some((
+                    format!(
+                        "rail {} in pod {pod} ({}, {}) is not usable: {}",
+                        self.rail,
+                        r.iface,
+                        r.device.as_deref().unwrap_or("no RDMA device"),
+                        r.reason.as_deref().unwrap_or("no reason given")
+                    ),
+                    Cause::RailUnusable { pod: pod.into() },
                 ));
             }
             None
         };
-        let mut problems: Vec<String> = [
+        let mut problems: Vec<(String, Cause)> = [
             side(&self.client, client_pod),
             side(&self.server, server_pod),
         ]
@@ -76,14 +83,21 @@ impl RailPair {
         if problems.is_empty() {
             if let Some(s) = &self.server {
                 if s.ipv4.is_none() {
-                    problems.push(format!(
-                        "rail {} in pod {server_pod} ({}) has no IPv4 address to connect to",
-                        self.rail, s.iface
+                    problems.push((
+                        format!(
+                            "rail {} in pod {server_pod} ({}) has no IPv4 address to connect to",
+                            self.rail, s.iface
+                        ),
+                        Cause::RailUnusable {
+                            pod: server_pod.into(),
+                        },
                     ));
                 }
             }
         }
-        (!problems.is_empty()).then(|| problems.join("; "))
+        let cause = problems.first()?.1.clone();
+        let words: Vec<String> = problems.into_iter().map(|(w, _)| w).collect();
+        Some((words.join("; "), cause))
     }
 }
 
@@ -187,19 +201,22 @@ pub(crate) mod tests {
             vec![0, 1, 2]
         );
         assert_eq!(pairs[0].problem("podA", "podB"), None);
-        let p1 = pairs[1].problem("podA", "podB").expect("down");
+        let (p1, c1) = pairs[1].problem("podA", "podB").expect("down");
         assert!(
             p1.contains("port state DOWN") && p1.contains("podB"),
             "{p1}"
         );
-        let p2 = pairs[2].problem("podA", "podB").expect("missing");
+        assert_eq!(c1, Cause::RailUnusable { pod: "podB".into() });
+        let (p2, c2) = pairs[2].problem("podA", "podB").expect("missing");
         assert_eq!(p2, "pod podA has no rail 2");
+        assert_eq!(c2, Cause::RailMissing { pod: "podA".into() });
 
         let sel = pair_rails(&a, &b, Some(&[0, 9]));
         assert_eq!(sel.len(), 2);
         assert!(sel[1]
             .problem("podA", "podB")
             .expect("absent")
+            .0
             .contains("no rail 9"));
     }
 }

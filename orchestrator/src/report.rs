@@ -120,7 +120,7 @@ fn parse_label(s: &str) -> Result<(String, String), String> {
 }
 
 /// `--max-input-bytes`' default: 256 MiB, a fleet of a thousand nodes' rows many times over.
-const DEFAULT_MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
 
 fn parse_max_input_bytes(s: &str) -> Result<u64, String> {
     match s.parse::<u64>() {
@@ -132,7 +132,7 @@ fn parse_max_input_bytes(s: &str) -> Result<u64, String> {
 /// The rows of one input (a file, or `-` for stdin), at most `max_bytes` of it: each row that
 /// breaks a rule of the record (a value out of range) named on stderr and left out, the
 /// rest read ([`results::read_str_lenient`]); the number left out beside them.
-fn load(path: &Path, max_bytes: u64) -> Result<(Vec<results::RailResult>, usize)> {
+pub(crate) fn load(path: &Path, max_bytes: u64) -> Result<(Vec<results::RailResult>, usize)> {
     let (text, name) = if path.as_os_str() == "-" {
         let name = "<stdin>".to_string();
         let text = results::read_capped(std::io::stdin().lock(), &name, max_bytes);
@@ -176,7 +176,7 @@ fn too_large(e: results::ResultsError, what: &str, max_bytes: u64) -> anyhow::Er
 /// A mistake in the arguments that clap cannot see (exit 2, as clap's own).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct UsageError(String);
+pub struct UsageError(pub(crate) String);
 
 /// The output format: `--format`, else the one `-o`'s extension names, else markdown. An `-o`
 /// whose extension names no format, without `--format`, is an error that lists them.

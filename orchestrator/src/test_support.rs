@@ -58,5 +58,8 @@ pub(crate) fn row(client: &str, server: &str, rail: u32, bw: Option<f64>) -> Rai
         software_rdma: None,
         client_tool: None,
         server_tool: None,
+        layer: None,
+        evidence: None,
+        fix: None,
     }
 }

@@ -729,3 +729,70 @@ fn an_input_over_max_input_bytes_is_refused_naming_the_flag() {
     assert_ne!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert_says(&out.stderr, "read 48 rows");
 }
+
+/// A saved run with a verdict on two rails: `report` reprints it, `explain --rail` prints the
+/// chain of evidence of one, and a rail the file does not have is a usage error naming those
+/// it has.
+#[test]
+fn report_and_explain_reprint_a_saved_rails_verdict() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rows = rows_of(&NetworkMode::HostNetwork);
+    let (down, slow) = (rows[2].rail, rows[3].rail);
+    rows[2] = rows[2].clone().failed_because(
+        "rail 2 in pod rdmabw-server-hn (rdma2, mlx5_2) is not usable: port state DOWN",
+    );
+    rows[2].judge(
+        Some(&results::Cause::RailUnusable {
+            pod: "rdmabw-server-hn".into(),
+        }),
+        None,
+    );
+    rows[3].status = results::RailStatus::BelowThreshold;
+    rows[3].judge(None, None);
+    let path = dir.path().join("railsweep-RUN1.csv");
+    write_csv(std::fs::File::create(&path).expect("create"), &rows).expect("write");
+
+    let out = railsweep(&["report", path_str(&path)]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_says(&out.stdout, "## Verdicts");
+    assert_says(
+        &out.stdout,
+        &format!("rail {down} (gpu-node-01 mlx5_2 -> gpu-node-02 mlx5_2): **failed**, layer `node-setup`"),
+    );
+
+    let out = railsweep(&["explain", path_str(&path), "--rail", &down.to_string()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    for said in [
+        &format!("rail {down} of run sweep-0601-host (hostnetwork, cluster h100-lab-a)"),
+        "  client: pod rdmabw-client-hn on gpu-node-01, rdma2 mlx5_2 GID 3",
+        "  status: failed",
+        "  error: rail 2 in pod rdmabw-server-hn (rdma2, mlx5_2) is not usable: port state DOWN",
+        "  verdict: failed at node-setup",
+        "    fix: run `kubectl exec rdmabw-server-hn -- rdmabw probe`",
+    ] {
+        assert!(t.contains(said), "expected {said:?} in:\n{t}");
+    }
+    assert!(!t.contains(&format!("rail {slow} of run")), "{t}");
+
+    // Without --rail: every rail with a verdict; by run id, from this directory.
+    let out = Command::new(env!("CARGO_BIN_EXE_railsweep"))
+        .args(["explain", "RUN1"])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(
+        t.contains(&format!("rail {down} of run")) && t.contains(&format!("rail {slow} of run")),
+        "{t}"
+    );
+    assert!(t.contains("verdict: below_threshold at unknown"), "{t}");
+    assert_eq!(t.matches(" of run ").count(), 2, "{t}");
+
+    let out = railsweep(&["explain", path_str(&path), "--rail", "99"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_says(&out.stderr, "--rail 99: no row of rail 99 in ");
+    assert_says(&out.stderr, "(rails there: 0, 1, 2, 3");
+}

@@ -59,6 +59,7 @@ mod replace;
 mod sink;
 pub mod stats;
 mod summary;
+pub mod verdict;
 
 pub use countersio::{counters_csv_path, write_counters_csv, COUNTERS_HEADER};
 pub use csvio::{
@@ -84,6 +85,7 @@ pub use record::{
 pub use replace::replace_file;
 pub use sink::RowSink;
 pub use summary::{Comparison, ModeSummary, RailDiff, Report, Series};
+pub use verdict::{judge, Cause, FleetBlame, Layer, Verdict};
 pub use wire::threshold;
 pub use wire::threshold::{above_max_p99, below_threshold, percent_of_line_rate, threshold_gbps};
 /// The build's version (`0.1.0+cd06ab8`): [`wire::VERSION`].

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::rdmabw::counters::{CounterReport, Finding, FindingKind};
 use crate::rdmabw::params::PollMode;
 use crate::threshold::{below_threshold, percent_of_line_rate};
+use crate::verdict::{judge, Cause, FleetBlame, Layer, Verdict};
 pub use wire::{check_number, InvalidRecord, MemoryKind};
 
 /// Version of the record layout written by this crate.
@@ -28,8 +29,9 @@ pub use wire::{check_number, InvalidRecord, MemoryKind};
 /// `lat_p50_us`, `lat_p99_us` and `lat_max_us` (railsweep `--test bw,lat`); version 7
 /// `software_rdma` (whether the figures measure an emulated RDMA device); version 8
 /// `client_tool` and `server_tool` (which program ran each end: rdmabw or perftest's
-/// ib_write_bw).
-pub const SCHEMA_VERSION: u32 = 8;
+/// ib_write_bw); version 9 `layer`, `evidence` and `fix` (the per-rail verdict,
+/// [`crate::verdict`]).
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// Fields added after version 1, with the version that added them: a file of an
 /// older version has no column (no key) for them, and its rows read with the
@@ -50,6 +52,9 @@ pub const ADDED_FIELDS: &[(&str, u32)] = &[
     ("software_rdma", 7),
     ("client_tool", 8),
     ("server_tool", 8),
+    ("layer", 9),
+    ("evidence", 9),
+    ("fix", 9),
 ];
 
 /// True when a file of `version` must have field `name`.
@@ -324,9 +329,40 @@ pub struct RailResult {
     /// an rdmabw client that found perftest on the other end).
     #[serde(default)]
     pub server_tool: Option<String>,
+    /// Where the rail's fault is (`pod-spec`, `node-setup`, `nic-port`, `path`, `peer`,
+    /// `tool`, `unknown`: [`Layer`]): set on every rail that is not `ok`, and on an `ok` rail
+    /// that a counter finding names a fault on (loss on a rail at line rate). Empty on a clean
+    /// rail, and in an older file. [`crate::verdict::judge`] decides it.
+    #[serde(default)]
+    pub layer: Option<Layer>,
+    /// The one line of evidence for `layer`.
+    #[serde(default)]
+    pub evidence: Option<String>,
+    /// What to do about it.
+    #[serde(default)]
+    pub fix: Option<String>,
 }
 
 impl RailResult {
+    /// Set the row's verdict (`layer`, `evidence`, `fix`) from [`judge`], replacing any it
+    /// had: call it once the row's status, error and findings are final, with the typed cause
+    /// of a failure where the caller knows one.
+    pub fn judge(&mut self, cause: Option<&Cause>, fleet: Option<&FleetBlame>) {
+        let v = judge(self, cause, fleet);
+        self.layer = v.as_ref().map(|v| v.layer);
+        self.evidence = v.as_ref().map(|v| v.evidence.clone());
+        self.fix = v.map(|v| v.fix);
+    }
+
+    /// The row's verdict, as [`RailResult::judge`] set it (or a file had it).
+    pub fn verdict(&self) -> Option<Verdict> {
+        Some(Verdict {
+            layer: self.layer?,
+            evidence: self.evidence.clone().unwrap_or_default(),
+            fix: self.fix.clone().unwrap_or_default(),
+        })
+    }
+
     /// The names of the fields in schema order (the CSV header after
     /// `schema_version`), taken from the type's serde derive.
     pub fn field_names() -> &'static [&'static str] {

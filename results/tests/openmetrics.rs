@@ -75,3 +75,43 @@ fn a_slow_pair_is_below_the_rails_fleet_median_and_the_latest_row_counts() {
     assert_eq!(oks, 8, "{text}");
     assert!(text.ends_with("# EOF\n"));
 }
+
+#[test]
+fn the_verdicts_layer_and_the_latency_are_samples() {
+    let mut report = fleet();
+    let n = report.rows.len();
+    report.rows[n - 1].judge(
+        None,
+        Some(&results::FleetBlame::Node {
+            node: "n2".into(),
+            pct_of_fleet: Some(40.0),
+        }),
+    );
+    report.rows[0].lat_p99_us = Some(4.5);
+    let text = String::from_utf8(
+        Format::OpenMetrics
+            .exporter()
+            .serialize(&report)
+            .expect("exports"),
+    )
+    .expect("utf-8");
+    let verdicts: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("railbench_rail_verdict{"))
+        .collect();
+    assert_eq!(verdicts.len(), 1, "{text}");
+    assert!(
+        verdicts[0].contains("client_node=\"n2\"")
+            && verdicts[0].contains("layer=\"peer\"")
+            && verdicts[0].ends_with(" 1.0"),
+        "{}",
+        verdicts[0]
+    );
+    assert_eq!(
+        value(&text, "railbench_rail_latency_p99_us", "n0", 0),
+        Some(4.5)
+    );
+    assert_eq!(value(&text, "railbench_rail_latency_p99_us", "n1", 0), None);
+    // No row has a median latency: that family is left out.
+    assert!(!text.contains("railbench_rail_latency_p50_us"), "{text}");
+}

@@ -90,7 +90,7 @@ fn csv_missing_optional_column_is_still_an_error() {
 
 #[test]
 fn csv_unknown_column_is_an_error() {
-    let text = fixture_csv().replacen("server_tool\n", "server_tool,extra\n", 1);
+    let text = fixture_csv().replacen("fix\n", "fix,extra\n", 1);
     let text = text
         .lines()
         .enumerate()
@@ -106,7 +106,7 @@ fn csv_unknown_column_is_an_error() {
     let e = err(&text, "a.csv");
     assert_eq!(
         e.to_string(),
-        "a.csv:1:49: unknown column `extra` (schema_version 8 has no such column)"
+        "a.csv:1:52: unknown column `extra` (schema_version 9 has no such column)"
     );
 }
 
@@ -114,24 +114,21 @@ fn csv_unknown_column_is_an_error() {
 fn csv_newer_schema_is_refused_before_column_checks() {
     // A newer schema typically has columns this one does not know; the
     // version is what the user needs to hear about.
-    let text = set_cell(&fixture_csv(), 0, "schema_version", "9").replacen(
-        "server_tool\n",
-        "server_tool,new_field\n",
-        1,
-    );
+    let text =
+        set_cell(&fixture_csv(), 0, "schema_version", "10").replacen("fix\n", "fix,new_field\n", 1);
     let e = err(&text, "new.csv");
     assert!(
-        matches!(e, ResultsError::NewerSchema { found: 9, .. }),
+        matches!(e, ResultsError::NewerSchema { found: 10, .. }),
         "{e:?}"
     );
-    assert_starts(&e.to_string(), "new.csv:2:1: schema_version 9 is newer");
+    assert_starts(&e.to_string(), "new.csv:2:1: schema_version 10 is newer");
 }
 
 #[test]
 fn csv_newer_schema_on_a_later_row_is_refused() {
-    let text = set_cell(&fixture_csv(), 2, "schema_version", "9");
+    let text = set_cell(&fixture_csv(), 2, "schema_version", "10");
     let e = err(&text, "mixed.csv");
-    assert_starts(&e.to_string(), "mixed.csv:4:1: schema_version 9 is newer");
+    assert_starts(&e.to_string(), "mixed.csv:4:1: schema_version 10 is newer");
 }
 
 #[test]
@@ -178,19 +175,19 @@ fn csv_short_row_is_an_error() {
     let e = err(&text, "a.csv").to_string();
     assert_starts(
         &e,
-        "a.csv:5:4: row has 3 cells but the header has 48 columns",
+        "a.csv:5:4: row has 3 cells but the header has 51 columns",
     );
 }
 
 #[test]
 fn json_newer_schema_names_file_line_column() {
-    let text = fixture_json().replacen("\"schema_version\": 8", "\"schema_version\": 9", 1);
+    let text = fixture_json().replacen("\"schema_version\": 9", "\"schema_version\": 10", 1);
     let e = err(&text, "new.json");
     assert!(
-        matches!(e, ResultsError::NewerSchema { found: 9, .. }),
+        matches!(e, ResultsError::NewerSchema { found: 10, .. }),
         "{e:?}"
     );
-    assert_starts(&e.to_string(), "new.json:2:21: schema_version 9 is newer");
+    assert_starts(&e.to_string(), "new.json:2:21: schema_version 10 is newer");
 }
 
 #[test]
@@ -305,7 +302,7 @@ fn poll_and_cpu_per_gb_round_trip_through_csv() {
     assert!(
         text.lines()
             .nth(1)
-            .is_some_and(|l| l.ends_with(",event,0.125,,,,,,,,,,")),
+            .is_some_and(|l| l.ends_with(",event,0.125,,,,,,,,,,,,,")),
         "{text}"
     );
     assert_eq!(read_str(&text, "rt.csv").expect("reads back"), rows);
@@ -322,7 +319,7 @@ fn a_list_cell_that_is_not_json_names_its_column() {
 
 #[test]
 fn a_version_1_json_file_reads_without_the_new_keys() {
-    let text = fixture_json().replacen("\"schema_version\": 8", "\"schema_version\": 1", 1);
+    let text = fixture_json().replacen("\"schema_version\": 9", "\"schema_version\": 1", 1);
     let text = without_gpu_keys(&without_lat_keys(&text))
         .replace(",\n      \"poll\": null,\n      \"cpu_s_per_gb\": null", "")
         .replace(",\n      \"diagnosis\": [],\n      \"counters\": []", "")
@@ -340,8 +337,8 @@ fn a_version_1_json_file_reads_without_the_new_keys() {
         .contains("missing column `diagnosis`"));
 }
 
-/// The keys versions 6, 7 and 8 added (each row's last six): the latency, `software_rdma`
-/// and the tools.
+/// The keys versions 6 to 9 added (each row's last nine): the latency, `software_rdma`, the
+/// tools and the verdict.
 const LAT_KEYS: &[&str] = &[
     "lat_p50_us",
     "lat_p99_us",
@@ -349,9 +346,12 @@ const LAT_KEYS: &[&str] = &[
     "software_rdma",
     "client_tool",
     "server_tool",
+    "layer",
+    "evidence",
+    "fix",
 ];
 
-/// A JSON results text without the keys versions 6, 7 and 8 added (each row's last six, all
+/// A JSON results text without the keys versions 6 to 9 added (each row's last nine, all
 /// null).
 fn without_lat_keys(json: &str) -> String {
     let gone = LAT_KEYS.iter().fold(json.to_string(), |t, k| {
@@ -387,7 +387,7 @@ fn a_version_5_file_reads_without_the_latency_columns() {
     );
     // And its JSON, without the keys, claiming version 5.
     let json = without_lat_keys(&fixture_json()).replacen(
-        "\"schema_version\": 8",
+        "\"schema_version\": 9",
         "\"schema_version\": 5",
         1,
     );
@@ -405,13 +405,13 @@ fn latency_round_trips_through_csv_and_json() {
     let text = String::from_utf8(buf).expect("utf-8");
     assert!(
         text.lines().next().is_some_and(|l| l
-            .ends_with(",lat_p50_us,lat_p99_us,lat_max_us,software_rdma,client_tool,server_tool")),
+            .ends_with(",lat_p50_us,lat_p99_us,lat_max_us,software_rdma,client_tool,server_tool,layer,evidence,fix")),
         "{text}"
     );
     assert!(
         text.lines()
             .nth(1)
-            .is_some_and(|l| l.ends_with(",3.5,4.25,19.0,,,")),
+            .is_some_and(|l| l.ends_with(",3.5,4.25,19.0,,,,,,")),
         "{text}"
     );
     assert_eq!(read_str(&text, "rt.csv").expect("reads back"), rows);
@@ -465,7 +465,7 @@ fn a_version_3_file_reads_without_the_gpu_columns() {
     assert!(err(&json, "a.json")
         .to_string()
         .contains("missing column `client_gpu`"));
-    let json = json.replacen("\"schema_version\": 8", "\"schema_version\": 3", 1);
+    let json = json.replacen("\"schema_version\": 9", "\"schema_version\": 3", 1);
     let rows = read_str(&json, "old.json").expect("a version 3 JSON file reads");
     assert_eq!(rows, common::fixture_rows()[..3].to_vec());
 }
@@ -484,7 +484,7 @@ fn each_sides_gpu_and_its_root_round_trip_through_csv_and_json() {
     assert!(
         text.lines()
             .nth(1)
-            .is_some_and(|l| l.ends_with(",gpu-3,pci0000:4c,gpu-0,,,,,,,")),
+            .is_some_and(|l| l.ends_with(",gpu-3,pci0000:4c,gpu-0,,,,,,,,,,")),
         "{text}"
     );
     assert!(

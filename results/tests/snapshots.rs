@@ -181,12 +181,15 @@ fn a_version_1_fixture_reads_and_rewrites_as_the_current_version_row_for_row() {
                 "software_rdma".into(),
                 "client_tool".into(),
                 "server_tool".into(),
+                "layer".into(),
+                "evidence".into(),
+                "fix".into(),
             ]);
         } else {
             assert_eq!(want[0], "1", "a version 1 row");
             want[0] = results::SCHEMA_VERSION.to_string();
             want.insert(after_qps, "false".into());
-            want.extend(std::iter::repeat_n(String::new(), 13));
+            want.extend(std::iter::repeat_n(String::new(), 16));
         }
         assert_eq!(
             &want,
@@ -261,9 +264,7 @@ fn markdown_says_which_gpu_sits_with_each_rail_when_rows_have_one() {
     ))
     .expect("utf-8");
     let at = md.find("## GPU of each rail").expect("a GPU section");
-    let section = &md[at..md[at..]
-        .find("## Failed rails")
-        .map_or(md.len(), |e| at + e)];
+    let section = &md[at..md[at..].find("## Verdicts").map_or(md.len(), |e| at + e)];
     let lines: Vec<&str> = section.lines().filter(|l| l.starts_with("| ")).collect();
     assert_eq!(
         lines,

@@ -7,7 +7,7 @@ use results::rdmabw::lat::LatReport;
 use results::rdmabw::rails::{Attachment, RailRow};
 use results::rdmabw::report::BwReport;
 use results::rdmabw::{AskedTest, EndFacts, RdmabwRun};
-use results::{rfc3339_utc, MemoryKind, NetworkMode, RailResult};
+use results::{rfc3339_utc, Cause, MemoryKind, NetworkMode, RailResult};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -43,7 +43,10 @@ impl Drop for CountTime<'_> {
 
 pub(super) enum Attempt {
     Measured(Box<BwReport>),
+    /// Failed, in words, with the report where one came (its `error_kind` the cause).
     Failed(String, Option<Box<BwReport>>),
+    /// Failed with no report, for a cause railsweep saw itself.
+    Broke(String, Cause),
     Interrupted,
 }
 
@@ -52,7 +55,7 @@ pub(super) enum Ran {
     /// It ended (whatever its exit code): its output.
     Done(Output),
     /// It could not run, or railsweep stopped it: why.
-    Failed(String),
+    Failed(String, Cause),
     /// Ctrl-C.
     Interrupted,
 }
@@ -200,9 +203,10 @@ impl<'a, R: Runner> Sweep<'a, R> {
         {
             Ran::Done(out) => match rdmabw::parse_client(&out) {
                 ClientOutcome::Measured(rep) => Attempt::Measured(rep),
+                ClientOutcome::Failed(why, None) => Attempt::Broke(why, Cause::NoReport),
                 ClientOutcome::Failed(why, rep) => Attempt::Failed(why, rep),
             },
-            Ran::Failed(why) => Attempt::Failed(why, None),
+            Ran::Failed(why, cause) => Attempt::Broke(why, cause),
             Ran::Interrupted => Attempt::Interrupted,
         }
     }
@@ -305,7 +309,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
                 ClientOutcome::Measured(rep) => Attempt::Measured(rep),
                 ClientOutcome::Failed(why, rep) => Attempt::Failed(words(why), rep),
             },
-            Ran::Failed(why) => Attempt::Failed(words(why.clone()), None),
+            Ran::Failed(why, cause) => Attempt::Broke(words(why.clone()), cause.clone()),
             Ran::Interrupted => Attempt::Interrupted,
         }
     }
@@ -454,7 +458,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
         };
         match ran {
             Ran::Interrupted => Attempt::Interrupted,
-            Ran::Failed(why) => with_server(why),
+            Ran::Failed(why, _) => with_server(why),
             Ran::Done(out) if !out.exit.success() => {
                 let tail = out.stderr_tail(3);
                 let said = if tail.is_empty() {
@@ -506,7 +510,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
             .await
         {
             Ran::Done(out) => Some(rdmabw::parse_lat(&out)),
-            Ran::Failed(why) => Some(Err(why)),
+            Ran::Failed(why, _) => Some(Err(why)),
             Ran::Interrupted => None,
         }
     }
@@ -555,14 +559,14 @@ impl<'a, R: Runner> Sweep<'a, R> {
         drop(turn);
         let mut spawned = match spawned {
             Ok(s) => s,
-            Err(e) => return Ran::Failed(crate::exit::words(&e)),
+            Err(e) => return Ran::Failed(crate::exit::words(&e), Cause::NoReport),
         };
         let _count = CountTime(&self.clients_s, Instant::now());
         tokio::select! {
             r = &mut spawned.done => match r {
                 Ok(Ok(out)) => Ran::Done(out),
-                Ok(Err(e)) => Ran::Failed(format!("lost the client in pod {pod}: {}", crate::exit::words(&e))),
-                Err(e) => Ran::Failed(format!("lost the client in pod {pod}: {e}")),
+                Ok(Err(e)) => Ran::Failed(format!("lost the client in pod {pod}: {}", crate::exit::words(&e)), Cause::NoReport),
+                Err(e) => Ran::Failed(format!("lost the client in pod {pod}: {e}"), Cause::NoReport),
             },
             _ = tokio::time::sleep(deadline) => {
                 let words = stop_process(self.runner, pod, spawned.pid, &mut spawned.done, "client").await;
@@ -586,11 +590,14 @@ impl<'a, R: Runner> Sweep<'a, R> {
 
     /// A client that could not even be started within the rail's `deadline`.
     fn start_failure(&self, deadline: Duration) -> Ran {
-        Ran::Failed(format!(
-            "could not start the client in pod {} within the rail's deadline of {:.0} s",
-            self.prep.pods.client,
-            deadline.as_secs_f64()
-        ))
+        Ran::Failed(
+            format!(
+                "could not start the client in pod {} within the rail's deadline of {:.0} s",
+                self.prep.pods.client,
+                deadline.as_secs_f64()
+            ),
+            Cause::Timeout,
+        )
     }
 
     /// The deadline message of a rail whose client railsweep stopped.
@@ -602,12 +609,15 @@ impl<'a, R: Runner> Sweep<'a, R> {
             .unwrap_or_default();
         let margin = self.cfg.margin.as_secs_f64();
         let test_s = deadline.as_secs_f64() - margin;
-        Ran::Failed(format!(
+        Ran::Failed(
+            format!(
             "no result within the rail's deadline of {:.0} s ({} s test + {} s margin); railsweep stopped the client{last}",
             deadline.as_secs_f64(),
             results::rdmabw::flags::fmt_num((test_s * 1000.0).round() / 1000.0),
             margin
-        ))
+            ),
+            Cause::Timeout,
+        )
     }
 
     /// One test through the client pod's `rdmabw batch` (started on first use, and again
@@ -630,7 +640,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
             drop(turn);
             match started {
                 Ok(b) => *slot = Batch::Running(b),
-                Err(e) => return Some(Ran::Failed(crate::exit::words(&e))),
+                Err(e) => return Some(Ran::Failed(crate::exit::words(&e), Cause::NoReport)),
             }
         }
         let Batch::Running(b) = &mut *slot else {
@@ -694,12 +704,18 @@ impl<'a, R: Runner> Sweep<'a, R> {
 
     pub(super) async fn rail(&self, pair: RailPair) -> RailEnd {
         let rail = pair.rail;
-        if let Some(problem) = pair.problem(&self.prep.pods.client, &self.prep.pods.server) {
+        if let Some((problem, cause)) = pair.problem(&self.prep.pods.client, &self.prep.pods.server)
+        {
             self.progress.finish(rail, "not measured");
-            return RailEnd::Row(Box::new(self.failed_row(&pair, problem, None)));
+            return RailEnd::Row(Box::new(self.failed_row(
+                &pair,
+                problem,
+                None,
+                Some(&cause),
+            )));
         }
         let attempts = self.cfg.retries + 1;
-        let mut last: (String, Option<Box<BwReport>>) = (String::new(), None);
+        let mut last: (String, Option<Box<BwReport>>, Option<Cause>) = (String::new(), None, None);
         let mut n = 0;
         while n < attempts {
             n += 1;
@@ -717,7 +733,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
                 }
             }
             if let Err(e) = self.ensure_server().await {
-                last = (e, None);
+                last = (e, None, Some(Cause::ServerEnded));
                 continue;
             }
             self.progress.start(
@@ -728,7 +744,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
                     format!("attempt {n}")
                 },
             );
-            match self.attempt(&pair).await {
+            let (mut why, rep, mut cause) = match self.attempt(&pair).await {
                 Attempt::Measured(rep) => {
                     let mut row = self.measured_row(&pair, &rep);
                     if let Some(lat) = &self.cfg.latency {
@@ -749,23 +765,29 @@ impl<'a, R: Runner> Sweep<'a, R> {
                     self.progress.finish(rail, "interrupted");
                     return RailEnd::Interrupted(rail);
                 }
-                Attempt::Failed(mut why, rep) => {
-                    if let Some(end) = self.server.ended(DAEMON_END_GRACE).await {
-                        why.push_str(&format!(
-                            "; the server daemon in pod {} had ended ({end})",
-                            self.prep.pods.server
-                        ));
-                    }
-                    last = (why, rep);
-                }
+                Attempt::Broke(why, cause) => (why, None, Some(cause)),
+                Attempt::Failed(why, rep) => (why, rep, None),
+            };
+            if let Some(end) = self.server.ended(DAEMON_END_GRACE).await {
+                why.push_str(&format!(
+                    "; the server daemon in pod {} had ended ({end})",
+                    self.prep.pods.server
+                ));
+                cause = Some(Cause::ServerEnded);
             }
+            last = (why, rep, cause);
         }
-        let (mut why, rep) = last;
+        let (mut why, rep, cause) = last;
         if attempts > 1 {
             why = format!("{why} (after {attempts} attempts)");
         }
         self.progress.finish(rail, "failed");
-        RailEnd::Row(Box::new(self.failed_row(&pair, why, rep.as_deref())))
+        RailEnd::Row(Box::new(self.failed_row(
+            &pair,
+            why,
+            rep.as_deref(),
+            cause.as_ref(),
+        )))
     }
 
     /// Measure the latency of `pair`'s rail after its bandwidth (`--test bw,lat`) into `row`,
@@ -802,7 +824,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
         if attempts > 1 {
             why = format!("{why} (after {attempts} attempts)");
         }
-        row.latency_failed(&why);
+        row.latency_failed(&why, None);
         true
     }
 
@@ -883,12 +905,19 @@ impl<'a, R: Runner> Sweep<'a, R> {
         row
     }
 
+    /// The row of a rail that failed, saying `error`; its verdict from `cause` where railsweep
+    /// saw one itself, else from the report's `error_kind`.
     pub(super) fn failed_row(
         &self,
         pair: &RailPair,
         error: String,
         rep: Option<&BwReport>,
+        cause: Option<&Cause>,
     ) -> RailResult {
-        self.row_facts(pair).failed_row(rep, &error)
+        let mut row = self.row_facts(pair).failed_row(rep, &error);
+        if cause.is_some() {
+            row.judge(cause, None);
+        }
+        row
     }
 }

@@ -12,6 +12,11 @@
 //! - `railbench_rail_line_rate_percent`: in percent of the line rate, where it is known;
 //! - `railbench_rail_ok`: 1 when the rail's status is ok, 0 when it fell below its threshold or
 //!   failed; `railbench_rail_status{status}` says which, 1 for the one that holds;
+//! - `railbench_rail_verdict{layer}`: 1, on a rail whose verdict names a layer (`pod-spec`,
+//!   `node-setup`, `nic-port`, `path`, `peer`, `tool`, `unknown`: [`crate::verdict`]); absent on
+//!   a clean rail;
+//! - `railbench_rail_latency_p50_us`, `_p99_us`, `_max_us`: the one-way latency where it was
+//!   measured (railsweep `--test bw,lat`; the families are left out when no row has one);
 //! - `railbench_rail_findings`: how many findings the counters and the diagnosis made;
 //! - `railbench_rail_checked_timestamp_seconds`: when it was measured (Unix seconds; samples
 //!   carry no timestamps, which the textfile collector refuses).
@@ -157,6 +162,47 @@ impl Exporter for OpenMetricsExporter {
                 }
             },
         )?;
+        text.family(
+            "rail_verdict",
+            "The layer the rail's verdict names (pod-spec, node-setup, nic-port, path, peer, \
+             tool, unknown): 1, on rails that have one",
+            |f| {
+                for r in &rows {
+                    if let Some(layer) = r.layer {
+                        let mut ls = labels(r);
+                        ls.push(("layer", layer.as_str().to_string()));
+                        f.get_or_create(&ls).set(1.0);
+                    }
+                }
+            },
+        )?;
+        for (name, help, value) in [
+            (
+                "rail_latency_p50_us",
+                "Median one-way RDMA WRITE latency, microseconds (railsweep --test bw,lat)",
+                (|r: &RailResult| r.lat_p50_us) as fn(&RailResult) -> Option<f64>,
+            ),
+            (
+                "rail_latency_p99_us",
+                "99th percentile of the one-way latency, microseconds",
+                |r: &RailResult| r.lat_p99_us,
+            ),
+            (
+                "rail_latency_max_us",
+                "Largest one-way latency measured, microseconds",
+                |r: &RailResult| r.lat_max_us,
+            ),
+        ] {
+            if rows.iter().any(|r| value(r).is_some()) {
+                text.family(name, help, |f| {
+                    for r in &rows {
+                        if let Some(v) = value(r) {
+                            f.get_or_create(&labels(r)).set(v);
+                        }
+                    }
+                })?;
+            }
+        }
         text.family(
             "rail_findings",
             "Findings of the rail's counters and diagnosis",

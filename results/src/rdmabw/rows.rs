@@ -9,6 +9,7 @@ use super::lat::LatReport;
 use super::rails::rail_number;
 use super::report::{BwReport, EndpointReport, Role, TestStatus};
 use crate::record::{rfc3339_utc, MemoryKind, NetworkMode, RailResult, RailStatus};
+use crate::verdict::Cause;
 
 /// What a results row needs and a [`BwReport`] does not hold: the run it belongs to, when it
 /// was measured, and where; for railsweep also its pods, nodes and rail, and the test it asked
@@ -125,6 +126,11 @@ impl RdmabwRun {
         let mut row = self.row(rep);
         row.error = Some(if error.is_empty() { "failed" } else { error }.to_string());
         row.classify(self.threshold(rep, row.line_rate_gbps));
+        let cause = rep.and_then(|r| {
+            r.error_kind
+                .map(|kind| Cause::Rdmabw { kind, side: r.role })
+        });
+        row.judge(cause.as_ref(), None);
         row
     }
 
@@ -266,6 +272,9 @@ impl RdmabwRun {
             },
             client_tool: client_tool.or_else(|| self.client.tool.clone()),
             server_tool: server_tool.or_else(|| self.server.tool.clone()),
+            layer: None,
+            evidence: None,
+            fix: None,
         }
     }
 }
@@ -337,6 +346,7 @@ impl RdmabwRun {
                     row.status = RailStatus::BelowThreshold;
                     row.error.clone_from(&report.error);
                 }
+                row.judge(None, None);
                 row
             })
             .collect()
@@ -350,7 +360,7 @@ impl RailResult {
     /// reason, if it had one); a failed rail stays failed.
     pub fn add_latency(&mut self, rep: &LatReport, max_p99_us: Option<f64>) {
         let Some(last) = rep.results.last() else {
-            self.latency_failed("rdmabw lat reported no result rows");
+            self.latency_failed("rdmabw lat reported no result rows", Some(&Cause::NoReport));
             return;
         };
         self.lat_p50_us = Some(last.p50_us);
@@ -371,17 +381,19 @@ impl RailResult {
             Some(bw) if !bw.is_empty() => format!("{bw}; {why}"),
             _ => why,
         });
+        self.judge(None, None);
     }
 
     /// Record that the rail's latency test failed, saying `why`: the rail is `failed` (it was
     /// asked for and not measured), its bandwidth figures kept.
-    pub fn latency_failed(&mut self, why: &str) {
+    pub fn latency_failed(&mut self, why: &str, cause: Option<&Cause>) {
         self.status = RailStatus::Failed;
         let why = format!("latency: {why}");
         self.error = Some(match self.error.take() {
             Some(e) if !e.is_empty() => format!("{e}; {why}"),
             _ => why,
         });
+        self.judge(cause, None);
     }
 }
 
@@ -666,7 +678,7 @@ mod tests {
         assert_eq!(unjudged.status, RailStatus::Ok);
         // A latency test that failed fails the rail, keeping its bandwidth.
         let mut failed = row;
-        failed.latency_failed("the server runs no latency tests");
+        failed.latency_failed("the server runs no latency tests", None);
         assert_eq!(failed.status, RailStatus::Failed);
         assert_eq!(failed.bw_avg_gbps, Some(4.0));
         assert_eq!(

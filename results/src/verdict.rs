@@ -1,0 +1,396 @@
+//! The per-rail verdict: which layer a rail's fault is in, the one line of evidence that says
+//! so, and the fix.
+//!
+//! A row's `status` says whether the rail passed (`ok`, `below_threshold`, `failed`); its
+//! verdict says where to look. [`judge`] is the one function that decides it, from typed
+//! evidence only: the [`Cause`] of a failure (railsweep's own, or the [`FailureKind`] rdmabw's
+//! report names), the counter findings of the row, and what a fleet's comparison of pairs
+//! says ([`FleetBlame`]). Error texts are shown, never read. The rules, in the order they are
+//! tried, with their reasons, are the table in docs/railsweep.md ("Verdicts"); each has a
+//! unit test below.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::rdmabw::counters::{Finding, FindingKind};
+use crate::rdmabw::params::Role;
+use crate::rdmabw::FailureKind;
+use crate::record::{RailResult, RailStatus};
+
+/// Where a rail's fault is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layer {
+    /// What the pod asked for: admission, scheduling, resources, network attachments,
+    /// capabilities, its image.
+    PodSpec,
+    /// What the node gave the pod: the device cgroup, the memlock limit, the GID table, a rail
+    /// missing or down in the pod, QoS (traffic class to priority), the runtime, GPU drivers.
+    NodeSetup,
+    /// This rail's NIC port: its link, its PHY, loss seen at one end only.
+    NicPort,
+    /// The fabric beyond the NIC: loss or congestion seen at both ends, a group of nodes (a
+    /// rack, an uplink) a fleet blames, an RDMA transport that gave up.
+    Path,
+    /// The other end: its process died or went silent, or (in a fleet) it is slow with every
+    /// partner.
+    Peer,
+    /// The measurement itself: the two ends asked for different tests, the client timed out
+    /// or ended without a report.
+    Tool,
+    /// Nothing typed says: a rail below its threshold with clean counters (one pair cannot
+    /// tell the node from the path), or a failure with no kind (an older rdmabw, perftest).
+    Unknown,
+}
+
+impl Layer {
+    /// Every layer, in order.
+    pub const ALL: [Layer; 7] = [
+        Layer::PodSpec,
+        Layer::NodeSetup,
+        Layer::NicPort,
+        Layer::Path,
+        Layer::Peer,
+        Layer::Tool,
+        Layer::Unknown,
+    ];
+
+    /// The word in files and tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::PodSpec => "pod-spec",
+            Layer::NodeSetup => "node-setup",
+            Layer::NicPort => "nic-port",
+            Layer::Path => "path",
+            Layer::Peer => "peer",
+            Layer::Tool => "tool",
+            Layer::Unknown => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A layer name that is not one of [`Layer::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown layer {0:?} (layers: pod-spec, node-setup, nic-port, path, peer, tool, unknown)")]
+pub struct UnknownLayer(pub String);
+
+impl FromStr for Layer {
+    type Err = UnknownLayer;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Layer::ALL
+            .into_iter()
+            .find(|l| l.as_str() == s)
+            .ok_or_else(|| UnknownLayer(s.to_string()))
+    }
+}
+
+/// A rail's verdict beyond its status: the layer, the evidence in one line, the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// Where the fault is.
+    pub layer: Layer,
+    /// The one line that shows it.
+    pub evidence: String,
+    /// What to do.
+    pub fix: String,
+}
+
+/// Why a rail failed, as railsweep knows it, typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cause {
+    /// A test's report named the kind of its failure; `side` is the end whose test failed.
+    Rdmabw {
+        /// The kind.
+        kind: FailureKind,
+        /// The end that reported it.
+        side: Role,
+    },
+    /// A pod has no interface for the rail.
+    RailMissing {
+        /// The pod (or host).
+        pod: String,
+    },
+    /// The rail is in the pod but cannot be used: its interface is down, it has no RDMA
+    /// device, no usable GID, or no address to connect to.
+    RailUnusable {
+        /// The pod (or host).
+        pod: String,
+    },
+    /// The client did not end within railsweep's deadline for the rail.
+    Timeout,
+    /// The client ended without a report (it crashed, or was killed).
+    NoReport,
+    /// The server's process ended while its client still measured.
+    ServerEnded,
+}
+
+/// What a fleet's comparison of pairs says of a row's rail.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FleetBlame {
+    /// One end's node is slow (or fails) on this rail with every partner.
+    Node {
+        /// The node.
+        node: String,
+        /// Its median on the rail as a percentage of the fleet's median.
+        pct_of_fleet: Option<f64>,
+    },
+    /// A group of nodes (a rack, an uplink) is slow on this rail with every partner outside
+    /// it.
+    Group {
+        /// The group's name (the topology label's value).
+        group: String,
+    },
+}
+
+/// Where it came from, in words: "client", "server", "both ends".
+fn sides(roles: &[Role]) -> &'static str {
+    let client = roles.contains(&Role::Client);
+    let server = roles.contains(&Role::Server);
+    match (client, server) {
+        (true, true) => "both ends",
+        (false, true) => "server",
+        _ => "client",
+    }
+}
+
+fn finding_roles(f: &Finding) -> Vec<Role> {
+    let mut roles: Vec<Role> = f.evidence.iter().map(|e| e.role).collect();
+    roles.dedup();
+    roles
+}
+
+/// The layer of one counter finding, and the sides it was seen on.
+fn finding_layer(f: &Finding) -> Layer {
+    match f.finding {
+        FindingKind::LinkFlap | FindingKind::PhysicalErrors => Layer::NicPort,
+        FindingKind::NoTrafficClass | FindingKind::OtherPriority => Layer::NodeSetup,
+        FindingKind::Congestion | FindingKind::PfcPause => Layer::Path,
+        FindingKind::PacketLoss => {
+            let roles = finding_roles(f);
+            if roles.contains(&Role::Client) && roles.contains(&Role::Server) {
+                Layer::Path
+            } else {
+                Layer::NicPort
+            }
+        }
+    }
+}
+
+/// The order findings are weighed in: a port's own fault first (it explains the rest), then
+/// the node's QoS set-up, then what the fabric shows.
+fn finding_rank(f: &Finding) -> u8 {
+    match finding_layer(f) {
+        Layer::NicPort if f.finding != FindingKind::PacketLoss => 0,
+        Layer::NodeSetup => 1,
+        Layer::Path => 2,
+        _ => 3,
+    }
+}
+
+fn from_finding(f: &Finding) -> Verdict {
+    let roles = finding_roles(f);
+    Verdict {
+        layer: finding_layer(f),
+        evidence: format!("{} ({}): {}", f.finding.word(), sides(&roles), f.summary),
+        fix: f.what_to_do.clone(),
+    }
+}
+
+fn from_cause(row: &RailResult, cause: &Cause) -> Verdict {
+    let error = row.error.as_deref().unwrap_or("failed");
+    let v = |layer, fix: &str| Verdict {
+        layer,
+        evidence: error.to_string(),
+        fix: fix.to_string(),
+    };
+    match cause {
+        Cause::RailMissing { pod } => Verdict {
+            layer: Layer::NodeSetup,
+            evidence: error.to_string(),
+            fix: format!(
+                "see the pod's rails with `kubectl exec {pod} -- rdmabw rails`: a rail missing \
+                 in the pod is a network attachment (Multus NAD, SR-IOV VF, DRA claim) that the \
+                 node did not give it, or a NIC the node does not have"
+            ),
+        },
+        Cause::RailUnusable { pod } => Verdict {
+            layer: Layer::NodeSetup,
+            evidence: error.to_string(),
+            fix: format!(
+                "run `kubectl exec {pod} -- rdmabw probe`: it names the check that fails (the \
+                 interface's state, its RDMA device, the GID table, its address)"
+            ),
+        },
+        Cause::Timeout => v(
+            Layer::Tool,
+            "the client outlived railsweep's deadline for the rail: its last words are in the \
+             error; raise --margin if the rail is slow to set up, else report it",
+        ),
+        Cause::NoReport => v(
+            Layer::Tool,
+            "the client ended without its report (crashed or killed): its last words are in \
+             the error",
+        ),
+        Cause::ServerEnded => v(
+            Layer::Peer,
+            "the server's process ended during the test: look at the server pod (its events, \
+             OOM kills, `kubectl logs --previous`)",
+        ),
+        Cause::Rdmabw { kind, side } => from_kind(error, *kind, *side),
+    }
+}
+
+fn from_kind(error: &str, kind: FailureKind, side: Role) -> Verdict {
+    use FailureKind as K;
+    let (layer, fix) = match kind {
+        K::NoVerbs => (
+            Layer::PodSpec,
+            "the image has no libibverbs: install rdma-core's libibverbs and providers in it, \
+             or let railsweep copy its own rdmabw with --inject",
+        ),
+        K::Memlock => (
+            Layer::PodSpec,
+            "add IPC_LOCK to the container's securityContext.capabilities.add (or raise the \
+             container runtime's memlock limit on the node: LimitMEMLOCK=infinity)",
+        ),
+        K::NoRdma => (
+            Layer::NodeSetup,
+            "the pod sees no RDMA device for the rail: request it (device plugin resource, \
+             SR-IOV VF, DRA claim) and check the node's RDMA driver and netns mode \
+             (`rdma system`)",
+        ),
+        K::DeviceAccess => (
+            Layer::NodeSetup,
+            "the device cgroup refused /dev/infiniband: give the pod the device through the \
+             device plugin or DRA (so the runtime allows it), not through a hostPath",
+        ),
+        K::Gid => (
+            Layer::NodeSetup,
+            "the rail's GID table has no usable RoCE v2 entry for its address: check the \
+             interface's IPv4 address in the pod and `rdmabw probe`'s gid check",
+        ),
+        K::Register | K::Gpu | K::Verbs => (
+            Layer::NodeSetup,
+            "this side's RDMA stack refused a resource: `rdmabw probe` in the pod names the \
+             check that fails",
+        ),
+        K::PortDown => (
+            Layer::NicPort,
+            "the port's link is down: check the cable, the switch port and `ethtool` on the \
+             node",
+        ),
+        K::Transport | K::Data => (
+            Layer::Path,
+            "the RDMA transport gave up (retries exceeded, no completion): the packets do not \
+             reach the other end; check the switch path, MTU and the peer's rail",
+        ),
+        K::PeerFailed | K::Unreachable => (
+            Layer::Peer,
+            "the other end died, went silent or did not answer: look at its pod and node",
+        ),
+        K::PeerSetup => (
+            Layer::NodeSetup,
+            "the server could not set up its side: run `rdmabw probe` in the server pod",
+        ),
+        K::Mismatch | K::Protocol | K::Interrupted => (
+            Layer::Tool,
+            "the two ends did not run the same test: give both the same flags and the same \
+             rdmabw release",
+        ),
+    };
+    let evidence = match side {
+        Role::Client => error.to_string(),
+        Role::Server => format!("server: {error}"),
+    };
+    Verdict {
+        layer,
+        evidence,
+        fix: fix.to_string(),
+    }
+}
+
+fn from_blame(blame: &FleetBlame, rail: u32) -> Verdict {
+    match blame {
+        FleetBlame::Node { node, pct_of_fleet } => Verdict {
+            layer: Layer::Peer,
+            evidence: format!(
+                "node {node} is slow on rail {rail} with every partner{}",
+                pct_of_fleet
+                    .map(|p| format!(" ({p:.0}% of the fleet's median)"))
+                    .unwrap_or_default()
+            ),
+            fix: format!(
+                "look at node {node}'s rail {rail}: `rdmabw counters` and `rdmabw probe` there; \
+                 its partners are not at fault"
+            ),
+        },
+        FleetBlame::Group { group } => Verdict {
+            layer: Layer::Path,
+            evidence: format!(
+                "group {group} is slow on rail {rail} with every partner outside it, and \
+                 not its nodes one by one"
+            ),
+            fix: format!("look at what group {group} shares on rail {rail}: its switch or uplink"),
+        },
+    }
+}
+
+/// The verdict of `row`: `None` for a rail that passed with no finding against it.
+///
+/// Rules, first match wins (docs/railsweep.md has them with their reasons):
+/// 1. a failed rail with a typed `cause`: the cause's layer;
+/// 2. a failed rail without one: `unknown`, its error as the evidence;
+/// 3. a counter finding (on any rail, passing or not): the finding's layer, a port's own
+///    faults before QoS set-up before the fabric;
+/// 4. a rail below its threshold that a fleet blames on a node or a group: `peer` or `path`;
+/// 5. a rail below its threshold with nothing else: `unknown`;
+/// 6. otherwise none.
+pub fn judge(
+    row: &RailResult,
+    cause: Option<&Cause>,
+    fleet: Option<&FleetBlame>,
+) -> Option<Verdict> {
+    if row.status == RailStatus::Failed {
+        return Some(match cause {
+            Some(c) => from_cause(row, c),
+            None => Verdict {
+                layer: Layer::Unknown,
+                evidence: row.error.clone().unwrap_or_else(|| "failed".into()),
+                fix: "no typed cause came with this failure (an older rdmabw, or perftest): \
+                      read the error, and `railsweep explain` the rail"
+                    .into(),
+            },
+        });
+    }
+    if let Some(f) = row.diagnosis.iter().min_by_key(|f| finding_rank(f)) {
+        return Some(from_finding(f));
+    }
+    if row.status != RailStatus::BelowThreshold {
+        return None;
+    }
+    if let Some(b) = fleet {
+        return Some(from_blame(b, row.rail));
+    }
+    Some(Verdict {
+        layer: Layer::Unknown,
+        evidence: format!(
+            "{} with no counter finding on either end",
+            row.error.as_deref().unwrap_or("below the threshold")
+        ),
+        fix: "one pair cannot tell the node from the path: `railsweep fleet` over more nodes \
+              names the node or the group that is slow with every partner"
+            .into(),
+    })
+}
+
+#[cfg(test)]
+mod tests;
