@@ -282,7 +282,9 @@ fn fleet(args: &ReportArgs, rows: Vec<results::RailResult>, format: Format) -> R
     );
     refuse_binary_on_a_terminal(args, format)?;
     let view_bytes: Option<Vec<u8>> = match format {
-        Format::Markdown => Some(view.markdown(t).into_bytes()),
+        Format::Markdown => {
+            Some((view.markdown(t) + &NodeRails::verdicts_markdown(&rows)).into_bytes())
+        }
         Format::Svg => Some(view.svg(t)?.into_bytes()),
         Format::Png => Some(results::svg_to_png(view.svg(t)?.as_bytes(), 1.0)?),
         _ => None,

@@ -168,6 +168,25 @@ impl RowSink {
             .map_err(io)
     }
 
+    /// Change every row with `change` and write them all again: the CSV (and the JSON
+    /// snapshot) is written aside and renamed over the old one, so that a crash leaves either
+    /// file whole; the counters file, which `change` must not touch, stays. For what is known
+    /// only once every row is in (a fleet's verdict on its rows), never for a row being
+    /// measured.
+    pub fn rewrite(&mut self, change: impl FnMut(&mut RailResult)) -> Result<()> {
+        self.rows.iter_mut().for_each(change);
+        let mut bytes = csvio::header_bytes()?;
+        for row in &self.rows {
+            bytes.extend(csvio::row_bytes(row)?);
+        }
+        replace_file(&self.csv_path, &bytes)?;
+        self.csv_file = OpenOptions::new()
+            .append(true)
+            .open(&self.csv_path)
+            .map_err(|e| ResultsError::io(self.csv_path.display(), e))?;
+        self.write_json()
+    }
+
     /// The counters file beside the CSV (written once a row has counters).
     pub fn counters_path(&self) -> &Path {
         &self.counters_path

@@ -149,6 +149,11 @@ pub enum FleetBlame {
         /// The group's name (the topology label's value).
         group: String,
     },
+    /// The rail is slow in every pair of the fleet.
+    Rail {
+        /// Pairs measured on it.
+        pairs: usize,
+    },
 }
 
 /// Where it came from, in words: "client", "server", "both ends".
@@ -341,6 +346,14 @@ fn from_blame(blame: &FleetBlame, rail: u32) -> Verdict {
             ),
             fix: format!("look at what group {group} shares on rail {rail}: its switch or uplink"),
         },
+        FleetBlame::Rail { pairs } => Verdict {
+            layer: Layer::Path,
+            evidence: format!("rail {rail} is slow in all {pairs} pairs of the fleet"),
+            fix: format!(
+                "look at what every node's rail {rail} shares: its switch, or a setting of that \
+                 rail (MTU, traffic class) on every node"
+            ),
+        },
     }
 }
 
@@ -351,7 +364,8 @@ fn from_blame(blame: &FleetBlame, rail: u32) -> Verdict {
 /// 2. a failed rail without one: `unknown`, its error as the evidence;
 /// 3. a counter finding (on any rail, passing or not): the finding's layer, a port's own
 ///    faults before QoS set-up before the fabric;
-/// 4. a rail below its threshold that a fleet blames on a node or a group: `peer` or `path`;
+/// 4. a rail a fleet blames on a node, a group or the whole rail (the caller passes `fleet`
+///    only for a row the fleet found slow, whatever its recorded status): `peer` or `path`;
 /// 5. a rail below its threshold with nothing else: `unknown`;
 /// 6. otherwise none.
 pub fn judge(
@@ -374,11 +388,11 @@ pub fn judge(
     if let Some(f) = row.diagnosis.iter().min_by_key(|f| finding_rank(f)) {
         return Some(from_finding(f));
     }
-    if row.status != RailStatus::BelowThreshold {
-        return None;
-    }
     if let Some(b) = fleet {
         return Some(from_blame(b, row.rail));
+    }
+    if row.status != RailStatus::BelowThreshold {
+        return None;
     }
     Some(Verdict {
         layer: Layer::Unknown,

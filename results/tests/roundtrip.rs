@@ -495,3 +495,45 @@ fn the_json_snapshot_follows_no_link_planted_beside_it() {
     assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "keep me");
     assert_eq!(read_path(&json).expect("json"), rows[..1]);
 }
+
+#[test]
+fn a_sinks_rows_rewritten_with_their_verdicts_read_back_and_it_keeps_appending() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = dir.path().join("fleet.csv");
+    let json = dir.path().join("fleet.json");
+    let rows = common::fixture_rows();
+    let mut sink = RowSink::create(&csv, Some(&json), "sink test").expect("create");
+    for r in &rows[..3] {
+        sink.append(r.clone()).expect("append");
+    }
+    let blame = results::FleetBlame::Node {
+        node: "gpu-node-02".into(),
+        pct_of_fleet: Some(50.0),
+    };
+    sink.rewrite(|r| {
+        if r.rail == 1 {
+            r.judge(None, Some(&blame));
+        }
+    })
+    .expect("rewrite");
+    sink.append(rows[3].clone())
+        .expect("append after the rewrite");
+    drop(sink);
+    for path in [&csv, &json] {
+        let back = read_path(path).expect("reads back");
+        assert_eq!(back.len(), 4, "{}", path.display());
+        assert_eq!(
+            back[1].layer,
+            Some(results::Layer::Peer),
+            "{}",
+            path.display()
+        );
+        assert_eq!(
+            back[1].evidence.as_deref(),
+            Some(
+                "node gpu-node-02 is slow on rail 1 with every partner (50% of the fleet's median)"
+            )
+        );
+        assert_eq!((back[0].layer, back[3].layer), (None, None));
+    }
+}

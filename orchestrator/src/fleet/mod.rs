@@ -5,11 +5,13 @@
 //! * [`topology`]: `--pattern topology`: pairs inside and across a node label's groups, and a
 //!   group named as the culprit when its uplink is bad;
 //! * [`culprit`]: per-rail fleet medians, outliers, and the likely culprits;
+//! * [`blame`]: what the culprits mean for each row's verdict (the node, group or rail blamed);
 //! * [`heatmap`]: a node-by-node SVG per rail;
 //! * `run`: the rounds, each pair swept by [`crate::sweep`] as `railsweep run` sweeps two pods;
 //! * [`verdicts`]: the verdict written back onto the nodes (`--apply-verdicts`).
 #![forbid(unsafe_code)]
 
+pub mod blame;
 pub mod culprit;
 pub mod heatmap;
 pub mod nodemap;

@@ -170,6 +170,41 @@ impl NodeRails {
         s
     }
 
+    /// Markdown: the pairs whose latest row has a verdict (failed, slow, or a finding against
+    /// it), one line each with its status, the layer at fault and the evidence; nothing when
+    /// none has.
+    pub fn verdicts_markdown(rows: &[RailResult]) -> String {
+        let latest = super::culprit::latest(rows);
+        let judged: Vec<&RailResult> = latest
+            .values()
+            .copied()
+            .filter(|r| r.layer.is_some() || r.status != RailStatus::Ok)
+            .collect();
+        if judged.is_empty() {
+            return String::new();
+        }
+        let mut s = String::from(
+            "\n## Verdicts\n\n| client | server | rail | Gb/s | status | layer | evidence |\n\
+             |---|---|---:|---:|---|---|---|\n",
+        );
+        for r in judged {
+            let (a, b) = super::culprit::row_nodes(r);
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                escape::markdown(&a),
+                escape::markdown(&b),
+                r.rail,
+                r.bw_avg_gbps
+                    .map_or_else(|| "-".into(), |b| format!("{b:.3}")),
+                r.status,
+                r.layer.map_or_else(|| "-".into(), |l| l.to_string()),
+                escape::markdown(r.evidence.as_deref().or(r.error.as_deref()).unwrap_or("-"))
+            );
+        }
+        s
+    }
+
     /// The heatmap, nodes x rails, coloured by percentage of the rail's median on a scale
     /// drawn below it: green at or above the limit, orange to red below, dark red with a cross
     /// where every pair failed, grey where the node did not join the rail.

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::culprit::{self, Threshold};
 use super::schedule::{self, Pair, Schedule};
-use super::{heatmap, topology, FleetArgs};
+use super::{blame, heatmap, topology, FleetArgs};
 use crate::config::generated_by;
 use crate::exit::Verdict;
 use crate::output::{self, Dest};
@@ -554,6 +554,35 @@ pub(super) async fn fleet_with<R: Runner>(
         Some(g) => topology::judge(sink.rows(), threshold, &pods, g, &mut verdict),
         None => Vec::new(),
     };
+    // Each slow row's verdict now that the fleet is judged: the node, group or rail blamed.
+    let group_of: BTreeMap<String, String> = match &groups {
+        Some(g) => pods
+            .iter()
+            .zip(&g.of)
+            .map(|(p, i)| (p.clone(), g.values[*i].clone()))
+            .collect(),
+        None => BTreeMap::new(),
+    };
+    let medians = culprit::medians(sink.rows());
+    sink.rewrite(|r| {
+        let blamed = blame::blame(
+            r,
+            &medians,
+            threshold,
+            &verdict.suspects,
+            &group_culprits,
+            &group_of,
+        );
+        if blamed.is_some() {
+            r.judge(None, blamed.as_ref());
+        }
+    })
+    .with_context(|| {
+        format!(
+            "cannot write the fleet's verdicts into {}",
+            sink.csv_path().display()
+        )
+    })?;
     // The JSON snapshot (--json) carries them beside the rows.
     sink.set_group_culprits(group_culprits.clone())
         .with_context(|| {

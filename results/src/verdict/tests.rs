@@ -178,6 +178,14 @@ fn rule_4_a_slow_rail_a_fleet_blames() {
         group: "rack-2".into(),
     };
     assert_eq!(layer(&row, None, Some(&group)), Some(Layer::Path));
+    let rail = FleetBlame::Rail { pairs: 12 };
+    assert_eq!(layer(&row, None, Some(&rail)), Some(Layer::Path));
+    // A fleet judges slowness against its median, not the recorded threshold: a row it blames
+    // is judged whatever its status says.
+    assert_eq!(
+        layer(&measured(RailStatus::Ok), None, Some(&node)),
+        Some(Layer::Peer)
+    );
 }
 
 #[test]
@@ -191,10 +199,6 @@ fn rule_5_a_slow_rail_with_nothing_else_is_unknown() {
 #[test]
 fn rule_6_a_clean_rail_has_no_verdict() {
     assert_eq!(judge(&measured(RailStatus::Ok), None, None), None);
-    let blame = FleetBlame::Group {
-        group: "rack-2".into(),
-    };
-    assert_eq!(judge(&measured(RailStatus::Ok), None, Some(&blame)), None);
 }
 
 #[test]
