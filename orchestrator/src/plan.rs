@@ -149,6 +149,7 @@ pub(crate) mod tests {
             host: host.into(),
             rails: rows,
             not_rails: vec![],
+            gpus: vec![],
         }
     }
 
