@@ -4,7 +4,9 @@
 //! **This is the one place for NIC-to-GPU distance in railbench.** `--use_cuda auto` (the GPU
 //! for a test's buffer), `rdmabw gpus` (each GPU's nearest rails) and `rdmabw rails` (a rail's
 //! `gpus` column: [`gpus_near`] with [`Proximity::SameRootPort`]) all call it, so that they
-//! never disagree about which GPU belongs to which rail. Every reader takes [`SysRoots`], so it
+//! never disagree about which GPU belongs to which rail. The GPU-to-rail alignment of a pod
+//! (`rdmabw rails`' `gpus`, the probe's `gpu-rail-alignment`) is read from that `gpus`
+//! column, for the GPUs of the container ([`container_gpus`]). Every reader takes [`SysRoots`], so it
 //! runs on fixture trees (`tests/fixtures/gpu-node`: an 8-GPU, 16-rail node).
 //!
 //! How the distance is read: `<sys>/bus/pci/devices/<address>` (for a GPU) and
@@ -272,6 +274,83 @@ pub fn sysfs_gpus(roots: &SysRoots) -> Vec<SysGpu> {
     out
 }
 
+/// The `/dev/nvidiaN` files under `<dev>` (`nvidia0`, `nvidia1`, ...; not `nvidiactl` or
+/// `nvidia-uvm`), in number order: the GPUs given to this container.
+pub fn nvidia_device_files(roots: &SysRoots) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(&roots.dev)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| nvidia_minor(n).is_some())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort_by_key(|n| nvidia_minor(n));
+    v
+}
+
+/// N of a `nvidiaN` file name.
+fn nvidia_minor(file: &str) -> Option<u32> {
+    file.strip_prefix("nvidia")
+        .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|d| d.parse().ok())
+}
+
+/// The `Device Minor:` line of a `<proc>/driver/nvidia/gpus/<address>/information` file.
+pub fn parse_device_minor(information: &str) -> Option<u32> {
+    information.lines().find_map(|l| {
+        l.trim()
+            .strip_prefix("Device Minor:")
+            .and_then(|v| v.trim().parse().ok())
+    })
+}
+
+/// A GPU given to this container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerGpu {
+    /// The GPU as sysfs shows it.
+    pub gpu: SysGpu,
+    /// Its `/dev` file, `nvidia4`.
+    pub device_file: String,
+}
+
+/// The GPUs of this container: one per `/dev/nvidiaN` file here ([`nvidia_device_files`];
+/// a container sees every GPU of the node in sysfs, but only its own device files), in PCI
+/// address order. File N is the GPU whose `<proc>/driver/nvidia/gpus/<address>/information`
+/// says `Device Minor: N`; where that file cannot be read (no driver, or a runtime that does
+/// not mount it), the N-th GPU in PCI address order, the order in which the driver numbers
+/// them. A file that matches no GPU in sysfs is left out.
+pub fn container_gpus(roots: &SysRoots) -> Vec<ContainerGpu> {
+    let all = sysfs_gpus(roots);
+    let info = roots.proc.join("driver/nvidia/gpus");
+    let minors: Vec<Option<u32>> = all
+        .iter()
+        .map(|g| {
+            fs::read_to_string(info.join(g.address()).join("information"))
+                .ok()
+                .and_then(|t| parse_device_minor(&t))
+        })
+        .collect();
+    let by_proc = minors.iter().any(Option::is_some);
+    let mut out: Vec<ContainerGpu> = nvidia_device_files(roots)
+        .into_iter()
+        .filter_map(|file| {
+            let n = nvidia_minor(&file)?;
+            let i = if by_proc {
+                minors.iter().position(|m| *m == Some(n))?
+            } else {
+                usize::try_from(n).ok().filter(|i| *i < all.len())?
+            };
+            Some(ContainerGpu {
+                gpu: all[i].clone(),
+                device_file: file,
+            })
+        })
+        .collect();
+    out.sort_by_key(|g| g.gpu.index);
+    out
+}
+
 /// The GPUs at `within` or nearer to RDMA device `device`, nearest first (ties in PCI order).
 /// For `rdmabw rails`' `gpus` column: `gpus_near(roots, dev, Proximity::SameRootPort)` gives
 /// the GPUs under the same PCIe switch or root port as the NIC. An rxe device (no PCI
@@ -426,6 +505,18 @@ mod tests {
         assert_eq!(normalize_bus_id("gpu0"), None);
         assert_eq!(normalize_bus_id(""), None);
         assert_eq!(normalize_bus_id("0000:100:00.0"), None);
+    }
+
+    #[test]
+    fn device_minor_of_the_drivers_information_file() {
+        let info = "Model: \t\t NVIDIA A100-SXM4-40GB\nIRQ:   \t\t 0\n\
+                    Bus Location: \t 0000:8c:00.0\nDevice Minor: \t 4\nGPU Excluded:\t No\n";
+        assert_eq!(parse_device_minor(info), Some(4));
+        assert_eq!(parse_device_minor("Model: x\n"), None);
+        assert_eq!(nvidia_minor("nvidia12"), Some(12));
+        assert_eq!(nvidia_minor("nvidiactl"), None);
+        assert_eq!(nvidia_minor("nvidia-uvm"), None);
+        assert_eq!(nvidia_minor("nvidia"), None);
     }
 
     #[test]

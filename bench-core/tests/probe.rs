@@ -173,9 +173,11 @@ fn every_check_has_a_name_a_status_a_line_and_a_fix_unless_it_passed() {
         "rails-sriov",
         "probe-ipvlan-exclusive",
         "rails-lab-pods/podA",
+        "rails-split/aligned",
+        "rails-split/unaligned",
     ] {
         let r = run(t);
-        assert_eq!(r.checks.len(), 11, "{t}");
+        assert_eq!(r.checks.len(), 12, "{t}");
         for c in &r.checks {
             assert!(
                 !c.detail.is_empty() && !c.detail.contains('\n'),
@@ -344,7 +346,7 @@ fn hostnetwork_pod_with_the_nodes_dns_cannot_resolve_cluster_names() {
 fn ipvlan_pod_passes_everything() {
     for t in ["rails-ipvlan/pod1", "rails-ipvlan/pod2"] {
         let r = run(t);
-        assert_eq!(r.summary.pass, 11, "{t}\n{}", table(&r));
+        assert_eq!(r.summary.pass, 12, "{t}\n{}", table(&r));
         assert!(!r.failed());
     }
     let r = run("rails-ipvlan/pod2");
@@ -384,6 +386,8 @@ fn ipvlan_in_the_exclusive_rdma_netns_mode_sees_no_device() {
     // No GPU anywhere: not applicable.
     assert_eq!(status(&r, "gpu-isolation"), Status::Warn);
     assert!(detail(&r, "gpu-isolation").starts_with("not applicable"));
+    assert_eq!(status(&r, "gpu-rail-alignment"), Status::Warn);
+    assert!(detail(&r, "gpu-rail-alignment").starts_with("not applicable"));
 }
 
 #[test]
@@ -412,11 +416,17 @@ fn lab_pod_passes_and_says_warn_for_what_does_not_apply() {
     // Outside Kubernetes, without GPUs, with a tmpfs of half of 1 GiB on /dev/shm.
     assert_eq!(
         warn,
-        vec!["cluster-dns", "dev-shm", "gpu-isolation"],
+        vec![
+            "cluster-dns",
+            "dev-shm",
+            "gpu-isolation",
+            "gpu-rail-alignment"
+        ],
         "{}",
         table(&r)
     );
     assert!(detail(&r, "cluster-dns").starts_with("not applicable"));
+    assert!(detail(&r, "gpu-rail-alignment").starts_with("not applicable"));
 }
 
 #[test]
@@ -426,4 +436,62 @@ fn json_statuses_are_upper_case_and_round_trip() {
     assert!(text.contains("\"status\":\"FAIL\""), "{text}");
     let back: ProbeReport = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(back, r);
+}
+
+/// Field report 001, two jobs splitting a node's rails: with the Topology Manager the pod's
+/// GPUs and PFs share their PCIe roots (PASS); without it, the PFs did not follow the GPUs and
+/// two GPUs have no PF on their root (FAIL, naming each GPU, its root and the fix). Nothing
+/// else tells the two pods apart.
+#[test]
+fn gpus_whose_pcie_root_has_no_rail_of_the_pod_fail_gpu_rail_alignment() {
+    let ok = run("rails-split/aligned");
+    assert_eq!(
+        status(&ok, "gpu-rail-alignment"),
+        Status::Pass,
+        "{}",
+        table(&ok)
+    );
+    let d = detail(&ok, "gpu-rail-alignment");
+    assert!(d.contains("each of the 4 GPUs"), "{d}");
+    assert!(d.contains("0000:0f:00.0 net1+net2+net3+net4"), "{d}");
+
+    let bad = run("rails-split/unaligned");
+    assert_eq!(
+        status(&bad, "gpu-rail-alignment"),
+        Status::Fail,
+        "{}",
+        table(&bad)
+    );
+    assert!(bad.failed());
+    let d = detail(&bad, "gpu-rail-alignment");
+    for w in [
+        "2 of the 4 GPUs",
+        "GPU 0000:8c:00.0 (nvidia4, PCIe root pci0000:80, NUMA 7)",
+        "GPU 0000:91:00.0 (nvidia5, PCIe root pci0000:80, NUMA 7)",
+        "GPUDirect RDMA",
+        // The PFs that did not follow the GPUs: rdma1 and rdma12-15.
+        "rails near none of this pod's GPUs: net2, net13, net14, net15, net16",
+    ] {
+        assert!(d.contains(w), "detail lacks {w:?}: {d}");
+    }
+    assert!(!d.contains("0000:50:00.0"), "an aligned GPU named: {d}");
+    let f = fix(&bad, "gpu-rail-alignment");
+    for w in [
+        "Topology Manager",
+        "restricted",
+        "single-numa-node",
+        "topologyManagerScope pod",
+        "resource.kubernetes.io/pcieRoot",
+    ] {
+        assert!(f.contains(w), "fix lacks {w:?}: {f}");
+    }
+    // Every other check ends the same way in both pods.
+    let others = |r: &ProbeReport| -> Vec<(String, Status)> {
+        r.checks
+            .iter()
+            .filter(|c| c.name != "gpu-rail-alignment")
+            .map(|c| (c.name.clone(), c.status))
+            .collect()
+    };
+    assert_eq!(others(&ok), others(&bad));
 }

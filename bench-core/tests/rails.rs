@@ -326,3 +326,135 @@ fn engine_hostnet_fixture_a_rail_whose_port_is_down_is_a_rail_that_cannot_be_use
     assert!(r7.reason.as_deref().unwrap_or_default().contains("DOWN"));
     assert_eq!(r.not_rails.len(), 2, "{:#?}", r.not_rails);
 }
+
+/// The GPUs of the pod with the usable rails near each, as `(pci, device file, root, rails)`.
+fn gpu_rails(r: &RailsReport) -> Vec<(String, String, String, Vec<String>)> {
+    r.gpus
+        .iter()
+        .map(|g| {
+            (
+                g.pci.clone(),
+                g.device_file.clone(),
+                g.pcie_root.clone().unwrap_or_default(),
+                g.rails.clone(),
+            )
+        })
+        .collect()
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// Field report 001 with the Topology Manager (restricted, scope pod): the pod's 4 GPUs and 8
+/// PFs on the same two PCIe roots; every GPU has the rails of its own root, and none of the
+/// 8 rails whose uverbs file the pod was not given counts.
+#[test]
+fn split_node_aligned_every_gpu_has_the_rails_of_its_own_root() {
+    let r = report("rails-split/aligned");
+    assert_eq!(r.rails.len(), 16);
+    assert_eq!(r.rails.iter().filter(|x| x.usable).count(), 8);
+    let n = |v: &[&str]| strings(v);
+    assert_eq!(
+        gpu_rails(&r),
+        vec![
+            (
+                "0000:0f:00.0".into(),
+                "nvidia0".into(),
+                "pci0000:00".into(),
+                n(&["net1", "net2", "net3", "net4"])
+            ),
+            (
+                "0000:15:00.0".into(),
+                "nvidia1".into(),
+                "pci0000:00".into(),
+                n(&["net1", "net2", "net3", "net4"])
+            ),
+            (
+                "0000:50:00.0".into(),
+                "nvidia2".into(),
+                "pci0000:40".into(),
+                n(&["net5", "net6", "net7", "net8"])
+            ),
+            (
+                "0000:53:00.0".into(),
+                "nvidia3".into(),
+                "pci0000:40".into(),
+                n(&["net5", "net6", "net7", "net8"])
+            ),
+        ]
+    );
+    assert_eq!(r.unaligned_gpus().count(), 0);
+    assert_eq!(r.gpus[2].node_index, 2);
+    assert_eq!(r.gpus[2].numa_node, Some(1));
+}
+
+/// Field report 001 without it: the first job's GPUs 2-5 and PFs rdma1, rdma4-6, rdma12-15.
+/// GPUs 4 and 5 (pci0000:80) have no PF on their root, although the pod has an IPvlan child
+/// on rdma8-11 there: those rails' devices were not given to it.
+#[test]
+fn split_node_unaligned_names_the_gpus_whose_root_has_no_rail_of_the_pod() {
+    let r = report("rails-split/unaligned");
+    assert_eq!(r.rails.len(), 16);
+    let near_second_root = strings(&["net5", "net6", "net7"]);
+    assert_eq!(
+        gpu_rails(&r),
+        vec![
+            (
+                "0000:50:00.0".into(),
+                "nvidia2".into(),
+                "pci0000:40".into(),
+                near_second_root.clone()
+            ),
+            (
+                "0000:53:00.0".into(),
+                "nvidia3".into(),
+                "pci0000:40".into(),
+                near_second_root
+            ),
+            (
+                "0000:8c:00.0".into(),
+                "nvidia4".into(),
+                "pci0000:80".into(),
+                vec![]
+            ),
+            (
+                "0000:91:00.0".into(),
+                "nvidia5".into(),
+                "pci0000:80".into(),
+                vec![]
+            ),
+        ]
+    );
+    let un: Vec<(&str, usize, Option<i32>)> = r
+        .unaligned_gpus()
+        .map(|g| (g.pci.as_str(), g.node_index, g.numa_node))
+        .collect();
+    assert_eq!(
+        un,
+        vec![("0000:8c:00.0", 4, Some(7)), ("0000:91:00.0", 5, Some(7))]
+    );
+    // The rails of that root are listed with their GPUs but cannot be used here.
+    let net9 = rail(&r, "net9");
+    assert!(!net9.usable);
+    assert_eq!(net9.gpus, strings(&["0000:8c:00.0", "0000:91:00.0"]));
+}
+
+#[test]
+fn gpus_of_a_privileged_pod_are_the_nodes_and_a_pod_without_gpus_has_none() {
+    // Privileged hostNetwork: every GPU of the node is the pod's, each next to its rails.
+    let r = report("rails-hostnet");
+    assert_eq!(r.gpus.len(), 8);
+    assert_eq!(r.unaligned_gpus().count(), 0);
+    assert_eq!(
+        r.gpus[7].rails,
+        strings(&["rdma12", "rdma13", "rdma14", "rdma15"])
+    );
+    // The lab's pods: no GPU.
+    assert!(report("rails-lab-pods/podA").gpus.is_empty());
+    // sysfs shows the node's 8 GPUs (the rails' GPUS column), but no /dev/nvidiaN is here:
+    // the container has none.
+    let g = report("gpu-node");
+    assert!(g.rails.iter().any(|x| !x.gpus.is_empty()), "{:#?}", g.rails);
+    assert!(g.gpus.is_empty(), "{:#?}", g.gpus);
+}

@@ -163,6 +163,7 @@ pub(crate) mod tests {
             host: host.into(),
             rails: rows,
             not_rails: vec![],
+            gpus: vec![],
         }
     }
 

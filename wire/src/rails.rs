@@ -96,6 +96,40 @@ impl Capability {
     ];
 }
 
+/// One GPU of this container and the rails of this pod near enough to it for GPUDirect RDMA:
+/// an entry of [`RailsReport::gpus`].
+///
+/// NCCL moves a GPU's data through a NIC with GPUDirect RDMA only when the NIC is under the
+/// same PCIe switch or root port as the GPU (nvidia-smi PIX or PXB, NCCL's default
+/// `NCCL_NET_GDR_LEVEL`): a GPU with no such rail sends through host memory, at a fraction of
+/// the bandwidth (field report 001: 56 to 59 GB/s instead of 96 for two jobs whose rails the
+/// kubelet handed out without looking at their GPUs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuRails {
+    /// PCI address of the GPU, `0000:8c:00.0`.
+    pub pci: String,
+    /// Its index among the node's GPUs in PCI address order (nvidia-smi's index on the node;
+    /// CUDA inside the pod numbers only the pod's GPUs).
+    pub node_index: usize,
+    /// The `/dev/nvidiaN` file that gives the container this GPU (`nvidia4`).
+    pub device_file: String,
+    /// The PCIe root it is under: the host bridge, `pci0000:80`; `None` when sysfs names none.
+    pub pcie_root: Option<String>,
+    /// NUMA node of the GPU.
+    pub numa_node: Option<i32>,
+    /// The usable rails of this pod (interfaces, rail order) whose NIC is under the same PCIe
+    /// switch or root port as the GPU; empty when none: NCCL will not use GPUDirect RDMA for
+    /// this GPU.
+    pub rails: Vec<String>,
+}
+
+impl GpuRails {
+    /// Whether a rail of this pod is near enough for GPUDirect RDMA.
+    pub fn aligned(&self) -> bool {
+        !self.rails.is_empty()
+    }
+}
+
 /// What `rdmabw rails --json` prints.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RailsReport {
@@ -113,6 +147,18 @@ pub struct RailsReport {
     pub rails: Vec<RailRow>,
     /// Everything else that was looked at.
     pub not_rails: Vec<NotARail>,
+    /// The GPUs of this container (a `/dev/nvidiaN` file here), in PCI address order, each
+    /// with the rails near it; empty when the container has no GPU, and in a report from an
+    /// rdmabw older than this field (read as "not said", not as "aligned").
+    #[serde(default)]
+    pub gpus: Vec<GpuRails>,
+}
+
+impl RailsReport {
+    /// The GPUs of this container with no usable rail under their PCIe switch or root port.
+    pub fn unaligned_gpus(&self) -> impl Iterator<Item = &GpuRails> {
+        self.gpus.iter().filter(|g| !g.aligned())
+    }
 }
 
 /// The rail number an interface name implies: `rdmaN` -> N, `netN` -> N-1, else `None`.
@@ -150,11 +196,32 @@ mod tests {
         )
         .expect("reads");
         assert!(old.capabilities.is_empty());
+        // A report from before the GPU alignment: no GPUs said, none unaligned.
+        assert!(old.gpus.is_empty());
+        assert_eq!(old.unaligned_gpus().count(), 0);
         let ours = serde_json::to_string(&Capability::OURS).expect("writes");
         assert_eq!(
             ours,
             r#"["exit-on-stdin-eof","batch","bind-addresses","latency"]"#
         );
+    }
+
+    #[test]
+    fn gpus_without_a_rail_near_them_are_the_unaligned_ones() {
+        let r: RailsReport = serde_json::from_str(
+            r#"{"schema_version":1,"rdmabw_version":"0.1.0","host":"h","rails":[],"not_rails":[],
+                "gpus":[{"pci":"0000:50:00.0","node_index":2,"device_file":"nvidia2",
+                         "pcie_root":"pci0000:40","numa_node":1,"rails":["net5","net6"]},
+                        {"pci":"0000:8c:00.0","node_index":4,"device_file":"nvidia4",
+                         "pcie_root":"pci0000:80","numa_node":7,"rails":[]}]}"#,
+        )
+        .expect("reads");
+        assert!(r.gpus[0].aligned());
+        let un: Vec<&str> = r.unaligned_gpus().map(|g| g.pci.as_str()).collect();
+        assert_eq!(un, ["0000:8c:00.0"]);
+        let back: RailsReport =
+            serde_json::from_str(&serde_json::to_string(&r).expect("writes")).expect("reads");
+        assert_eq!(back, r);
     }
 
     #[test]

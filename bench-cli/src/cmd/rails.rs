@@ -33,7 +33,8 @@ fn attachment(a: Attachment) -> &'static str {
 }
 
 /// The table: one line per rail, fields separated by spaces (`awk '$2 == "net3"'` works), the
-/// reason last; then the devices that are not rails.
+/// reason last; then one line per GPU of this container with no rail near it (NCCL will not
+/// use GPUDirect RDMA for it), with the fix; then the devices that are not rails.
 pub fn render(r: &RailsReport) -> String {
     let mut t = Table::new();
     t.load_preset(presets::NOTHING);
@@ -85,6 +86,18 @@ pub fn render(r: &RailsReport) -> String {
     } else {
         s.push_str(&t.trim_fmt());
         s.push('\n');
+    }
+    // One line per GPU of this container that no rail of this pod is near, with the fix.
+    let unaligned: Vec<String> = r
+        .unaligned_gpus()
+        .map(rails::gpus::unaligned_line)
+        .collect();
+    if !unaligned.is_empty() {
+        s.push('\n');
+        for line in unaligned {
+            s.push_str(&line);
+            s.push('\n');
+        }
     }
     if !r.not_rails.is_empty() {
         let mut n = Table::new();

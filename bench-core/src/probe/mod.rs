@@ -17,9 +17,10 @@
 //! | `cluster-dns` | `<etc>/resolv.conf`, a lookup of `kubernetes.default.svc.<domain>` | in Kubernetes, cluster names do not resolve |
 //! | `dev-shm` | the `/dev/shm` line of `<proc>/self/mountinfo` (`size=`), else half of `MemTotal` | 64 MiB or less (NCCL's segments alone are larger) |
 //! | `gpu-isolation` | `<dev>/nvidia*` opened, GPUs in sysfs, `NVIDIA_VISIBLE_DEVICES`, `CapEff` | fewer GPUs open than given; WARN when a privileged pod can open every GPU of the node |
+//! | `gpu-rail-alignment` | [`crate::rails`]' `gpus` (each `<dev>/nvidiaN` as a sysfs GPU, the usable rails under its PCIe switch or root port) | a GPU of this container has no usable rail under its PCIe switch or root port: NCCL will not use GPUDirect RDMA for it; WARN (not applicable) without GPUs or PCI rails |
 //!
 //! One file a family: `rdma.rs` (the first six), `system.rs` (`memlock`, `dev-shm`), `pod.rs`
-//! (`host-network`, `cluster-dns`, `gpu-isolation`). Everything outside the file system
+//! (`host-network`, `cluster-dns`, `gpu-isolation`, `gpu-rail-alignment`). Everything outside the file system
 //! (environment variables, `open`, DNS, memory registration, port queries) goes through
 //! [`ProbeSystem`] (`world.rs`), so that the checks run on fixture trees; [`LiveSystem`] is the
 //! real one.
@@ -37,7 +38,10 @@ use wire::REPORT_SCHEMA_VERSION;
 use crate::rails::{self, netif};
 use crate::sysfs;
 
-use pod::{check_cluster_dns, check_gpus, check_host_network, node_namespace_evidence};
+use pod::{
+    check_cluster_dns, check_gpu_rail_alignment, check_gpus, check_host_network,
+    node_namespace_evidence,
+};
 use rdma::{
     check_netns_mode, check_rail_gids, check_rails, check_registration, check_uverbs_files,
     check_uverbs_open, uverbs_files,
@@ -66,6 +70,8 @@ pub fn probe(roots: &ProbeRoots, sys: &dyn ProbeSystem) -> ProbeReport {
             host: String::new(),
             rails: Vec::new(),
             not_rails: Vec::new(),
+            // The GPUs, with no rail near them: the alignment check then says it cannot tell.
+            gpus: rails::gpus::alignment(s, &[]),
         },
     };
     let host = sysfs::read_attr(&s.proc.join("sys/kernel/hostname"))
@@ -91,6 +97,7 @@ pub fn probe(roots: &ProbeRoots, sys: &dyn ProbeSystem) -> ProbeReport {
     checks.push(check_cluster_dns(roots, sys, in_k8s, !evidence.is_empty()));
     checks.push(check_dev_shm(s));
     checks.push(check_gpus(s, sys));
+    checks.push(check_gpu_rail_alignment(&rails));
 
     let mut summary = Summary::default();
     for c in &checks {

@@ -1,6 +1,7 @@
 //! The checks of how the pod is set up: `host-network` (does it share the node's network
-//! namespace), `cluster-dns` (do cluster names resolve) and `gpu-isolation` (can it open only
-//! the GPUs it was given).
+//! namespace), `cluster-dns` (do cluster names resolve), `gpu-isolation` (can it open only
+//! the GPUs it was given) and `gpu-rail-alignment` (has each of its GPUs a rail near enough
+//! for GPUDirect RDMA).
 
 use std::fs;
 use std::net::IpAddr;
@@ -8,10 +9,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use wire::probe::{Check, Status};
+use wire::rails::RailsReport;
 
 use super::system::{cap_eff, is_full_capability_set};
 use super::verdict::{check, list};
 use super::world::{ProbeRoots, ProbeSystem};
+use crate::rails::gpus::{gpu_name, GPU_RAIL_FIX};
 use crate::rails::netif;
 use crate::sysfs::SysRoots;
 use crate::topology;
@@ -153,22 +156,6 @@ pub(super) fn check_cluster_dns(
     }
 }
 
-fn nvidia_device_files(roots: &SysRoots) -> Vec<String> {
-    let mut v: Vec<String> = fs::read_dir(&roots.dev)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| {
-                    n.strip_prefix("nvidia")
-                        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort_by(|a, b| netif::natural_cmp(a, b));
-    v
-}
-
 /// How many GPUs this container was given: a list in `NVIDIA_VISIBLE_DEVICES` (indexes, UUIDs
 /// or CDI names); `all` means every GPU of the node; unset, `void` (CDI) or `none` say nothing.
 pub(super) fn given_gpus(value: Option<&str>, node: usize) -> Option<usize> {
@@ -183,7 +170,7 @@ pub(super) fn given_gpus(value: Option<&str>, node: usize) -> Option<usize> {
 
 pub(super) fn check_gpus(roots: &SysRoots, sys: &dyn ProbeSystem) -> Check {
     let node = topology::sysfs_gpus(roots).len();
-    let files = nvidia_device_files(roots);
+    let files = topology::nvidia_device_files(roots);
     let openable: Vec<String> = files
         .iter()
         .filter(|f| sys.open_rw(&roots.dev.join(f)).is_ok())
@@ -254,4 +241,74 @@ privileged_without_host_devices = true; or set CUDA_VISIBLE_DEVICES to the given
             None,
         ),
     }
+}
+
+/// `gpu-rail-alignment`: FAIL when a GPU of this container has no usable rail of this pod
+/// under its PCIe switch or root port (`rails.gpus`, see [`crate::rails::gpus`]).
+pub(super) fn check_gpu_rail_alignment(rails: &RailsReport) -> Check {
+    const NAME: &str = "gpu-rail-alignment";
+    let n = rails.gpus.len();
+    if n == 0 {
+        return check(
+            NAME,
+            Status::Warn,
+            "not applicable: no GPU in this container (no /dev/nvidiaN of an NVIDIA GPU in sysfs)"
+                .into(),
+            None,
+        );
+    }
+    if !rails.rails.iter().any(|r| r.usable && r.pci.is_some()) {
+        return check(
+            NAME,
+            Status::Warn,
+            format!(
+                "not applicable: {n} GPUs but no usable rail on a PCI NIC here (see the rails \
+                 and rail-gids checks)"
+            ),
+            None,
+        );
+    }
+    let unaligned: Vec<String> = rails.unaligned_gpus().map(gpu_name).collect();
+    if unaligned.is_empty() {
+        let each: Vec<String> = rails
+            .gpus
+            .iter()
+            .map(|g| format!("{} {}", g.pci, g.rails.join("+")))
+            .collect();
+        return check(
+            NAME,
+            Status::Pass,
+            format!(
+                "each of the {n} GPUs has a rail under its PCIe switch or root (GPUDirect RDMA): {}",
+                list(&each, 4)
+            ),
+            None,
+        );
+    }
+    // The rails that did not follow the GPUs: usable here, near none of this pod's GPUs.
+    let ours: Vec<&str> = rails.gpus.iter().map(|g| g.pci.as_str()).collect();
+    let stray: Vec<String> = rails
+        .rails
+        .iter()
+        .filter(|r| {
+            r.usable && r.pci.is_some() && !r.gpus.iter().any(|g| ours.contains(&g.as_str()))
+        })
+        .map(|r| r.iface.clone())
+        .collect();
+    check(
+        NAME,
+        Status::Fail,
+        format!(
+            "{} of the {n} GPUs have no rail of this pod under their PCIe switch or root, so NCCL \
+             will not use GPUDirect RDMA for them: {}{}",
+            unaligned.len(),
+            unaligned.join(", "),
+            if stray.is_empty() {
+                String::new()
+            } else {
+                format!("; rails near none of this pod's GPUs: {}", list(&stray, 8))
+            }
+        ),
+        Some(GPU_RAIL_FIX),
+    )
 }

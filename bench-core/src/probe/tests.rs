@@ -1,8 +1,9 @@
 //! Unit tests of the probe's readings.
 
 use wire::probe::Status;
+use wire::rails::{Attachment, GpuRails, RailRow, RailsReport};
 
-use super::pod::given_gpus;
+use super::pod::{check_gpu_rail_alignment, given_gpus};
 use super::system::{human, size_option, Memlock, CAP_IPC_LOCK, GIB, MIB};
 
 #[test]
@@ -42,4 +43,87 @@ fn status_json_is_upper_case() {
         serde_json::to_string(&Status::Warn).unwrap_or_default(),
         "\"WARN\""
     );
+}
+
+fn rail(iface: &str, pci: Option<&str>, gpus: &[&str], usable: bool) -> RailRow {
+    RailRow {
+        rail: 0,
+        iface: iface.into(),
+        ipv4: None,
+        device: Some("mlx5_0".into()),
+        port: Some(1),
+        gid_index: Some(5),
+        state: None,
+        link_layer: None,
+        rate_gbps: None,
+        active_mtu_bytes: None,
+        pci: pci.map(str::to_string),
+        numa_node: None,
+        gpus: gpus.iter().map(|g| g.to_string()).collect(),
+        attachment: Attachment::Ipvlan,
+        usable,
+        reason: None,
+    }
+}
+
+fn gpu(pci: &str, rails: &[&str]) -> GpuRails {
+    GpuRails {
+        pci: pci.into(),
+        node_index: 0,
+        device_file: "nvidia0".into(),
+        pcie_root: Some("pci0000:80".into()),
+        numa_node: Some(7),
+        rails: rails.iter().map(|r| r.to_string()).collect(),
+    }
+}
+
+fn report(rails: Vec<RailRow>, gpus: Vec<GpuRails>) -> RailsReport {
+    RailsReport {
+        schema_version: 1,
+        rdmabw_version: "0".into(),
+        capabilities: Vec::new(),
+        host: "pod".into(),
+        rails,
+        not_rails: Vec::new(),
+        gpus,
+    }
+}
+
+#[test]
+fn gpu_rail_alignment_fails_only_for_a_gpu_without_a_rail_near_it() {
+    let near = rail("net1", Some("0000:89:00.0"), &["0000:8c:00.0"], true);
+    // No GPU in the container: not applicable.
+    let c = check_gpu_rail_alignment(&report(vec![near.clone()], vec![]));
+    assert_eq!(c.status, Status::Warn);
+    assert!(c.detail.starts_with("not applicable"), "{}", c.detail);
+    // Each GPU with a rail: PASS, no fix.
+    let c = check_gpu_rail_alignment(&report(
+        vec![near.clone()],
+        vec![gpu("0000:8c:00.0", &["net1"])],
+    ));
+    assert_eq!(c.status, Status::Pass, "{}", c.detail);
+    assert!(c.fix.is_none());
+    // A GPU without: FAIL, named with its root, and the fix.
+    let far = rail("net2", Some("0000:0c:00.0"), &["0000:0f:00.0"], true);
+    let c = check_gpu_rail_alignment(&report(vec![far.clone()], vec![gpu("0000:8c:00.0", &[])]));
+    assert_eq!(c.status, Status::Fail, "{}", c.detail);
+    assert!(
+        c.detail
+            .contains("GPU 0000:8c:00.0 (nvidia0, PCIe root pci0000:80, NUMA 7)"),
+        "{}",
+        c.detail
+    );
+    assert!(
+        c.detail.contains("near none of this pod's GPUs: net2"),
+        "{}",
+        c.detail
+    );
+    assert!(c.fix.as_deref().unwrap_or_default().contains("restricted"));
+    // GPUs but no usable rail on a PCI NIC (a software rail, or a rail not usable here):
+    // nothing to align with, the rails checks say why.
+    let rxe = rail("net1", None, &[], true);
+    let unusable = rail("net3", Some("0000:89:00.0"), &["0000:8c:00.0"], false);
+    let c = check_gpu_rail_alignment(&report(vec![rxe, unusable], vec![gpu("0000:8c:00.0", &[])]));
+    assert_eq!(c.status, Status::Warn, "{}", c.detail);
+    assert!(c.detail.starts_with("not applicable"), "{}", c.detail);
 }

@@ -38,7 +38,10 @@
 //! The `gpus` column lists the GPUs under the same PCIe switch or root port as the rail's NIC
 //! ([`crate::topology::gpus_near`] with [`Proximity::SameRootPort`], nvidia-smi's PIX and PXB),
 //! the distance up to which NCCL uses GPUDirect RDMA by default. Software devices have none.
+//! The report's `gpus` turns that column around, for the GPUs of this container: each with the
+//! usable rails near it, none for a GPU NCCL will not use GPUDirect RDMA for ([`gpus`]).
 
+pub mod gpus;
 pub mod netif;
 pub mod select;
 
@@ -565,6 +568,7 @@ fn build(
         rdmabw_version: env!("CARGO_PKG_VERSION").to_string(),
         capabilities: Capability::OURS.to_vec(),
         host: sysfs::host_name(roots).unwrap_or_else(|| "unknown".to_string()),
+        gpus: gpus::alignment(roots, &rails),
         rails,
         not_rails,
     }
