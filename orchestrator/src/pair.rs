@@ -190,6 +190,16 @@ pub async fn sweep_pair<R: Runner>(
             }
         );
     }
+    if run.announce {
+        for (pod, rails) in [
+            (&prep.pods.client, &prep.client_rails),
+            (&prep.pods.server, &prep.server_rails),
+        ] {
+            for g in rails.unaligned_gpus() {
+                results::say!("railsweep: warning: pod {pod}: {}", g.unaligned_line());
+            }
+        }
+    }
     let sink = rows.open()?;
     let cancel = run.cancel.clone();
     let rails = sweep::run(

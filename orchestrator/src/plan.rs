@@ -101,6 +101,13 @@ impl RailPair {
     }
 }
 
+/// A pod's GPUs with no rail of the pod near them (`rdmabw rails`' `gpus`), as a row's
+/// `client_gpus_without_rail`: their PCI addresses, comma-separated; `None` when there is none.
+pub fn gpus_without_rail(rails: &RailsReport) -> Option<String> {
+    let pci: Vec<&str> = rails.unaligned_gpus().map(|g| g.pci.as_str()).collect();
+    (!pci.is_empty()).then(|| pci.join(","))
+}
+
 /// Pair two rail tables by rail number: every rail either side has (or only the `select`ed
 /// ones, which are listed even when neither pod has them, so that a typo shows as a failed
 /// rail rather than silence).
@@ -165,6 +172,32 @@ pub(crate) mod tests {
             not_rails: vec![],
             gpus: vec![],
         }
+    }
+
+    #[test]
+    fn a_pods_gpus_without_a_rail_are_named_for_its_rows() {
+        use results::rdmabw::rails::GpuRails;
+        let gpu = |pci: &str, rails: &[&str]| GpuRails {
+            pci: pci.into(),
+            node_index: 0,
+            device_file: "nvidia0".into(),
+            pcie_root: Some("pci0000:80".into()),
+            numa_node: None,
+            rails: rails.iter().map(|r| r.to_string()).collect(),
+        };
+        let mut r = report("a", vec![]);
+        assert_eq!(gpus_without_rail(&r), None, "no GPU");
+        r.gpus = vec![
+            gpu("0000:8c:00.0", &["net1"]),
+            gpu("0000:8d:00.0", &["net2"]),
+        ];
+        assert_eq!(gpus_without_rail(&r), None, "aligned");
+        r.gpus.push(gpu("0000:ac:00.0", &[]));
+        r.gpus.push(gpu("0000:ad:00.0", &[]));
+        assert_eq!(
+            gpus_without_rail(&r).as_deref(),
+            Some("0000:ac:00.0,0000:ad:00.0")
+        );
     }
 
     #[test]

@@ -61,5 +61,7 @@ pub(crate) fn row(client: &str, server: &str, rail: u32, bw: Option<f64>) -> Rai
         layer: None,
         evidence: None,
         fix: None,
+        client_gpus_without_rail: None,
+        server_gpus_without_rail: None,
     }
 }

@@ -30,7 +30,7 @@ pub use wire::{check_number, InvalidRecord, MemoryKind};
 /// `software_rdma` (whether the figures measure an emulated RDMA device); version 8
 /// `client_tool` and `server_tool` (which program ran each end: rdmabw or perftest's
 /// ib_write_bw); version 9 `layer`, `evidence` and `fix` (the per-rail verdict,
-/// [`crate::verdict`]).
+/// [`crate::verdict`]), and `client_gpus_without_rail`, `server_gpus_without_rail`.
 pub const SCHEMA_VERSION: u32 = 9;
 
 /// Fields added after version 1, with the version that added them: a file of an
@@ -55,6 +55,8 @@ pub const ADDED_FIELDS: &[(&str, u32)] = &[
     ("layer", 9),
     ("evidence", 9),
     ("fix", 9),
+    ("client_gpus_without_rail", 9),
+    ("server_gpus_without_rail", 9),
 ];
 
 /// True when a file of `version` must have field `name`.
@@ -341,6 +343,16 @@ pub struct RailResult {
     /// What to do about it.
     #[serde(default)]
     pub fix: Option<String>,
+    /// The client pod's GPUs that have no rail of the pod under their PCIe switch or root
+    /// port (`rdmabw rails`' `gpus`), so that NCCL will not use GPUDirect RDMA for them: their
+    /// PCI addresses, comma-separated (`0000:8c:00.0,0000:8d:00.0`). Empty when every GPU of
+    /// the pod has a rail near it, when the pod has none, where not known (rdmabw by hand, an
+    /// older rdmabw) and in an older file. The same on every row of the pod.
+    #[serde(default)]
+    pub client_gpus_without_rail: Option<String>,
+    /// The server pod's, as `client_gpus_without_rail`.
+    #[serde(default)]
+    pub server_gpus_without_rail: Option<String>,
 }
 
 impl RailResult {

@@ -90,7 +90,11 @@ fn csv_missing_optional_column_is_still_an_error() {
 
 #[test]
 fn csv_unknown_column_is_an_error() {
-    let text = fixture_csv().replacen("fix\n", "fix,extra\n", 1);
+    let text = fixture_csv().replacen(
+        "server_gpus_without_rail\n",
+        "server_gpus_without_rail,extra\n",
+        1,
+    );
     let text = text
         .lines()
         .enumerate()
@@ -106,7 +110,7 @@ fn csv_unknown_column_is_an_error() {
     let e = err(&text, "a.csv");
     assert_eq!(
         e.to_string(),
-        "a.csv:1:52: unknown column `extra` (schema_version 9 has no such column)"
+        "a.csv:1:54: unknown column `extra` (schema_version 9 has no such column)"
     );
 }
 
@@ -114,8 +118,11 @@ fn csv_unknown_column_is_an_error() {
 fn csv_newer_schema_is_refused_before_column_checks() {
     // A newer schema typically has columns this one does not know; the
     // version is what the user needs to hear about.
-    let text =
-        set_cell(&fixture_csv(), 0, "schema_version", "10").replacen("fix\n", "fix,new_field\n", 1);
+    let text = set_cell(&fixture_csv(), 0, "schema_version", "10").replacen(
+        "server_gpus_without_rail\n",
+        "server_gpus_without_rail,new_field\n",
+        1,
+    );
     let e = err(&text, "new.csv");
     assert!(
         matches!(e, ResultsError::NewerSchema { found: 10, .. }),
@@ -175,7 +182,7 @@ fn csv_short_row_is_an_error() {
     let e = err(&text, "a.csv").to_string();
     assert_starts(
         &e,
-        "a.csv:5:4: row has 3 cells but the header has 51 columns",
+        "a.csv:5:4: row has 3 cells but the header has 53 columns",
     );
 }
 
@@ -302,7 +309,7 @@ fn poll_and_cpu_per_gb_round_trip_through_csv() {
     assert!(
         text.lines()
             .nth(1)
-            .is_some_and(|l| l.ends_with(",event,0.125,,,,,,,,,,,,,")),
+            .is_some_and(|l| l.ends_with(",event,0.125,,,,,,,,,,,,,,,")),
         "{text}"
     );
     assert_eq!(read_str(&text, "rt.csv").expect("reads back"), rows);
@@ -337,7 +344,7 @@ fn a_version_1_json_file_reads_without_the_new_keys() {
         .contains("missing column `diagnosis`"));
 }
 
-/// The keys versions 6 to 9 added (each row's last nine): the latency, `software_rdma`, the
+/// The keys versions 6 to 9 added (each row's last eleven): the latency, `software_rdma`, the
 /// tools and the verdict.
 const LAT_KEYS: &[&str] = &[
     "lat_p50_us",
@@ -349,9 +356,11 @@ const LAT_KEYS: &[&str] = &[
     "layer",
     "evidence",
     "fix",
+    "client_gpus_without_rail",
+    "server_gpus_without_rail",
 ];
 
-/// A JSON results text without the keys versions 6 to 9 added (each row's last nine, all
+/// A JSON results text without the keys versions 6 to 9 added (each row's last eleven, all
 /// null).
 fn without_lat_keys(json: &str) -> String {
     let gone = LAT_KEYS.iter().fold(json.to_string(), |t, k| {
@@ -405,13 +414,13 @@ fn latency_round_trips_through_csv_and_json() {
     let text = String::from_utf8(buf).expect("utf-8");
     assert!(
         text.lines().next().is_some_and(|l| l
-            .ends_with(",lat_p50_us,lat_p99_us,lat_max_us,software_rdma,client_tool,server_tool,layer,evidence,fix")),
+            .ends_with(",lat_p50_us,lat_p99_us,lat_max_us,software_rdma,client_tool,server_tool,layer,evidence,fix,client_gpus_without_rail,server_gpus_without_rail")),
         "{text}"
     );
     assert!(
         text.lines()
             .nth(1)
-            .is_some_and(|l| l.ends_with(",3.5,4.25,19.0,,,,,,")),
+            .is_some_and(|l| l.ends_with(",3.5,4.25,19.0,,,,,,,,")),
         "{text}"
     );
     assert_eq!(read_str(&text, "rt.csv").expect("reads back"), rows);
@@ -432,7 +441,10 @@ fn without_gpu_keys(json: &str) -> String {
     let gone = keys.iter().fold(json.to_string(), |t, k| {
         t.replace(&format!(",\n      \"{k}\": null"), "")
     });
-    assert!(!gone.contains("_gpu"), "{gone}");
+    assert!(
+        !gone.contains("_gpu\"") && !gone.contains("_gpu_pcie_root"),
+        "{gone}"
+    );
     gone
 }
 
@@ -484,7 +496,7 @@ fn each_sides_gpu_and_its_root_round_trip_through_csv_and_json() {
     assert!(
         text.lines()
             .nth(1)
-            .is_some_and(|l| l.ends_with(",gpu-3,pci0000:4c,gpu-0,,,,,,,,,,")),
+            .is_some_and(|l| l.ends_with(",gpu-3,pci0000:4c,gpu-0,,,,,,,,,,,,")),
         "{text}"
     );
     assert!(

@@ -255,7 +255,7 @@ fn resuming_a_version_3_file_keeps_its_rows_and_adds_a_row_with_gpus() {
     let current = String::from_utf8(buf).expect("utf-8");
     let gpu_columns = ",client_gpu,client_gpu_pcie_root,server_gpu,server_gpu_pcie_root";
     let lat_columns =
-        ",lat_p50_us,lat_p99_us,lat_max_us,software_rdma,client_tool,server_tool,layer,evidence,fix";
+        ",lat_p50_us,lat_p99_us,lat_max_us,software_rdma,client_tool,server_tool,layer,evidence,fix,client_gpus_without_rail,server_gpus_without_rail";
     let v3: String = current
         .lines()
         .enumerate()
@@ -265,7 +265,7 @@ fn resuming_a_version_3_file_keeps_its_rows_and_adds_a_row_with_gpus() {
                     .and_then(|l| l.strip_suffix(gpu_columns))
                     .expect("the GPU columns are last before the latency columns")
             } else {
-                l.strip_suffix(",,,,,,,,,,,,,")
+                l.strip_suffix(",,,,,,,,,,,,,,,")
                     .expect("no GPU, no latency and no software_rdma in the fixture rows")
             };
             let l = match l.strip_prefix(&format!("{},", results::SCHEMA_VERSION)) {
@@ -329,7 +329,7 @@ fn resuming_a_version_1_file_rewrites_it_in_the_current_schema_first() {
         .lines()
         .next()
         .is_some_and(|h| h.ends_with(
-            ",error,diagnosis,poll,cpu_s_per_gb,client_gpu,client_gpu_pcie_root,server_gpu,server_gpu_pcie_root,lat_p50_us,lat_p99_us,lat_max_us,software_rdma,client_tool,server_tool,layer,evidence,fix"
+            ",error,diagnosis,poll,cpu_s_per_gb,client_gpu,client_gpu_pcie_root,server_gpu,server_gpu_pcie_root,lat_p50_us,lat_p99_us,lat_max_us,software_rdma,client_tool,server_tool,layer,evidence,fix,client_gpus_without_rail,server_gpus_without_rail"
         )));
     let current = format!("{},", results::SCHEMA_VERSION);
     assert!(

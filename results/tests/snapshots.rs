@@ -184,12 +184,14 @@ fn a_version_1_fixture_reads_and_rewrites_as_the_current_version_row_for_row() {
                 "layer".into(),
                 "evidence".into(),
                 "fix".into(),
+                "client_gpus_without_rail".into(),
+                "server_gpus_without_rail".into(),
             ]);
         } else {
             assert_eq!(want[0], "1", "a version 1 row");
             want[0] = results::SCHEMA_VERSION.to_string();
             want.insert(after_qps, "false".into());
-            want.extend(std::iter::repeat_n(String::new(), 16));
+            want.extend(std::iter::repeat_n(String::new(), 18));
         }
         assert_eq!(
             &want,

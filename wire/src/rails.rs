@@ -123,10 +123,41 @@ pub struct GpuRails {
     pub rails: Vec<String>,
 }
 
+/// What to do about a GPU with no rail near it, in one line (the probe's fix and the last
+/// words of `rdmabw rails`' line for that GPU).
+pub const GPU_RAIL_FIX: &str = "have the kubelet allocate GPUs and rail NICs together: \
+Topology Manager policy restricted (or single-numa-node) with topologyManagerScope pod in the \
+kubelet configuration (the pod then gets its PFs on its GPUs' NUMA nodes, or is rejected with \
+TopologyAffinityError), or with DRA, claim the GPUs and the NICs in one ResourceClaim whose \
+constraints matchAttribute resource.kubernetes.io/pcieRoot";
+
 impl GpuRails {
     /// Whether a rail of this pod is near enough for GPUDirect RDMA.
     pub fn aligned(&self) -> bool {
         !self.rails.is_empty()
+    }
+
+    /// `GPU 0000:8c:00.0 (nvidia4, PCIe root pci0000:80, NUMA 7)`: how a GPU is named in
+    /// messages.
+    pub fn name(&self) -> String {
+        let mut s = format!("GPU {} ({}", self.pci, self.device_file);
+        if let Some(r) = &self.pcie_root {
+            s.push_str(&format!(", PCIe root {r}"));
+        }
+        if let Some(n) = self.numa_node {
+            s.push_str(&format!(", NUMA {n}"));
+        }
+        s.push(')');
+        s
+    }
+
+    /// One line for a GPU with no rail near it: what is wrong, and [`GPU_RAIL_FIX`].
+    pub fn unaligned_line(&self) -> String {
+        format!(
+            "{} has no rail of this pod under its PCIe switch or root: NCCL will not use \
+             GPUDirect RDMA for it; fix: {GPU_RAIL_FIX}",
+            self.name()
+        )
     }
 }
 

@@ -16,13 +16,7 @@ use wire::rails::{GpuRails, RailRow};
 use crate::sysfs::SysRoots;
 use crate::topology::container_gpus;
 
-/// What to do about a GPU with no rail near it, in one line (the probe's fix and the last
-/// words of `rdmabw rails`' line for that GPU).
-pub const GPU_RAIL_FIX: &str = "have the kubelet allocate GPUs and rail NICs together: \
-Topology Manager policy restricted (or single-numa-node) with topologyManagerScope pod in the \
-kubelet configuration (the pod then gets its PFs on its GPUs' NUMA nodes, or is rejected with \
-TopologyAffinityError), or with DRA, claim the GPUs and the NICs in one ResourceClaim whose \
-constraints matchAttribute resource.kubernetes.io/pcieRoot";
+pub use wire::rails::GPU_RAIL_FIX;
 
 /// The GPUs of this container with the usable rails of `rails` near each.
 pub fn alignment(roots: &SysRoots, rails: &[RailRow]) -> Vec<GpuRails> {
@@ -45,22 +39,10 @@ pub fn alignment(roots: &SysRoots, rails: &[RailRow]) -> Vec<GpuRails> {
 
 /// `GPU 0000:8c:00.0 (nvidia4, PCIe root pci0000:80, NUMA 7)`: how a GPU is named in messages.
 pub fn gpu_name(g: &GpuRails) -> String {
-    let mut s = format!("GPU {} ({}", g.pci, g.device_file);
-    if let Some(r) = &g.pcie_root {
-        s.push_str(&format!(", PCIe root {r}"));
-    }
-    if let Some(n) = g.numa_node {
-        s.push_str(&format!(", NUMA {n}"));
-    }
-    s.push(')');
-    s
+    g.name()
 }
 
 /// One line for a GPU with no rail near it: what is wrong, and [`GPU_RAIL_FIX`].
 pub fn unaligned_line(g: &GpuRails) -> String {
-    format!(
-        "{} has no rail of this pod under its PCIe switch or root: NCCL will not use GPUDirect \
-         RDMA for it; fix: {GPU_RAIL_FIX}",
-        gpu_name(g)
-    )
+    g.unaligned_line()
 }

@@ -846,6 +846,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
                     gpu_pcie_root: gpu.and_then(|g| g.pcie_root.clone()),
                     software: row.as_ref().map(|r| r.attachment == Attachment::Software),
                     tool: None,
+                    gpus_without_rail: None,
                 }
             };
         RdmabwRun {
@@ -856,6 +857,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
             rail: Some(pair.rail),
             client: EndFacts {
                 tool: Some(cfg.client_tool.row_word().into()),
+                gpus_without_rail: crate::plan::gpus_without_rail(&self.prep.client_rails),
                 ..end(
                     &pair.client,
                     &self.ctx.client_pod,
@@ -865,6 +867,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
             },
             server: EndFacts {
                 tool: Some(cfg.server_tool.row_word().into()),
+                gpus_without_rail: crate::plan::gpus_without_rail(&self.prep.server_rails),
                 ..end(
                     &pair.server,
                     &self.ctx.server_pod,

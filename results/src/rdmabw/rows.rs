@@ -62,6 +62,8 @@ pub struct EndFacts {
     /// The program the launcher ran at this end ([`TOOL_RDMABW`], [`TOOL_IB_WRITE_BW`]); a
     /// report's own word (rdmabw at its end, its `peer` at the other) wins over it.
     pub tool: Option<String>,
+    /// The pod's GPUs with no rail near them, as the row's `client_gpus_without_rail`.
+    pub gpus_without_rail: Option<String>,
 }
 
 /// A row's `client_tool`/`server_tool` for an end run by rdmabw.
@@ -275,6 +277,8 @@ impl RdmabwRun {
             layer: None,
             evidence: None,
             fix: None,
+            client_gpus_without_rail: self.client.gpus_without_rail.clone(),
+            server_gpus_without_rail: self.server.gpus_without_rail.clone(),
         }
     }
 }
