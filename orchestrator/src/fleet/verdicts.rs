@@ -28,12 +28,15 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 use k8s_openapi::api::core::v1::{Node, Taint};
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::resource::v1::{DeviceTaintRule, ResourceSlice};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::Client;
 use results::RailResult;
 use serde_json::{json, Value};
 
 use super::culprit::{self, RailEvidence, Rules, Suspect};
+use super::devicetaints;
+use crate::modes::dra;
 
 /// The label with the verdict.
 pub const LABEL: &str = "railbench.io/rails";
@@ -103,6 +106,9 @@ pub struct NodeVerdict {
     pub health: Health,
     /// Its bad rails, by rail.
     pub bad_rails: Vec<BadRail>,
+    /// Its measured rails, each with its interface on the node (the rows' client or server
+    /// interface): what a DRA device of the node is matched by.
+    pub rails: BTreeMap<u32, String>,
 }
 
 impl NodeVerdict {
@@ -126,8 +132,18 @@ pub fn node_verdicts(
     let t = t.into();
     // pod (as the culprit logic names it) -> node
     let mut node_of: BTreeMap<String, String> = BTreeMap::new();
+    // pod -> rail -> its interface there
+    let mut rails_of: BTreeMap<String, BTreeMap<u32, String>> = BTreeMap::new();
     for r in culprit::latest(rows).values() {
         let (c, s) = culprit::row_nodes(r);
+        rails_of
+            .entry(c.clone())
+            .or_default()
+            .insert(r.rail, r.client_interface.clone());
+        rails_of
+            .entry(s.clone())
+            .or_default()
+            .insert(r.rail, r.server_interface.clone());
         node_of.insert(c, r.client_node.clone());
         node_of.insert(s, r.server_node.clone());
     }
@@ -169,6 +185,7 @@ pub fn node_verdicts(
                 .max()
                 .unwrap_or(Health::Ok);
             NodeVerdict {
+                rails: rails_of.remove(&pod).unwrap_or_default(),
                 node,
                 pod,
                 health,
@@ -299,17 +316,136 @@ pub struct Applied {
     pub tainted: Vec<String>,
     /// Nodes whose railsweep taint was removed.
     pub untainted: Vec<String>,
+    /// The DeviceTaintRules written (bad rails that DRA manages), by name.
+    pub rules_written: Vec<String>,
+    /// The DeviceTaintRules removed (their rails pass now), by name.
+    pub rules_removed: Vec<String>,
+    /// The DeviceTaintRules the circuit breaker kept from being written.
+    pub rules_held: usize,
     /// The circuit breaker's message, when it kept the taints off.
     pub breaker: Option<String>,
 }
 
-/// The action on a node's taints.
-fn action_for(v: &NodeVerdict, o: &Options, may_taint: bool) -> TaintAction {
+/// The action on a node's taints; `node_taint`: the node taint is warranted (its plan's).
+fn action_for(v: &NodeVerdict, o: &Options, may_taint: bool, node_taint: bool) -> TaintAction {
     match (v.health, o.apply) {
         (Health::Ok, _) if o.untaint_passed => TaintAction::Remove,
-        (Health::Degraded | Health::Failed, ApplyVerdicts::Taints) if may_taint => TaintAction::Set,
+        (Health::Degraded | Health::Failed, ApplyVerdicts::Taints) if may_taint && node_taint => {
+            TaintAction::Set
+        }
+        // Its bad rails are DRA's: their rules stand for them, not a taint on the whole node.
+        (Health::Degraded | Health::Failed, ApplyVerdicts::Taints)
+            if may_taint && o.untaint_passed =>
+        {
+            TaintAction::Remove
+        }
         _ => TaintAction::Keep,
     }
+}
+
+/// The rights the verdicts need, for the messages.
+const GRANTS: &str = "deploy/fleet-job.yaml's ClusterRole railsweep-verdicts";
+
+/// What railsweep reads of DRA: the ResourceSlices (with `taints`) and its own
+/// DeviceTaintRules (with `taints` or `--untaint-passed`). A cluster that does not serve
+/// `resource.k8s.io/v1` (404) has neither.
+struct DraState {
+    slices: Vec<ResourceSlice>,
+    rules: BTreeSet<String>,
+}
+
+impl DraState {
+    async fn read(client: &Client, o: &Options) -> Result<DraState> {
+        let absent = |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 404);
+        let mut slices = Vec::new();
+        if o.apply == ApplyVerdicts::Taints {
+            match Api::<ResourceSlice>::all(client.clone())
+                .list(&ListParams::default())
+                .await
+            {
+                Ok(l) => slices = l.items,
+                Err(e) if absent(&e) => {}
+                Err(e) => {
+                    return Err(anyhow::Error::new(e)).with_context(|| {
+                        format!("cannot list the ResourceSlices (which rails DRA manages; railsweep needs list on resourceslices in resource.k8s.io: {GRANTS})")
+                    })
+                }
+            }
+        }
+        let mut rules = BTreeSet::new();
+        if o.apply == ApplyVerdicts::Taints || o.untaint_passed {
+            let lp = ListParams::default().labels(&format!(
+                "{}={}",
+                devicetaints::MANAGED_BY_LABEL,
+                devicetaints::MANAGED_BY
+            ));
+            match Api::<DeviceTaintRule>::all(client.clone()).list(&lp).await {
+                Ok(l) => rules = l.items.into_iter().filter_map(|r| r.metadata.name).collect(),
+                Err(e) if absent(&e) => {}
+                Err(e) => {
+                    return Err(anyhow::Error::new(e)).with_context(|| {
+                        format!("cannot list railsweep's DeviceTaintRules (railsweep needs list on devicetaintrules in resource.k8s.io: {GRANTS})")
+                    })
+                }
+            }
+        }
+        Ok(DraState { slices, rules })
+    }
+}
+
+/// Write the rules of `plans` (when `may_taint`) and, with `--untaint-passed`, delete
+/// railsweep's rules of the rails that pass; with `--dry-run` print each as a JSON line
+/// `{"device_taint_rule": NAME, "apply": RULE}` or `{"device_taint_rule": NAME, "delete": true}`.
+async fn apply_rules(
+    client: &Client,
+    plans: &[devicetaints::NodePlan],
+    existing: &BTreeSet<String>,
+    o: &Options,
+    may_taint: bool,
+    applied: &mut Applied,
+    out: &mut impl Write,
+) -> Result<()> {
+    let api: Api<DeviceTaintRule> = Api::all(client.clone());
+    let pp = PatchParams::apply("railsweep").force();
+    for p in plans {
+        for rule in &p.rules {
+            let name = rule.metadata.name.clone().unwrap_or_default();
+            if !may_taint {
+                applied.rules_held += 1;
+                continue;
+            }
+            if o.dry_run {
+                writeln!(out, "{}", json!({ "device_taint_rule": name, "apply": rule }))?;
+            } else {
+                api.patch(&name, &pp, &Patch::Apply(rule))
+                    .await
+                    .with_context(|| {
+                        format!("cannot write DeviceTaintRule {name} (railsweep needs create, get and patch on devicetaintrules in resource.k8s.io: {GRANTS})")
+                    })?;
+            }
+            applied.rules_written.push(name);
+        }
+        if !o.untaint_passed {
+            continue;
+        }
+        for name in p.passing.iter().filter(|n| existing.contains(*n)) {
+            if o.dry_run {
+                writeln!(out, "{}", json!({ "device_taint_rule": name, "delete": true }))?;
+            } else {
+                match api.delete(name, &DeleteParams::default()).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(e)) if e.code == 404 => continue,
+                    Err(e) => {
+                        return Err(anyhow::Error::new(e)).with_context(|| {
+                            format!("cannot delete DeviceTaintRule {name} (railsweep needs delete on devicetaintrules in resource.k8s.io: {GRANTS})")
+                        })
+                    }
+                }
+            }
+            applied.rules_removed.push(name.clone());
+        }
+    }
+    Ok(())
 }
 
 /// Write the verdicts into the cluster (or, with `--dry-run`, print each node's patch as a
@@ -324,6 +460,12 @@ pub async fn apply(
     if o.apply == ApplyVerdicts::None {
         return Ok(applied);
     }
+    let dra = DraState::read(&client, o).await?;
+    let plans: Vec<devicetaints::NodePlan> = verdicts
+        .iter()
+        .map(|v| devicetaints::plan(v, &dra::node_devices(&dra.slices, &v.node), o))
+        .collect();
+    // A node counts once whether its bad rails get the node taint or rules.
     let bad = verdicts.iter().filter(|v| v.health != Health::Ok).count();
     let mut may_taint = o.apply == ApplyVerdicts::Taints;
     if may_taint {
@@ -332,13 +474,13 @@ pub async fn apply(
             may_taint = false;
         }
     }
-    let api: Api<Node> = Api::all(client);
+    let api: Api<Node> = Api::all(client.clone());
     let pp = PatchParams {
         field_manager: Some("railsweep".into()),
         ..PatchParams::default()
     };
-    for v in verdicts {
-        let action = action_for(v, o, may_taint);
+    for (v, plan) in verdicts.iter().zip(&plans) {
+        let action = action_for(v, o, may_taint, plan.node_taint);
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -352,7 +494,7 @@ pub async fn apply(
                     )
                 })?;
                 let current = node.spec.and_then(|s| s.taints).unwrap_or_default();
-                new_taints(&current, action, &v.taint_value())
+                new_taints(&current, action, &plan.taint_value())
                     .map(|list| (list, node.metadata.resource_version.unwrap_or_default()))
             };
             let patch = node_patch(
@@ -393,6 +535,16 @@ pub async fn apply(
             break;
         }
     }
+    apply_rules(
+        &client,
+        &plans,
+        &dra.rules,
+        o,
+        may_taint,
+        &mut applied,
+        out,
+    )
+    .await?;
     Ok(applied)
 }
 
@@ -450,8 +602,29 @@ pub fn summary(verdicts: &[NodeVerdict], applied: &Applied, o: &Options) -> Vec<
     if !applied.untainted.is_empty() {
         let verb = if o.dry_run { "would remove" } else { "removed" };
         lines.push(format!(
-            "verdicts: {verb} {TAINT_KEY} from {} (they pass now)",
+            "verdicts: {verb} {TAINT_KEY} from {} (they pass now, or DeviceTaintRules stand for their bad rails)",
             applied.untainted.join(", ")
+        ));
+    }
+    if !applied.rules_written.is_empty() {
+        let verb = if o.dry_run { "would write" } else { "wrote" };
+        lines.push(format!(
+            "verdicts: {verb} DeviceTaintRule {} ({}:{TAINT_EFFECT} on the rail's DRA device; the node is not tainted for it)",
+            applied.rules_written.join(", "),
+            devicetaints::RULE_TAINT_KEY
+        ));
+    }
+    if applied.rules_held > 0 {
+        lines.push(format!(
+            "verdicts: the breaker kept {} DeviceTaintRule(s) from being written",
+            applied.rules_held
+        ));
+    }
+    if !applied.rules_removed.is_empty() {
+        let verb = if o.dry_run { "would remove" } else { "removed" };
+        lines.push(format!(
+            "verdicts: {verb} DeviceTaintRule {} (the rail passes now)",
+            applied.rules_removed.join(", ")
         ));
     }
     lines
@@ -602,15 +775,24 @@ mod tests {
         assert!(p["metadata"]["annotations"][EVIDENCE_ANNOTATION].is_null());
         assert!(p.get("spec").is_none());
         // Who gets which action.
-        assert_eq!(action_for(bad, &o, true), TaintAction::Set);
-        assert_eq!(action_for(bad, &o, false), TaintAction::Keep);
-        assert_eq!(action_for(ok, &o, true), TaintAction::Keep);
+        assert_eq!(action_for(bad, &o, true, true), TaintAction::Set);
+        assert_eq!(action_for(bad, &o, false, true), TaintAction::Keep);
+        assert_eq!(action_for(ok, &o, true, false), TaintAction::Keep);
+        // A node whose bad rails all have DeviceTaintRules: no node taint, and an old one is
+        // removed with --untaint-passed (the breaker keeping the rules off keeps it).
+        assert_eq!(action_for(bad, &o, true, false), TaintAction::Keep);
+        let ou = Options {
+            untaint_passed: true,
+            ..o.clone()
+        };
+        assert_eq!(action_for(bad, &ou, true, false), TaintAction::Remove);
+        assert_eq!(action_for(bad, &ou, false, false), TaintAction::Keep);
         let o = Options {
             untaint_passed: true,
             ..opts(ApplyVerdicts::Labels)
         };
-        assert_eq!(action_for(ok, &o, false), TaintAction::Remove);
-        assert_eq!(action_for(bad, &o, false), TaintAction::Keep);
+        assert_eq!(action_for(ok, &o, false, false), TaintAction::Remove);
+        assert_eq!(action_for(bad, &o, false, true), TaintAction::Keep);
     }
 
     #[test]
