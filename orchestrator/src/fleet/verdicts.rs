@@ -599,11 +599,24 @@ pub fn summary(verdicts: &[NodeVerdict], applied: &Applied, o: &Options) -> Vec<
             applied.tainted.join(", ")
         ));
     }
-    if !applied.untainted.is_empty() {
-        let verb = if o.dry_run { "would remove" } else { "removed" };
+    let passes = |n: &String| {
+        verdicts
+            .iter()
+            .any(|v| &v.node == n && v.health == Health::Ok)
+    };
+    let (passed, ruled): (Vec<String>, Vec<String>) =
+        applied.untainted.iter().cloned().partition(passes);
+    let verb = if o.dry_run { "would remove" } else { "removed" };
+    if !passed.is_empty() {
         lines.push(format!(
-            "verdicts: {verb} {TAINT_KEY} from {} (they pass now, or DeviceTaintRules stand for their bad rails)",
-            applied.untainted.join(", ")
+            "verdicts: {verb} {TAINT_KEY} from {} (they pass now)",
+            passed.join(", ")
+        ));
+    }
+    if !ruled.is_empty() {
+        lines.push(format!(
+            "verdicts: {verb} {TAINT_KEY} from {} (DeviceTaintRules stand for their bad rails)",
+            ruled.join(", ")
         ));
     }
     if !applied.rules_written.is_empty() {
