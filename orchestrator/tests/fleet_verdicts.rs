@@ -1046,7 +1046,9 @@ async fn a_bad_dra_rail_gets_a_device_taint_rule_and_its_node_no_taint() {
     let stderr = text(&r.stderr);
     assert_eq!(r.status.code(), Some(0), "{stderr}");
     assert!(
-        stderr.contains("verdicts: removed DeviceTaintRule railbench-fleet-6-rail1 (the rail passes now)"),
+        stderr.contains(
+            "verdicts: removed DeviceTaintRule railbench-fleet-6-rail1 (the rail passes now)"
+        ),
         "{stderr}"
     );
     assert!(railsweeps_rules(&c).await.is_empty(), "{stderr}");

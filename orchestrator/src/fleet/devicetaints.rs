@@ -116,13 +116,7 @@ pub fn rule_name(node: &str, rail: u32) -> String {
     let clean: String = node
         .to_lowercase()
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c
-            } else {
-                '-'
-            }
-        })
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
     let clean = clean.trim_matches('-');
     let tail = format!("-rail{rail}");
@@ -327,8 +321,15 @@ mod tests {
         let long = "a-very-long-node-name-of-a-cloud-provider.region-1.compute.internal";
         let n = rule_name(long, 7);
         assert!(n.len() <= MAX_NAME, "{n}");
-        assert!(n.starts_with("railbench-a-very-long") && n.ends_with("-rail7"), "{n}");
-        assert_eq!(n, rule_name(long, 7), "the same node and rail, the same name");
+        assert!(
+            n.starts_with("railbench-a-very-long") && n.ends_with("-rail7"),
+            "{n}"
+        );
+        assert_eq!(
+            n,
+            rule_name(long, 7),
+            "the same node and rail, the same name"
+        );
         assert_ne!(n, rule_name(&long.replace("region-1", "region-2"), 7));
         assert!(n
             .chars()
@@ -371,7 +372,11 @@ mod tests {
             2,
             vec![bad(0, Health::Degraded), bad(1, Health::Failed)]
         )));
-        assert!(node_at_fault(&verdict("n", 1, vec![bad(0, Health::Failed)])));
+        assert!(node_at_fault(&verdict(
+            "n",
+            1,
+            vec![bad(0, Health::Failed)]
+        )));
     }
 
     #[test]

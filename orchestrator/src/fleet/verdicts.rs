@@ -415,7 +415,11 @@ async fn apply_rules(
                 continue;
             }
             if o.dry_run {
-                writeln!(out, "{}", json!({ "device_taint_rule": name, "apply": rule }))?;
+                writeln!(
+                    out,
+                    "{}",
+                    json!({ "device_taint_rule": name, "apply": rule })
+                )?;
             } else {
                 api.patch(&name, &pp, &Patch::Apply(rule))
                     .await
@@ -430,7 +434,11 @@ async fn apply_rules(
         }
         for name in p.passing.iter().filter(|n| existing.contains(*n)) {
             if o.dry_run {
-                writeln!(out, "{}", json!({ "device_taint_rule": name, "delete": true }))?;
+                writeln!(
+                    out,
+                    "{}",
+                    json!({ "device_taint_rule": name, "delete": true })
+                )?;
             } else {
                 match api.delete(name, &DeleteParams::default()).await {
                     Ok(_) => {}
@@ -535,16 +543,7 @@ pub async fn apply(
             break;
         }
     }
-    apply_rules(
-        &client,
-        &plans,
-        &dra.rules,
-        o,
-        may_taint,
-        &mut applied,
-        out,
-    )
-    .await?;
+    apply_rules(&client, &plans, &dra.rules, o, may_taint, &mut applied, out).await?;
     Ok(applied)
 }
 
