@@ -10,6 +10,12 @@
 //! railsweep says why (so many bad nodes at once point at the fabric, not at the nodes).
 //! `--untaint-passed` removes railsweep's taint from the nodes that now pass.
 //!
+//! A bad rail that a DRA driver publishes as a device of its node gets a DeviceTaintRule on
+//! that device instead ([`super::devicetaints`]): the node is then tainted only when
+//! [`super::devicetaints::node_at_fault`] says so, or for its bad rails that no device stands
+//! for. The rules go through the same breaker, and `--untaint-passed` deletes the rule of a
+//! rail that passes again.
+//!
 //! Only the culprits named by [`super::culprit::judge`] get a verdict other than `ok`: a
 //! partner that was slow only in its pairs with a bad node is `ok`. A rail's verdict is
 //! `failed` when one of the node's pairs on it failed (the test did not complete), else
@@ -805,6 +811,54 @@ mod tests {
         };
         assert_eq!(action_for(ok, &o, false, false), TaintAction::Remove);
         assert_eq!(action_for(bad, &o, false, true), TaintAction::Keep);
+    }
+
+    #[test]
+    fn the_summary_names_the_rules_written_held_and_removed() {
+        let v = verdicts(&fleet(&["pod-2"], Some(48.0)));
+        let o = opts(ApplyVerdicts::Taints);
+        let applied = Applied {
+            labelled: 6,
+            rules_written: vec!["railbench-node-2-rail1".into()],
+            rules_removed: vec!["railbench-node-4-rail0".into()],
+            untainted: vec!["node-2".into(), "node-5".into()],
+            ..Applied::default()
+        };
+        let lines = summary(&v, &applied, &o);
+        let has = |s: &str| lines.iter().any(|l| l.contains(s));
+        assert!(
+            has("verdicts: wrote DeviceTaintRule railbench-node-2-rail1 (railbench.io/bad-rail:NoSchedule on the rail's DRA device"),
+            "{lines:?}"
+        );
+        assert!(
+            has("verdicts: removed DeviceTaintRule railbench-node-4-rail0 (the rail passes now)"),
+            "{lines:?}"
+        );
+        assert!(
+            has("verdicts: removed railbench.io/bad-rails from node-5 (they pass now)"),
+            "{lines:?}"
+        );
+        assert!(
+            has("verdicts: removed railbench.io/bad-rails from node-2 (DeviceTaintRules stand for their bad rails)"),
+            "{lines:?}"
+        );
+        let held = Applied {
+            rules_held: 2,
+            breaker: Some("not tainting: ...".into()),
+            ..Applied::default()
+        };
+        let lines = summary(&v, &held, &o);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l == "verdicts: the breaker kept 2 DeviceTaintRule(s) from being written"),
+            "{lines:?}"
+        );
+        assert!(!lines.iter().any(|l| l.contains("wrote DeviceTaintRule")));
+        // The measured rails and their interfaces come from the rows.
+        let node2 = v.iter().find(|n| n.node == "node-2").expect("node-2");
+        assert_eq!(node2.rails.keys().copied().collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(node2.rails[&1], "net2");
     }
 
     #[test]
