@@ -2,12 +2,12 @@
 //! and `compare` use (deploy/rbac.yaml) cannot patch a node at all; the fleet's account
 //! (deploy/fleet-job.yaml: its ClusterRole railsweep-verdicts, held by its
 //! ValidatingAdmissionPolicy) may change a node's labels, annotations and taints under
-//! railbench.io/ and nothing else (exactly railsweep's keys, its taint NoSchedule only); the
-//! DeviceTaintRules it may write, change and delete only as railsweep's own
-//! (railsweep-device-taints); the CronJob's pod passes Pod Security's `restricted` level; deploy/rbac.yaml's account cannot
-//! run a pod as the fleet's account nor exec into the fleet's pods (railsweep-fleet-pods).
-//! Each test patches a Node object of its own, with no agent behind it, so the tests run
-//! beside the others.
+//! railbench.io/ and nothing else (exactly railsweep's keys, its taint NoSchedule only), and
+//! write, change and delete only railsweep's own DeviceTaintRules (railsweep-device-taints);
+//! the CronJob's pod passes Pod Security's `restricted` level; deploy/rbac.yaml's account
+//! cannot run a pod as the fleet's account nor exec into the fleet's pods
+//! (railsweep-fleet-pods). Each test patches a Node object (or a DeviceTaintRule on a device
+//! of no node) of its own, with no agent behind it, so the tests run beside the others.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
