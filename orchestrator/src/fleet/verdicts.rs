@@ -861,6 +861,99 @@ mod tests {
         assert_eq!(node2.rails[&1], "net2");
     }
 
+    /// A client of an API server that is not there: the paths below make no request.
+    fn no_server() -> Client {
+        let url = "https://127.0.0.1:9".parse().expect("a URL");
+        Client::try_from(kube::Config::new(url)).expect("a client")
+    }
+
+    /// node-2's plan with DRA devices for both its rails (rail 1 bad, rail 0 passing).
+    fn dra_plan() -> devicetaints::NodePlan {
+        use k8s_openapi::api::resource::v1::DeviceAttribute;
+        let v = verdicts(&fleet(&["pod-2"], Some(48.0)));
+        let node2 = v.iter().find(|n| n.node == "node-2").expect("node-2");
+        let devices: Vec<dra::NodeDevice> = ["net1", "net2"]
+            .iter()
+            .map(|i| dra::NodeDevice {
+                driver: "dra.net".into(),
+                pool: "node-2".into(),
+                name: (*i).into(),
+                attributes: BTreeMap::from([(
+                    "dra.net/ifName".to_string(),
+                    DeviceAttribute {
+                        string: Some((*i).into()),
+                        ..DeviceAttribute::default()
+                    },
+                )]),
+            })
+            .collect();
+        devicetaints::plan(node2, &devices, &opts(ApplyVerdicts::Taints))
+    }
+
+    #[tokio::test]
+    async fn the_breaker_holds_every_rule_back() {
+        let plans = [dra_plan()];
+        assert_eq!(plans[0].rules.len(), 1);
+        let mut applied = Applied::default();
+        let mut out = Vec::new();
+        let o = opts(ApplyVerdicts::Taints);
+        apply_rules(
+            &no_server(),
+            &plans,
+            &BTreeSet::new(),
+            &o,
+            false,
+            &mut applied,
+            &mut out,
+        )
+        .await
+        .expect("no request");
+        assert_eq!(applied.rules_held, 1);
+        assert!(applied.rules_written.is_empty() && out.is_empty());
+    }
+
+    #[tokio::test]
+    async fn dry_run_prints_each_rule_and_each_removal() {
+        let plans = [dra_plan()];
+        let o = Options {
+            dry_run: true,
+            untaint_passed: true,
+            ..opts(ApplyVerdicts::Taints)
+        };
+        // railsweep's rule of node-2's rail 0 is there from an earlier run; rail 0 passes now.
+        let existing = BTreeSet::from(["railbench-node-2-rail0".to_string()]);
+        let mut applied = Applied::default();
+        let mut out = Vec::new();
+        apply_rules(
+            &no_server(),
+            &plans,
+            &existing,
+            &o,
+            true,
+            &mut applied,
+            &mut out,
+        )
+        .await
+        .expect("no request");
+        let lines: Vec<Value> = String::from_utf8(out)
+            .expect("UTF-8")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(lines[0]["device_taint_rule"], "railbench-node-2-rail1");
+        assert_eq!(
+            lines[0]["apply"]["spec"]["deviceSelector"]["device"],
+            "net2"
+        );
+        assert_eq!(
+            lines[1],
+            json!({ "device_taint_rule": "railbench-node-2-rail0", "delete": true })
+        );
+        assert_eq!(applied.rules_written, ["railbench-node-2-rail1"]);
+        assert_eq!(applied.rules_removed, ["railbench-node-2-rail0"]);
+    }
+
     #[test]
     fn three_bad_nodes_of_six_are_all_named() {
         let v = verdicts(&fleet(&["pod-1", "pod-4", "pod-6"], None));
