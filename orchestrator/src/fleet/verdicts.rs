@@ -64,7 +64,8 @@ pub enum ApplyVerdicts {
     None,
     /// The labels and the evidence annotation.
     Labels,
-    /// The labels, and the taint on nodes with bad rails.
+    /// The labels, and the taint on nodes with bad rails (a DeviceTaintRule per bad rail that
+    /// DRA manages).
     Taints,
 }
 
