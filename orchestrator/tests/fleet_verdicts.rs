@@ -14,8 +14,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;
 
-use k8s_openapi::api::core::v1::{Node, Taint};
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use k8s_openapi::api::resource::v1::{DeviceTaintRule, ResourceClaim, ResourceSlice};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{json, Value};
 use support::fake::{Behave, Fake};
 use support::kube::railsweep;
@@ -103,8 +104,23 @@ async fn state(c: &TestCluster, node: &str) -> NodeState {
     }
 }
 
-/// Remove railsweep's labels, annotation and taint from every test node (as the admin).
+/// Remove railsweep's labels, annotation and taint from every test node, railsweep's
+/// DeviceTaintRules and the test's ResourceSlices (as the admin).
 async fn clear(c: &TestCluster) {
+    Api::<DeviceTaintRule>::all(c.client.clone())
+        .delete_collection(
+            &DeleteParams::default(),
+            &ListParams::default().labels("app.kubernetes.io/managed-by=railsweep"),
+        )
+        .await
+        .expect("deletes railsweep's DeviceTaintRules");
+    Api::<ResourceSlice>::all(c.client.clone())
+        .delete_collection(
+            &DeleteParams::default(),
+            &ListParams::default().labels(&format!("{SLICE_LABEL}=true")),
+        )
+        .await
+        .expect("deletes the test's ResourceSlices");
     let api = Api::<Node>::all(c.client.clone());
     for node in NODES {
         let s = state(c, node).await;
@@ -120,6 +136,131 @@ async fn clear(c: &TestCluster) {
             .await
             .unwrap_or_else(|e| panic!("clears node {node}: {e}"));
     }
+}
+
+/// The DRA driver of the test's ResourceSlices: a name of its own, so that no other test's
+/// DeviceClass selects its devices.
+const DRIVER: &str = "taints.railbench.test";
+/// The label of the test's ResourceSlices.
+const SLICE_LABEL: &str = "railbench.test/taints";
+
+/// A ResourceSlice for each of `nodes` with one device per rail of the fake, as a DRA network
+/// driver publishes them: devices `rail0` and `rail1`, whose attribute `ifName` (unqualified:
+/// the driver's domain) names the interfaces net1 and net2.
+async fn publish_rail_devices(c: &TestCluster, nodes: &[&str]) {
+    let api = Api::<ResourceSlice>::all(c.client.clone());
+    for node in nodes {
+        let slice: ResourceSlice = serde_json::from_value(json!({
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": { "name": format!("railbench-test-{node}"), "labels": { SLICE_LABEL: "true" } },
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": node,
+                "pool": { "name": node, "generation": 1, "resourceSliceCount": 1 },
+                "devices": [
+                    { "name": "rail0", "attributes": { "ifName": { "string": "net1" } } },
+                    { "name": "rail1", "attributes": { "ifName": { "string": "net2" } } },
+                ],
+            },
+        }))
+        .expect("a ResourceSlice");
+        api.create(&PostParams::default(), &slice)
+            .await
+            .unwrap_or_else(|e| panic!("creates the ResourceSlice of {node}: {e}"));
+    }
+}
+
+/// railsweep's DeviceTaintRules (those labelled as its own).
+async fn railsweeps_rules(c: &TestCluster) -> Vec<DeviceTaintRule> {
+    Api::<DeviceTaintRule>::all(c.client.clone())
+        .list(&ListParams::default().labels("app.kubernetes.io/managed-by=railsweep"))
+        .await
+        .expect("lists DeviceTaintRules")
+        .items
+}
+
+/// A claim for the test driver's device on interface `iface`, and a pod on `node` that holds
+/// it (tolerating the nodes' GPU taint, not railsweep's device taint).
+async fn claim_and_pod(c: &TestCluster, ns: &str, name: &str, node: &str, iface: &str) {
+    let claim: ResourceClaim = serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": { "name": name },
+        "spec": { "devices": { "requests": [{
+            "name": "rail",
+            "exactly": {
+                "deviceClassName": DRIVER,
+                "selectors": [{ "cel": {
+                    "expression": format!("device.attributes[\"{DRIVER}\"].ifName == \"{iface}\"")
+                } }],
+            },
+        }] } },
+    }))
+    .expect("a ResourceClaim");
+    Api::<ResourceClaim>::namespaced(c.client.clone(), ns)
+        .create(&PostParams::default(), &claim)
+        .await
+        .unwrap_or_else(|e| panic!("creates claim {name}: {e}"));
+    pod_with_claim(c, ns, name, name, node).await;
+}
+
+/// Pod `name` on `node` holding claim `claim`.
+async fn pod_with_claim(c: &TestCluster, ns: &str, name: &str, claim: &str, node: &str) {
+    let pod: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": { "name": name },
+        "spec": {
+            "nodeSelector": { "kubernetes.io/hostname": node },
+            "tolerations": [{ "key": "nvidia.com/gpu", "operator": "Exists" }],
+            "automountServiceAccountToken": false,
+            "resourceClaims": [{ "name": "rail", "resourceClaimName": claim }],
+            "containers": [{
+                "name": "c", "image": "debian:trixie-slim", "command": ["sleep", "infinity"],
+                "resources": { "claims": [{ "name": "rail" }] },
+            }],
+        },
+    }))
+    .expect("a Pod");
+    Api::<Pod>::namespaced(c.client.clone(), ns)
+        .create(&PostParams::default(), &pod)
+        .await
+        .unwrap_or_else(|e| panic!("creates pod {name}: {e}"));
+}
+
+/// The device allocated to claim `name`, if any.
+async fn allocated(c: &TestCluster, ns: &str, name: &str) -> Option<String> {
+    let claim = Api::<ResourceClaim>::namespaced(c.client.clone(), ns)
+        .get(name)
+        .await
+        .unwrap_or_else(|e| panic!("gets claim {name}: {e}"));
+    claim
+        .status?
+        .allocation?
+        .devices?
+        .results?
+        .first()
+        .map(|r| format!("{}/{}/{}", r.driver, r.pool, r.device))
+}
+
+/// The scheduler's PodScheduled condition of pod `name`: (status, reason, message).
+async fn scheduled(c: &TestCluster, ns: &str, name: &str) -> Option<(String, String, String)> {
+    let pod = Api::<Pod>::namespaced(c.client.clone(), ns)
+        .get(name)
+        .await
+        .unwrap_or_else(|e| panic!("gets pod {name}: {e}"));
+    pod.status?
+        .conditions?
+        .into_iter()
+        .find(|k| k.type_ == "PodScheduled")
+        .map(|k| {
+            (
+                k.status,
+                k.reason.unwrap_or_default(),
+                k.message.unwrap_or_default(),
+            )
+        })
 }
 
 fn today() -> String {
@@ -793,4 +934,145 @@ async fn a_racks_bad_uplink_names_the_rack_and_marks_none_of_its_nodes() {
     }
     assert!(c.pods_left(&ns).await.is_empty(), "{stderr}");
     c.delete_namespace(&ns).await;
+}
+
+/// Issue 54, item 3: a bad rail that DRA manages is tainted on its device, not on its node.
+/// fleet-6's rail 1 (net2, device rail1 of its ResourceSlice) runs at 40 Gb/s: railsweep
+/// writes exactly one DeviceTaintRule, for that device, and leaves the node untainted; the
+/// real scheduler then allocates fleet-6's rail 0 to a claim and keeps rail 1 from another,
+/// for the rule's taint alone. Fixed and measured again with --untaint-passed, the rule goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_dra_rail_gets_a_device_taint_rule_and_its_node_no_taint() {
+    let _one = NODES_LOCK.lock().await;
+    let c = TestCluster::get().await;
+    clear(&c).await;
+    c.device_class(DRIVER, DRIVER).await;
+    publish_rail_devices(&c, &NODES).await;
+    let ns = c.namespace("verdicts-dra", &[]).await;
+    let f = fake();
+    f.report_on("fleet-6", "net2", 40.0);
+    let kc = f.file("kubeconfig");
+    c.fleet_job_kubeconfig(&ns, &kc).await;
+    let r = railsweep(&args(
+        &kc,
+        &f,
+        &f.file("run1"),
+        &NODES,
+        18858,
+        &["--apply-verdicts", "taints", "--max-taint-pct", "20"],
+    ))
+    .await;
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "a slow rail: {stderr}");
+    assert!(
+        stderr.contains("verdict: node fleet-6 degraded: rail 1 degraded (40.000 Gb/s"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("verdicts: wrote DeviceTaintRule railbench-fleet-6-rail1 (railbench.io/bad-rail:NoSchedule"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("verdicts: tainted"), "{stderr}");
+    let rules = railsweeps_rules(&c).await;
+    assert_eq!(rules.len(), 1, "exactly one rule: {stderr}");
+    let rule = serde_json::to_value(&rules[0]).expect("JSON");
+    assert_eq!(rule["metadata"]["name"], "railbench-fleet-6-rail1");
+    assert_eq!(rule["metadata"]["labels"]["railbench.io/node"], "fleet-6");
+    assert_eq!(rule["metadata"]["labels"]["railbench.io/rail"], "1");
+    assert_eq!(
+        rule["spec"]["deviceSelector"],
+        json!({ "driver": DRIVER, "pool": "fleet-6", "device": "rail1" })
+    );
+    assert_eq!(rule["spec"]["taint"]["key"], "railbench.io/bad-rail");
+    assert_eq!(rule["spec"]["taint"]["value"], "degraded");
+    assert_eq!(rule["spec"]["taint"]["effect"], "NoSchedule");
+    let evidence: Value = serde_json::from_str(
+        rule["metadata"]["annotations"]["railbench.io/rail-evidence"]
+            .as_str()
+            .expect("the evidence annotation"),
+    )
+    .expect("JSON");
+    assert_eq!(evidence["interface"], "net2");
+    assert_eq!(evidence["median_gbps"], 40.0);
+    assert_eq!(evidence["fleet_median_gbps"], 96.1);
+    let bad = state(&c, "fleet-6").await;
+    assert_eq!(bad.verdict(), Some("degraded"));
+    assert!(
+        bad.railsweep_taint().is_none(),
+        "the node is not tainted for a DRA rail: {:?}",
+        bad.taints
+    );
+
+    // The scheduler: a claim for fleet-6's rail 0 is allocated, one for its rail 1 is not.
+    claim_and_pod(&c, &ns, "rail0", "fleet-6", "net1").await;
+    claim_and_pod(&c, &ns, "rail1", "fleet-6", "net2").await;
+    let mut seen = (None, None);
+    for _ in 0..100 {
+        seen = (
+            allocated(&c, &ns, "rail0").await,
+            scheduled(&c, &ns, "rail1").await,
+        );
+        if seen.0.is_some() && seen.1.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        seen.0.as_deref(),
+        Some(format!("{DRIVER}/fleet-6/rail0").as_str()),
+        "rail 0 allocated"
+    );
+    let (status, reason, message) = seen.1.expect("the scheduler's condition on pod rail1");
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "Unschedulable"),
+        "{message}"
+    );
+    eprintln!("the scheduler on pod rail1: {message}");
+    assert!(message.contains("cannot allocate all claims"), "{message}");
+    assert_eq!(allocated(&c, &ns, "rail1").await, None);
+
+    // Fixed: measured again with --untaint-passed, the rule is removed.
+    std::fs::remove_file(f.file("report-fleet-6-net2.json")).expect("fixes the rail");
+    let r = railsweep(&args(
+        &kc,
+        &f,
+        &f.file("run2"),
+        &NODES,
+        18859,
+        &["--apply-verdicts", "taints", "--untaint-passed"],
+    ))
+    .await;
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "verdicts: removed DeviceTaintRule railbench-fleet-6-rail1 (the rail passes now)"
+        ),
+        "{stderr}"
+    );
+    assert!(railsweeps_rules(&c).await.is_empty(), "{stderr}");
+    assert_eq!(state(&c, "fleet-6").await.verdict(), Some("ok"));
+    // The taint was all that kept rail 1 from its claim: a pod holding it now is scheduled
+    // with it (a new pod: the one left unschedulable waits for the scheduler's next retry).
+    Api::<Pod>::namespaced(c.client.clone(), &ns)
+        .delete("rail1", &DeleteParams::default().grace_period(0))
+        .await
+        .expect("deletes pod rail1");
+    pod_with_claim(&c, &ns, "rail1-again", "rail1", "fleet-6").await;
+    let mut got = None;
+    for _ in 0..100 {
+        got = allocated(&c, &ns, "rail1").await;
+        if got.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        got.as_deref(),
+        Some(format!("{DRIVER}/fleet-6/rail1").as_str()),
+        "rail 1 allocated once its rule is gone"
+    );
+    c.delete_namespace(&ns).await;
+    clear(&c).await;
 }

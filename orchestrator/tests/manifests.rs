@@ -392,13 +392,131 @@ fn the_verdict_policy_allows_exactly_what_railsweep_writes() {
             "a rule wider than railsweep's keys: {e}"
         );
     }
-    // The first admission policy of the file is this one: the cluster tests' helpers read it
-    // so (orchestrator/tests/support/testcluster.rs, verdict_policy).
+    // The first admission policy of the file is this one (the node keys), the DeviceTaintRule
+    // policy after it.
     let first = deploy_docs("fleet-job.yaml")
         .into_iter()
         .find(|d| d["kind"] == "ValidatingAdmissionPolicy")
         .expect("a policy");
     assert_eq!(first["metadata"]["name"], "railsweep-verdicts");
+}
+
+/// Issue 54, item 3: the verdict account's DRA rights are exactly what `--apply-verdicts` uses
+/// (read the ResourceSlices; write, list and delete DeviceTaintRules), and the DeviceTaintRule
+/// policy keeps it to railsweep's own rules (its managed-by label, before and after), with
+/// railsweep's taint key and effect NoSchedule (NoExecute would evict the device's pods). The
+/// namespace reaches the policy through the kustomization. scripts/validate-manifests
+/// evaluates the policy on rule requests; the cluster test (fleet_verdicts.rs) writes and
+/// deletes a rule with these grants against a real API server.
+#[test]
+fn the_verdict_account_may_write_only_railsweeps_device_taint_rules() {
+    use orchestrator::fleet::devicetaints::{MANAGED_BY, MANAGED_BY_LABEL, RULE_TAINT_KEY};
+    use orchestrator::fleet::verdicts::TAINT_EFFECT;
+    let role = deploy_doc("fleet-job.yaml", "ClusterRole", "railsweep-verdicts");
+    let texts = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .expect("a list")
+            .iter()
+            .map(|x| x.as_str().expect("text").to_string())
+            .collect()
+    };
+    let rules: Vec<(Vec<String>, Vec<String>, Vec<String>)> = role["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .map(|r| {
+            (
+                texts(&r["apiGroups"]),
+                texts(&r["resources"]),
+                texts(&r["verbs"]),
+            )
+        })
+        .collect();
+    let want = |g: &str, r: &str, v: &[&str]| {
+        (
+            vec![g.to_string()],
+            vec![r.to_string()],
+            v.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(
+        rules,
+        [
+            want("", "nodes", &["get", "patch"]),
+            want("resource.k8s.io", "resourceslices", &["get", "list"]),
+            want(
+                "resource.k8s.io",
+                "devicetaintrules",
+                &["create", "get", "list", "patch", "delete"]
+            ),
+        ]
+    );
+    let policy = deploy_doc(
+        "fleet-job.yaml",
+        "ValidatingAdmissionPolicy",
+        "railsweep-device-taints",
+    );
+    let binding = deploy_doc(
+        "fleet-job.yaml",
+        "ValidatingAdmissionPolicyBinding",
+        "railsweep-device-taints",
+    );
+    assert_eq!(binding["spec"]["policyName"], "railsweep-device-taints");
+    assert_eq!(
+        binding["spec"]["validationActions"],
+        serde_json::json!(["Deny"])
+    );
+    assert_eq!(policy["spec"]["failurePolicy"], "Fail");
+    let rr = &policy["spec"]["matchConstraints"]["resourceRules"][0];
+    assert_eq!(texts(&rr["apiGroups"]), ["resource.k8s.io"]);
+    assert_eq!(texts(&rr["operations"]), ["CREATE", "UPDATE", "DELETE"]);
+    assert_eq!(texts(&rr["resources"]), ["devicetaintrules"]);
+    let nodes_policy = deploy_doc(
+        "fleet-job.yaml",
+        "ValidatingAdmissionPolicy",
+        "railsweep-verdicts",
+    );
+    assert_eq!(
+        policy["spec"]["matchConditions"], nodes_policy["spec"]["matchConditions"],
+        "the same account as the node policy"
+    );
+    assert_eq!(
+        variable(&policy, "managedBy"),
+        format!("'{MANAGED_BY_LABEL}'")
+    );
+    for v in ["oldOurs", "newOurs"] {
+        let obj = if v == "oldOurs" {
+            "oldObject"
+        } else {
+            "object"
+        };
+        assert!(
+            variable(&policy, v).contains(&format!(
+                "{obj}.metadata.labels[variables.managedBy] == '{MANAGED_BY}'"
+            )),
+            "{v}"
+        );
+    }
+    assert!(variable(&policy, "newOurs").contains(&format!(
+        "object.spec.taint.key == '{RULE_TAINT_KEY}' && object.spec.taint.effect == '{TAINT_EFFECT}'"
+    )));
+    for e in expressions(&policy) {
+        assert!(!e.contains("NoExecute"), "{e}");
+    }
+    let k = &deploy_docs("kustomization.yaml")[0];
+    let namespaced = k["replacements"]
+        .as_array()
+        .expect("replacements")
+        .iter()
+        .flat_map(|r| r["targets"].as_array().cloned().unwrap_or_default())
+        .any(|t| {
+            t["select"]["name"] == "railsweep-device-taints"
+                && t["fieldPaths"][0] == "spec.matchConditions.[name=verdict-account].expression"
+        });
+    assert!(
+        namespaced,
+        "the kustomization's namespace reaches the policy"
+    );
 }
 
 /// Issue 53, finding 4: the railsweep account (deploy/rbac.yaml) may create pods and exec into

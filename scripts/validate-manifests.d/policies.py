@@ -177,6 +177,49 @@ node_update("cordon", NODE, node(lambda n: n["spec"].update({"unschedulable": Tr
 node_update("NoExecute by an administrator (not this policy's)", NODE, node(add_taint("railbench.io/bad-rails", "NoExecute")), None,
             who={"username": "kubernetes-admin"})
 
+# --- railsweep-device-taints: the fleet's account and DeviceTaintRules ----------------------
+RULE = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceTaintRule",
+    "metadata": {"name": "railbench-fleet-6-rail1",
+                 "labels": {"app.kubernetes.io/managed-by": "railsweep", "railbench.io/rail": "1"}},
+    "spec": {"deviceSelector": {"driver": "dra.net", "pool": "fleet-6", "device": "net2"},
+             "taint": {"key": "railbench.io/bad-rail", "value": "degraded", "effect": "NoSchedule"}},
+}
+OTHERS_RULE = {**copy.deepcopy(RULE), "metadata": {"name": "drain-gpu-3", "labels": {"team": "ops"}}}
+OTHERS_RULE["spec"]["taint"] = {"key": "example.com/maintenance", "effect": "NoExecute"}
+
+
+def rule(edit):
+    r = copy.deepcopy(RULE)
+    edit(r)
+    return r
+
+
+def rule_request(what, op, new, old, want, who=None):
+    req = {"operation": op, "resource": "devicetaintrules", "name": (new or old)["metadata"]["name"],
+           "userInfo": who or user("railsweep-fleet")}
+    case(f"device taints: {what}", admit("railsweep-device-taints", req, new, old), want)
+
+
+OWN = "may change or delete only its own DeviceTaintRules"
+WRITE = "may write only DeviceTaintRules labelled app.kubernetes.io/managed-by=railsweep"
+rule_request("railsweep's rule created", "CREATE", RULE, None, None)
+rule_request("railsweep's rule updated", "UPDATE", rule(lambda r: r["spec"]["taint"].update({"value": "failed"})), RULE, None)
+rule_request("railsweep's rule deleted", "DELETE", None, RULE, None)
+rule_request("a rule with effect NoExecute (evicts the device's pods)", "CREATE",
+             rule(lambda r: r["spec"]["taint"].update({"effect": "NoExecute"})), None, WRITE)
+rule_request("railsweep's rule turned NoExecute", "UPDATE",
+             rule(lambda r: r["spec"]["taint"].update({"effect": "NoExecute"})), RULE, WRITE)
+rule_request("a rule with another taint key", "CREATE",
+             rule(lambda r: r["spec"]["taint"].update({"key": "railbench.io/drain"})), None, WRITE)
+rule_request("a rule without railsweep's label", "CREATE", rule(lambda r: r["metadata"].pop("labels")), None, WRITE)
+rule_request("another owner's rule deleted", "DELETE", None, OTHERS_RULE, OWN)
+rule_request("another owner's rule taken over (railsweep's label put on it)", "UPDATE",
+             {**OTHERS_RULE, "metadata": RULE["metadata"], "spec": RULE["spec"]}, OTHERS_RULE, OWN)
+rule_request("another owner's rule deleted by an administrator (not this policy's)", "DELETE", None, OTHERS_RULE, None,
+             who={"username": "kubernetes-admin"})
+
 # --- railsweep-fleet-pods: who may run as the fleet, and exec into it --------------------
 TEMPLATE = CRONJOB["spec"]["jobTemplate"]["spec"]["template"]
 

@@ -8,11 +8,13 @@
 //! * [`blame`]: what the culprits mean for each row's verdict (the node, group or rail blamed);
 //! * [`heatmap`]: a node-by-node SVG per rail;
 //! * `run`: the rounds, each pair swept by [`crate::sweep`] as `railsweep run` sweeps two pods;
-//! * [`verdicts`]: the verdict written back onto the nodes (`--apply-verdicts`).
+//! * [`verdicts`]: the verdict written back onto the nodes (`--apply-verdicts`);
+//! * [`devicetaints`]: a bad rail that DRA manages as a DeviceTaintRule on its device.
 #![forbid(unsafe_code)]
 
 pub mod blame;
 pub mod culprit;
+pub mod devicetaints;
 pub mod heatmap;
 pub mod nodemap;
 mod nodes;
@@ -60,7 +62,10 @@ prints the pods instead.
 measured node gets railbench.io/rails=ok|degraded|failed and railbench.io/rails-checked=DATE, a \
 bad one the annotation railbench.io/rails-evidence (its bad rails, Gb/s, % of the fleet median, \
 counter findings); with taints, also railbench.io/bad-rails=RAILS:NoSchedule, unless more than \
---max-taint-pct of the measured nodes would get it (then none does, and railsweep says why). Only \
+--max-taint-pct of the measured nodes would get it (then none does, and railsweep says why). A bad \
+rail that a DRA driver publishes as a device of its node (its ifName attribute) gets a \
+DeviceTaintRule railbench-NODE-railN (railbench.io/bad-rail:NoSchedule on that device) instead, \
+and the node is tainted only when every measured rail of it is bad. Only \
 the culprits get a verdict other than ok. With --dry-run the fleet runs and the patches are \
 printed on stdout (one JSON line per node) instead of sent.
 

@@ -10,6 +10,12 @@
 //! railsweep says why (so many bad nodes at once point at the fabric, not at the nodes).
 //! `--untaint-passed` removes railsweep's taint from the nodes that now pass.
 //!
+//! A bad rail that a DRA driver publishes as a device of its node gets a DeviceTaintRule on
+//! that device instead ([`super::devicetaints`]): the node is then tainted only when
+//! [`super::devicetaints::node_at_fault`] says so, or for its bad rails that no device stands
+//! for. The rules go through the same breaker, and `--untaint-passed` deletes the rule of a
+//! rail that passes again.
+//!
 //! Only the culprits named by [`super::culprit::judge`] get a verdict other than `ok`: a
 //! partner that was slow only in its pairs with a bad node is `ok`. A rail's verdict is
 //! `failed` when one of the node's pairs on it failed (the test did not complete), else
@@ -28,12 +34,15 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 use k8s_openapi::api::core::v1::{Node, Taint};
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::resource::v1::{DeviceTaintRule, ResourceSlice};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::Client;
 use results::RailResult;
 use serde_json::{json, Value};
 
 use super::culprit::{self, RailEvidence, Rules, Suspect};
+use super::devicetaints;
+use crate::modes::dra;
 
 /// The label with the verdict.
 pub const LABEL: &str = "railbench.io/rails";
@@ -55,7 +64,8 @@ pub enum ApplyVerdicts {
     None,
     /// The labels and the evidence annotation.
     Labels,
-    /// The labels, and the taint on nodes with bad rails.
+    /// The labels, and the taint on nodes with bad rails (a DeviceTaintRule per bad rail that
+    /// DRA manages).
     Taints,
 }
 
@@ -103,6 +113,9 @@ pub struct NodeVerdict {
     pub health: Health,
     /// Its bad rails, by rail.
     pub bad_rails: Vec<BadRail>,
+    /// Its measured rails, each with its interface on the node (the rows' client or server
+    /// interface): what a DRA device of the node is matched by.
+    pub rails: BTreeMap<u32, String>,
 }
 
 impl NodeVerdict {
@@ -126,8 +139,18 @@ pub fn node_verdicts(
     let t = t.into();
     // pod (as the culprit logic names it) -> node
     let mut node_of: BTreeMap<String, String> = BTreeMap::new();
+    // pod -> rail -> its interface there
+    let mut rails_of: BTreeMap<String, BTreeMap<u32, String>> = BTreeMap::new();
     for r in culprit::latest(rows).values() {
         let (c, s) = culprit::row_nodes(r);
+        rails_of
+            .entry(c.clone())
+            .or_default()
+            .insert(r.rail, r.client_interface.clone());
+        rails_of
+            .entry(s.clone())
+            .or_default()
+            .insert(r.rail, r.server_interface.clone());
         node_of.insert(c, r.client_node.clone());
         node_of.insert(s, r.server_node.clone());
     }
@@ -169,6 +192,7 @@ pub fn node_verdicts(
                 .max()
                 .unwrap_or(Health::Ok);
             NodeVerdict {
+                rails: rails_of.remove(&pod).unwrap_or_default(),
                 node,
                 pod,
                 health,
@@ -299,17 +323,144 @@ pub struct Applied {
     pub tainted: Vec<String>,
     /// Nodes whose railsweep taint was removed.
     pub untainted: Vec<String>,
+    /// The DeviceTaintRules written (bad rails that DRA manages), by name.
+    pub rules_written: Vec<String>,
+    /// The DeviceTaintRules removed (their rails pass now), by name.
+    pub rules_removed: Vec<String>,
+    /// The DeviceTaintRules the circuit breaker kept from being written.
+    pub rules_held: usize,
     /// The circuit breaker's message, when it kept the taints off.
     pub breaker: Option<String>,
 }
 
-/// The action on a node's taints.
-fn action_for(v: &NodeVerdict, o: &Options, may_taint: bool) -> TaintAction {
+/// The action on a node's taints; `node_taint`: the node taint is warranted (its plan's).
+fn action_for(v: &NodeVerdict, o: &Options, may_taint: bool, node_taint: bool) -> TaintAction {
     match (v.health, o.apply) {
         (Health::Ok, _) if o.untaint_passed => TaintAction::Remove,
-        (Health::Degraded | Health::Failed, ApplyVerdicts::Taints) if may_taint => TaintAction::Set,
+        (Health::Degraded | Health::Failed, ApplyVerdicts::Taints) if may_taint && node_taint => {
+            TaintAction::Set
+        }
+        // Its bad rails are DRA's: their rules stand for them, not a taint on the whole node.
+        (Health::Degraded | Health::Failed, ApplyVerdicts::Taints)
+            if may_taint && o.untaint_passed =>
+        {
+            TaintAction::Remove
+        }
         _ => TaintAction::Keep,
     }
+}
+
+/// The rights the verdicts need, for the messages.
+const GRANTS: &str = "deploy/fleet-job.yaml's ClusterRole railsweep-verdicts";
+
+/// What railsweep reads of DRA: the ResourceSlices (with `taints`) and its own
+/// DeviceTaintRules (with `taints` or `--untaint-passed`). A cluster that does not serve
+/// `resource.k8s.io/v1` (404) has neither.
+struct DraState {
+    slices: Vec<ResourceSlice>,
+    rules: BTreeSet<String>,
+}
+
+impl DraState {
+    async fn read(client: &Client, o: &Options) -> Result<DraState> {
+        let absent = |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 404);
+        let mut slices = Vec::new();
+        if o.apply == ApplyVerdicts::Taints {
+            match Api::<ResourceSlice>::all(client.clone())
+                .list(&ListParams::default())
+                .await
+            {
+                Ok(l) => slices = l.items,
+                Err(e) if absent(&e) => {}
+                Err(e) => {
+                    return Err(anyhow::Error::new(e)).with_context(|| {
+                        format!("cannot list the ResourceSlices (which rails DRA manages; railsweep needs list on resourceslices in resource.k8s.io: {GRANTS})")
+                    })
+                }
+            }
+        }
+        let mut rules = BTreeSet::new();
+        if o.apply == ApplyVerdicts::Taints || o.untaint_passed {
+            let lp = ListParams::default().labels(&format!(
+                "{}={}",
+                devicetaints::MANAGED_BY_LABEL,
+                devicetaints::MANAGED_BY
+            ));
+            match Api::<DeviceTaintRule>::all(client.clone()).list(&lp).await {
+                Ok(l) => rules = l.items.into_iter().filter_map(|r| r.metadata.name).collect(),
+                Err(e) if absent(&e) => {}
+                Err(e) => {
+                    return Err(anyhow::Error::new(e)).with_context(|| {
+                        format!("cannot list railsweep's DeviceTaintRules (railsweep needs list on devicetaintrules in resource.k8s.io: {GRANTS})")
+                    })
+                }
+            }
+        }
+        Ok(DraState { slices, rules })
+    }
+}
+
+/// Write the rules of `plans` (when `may_taint`) and, with `--untaint-passed`, delete
+/// railsweep's rules of the rails that pass; with `--dry-run` print each as a JSON line
+/// `{"device_taint_rule": NAME, "apply": RULE}` or `{"device_taint_rule": NAME, "delete": true}`.
+async fn apply_rules(
+    client: &Client,
+    plans: &[devicetaints::NodePlan],
+    existing: &BTreeSet<String>,
+    o: &Options,
+    may_taint: bool,
+    applied: &mut Applied,
+    out: &mut impl Write,
+) -> Result<()> {
+    let api: Api<DeviceTaintRule> = Api::all(client.clone());
+    let pp = PatchParams::apply("railsweep").force();
+    for p in plans {
+        for rule in &p.rules {
+            let name = rule.metadata.name.clone().unwrap_or_default();
+            if !may_taint {
+                applied.rules_held += 1;
+                continue;
+            }
+            if o.dry_run {
+                writeln!(
+                    out,
+                    "{}",
+                    json!({ "device_taint_rule": name, "apply": rule })
+                )?;
+            } else {
+                api.patch(&name, &pp, &Patch::Apply(rule))
+                    .await
+                    .with_context(|| {
+                        format!("cannot write DeviceTaintRule {name} (railsweep needs create, get and patch on devicetaintrules in resource.k8s.io: {GRANTS})")
+                    })?;
+            }
+            applied.rules_written.push(name);
+        }
+        if !o.untaint_passed {
+            continue;
+        }
+        for name in p.passing.iter().filter(|n| existing.contains(*n)) {
+            if o.dry_run {
+                writeln!(
+                    out,
+                    "{}",
+                    json!({ "device_taint_rule": name, "delete": true })
+                )?;
+            } else {
+                match api.delete(name, &DeleteParams::default()).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(e)) if e.code == 404 => continue,
+                    Err(e) => {
+                        return Err(anyhow::Error::new(e)).with_context(|| {
+                            format!("cannot delete DeviceTaintRule {name} (railsweep needs delete on devicetaintrules in resource.k8s.io: {GRANTS})")
+                        })
+                    }
+                }
+            }
+            applied.rules_removed.push(name.clone());
+        }
+    }
+    Ok(())
 }
 
 /// Write the verdicts into the cluster (or, with `--dry-run`, print each node's patch as a
@@ -324,6 +475,12 @@ pub async fn apply(
     if o.apply == ApplyVerdicts::None {
         return Ok(applied);
     }
+    let dra = DraState::read(&client, o).await?;
+    let plans: Vec<devicetaints::NodePlan> = verdicts
+        .iter()
+        .map(|v| devicetaints::plan(v, &dra::node_devices(&dra.slices, &v.node), o))
+        .collect();
+    // A node counts once whether its bad rails get the node taint or rules.
     let bad = verdicts.iter().filter(|v| v.health != Health::Ok).count();
     let mut may_taint = o.apply == ApplyVerdicts::Taints;
     if may_taint {
@@ -332,13 +489,13 @@ pub async fn apply(
             may_taint = false;
         }
     }
-    let api: Api<Node> = Api::all(client);
+    let api: Api<Node> = Api::all(client.clone());
     let pp = PatchParams {
         field_manager: Some("railsweep".into()),
         ..PatchParams::default()
     };
-    for v in verdicts {
-        let action = action_for(v, o, may_taint);
+    for (v, plan) in verdicts.iter().zip(&plans) {
+        let action = action_for(v, o, may_taint, plan.node_taint);
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -352,7 +509,7 @@ pub async fn apply(
                     )
                 })?;
                 let current = node.spec.and_then(|s| s.taints).unwrap_or_default();
-                new_taints(&current, action, &v.taint_value())
+                new_taints(&current, action, &plan.taint_value())
                     .map(|list| (list, node.metadata.resource_version.unwrap_or_default()))
             };
             let patch = node_patch(
@@ -393,6 +550,7 @@ pub async fn apply(
             break;
         }
     }
+    apply_rules(&client, &plans, &dra.rules, o, may_taint, &mut applied, out).await?;
     Ok(applied)
 }
 
@@ -447,11 +605,45 @@ pub fn summary(verdicts: &[NodeVerdict], applied: &Applied, o: &Options) -> Vec<
             applied.tainted.join(", ")
         ));
     }
-    if !applied.untainted.is_empty() {
-        let verb = if o.dry_run { "would remove" } else { "removed" };
+    let passes = |n: &String| {
+        verdicts
+            .iter()
+            .any(|v| &v.node == n && v.health == Health::Ok)
+    };
+    let (passed, ruled): (Vec<String>, Vec<String>) =
+        applied.untainted.iter().cloned().partition(passes);
+    let verb = if o.dry_run { "would remove" } else { "removed" };
+    if !passed.is_empty() {
         lines.push(format!(
             "verdicts: {verb} {TAINT_KEY} from {} (they pass now)",
-            applied.untainted.join(", ")
+            passed.join(", ")
+        ));
+    }
+    if !ruled.is_empty() {
+        lines.push(format!(
+            "verdicts: {verb} {TAINT_KEY} from {} (DeviceTaintRules stand for their bad rails)",
+            ruled.join(", ")
+        ));
+    }
+    if !applied.rules_written.is_empty() {
+        let verb = if o.dry_run { "would write" } else { "wrote" };
+        lines.push(format!(
+            "verdicts: {verb} DeviceTaintRule {} ({}:{TAINT_EFFECT} on the rail's DRA device; the node is not tainted for it)",
+            applied.rules_written.join(", "),
+            devicetaints::RULE_TAINT_KEY
+        ));
+    }
+    if applied.rules_held > 0 {
+        lines.push(format!(
+            "verdicts: the breaker kept {} DeviceTaintRule(s) from being written",
+            applied.rules_held
+        ));
+    }
+    if !applied.rules_removed.is_empty() {
+        let verb = if o.dry_run { "would remove" } else { "removed" };
+        lines.push(format!(
+            "verdicts: {verb} DeviceTaintRule {} (the rail passes now)",
+            applied.rules_removed.join(", ")
         ));
     }
     lines
@@ -602,15 +794,165 @@ mod tests {
         assert!(p["metadata"]["annotations"][EVIDENCE_ANNOTATION].is_null());
         assert!(p.get("spec").is_none());
         // Who gets which action.
-        assert_eq!(action_for(bad, &o, true), TaintAction::Set);
-        assert_eq!(action_for(bad, &o, false), TaintAction::Keep);
-        assert_eq!(action_for(ok, &o, true), TaintAction::Keep);
+        assert_eq!(action_for(bad, &o, true, true), TaintAction::Set);
+        assert_eq!(action_for(bad, &o, false, true), TaintAction::Keep);
+        assert_eq!(action_for(ok, &o, true, false), TaintAction::Keep);
+        // A node whose bad rails all have DeviceTaintRules: no node taint, and an old one is
+        // removed with --untaint-passed (the breaker keeping the rules off keeps it).
+        assert_eq!(action_for(bad, &o, true, false), TaintAction::Keep);
+        let ou = Options {
+            untaint_passed: true,
+            ..o.clone()
+        };
+        assert_eq!(action_for(bad, &ou, true, false), TaintAction::Remove);
+        assert_eq!(action_for(bad, &ou, false, false), TaintAction::Keep);
         let o = Options {
             untaint_passed: true,
             ..opts(ApplyVerdicts::Labels)
         };
-        assert_eq!(action_for(ok, &o, false), TaintAction::Remove);
-        assert_eq!(action_for(bad, &o, false), TaintAction::Keep);
+        assert_eq!(action_for(ok, &o, false, false), TaintAction::Remove);
+        assert_eq!(action_for(bad, &o, false, true), TaintAction::Keep);
+    }
+
+    #[test]
+    fn the_summary_names_the_rules_written_held_and_removed() {
+        let v = verdicts(&fleet(&["pod-2"], Some(48.0)));
+        let o = opts(ApplyVerdicts::Taints);
+        let applied = Applied {
+            labelled: 6,
+            rules_written: vec!["railbench-node-2-rail1".into()],
+            rules_removed: vec!["railbench-node-4-rail0".into()],
+            untainted: vec!["node-2".into(), "node-5".into()],
+            ..Applied::default()
+        };
+        let lines = summary(&v, &applied, &o);
+        let has = |s: &str| lines.iter().any(|l| l.contains(s));
+        assert!(
+            has("verdicts: wrote DeviceTaintRule railbench-node-2-rail1 (railbench.io/bad-rail:NoSchedule on the rail's DRA device"),
+            "{lines:?}"
+        );
+        assert!(
+            has("verdicts: removed DeviceTaintRule railbench-node-4-rail0 (the rail passes now)"),
+            "{lines:?}"
+        );
+        assert!(
+            has("verdicts: removed railbench.io/bad-rails from node-5 (they pass now)"),
+            "{lines:?}"
+        );
+        assert!(
+            has("verdicts: removed railbench.io/bad-rails from node-2 (DeviceTaintRules stand for their bad rails)"),
+            "{lines:?}"
+        );
+        let held = Applied {
+            rules_held: 2,
+            breaker: Some("not tainting: ...".into()),
+            ..Applied::default()
+        };
+        let lines = summary(&v, &held, &o);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l == "verdicts: the breaker kept 2 DeviceTaintRule(s) from being written"),
+            "{lines:?}"
+        );
+        assert!(!lines.iter().any(|l| l.contains("wrote DeviceTaintRule")));
+        // The measured rails and their interfaces come from the rows.
+        let node2 = v.iter().find(|n| n.node == "node-2").expect("node-2");
+        assert_eq!(node2.rails.keys().copied().collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(node2.rails[&1], "net2");
+    }
+
+    /// A client of an API server that is not there: the paths below make no request.
+    fn no_server() -> Client {
+        let url = "https://127.0.0.1:9".parse().expect("a URL");
+        Client::try_from(kube::Config::new(url)).expect("a client")
+    }
+
+    /// node-2's plan with DRA devices for both its rails (rail 1 bad, rail 0 passing).
+    fn dra_plan() -> devicetaints::NodePlan {
+        use k8s_openapi::api::resource::v1::DeviceAttribute;
+        let v = verdicts(&fleet(&["pod-2"], Some(48.0)));
+        let node2 = v.iter().find(|n| n.node == "node-2").expect("node-2");
+        let devices: Vec<dra::NodeDevice> = ["net1", "net2"]
+            .iter()
+            .map(|i| dra::NodeDevice {
+                driver: "dra.net".into(),
+                pool: "node-2".into(),
+                name: (*i).into(),
+                attributes: BTreeMap::from([(
+                    "dra.net/ifName".to_string(),
+                    DeviceAttribute {
+                        string: Some((*i).into()),
+                        ..DeviceAttribute::default()
+                    },
+                )]),
+            })
+            .collect();
+        devicetaints::plan(node2, &devices, &opts(ApplyVerdicts::Taints))
+    }
+
+    #[tokio::test]
+    async fn the_breaker_holds_every_rule_back() {
+        let plans = [dra_plan()];
+        assert_eq!(plans[0].rules.len(), 1);
+        let mut applied = Applied::default();
+        let mut out = Vec::new();
+        let o = opts(ApplyVerdicts::Taints);
+        apply_rules(
+            &no_server(),
+            &plans,
+            &BTreeSet::new(),
+            &o,
+            false,
+            &mut applied,
+            &mut out,
+        )
+        .await
+        .expect("no request");
+        assert_eq!(applied.rules_held, 1);
+        assert!(applied.rules_written.is_empty() && out.is_empty());
+    }
+
+    #[tokio::test]
+    async fn dry_run_prints_each_rule_and_each_removal() {
+        let plans = [dra_plan()];
+        let o = Options {
+            dry_run: true,
+            untaint_passed: true,
+            ..opts(ApplyVerdicts::Taints)
+        };
+        // railsweep's rule of node-2's rail 0 is there from an earlier run; rail 0 passes now.
+        let existing = BTreeSet::from(["railbench-node-2-rail0".to_string()]);
+        let mut applied = Applied::default();
+        let mut out = Vec::new();
+        apply_rules(
+            &no_server(),
+            &plans,
+            &existing,
+            &o,
+            true,
+            &mut applied,
+            &mut out,
+        )
+        .await
+        .expect("no request");
+        let lines: Vec<Value> = String::from_utf8(out)
+            .expect("UTF-8")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(lines[0]["device_taint_rule"], "railbench-node-2-rail1");
+        assert_eq!(
+            lines[0]["apply"]["spec"]["deviceSelector"]["device"],
+            "net2"
+        );
+        assert_eq!(
+            lines[1],
+            json!({ "device_taint_rule": "railbench-node-2-rail0", "delete": true })
+        );
+        assert_eq!(applied.rules_written, ["railbench-node-2-rail1"]);
+        assert_eq!(applied.rules_removed, ["railbench-node-2-rail0"]);
     }
 
     #[test]

@@ -2,17 +2,19 @@
 //! and `compare` use (deploy/rbac.yaml) cannot patch a node at all; the fleet's account
 //! (deploy/fleet-job.yaml: its ClusterRole railsweep-verdicts, held by its
 //! ValidatingAdmissionPolicy) may change a node's labels, annotations and taints under
-//! railbench.io/ and nothing else (exactly railsweep's keys, its taint NoSchedule only); the
-//! CronJob's pod passes Pod Security's `restricted` level; deploy/rbac.yaml's account cannot
-//! run a pod as the fleet's account nor exec into the fleet's pods (railsweep-fleet-pods).
-//! Each test patches a Node object of its own, with no agent behind it, so the tests run
-//! beside the others.
+//! railbench.io/ and nothing else (exactly railsweep's keys, its taint NoSchedule only), and
+//! write, change and delete only railsweep's own DeviceTaintRules (railsweep-device-taints);
+//! the CronJob's pod passes Pod Security's `restricted` level; deploy/rbac.yaml's account
+//! cannot run a pod as the fleet's account nor exec into the fleet's pods
+//! (railsweep-fleet-pods). Each test patches a Node object (or a DeviceTaintRule on a device
+//! of no node) of its own, with no agent behind it, so the tests run beside the others.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::support::testcluster::{shipped, shipped_named, TestCluster};
 use k8s_openapi::api::core::v1::{Node, Pod, ServiceAccount, Taint};
+use k8s_openapi::api::resource::v1::DeviceTaintRule;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, Config};
 use serde_json::{json, Value};
@@ -753,5 +755,139 @@ async fn the_sweep_account_cannot_reach_the_fleets_rights() {
         let _ = admin.delete(p, &DeleteParams::default()).await;
     }
     let _ = std::fs::remove_file(&kc);
+    c.delete_namespace(&ns).await;
+}
+
+/// A DeviceTaintRule `name` on a device of no node, labelled as railsweep's with `ours`.
+fn taint_rule(name: &str, ours: bool, key: &str, effect: &str) -> DeviceTaintRule {
+    let labels = if ours {
+        json!({ "app.kubernetes.io/managed-by": "railsweep", "railbench.io/rail": "1" })
+    } else {
+        json!({ "team": "ops" })
+    };
+    serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceTaintRule",
+        "metadata": { "name": name, "labels": labels },
+        "spec": {
+            "deviceSelector": { "driver": "dra.net", "pool": "no-such-node", "device": "net2" },
+            "taint": { "key": key, "value": "degraded", "effect": effect },
+        },
+    }))
+    .expect("a DeviceTaintRule")
+}
+
+/// Issue 54, item 3: deploy/fleet-job.yaml's verdict account and DeviceTaintRules, against the
+/// real API server: railsweep's own rule (its label, railbench.io/bad-rail, NoSchedule) is
+/// created, changed and deleted; a rule with NoExecute, another key or without railsweep's
+/// label is refused, and so is changing or deleting another owner's rule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_verdict_account_writes_and_deletes_only_railsweeps_device_taint_rules() {
+    let c = TestCluster::get().await;
+    let ns = c.namespace("rbac-taintrules", &[]).await;
+    let kc = kubeconfig_path(&ns);
+    c.fleet_job_kubeconfig(&ns, &kc).await;
+    let admin: Api<DeviceTaintRule> = Api::all(c.client.clone());
+    let api: Api<DeviceTaintRule> = Api::all(client_of(&kc).await);
+    let (key, ours_msg, write_msg) = (
+        "railbench.io/bad-rail",
+        "may change or delete only its own DeviceTaintRules",
+        "may write only DeviceTaintRules labelled app.kubernetes.io/managed-by=railsweep",
+    );
+    let create = |r: DeviceTaintRule, dry: bool| {
+        let api = api.clone();
+        async move {
+            let pp = PostParams {
+                dry_run: dry,
+                ..PostParams::default()
+            };
+            api.create(&pp, &r).await.map(|_| ())
+        }
+    };
+    // A new policy is enforced a moment after it is made: wait for a dry run to be refused.
+    let evicting = taint_rule(&format!("{ns}-noexecute"), true, key, "NoExecute");
+    let mut enforced = false;
+    for _ in 0..150 {
+        if create(evicting.clone(), true).await.is_err() {
+            enforced = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(enforced, "railsweep-device-taints not enforced after 30 s");
+    refused_by_policy(
+        create(evicting, false).await,
+        write_msg,
+        "railsweep's key with NoExecute",
+    );
+    refused_by_policy(
+        create(
+            taint_rule(
+                &format!("{ns}-other-key"),
+                true,
+                "railbench.io/drain",
+                "NoSchedule",
+            ),
+            false,
+        )
+        .await,
+        write_msg,
+        "another key",
+    );
+    refused_by_policy(
+        create(
+            taint_rule(&format!("{ns}-unlabelled"), false, key, "NoSchedule"),
+            false,
+        )
+        .await,
+        write_msg,
+        "without railsweep's label",
+    );
+    // Admitted: railsweep's own rule, created, changed, deleted.
+    let ours = format!("{ns}-ours");
+    create(taint_rule(&ours, true, key, "NoSchedule"), false)
+        .await
+        .expect("railsweep's rule admitted");
+    let pp = PatchParams::apply("railsweep").force();
+    let mut failed = taint_rule(&ours, true, key, "NoSchedule");
+    failed.spec.taint.value = Some("failed".into());
+    api.patch(&ours, &pp, &Patch::Apply(&failed))
+        .await
+        .expect("railsweep's rule changed");
+    api.delete(&ours, &DeleteParams::default())
+        .await
+        .expect("railsweep's rule deleted");
+    // Another owner's rule: readable, not changed, not deleted.
+    let theirs = format!("{ns}-theirs");
+    admin
+        .create(
+            &PostParams::default(),
+            &taint_rule(&theirs, false, "example.com/maintenance", "NoSchedule"),
+        )
+        .await
+        .expect("the admin creates a rule");
+    api.get(&theirs).await.expect("reads another owner's rule");
+    refused_by_policy(
+        api.delete(&theirs, &DeleteParams::default())
+            .await
+            .map(|_| ()),
+        ours_msg,
+        "another owner's rule deleted",
+    );
+    refused_by_policy(
+        api.patch(
+            &theirs,
+            &pp,
+            &Patch::Apply(&taint_rule(&theirs, true, key, "NoSchedule")),
+        )
+        .await
+        .map(|_| ()),
+        ours_msg,
+        "another owner's rule taken over",
+    );
+    admin
+        .delete(&theirs, &DeleteParams::default())
+        .await
+        .expect("the admin deletes its rule");
     c.delete_namespace(&ns).await;
 }

@@ -329,41 +329,48 @@ impl TestCluster {
         token
     }
 
-    /// deploy/fleet-job.yaml's ValidatingAdmissionPolicy and its binding, made for `ns`'s
-    /// railsweep service account instead of railbench's railsweep-fleet (cluster-wide objects
-    /// named after `ns`). The API server enforces a new policy a moment later, not at once.
+    /// deploy/fleet-job.yaml's ValidatingAdmissionPolicies of the verdict account (its node
+    /// keys, and its DeviceTaintRules) and their bindings, made for `ns`'s railsweep service
+    /// account instead of railbench's railsweep-fleet (cluster-wide objects named after `ns`).
+    /// The API server enforces a new policy a moment later, not at once.
     pub async fn verdict_policy(&self, ns: &str) {
         let shipped_user = "system:serviceaccount:railbench:railsweep-fleet";
-        let name = format!("railsweep-verdicts-{ns}");
-        let mut policy: serde_json::Value = shipped("fleet-job.yaml", "ValidatingAdmissionPolicy");
-        policy["metadata"]["name"] = name.clone().into();
-        let cond = &mut policy["spec"]["matchConditions"][0]["expression"];
-        let expr = cond.as_str().expect("a matchCondition").to_string();
-        assert!(
-            expr.contains(shipped_user),
-            "the policy names {shipped_user}: {expr}"
-        );
-        *cond = expr
-            .replace(
-                shipped_user,
-                &format!("system:serviceaccount:{ns}:railsweep"),
-            )
-            .into();
-        let mut binding: serde_json::Value =
-            shipped("fleet-job.yaml", "ValidatingAdmissionPolicyBinding");
-        binding["metadata"]["name"] = name.clone().into();
-        binding["spec"]["policyName"] = name.clone().into();
-        for (kind, obj) in [
-            ("ValidatingAdmissionPolicy", policy),
-            ("ValidatingAdmissionPolicyBinding", binding),
-        ] {
-            let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
-            let ar = ApiResource::from_gvk(&gvk);
-            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
-            let obj: DynamicObject = serde_json::from_value(obj).expect("a DynamicObject");
-            api.create(&PostParams::default(), &obj)
-                .await
-                .unwrap_or_else(|e| panic!("creates {kind} {name}: {e}"));
+        for shipped_name in ["railsweep-verdicts", "railsweep-device-taints"] {
+            let name = format!("{shipped_name}-{ns}");
+            let mut policy: serde_json::Value =
+                shipped_named("fleet-job.yaml", "ValidatingAdmissionPolicy", shipped_name);
+            policy["metadata"]["name"] = name.clone().into();
+            let cond = &mut policy["spec"]["matchConditions"][0]["expression"];
+            let expr = cond.as_str().expect("a matchCondition").to_string();
+            assert!(
+                expr.contains(shipped_user),
+                "the policy names {shipped_user}: {expr}"
+            );
+            *cond = expr
+                .replace(
+                    shipped_user,
+                    &format!("system:serviceaccount:{ns}:railsweep"),
+                )
+                .into();
+            let mut binding: serde_json::Value = shipped_named(
+                "fleet-job.yaml",
+                "ValidatingAdmissionPolicyBinding",
+                shipped_name,
+            );
+            binding["metadata"]["name"] = name.clone().into();
+            binding["spec"]["policyName"] = name.clone().into();
+            for (kind, obj) in [
+                ("ValidatingAdmissionPolicy", policy),
+                ("ValidatingAdmissionPolicyBinding", binding),
+            ] {
+                let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
+                let ar = ApiResource::from_gvk(&gvk);
+                let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
+                let obj: DynamicObject = serde_json::from_value(obj).expect("a DynamicObject");
+                api.create(&PostParams::default(), &obj)
+                    .await
+                    .unwrap_or_else(|e| panic!("creates {kind} {name}: {e}"));
+            }
         }
     }
 
