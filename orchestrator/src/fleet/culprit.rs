@@ -27,7 +27,7 @@ use std::fmt;
 use results::rdmabw::counters::FindingKind;
 use results::rdmabw::report::Role;
 use results::stats::median;
-use results::{RailResult, RailStatus};
+use results::{Layer, RailResult, RailStatus};
 
 /// What makes a (pair, rail) an outlier.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -395,6 +395,10 @@ pub struct RailEvidence {
     /// The fleet median p99 latency of that rail, where measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fleet_lat_p99_us: Option<f64>,
+    /// The layers the verdicts of its slow pairs there name (`node-setup`, `peer`, ...:
+    /// [`results::Layer`]), each once; `unknown` for a slow pair without a verdict.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<String>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -415,6 +419,7 @@ pub fn evidence(rows: &[RailResult], node: &str, rail: u32, t: impl Into<Rules>)
     let mut p99s = Vec::new();
     let (mut slow, mut failed, mut lat_slow) = (0, 0, 0);
     let mut findings: BTreeSet<FindingKind> = BTreeSet::new();
+    let mut layers: BTreeSet<Layer> = BTreeSet::new();
     for (k, r) in latest(rows) {
         if k.2 != rail || (k.0 != node && k.1 != node) {
             continue;
@@ -428,6 +433,7 @@ pub fn evidence(rows: &[RailResult], node: &str, rail: u32, t: impl Into<Rules>)
         if is_slow(r, &medians, t) {
             slow += 1;
             findings.extend(own_findings(r, node));
+            layers.insert(r.layer.unwrap_or(Layer::Unknown));
         }
         lat_slow += usize::from(is_slow_to_answer(r, &medians, t));
         p99s.extend(r.lat_p99_us.filter(|_| !failed_row));
@@ -450,6 +456,7 @@ pub fn evidence(rows: &[RailResult], node: &str, rail: u32, t: impl Into<Rules>)
         latency_pairs: lat_slow,
         lat_p99_us: median_of(&mut p99s),
         fleet_lat_p99_us: medians.lat_p99.get(&rail).copied(),
+        layers: layers.iter().map(|l| l.as_str().to_string()).collect(),
     }
 }
 

@@ -14,7 +14,8 @@
 //!   percentage of the fleet median, the counter findings, the run), as the node's
 //!   `railbench.io/rails-evidence` does (the 1.37 taint has no description field).
 //!
-//! The node itself is tainted only when [`node_at_fault`] says so (every measured rail bad),
+//! The node itself is tainted only when [`node_at_fault`] says so (every measured rail bad, or
+//! a bad rail whose slow pairs are all judged `node-setup`),
 //! or when a bad rail has no DRA device (today's node taint). `--untaint-passed` deletes the
 //! rule of a measured rail that passes again.
 
@@ -58,11 +59,16 @@ pub struct RailDevice {
 }
 
 /// Whether the node as a whole is to blame for its bad rails, and is tainted whole: every
-/// measured rail of it is bad. (When the per-rail verdict names a layer, a bad rail of the
-/// `node-setup` layer will decide it here too.)
+/// measured rail of it is bad, or a bad rail's slow pairs all have a verdict of the
+/// `node-setup` layer (the device cgroup, memlock, the GID table, a rail missing in the pod:
+/// what the node gives every pod, not one rail's NIC).
 pub fn node_at_fault(v: &NodeVerdict) -> bool {
     let bad: BTreeSet<u32> = v.bad_rails.iter().map(|b| b.evidence.rail).collect();
-    !bad.is_empty() && v.rails.keys().all(|r| bad.contains(r))
+    let setup = v
+        .bad_rails
+        .iter()
+        .any(|b| b.evidence.layers == [results::Layer::NodeSetup.as_str()]);
+    !bad.is_empty() && (setup || v.rails.keys().all(|r| bad.contains(r)))
 }
 
 /// The interface a device stands for: its string attribute `DOMAIN/ifName`.
@@ -282,6 +288,7 @@ mod tests {
                 latency_pairs: 0,
                 lat_p99_us: None,
                 fleet_lat_p99_us: None,
+                layers: vec!["nic-port".into()],
             },
         }
     }
@@ -360,7 +367,7 @@ mod tests {
     }
 
     #[test]
-    fn a_node_is_at_fault_only_when_every_measured_rail_is_bad() {
+    fn a_node_is_at_fault_when_every_rail_is_bad_or_one_is_its_set_up() {
         assert!(!node_at_fault(&verdict("n", 2, vec![])));
         assert!(!node_at_fault(&verdict(
             "n",
@@ -377,6 +384,13 @@ mod tests {
             1,
             vec![bad(0, Health::Failed)]
         )));
+        // One bad rail of two, every slow pair of it judged the node's set-up: the node.
+        let mut setup = bad(1, Health::Failed);
+        setup.evidence.layers = vec!["node-setup".into()];
+        assert!(node_at_fault(&verdict("n", 2, vec![setup.clone()])));
+        // Some of its slow pairs judged otherwise: that rail alone.
+        setup.evidence.layers.push("peer".into());
+        assert!(!node_at_fault(&verdict("n", 2, vec![setup])));
     }
 
     #[test]
