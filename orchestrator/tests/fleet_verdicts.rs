@@ -995,6 +995,38 @@ async fn a_bad_dra_rail_gets_a_device_taint_rule_and_its_node_no_taint() {
     assert_eq!(evidence["interface"], "net2");
     assert_eq!(evidence["median_gbps"], 40.0);
     assert_eq!(evidence["fleet_median_gbps"], 96.1);
+    // The per-rail verdict: each slow pair on rail 1 blames fleet-6 (its partners are fine),
+    // in the evidence and in the fleet's rows, and no other row has a verdict.
+    assert_eq!(evidence["layers"], json!(["peer"]));
+    let rows = results::read_path(f.file("run1").join("fleet.csv")).expect("the fleet's rows");
+    let mut blamed = 0;
+    for r in &rows {
+        let with_6 = r.client_node == "fleet-6" || r.server_node == "fleet-6";
+        if with_6 && r.rail == 1 {
+            assert_eq!(r.layer, Some(results::Layer::Peer), "{r:?}");
+            assert!(
+                r.evidence.as_deref().is_some_and(
+                    |e| e.starts_with("node fleet-6 is slow on rail 1 with every partner")
+                ),
+                "{:?}",
+                r.evidence
+            );
+            blamed += 1;
+        } else {
+            assert_eq!(r.layer, None, "{r:?}");
+        }
+    }
+    assert!(blamed >= 5, "fleet-6's five pairs on rail 1: {blamed}");
+    // And `railsweep report` of the fleet's rows shows them in its Verdicts table.
+    let fleet_csv = f.file("run1").join("fleet.csv");
+    let report = railsweep(&["report".to_string(), fleet_csv.display().to_string()]).await;
+    let md = text(&report.stdout);
+    let lines: Vec<&str> = md
+        .lines()
+        .filter(|l| l.contains(" | peer | node fleet-6 is slow on rail 1 with every partner ("))
+        .collect();
+    assert_eq!(lines.len(), blamed, "{md}");
+    println!("the fleet's Verdicts table, first line: {}", lines[0]);
     let bad = state(&c, "fleet-6").await;
     assert_eq!(bad.verdict(), Some("degraded"));
     assert!(

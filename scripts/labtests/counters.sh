@@ -125,6 +125,13 @@ long = list(csv.DictReader(open(sys.argv[1][:-len(".csv")] + ".counters.csv")))
 sides = sorted({c["side"] for c in long if c["rail"] == "1"})
 assert sides == ["client", "server"], long
 print("rail 1:", found[0]["summary"])
+# The verdict: loss seen at both ends is the path's, at one end that end's port.
+roles = {e["role"] for e in found[0]["evidence"]}
+want = "path" if roles == {"client", "server"} else "nic-port"
+assert rows[1]["layer"] == want, (rows[1]["layer"], sorted(roles))
+assert rows[1]["evidence"].startswith("loss ("), rows[1]["evidence"]
+assert rows[0]["layer"] == "" and rows[0]["evidence"] == "", rows[0]
+print("rail 1 verdict:", rows[1]["layer"], "-", rows[1]["evidence"])
 PY
   "$RAILSWEEP" report --format markdown "$T_OUT/sweep.csv" >"$T_OUT/sweep.md" || fail "railsweep report"
   grep -q '^- \*\*loss\*\*: ' "$T_OUT/sweep.md" || { cat "$T_OUT/sweep.md"; fail "no finding in the markdown report"; }

@@ -38,7 +38,7 @@ csv_rows() {
   python3 - "$1" <<'PY'
 import csv, sys
 for r in csv.DictReader(open(sys.argv[1])):
-    print("\t".join([r["rail"], r["status"], r["bw_avg_gbps"], r["error"]]))
+    print("\t".join([r["rail"], r["status"], r["bw_avg_gbps"], r["error"], r.get("layer", "")]))
 PY
 }
 
@@ -173,6 +173,12 @@ test_sweep_rail_down() {
   [ "$(cut -f2 "$T_OUT/rail2.txt")" = failed ] || fail "rail 2 is not failed"
   [ -n "$(cut -f4 "$T_OUT/rail2.txt")" ] || fail "rail 2 has no error text"
   grep -q 'rail 2 failed: ' "$T_OUT/down.out" || fail "the summary does not name rail 2"
+  # Its verdict: the pod's rail is down, the node's set-up (not the NIC, the path or the tool).
+  [ "$(cut -f5 "$T_OUT/rail2.txt")" = node-setup ] || fail "rail 2's layer is not node-setup"
+  grep -q '^  layer node-setup; fix: run `kubectl exec podB -- rdmabw probe`' "$T_OUT/down.out" \
+    || fail "the summary gives rail 2 no layer and fix"
+  [ "$(csv_rows "$T_OUT/down.csv" | awk -F'\t' '$1 != 2 && $5 != ""' | wc -l)" -eq 0 ] \
+    || fail "a rail that passed has a layer"
 }
 
 # The server pod killed mid-sweep: the rail in flight ends within its deadline (duration +
@@ -205,6 +211,8 @@ test_sweep_server_pod_killed() {
   killed_rail=$(cut -f1 <<<"$line")
   [ "$killed_rail" -ge 1 ] || fail "rail 0 was already measured when podB was killed: $line"
   grep -q 'server daemon in pod podB had ended' <<<"$line" || fail "the failed rail's error does not name the server daemon: $line"
+  # Its verdict: the other end died.
+  [ "$(cut -f5 <<<"$line")" = peer ] || fail "the killed rail's layer is not peer: $line"
   # The rails after it ran against a new daemon.
   [ "$killed_rail" -le 1 ] || fail "rail 1 was measured before podB was killed: no rail after the kill to show a new daemon"
   for ((r = killed_rail + 1; r < 3; r++)); do expect_traffic "$T_OUT/killed.csv" "$r"; done

@@ -24,6 +24,14 @@ pub fn blame(
     }
     let (a, b) = culprit::row_nodes(r);
     let ends = [&a, &b];
+    // The fleet names pods (its nodes where it ran on hosts); the verdict names the node.
+    let node_of = |end: &String| {
+        if *end == a {
+            r.client_node.clone()
+        } else {
+            r.server_node.clone()
+        }
+    };
     for s in suspects {
         match s {
             Suspect::NodeRail {
@@ -34,7 +42,7 @@ pub fn blame(
                 ..
             } if *rail == r.rail && ends.contains(&node) => {
                 return Some(FleetBlame::Node {
-                    node: node.clone(),
+                    node: node_of(node),
                     pct_of_fleet: fleet_median_gbps
                         .filter(|m| *m > 0.0)
                         .map(|m| 100.0 * median_gbps / m),
@@ -42,7 +50,7 @@ pub fn blame(
             }
             Suspect::Node { node, .. } if ends.contains(&node) => {
                 return Some(FleetBlame::Node {
-                    node: node.clone(),
+                    node: node_of(node),
                     pct_of_fleet: None,
                 });
             }

@@ -188,12 +188,12 @@ impl NodeRails {
              |---|---|---:|---:|---|---|---|\n",
         );
         for r in judged {
-            let (a, b) = super::culprit::row_nodes(r);
+            let (a, b) = (&r.client_node, &r.server_node);
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} |",
-                escape::markdown(&a),
-                escape::markdown(&b),
+                escape::markdown(a),
+                escape::markdown(b),
                 r.rail,
                 r.bw_avg_gbps
                     .map_or_else(|| "-".into(), |b| format!("{b:.3}")),
