@@ -11,6 +11,7 @@ pub mod flag_table;
 pub mod flags;
 pub mod gpu;
 pub mod lat;
+mod lat_stats;
 pub mod params;
 pub mod probe;
 pub mod rails;
