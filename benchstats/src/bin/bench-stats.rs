@@ -35,8 +35,9 @@ fn main() -> ExitCode {
         }
     };
     let summary = match what {
-        Summary::Engine { control } => benchstats::read_runs(&text)
-            .map(|r| (r.len(), benchstats::engine_summary(&r, control))),
+        Summary::Engine { control } => {
+            benchstats::read_runs(&text).map(|r| (r.len(), benchstats::engine_summary(&r, control)))
+        }
         Summary::Lat => benchstats::lat::read_lat_runs(&text)
             .map(|r| (r.len(), benchstats::lat::lat_summary(&r))),
     };
