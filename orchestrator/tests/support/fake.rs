@@ -324,6 +324,14 @@ impl Fake {
         std::fs::read_to_string(self.dir.join("client-args.log")).unwrap_or_default()
     }
 
+    /// The PIDs a file of its folder lists, one a line (none when it is absent).
+    pub fn pids(&self, name: &str) -> Vec<u32> {
+        self.read(name)
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    }
+
     pub fn pid_in(&self, name: &str) -> Option<u32> {
         std::fs::read_to_string(self.dir.join(name))
             .ok()
