@@ -5,9 +5,10 @@
 mod support;
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
-use results::{read_path, MemoryKind, RailStatus};
+use results::{read_path, MemoryKind, RailResult, RailStatus};
 use support::fake::{alive, exists, local_run, rail, Behave, Fake};
 use support::process::{self, assert_says, railsweep, text};
 
@@ -25,6 +26,20 @@ fn paths(f: &Fake) -> (PathBuf, String, String) {
     (out, bin, o)
 }
 
+/// The rows of a sweep that ended 0 (its output shown otherwise): rails 0 to `rails` - 1.
+fn ok_rows(r: &Output, out: &Path, rails: u32) -> Vec<RailResult> {
+    let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let rows = read_path(out).expect("csv reads");
+    let want: Vec<u32> = (0..rails).collect();
+    assert_eq!(rows.iter().map(|r| r.rail).collect::<Vec<_>>(), want);
+    rows
+}
+
 fn s(p: &Path) -> String {
     p.display().to_string()
 }
@@ -35,16 +50,7 @@ fn every_rail_gets_a_row_and_the_daemon_is_ended() {
     let (out, bin, o) = paths(&f);
     let r = railsweep(&local_args(&bin, &o));
     let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
-    assert_eq!(
-        r.status.code(),
-        Some(0),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    let rows = read_path(&out).expect("csv reads");
-    assert_eq!(
-        rows.iter().map(|r| r.rail).collect::<Vec<_>>(),
-        vec![0, 1, 2, 3]
-    );
+    let rows = ok_rows(&r, &out, 4);
     assert!(rows.iter().all(|r| r.status == RailStatus::Ok));
     assert_eq!(rows[2].bw_avg_gbps, Some(96.2));
     assert_eq!(rows[0].client_gid_index, Some(3));
@@ -89,7 +95,7 @@ fn every_rail_gets_a_row_and_the_daemon_is_ended() {
     assert!(!stderr.contains("did not stop"), "{stderr}");
     assert!(!stderr.contains("no --tclass"), "{stderr}");
     // One client process (`rdmabw batch`) ran the four tests, and it is gone too.
-    let batches = batch_pids(&f);
+    let batches = f.pids("batch.pids");
     assert_eq!(batches.len(), 1, "{batches:?}");
     assert!(!alive(batches[0]), "the batch {} ended", batches[0]);
     assert_eq!(log.lines().count(), 4, "{log}");
@@ -154,7 +160,7 @@ fn test_bw_lat_measures_each_rails_latency_after_its_bandwidth() {
         "lat --json -d mlx5_0 -x 3 --server-dev mlx5_0 --server-gid-index 3 -p 18999 \
          --tclass 41 -n 200 --max-p99-us 20 10.224.0.2"
     );
-    assert_eq!(batch_pids(&f).len(), 1);
+    assert_eq!(f.pids("batch.pids").len(), 1);
     assert_eq!(f.read("server-end"), "eof\n", "{stderr}");
 }
 
@@ -255,14 +261,6 @@ fn an_rdmabw_that_binds_one_address_gets_a_daemon_on_every_address() {
         f.read("server-args").trim(),
         "server --daemon -p 18999 --secret-stdin --exit-on-stdin-eof"
     );
-}
-
-fn batch_pids(f: &Fake) -> Vec<u32> {
-    std::fs::read_to_string(f.file("batch.pids"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
 }
 
 #[test]
@@ -454,7 +452,7 @@ fn a_hanging_rail_ends_at_its_deadline() {
     let pid = f.pid_in("hang-net2.pid").expect("hung client pid");
     assert!(!alive(pid), "the hung client {pid} was stopped");
     // The batch that hung was stopped; a new one took the next rail.
-    let batches = batch_pids(&f);
+    let batches = f.pids("batch.pids");
     assert_eq!(batches.len(), 2, "{batches:?}");
     assert_eq!(batches[0], pid);
     assert!(batches.iter().all(|p| !alive(*p)), "{batches:?}");
@@ -687,15 +685,7 @@ fn durations_beyond_a_week_or_not_numbers_are_usage_errors() {
         ("--pod-timeout", "1e300"),
         ("--pod-timeout", "NaN"),
     ] {
-        let mut args = vec![
-            "run",
-            "--runner",
-            "local",
-            "--client-pod",
-            "-",
-            "--server-pod",
-            "-",
-        ];
+        let mut args = local_run("rdmabw");
         if flag == "--pod-timeout" {
             args = vec!["run", "--nodes", "node-a,node-b", "--dry-run"];
         }
@@ -859,10 +849,7 @@ fn a_pods_error_text_forges_no_log_line() {
             .any(|l| l.starts_with("railsweep: rail 1 (forged)")),
         "{stderr}"
     );
-    assert!(
-        stderr.contains("busy\\nrailsweep: rail 1 (forged)"),
-        "{stderr}"
-    );
+    assert_says(&r.stderr, "busy\\nrailsweep: rail 1 (forged)");
 }
 
 /// Issue 53, finding 2: railsweep kept a client's output whole (one line without a newline
@@ -915,19 +902,45 @@ fn port_0_is_refused_naming_the_flag() {
     }
 }
 
-/// The PIDs the fake ib_write_bw recorded, one per server it ran.
-fn ib_write_bw_pids(f: &Fake) -> Vec<u32> {
-    f.read("ib_write_bw.pids")
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
+/// [`local_args`] with perftest's ib_write_bw at one end: `--server-tool` (perftest's server in
+/// the server pod) or `--client-tool`.
+fn perftest_at<'a>(end: &'a str, fake: &'a str, out: &'a str, ib: &'a str) -> Vec<&'a str> {
+    let mut args = local_args(fake, out);
+    args.extend([end, "ib_write_bw", "--ib-write-bw", ib]);
+    args
 }
 
-/// [`local_args`] with perftest's server in the server pod (`--server-tool ib_write_bw`).
-fn perftest_args<'a>(fake: &'a str, out: &'a str, ib_write_bw: &'a str) -> Vec<&'a str> {
-    let mut args = local_args(fake, out);
-    args.extend(["--server-tool", "ib_write_bw", "--ib-write-bw", ib_write_bw]);
-    args
+/// railsweep over `f`'s rails into its sweep.csv, as [`perftest_at`] with `extra` flags: its
+/// output, and the CSV's path.
+fn perftest_sweep(f: &Fake, end: &str, extra: &[&str]) -> (Output, PathBuf) {
+    let (out, bin, o) = paths(f);
+    let pt = s(&f.ib_write_bw());
+    let mut args = perftest_at(end, &bin, &o, &pt);
+    args.extend(extra);
+    (railsweep(&args), out)
+}
+
+/// What a sweep with perftest at one end leaves: no rdmabw daemon, no batch, no secret handed
+/// to anyone, and every server that `f` recorded in `servers` ended.
+fn perftest_left_nothing(f: &Fake, servers: &str) {
+    assert!(!f.file("server-args").exists(), "no rdmabw daemon");
+    assert!(f.pids("batch.pids").is_empty());
+    assert_eq!(f.read("secrets.log"), "");
+    for pid in f.pids(servers) {
+        assert!(!alive(pid), "the server {pid} of {servers} ended");
+    }
+}
+
+/// The one server that `f` recorded in `pids` (perftest's, or rdmabw's for perftest's client)
+/// was stopped once its client was gone.
+fn forsaken_server_stopped(f: &Fake, pids: &str) {
+    let pids = f.pids(pids);
+    assert_eq!(pids.len(), 1);
+    assert!(
+        !alive(pids[0]),
+        "the forsaken server {} was stopped",
+        pids[0]
+    );
 }
 
 /// `--server-tool ib_write_bw`: no rdmabw daemon; per rail, perftest's server on port -p +
@@ -937,19 +950,8 @@ fn perftest_args<'a>(fake: &'a str, out: &'a str, ib_write_bw: &'a str) -> Vec<&
 #[test]
 fn server_tool_ib_write_bw_serves_each_rail_with_perftest() {
     let f = Fake::new(3);
-    let (out, bin, o) = paths(&f);
-    let pt = s(&f.ib_write_bw());
-    let mut args = perftest_args(&bin, &o, &pt);
-    args.extend(["-s", "4096", "-q", "2"]);
-    let r = railsweep(&args);
-    let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
-    assert_eq!(
-        r.status.code(),
-        Some(0),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    let rows = read_path(&out).expect("csv reads");
-    assert_eq!(rows.iter().map(|r| r.rail).collect::<Vec<_>>(), [0, 1, 2]);
+    let (r, out) = perftest_sweep(&f, "--server-tool", &["-s", "4096", "-q", "2"]);
+    let rows = ok_rows(&r, &out, 3);
     for (i, row) in rows.iter().enumerate() {
         assert_eq!(row.status, RailStatus::Ok, "{row:?}");
         assert_eq!(row.server_tool.as_deref(), Some("ib_write_bw"));
@@ -976,18 +978,9 @@ fn server_tool_ib_write_bw_serves_each_rail_with_perftest() {
         "{log}"
     );
     assert_eq!(log.lines().count(), 3, "a client process per rail: {log}");
-    // No daemon, no batch, no secret handed to anyone.
-    assert!(!f.file("server-args").exists(), "no rdmabw daemon");
-    assert!(batch_pids(&f).is_empty());
-    assert_eq!(f.read("secrets.log"), "");
+    perftest_left_nothing(&f, "ib_write_bw.pids");
     assert!(!log.contains("--secret-stdin"), "{log}");
-    for pid in ib_write_bw_pids(&f) {
-        assert!(!alive(pid), "ib_write_bw {pid} ended");
-    }
-    assert!(
-        stderr.contains("serves each rail with perftest's ib_write_bw"),
-        "{stderr}"
-    );
+    assert_says(&r.stderr, "serves each rail with perftest's ib_write_bw");
 }
 
 /// A rail whose perftest server fails says so in its error, with the server's own words; a
@@ -997,9 +990,7 @@ fn a_failing_or_forsaken_perftest_server_is_named_and_ended() {
     let f = Fake::new(1);
     f.write("ib_write_bw-fail", "");
     f.write("behave-net1", "crash");
-    let (out, bin, o) = paths(&f);
-    let pt = s(&f.ib_write_bw());
-    let r = railsweep(&perftest_args(&bin, &o, &pt));
+    let (r, out) = perftest_sweep(&f, "--server-tool", &[]);
     assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
     let rows = read_path(&out).expect("csv reads");
     let e = rows[0].error.clone().unwrap_or_default();
@@ -1014,33 +1005,10 @@ fn a_failing_or_forsaken_perftest_server_is_named_and_ended() {
 
     let f = Fake::new(1);
     f.write("ib_write_bw-hang", "");
-    let (out, bin, o) = paths(&f);
-    let pt = s(&f.ib_write_bw());
-    let r = railsweep(&perftest_args(&bin, &o, &pt));
+    let (r, out) = perftest_sweep(&f, "--server-tool", &[]);
     assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
     assert_eq!(read_path(&out).expect("csv")[0].status, RailStatus::Ok);
-    let pids = ib_write_bw_pids(&f);
-    assert_eq!(pids.len(), 1);
-    assert!(
-        !alive(pids[0]),
-        "the forsaken server {} was stopped",
-        pids[0]
-    );
-}
-
-/// The PIDs of the fake rdmabw's one-test servers for perftest's client, one per server.
-fn pt_server_pids(f: &Fake) -> Vec<u32> {
-    f.read("pt-server.pids")
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
-}
-
-/// [`local_args`] with perftest's client in the client pod (`--client-tool ib_write_bw`).
-fn perftest_client_args<'a>(fake: &'a str, out: &'a str, ib_write_bw: &'a str) -> Vec<&'a str> {
-    let mut args = local_args(fake, out);
-    args.extend(["--client-tool", "ib_write_bw", "--ib-write-bw", ib_write_bw]);
-    args
+    forsaken_server_stopped(&f, "ib_write_bw.pids");
 }
 
 /// `--client-tool ib_write_bw`: no daemon, no batch, no secret; per rail a one-test rdmabw
@@ -1051,19 +1019,12 @@ fn perftest_client_args<'a>(fake: &'a str, out: &'a str, ib_write_bw: &'a str) -
 #[test]
 fn client_tool_ib_write_bw_measures_each_rail_against_a_one_test_rdmabw_server() {
     let f = Fake::new(3);
-    let (out, bin, o) = paths(&f);
-    let pt = s(&f.ib_write_bw());
-    let mut args = perftest_client_args(&bin, &o, &pt);
-    args.extend(["-s", "4096", "-q", "2", "--min-gbps", "10"]);
-    let r = railsweep(&args);
-    let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
-    assert_eq!(
-        r.status.code(),
-        Some(0),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    let (r, out) = perftest_sweep(
+        &f,
+        "--client-tool",
+        &["-s", "4096", "-q", "2", "--min-gbps", "10"],
     );
-    let rows = read_path(&out).expect("csv reads");
-    assert_eq!(rows.iter().map(|r| r.rail).collect::<Vec<_>>(), [0, 1, 2]);
+    let rows = ok_rows(&r, &out, 3);
     for (i, row) in rows.iter().enumerate() {
         assert_eq!(row.status, RailStatus::Ok, "{row:?}");
         assert_eq!(row.client_tool.as_deref(), Some("ib_write_bw"));
@@ -1099,16 +1060,11 @@ fn client_tool_ib_write_bw_measures_each_rail_against_a_one_test_rdmabw_server()
             ))
             .collect::<Vec<_>>()
     );
-    assert!(!f.file("server-args").exists(), "no rdmabw daemon");
+    perftest_left_nothing(&f, "pt-server.pids");
     assert!(f.client_log().is_empty(), "no rdmabw client");
-    assert!(batch_pids(&f).is_empty());
-    assert_eq!(f.read("secrets.log"), "");
-    for pid in pt_server_pids(&f) {
-        assert!(!alive(pid), "rdmabw server {pid} ended");
-    }
-    assert!(
-        stderr.contains("runs perftest's ib_write_bw as each rail's client"),
-        "{stderr}"
+    assert_says(
+        &r.stderr,
+        "runs perftest's ib_write_bw as each rail's client",
     );
 }
 
@@ -1119,10 +1075,8 @@ fn client_tool_ib_write_bw_measures_each_rail_against_a_one_test_rdmabw_server()
 fn a_failing_perftest_client_or_rdmabw_server_is_named_and_nothing_is_left() {
     let f = Fake::new(1);
     f.write("ib_write_bw-client-fail", "");
-    let (out, bin, o) = paths(&f);
-    let pt = s(&f.ib_write_bw());
     let t0 = Instant::now();
-    let r = railsweep(&perftest_client_args(&bin, &o, &pt));
+    let (r, out) = perftest_sweep(&f, "--client-tool", &[]);
     assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
     let rows = read_path(&out).expect("csv reads");
     let e = rows[0].error.clone().unwrap_or_default();
@@ -1133,20 +1087,12 @@ fn a_failing_perftest_client_or_rdmabw_server_is_named_and_nothing_is_left() {
         "{e}"
     );
     assert_eq!(rows[0].client_tool.as_deref(), Some("ib_write_bw"));
-    let pids = pt_server_pids(&f);
-    assert_eq!(pids.len(), 1);
-    assert!(
-        !alive(pids[0]),
-        "the forsaken server {} was stopped",
-        pids[0]
-    );
+    forsaken_server_stopped(&f, "pt-server.pids");
     assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
 
     let f = Fake::new(1);
     f.write("pt-server-fail", "");
-    let (out, bin, o) = paths(&f);
-    let pt = s(&f.ib_write_bw());
-    let r = railsweep(&perftest_client_args(&bin, &o, &pt));
+    let (r, out) = perftest_sweep(&f, "--client-tool", &[]);
     assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
     let e = read_path(&out).expect("csv")[0]
         .error
@@ -1192,7 +1138,7 @@ fn flags_perftest_cannot_serve_are_refused_naming_the_flag() {
             "--gpu/--use_cuda with --server-tool ib_write_bw",
         ),
     ] {
-        let mut args = perftest_args(&bin, &o, &pt);
+        let mut args = perftest_at("--server-tool", &bin, &o, &pt);
         match args.iter().position(|a| *a == extra[0]) {
             // -D is in the arguments already: its value changes.
             Some(i) => args[i + 1] = extra[1],
@@ -1203,7 +1149,7 @@ fn flags_perftest_cannot_serve_are_refused_naming_the_flag() {
         assert_says(&r.stderr, says);
     }
     // perftest at both ends: rdmabw at neither.
-    let mut args = perftest_args(&bin, &o, &pt);
+    let mut args = perftest_at("--server-tool", &bin, &o, &pt);
     args.extend(["--client-tool", "ib_write_bw"]);
     let r = railsweep(&args);
     assert_eq!(r.status.code(), Some(2));

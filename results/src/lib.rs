@@ -41,7 +41,6 @@ macro_rules! say_raw {
     }};
 }
 
-pub mod bench;
 #[cfg(feature = "charts")]
 pub mod charts;
 pub mod countersio;

@@ -2,18 +2,26 @@
 
 mod common;
 
-use results::{read_str, write_csv, write_json, ResultsError};
+use results::{read_str, write_csv, write_json, RailResult, ResultsError};
 
-fn fixture_csv() -> String {
+fn csv_of(rows: &[RailResult]) -> String {
     let mut buf = Vec::new();
-    write_csv(&mut buf, &common::fixture_rows()[..3]).expect("write");
+    write_csv(&mut buf, rows).expect("write");
     String::from_utf8(buf).expect("utf-8")
 }
 
-fn fixture_json() -> String {
+fn json_of(rows: &[RailResult]) -> String {
     let mut buf = Vec::new();
-    write_json(&mut buf, "t", &common::fixture_rows()[..3]).expect("write");
+    write_json(&mut buf, "t", rows).expect("write");
     String::from_utf8(buf).expect("utf-8")
+}
+
+fn fixture_csv() -> String {
+    csv_of(&common::fixture_rows()[..3])
+}
+
+fn fixture_json() -> String {
+    json_of(&common::fixture_rows()[..3])
 }
 
 /// Replace the cell `column` of data row `row` (0-based) of a CSV text.
@@ -123,19 +131,27 @@ fn csv_newer_schema_is_refused_before_column_checks() {
         "server_gpus_without_rail,new_field\n",
         1,
     );
-    let e = err(&text, "new.csv");
+    newer_schema(&text, "new.csv", "new.csv:2:1: schema_version 10 is newer");
+}
+
+/// `text`, read as `name`, is refused as of the newer schema 10 with a message starting `start`.
+fn newer_schema(text: &str, name: &str, start: &str) {
+    let e = err(text, name);
     assert!(
         matches!(e, ResultsError::NewerSchema { found: 10, .. }),
         "{e:?}"
     );
-    assert_starts(&e.to_string(), "new.csv:2:1: schema_version 10 is newer");
+    assert_starts(&e.to_string(), start);
 }
 
 #[test]
 fn csv_newer_schema_on_a_later_row_is_refused() {
     let text = set_cell(&fixture_csv(), 2, "schema_version", "10");
-    let e = err(&text, "mixed.csv");
-    assert_starts(&e.to_string(), "mixed.csv:4:1: schema_version 10 is newer");
+    newer_schema(
+        &text,
+        "mixed.csv",
+        "mixed.csv:4:1: schema_version 10 is newer",
+    );
 }
 
 #[test]
@@ -189,12 +205,11 @@ fn csv_short_row_is_an_error() {
 #[test]
 fn json_newer_schema_names_file_line_column() {
     let text = fixture_json().replacen("\"schema_version\": 9", "\"schema_version\": 10", 1);
-    let e = err(&text, "new.json");
-    assert!(
-        matches!(e, ResultsError::NewerSchema { found: 10, .. }),
-        "{e:?}"
+    newer_schema(
+        &text,
+        "new.json",
+        "new.json:2:21: schema_version 10 is newer",
     );
-    assert_starts(&e.to_string(), "new.json:2:21: schema_version 10 is newer");
 }
 
 #[test]
@@ -303,9 +318,7 @@ fn poll_and_cpu_per_gb_round_trip_through_csv() {
     let mut rows = common::fixture_rows()[..2].to_vec();
     rows[0].poll = Some(results::rdmabw::params::PollMode::Event);
     rows[0].cpu_s_per_gb = Some(0.125);
-    let mut buf = Vec::new();
-    write_csv(&mut buf, &rows).expect("write");
-    let text = String::from_utf8(buf).expect("utf-8");
+    let text = csv_of(&rows);
     assert!(
         text.lines()
             .nth(1)
@@ -409,9 +422,7 @@ fn latency_round_trips_through_csv_and_json() {
     let mut rows = common::fixture_rows()[..2].to_vec();
     (rows[0].lat_p50_us, rows[0].lat_p99_us, rows[0].lat_max_us) =
         (Some(3.5), Some(4.25), Some(19.0));
-    let mut buf = Vec::new();
-    write_csv(&mut buf, &rows).expect("write");
-    let text = String::from_utf8(buf).expect("utf-8");
+    let text = csv_of(&rows);
     assert!(
         text.lines().next().is_some_and(|l| l
             .ends_with(",lat_p50_us,lat_p99_us,lat_max_us,software_rdma,client_tool,server_tool,layer,evidence,fix,client_gpus_without_rail,server_gpus_without_rail")),
@@ -424,9 +435,7 @@ fn latency_round_trips_through_csv_and_json() {
         "{text}"
     );
     assert_eq!(read_str(&text, "rt.csv").expect("reads back"), rows);
-    let mut buf = Vec::new();
-    write_json(&mut buf, "t", &rows).expect("write");
-    let text = String::from_utf8(buf).expect("utf-8");
+    let text = json_of(&rows);
     assert_eq!(read_str(&text, "rt.json").expect("reads back"), rows);
 }
 
@@ -490,9 +499,7 @@ fn each_sides_gpu_and_its_root_round_trip_through_csv_and_json() {
     rows[0].server_gpu = Some("gpu-0".into());
     // A GPU whose ResourceSlice publishes no PCIe root.
     rows[0].server_gpu_pcie_root = None;
-    let mut buf = Vec::new();
-    write_csv(&mut buf, &rows).expect("write");
-    let text = String::from_utf8(buf).expect("utf-8");
+    let text = csv_of(&rows);
     assert!(
         text.lines()
             .nth(1)
@@ -504,9 +511,7 @@ fn each_sides_gpu_and_its_root_round_trip_through_csv_and_json() {
         "{text}"
     );
     assert_eq!(read_str(&text, "rt.csv").expect("reads back"), rows);
-    let mut buf = Vec::new();
-    write_json(&mut buf, "t", &rows).expect("write");
-    let text = String::from_utf8(buf).expect("utf-8");
+    let text = json_of(&rows);
     assert!(
         text.contains("\"client_gpu\": \"gpu-3\",\n      \"client_gpu_pcie_root\": \"pci0000:4c\""),
         "{text}"

@@ -12,6 +12,7 @@ pub mod flag_table;
 pub mod flags;
 pub mod gpu;
 pub mod lat;
+mod lat_stats;
 pub mod params;
 pub mod probe;
 pub mod rails;

@@ -322,7 +322,7 @@ impl TestParams {
     /// Checks what a latency test must be, as `rdmabw lat` takes its flags: the shape
     /// ([`check_latency_shape`]), at least [`super::flags::LAT_MIN_ITERS`] exchanges, and one
     /// size when timed. Any count of exchanges above that is taken (`-n 2^64-1` too): a side
-    /// keeps at most [`super::lat::MAX_KEPT_SAMPLES`] samples of a size one by one.
+    /// keeps at most [`MAX_KEPT_SAMPLES`](super::lat_stats::MAX_KEPT_SAMPLES) samples of a size one by one.
     pub fn check_latency(&self) -> Result<(), NotForLatency> {
         check_latency_shape(
             self.qps,
@@ -590,7 +590,7 @@ pub struct SizeResult {
     pub off_cpu_max_s: Option<f64>,
     /// A latency test's statistics (`rdmabw lat`); absent for bandwidth.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency: Option<super::lat::LatencyStats>,
+    pub latency: Option<super::lat_stats::LatencyStats>,
 }
 
 #[cfg(test)]

@@ -86,9 +86,14 @@ impl TestCluster {
             .create(&PostParams::default(), &ns)
             .await
             .expect("creates the namespace");
-        // Pods need the namespace's default service account, which the controller-manager's
-        // service-account controller makes.
-        let sa: Api<ServiceAccount> = Api::namespaced(self.client.clone(), &name);
+        self.default_service_account(&name).await;
+        name
+    }
+
+    /// Waits up to 30 s for namespace `ns`'s default service account, which pods need and the
+    /// controller-manager's service-account controller makes; panics without it.
+    pub async fn default_service_account(&self, ns: &str) {
+        let sa: Api<ServiceAccount> = Api::namespaced(self.client.clone(), ns);
         let ready = tokio::time::timeout(
             Duration::from_secs(30),
             await_condition(sa, "default", |s: Option<&_>| s.is_some()),
@@ -96,9 +101,8 @@ impl TestCluster {
         .await;
         assert!(
             matches!(ready, Ok(Ok(_))),
-            "namespace {name}: no default service account after 30 s (is kube-controller-manager running?)"
+            "namespace {ns}: no default service account after 30 s (is kube-controller-manager running?)"
         );
-        name
     }
 
     /// Creates pod `name` in `ns` on `node` (a `sleep infinity` container named `container`),
@@ -339,7 +343,6 @@ impl TestCluster {
             let name = format!("{shipped_name}-{ns}");
             let mut policy: serde_json::Value =
                 shipped_named("fleet-job.yaml", "ValidatingAdmissionPolicy", shipped_name);
-            policy["metadata"]["name"] = name.clone().into();
             let cond = &mut policy["spec"]["matchConditions"][0]["expression"];
             let expr = cond.as_str().expect("a matchCondition").to_string();
             assert!(
@@ -352,25 +355,37 @@ impl TestCluster {
                     &format!("system:serviceaccount:{ns}:railsweep"),
                 )
                 .into();
-            let mut binding: serde_json::Value = shipped_named(
+            let binding = shipped_named(
                 "fleet-job.yaml",
                 "ValidatingAdmissionPolicyBinding",
                 shipped_name,
             );
-            binding["metadata"]["name"] = name.clone().into();
-            binding["spec"]["policyName"] = name.clone().into();
-            for (kind, obj) in [
-                ("ValidatingAdmissionPolicy", policy),
-                ("ValidatingAdmissionPolicyBinding", binding),
-            ] {
-                let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
-                let ar = ApiResource::from_gvk(&gvk);
-                let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
-                let obj: DynamicObject = serde_json::from_value(obj).expect("a DynamicObject");
-                api.create(&PostParams::default(), &obj)
-                    .await
-                    .unwrap_or_else(|e| panic!("creates {kind} {name}: {e}"));
-            }
+            self.admission_policy(&name, policy, binding).await;
+        }
+    }
+
+    /// Creates a ValidatingAdmissionPolicy and its binding (made from deploy/'s), both renamed
+    /// `name` (cluster-wide objects).
+    pub async fn admission_policy(
+        &self,
+        name: &str,
+        mut policy: serde_json::Value,
+        mut binding: serde_json::Value,
+    ) {
+        policy["metadata"]["name"] = name.into();
+        binding["metadata"]["name"] = name.into();
+        binding["spec"]["policyName"] = name.into();
+        for (kind, obj) in [
+            ("ValidatingAdmissionPolicy", policy),
+            ("ValidatingAdmissionPolicyBinding", binding),
+        ] {
+            let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
+            let ar = ApiResource::from_gvk(&gvk);
+            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
+            let obj: DynamicObject = serde_json::from_value(obj).expect("a DynamicObject");
+            api.create(&PostParams::default(), &obj)
+                .await
+                .unwrap_or_else(|e| panic!("creates {kind} {name}: {e}"));
         }
     }
 

@@ -1,13 +1,18 @@
-//! The statistics of `scripts/bench-engine`: a tool's runs against ib_write_bw's, in the same
-//! rounds of the same guests. Medians and their ratio, a 90% interval of that ratio by
-//! resampling, and the verdict on a goal, which says when the interval straddles the goal (the
-//! run then cannot tell). The script writes `runs.tsv` and calls `bench-stats engine` (this
-//! crate's binary), which prints [`engine_summary`].
+//! benchstats: the statistics of the benchmark scripts (`scripts/bench-*`), in Rust with unit
+//! tests rather than in awk; a development crate, not part of what railbench ships.
+//!
+//! This module: the statistics of `scripts/bench-engine`, a tool's runs against ib_write_bw's,
+//! in the same rounds of the same guests. Medians and their ratio, a 90% interval of that ratio
+//! by resampling, and the verdict on a goal, which says when the interval straddles the goal
+//! (the run then cannot tell). The script writes `runs.tsv` and calls `bench-stats engine`
+//! (this crate's binary), which prints [`engine_summary`]. [`lat`]: `scripts/bench-lat`'s.
+
+#![forbid(unsafe_code)]
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::stats::{median, Rng};
+use results::stats::{median, Rng};
 
 pub mod lat;
 

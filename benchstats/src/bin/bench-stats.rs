@@ -1,5 +1,5 @@
 //! `bench-stats`: the statistics of the benchmark scripts, so that they live in Rust with unit
-//! tests (`results::bench`) rather than in awk.
+//! tests (the `benchstats` crate) rather than in awk.
 //!
 //! ```text
 //! bench-stats engine RUNS_TSV [--control]   what scripts/bench-engine prints after its runs
@@ -35,10 +35,11 @@ fn main() -> ExitCode {
         }
     };
     let summary = match what {
-        Summary::Engine { control } => results::bench::read_runs(&text)
-            .map(|r| (r.len(), results::bench::engine_summary(&r, control))),
-        Summary::Lat => results::bench::lat::read_lat_runs(&text)
-            .map(|r| (r.len(), results::bench::lat::lat_summary(&r))),
+        Summary::Engine { control } => {
+            benchstats::read_runs(&text).map(|r| (r.len(), benchstats::engine_summary(&r, control)))
+        }
+        Summary::Lat => benchstats::lat::read_lat_runs(&text)
+            .map(|r| (r.len(), benchstats::lat::lat_summary(&r))),
     };
     match summary {
         Ok((n, s)) if n > 0 => {

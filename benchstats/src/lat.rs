@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::Tsv;
-use crate::stats::median;
+use results::stats::median;
 
 /// The arms of a round, in the table's order.
 pub const ARMS: [&str; 3] = ["rdmabw", "perftest", "perftest-aa"];
