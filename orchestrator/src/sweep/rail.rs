@@ -500,17 +500,29 @@ impl<'a, R: Runner> Sweep<'a, R> {
         &self,
         pair: &RailPair,
         lat: &super::LatencyTest,
-    ) -> Option<Result<LatReport, String>> {
+    ) -> Option<Result<LatReport, (String, Option<Cause>)>> {
         let Some(test) = self.client_test(pair) else {
-            return Some(Err("rail missing on one side".into()));
+            return Some(Err(("rail missing on one side".into(), None)));
         };
         let argv = rdmabw::lat_argv(&self.prep.client_bin, &test, lat.iters, &lat.limits);
         match self
             .run_client(pair.rail, &argv, self.cfg.lat_deadline(), true)
             .await
         {
-            Ran::Done(out) => Some(rdmabw::parse_lat(&out)),
-            Ran::Failed(why, _) => Some(Err(why)),
+            // A failed latency test's document is rdmabw's failed report: its kind is the cause.
+            Ran::Done(out) => Some(rdmabw::parse_lat(&out).map_err(|why| {
+                let cause = match rdmabw::parse_client(&out) {
+                    ClientOutcome::Failed(_, Some(rep)) => {
+                        rep.error_kind.map(|kind| Cause::Rdmabw {
+                            kind,
+                            side: rep.role,
+                        })
+                    }
+                    _ => None,
+                };
+                (why, cause)
+            })),
+            Ran::Failed(why, cause) => Some(Err((why, Some(cause)))),
             Ran::Interrupted => None,
         }
     }
@@ -800,6 +812,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
     ) -> bool {
         let attempts = self.cfg.retries + 1;
         let mut why = String::new();
+        let mut cause = None;
         for n in 1..=attempts {
             if n > 1 {
                 self.progress.println(&format!(
@@ -808,7 +821,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
                 ));
             }
             if let Err(e) = self.ensure_server().await {
-                why = e;
+                (why, cause) = (e, Some(Cause::ServerEnded));
                 continue;
             }
             self.progress.start(pair.rail, "measuring latency");
@@ -818,13 +831,13 @@ impl<'a, R: Runner> Sweep<'a, R> {
                     row.add_latency(&rep, lat.limits.max_p99_us);
                     return true;
                 }
-                Some(Err(e)) => why = e,
+                Some(Err((e, c))) => (why, cause) = (e, c),
             }
         }
         if attempts > 1 {
             why = format!("{why} (after {attempts} attempts)");
         }
-        row.latency_failed(&why, None);
+        row.latency_failed(&why, cause.as_ref());
         true
     }
 
