@@ -80,30 +80,26 @@ pub fn chain(r: &RailResult) -> String {
         },
         r.cluster
     );
-    let _ = writeln!(
-        out,
-        "  client: {}, {} {} GID {}{}",
-        pod(&r.client_pod, &r.client_node),
-        r.client_interface,
-        r.client_rdma_device,
-        gid(r.client_gid_index),
-        r.client_tool
+    let ends = [
+        ("client", &r.client_pod, &r.client_node, &r.client_interface),
+        ("server", &r.server_pod, &r.server_node, &r.server_interface),
+    ];
+    let more = [
+        (&r.client_rdma_device, r.client_gid_index, &r.client_tool),
+        (&r.server_rdma_device, r.server_gid_index, &r.server_tool),
+    ];
+    for ((side, p, node, iface), (dev, g, tool)) in ends.into_iter().zip(more) {
+        let tool = tool
             .as_deref()
             .map(|t| format!(" ({t})"))
-            .unwrap_or_default()
-    );
-    let _ = writeln!(
-        out,
-        "  server: {}, {} {} GID {}{}",
-        pod(&r.server_pod, &r.server_node),
-        r.server_interface,
-        r.server_rdma_device,
-        gid(r.server_gid_index),
-        r.server_tool
-            .as_deref()
-            .map(|t| format!(" ({t})"))
-            .unwrap_or_default()
-    );
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  {side}: {}, {iface} {dev} GID {}{tool}",
+            pod(p, node),
+            gid(g)
+        );
+    }
     let num =
         |v: Option<f64>, unit: &str| v.map_or_else(|| "-".into(), |v| format!("{v:.2}{unit}"));
     let _ = writeln!(

@@ -185,8 +185,9 @@ test_hostpath_unprivileged_open_is_refused() {
 }
 
 # The typed cause of a failed test on a real node (issue 54's per-rail verdict reads it, never
-# the error's words): in the hostPath pod above, the device cgroup refuses the device, and the
-# failed report says `device-access` (a verdict of node-setup); in the plain hostNetwork pod,
+# the error's words): in the hostPath pod above, whose device cgroup refuses the device (head's
+# open: EPERM; libibverbs' open there ends in ENOENT), the failed report says `device-access` (a
+# verdict of node-setup); in the plain hostNetwork pod,
 # which has no IPC_LOCK, under a 64 KiB memlock limit (set with ulimit in the pod, as a runtime
 # with docker's default would), a 1 MiB test says `memlock` (a verdict of pod-spec: add IPC_LOCK).
 # Both exit 2 (set-up) before any connection.

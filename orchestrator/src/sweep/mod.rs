@@ -5,6 +5,7 @@
 //! life), `rail` (a rail's attempts and its row), and here the sweep's loop.
 
 mod daemon;
+mod mixed;
 pub mod perftest;
 mod rail;
 mod setup;
