@@ -995,15 +995,15 @@ async fn a_bad_dra_rail_gets_a_device_taint_rule_and_its_node_no_taint() {
     assert_eq!(evidence["interface"], "net2");
     assert_eq!(evidence["median_gbps"], 40.0);
     assert_eq!(evidence["fleet_median_gbps"], 96.1);
-    // The per-rail verdict: each slow pair on rail 1 blames fleet-6 (its partners are fine),
+    // The per-rail verdict: each slow pair on rail 1 blames fleet-6's rail (its partners are fine),
     // in the evidence and in the fleet's rows, and no other row has a verdict.
-    assert_eq!(evidence["layers"], json!(["peer"]));
+    assert_eq!(evidence["layers"], json!(["path"]));
     let rows = results::read_path(f.file("run1").join("fleet.csv")).expect("the fleet's rows");
     let mut blamed = 0;
     for r in &rows {
         let with_6 = r.client_node == "fleet-6" || r.server_node == "fleet-6";
         if with_6 && r.rail == 1 {
-            assert_eq!(r.layer, Some(results::Layer::Peer), "{r:?}");
+            assert_eq!(r.layer, Some(results::Layer::Path), "{r:?}");
             assert!(
                 r.evidence.as_deref().is_some_and(
                     |e| e.starts_with("node fleet-6 is slow on rail 1 with every partner")
@@ -1023,7 +1023,7 @@ async fn a_bad_dra_rail_gets_a_device_taint_rule_and_its_node_no_taint() {
     let md = text(&report.stdout);
     let lines: Vec<&str> = md
         .lines()
-        .filter(|l| l.contains(" | peer | node fleet-6 is slow on rail 1 with every partner ("))
+        .filter(|l| l.contains(" | path | node fleet-6 is slow on rail 1 with every partner ("))
         .collect();
     // The latest row of each of fleet-6's five pairs on rail 1 (re-measured rows are older).
     assert_eq!(lines.len(), 5, "{md}");

@@ -31,11 +31,12 @@ pub enum Layer {
     NodeSetup,
     /// This rail's NIC port: its link, its PHY, loss seen at one end only.
     NicPort,
-    /// The fabric beyond the NIC: loss or congestion seen at both ends, a group of nodes (a
-    /// rack, an uplink) a fleet blames, an RDMA transport that gave up.
+    /// The fabric beyond the NIC: loss or congestion seen at both ends, a node a fleet finds
+    /// slow with every partner on this rail (its NIC, cable or switch port: the comparison of
+    /// pairs cannot tell which), a group of nodes (a rack, an uplink) a fleet blames, an RDMA
+    /// transport that gave up.
     Path,
-    /// The other end: its process died or went silent, or (in a fleet) it is slow with every
-    /// partner.
+    /// The other end's process: it died, went silent or did not answer.
     Peer,
     /// The measurement itself: the two ends asked for different tests, the client timed out
     /// or ended without a report.
@@ -326,7 +327,7 @@ fn from_kind(error: &str, kind: FailureKind, side: Role) -> Verdict {
 fn from_blame(blame: &FleetBlame, rail: u32) -> Verdict {
     match blame {
         FleetBlame::Node { node, pct_of_fleet } => Verdict {
-            layer: Layer::Peer,
+            layer: Layer::Path,
             evidence: format!(
                 "node {node} is slow on rail {rail} with every partner{}",
                 pct_of_fleet
@@ -334,8 +335,9 @@ fn from_blame(blame: &FleetBlame, rail: u32) -> Verdict {
                     .unwrap_or_default()
             ),
             fix: format!(
-                "look at node {node}'s rail {rail}: `rdmabw counters` and `rdmabw probe` there; \
-                 its partners are not at fault"
+                "look at node {node}'s rail {rail} and the switch port it is cabled to: \
+                 `rdmabw counters` and `rdmabw probe` on the node, the port's counters on the \
+                 switch; its partners are not at fault"
             ),
         },
         FleetBlame::Group { group } => Verdict {
@@ -365,7 +367,7 @@ fn from_blame(blame: &FleetBlame, rail: u32) -> Verdict {
 /// 3. a counter finding (on any rail, passing or not): the finding's layer, a port's own
 ///    faults before QoS set-up before the fabric;
 /// 4. a rail a fleet blames on a node, a group or the whole rail (the caller passes `fleet`
-///    only for a row the fleet found slow, whatever its recorded status): `peer` or `path`;
+///    only for a row the fleet found slow, whatever its recorded status): `path`;
 /// 5. a rail below its threshold with nothing else: `unknown`;
 /// 6. otherwise none.
 pub fn judge(

@@ -102,7 +102,7 @@ fn the_verdicts_layer_and_the_latency_are_samples() {
     assert_eq!(verdicts.len(), 1, "{text}");
     assert!(
         verdicts[0].contains("client_node=\"n2\"")
-            && verdicts[0].contains("layer=\"peer\"")
+            && verdicts[0].contains("layer=\"path\"")
             && verdicts[0].ends_with(" 1.0"),
         "{}",
         verdicts[0]

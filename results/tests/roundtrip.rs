@@ -524,7 +524,7 @@ fn a_sinks_rows_rewritten_with_their_verdicts_read_back_and_it_keeps_appending()
         assert_eq!(back.len(), 4, "{}", path.display());
         assert_eq!(
             back[1].layer,
-            Some(results::Layer::Peer),
+            Some(results::Layer::Path),
             "{}",
             path.display()
         );

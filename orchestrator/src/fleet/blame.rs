@@ -117,7 +117,7 @@ mod tests {
                     assert_eq!(pct_of_fleet.map(f64::round), Some(50.0));
                     let mut judged = r.clone();
                     judged.judge(None, of(r).as_ref());
-                    assert_eq!(judged.layer, Some(Layer::Peer));
+                    assert_eq!(judged.layer, Some(Layer::Path));
                     blamed += 1;
                 }
                 other => assert!(!(has_n3 && r.rail == 1), "{a} {b}: {other:?}"),

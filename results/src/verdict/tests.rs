@@ -169,7 +169,7 @@ fn rule_4_a_slow_rail_a_fleet_blames() {
         pct_of_fleet: Some(61.4),
     };
     let v = judge(&row, None, Some(&node)).expect("verdict");
-    assert_eq!(v.layer, Layer::Peer);
+    assert_eq!(v.layer, Layer::Path);
     assert_eq!(
         v.evidence,
         "node n7 is slow on rail 3 with every partner (61% of the fleet's median)"
@@ -184,7 +184,7 @@ fn rule_4_a_slow_rail_a_fleet_blames() {
     // is judged whatever its status says.
     assert_eq!(
         layer(&measured(RailStatus::Ok), None, Some(&node)),
-        Some(Layer::Peer)
+        Some(Layer::Path)
     );
 }
 
