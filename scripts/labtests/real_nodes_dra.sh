@@ -192,6 +192,80 @@ EOF2
   rn_delete rn-dra-a
 }
 
+# rn_claim_pod NAME NODE CEL COUNT: a pod on NODE whose claim asks DeviceClass dranet for COUNT
+# devices matching CEL; it sleeps.
+rn_claim_pod() {
+  kube POST /apis/resource.k8s.io/v1/namespaces/lab/resourceclaimtemplates "$(python3 -c 'import json, sys
+print(json.dumps({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": sys.argv[1]},
+  "spec": {"spec": {"devices": {"requests": [{"name": "rails", "exactly": {"deviceClassName": "dranet",
+    "selectors": [{"cel": {"expression": sys.argv[2]}}], "allocationMode": "ExactCount", "count": int(sys.argv[3])}}]}}}}))' "$1" "$3" "$4")" >/dev/null
+  kube POST /api/v1/namespaces/lab/pods "$(python3 -c 'import json, sys
+name, node, image = sys.argv[1:4]
+print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+  "spec": {"nodeSelector": {"kubernetes.io/hostname": node}, "restartPolicy": "Never", "terminationGracePeriodSeconds": 2,
+           "automountServiceAccountToken": False, "resourceClaims": [{"name": "rails", "resourceClaimTemplateName": name}],
+           "containers": [{"name": "main", "image": image, "imagePullPolicy": "Never", "command": ["sleep", "infinity"],
+                           "resources": {"claims": [{"name": "rails"}]}}]}}))' "$1" "$2" "$RN_IMAGE")" >/dev/null
+}
+
+# Issue 54, item 3 on the real DRANET nodes: the DeviceTaintRule railsweep writes for one bad rail
+# (railsweep's name, labels and taint, as `fleet --apply-verdicts taints` writes it on the API
+# server in orchestrator/tests/fleet_verdicts.rs) on node-b's rdma1: the real scheduler keeps a pod
+# that asks for both of node-b's rails from starting while both are free, with its own reason, and
+# then starts one that asks for rdma0 alone. Then the rule goes, and the rails come home.
+test_device_taint_rule_keeps_one_rail_from_claims() {
+  local dev rule=railbench-node-b-rail1
+  rn_wait_slices 240
+  dev=$(slices_json | python3 -c 'import json, sys
+for s in json.load(sys.stdin)["items"]:
+    if s["spec"]["driver"] == "dra.net" and s["spec"]["nodeName"] == "node-b":
+        for d in s["spec"].get("devices", []):
+            if d.get("attributes", {}).get("dra.net/ifName", {}).get("string") == "rdma1": print(d["name"])')
+  [ -n "$dev" ] || fail "node-b publishes no dra.net device for rdma1"
+  echo "node-b's rdma1 is device $dev of pool node-b"
+  kube POST /apis/resource.k8s.io/v1/devicetaintrules "$(python3 -c 'import json, sys
+print(json.dumps({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+  "metadata": {"name": sys.argv[1], "labels": {"app.kubernetes.io/managed-by": "railsweep", "railbench.io/node": "node-b", "railbench.io/rail": "1"}},
+  "spec": {"deviceSelector": {"driver": "dra.net", "pool": "node-b", "device": sys.argv[2]},
+           "taint": {"key": "railbench.io/bad-rail", "value": "degraded", "effect": "NoSchedule"}}}))' "$rule" "$dev")" >/dev/null \
+    || fail "the API server refused the DeviceTaintRule"
+  trap "kube DELETE /apis/resource.k8s.io/v1/devicetaintrules/$rule >/dev/null 2>&1 || true; rn_delete rn-taint-both; rn_delete rn-taint-rdma0" EXIT
+  # The pod that asks for both rails first, alone (both are free: only the taint is in its way),
+  # until the scheduler has said why it cannot place it; then the one that asks for rdma0.
+  rn_claim_pod rn-taint-both node-b "$RAILS_ONLY" "$LAB_RAILS"
+  local end=$((SECONDS + 120))
+  until kube GET /api/v1/namespaces/lab/pods/rn-taint-both | python3 -c 'import json, sys
+c = {c["type"]: c for c in json.load(sys.stdin)["status"].get("conditions", [])}.get("PodScheduled", {})
+sys.exit(0 if c.get("reason") == "Unschedulable" else 1)'; do
+    [ $SECONDS -lt $end ] || fail "rn-taint-both was not found unschedulable within 120 s"
+    sleep 1
+  done
+  kube GET /api/v1/namespaces/lab/pods/rn-taint-both >"$T_OUT/both.json"
+  rn_claim_pod rn-taint-rdma0 node-b 'device.attributes["dra.net"].ifName == "rdma0"' 1
+  rn_wait_running rn-taint-rdma0 240
+  kube GET /api/v1/namespaces/lab/pods/rn-taint-rdma0 >"$T_OUT/rdma0.json"
+  kube GET /apis/resource.k8s.io/v1/namespaces/lab/resourceclaims >"$T_OUT/claims.json"
+  python3 - "$T_OUT/both.json" "$T_OUT/rdma0.json" "$T_OUT/claims.json" "$dev" <<'EOF2' || fail "the taint did not keep exactly the tainted rail from the claims (above)"
+import json, sys
+both, one, claims, dev = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))["items"], sys.argv[4]
+cond = {c["type"]: c for c in both["status"].get("conditions", [])}.get("PodScheduled", {})
+print("rn-taint-both:", both["status"].get("phase"), cond.get("status"), cond.get("reason"), cond.get("message"))
+assert both["status"].get("phase") == "Pending" and cond.get("status") == "False" and cond.get("reason") == "Unschedulable", cond
+alloc = {}
+for c in claims:
+    a = (c.get("status") or {}).get("allocation")
+    alloc[c["metadata"]["name"]] = [(r["pool"], r["device"]) for r in a["devices"]["results"]] if a else None
+print("claims:", alloc)
+mine = [v for k, v in alloc.items() if k.startswith("rn-taint-rdma0")]
+assert mine and mine[0] and all(p == "node-b" and d != dev for p, d in mine[0]), mine
+assert not any(v for k, v in alloc.items() if k.startswith("rn-taint-both")), alloc
+EOF2
+  kube DELETE "/apis/resource.k8s.io/v1/devicetaintrules/$rule" >/dev/null || fail "deleting the rule"
+  rn_delete rn-taint-both; rn_delete rn-taint-rdma0
+  trap - EXIT
+  rn_before_retry
+}
+
 # rn_wait_rails_home SECONDS: every rail back on both nodes, up, with its rxe ACTIVE (rail-follow
 # makes it once a claim's pod gave the rail back): what a sweep's hostnetwork pods need. Once,
 # the compare's hostnetwork pods started while the claim test's rails were still on their way
