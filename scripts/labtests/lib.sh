@@ -148,6 +148,23 @@ rn_compare_expect() {
   ! grep '^\*\*Warning' "$T_OUT/$1.md" || fail "$1.md warns that the modes were not measured alike"
 }
 
+# rn_wait_running NAME SECONDS: wait until pod NAME runs; its events and status to T_OUT if not.
+rn_wait_running() {
+  local end=$((SECONDS + $2)) phase
+  while :; do
+    phase=$(kube GET "/api/v1/namespaces/lab/pods/$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["status"].get("phase", ""))')
+    [ "$phase" = Running ] && return 0
+    if [ "$phase" = Failed ] || [ $SECONDS -ge $end ]; then
+      kube GET "/api/v1/namespaces/lab/events?fieldSelector=involvedObject.name=$1" >"$T_OUT/$1.events.json" || true
+      kube GET "/api/v1/namespaces/lab/pods/$1" >"$T_OUT/$1.status.json" || true
+      python3 -c 'import json, sys
+for e in json.load(open(sys.argv[1]))["items"]: print("event", e["reason"], e["message"][:300])' "$T_OUT/$1.events.json" || true
+      fail "pod $1 is $phase after $2 s, not Running (events: $T_OUT/$1.events.json)"
+    fi
+    sleep 1
+  done
+}
+
 # rn_wait_resource NODE RESOURCE SECONDS: wait until NODE's allocatable lists RESOURCE (the device
 # plugin registered and the kubelet reported it).
 rn_wait_resource() {

@@ -152,6 +152,15 @@ rn_probe_pods() {
     "volumes": [{"name": "ib", "hostPath": {"path": "/dev/infiniband"}}],
     "container": {"volumeMounts": [{"name": "ib", "mountPath": "/dev/infiniband"}], "securityContext": {"privileged": true},
       "command": ["sh", "-c", "ls -l /dev/infiniband; rdmabw probe; echo \"probe exit $?\"; echo \"=== probe json\"; rdmabw probe --json"]}}'
+  # The device cgroup's pair for railsweep's rows (test_railsweep_rows_name_node_and_pod_causes):
+  # the hostPath pod's spec, left running for railsweep to exec into.
+  local n
+  for n in a b; do
+    rn_pod "rn-cgroup-$n" "node-$n" '{"hostNetwork": true,
+      "volumes": [{"name": "ib", "hostPath": {"path": "/dev/infiniband"}}],
+      "container": {"volumeMounts": [{"name": "ib", "mountPath": "/dev/infiniband"}],
+        "command": ["sh", "-c", "echo memlock $(ulimit -l); exec sleep 900"]}}'
+  done
 }
 rn_probe_pods || echo "real_nodes: the probe table's pods could not all be created; their tests will say which" >&2
 
@@ -202,6 +211,59 @@ test_a_failed_tests_kind_on_a_real_node() {
   grep -q '"error_kind":"device-access"' "$T_OUT/kind-hostpath.log" || fail "the refused device's report has no error_kind device-access"
   grep -q '^memlock client exit 2$' "$T_OUT/kind-hostnet.log" || fail "the memlock limit did not exit 2"
   grep -q '"error_kind":"memlock"' "$T_OUT/kind-hostnet.log" || fail "the memlock limit's report has no error_kind memlock"
+}
+
+# Issue 54's verdict at a railsweep row, from causes planted on the real nodes: `railsweep fleet`
+# over existing pods (railsweep execs rdmabw in them through the API server and each kubelet).
+# - The device cgroup: the hostPath pods above (not privileged: runc's device cgroup refuses the
+#   uverbs files) fail with `device-access`; the verdict is node-setup.
+# - Memlock: pods with their rail's uverbs file from the device plugin, hostNetwork, no IPC_LOCK,
+#   started while each node's containerd runs with a 64 KiB memlock limit (as a runtime with
+#   docker's default would; the pods' shims and so every process in the pods inherit it), fail
+#   with `memlock`; the verdict is pod-spec (its fix: add IPC_LOCK). containerd's own limit is put
+#   back once the pods run.
+test_railsweep_rows_name_node_and_pod_causes() {
+  local n pid spec rc=0
+  rn_wait_resource node-a smarter-devices/infiniband_uverbs0 120
+  rn_wait_resource node-b smarter-devices/infiniband_uverbs0 120
+  # The device cgroup's pods run before containerd's limit changes (their memlock is the node's).
+  for n in a b; do rn_wait_running "rn-cgroup-$n" 240; done
+  spec='{"hostNetwork": true, "container": {"command": ["sh", "-c", "echo memlock $(ulimit -l); exec sleep 900"],
+    "resources": {"limits": {"smarter-devices/infiniband_uverbs0": "1"}}}}'
+  for n in a b; do
+    rn_node_sh "node-$n" 'p=$(pidof containerd) && prlimit --pid "$p" --memlock --raw --noheadings -o SOFT,HARD >/run/rn-memlock.saved && prlimit --pid "$p" --memlock=65536:65536 && prlimit --pid "$p" --memlock' \
+      || fail "node-$n: containerd's memlock limit could not be lowered"
+    rn_pod "rn-memlock-$n" "node-$n" "$spec"
+  done
+  for n in a b; do rn_wait_running "rn-memlock-$n" 240; done
+  for n in a b; do
+    rn_node_sh "node-$n" 'read -r soft hard </run/rn-memlock.saved && prlimit --pid "$(pidof containerd)" --memlock="$soft:$hard" && prlimit --pid "$(pidof containerd)" --memlock' \
+      || fail "node-$n: containerd's memlock limit could not be put back"
+  done
+  for n in a b; do echo "rn-memlock-$n: $(rn_log "rn-memlock-$n"); rn-cgroup-$n: $(rn_log "rn-cgroup-$n")"; done
+  [ "$(rn_log rn-memlock-a)" = "memlock 64" ] || fail "the memlock pod's limit is not 64 KiB (above)"
+  [ "$(rn_log rn-cgroup-a)" != "memlock 64" ] || fail "the device cgroup's pod has the lowered limit (above)"
+
+  for pair in cgroup memlock; do
+    rc=0
+    "$RAILSWEEP" fleet --pods "rn-$pair-a,rn-$pair-b" --rails 0 -D 1 --tclass 41 --no-remeasure \
+      --out-dir "$T_OUT/$pair" >"$T_OUT/$pair.out" 2>"$T_OUT/$pair.err" || rc=$?
+    echo "fleet over rn-$pair-a,b: exit $rc"; cat "$T_OUT/$pair.out"; tail -8 "$T_OUT/$pair.err"
+    [ "$rc" -eq 1 ] || fail "railsweep fleet over the $pair pods: exit $rc, not 1 (a rail failed)"
+  done
+  for n in a b; do rn_delete "rn-cgroup-$n"; rn_delete "rn-memlock-$n"; done
+  python3 - "$T_OUT" <<'EOF2' || fail "the rows' verdicts are not as expected (above)"
+import csv, sys
+for pair, layer, fix in (("cgroup", "node-setup", "device cgroup refused"), ("memlock", "pod-spec", "add IPC_LOCK")):
+    rows = list(csv.DictReader(open("%s/%s/fleet.csv" % (sys.argv[1], pair))))
+    for x in rows:
+        print("%s: rail %s %s -> %s: %s, layer %s; evidence: %s; fix: %s" % (pair, x["rail"], x["client_pod"], x["server_pod"],
+            x["status"], x["layer"], x["evidence"], x["fix"]))
+    assert rows, pair + ": no row"
+    for x in rows:
+        assert x["status"] == "failed" and x["layer"] == layer, (pair, x["status"], x["layer"])
+        assert fix in x["fix"], (pair, "the fix does not say", fix, x["fix"])
+EOF2
 }
 
 # railsweep across the two real nodes, two modes in one compare: hostnetwork (its pods privileged

@@ -124,23 +124,6 @@ print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
 EOF2
 }
 
-# rn_wait_running NAME SECONDS: wait until pod NAME runs; its events and status to T_OUT if not.
-rn_wait_running() {
-  local end=$((SECONDS + $2)) phase
-  while :; do
-    phase=$(kube GET "/api/v1/namespaces/lab/pods/$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["status"].get("phase", ""))')
-    [ "$phase" = Running ] && return 0
-    if [ "$phase" = Failed ] || [ $SECONDS -ge $end ]; then
-      kube GET "/api/v1/namespaces/lab/events?fieldSelector=involvedObject.name=$1" >"$T_OUT/$1.events.json" || true
-      kube GET "/api/v1/namespaces/lab/pods/$1" >"$T_OUT/$1.status.json" || true
-      python3 -c 'import json, sys
-for e in json.load(open(sys.argv[1]))["items"]: print("event", e["reason"], e["message"][:300])' "$T_OUT/$1.events.json" || true
-      fail "pod $1 is $phase after $2 s, not Running (events: $T_OUT/$1.events.json)"
-    fi
-    sleep 1
-  done
-}
-
 # The real scheduler allocates the claim from node-a's slice (both rails), and DRANET's NRI hooks
 # give the pod what it was allocated: the rail netdevs moved into the pod's network namespace with
 # the node's addresses (DRANET writes them in the claim's status.devices[].networkData), and the
