@@ -14,6 +14,7 @@ use results::rdmabw::rails::Capability;
 use results::rdmabw::rails::RailsReport;
 use results::rdmabw::report::{BwReport, TestStatus};
 use results::rdmabw::REPORT_SCHEMA_VERSION;
+use results::Cause;
 
 use crate::runner::{Exit, Output};
 
@@ -311,9 +312,9 @@ fn rail_argv(t: &ClientTest) -> Vec<String> {
 
 /// What one latency client (`rdmabw lat --json`) came to: its report (status ok, or below
 /// threshold above `--max-p99-us`), or why there is none.
-pub fn parse_lat(out: &Output) -> std::result::Result<LatReport, String> {
+pub fn parse_lat(out: &Output) -> std::result::Result<LatReport, (String, Option<Cause>)> {
     if let Some(line) = &out.overlong {
-        return Err(format!("rdmabw lat printed {line}"));
+        return Err((format!("rdmabw lat printed {line}"), None));
     }
     let text = String::from_utf8_lossy(&out.stdout);
     let report = text
@@ -324,19 +325,31 @@ pub fn parse_lat(out: &Output) -> std::result::Result<LatReport, String> {
         // Checked where it arrives, as a bandwidth report.
         Some(r) if r.status != TestStatus::Failed && !r.results.is_empty() => match r.check() {
             Ok(()) => Ok(r),
-            Err(problem) => Err(invalid_report("rdmabw lat", &problem)),
+            Err(problem) => Err((invalid_report("rdmabw lat", &problem), None)),
         },
-        Some(r) => Err(r
-            .error
-            .as_deref()
-            .filter(|e| !e.is_empty())
-            .map_or_else(|| "rdmabw lat reported no result rows".into(), pod_text)),
-        // A failure is a bandwidth-shaped document (rdmabw's failed report) or nothing.
+        Some(r) => Err((
+            r.error
+                .as_deref()
+                .filter(|e| !e.is_empty())
+                .map_or_else(|| "rdmabw lat reported no result rows".into(), pod_text),
+            None,
+        )),
+        // A failure is a bandwidth-shaped document (rdmabw's failed report, whose kind is the
+        // cause) or nothing.
         None => match parse_client(out) {
-            ClientOutcome::Failed(why, _) => Err(why.replace("rdmabw client", "rdmabw lat")),
-            ClientOutcome::Measured(_) => {
-                Err("rdmabw lat printed a bandwidth report: is the pod's rdmabw older?".into())
-            }
+            ClientOutcome::Failed(why, rep) => Err((
+                why.replace("rdmabw client", "rdmabw lat"),
+                rep.and_then(|rep| {
+                    rep.error_kind.map(|kind| Cause::Rdmabw {
+                        kind,
+                        side: rep.role,
+                    })
+                }),
+            )),
+            ClientOutcome::Measured(_) => Err((
+                "rdmabw lat printed a bandwidth report: is the pod's rdmabw older?".into(),
+                None,
+            )),
         },
     }
 }

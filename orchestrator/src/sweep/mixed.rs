@@ -73,6 +73,20 @@ fn server_failure(out: Option<&Output>) -> (String, Option<Box<BwReport>>) {
 }
 
 impl<R: Runner> Sweep<'_, R> {
+    /// The port of `rail`'s one-test server (perftest's or rdmabw's): `-p` plus the rail, or
+    /// the failed attempt that says it is past 65535.
+    fn rail_port(&self, rail: u32) -> Result<u16, Attempt> {
+        perftest::rail_port(self.cfg.port, rail).ok_or_else(|| {
+            Attempt::Failed(
+                format!(
+                    "rail {rail}'s server port, -p {} + {rail}, is past 65535: give a lower -p",
+                    self.cfg.port
+                ),
+                None,
+            )
+        })
+    }
+
     /// One bandwidth attempt on `pair`'s rail against perftest's server (`--server-tool
     /// ib_write_bw`): start `ib_write_bw` for this rail in the server pod, run rdmabw's client
     /// against it with perftest's exchange (the client keeps trying to connect until its
@@ -83,14 +97,9 @@ impl<R: Runner> Sweep<'_, R> {
         else {
             return Attempt::Failed("rail missing on one side".into(), None);
         };
-        let Some(port) = perftest::rail_port(self.cfg.port, pair.rail) else {
-            return Attempt::Failed(
-                format!(
-                    "rail {}'s ib_write_bw port, -p {} + {}, is past 65535: give a lower -p",
-                    pair.rail, self.cfg.port, pair.rail
-                ),
-                None,
-            );
+        let port = match self.rail_port(pair.rail) {
+            Ok(port) => port,
+            Err(refused) => return refused,
         };
         test.port = port;
         let server_argv = match perftest::server_argv(
@@ -187,14 +196,9 @@ impl<R: Runner> Sweep<'_, R> {
         else {
             return Attempt::Failed("rail missing on one side".into(), None);
         };
-        let Some(port) = perftest::rail_port(self.cfg.port, pair.rail) else {
-            return Attempt::Failed(
-                format!(
-                    "rail {}'s server port, -p {} + {}, is past 65535: give a lower -p",
-                    pair.rail, self.cfg.port, pair.rail
-                ),
-                None,
-            );
+        let port = match self.rail_port(pair.rail) {
+            Ok(port) => port,
+            Err(refused) => return refused,
         };
         let (cfg, test) = (self.cfg, &self.cfg.test);
         let argvs = perftest::rdmabw_server_argv(

@@ -169,18 +169,7 @@ impl<'a, R: Runner> Sweep<'a, R> {
             .await
         {
             // A failed latency test's document is rdmabw's failed report: its kind is the cause.
-            Ran::Done(out) => Some(rdmabw::parse_lat(&out).map_err(|why| {
-                let cause = match rdmabw::parse_client(&out) {
-                    ClientOutcome::Failed(_, Some(rep)) => {
-                        rep.error_kind.map(|kind| Cause::Rdmabw {
-                            kind,
-                            side: rep.role,
-                        })
-                    }
-                    _ => None,
-                };
-                (why, cause)
-            })),
+            Ran::Done(out) => Some(rdmabw::parse_lat(&out)),
             Ran::Failed(why, cause) => Some(Err((why, Some(cause)))),
             Ran::Interrupted => None,
         }
