@@ -1020,3 +1020,52 @@ fn a_daemon_refuses_the_latency_tests_that_rdmabw_lat_refuses() {
         thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// perftest's client as it really opens: connected, then `ib_write_bw`'s one-second sleep (and
+/// a busy host's lateness on top of it) before its version message.
+fn perftest_client_after_its_pause(addr: SocketAddr) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    thread::sleep(bench_core::perftest::CONNECT_PAUSE + Duration::from_millis(800));
+    s.write_all(b"6.24\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
+    s
+}
+
+#[test]
+fn a_perftest_client_that_pauses_after_connecting_is_admitted_by_both_servers() {
+    // The one-test server: it takes the client (and stops at device opening: no RDMA here).
+    // Dropped as silent, it would note the connection and go on waiting instead.
+    let cfg = server_cfg(false, Pinned::default(), RailRequest::default());
+    let listener = Listener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = Arc::clone(&stop);
+    let lines: Arc<Mutex<Vec<String>>> = Arc::default();
+    let lines2 = Arc::clone(&lines);
+    let log: bench_core::session::Log =
+        Arc::new(move |l: &str| lines2.lock().unwrap().push(l.into()));
+    let server = thread::spawn(move || {
+        bench_core::session::serve_first(&cfg, &listener, &ServerShared::new(), &stop2, &log)
+    });
+    let _c = perftest_client_after_its_pause(addr);
+    let t0 = Instant::now();
+    while !server.is_finished() && t0.elapsed() < Duration::from_secs(5) {
+        thread::sleep(Duration::from_millis(20));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let served = server.join().unwrap().unwrap();
+    let noted = lines.lock().unwrap().clone();
+    assert!(
+        matches!(&served, Some(Err(e)) if e.is_setup()),
+        "{served:?} {noted:?}"
+    );
+    assert!(
+        noted
+            .iter()
+            .any(|l| l.contains("test from perftest 6.24 (ib_write_bw)")),
+        "{noted:?}"
+    );
+    // The daemon: the client's test is one it saw end (set-up failed: no RDMA here).
+    let d = daemon(server_cfg(true, Pinned::default(), RailRequest::default()));
+    let _c = perftest_client_after_its_pause(d.addr);
+    assert_eq!(d.stop_after(1), [false]);
+}

@@ -47,6 +47,10 @@ pub use wire::{BwReportMsg, KeyMsg, Negotiation, PeerVersion, ReportUnit, WireEr
 
 use ::wire::params::{Sizes, TestLength, TestParams};
 
+/// How long perftest's `ib_write_bw` sleeps right after connecting, on both sides, before its
+/// version message: a server that expects a client's first byte at once must wait longer.
+pub const CONNECT_PAUSE: Duration = Duration::from_secs(1);
+
 /// The longest one read waits before looking at the stop flag again.
 const SLICE: Duration = Duration::from_millis(250);
 
