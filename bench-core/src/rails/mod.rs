@@ -381,6 +381,19 @@ fn row(
         }
     }
 
+    // An interface that is down is said first: it is the first thing to fix, and what tells
+    // railsweep not to wait for its GID (which does not come while it is down).
+    let down = matches!(v.nif.operstate.as_deref(), Some("down" | "lowerlayerdown"));
+    if down {
+        let name = &v.nif.name;
+        let state = v.nif.operstate.as_deref().unwrap_or("down");
+        usable = false;
+        reason = Some(match reason {
+            Some(r) => format!("interface {name} is down (operstate {state}); {r}"),
+            None => format!("interface {name} is down (operstate {state})"),
+        });
+    }
+
     let ethernet = p.is_none_or(|p| !matches!(p.link_layer, Some(LinkLayer::InfiniBand)));
     let active_mtu_bytes = match (&device, port) {
         (Some(d), Some(pn)) => ports.active_mtu(d, pn),
@@ -427,6 +440,7 @@ fn row(
         attachment: attachment(v.nif, dev),
         usable,
         reason,
+        operstate: v.nif.operstate.clone(),
     }
 }
 
