@@ -527,9 +527,20 @@ pub(super) async fn fleet_with<R: Runner>(
     };
     rt.run("first", first, &mut sink).await?;
 
+    // The rails the pods have (`None`: no pod's rails were read). A rail of --rails that none
+    // has is not present: never measured again, never the rail's switch.
+    let read: Vec<&PodSetUp> = fleet.set_up.values().flatten().collect();
+    let present: Option<BTreeSet<u32>> = (!read.is_empty()).then(|| {
+        read.iter()
+            .flat_map(|s| s.rails.rails.iter().map(|r| r.rail))
+            .collect()
+    });
+    let nowhere = |rail: u32| present.as_ref().is_some_and(|p| !p.contains(&rail));
+
     // Outliers: measured once more, in rounds of their own. (The rows are read where the sink
     // keeps them, not copied: a fleet of a thousand nodes has thousands of them.)
-    let slow = culprit::outliers(sink.rows(), threshold);
+    let mut slow = culprit::outliers(sink.rows(), threshold);
+    slow.retain(|k| !nowhere(k.2));
     let mut remeasured = 0;
     if !slow.is_empty() && !cancel.is_cancelled() && !args.no_remeasure {
         let last = culprit::latest(sink.rows());
@@ -560,7 +571,11 @@ pub(super) async fn fleet_with<R: Runner>(
     // Culprits: each node that no fast pair clears on a rail, against a node that passed there.
     let mut repaired: Option<(usize, usize, usize)> = None;
     if !cancel.is_cancelled() && !args.no_remeasure {
-        let plan = culprit::repairs(sink.rows(), threshold);
+        let mut plan = culprit::repairs(sink.rows(), threshold);
+        for r in &mut plan {
+            r.rails.retain(|&rail| !nowhere(rail));
+        }
+        plan.retain(|r| !r.rails.is_empty());
         if !plan.is_empty() {
             let suspects: BTreeSet<(&str, u32)> = plan
                 .iter()
@@ -591,14 +606,6 @@ pub(super) async fn fleet_with<R: Runner>(
         Some(g) => topology::judge(sink.rows(), threshold, &pods, g, &mut verdict),
         None => Vec::new(),
     };
-    // A rail of --rails that no pod has is not present, never the rail's switch.
-    // (`None`: no pod's rails were read.)
-    let read: Vec<&PodSetUp> = fleet.set_up.values().flatten().collect();
-    let present: Option<BTreeSet<u32>> = (!read.is_empty()).then(|| {
-        read.iter()
-            .flat_map(|s| s.rails.rails.iter().map(|r| r.rail))
-            .collect()
-    });
     let absent = culprit::not_present(
         &mut verdict,
         cfg.rails.as_deref().unwrap_or_default(),
