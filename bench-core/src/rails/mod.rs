@@ -381,19 +381,6 @@ fn row(
         }
     }
 
-    // An interface that is down is said first: it is the first thing to fix, and what tells
-    // railsweep not to wait for its GID (which does not come while it is down).
-    let down = matches!(v.nif.operstate.as_deref(), Some("down" | "lowerlayerdown"));
-    if down {
-        let name = &v.nif.name;
-        let state = v.nif.operstate.as_deref().unwrap_or("down");
-        usable = false;
-        reason = Some(match reason {
-            Some(r) => format!("interface {name} is down (operstate {state}); {r}"),
-            None => format!("interface {name} is down (operstate {state})"),
-        });
-    }
-
     let ethernet = p.is_none_or(|p| !matches!(p.link_layer, Some(LinkLayer::InfiniBand)));
     let active_mtu_bytes = match (&device, port) {
         (Some(d), Some(pn)) => ports.active_mtu(d, pn),
@@ -419,7 +406,7 @@ fn row(
             .unwrap_or_default(),
         None => Vec::new(),
     };
-    RailRow {
+    let mut row = RailRow {
         rail,
         iface: v.nif.name.clone(),
         ipv4: ipv4.map(|a| a.to_string()),
@@ -441,7 +428,22 @@ fn row(
         usable,
         reason,
         operstate: v.nif.operstate.clone(),
+    };
+    // An interface that is down is said first: it is the first thing to fix, and what tells
+    // railsweep not to wait for its GID (which does not come while it is down).
+    if row.interface_down() {
+        let said = format!(
+            "interface {} is down (operstate {})",
+            row.iface,
+            row.operstate.as_deref().unwrap_or("down")
+        );
+        row.usable = false;
+        row.reason = Some(match row.reason.take() {
+            Some(r) => format!("{said}; {r}"),
+            None => said,
+        });
     }
+    row
 }
 
 fn port_state_text(p: &Port) -> String {
