@@ -307,12 +307,53 @@ fn json_keeps_the_orchestrators_contract() {
         "attachment",
         "usable",
         "reason",
+        "operstate",
     ] {
         assert!(row.get(key).is_some(), "missing {key} in {row}");
     }
     assert_eq!(row["attachment"], "ipvlan");
     assert_eq!(row["gid_index"], 7);
     assert_eq!(v["schema_version"], 1);
+}
+
+/// Issue 56: a rail whose interface is down (`ip link set rdma0 down`) is listed as down, and
+/// its reason says so first: railsweep fails it at once instead of waiting for its GID.
+#[test]
+fn a_rail_whose_interface_is_down_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostnet");
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&src)
+        .arg(dir.path())
+        .status()
+        .expect("cp runs");
+    assert!(status.success());
+    let tree = dir.path().join("hostnet");
+    let up = report_of(&tree);
+    assert!(rail(&up, "rdma0").usable);
+    assert_eq!(rail(&up, "rdma0").operstate.as_deref(), Some("up"));
+    assert!(!rail(&up, "rdma0").interface_down());
+    std::fs::write(
+        tree.join("sys/devices/pci0000:00/0000:17:00.0/net/rdma0/operstate"),
+        "down\n",
+    )
+    .expect("writes operstate");
+    let down = report_of(&tree);
+    let r0 = rail(&down, "rdma0");
+    assert!(!r0.usable);
+    assert!(r0.interface_down());
+    assert_eq!(
+        r0.reason.as_deref(),
+        Some("interface rdma0 is down (operstate down)"),
+        "{r0:?}"
+    );
+    assert!(rail(&down, "rdma1").usable, "the other rails are untouched");
+}
+
+fn report_of(tree: &std::path::Path) -> RailsReport {
+    rails::discover(&SysRoots::under(tree), &SysfsOnly)
+        .unwrap_or_else(|e| panic!("rails of {}: {e}", tree.display()))
 }
 
 #[test]

@@ -101,10 +101,23 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
     let mut modes = args.modes.clone();
     modes.dedup();
     if base.pods.dry_run {
+        // What a run would refuse, a dry run refuses too, for every mode before any is printed
+        // (half of the output would otherwise be applied with `kubectl apply`).
         for m in &modes {
-            managed::dry_run(&base.pair_spec(), &base.access, base.output.as_deref(), *m)?;
+            base.sweep
+                .resolve(
+                    RunnerKind::Kube,
+                    Some(m.network_mode()),
+                    base.cluster.clone(),
+                )
+                .with_context(|| format!("mode {m}"))?;
         }
-        return Ok(Verdict::Ok);
+        return managed::dry_run(
+            &base.pair_spec(),
+            &base.access,
+            base.output.as_deref(),
+            &modes,
+        );
     }
     // One complete configuration per mode (its rows recorded under it), resolved before the
     // first pod is made.

@@ -76,12 +76,14 @@ pub async fn connect(access: &ClusterArgs) -> Result<KubeRunner> {
     KubeRunner::connect_announced(&target).await
 }
 
-/// Print the pods of `mode` as YAML (`-o yaml`, the default) or as a JSON `List` (`-o json`).
+/// Print the pods of each of `modes` as YAML (`-o yaml`, the default) or as one JSON `List`
+/// (`-o json`). Every mode's pods are made (and so checked) before anything is printed: a mode
+/// that cannot be made prints nothing at all, never half of what would be applied.
 pub fn dry_run(
     spec: &PairSpec<'_>,
     access: &ClusterArgs,
     output: Option<&Path>,
-    mode: Mode,
+    modes: &[Mode],
 ) -> Result<Verdict> {
     let format = match output.map(Path::to_str) {
         None | Some(Some("yaml")) => "yaml",
@@ -93,16 +95,33 @@ pub fn dry_run(
     };
     let namespace = access.namespace_or_default();
     let opts = spec.pod_options(&namespace, false)?;
-    let pair = modes::pod_pair(mode, &opts, &spec.placement(&sweep::new_run_id()))?;
+    let run_id = sweep::new_run_id();
+    let pairs = modes
+        .iter()
+        .map(|&mode| {
+            modes::pod_pair(mode, &opts, &spec.placement(&run_id)).map_err(|e| {
+                // Which mode failed, where there are several and the error does not say.
+                let named = e.to_string().contains(&format!("mode {mode}"));
+                let e = anyhow::Error::new(e);
+                if modes.len() > 1 && !named {
+                    e.context(format!("mode {mode}"))
+                } else {
+                    e
+                }
+            })
+        })
+        .collect::<Result<Vec<PodPair>>>()?;
     let text = if format == "yaml" {
-        yaml::pairs_yaml(std::slice::from_ref(&pair))?
+        yaml::pairs_yaml(&pairs)?
     } else {
         let mut items: Vec<serde_json::Value> = Vec::new();
-        for t in &pair.templates {
-            items.push(serde_json::to_value(t)?);
+        for pair in &pairs {
+            for t in &pair.templates {
+                items.push(serde_json::to_value(t)?);
+            }
+            items.push(serde_json::to_value(&pair.server)?);
+            items.push(serde_json::to_value(&pair.client)?);
         }
-        items.push(serde_json::to_value(&pair.server)?);
-        items.push(serde_json::to_value(&pair.client)?);
         let list = serde_json::json!({ "apiVersion": "v1", "kind": "List", "items": items });
         serde_json::to_string_pretty(&list)? + "\n"
     };

@@ -159,6 +159,7 @@ pub(crate) mod tests {
             attachment: Attachment::Sriov,
             usable: true,
             reason: None,
+            operstate: None,
         }
     }
 

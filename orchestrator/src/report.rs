@@ -31,7 +31,7 @@ the summary lines go to stderr.\n\n{}\n\n{}",
     orchestrator::exit::help(
         "all rails fine",
         "some rail failed or fell below the threshold, or a row was left out (a value out of range, named)",
-        "bad arguments or a file that cannot be read (the message names file, line and column)",
+        "bad arguments, no rows in any input, or a file that cannot be read (the message names file, line and column)",
         None,
     ),
     REPORT_EXAMPLES
@@ -327,6 +327,7 @@ fn fleet(args: &ReportArgs, rows: Vec<results::RailResult>, format: Format) -> R
 pub fn run(args: &ReportArgs) -> Result<Verdict> {
     let mut rows = Vec::new();
     let mut left_out = 0;
+    let mut remeasured = false;
     for path in &args.files {
         let (loaded, bad) = load(path, args.max_input_bytes)?;
         results::say!(
@@ -334,10 +335,28 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
             loaded.len(),
             path.display()
         );
+        // A pair's rail twice in one file: a fleet's outliers measured again (the same run
+        // given twice, in two files, is still refused).
+        remeasured |= orchestrator::fleet::nodemap::remeasures(&loaded);
         rows.extend(loaded);
         left_out += bad;
     }
-    let verdict = run_rows(args, rows)?;
+    if rows.is_empty() {
+        // Nothing measured is no verdict: a set-up error, as an empty sweep is.
+        let names: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
+        anyhow::bail!(
+            "nothing to report: {} hold{} no rows{}; give the CSV or JSON that `railsweep run`, \
+             `compare` or `fleet` wrote (a sweep that measured nothing writes none)",
+            names.join(", "),
+            if names.len() == 1 { "s" } else { "" },
+            if left_out > 0 {
+                format!(" ({left_out} left out, named above)")
+            } else {
+                String::new()
+            }
+        );
+    }
+    let verdict = run_rows(args, rows, remeasured)?;
     if left_out > 0 {
         results::say!(
             "railsweep: {left_out} row(s) left out for a value that breaks the results' rules (named above)"
@@ -347,13 +366,15 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
     Ok(verdict)
 }
 
-/// `railsweep report` of the rows read.
-fn run_rows(args: &ReportArgs, rows: Vec<results::RailResult>) -> Result<Verdict> {
-    if rows.is_empty() {
-        results::say!("railsweep: warning: the input holds no rows");
-    }
+/// `railsweep report` of the rows read; `remeasured`: a file measured a pair's rail again (a
+/// fleet's, reported as one whatever its size).
+fn run_rows(
+    args: &ReportArgs,
+    rows: Vec<results::RailResult>,
+    remeasured: bool,
+) -> Result<Verdict> {
     let format = output_format(args)?;
-    if orchestrator::fleet::nodemap::is_fleet(&rows) {
+    if remeasured || orchestrator::fleet::nodemap::is_fleet(&rows) {
         return fleet(args, rows, format);
     }
     let report = Report::new(generated_by(), rows)

@@ -158,7 +158,7 @@ pub async fn run(args: RunArgs) -> Result<Verdict> {
                 &args.pair_spec(),
                 &args.access,
                 args.output.as_deref(),
-                mode,
+                &[mode],
             );
         }
         if args.access.runner != RunnerKind::Kube {

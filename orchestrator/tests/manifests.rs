@@ -242,6 +242,60 @@ fn dry_run_takes_kubectls_values() {
     assert!(String::from_utf8_lossy(&none.stderr).contains("kubeconfig"));
 }
 
+/// Issue 56: `compare --dry-run` printed the first mode's pods, then failed on the next mode
+/// (half of it would be applied). Every mode is made before anything is printed: a mode that
+/// lacks what it needs prints nothing; when all can be made, one JSON List holds them all.
+#[test]
+fn compare_dry_run_checks_every_mode_before_printing() {
+    let compare = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
+            .args(["compare", "--dry-run", "--nodes", "n1,n2", "--run-id", "r1"])
+            .args(extra)
+            .env("KUBECONFIG", "/nonexistent/kubeconfig")
+            .output()
+            .expect("runs")
+    };
+    let r = compare(&["--modes", "hostnetwork,ipvlan"]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(
+        r.stdout.is_empty(),
+        "printed before the ipvlan mode failed:\n{}",
+        String::from_utf8_lossy(&r.stdout)
+    );
+    assert!(
+        err.contains("mode ipvlan") && err.contains("--networks"),
+        "{err}"
+    );
+    let r = compare(&[
+        "--modes",
+        "hostnetwork,ipvlan",
+        "--networks",
+        "ipvlan:rdma-ipvlan-{0..1}",
+        "--rdma-resource",
+        "ipvlan:nvidia.com/hostdev=2",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    let list: Value = serde_json::from_slice(&r.stdout).expect("one JSON List");
+    let pods: Vec<&str> = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|i| i["kind"] == "Pod")
+        .filter_map(|i| i["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(pods.len(), 4, "{pods:?}");
+    assert!(pods.iter().any(|p| p.contains("-hostnetwork-")), "{pods:?}");
+    assert!(pods.iter().any(|p| p.contains("-ipvlan-")), "{pods:?}");
+}
+
 /// The documents of deploy/FILE, as YAML values.
 fn deploy_docs(file: &str) -> Vec<Value> {
     let path = repo().join("deploy").join(file);

@@ -554,6 +554,80 @@ fn a_fleets_csv_is_reported_per_node_and_rail() {
     assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
 }
 
+/// Issue 56: a 2-pod fleet whose one pair was measured again (an outlier's re-measurement,
+/// appended to fleet.csv) could not be reported again ("rail 0 more than once"). It is a
+/// fleet's file: the nodes x rails view of the latest row of each pair's rail (here the
+/// re-measured rail 0 is ok where its first row failed, so the exit is 0).
+#[test]
+fn a_two_pod_fleet_with_a_remeasured_pair_reports_its_latest_rows() {
+    let mut rows: Vec<RailResult> = read_path(fleet_fixture())
+        .expect("fixture reads")
+        .into_iter()
+        .filter(|r| {
+            r.client_pod.as_deref() == Some("podA") && r.server_pod.as_deref() == Some("podD")
+        })
+        .collect();
+    assert_eq!(
+        rows.len(),
+        2,
+        "the fixture's pair podA -> podD, rails 0 and 1"
+    );
+    let again = rows[0].clone();
+    rows[0].status = results::RailStatus::Failed;
+    rows[0].bw_avg_gbps = None;
+    rows[0].bw_peak_gbps = None;
+    rows[0].line_rate_pct = None;
+    rows[0].error = Some("the server stopped answering".into());
+    let mut again = again;
+    again.time_utc = "2026-12-04T17:57:30Z".into();
+    rows.push(again);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = dir.path().join("fleet.csv");
+    write_csv(std::fs::File::create(&csv).expect("create"), &rows).expect("write");
+    let out = railsweep(&["report", path_str(&csv)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let md = text(&out.stdout);
+    assert!(md.contains("# Fleet: 2 nodes x 2 rails"), "{md}");
+    // Rail 0 is the re-measured row's (ok), not the first one's (failed).
+    assert!(
+        md.contains("| podA | 0.370 (100%) | 0.369 (100%) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| podD | 0.370 (100%) | 0.369 (100%) |"),
+        "{md}"
+    );
+    let out = railsweep(&["report", path_str(&csv), "--format", "csv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        read_str(&text(&out.stdout), "stdout").expect("reads").len(),
+        3
+    );
+    // The same fleet given twice is still two runs with the same rails, refused.
+    let out = railsweep(&["report", path_str(&fixture()), path_str(&fixture())]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Issue 56: a file with no rows was reported as an empty table, exit 0: nothing measured is
+/// no verdict. Exit 2, naming the file and what to give instead.
+#[test]
+fn a_file_without_rows_is_exit_2_naming_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = dir.path().join("empty.csv");
+    write_csv(std::fs::File::create(&csv).expect("create"), &[]).expect("write");
+    let out = railsweep(&["report", path_str(&csv)]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    assert_says(
+        &out.stderr,
+        &format!(
+            "railsweep: error: nothing to report: {} holds no rows",
+            csv.display()
+        ),
+    );
+    assert_says(&out.stderr, "`railsweep run`");
+}
+
 fn fleet_fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fleet-4x2-rail-down.csv")
 }

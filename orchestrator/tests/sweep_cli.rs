@@ -408,6 +408,45 @@ fn a_failed_rail_is_recorded_and_the_others_are_measured() {
     assert_says(&r.stdout, "rail 2 failed: ");
 }
 
+/// Issue 56: a rail whose interface is down in the pod cost the whole settle wait (8 s) for a
+/// GID that cannot come. rdmabw's rails report says the interface is down (`operstate`): the
+/// rail fails at once, in the node's set-up, its evidence naming the interface; the other rail
+/// is measured.
+#[test]
+fn a_rail_whose_interface_is_down_fails_at_once_in_the_nodes_set_up() {
+    let f = Fake::new(2);
+    let mut down = rail(1, false);
+    down["gid_index"] = serde_json::Value::Null;
+    down["operstate"] = serde_json::json!("down");
+    down["reason"] = serde_json::json!(
+        "interface net2 is down (operstate down); no RoCE v2 GID of net2's address 10.224.1.2 on mlx5_1 port 1 in this namespace"
+    );
+    f.set_rails(vec![rail(0, true), down]);
+    let (out, bin, o) = paths(&f);
+    let t0 = Instant::now();
+    let r = railsweep(&local_args(&bin, &o));
+    let took = t0.elapsed();
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("not up yet"), "it waited:\n{stderr}");
+    assert!(
+        took < Duration::from_secs(6),
+        "took {took:?}, the settle wait is 8 s:\n{stderr}"
+    );
+    let rows = read_path(&out).expect("csv reads");
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].status, RailStatus::Ok);
+    let one = &rows[1];
+    assert_eq!(one.status, RailStatus::Failed);
+    assert_eq!(one.layer, Some(results::Layer::NodeSetup), "{one:?}");
+    let evidence = one.evidence.clone().unwrap_or_default();
+    assert!(evidence.contains("interface net2 is down"), "{evidence}");
+    assert!(
+        !f.client_log().contains("-d mlx5_1 "),
+        "the rail that is down was not run"
+    );
+}
+
 #[test]
 fn a_window_without_a_completed_write_is_no_measurement() {
     let f = Fake::new(2);

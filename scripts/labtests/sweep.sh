@@ -158,16 +158,24 @@ PY
 }
 
 # A rail taken down before the sweep is a failed row with a clear error; the others are measured.
+# Its interface is down, so railsweep does not wait for its GID (issue 56: 8 s of set-up).
 test_sweep_rail_down() {
+  local t0 took
   in_pod podB ip link set net3 down
+  t0=$(date +%s.%N)
   sweep down -D 2
+  took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   in_pod podB ip link set net3 up
+  ! grep -q 'not up yet' "$T_OUT/down.err" \
+    || { cat "$T_OUT/down.err"; fail "railsweep waited for the GID of an interface that is down (${took} s)"; }
   [ "$rc" -eq 1 ] || { cat "$T_OUT/down.err"; fail "expected exit 1 (a rail failed), got $rc"; }
   expect_rows "$T_OUT/down.csv" 4
   expect_traffic "$T_OUT/down.csv" 0 1 3
   csv_rows "$T_OUT/down.csv" | awk -F'\t' '$1 == 2' | tee "$T_OUT/rail2.txt"
   [ "$(cut -f2 "$T_OUT/rail2.txt")" = failed ] || fail "rail 2 is not failed"
   [ -n "$(cut -f4 "$T_OUT/rail2.txt")" ] || fail "rail 2 has no error text"
+  cut -f4 "$T_OUT/rail2.txt" | grep -q 'interface net3 is down' \
+    || fail "rail 2's error does not name its interface down"
   grep -q 'rail 2 failed: ' "$T_OUT/down.out" || fail "the summary does not name rail 2"
   # Its verdict: the pod's rail is down, the node's set-up (not the NIC, the path or the tool).
   [ "$(cut -f5 "$T_OUT/rail2.txt")" = node-setup ] || fail "rail 2's layer is not node-setup"

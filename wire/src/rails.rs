@@ -54,6 +54,19 @@ pub struct RailRow {
     pub usable: bool,
     /// Why not, when not usable.
     pub reason: Option<String>,
+    /// The interface's `operstate` (`up`, `down`, `lowerlayerdown`, `unknown`), where this
+    /// rdmabw reads it (absent from older builds' reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operstate: Option<String>,
+}
+
+impl RailRow {
+    /// Whether the interface is down in this namespace (`ip link set IFACE down`, no carrier,
+    /// or the device under it down): a rail that waiting does not bring up. `false` where the
+    /// state is up, unknown, or not reported.
+    pub fn interface_down(&self) -> bool {
+        matches!(self.operstate.as_deref(), Some("down" | "lowerlayerdown"))
+    }
 }
 
 /// A device or interface that is not a rail, with the reason.

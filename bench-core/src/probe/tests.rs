@@ -63,6 +63,7 @@ fn rail(iface: &str, pci: Option<&str>, gpus: &[&str], usable: bool) -> RailRow 
         attachment: Attachment::Ipvlan,
         usable,
         reason: None,
+        operstate: None,
     }
 }
 

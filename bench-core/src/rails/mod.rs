@@ -406,7 +406,7 @@ fn row(
             .unwrap_or_default(),
         None => Vec::new(),
     };
-    RailRow {
+    let mut row = RailRow {
         rail,
         iface: v.nif.name.clone(),
         ipv4: ipv4.map(|a| a.to_string()),
@@ -427,7 +427,23 @@ fn row(
         attachment: attachment(v.nif, dev),
         usable,
         reason,
+        operstate: v.nif.operstate.clone(),
+    };
+    // An interface that is down is said first: it is the first thing to fix, and what tells
+    // railsweep not to wait for its GID (which does not come while it is down).
+    if row.interface_down() {
+        let said = format!(
+            "interface {} is down (operstate {})",
+            row.iface,
+            row.operstate.as_deref().unwrap_or("down")
+        );
+        row.usable = false;
+        row.reason = Some(match row.reason.take() {
+            Some(r) => format!("{said}; {r}"),
+            None => said,
+        });
     }
+    row
 }
 
 fn port_state_text(p: &Port) -> String {

@@ -275,6 +275,12 @@ pub enum Suspect {
         /// Its rails.
         rails: Vec<u32>,
     },
+    /// A rail asked for (`--rails`) that no pod has: nothing to blame but the request (never
+    /// the rail's switch, which a rail no pod has cannot reach).
+    NotPresent {
+        /// The rail.
+        rail: u32,
+    },
     /// A rail slow in every pair of the fleet.
     Rail {
         /// The rail.
@@ -325,11 +331,41 @@ impl fmt::Display for Suspect {
                     "node {node}: slow on every rail ({rails:?}) in every pair it joins"
                 )
             }
+            Suspect::NotPresent { rail } => {
+                write!(f, "rail {rail}: not present in any pod (no pod's `rdmabw rails` lists it; give --rails with rails the pods have)")
+            }
             Suspect::Rail { rail, pairs } => {
                 write!(f, "rail {rail}: slow in all {pairs} pairs of the fleet (the rail's switch or its settings)")
             }
         }
     }
+}
+
+/// The rails of `asked` that no pod lists among its rails (`present`: every rail of the pods
+/// whose rails were read; `None` when no pod's were, and then nothing is said: the pods'
+/// set-up errors say why). A fleet's rows of such a rail all fail, and would make it a
+/// [`Suspect::Rail`]: it is [`Suspect::NotPresent`] in `verdict` instead.
+pub fn not_present(
+    verdict: &mut Verdict,
+    asked: &[u32],
+    present: Option<&BTreeSet<u32>>,
+) -> Vec<u32> {
+    let Some(present) = present else {
+        return Vec::new();
+    };
+    let absent: Vec<u32> = asked
+        .iter()
+        .copied()
+        .filter(|r| !present.contains(r))
+        .collect();
+    verdict
+        .suspects
+        .retain(|s| !matches!(s, Suspect::Rail { rail, .. } if absent.contains(rail)));
+    verdict
+        .suspects
+        .extend(absent.iter().map(|&rail| Suspect::NotPresent { rail }));
+    verdict.unexplained.retain(|k| !absent.contains(&k.2));
+    absent
 }
 
 /// What the rows say: the suspects, and the outliers no suspect explains.

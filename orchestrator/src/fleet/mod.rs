@@ -91,7 +91,7 @@ Examples:
     crate::exit::help(
         "every pair and rail ok",
         "an outlier, a failed rail or a pair not measured",
-        "usage or set-up error",
+        "usage or set-up error, or nothing measured (no pod has the rails asked for)",
         Some("interrupted (what was measured is kept)"),
     )
 ))]

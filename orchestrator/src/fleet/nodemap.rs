@@ -32,6 +32,19 @@ pub fn is_fleet(rows: &[RailResult]) -> bool {
     false
 }
 
+/// Whether `rows` (one file's) hold some run's rail of one pair of pods more than once,
+/// whichever way round: a fleet measures its outliers again and appends the new rows, so even
+/// a fleet of two pods (one pair, which [`is_fleet`] cannot tell from a sweep) is a fleet.
+/// Its report keeps the latest row of each pair's rail ([`culprit::latest`]).
+pub fn remeasures(rows: &[RailResult]) -> bool {
+    let mut seen = BTreeSet::new();
+    rows.iter().any(|r| {
+        let (a, b) = culprit::row_nodes(r);
+        let pair = if a <= b { (a, b) } else { (b, a) };
+        !seen.insert((r.run_id.as_str(), r.network_mode.to_string(), pair, r.rail))
+    })
+}
+
 /// One node's rail.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct NodeCell {

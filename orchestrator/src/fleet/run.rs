@@ -351,6 +351,43 @@ fn clock(t: f64) -> String {
     )
 }
 
+/// Why the fleet measured nothing, when it did not: no row at all (no pod has rails, or every
+/// pair failed to set up: `problems` says how), or rows only of rails no pod has (`absent`;
+/// `present`: the rails of the pods whose rails were read, `None` if none were). A set-up
+/// error (exit 2) that names the fix.
+fn nothing_measured(
+    rows: &[RailResult],
+    absent: &[u32],
+    present: Option<&BTreeSet<u32>>,
+    problems: &[String],
+) -> Option<String> {
+    if rows.iter().any(|r| !absent.contains(&r.rail)) {
+        return None;
+    }
+    let list = |rails: &mut dyn Iterator<Item = &u32>| {
+        rails.map(u32::to_string).collect::<Vec<_>>().join(",")
+    };
+    let probe = "see why with `rdmabw probe` in a pod (kubectl exec POD -- rdmabw probe)";
+    Some(match present {
+        Some(p) if p.is_empty() => format!(
+            "nothing measured: no pod has a rail (`rdmabw rails` lists none in any pod); {probe}"
+        ),
+        Some(p) if !absent.is_empty() => format!(
+            "nothing measured: rail(s) {} not present in any pod (the pods have rail(s) {}); give \
+             --rails with rails the pods have (`kubectl exec POD -- rdmabw rails` lists them)",
+            list(&mut absent.iter()),
+            list(&mut p.iter())
+        ),
+        _ => format!(
+            "nothing measured: no pair measured a rail{}; {probe}",
+            problems
+                .first()
+                .map(|p| format!(" ({p})"))
+                .unwrap_or_default()
+        ),
+    })
+}
+
 /// How a fleet run ended: its exit verdict and what the node verdicts are made of.
 #[derive(Debug)]
 pub(super) struct FleetEnd {
@@ -490,9 +527,20 @@ pub(super) async fn fleet_with<R: Runner>(
     };
     rt.run("first", first, &mut sink).await?;
 
+    // The rails the pods have (`None`: no pod's rails were read). A rail of --rails that none
+    // has is not present: never measured again, never the rail's switch.
+    let read: Vec<&PodSetUp> = fleet.set_up.values().flatten().collect();
+    let present: Option<BTreeSet<u32>> = (!read.is_empty()).then(|| {
+        read.iter()
+            .flat_map(|s| s.rails.rails.iter().map(|r| r.rail))
+            .collect()
+    });
+    let nowhere = |rail: u32| present.as_ref().is_some_and(|p| !p.contains(&rail));
+
     // Outliers: measured once more, in rounds of their own. (The rows are read where the sink
     // keeps them, not copied: a fleet of a thousand nodes has thousands of them.)
-    let slow = culprit::outliers(sink.rows(), threshold);
+    let mut slow = culprit::outliers(sink.rows(), threshold);
+    slow.retain(|k| !nowhere(k.2));
     let mut remeasured = 0;
     if !slow.is_empty() && !cancel.is_cancelled() && !args.no_remeasure {
         let last = culprit::latest(sink.rows());
@@ -523,7 +571,11 @@ pub(super) async fn fleet_with<R: Runner>(
     // Culprits: each node that no fast pair clears on a rail, against a node that passed there.
     let mut repaired: Option<(usize, usize, usize)> = None;
     if !cancel.is_cancelled() && !args.no_remeasure {
-        let plan = culprit::repairs(sink.rows(), threshold);
+        let mut plan = culprit::repairs(sink.rows(), threshold);
+        for r in &mut plan {
+            r.rails.retain(|&rail| !nowhere(rail));
+        }
+        plan.retain(|r| !r.rails.is_empty());
         if !plan.is_empty() {
             let suspects: BTreeSet<(&str, u32)> = plan
                 .iter()
@@ -554,6 +606,11 @@ pub(super) async fn fleet_with<R: Runner>(
         Some(g) => topology::judge(sink.rows(), threshold, &pods, g, &mut verdict),
         None => Vec::new(),
     };
+    let absent = culprit::not_present(
+        &mut verdict,
+        cfg.rails.as_deref().unwrap_or_default(),
+        present.as_ref(),
+    );
     // Each slow row's verdict now that the fleet is judged: the node, group or rail blamed.
     let group_of: BTreeMap<String, String> = match &groups {
         Some(g) => pods
@@ -648,8 +705,9 @@ pub(super) async fn fleet_with<R: Runner>(
             "culprits: {suspects} suspect node-rail(s) measured against nodes that passed on that rail: {pairs} extra pair(s) in {rounds} round(s)"
         )?;
     }
+    let nothing = nothing_measured(&rows, &absent, present.as_ref(), &problems);
     let mut suspects_txt = String::new();
-    if verdict.suspects.is_empty() && group_culprits.is_empty() {
+    if nothing.is_none() && verdict.suspects.is_empty() && group_culprits.is_empty() {
         writeln!(out, "suspects: none")?;
     }
     for g in &group_culprits {
@@ -690,6 +748,9 @@ pub(super) async fn fleet_with<R: Runner>(
     let failed = rows.iter().any(|r| r.status != RailStatus::Ok);
     let exit = if cancel.is_cancelled() {
         Verdict::Interrupted
+    } else if let Some(why) = nothing {
+        // No verdict at all, which exit 0 (or 1, "a rail failed") would pass off as one.
+        bail!("{why}");
     } else {
         Verdict::problems_if(verdict.outliers > 0 || !problems.is_empty() || failed)
     };
@@ -701,4 +762,48 @@ pub(super) async fn fleet_with<R: Runner>(
         run_id,
         groups: group_culprits,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::row;
+
+    /// Issue 56: a fleet where no pod has rails printed "0 of 3 pairs measured, suspects: none"
+    /// and passed. No row, or rows only of rails no pod has, is nothing measured, naming why
+    /// and the fix; a rail measured anywhere is a verdict.
+    #[test]
+    fn nothing_measured_is_said_with_why_and_the_fix() {
+        let none = BTreeSet::new();
+        let why = nothing_measured(&[], &[], Some(&none), &[]).expect("nothing measured");
+        assert!(
+            why.starts_with("nothing measured: no pod has a rail")
+                && why.contains("`rdmabw probe`"),
+            "{why}"
+        );
+        let problem = "a -> b: client pod: rdmabw not found".to_string();
+        let why = nothing_measured(&[], &[], None, std::slice::from_ref(&problem))
+            .expect("nothing measured");
+        assert!(
+            why.starts_with(
+                "nothing measured: no pair measured a rail (a -> b: client pod: rdmabw not found)"
+            ),
+            "{why}"
+        );
+        let absent_only = [row("a", "b", 0, None), row("b", "c", 0, None)];
+        let have = BTreeSet::from([1, 2]);
+        let why = nothing_measured(&absent_only, &[0], Some(&have), &[]).expect("nothing measured");
+        assert!(
+            why.contains("rail(s) 0 not present in any pod (the pods have rail(s) 1,2)")
+                && why.contains("--rails"),
+            "{why}"
+        );
+        let why = nothing_measured(&absent_only, &[0], Some(&none), &[]).expect("nothing measured");
+        assert!(
+            why.starts_with("nothing measured: no pod has a rail"),
+            "{why}"
+        );
+        let some = [row("a", "b", 0, None), row("a", "b", 1, None)];
+        assert_eq!(nothing_measured(&some, &[0], Some(&have), &[]), None);
+    }
 }

@@ -305,7 +305,7 @@ pub fn judge(
             Suspect::Node { node, rails } => {
                 node_named.extend(rails.iter().map(|r| (node.clone(), *r)));
             }
-            Suspect::Rail { .. } => {}
+            Suspect::Rail { .. } | Suspect::NotPresent { .. } => {}
         }
     }
     // rail -> its pairs, with their keys and Gb/s.
@@ -382,7 +382,7 @@ pub fn judge(
     verdict.suspects.retain(|s| match s {
         Suspect::NodeRail { node, rail, .. } => !only_uplink(node, *rail),
         Suspect::Node { node, rails } => !rails.iter().all(|r| only_uplink(node, *r)),
-        Suspect::Rail { .. } => true,
+        Suspect::Rail { .. } | Suspect::NotPresent { .. } => true,
     });
     verdict.unexplained.retain(|k| !explained(k));
     out

@@ -166,7 +166,7 @@ pub fn node_verdicts(
                     .extend(rails.iter().copied());
             }
             // The fabric's: no node is to blame.
-            Suspect::Rail { .. } => {}
+            Suspect::Rail { .. } | Suspect::NotPresent { .. } => {}
         }
     }
     let mut out: Vec<NodeVerdict> = node_of

@@ -214,9 +214,14 @@ pub async fn prepare_pod<R: Runner>(runner: &R, cfg: &SweepConfig, pod: &str) ->
 /// NIC into the pod, a CNI adding an address), so the first look can come too early.
 pub const RAILS_SETTLE: Duration = Duration::from_secs(8);
 
-/// A rail that may still be coming up: it has its address, but no GID of it or no active port.
+/// A rail that may still be coming up: it has its address, but no GID of it or no active port,
+/// and its interface is not down (a GID does not come to an interface that is down: that rail
+/// fails at once, its reason naming the interface).
 pub fn settling(r: &RailRow) -> bool {
-    !r.usable && r.ipv4.is_some() && (r.gid_index.is_none() || r.state.as_deref() != Some("ACTIVE"))
+    !r.usable
+        && r.ipv4.is_some()
+        && !r.interface_down()
+        && (r.gid_index.is_none() || r.state.as_deref() != Some("ACTIVE"))
 }
 
 /// `first`, or while some of its rails are [`settling`], what `read` says on looking again
@@ -377,6 +382,21 @@ mod tests {
         assert!(settling(&rail(None, "ACTIVE")));
         assert!(settling(&rail(Some(1), "DOWN")));
         assert!(!settling(&rail(Some(1), "ACTIVE")));
+        // Issue 56: an interface that is down got the whole wait (8 s) for a GID that cannot
+        // come; it fails at once. One that is up, or whose state is not reported (an older
+        // rdmabw), is still waited for.
+        let mut down = rail(None, "DOWN");
+        down.operstate = Some("down".into());
+        assert!(
+            !settling(&down),
+            "an interface that is down is not waited for"
+        );
+        down.operstate = Some("lowerlayerdown".into());
+        assert!(!settling(&down));
+        down.operstate = Some("up".into());
+        assert!(settling(&down));
+        down.operstate = None;
+        assert!(settling(&down));
         let mut no_addr = rail(None, "ACTIVE");
         no_addr.ipv4 = None;
         assert!(

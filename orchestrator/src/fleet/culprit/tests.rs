@@ -338,3 +338,38 @@ fn a_node_slow_everywhere_is_named_as_the_node() {
         matches!(&v.suspects[0], Suspect::Node { node, rails } if node == "n9" && rails.len() == 8)
     );
 }
+
+/// Issue 56: `fleet --rails 0` where no pod has rail 0 blamed "the rail's switch" (every pair
+/// failed on it). A rail no pod lists is not present, and nothing else is said of it; a rail
+/// some pod has stays the fabric's suspect.
+#[test]
+fn a_rail_no_pod_has_is_not_present_never_its_switch() {
+    let rows = vec![
+        row("a", "b", 0, None),
+        row("a", "c", 0, None),
+        row("b", "c", 0, None),
+    ];
+    let mut v = judge(&rows, Threshold::MedianPct(90.0));
+    assert!(
+        matches!(v.suspects[..], [Suspect::Rail { rail: 0, .. }]),
+        "{:?}",
+        v.suspects
+    );
+    let present = BTreeSet::from([1, 2]);
+    assert_eq!(not_present(&mut v, &[0], Some(&present)), [0]);
+    let said: Vec<String> = v.suspects.iter().map(ToString::to_string).collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].starts_with("rail 0: not present in any pod") && !said[0].contains("switch"),
+        "{said:?}"
+    );
+    assert!(v.unexplained.is_empty());
+    // A rail a pod has is still the fabric's, and nothing is said without any pod's rails
+    // read; pods read without any rail have none of them.
+    let mut none = judge(&rows, Threshold::MedianPct(90.0));
+    assert_eq!(not_present(&mut none, &[0], Some(&BTreeSet::new())), [0]);
+    let mut v = judge(&rows, Threshold::MedianPct(90.0));
+    assert!(not_present(&mut v, &[0], Some(&BTreeSet::from([0]))).is_empty());
+    assert!(not_present(&mut v, &[0], None).is_empty());
+    assert!(matches!(v.suspects[..], [Suspect::Rail { rail: 0, .. }]));
+}
