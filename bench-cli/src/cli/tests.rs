@@ -3,7 +3,7 @@
 //! taken or refused by name.
 
 use clap::error::ErrorKind;
-use clap::{CommandFactory, FromArgMatches, Parser};
+use clap::{CommandFactory, FromArgMatches};
 use results::rdmabw::flags::{
     BwShapeFlags, LatTest, LatencyFlags, MarginFlags, PathFlags, QueueFlags, RailFlags,
     ServerRailFlags, SizeFlags, TestFlags, ThresholdFlags,
