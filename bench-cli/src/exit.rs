@@ -41,14 +41,12 @@ pub enum Exit {
     Interrupted = 130,
 }
 
-/// The exit statuses as `rdmabw --help` states them.
+/// The exit statuses as `rdmabw --help` states them, in short (the table above is in full).
 pub const HELP: &str = "\
-Exit status: 0 it worked: the test ran (and met --min-gbps / --min-line-rate-pct), the listing
-was printed; also 0 when the reader of standard output goes away (`rdmabw rails | head -1`).
+Exit status: 0 it worked, or the reader of standard output goes away (`rdmabw rails | head -1`).
 1 it ran but failed or fell below the threshold (peer died, rail down, RDMA error, server busy or
-unreachable; a probe check that FAILs; a GPU step that failed). 2 usage or set-up error (bad
-flag, unknown device, unusable GID, parameters that differ from the server's, memlock too low,
-no libibverbs, the peer is not rdmabw, sysfs unreadable). 130 interrupted (SIGINT, SIGTERM).";
+unreachable, a check FAILs). 2 usage or set-up error (bad flag, unknown device, unusable GID, the
+server's parameters differ, no libibverbs, sysfs unreadable). 130 interrupted (SIGINT, SIGTERM).";
 
 impl Exit {
     /// The number the process exits with.

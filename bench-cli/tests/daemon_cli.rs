@@ -64,7 +64,11 @@ fn with_exit_on_stdin_eof_the_daemon_stops_when_its_input_ends() {
         end(child);
         panic!("the daemon did not end within 5 s of the end of its input");
     }
-    assert_eq!(code, Some(Some(0)), "it stops as on SIGTERM, exit 0");
+    assert_eq!(
+        code,
+        Some(Some(0)),
+        "the end of its input is the launcher saying it is done, no interruption: exit 0"
+    );
     let rest: Vec<String> = rx.try_iter().collect();
     assert!(
         rest.iter().any(|l| l.contains("standard input closed")),

@@ -32,7 +32,7 @@ struct Cli {
 const EXAMPLES: &str = "\
 Examples:
   # every rail between two existing pods, 5 s each, in the lossless traffic class
-  railsweep run --server-pod rdma-a --client-pod rdma-b -n rdma-hostnet --tclass 41
+  railsweep run --server-pod rdma-a --client-pod rdma-b -n railbench --tclass 41
   # create the pods of each mode on two nodes, sweep, and compare the modes
   railsweep compare --modes hostnetwork,ipvlan --nodes node-a,node-b \\
       --networks 'ipvlan:rdma-ipvlan-{0..15}' --rdma-resource 'ipvlan:nvidia.com/hostdev=16'

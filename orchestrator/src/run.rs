@@ -35,18 +35,18 @@ pub enum OutFormat {
 const RUN_EXAMPLES: &str = "\
 Examples:
   # every rail between two existing pods, 5 s each, in the lossless traffic class
-  railsweep run -n rdma --client-pod rdma-a --server-pod rdma-b --tclass 41
+  railsweep run -n railbench --client-pod rdma-a --server-pod rdma-b --tclass 41
   # some rails, all at once, judged against 90% of the line rate, into sweep.csv
-  railsweep run -n rdma --client-pod rdma-a --server-pod rdma-b --rails 0,3,5-7 --parallel \\
+  railsweep run -n railbench --client-pod rdma-a --server-pod rdma-b --rails 0,3,5-7 --parallel \\
       --min-line-rate-pct 90 -o sweep.csv
   # measure only the rails sweep.csv has no row for yet
-  railsweep run -n rdma --client-pod rdma-a --server-pod rdma-b --resume sweep.csv
+  railsweep run -n railbench --client-pod rdma-a --server-pod rdma-b --resume sweep.csv
   # images with libibverbs but no rdmabw: copy railsweep's own into the pods
-  railsweep run -n rdma --client-pod rdma-a --server-pod rdma-b --inject
+  railsweep run -n railbench --client-pod rdma-a --server-pod rdma-b --inject
   # create a hostNetwork pod on each of two nodes, sweep, delete them
   railsweep run --mode hostnetwork --nodes node-a,node-b --tclass 41
   # bandwidth and latency of each rail, failing a rail whose p99 is above 5 us
-  railsweep run -n rdma --client-pod rdma-a --server-pod rdma-b --test bw,lat --max-p99-us 5
+  railsweep run -n railbench --client-pod rdma-a --server-pod rdma-b --test bw,lat --max-p99-us 5
   # network namespaces of this machine instead of pods
   railsweep run --runner local --client-pod podA --server-pod podB -D 3 --tclass 41";
 

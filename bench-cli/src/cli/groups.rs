@@ -434,8 +434,8 @@ pub struct ServerArgs {
     /// Server --daemon: stop at the end of standard input.
     ///
     /// For launchers: after the secret (--secret-stdin), watch standard input and stop as on
-    /// SIGTERM at its end, so that the daemon ends with the session that started it (railsweep
-    /// closes its exec's input). Not the default: a daemon started with its input at /dev/null
+    /// SIGTERM at its end (but exit 0, where a signal is 130), so that the daemon ends with the
+    /// session that started it (railsweep closes its exec's input). Not the default: a daemon started with its input at /dev/null
     /// would stop at once.
     #[arg(long = "exit-on-stdin-eof")]
     pub exit_on_stdin_eof: bool,

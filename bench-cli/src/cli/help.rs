@@ -4,9 +4,9 @@
 pub const ABOUT: &str = "RDMA WRITE bandwidth over one rail: a drop-in for perftest's ib_write_bw \
 with JSON/CSV output, GID choice that works inside pods, and a control channel that never hangs.";
 
-const LONG_ABOUT: &str = "\
-RDMA WRITE bandwidth over one rail: a drop-in for perftest's ib_write_bw.
-
+/// What a test command's `--help` says after its own first lines: what rdmabw is beside
+/// ib_write_bw. (The top level's help is a summary: [`ROOT_AFTER`].)
+const BESIDE_IB_WRITE_BW: &str = "\
 Like ib_write_bw, `rdmabw [flags]` serves one test and `rdmabw [flags] HOST` runs one against
 that server; `rdmabw server` and `rdmabw client HOST` say the same explicitly. The flags that
 scripts pass to ib_write_bw keep their meaning, and the result table keeps its layout, so
@@ -18,10 +18,42 @@ compare their parameters and name any that differ; a peer that dies or goes sile
 on both sides within seconds; `--json` prints one typed document; `--daemon` serves test after
 test, on several devices at once, for orchestrators.";
 
-/// The long help: what rdmabw is, then its exit statuses (declared in [`crate::exit`]).
-pub fn long_about() -> String {
-    format!("{LONG_ABOUT}\n\n{}", crate::exit::HELP)
+/// The `--help` of `rdmabw server` and `rdmabw client`: `first` (what the command does), what
+/// rdmabw is beside ib_write_bw, and the exit statuses (declared in [`crate::exit`]).
+pub fn test_long_about(first: &str) -> String {
+    format!("{first}\n\n{BESIDE_IB_WRITE_BW}\n\n{}", crate::exit::HELP)
 }
+
+pub const SERVER_LONG: &str = "\
+Serve one test, as ib_write_bw without a HOST; --daemon: test after test.
+
+Without --daemon it exits after one test, as ib_write_bw; with it, it serves test after test on
+one port, several at once on different devices.";
+
+pub const CLIENT_LONG: &str = "Run one test against an rdmabw server, like ib_write_bw HOST.";
+
+/// The end of the top level's help (`-h` and `--help` alike, issue 56: no longer than
+/// ib_write_bw's own help plus the commands' list): the first examples, the exit statuses and
+/// where each flag is in full.
+pub fn root_after() -> String {
+    format!("{ROOT_EXAMPLES}\n\n{}\n\n{ROOT_MORE}", crate::exit::HELP)
+}
+
+/// The first examples, in `-h` of the test commands and in the top level's help alike.
+macro_rules! first_examples {
+    () => {
+        "\
+Examples:
+  rdmabw -d mlx5_3 -F --report_gbits -D 5               # server, as ib_write_bw
+  rdmabw -d mlx5_3 -F --report_gbits -D 5 10.0.3.2      # client
+  rdmabw client --netdev net4 -D 5 --json 10.224.3.2    # one rail by its interface, JSON"
+    };
+}
+
+const ROOT_EXAMPLES: &str = first_examples!();
+
+const ROOT_MORE: &str = "\
+Every flag in full, and more examples: rdmabw client --help, server --help, lat --help.";
 
 pub const EXAMPLES: &str = "\
 Examples (the ib_write_bw line each one replaces first):
@@ -52,13 +84,42 @@ Examples (the ib_write_bw line each one replaces first):
   rdmabw devices";
 
 /// The end of `-h`: the forms a newcomer needs first, and where the rest is.
-pub const SHORT_EXAMPLES: &str = "\
-Examples:
-  rdmabw -d mlx5_3 -F --report_gbits -D 5               # server, as ib_write_bw
-  rdmabw -d mlx5_3 -F --report_gbits -D 5 10.0.3.2      # client
-  rdmabw client --netdev net4 -D 5 --json 10.224.3.2    # one rail by its interface, JSON
+pub const SHORT_EXAMPLES: &str = concat!(
+    first_examples!(),
+    "\n\n--help: every flag (a few are left out here) in full, the exit statuses, more examples."
+);
 
---help: every flag (a few are left out here) in full, the exit statuses, more examples.";
+/// The end of `rdmabw lat -h`.
+pub const LAT_SHORT_EXAMPLES: &str = "\
+Examples:
+  rdmabw lat -d mlx5_3                  # server, as ib_write_lat -d mlx5_3
+  rdmabw lat -d mlx5_3 10.0.3.2         # client: 1000 exchanges of 2 bytes
+
+--help: every flag in full, more examples.";
+
+/// The end of `rdmabw lat --help`.
+pub const LAT_EXAMPLES: &str = "\
+Examples (the ib_write_lat line each one replaces first):
+
+  # ib_write_lat -d mlx5_3 -x 3              (server)
+  # ib_write_lat -d mlx5_3 -x 3 10.0.3.2     (client)
+  rdmabw lat -d mlx5_3
+  rdmabw lat -d mlx5_3 10.0.3.2
+
+  # One rail by its interface, 64-byte writes, JSON; exit 1 when p99 is above 5 us:
+  rdmabw lat --netdev net1 -s 64 -n 10000 --json --max-p99-us 5 10.224.0.2
+
+  # ib_write_lat -a -F 10.0.3.2  (every size 2 B .. 8 MiB), with every sample, sorted:
+  rdmabw lat -a -H 10.0.3.2
+
+  # For 5 seconds at one size (t_avg and tps in the table, as ib_write_lat -D):
+  rdmabw lat --netdev net1 -D 5 10.224.0.2
+
+  # Against perftest's own ib_write_lat server on the other end:
+  rdmabw lat -d mlx5_3 -n 1000 10.0.3.2
+
+  # Scripts that run ib_write_lat run rdmabw through a link of that name:
+  ln -s rdmabw ib_write_lat";
 
 pub const BATCH_ABOUT: &str = "\
 Run client tests one after another in this one process, for orchestrators (railsweep uses it to

@@ -16,7 +16,7 @@ mod refused;
 #[cfg(test)]
 mod tests;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use results::rdmabw::flags::{LatencyFlags, ServerRailFlags};
 
 pub use groups::{
@@ -24,20 +24,21 @@ pub use groups::{
     PollArg, RailArgs, RateLimitArgs, ServerArgs, ShapeArgs, TimingArgs, TransportArgs,
 };
 pub use help::SHORT_EXAMPLES;
-use help::{long_about, ABOUT, BATCH_ABOUT, EXAMPLES};
+use help::{
+    root_after, test_long_about, ABOUT, BATCH_ABOUT, CLIENT_LONG, EXAMPLES, LAT_EXAMPLES,
+    LAT_SHORT_EXAMPLES, SERVER_LONG,
+};
 pub use listing::{BatchCmd, CountersCmd, DevicesCmd, GpusCmd, ProbeCmd, RailsCmd};
 pub use refused::refuse_unsupported;
 
 /// `rdmabw`: the top level, which also takes the bare ib_write_bw form: a server without HOST,
-/// a client with one.
+/// a client with one. Its help is a summary, `-h` and `--help` alike ([`command`]).
 #[derive(Debug, Parser)]
 #[command(
     name = "rdmabw",
     version = results::VERSION,
     about = ABOUT,
-    long_about = long_about(),
-    after_help = SHORT_EXAMPLES,
-    after_long_help = EXAMPLES,
+    after_help = root_after(),
     args_conflicts_with_subcommands = true,
     max_term_width = 100
 )]
@@ -68,17 +69,23 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
     /// Serve one test, as ib_write_bw without a HOST; --daemon: test after test.
-    ///
-    /// Without --daemon it exits after one test, as ib_write_bw; with it, it serves test after
-    /// test on one port, several at once on different devices.
-    #[command(after_help = SHORT_EXAMPLES, after_long_help = EXAMPLES)]
+    #[command(
+        long_about = test_long_about(SERVER_LONG),
+        after_help = SHORT_EXAMPLES,
+        after_long_help = EXAMPLES
+    )]
     Server(ServerCmd),
     /// Run one test against an rdmabw server, like ib_write_bw HOST.
-    #[command(after_help = SHORT_EXAMPLES, after_long_help = EXAMPLES)]
+    #[command(
+        long_about = test_long_about(CLIENT_LONG),
+        after_help = SHORT_EXAMPLES,
+        after_long_help = EXAMPLES
+    )]
     Client(ClientCmd),
     /// RDMA WRITE latency, as ib_write_lat (`rdmabw lat` on both ends).
     ///
     /// Serve one test, or with HOST measure against that server.
+    #[command(after_help = LAT_SHORT_EXAMPLES, after_long_help = LAT_EXAMPLES)]
     Lat(LatCmd),
     /// List every RDMA device and port: state, link layer, rate, MTU and GID table.
     Devices(DevicesCmd),
@@ -234,6 +241,55 @@ pub fn args_for_name(argv0: &str, args: Vec<String>) -> Vec<String> {
     }
 }
 
+/// rdmabw's command line as it parses and prints its help. The top level's help is one summary
+/// for `-h`, `--help` and `rdmabw help` alike ([`parse`] reads a bare `rdmabw help` as `--help`) (issue 56: no longer than ib_write_bw's own
+/// `--help` plus the commands' list): one line per flag, the flags `-h` leaves out left out, the
+/// first examples, the exit statuses, and where each flag is in full: the `--help` of `rdmabw
+/// client`, `rdmabw server` and `rdmabw lat`, which keep their long text.
+pub fn command() -> clap::Command {
+    // clap's own -h/--help cannot be changed on one command alone: rdmabw gives every command
+    // its own, the top level's printing the summary for both spellings.
+    let cmd = Cli::command().disable_help_flag(true);
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    let mut cmd = cmd.next_help_heading(None::<&str>).arg(help_flag(
+        clap::ArgAction::HelpShort,
+        "Print help",
+        None,
+    ));
+    for name in names {
+        cmd = cmd.mut_subcommand(name, |s| {
+            let more = s.get_long_about().is_some()
+                || s.get_after_long_help().is_some()
+                || s.get_arguments().any(|a| a.get_long_help().is_some());
+            let arg = if more {
+                help_flag(
+                    clap::ArgAction::Help,
+                    "Print help (see more with '--help')",
+                    Some("Print help (see a summary with '-h')"),
+                )
+            } else {
+                help_flag(clap::ArgAction::Help, "Print help", None)
+            };
+            s.next_help_heading(None::<&str>).arg(arg)
+        });
+    }
+    cmd
+}
+
+/// `-h, --help`, doing `action`, said as `help` (in `-h`) and `long` (in `--help`).
+fn help_flag(action: clap::ArgAction, help: &'static str, long: Option<&'static str>) -> clap::Arg {
+    clap::Arg::new("help")
+        .short('h')
+        .long("help")
+        .action(action)
+        .display_order(0)
+        .help(help)
+        .long_help(long)
+}
+
 /// Why a command line did not parse.
 #[derive(Debug)]
 pub enum ParseError {
@@ -248,7 +304,87 @@ pub enum ParseError {
 pub fn parse(argv: Vec<String>) -> Result<Cli, ParseError> {
     let mut argv = argv.into_iter();
     let argv0 = argv.next().unwrap_or_else(|| "rdmabw".to_string());
-    let args = args_for_name(&argv0, argv.collect());
+    let mut args = args_for_name(&argv0, argv.collect());
+    if args == ["help"] {
+        args = vec!["--help".to_string()];
+    }
     refuse_unsupported(&args).map_err(ParseError::Refused)?;
-    Cli::try_parse_from(std::iter::once(argv0).chain(args)).map_err(ParseError::Clap)
+    if let Some(e) = args.first().and_then(|w| mistyped_command(w, resolves)) {
+        return Err(ParseError::Clap(e));
+    }
+    command()
+        .try_get_matches_from(std::iter::once(argv0).chain(args))
+        .and_then(|m| Cli::from_arg_matches(&m))
+        .map_err(ParseError::Clap)
+}
+
+/// Whether `name` resolves to an address here (as HOST would be resolved).
+fn resolves(name: &str) -> bool {
+    use std::net::ToSocketAddrs;
+    (name, 0)
+        .to_socket_addrs()
+        .is_ok_and(|mut a| a.next().is_some())
+}
+
+/// The error for a first argument that reads as a mistyped command: a bare word (no `-`, `.` or
+/// `:`, so never a flag, an IP address or a qualified name) that is no command, is close to one
+/// (at most two edits away, or one's name is the start of the other's, from 3 letters), and that
+/// `resolves` says is no host here. Anything else stays the bare form's HOST, as ib_write_bw
+/// takes it: a name that resolves is always a host, however close to a command, and a word
+/// close to none keeps the client's own "does not resolve" error. Both readings of a close
+/// word that does not resolve were errors (exit 2); the message names both.
+pub(crate) fn mistyped_command(word: &str, resolves: impl Fn(&str) -> bool) -> Option<clap::Error> {
+    if word.is_empty() || word.contains(['-', '.', ':']) {
+        return None;
+    }
+    let cmd = command();
+    let mut names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    names.push("help".into());
+    if names.iter().any(|n| n == word) {
+        return None;
+    }
+    let lower = word.to_ascii_lowercase();
+    let close = |n: &String| {
+        edits(&lower, n) <= 2
+            || (lower.len().min(n.len()) >= 3 && (n.starts_with(&lower) || lower.starts_with(n)))
+    };
+    let near = names
+        .iter()
+        .filter(|n| close(n))
+        .min_by_key(|n| edits(&lower, n))?;
+    if resolves(word) {
+        return None;
+    }
+    let mut cmd = cmd;
+    Some(cmd.error(
+        clap::error::ErrorKind::InvalidSubcommand,
+        format!(
+            "unrecognized subcommand '{word}'\n\n  tip: a similar subcommand exists: '{near}'\n  \
+             tip: nor is '{word}' a host name here (`rdmabw [flags] HOST` is a client of \
+             HOST)"
+        ),
+    ))
+}
+
+/// Levenshtein distance between `a` and `b` (insertions, deletions, substitutions).
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                diag
+            } else {
+                1 + diag.min(above).min(row[j])
+            };
+            diag = above;
+        }
+    }
+    row[b.len()]
 }

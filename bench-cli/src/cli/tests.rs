@@ -3,7 +3,7 @@
 //! taken or refused by name.
 
 use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches};
 use results::rdmabw::flags::{
     BwShapeFlags, LatTest, LatencyFlags, MarginFlags, PathFlags, QueueFlags, RailFlags,
     ServerRailFlags, SizeFlags, TestFlags, ThresholdFlags,
@@ -11,9 +11,11 @@ use results::rdmabw::flags::{
 
 use super::*;
 
-/// `rdmabw ARGS...` parsed, or clap's error.
+/// `rdmabw ARGS...` parsed as `rdmabw` parses it ([`command`]), or clap's error.
 fn parse_args(args: &[String]) -> Result<Cli, clap::Error> {
-    Cli::try_parse_from(std::iter::once("rdmabw".to_string()).chain(args.iter().cloned()))
+    command()
+        .try_get_matches_from(std::iter::once("rdmabw".to_string()).chain(args.iter().cloned()))
+        .and_then(|m| Cli::from_arg_matches(&m))
 }
 
 fn strings(v: &[&str]) -> Vec<String> {
@@ -519,4 +521,45 @@ fn bad_values_of_the_shared_flags_name_the_flag_and_the_range() {
             Ok(c) => panic!("{args:?} taken: {c:?}"),
         }
     }
+}
+
+/// Issue 56: a bare first word is a mistyped command only when it is close to a command and
+/// does not resolve; a name that resolves is a host however close, and an address, a qualified
+/// name, a flag or a command itself is never taken for a typo.
+#[test]
+fn a_word_is_a_mistyped_command_only_when_close_and_unresolvable() {
+    let never = |_: &str| false;
+    let always = |_: &str| true;
+    for (word, meant) in [
+        ("rail", "rails"),
+        ("serve", "server"),
+        ("Lat", "lat"),
+        ("hlep", "help"),
+    ] {
+        let e = mistyped_command(word, never).unwrap_or_else(|| panic!("{word}: no suggestion"));
+        assert_eq!(e.kind(), ErrorKind::InvalidSubcommand, "{word}");
+        assert_eq!(e.exit_code(), 2, "{word}");
+        let msg = e.to_string();
+        assert!(msg.contains(&format!("'{meant}'")), "{word}: {msg}");
+        assert!(
+            mistyped_command(word, always).is_none(),
+            "{word} resolves: a host"
+        );
+    }
+    for word in [
+        "rails",
+        "lat",
+        "help",
+        "10.0.0.2",
+        "rail.example",
+        "fe80::1",
+        "-d",
+        "node7",
+        "gpu-host",
+    ] {
+        assert!(mistyped_command(word, never).is_none(), "{word}");
+    }
+    assert_eq!(edits("kitten", "sitting"), 3);
+    assert_eq!(edits("rail", "rails"), 1);
+    assert_eq!(edits("", "lat"), 3);
 }

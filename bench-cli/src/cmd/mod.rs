@@ -27,7 +27,8 @@ use crate::stdout;
 /// Runs the command `cfg` resolved to, until it ends or SIGINT/SIGTERM stops it.
 pub fn run(cfg: Config) -> Result<Exit> {
     let stop = Arc::new(AtomicBool::new(false));
-    if let Err(e) = signals::install_signals(&stop) {
+    let signalled = Arc::new(AtomicBool::new(false));
+    if let Err(e) = signals::install_signals(&stop, &signalled) {
         results::say!("rdmabw: warning: cannot catch SIGINT/SIGTERM: {e}");
     }
     match cfg {
@@ -53,7 +54,7 @@ pub fn run(cfg: Config) -> Result<Exit> {
             if exit_on_stdin_eof {
                 signals::stop_at_stdin_eof(&stop)?;
             }
-            server::server(&cfg, &bind, &out, &stop)
+            server::server(&cfg, &bind, &out, &stop, &signalled)
         }
     }
 }

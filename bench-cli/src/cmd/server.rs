@@ -1,7 +1,7 @@
 //! A server: one test (as ib_write_bw without HOST), or `--daemon`'s test after test.
 
 use std::io::ErrorKind;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -45,6 +45,7 @@ pub(super) fn server(
     bind: &[std::net::SocketAddr],
     out: &Output,
     stop: &Arc<AtomicBool>,
+    signalled: &AtomicBool,
 ) -> Result<Exit> {
     let fail = |msg: &str, kind, code| {
         failure(Role::Server, &cfg.params, out, &cfg.tuning, msg, kind, code)
@@ -101,7 +102,7 @@ pub(super) fn server(
         results::say!("rdmabw server: {w}");
     }
     if cfg.daemon {
-        return daemon(cfg, &listener, out, stop, &log);
+        return daemon(cfg, &listener, out, stop, signalled, &log);
     }
     // Connections that never become a test (silent, garbage, another run's secret) do not
     // end a one-test server: it keeps waiting for its client.
@@ -146,6 +147,7 @@ fn daemon(
     listener: &Listener,
     out: &Output,
     stop: &Arc<AtomicBool>,
+    signalled: &AtomicBool,
     log: &Log,
 ) -> Result<Exit> {
     let d = Daemon::new(cfg.clone());
@@ -194,6 +196,13 @@ fn daemon(
         )),
     });
     d.run(listener, stop, log, &on_test).context("serving")?;
-    log("stopped");
-    Ok(Exit::Ok)
+    // SIGINT/SIGTERM is an interruption (130), as for every command; the end of standard input
+    // (--exit-on-stdin-eof) is the launcher's way to say it is done (0).
+    if signalled.load(Ordering::SeqCst) {
+        log("stopped by a signal");
+        Ok(Exit::Interrupted)
+    } else {
+        log("stopped");
+        Ok(Exit::Ok)
+    }
 }

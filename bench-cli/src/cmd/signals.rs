@@ -8,12 +8,15 @@ use std::time::Duration;
 
 use crate::exit::Exit;
 
-/// SIGINT/SIGTERM raise `stop`; a test then ends within milliseconds and tells its peer. If the
-/// process is still there 6 s later (blocked in a set-up phase), it exits anyway. The thread
-/// sleeps in the signal iterator until a signal comes: no periodic wake-up during the window.
-pub fn install_signals(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
+/// SIGINT/SIGTERM raise `stop` and `signalled`; a test then ends within milliseconds and tells
+/// its peer. `signalled` tells a signal from the other ways `stop` is raised (the end of standard
+/// input), which are no interruption. If the process is still there 6 s later (blocked in a
+/// set-up phase), it exits anyway. The thread sleeps in the signal iterator until a signal
+/// comes: no periodic wake-up during the window.
+pub fn install_signals(stop: &Arc<AtomicBool>, signalled: &Arc<AtomicBool>) -> std::io::Result<()> {
     let sigs = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM];
     for sig in sigs {
+        signal_hook::flag::register(sig, Arc::clone(signalled))?;
         signal_hook::flag::register(sig, Arc::clone(stop))?;
     }
     let mut signals = signal_hook::iterator::Signals::new(sigs)?;

@@ -171,10 +171,14 @@ pub fn crio_dropin(handler: &str, uverbs: &[u32]) -> String {
     )
 }
 
+/// The namespace of `deploy/examples/`: deploy/namespace.yaml's, where deploy/rbac.yaml grants
+/// railsweep's account what a sweep needs (the one namespace of every doc and example).
+pub const EXAMPLE_NAMESPACE: &str = "railbench";
+
 /// The files of `deploy/examples/`: name and content. Each is generated from the same typed
 /// objects `railsweep run --nodes` creates, with `NODE_A` and `NODE_B` for the nodes.
 pub fn examples() -> Result<Vec<(String, String)>, YamlError> {
-    let opts = example_options("rdma");
+    let opts = example_options(EXAMPLE_NAMESPACE);
     let place = super::Placement {
         run: "example".into(),
         client_node: Some("NODE_A".into()),
@@ -211,10 +215,11 @@ pub fn examples() -> Result<Vec<(String, String)>, YamlError> {
              #   RAILBENCH_BLESS=1 cargo test --release -p orchestrator --test manifests\n\
              # rewrites it. Replace NODE_A (client) and NODE_B (server) with node names, the image with one\n\
              # your nodes can pull (deploy/Containerfile builds it), then sweep the pods with:\n\
-             #   railsweep run -n rdma --client-pod {} --server-pod {} --mode {mode} --tclass 41\n\
-             # and delete them with: kubectl delete pods -n rdma -l app.kubernetes.io/instance=example\n",
+             #   railsweep run -n {ns} --client-pod {} --server-pod {} --mode {mode} --tclass 41\n\
+             # and delete them with: kubectl delete pods -n {ns} -l app.kubernetes.io/instance=example\n",
             pair.client.metadata.name.as_deref().unwrap_or_default(),
             pair.server.metadata.name.as_deref().unwrap_or_default(),
+            ns = EXAMPLE_NAMESPACE,
         );
         if file == "dra-rails" {
             text.push_str(
