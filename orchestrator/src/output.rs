@@ -31,7 +31,8 @@ impl std::fmt::Debug for Dest<'_> {
 
 /// `report` in `format`, written to `to`; the bytes written, for a caller that shows them
 /// again. Results CSV written to a file gets the counters file beside it
-/// ([`results::counters_csv_path`]) when a row has counters. Errors name the format or the
+/// ([`results::counters_csv_path`]) when a row has counters, and the findings file
+/// ([`results::findings_csv_path`]) when a row has a finding. Errors name the format or the
 /// destination.
 ///
 /// # Errors
@@ -47,13 +48,20 @@ pub fn export(report: &Report, format: Format, to: Dest<'_>) -> anyhow::Result<V
         Dest::Stream(_) => None,
     };
     write(&bytes, to)?;
-    // Results CSV has no counters column: they go to the counters file beside it.
+    // Results CSV has no counters column and only the findings' words: the counters and the
+    // findings go to their files beside it.
     if let Some(path) = counters_beside {
         if format == Format::Csv && results::countersio::any_counters(&report.rows) {
             let mut counters = Vec::new();
             results::write_counters_csv(&mut counters, &report.rows)
                 .context("cannot produce the counters file")?;
             write_whole(&results::counters_csv_path(&path), &counters)?;
+        }
+        if format == Format::Csv && results::findingsio::any_findings(&report.rows) {
+            let mut findings = Vec::new();
+            results::write_findings_csv(&mut findings, &report.rows)
+                .context("cannot produce the findings file")?;
+            write_whole(&results::findings_csv_path(&path), &findings)?;
         }
     }
     Ok(bytes)

@@ -46,6 +46,7 @@ pub mod charts;
 pub mod countersio;
 mod csvio;
 mod error;
+pub mod findingsio;
 #[cfg(feature = "charts")]
 mod export;
 mod group;
@@ -65,6 +66,7 @@ pub use csvio::{
     csv_header, read_csv, write_csv, write_csv_rows, CSV_SIGNIFICANT_DIGITS, SCHEMA_VERSION_COLUMN,
 };
 pub use error::{Location, Result, ResultsError};
+pub use findingsio::{findings_csv_path, write_findings_csv, FINDINGS_HEADER};
 #[cfg(feature = "charts")]
 pub use export::escape;
 #[cfg(feature = "charts")]
