@@ -345,10 +345,12 @@ pub(crate) fn read_csv_rows<R: Read>(
             .zip(rec.iter())
             .enumerate()
             .filter(|(i, _)| *i != sv_idx)
-            .map(|(i, (name, value))| match (&diagnosis, *name == DIAGNOSIS_COLUMN) {
-                (Some(list), true) => (*name, list.as_str(), i),
-                _ => (*name, value, i),
-            })
+            .map(
+                |(i, (name, value))| match (&diagnosis, *name == DIAGNOSIS_COLUMN) {
+                    (Some(list), true) => (*name, list.as_str(), i),
+                    _ => (*name, value, i),
+                },
+            )
             .collect();
         let current = Cell::new(None);
         let row = RailResult::deserialize(RecordDe {

@@ -46,9 +46,9 @@ pub mod charts;
 pub mod countersio;
 mod csvio;
 mod error;
-pub mod findingsio;
 #[cfg(feature = "charts")]
 mod export;
+pub mod findingsio;
 mod group;
 mod introspect;
 mod jsonio;
@@ -66,14 +66,17 @@ pub use csvio::{
     csv_header, read_csv, write_csv, write_csv_rows, CSV_SIGNIFICANT_DIGITS, SCHEMA_VERSION_COLUMN,
 };
 pub use error::{Location, Result, ResultsError};
-pub use findingsio::{findings_csv_path, write_findings_csv, FINDINGS_HEADER};
 #[cfg(feature = "charts")]
 pub use export::escape;
+/// The narrowest chart [`SvgExporter`] draws, in pixels.
+#[cfg(feature = "charts")]
+pub use export::CHART_MIN_WIDTH;
 #[cfg(feature = "charts")]
 pub use export::{
     svg_to_png, CsvExporter, Exporter, Format, JsonExporter, MarkdownExporter, PngExporter,
     SvgExporter, UnknownFormatName,
 };
+pub use findingsio::{findings_csv_path, write_findings_csv, FINDINGS_HEADER};
 pub use group::GroupCulprit;
 pub use jsonio::{read_json, write_json, JsonResults};
 pub use read::{
@@ -85,7 +88,7 @@ pub use record::{
 };
 pub use replace::replace_file;
 pub use sink::RowSink;
-pub use summary::{Comparison, ModeSummary, RailDiff, Report, Series};
+pub use summary::{fmt_number, ChartOptions, Comparison, ModeSummary, RailDiff, Report, Series};
 pub use verdict::{judge, Cause, FleetBlame, Layer, Verdict};
 pub use wire::threshold;
 pub use wire::threshold::{above_max_p99, below_threshold, percent_of_line_rate, threshold_gbps};

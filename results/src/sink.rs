@@ -5,9 +5,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::countersio::{self, counters_csv_path};
-use crate::findingsio::{self, findings_csv_path};
 use crate::csvio;
 use crate::error::{Result, ResultsError};
+use crate::findingsio::{self, findings_csv_path};
 use crate::group::GroupCulprit;
 use crate::jsonio;
 use crate::read::read_path;

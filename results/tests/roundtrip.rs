@@ -570,7 +570,12 @@ fn with_findings(mut row: RailResult) -> RailResult {
             summary: "packets were lost, retried 1.2e+03/s".into(),
             evidence: vec![
                 evidence(Role::Client, "packet_seq_err", 17, 1.7),
-                evidence(Role::Server, "local_ack_timeout_err", 12_345, 1234.567_891_2),
+                evidence(
+                    Role::Server,
+                    "local_ack_timeout_err",
+                    12_345,
+                    1234.567_891_2,
+                ),
             ],
             what_to_do: "look at the switch's drops".into(),
         },
@@ -592,14 +597,20 @@ fn findings_leave_the_csv_for_a_long_file_beside_it_and_json_keeps_them_whole() 
     let rows = common::fixture_rows();
     let mut sink = RowSink::create(&csv, Some(&json), "t").expect("create");
     sink.append(rows[0].clone()).expect("append");
-    assert!(!results::findings_csv_path(&csv).exists(), "no finding, no file");
+    assert!(
+        !results::findings_csv_path(&csv).exists(),
+        "no finding, no file"
+    );
     sink.append(with_findings(rows[1].clone())).expect("append");
     drop(sink);
 
     // The CSV's cell holds the words alone.
     let text = std::fs::read_to_string(&csv).expect("csv");
     assert!(text.contains(",loss;link-flap,"), "{text}");
-    assert!(!text.contains("packet_seq_err") && !text.contains('{'), "{text}");
+    assert!(
+        !text.contains("packet_seq_err") && !text.contains('{'),
+        "{text}"
+    );
     assert_eq!(
         std::fs::read_to_string(dir.path().join("sweep.findings.csv")).expect("findings file"),
         "run,mode,rail,finding,side,node,source,counter,delta,per_s,summary,what_to_do\n\
@@ -636,5 +647,8 @@ fn a_version_9_csv_with_the_findings_as_json_in_the_cell_still_reads_them_whole(
         .replacen(&format!("{SCHEMA_VERSION},"), "9,", 1)
         .replacen(",loss;link-flap,", &format!(",{cell},"), 1);
     let old = format!("{header}\n{line}");
-    assert_eq!(read_csv(old.as_bytes(), "v9.csv").expect("reads"), vec![row]);
+    assert_eq!(
+        read_csv(old.as_bytes(), "v9.csv").expect("reads"),
+        vec![row]
+    );
 }
