@@ -385,6 +385,7 @@ impl SvgExporter {
             chart
                 .configure_mesh()
                 .disable_x_mesh()
+                .light_line_style(TRANSPARENT)
                 .x_labels(n_rails)
                 .x_label_formatter(&rail_label)
                 .y_labels(6)
@@ -615,7 +616,7 @@ impl SvgExporter {
                     .draw(&PathElement::new(stroke, grey.stroke_width(2)))
                     .map_err(chart_err)?;
             }
-            entry(y, "below threshold (hatched)".into())?;
+            entry(y, "below threshold".into())?;
             y += 24;
         }
         if any_failed {
@@ -746,7 +747,7 @@ mod tests {
             "dra",
             "line rate 100.0 Gb/s",
             "threshold 90.0 Gb/s",
-            "below threshold (hatched)",
+            "below threshold",
             "failed rail",
         ] {
             assert!(
