@@ -302,7 +302,11 @@ fn fleet(args: &ReportArgs, rows: Vec<results::RailResult>, format: Format) -> R
         Some(bytes) => orchestrator::output::write(&bytes, to)?,
         // The rows themselves, as for any run (CSV with its counters file beside it).
         None => {
-            export(&Report::new(generated_by(), rows).with_chart(args.chart.options()), format, to)?;
+            export(
+                &Report::new(generated_by(), rows).with_chart(args.chart.options()),
+                format,
+                to,
+            )?;
         }
     }
     if let Some(path) = &args.output {
@@ -385,6 +389,12 @@ fn run_rows(args: &ReportArgs, rows: Vec<results::RailResult>) -> Result<Verdict
                 results::say!(
                     "railsweep: wrote the counters to {}",
                     results::counters_csv_path(path).display()
+                );
+            }
+            if format == Format::Csv && results::findingsio::any_findings(&report.rows) {
+                results::say!(
+                    "railsweep: wrote the findings to {}",
+                    results::findings_csv_path(path).display()
                 );
             }
         }

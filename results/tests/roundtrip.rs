@@ -574,7 +574,7 @@ fn with_findings(mut row: RailResult) -> RailResult {
                     Role::Server,
                     "local_ack_timeout_err",
                     12_345,
-                    1234.567_891_2,
+                    1_234.567_891_2,
                 ),
             ],
             what_to_do: "look at the switch's drops".into(),
