@@ -459,6 +459,12 @@ fn csv_output_has_the_findings_words_and_the_findings_in_a_file_beside_it() {
         "run,mode,rail,finding,side,node,source,counter,delta,per_s,summary,what_to_do\n\
          sweep-0601-host,hostnetwork,1,pfc-pause,client,gpu-node-01,netdev,rx_prio3_pause_duration,2300000,191667.0,priority 3 was paused 23% of the window,find who sends the pauses\n"
     );
+    // explain of the CSV says where the finding's counters are.
+    let out = railsweep(&["explain", path_str(&merged), "--rail", "1"]);
+    assert_says(
+        &out.stdout,
+        "  finding pfc-pause: its counters and what to do are in the findings file beside the CSV",
+    );
 }
 
 #[test]
