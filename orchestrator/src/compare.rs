@@ -76,6 +76,9 @@ pub struct CompareArgs {
     /// Everything `railsweep run` takes.
     #[command(flatten)]
     pub run: RunArgs,
+    /// --title, --width: the chart's (`FILE.svg`).
+    #[command(flatten)]
+    pub chart: crate::config::ChartArgs,
 }
 
 /// `FILE.csv` -> `FILE.EXT`.
@@ -176,7 +179,7 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
     }
 
     crate::run::write_metrics(base.metrics.as_deref(), &rows)?;
-    let report = Report::new(generated_by(), rows);
+    let report = Report::new(generated_by(), rows).with_chart(args.chart.options());
     for (format, path) in [
         (Format::Csv, csv.clone()),
         (Format::Markdown, sibling(&csv, "md")),

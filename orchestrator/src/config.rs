@@ -41,6 +41,35 @@ pub mod heading {
     pub const CREATED: &str = "Pods railsweep creates (--nodes)";
 }
 
+/// The chart's title and width: `railsweep report` (`-o FILE.svg`, `FILE.png`) and the
+/// chart `compare` writes beside its CSV. One definition, flattened into each command.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ChartArgs {
+    /// The chart's title [default: "RDMA bandwidth per rail: MODE vs MODE"].
+    #[arg(long, value_name = "TEXT", help_heading = heading::OUTPUT)]
+    pub title: Option<String>,
+
+    /// The chart's width in pixels (a PNG has twice as many); past 8 rails, the rails wrap
+    /// into panels one under the other [default: 1200].
+    #[arg(
+        long,
+        value_name = "PIXELS",
+        value_parser = clap::value_parser!(u32).range(i64::from(results::CHART_MIN_WIDTH)..=20_000),
+        help_heading = heading::OUTPUT
+    )]
+    pub width: Option<u32>,
+}
+
+impl ChartArgs {
+    /// What the chart exporters read.
+    pub fn options(&self) -> results::ChartOptions {
+        results::ChartOptions {
+            title: self.title.clone(),
+            width: self.width,
+        }
+    }
+}
+
 /// How commands reach the pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RunnerKind {

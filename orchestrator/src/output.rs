@@ -31,7 +31,8 @@ impl std::fmt::Debug for Dest<'_> {
 
 /// `report` in `format`, written to `to`; the bytes written, for a caller that shows them
 /// again. Results CSV written to a file gets the counters file beside it
-/// ([`results::counters_csv_path`]) when a row has counters. Errors name the format or the
+/// ([`results::counters_csv_path`]) when a row has counters, and the findings file
+/// ([`results::findings_csv_path`]) when a row has a finding. Errors name the format or the
 /// destination.
 ///
 /// # Errors
@@ -47,13 +48,20 @@ pub fn export(report: &Report, format: Format, to: Dest<'_>) -> anyhow::Result<V
         Dest::Stream(_) => None,
     };
     write(&bytes, to)?;
-    // Results CSV has no counters column: they go to the counters file beside it.
+    // Results CSV has no counters column and only the findings' words: the counters and the
+    // findings go to their files beside it.
     if let Some(path) = counters_beside {
         if format == Format::Csv && results::countersio::any_counters(&report.rows) {
             let mut counters = Vec::new();
             results::write_counters_csv(&mut counters, &report.rows)
                 .context("cannot produce the counters file")?;
             write_whole(&results::counters_csv_path(&path), &counters)?;
+        }
+        if format == Format::Csv && results::findingsio::any_findings(&report.rows) {
+            let mut findings = Vec::new();
+            results::write_findings_csv(&mut findings, &report.rows)
+                .context("cannot produce the findings file")?;
+            write_whole(&results::findings_csv_path(&path), &findings)?;
         }
     }
     Ok(bytes)
@@ -185,9 +193,9 @@ pub fn table_in(rows: &[RailResult], sum: bool, style: TableStyle) -> Table {
             ),
             format!("{}/{}", gid(r.client_gid_index), gid(r.server_gid_index)),
             r.bw_avg_gbps
-                .map_or_else(|| "-".into(), |b| format!("{b:.2}")),
+                .map_or_else(|| "-".into(), |b| results::fmt_number(b, 2)),
             r.line_rate_pct
-                .map_or_else(|| "-".into(), |p| format!("{p:.1}")),
+                .map_or_else(|| "-".into(), |p| results::fmt_number(p, 1)),
             r.status.to_string(),
             r.layer.map_or_else(|| "-".into(), |l| l.to_string()),
             diagnosis(r),
@@ -215,9 +223,9 @@ pub fn table_in(rows: &[RailResult], sum: bool, style: TableStyle) -> Table {
             format!("{} rails at once", measured.len()),
             String::new(),
             String::new(),
-            format!("{total:.2}"),
+            results::fmt_number(total, 2),
             line.filter(|l| *l > 0.0)
-                .map_or_else(|| "-".into(), |l| format!("{:.1}", total / l * 100.0)),
+                .map_or_else(|| "-".into(), |l| results::fmt_number(total / l * 100.0, 1)),
             String::new(),
             String::new(),
             String::new(),
@@ -239,7 +247,12 @@ pub fn table_in(rows: &[RailResult], sum: bool, style: TableStyle) -> Table {
 /// A row's latency, `p50/p99/max` in microseconds (`1.52/3.10/12.4`), `-` when not measured.
 fn lat_cell(r: &RailResult) -> String {
     match (r.lat_p50_us, r.lat_p99_us, r.lat_max_us) {
-        (Some(a), Some(b), Some(c)) => format!("{a:.2}/{b:.2}/{c:.2}"),
+        (Some(a), Some(b), Some(c)) => format!(
+            "{}/{}/{}",
+            results::fmt_number(a, 2),
+            results::fmt_number(b, 2),
+            results::fmt_number(c, 2)
+        ),
         _ => "-".into(),
     }
 }

@@ -68,6 +68,10 @@ pub struct ReportArgs {
     /// the latency judgement recorded when they were measured (rows of `--test bw,lat`).
     #[command(flatten, next_help_heading = heading::VERDICTS)]
     pub lat: results::rdmabw::flags::LatencyFlags,
+
+    /// --title, --width: the chart's (svg, png).
+    #[command(flatten)]
+    pub chart: orchestrator::config::ChartArgs,
 }
 
 /// `--format` values.
@@ -298,7 +302,11 @@ fn fleet(args: &ReportArgs, rows: Vec<results::RailResult>, format: Format) -> R
         Some(bytes) => orchestrator::output::write(&bytes, to)?,
         // The rows themselves, as for any run (CSV with its counters file beside it).
         None => {
-            export(&Report::new(generated_by(), rows), format, to)?;
+            export(
+                &Report::new(generated_by(), rows).with_chart(args.chart.options()),
+                format,
+                to,
+            )?;
         }
     }
     if let Some(path) = &args.output {
@@ -378,6 +386,7 @@ fn run_rows(
         return fleet(args, rows, format);
     }
     let report = Report::new(generated_by(), rows)
+        .with_chart(args.chart.options())
         .with_threshold(args.threshold_gbps)
         .with_max_p99(args.lat.max_p99_us)
         .with_labels(args.label.clone())
@@ -401,6 +410,12 @@ fn run_rows(
                 results::say!(
                     "railsweep: wrote the counters to {}",
                     results::counters_csv_path(path).display()
+                );
+            }
+            if format == Format::Csv && results::findingsio::any_findings(&report.rows) {
+                results::say!(
+                    "railsweep: wrote the findings to {}",
+                    results::findings_csv_path(path).display()
                 );
             }
         }

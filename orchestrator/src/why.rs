@@ -123,6 +123,16 @@ pub fn chain(r: &RailResult) -> String {
         let _ = writeln!(out, "  error: {e}");
     }
     for f in &r.diagnosis {
+        if f.summary.is_empty() && f.evidence.is_empty() && f.what_to_do.is_empty() {
+            // A results CSV keeps the finding's word alone since version 10.
+            let _ = writeln!(
+                out,
+                "  finding {}: its counters and what to do are in the findings file beside the \
+                 CSV (NAME.findings.csv), or explain the run's JSON",
+                f.finding.word()
+            );
+            continue;
+        }
         let _ = writeln!(out, "  finding {}: {}", f.finding.word(), f.summary);
         for e in &f.evidence {
             let _ = writeln!(

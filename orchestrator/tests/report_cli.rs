@@ -424,6 +424,85 @@ fn csv_output_has_plain_numbers_and_its_counters_in_a_file_beside_it() {
 }
 
 #[test]
+fn csv_output_has_the_findings_words_and_the_findings_in_a_file_beside_it() {
+    use results::rdmabw::counters::{CounterSource, Evidence, Finding, FindingKind};
+    use results::rdmabw::report::Role;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rows = rows_of(&NetworkMode::HostNetwork);
+    rows[1].diagnosis = vec![Finding {
+        finding: FindingKind::PfcPause,
+        summary: "priority 3 was paused 23% of the window".into(),
+        evidence: vec![Evidence {
+            role: Role::Client,
+            source: CounterSource::Netdev,
+            counter: "rx_prio3_pause_duration".into(),
+            delta: 2_300_000,
+            per_s: 191_666.666_666_7,
+        }],
+        what_to_do: "find who sends the pauses".into(),
+    }];
+    let input = dir.path().join("in.json");
+    write_json(std::fs::File::create(&input).expect("create"), "t", &rows).expect("write");
+    let merged = dir.path().join("merged.csv");
+    let out = railsweep(&["report", path_str(&input), "-o", path_str(&merged)]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let csv = std::fs::read_to_string(&merged).expect("csv");
+    assert!(csv.contains(",pfc-pause,"), "{csv}");
+    assert!(!csv.contains("rx_prio3") && !csv.contains('{'), "{csv}");
+    let findings = dir.path().join("merged.findings.csv");
+    assert_says(
+        &out.stderr,
+        &format!("wrote the findings to {}", findings.display()),
+    );
+    assert_eq!(
+        std::fs::read_to_string(&findings).expect("findings file"),
+        "run,mode,rail,finding,side,node,source,counter,delta,per_s,summary,what_to_do\n\
+         sweep-0601-host,hostnetwork,1,pfc-pause,client,gpu-node-01,netdev,rx_prio3_pause_duration,2300000,191667.0,priority 3 was paused 23% of the window,find who sends the pauses\n"
+    );
+    // explain of the CSV says where the finding's counters are.
+    let out = railsweep(&["explain", path_str(&merged), "--rail", "1"]);
+    assert_says(
+        &out.stdout,
+        "  finding pfc-pause: its counters and what to do are in the findings file beside the CSV",
+    );
+}
+
+#[test]
+fn the_chart_takes_a_title_and_a_width_and_refuses_a_width_too_narrow() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chart = dir.path().join("chart.svg");
+    let f = fixture();
+    let out = railsweep(&[
+        "report",
+        path_str(&f),
+        "-o",
+        path_str(&chart),
+        "--title",
+        "Rails of rack 3",
+        "--width",
+        "900",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
+    let svg = std::fs::read_to_string(&chart).expect("svg written");
+    assert!(
+        svg.starts_with("<svg width=\"900\" "),
+        "{}",
+        &svg[..svg.len().min(200)]
+    );
+    assert!(svg.contains(">\nRails of rack 3\n<"), "no title");
+    let out = railsweep(&[
+        "report",
+        path_str(&f),
+        "-o",
+        path_str(&chart),
+        "--width",
+        "300",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "stderr: {}", text(&out.stderr));
+    assert_says(&out.stderr, "--width");
+}
+
+#[test]
 fn an_output_name_of_no_known_format_is_a_usage_error_listing_them() {
     let dir = tempfile::tempdir().expect("tempdir");
     for name in ["chart.jpg", "report"] {

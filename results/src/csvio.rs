@@ -3,8 +3,10 @@
 //! The first column is `schema_version`, repeated on every row so that rows
 //! appended by different program versions stay self-describing; the rest are
 //! the fields of [`RailResult`] in declaration order, less `counters`, which go to a
-//! file of their own beside it ([`crate::countersio`]; since version 5). The list
-//! `diagnosis` is compact JSON in its cell, empty when empty. The reader
+//! file of their own beside it ([`crate::countersio`]; since version 5). The `diagnosis` cell
+//! holds the findings' words joined by `;` (`loss;link-flap`), empty when there is none; the
+//! findings themselves go to the findings file beside it ([`crate::findingsio`]; since
+//! version 10, compact JSON in the cell before, which still reads). The reader
 //! accepts the columns in any order but insists on exactly the schema's set of
 //! columns, less those added after the file's version
 //! ([`crate::record::ADDED_FIELDS`]); the `counters` column of a file before version 5
@@ -26,6 +28,54 @@ pub const SCHEMA_VERSION_COLUMN: &str = "schema_version";
 /// The column of [`RailResult::counters`] in files before version 5, which still read;
 /// written no more (the counters file holds them).
 const LEGACY_COUNTERS_COLUMN: &str = "counters";
+
+/// The column of [`RailResult::diagnosis`]: the findings' words since version 10 (the findings
+/// themselves go to the findings file, [`crate::findingsio`]), compact JSON before.
+const DIAGNOSIS_COLUMN: &str = "diagnosis";
+
+/// What separates the words of the `diagnosis` cell.
+const FINDING_SEPARATOR: char = ';';
+
+/// The `diagnosis` cell: the words of the row's finding kinds, each once, in order, joined by
+/// `;` (`loss;link-flap`); empty when there is none.
+fn diagnosis_cell(row: &RailResult) -> String {
+    let words: Vec<&str> = row.finding_kinds().into_iter().map(|k| k.word()).collect();
+    words.join(&FINDING_SEPARATOR.to_string())
+}
+
+/// A `diagnosis` cell as the JSON list it stands for: a list of version 2 to 9 as it is, the
+/// words of version 10 on as findings of their kind alone (no summary, evidence or advice:
+/// those are in the findings file and in JSON).
+fn diagnosis_json(cell: &str) -> std::result::Result<String, String> {
+    let cell = cell.trim();
+    if cell.is_empty() || cell.starts_with('[') {
+        return Ok(cell.to_string());
+    }
+    let findings = cell
+        .split(FINDING_SEPARATOR)
+        .map(|word| {
+            let word = word.trim();
+            let kind = crate::rdmabw::counters::FindingKind::from_word(word).ok_or_else(|| {
+                let known: Vec<&str> = crate::rdmabw::counters::FindingKind::ALL
+                    .iter()
+                    .map(|k| k.word())
+                    .collect();
+                format!(
+                    "unknown finding {}; expected words among {}, joined by `;`",
+                    show(word),
+                    known.join(", ")
+                )
+            })?;
+            Ok(serde_json::json!({
+                "finding": kind,
+                "summary": "",
+                "evidence": [],
+                "what_to_do": "",
+            }))
+        })
+        .collect::<std::result::Result<Vec<_>, String>>()?;
+    Ok(serde_json::Value::from(findings).to_string())
+}
 
 /// The fields that have a CSV column: [`RailResult::field_names`] less `counters`.
 fn csv_fields() -> impl Iterator<Item = &'static str> {
@@ -83,7 +133,7 @@ pub const CSV_SIGNIFICANT_DIGITS: usize = 6;
 
 /// A fractional number as a CSV cell: rounded to [`CSV_SIGNIFICANT_DIGITS`], then the shortest
 /// text that reads back to that rounded value (`96.87`, `10.0`, `1e-9`).
-fn number_cell(x: f64) -> String {
+pub(crate) fn number_cell(x: f64) -> String {
     let rounded: f64 = format!("{x:.prec$e}", prec = CSV_SIGNIFICANT_DIGITS - 1)
         .parse()
         .unwrap_or(x);
@@ -111,7 +161,13 @@ fn row_cells(row: &RailResult) -> Result<Vec<String>> {
         Some(other) => other.to_string(),
     };
     Ok(std::iter::once(SCHEMA_VERSION.to_string())
-        .chain(csv_fields().map(|f| cell(fields.get(f))))
+        .chain(csv_fields().map(|f| {
+            if f == DIAGNOSIS_COLUMN {
+                diagnosis_cell(row)
+            } else {
+                cell(fields.get(f))
+            }
+        }))
         .collect())
 }
 
@@ -274,12 +330,27 @@ pub(crate) fn read_csv_rows<R: Read>(
                 ),
             ));
         }
+        // The diagnosis cell's words, as the JSON list the record reads.
+        let diagnosis = match names.iter().position(|n| *n == DIAGNOSIS_COLUMN) {
+            Some(i) => Some(diagnosis_json(rec.get(i).unwrap_or("")).map_err(|message| {
+                ResultsError::parse(
+                    at(line, col(i)),
+                    format!("column `{DIAGNOSIS_COLUMN}`: {message}"),
+                )
+            })?),
+            None => None,
+        };
         let cells: Vec<(&str, &str, usize)> = names
             .iter()
             .zip(rec.iter())
             .enumerate()
             .filter(|(i, _)| *i != sv_idx)
-            .map(|(i, (name, value))| (*name, value, i))
+            .map(
+                |(i, (name, value))| match (&diagnosis, *name == DIAGNOSIS_COLUMN) {
+                    (Some(list), true) => (*name, list.as_str(), i),
+                    _ => (*name, value, i),
+                },
+            )
             .collect();
         let current = Cell::new(None);
         let row = RailResult::deserialize(RecordDe {

@@ -48,6 +48,7 @@ mod csvio;
 mod error;
 #[cfg(feature = "charts")]
 mod export;
+pub mod findingsio;
 mod group;
 mod introspect;
 mod jsonio;
@@ -67,11 +68,15 @@ pub use csvio::{
 pub use error::{Location, Result, ResultsError};
 #[cfg(feature = "charts")]
 pub use export::escape;
+/// The narrowest chart [`SvgExporter`] draws, in pixels.
+#[cfg(feature = "charts")]
+pub use export::CHART_MIN_WIDTH;
 #[cfg(feature = "charts")]
 pub use export::{
     svg_to_png, CsvExporter, Exporter, Format, JsonExporter, MarkdownExporter, PngExporter,
     SvgExporter, UnknownFormatName,
 };
+pub use findingsio::{findings_csv_path, write_findings_csv, FINDINGS_HEADER};
 pub use group::GroupCulprit;
 pub use jsonio::{read_json, write_json, JsonResults};
 pub use read::{
@@ -83,7 +88,7 @@ pub use record::{
 };
 pub use replace::replace_file;
 pub use sink::RowSink;
-pub use summary::{Comparison, ModeSummary, RailDiff, Report, Series};
+pub use summary::{fmt_number, ChartOptions, Comparison, ModeSummary, RailDiff, Report, Series};
 pub use verdict::{judge, Cause, FleetBlame, Layer, Verdict};
 pub use wire::threshold;
 pub use wire::threshold::{above_max_p99, below_threshold, percent_of_line_rate, threshold_gbps};

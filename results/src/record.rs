@@ -30,8 +30,11 @@ pub use wire::{check_number, InvalidRecord, MemoryKind};
 /// `software_rdma` (whether the figures measure an emulated RDMA device); version 8
 /// `client_tool` and `server_tool` (which program ran each end: rdmabw or perftest's
 /// ib_write_bw); version 9 `layer`, `evidence` and `fix` (the per-rail verdict,
-/// [`crate::verdict`]), and `client_gpus_without_rail`, `server_gpus_without_rail`.
-pub const SCHEMA_VERSION: u32 = 9;
+/// [`crate::verdict`]), and `client_gpus_without_rail`, `server_gpus_without_rail`. Version 10
+/// changed the CSV alone: its `diagnosis` cell holds the findings' words (`loss;link-flap`)
+/// instead of their JSON, the findings going to the findings file beside it
+/// ([`crate::findingsio`]); the record and JSON are as in version 9.
+pub const SCHEMA_VERSION: u32 = 10;
 
 /// Fields added after version 1, with the version that added them: a file of an
 /// older version has no column (no key) for them, and its rows read with the
@@ -193,9 +196,10 @@ impl fmt::Display for RailStatus {
 ///
 /// `Option` fields are empty cells in CSV and `null` in JSON. Note that an
 /// empty string in an `Option<String>` column reads back as `None`. The two
-/// lists, `diagnosis` and `counters`, are arrays in JSON; in CSV `diagnosis` is compact JSON
-/// text in its cell (an empty cell is an empty list), and `counters` have no column: they go
-/// to the counters file beside it ([`crate::countersio`]).
+/// lists, `diagnosis` and `counters`, are arrays in JSON; in CSV `diagnosis` is the findings'
+/// words joined by `;` (an empty cell is an empty list; the findings whole go to the findings
+/// file beside it, [`crate::findingsio`]), and `counters` have no column: they go to the
+/// counters file beside it ([`crate::countersio`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RailResult {
     /// Identifier shared by all rails of one sweep.

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::countersio::{self, counters_csv_path};
 use crate::csvio;
 use crate::error::{Result, ResultsError};
+use crate::findingsio::{self, findings_csv_path};
 use crate::group::GroupCulprit;
 use crate::jsonio;
 use crate::read::read_path;
@@ -35,9 +36,13 @@ use crate::replace::{replace_file, sync_parent};
 ///   log like the CSV: each row's counter deltas are appended after its CSV line.
 ///   It is made at the first row that has counters.
 ///
+/// * The **findings file** (`NAME.findings.csv`, [`crate::findingsio`]) is a log
+///   the same way: each row's counter findings, one line per counter they rest on.
+///
 /// To continue a sweep after a crash, [`RowSink::resume`] reads the CSV back
-/// (strictly), takes the counters of its rows from the JSON snapshot when there is one
-/// that holds the same rows (the CSV has no counters since version 5), rewrites the JSON
+/// (strictly), takes the counters and findings of its rows from the JSON snapshot when there
+/// is one that holds the same rows (the CSV has no counters since version 5, and only the
+/// findings' words since version 10), rewrites the JSON
 /// from them, and appends from there.
 #[derive(Debug)]
 pub struct RowSink {
@@ -142,6 +147,7 @@ impl RowSink {
             .and_then(|()| self.csv_file.sync_data())
             .map_err(|e| ResultsError::io(self.csv_path.display(), e))?;
         self.append_counters(&row)?;
+        self.append_findings(&row)?;
         self.rows.push(row);
         self.write_json()
     }
@@ -161,6 +167,29 @@ impl RowSink {
         let mut bytes = Vec::new();
         if file.metadata().map_err(io)?.len() == 0 {
             bytes = countersio::counters_header_bytes()?;
+        }
+        bytes.extend(lines);
+        file.write_all(&bytes)
+            .and_then(|()| file.sync_data())
+            .map_err(io)
+    }
+
+    /// Append `row`'s findings to the findings file, made with its header first.
+    fn append_findings(&self, row: &RailResult) -> Result<()> {
+        let lines = findingsio::findings_row_bytes(row)?;
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let path = findings_csv_path(&self.csv_path);
+        let io = |e| ResultsError::io(path.display(), e);
+        let mut file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&path)
+            .map_err(io)?;
+        let mut bytes = Vec::new();
+        if file.metadata().map_err(io)?.len() == 0 {
+            bytes = findingsio::findings_header_bytes()?;
         }
         bytes.extend(lines);
         file.write_all(&bytes)
@@ -254,6 +283,10 @@ fn counters_from_snapshot(rows: &mut [RailResult], json: &Path) {
         return;
     }
     for (row, old) in rows.iter_mut().zip(snapshot) {
+        // The CSV keeps only the findings' words: the snapshot has them whole.
+        if row.finding_kinds() == old.finding_kinds() {
+            row.diagnosis = old.diagnosis;
+        }
         if row.counters.is_empty() {
             row.counters = old.counters;
         }
@@ -279,6 +312,11 @@ fn upgrade_header(path: &Path, rows: &[RailResult]) -> Result<()> {
         let mut counters = Vec::new();
         countersio::write_counters_csv(&mut counters, rows)?;
         replace_file(&counters_csv_path(path), &counters)?;
+    }
+    if findingsio::any_findings(rows) {
+        let mut findings = Vec::new();
+        findingsio::write_findings_csv(&mut findings, rows)?;
+        replace_file(&findings_csv_path(path), &findings)?;
     }
     replace_file(path, &bytes)
 }

@@ -28,6 +28,19 @@ pub struct Report {
     /// The groups of nodes a fleet named as culprits (`--pattern topology`), which the JSON and
     /// OpenMetrics exports carry beside the rows; empty for anything else.
     pub group_culprits: Vec<GroupCulprit>,
+    /// What the user asked of the chart (railsweep `--title`, `--width`); the SVG and PNG
+    /// exports read it, the others do not.
+    pub chart: ChartOptions,
+}
+
+/// What the user may set of a chart: its title, and its width in pixels (the SVG's; the PNG
+/// has twice as many).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChartOptions {
+    /// The title, instead of "RDMA bandwidth per rail: MODE vs MODE".
+    pub title: Option<String>,
+    /// The image's width, instead of the exporter's.
+    pub width: Option<u32>,
 }
 
 impl Report {
@@ -40,7 +53,14 @@ impl Report {
             labels: Vec::new(),
             max_p99_us: None,
             group_culprits: Vec::new(),
+            chart: ChartOptions::default(),
         }
+    }
+
+    /// Draw the chart as `chart` says (its title, its width).
+    pub fn with_chart(mut self, chart: ChartOptions) -> Self {
+        self.chart = chart;
+        self
     }
 
     /// Name columns by `labels` (KEY=NAME, KEY a run id or a network mode) instead of by mode.
@@ -408,6 +428,20 @@ pub struct ModeSummary {
 }
 
 /// A threshold printed as people write it: `90.0`, `92.25`.
+/// A figure for people to read: `decimals` decimals, or more where it takes them to show two
+/// significant digits, so that a small value never reads as zero (`fmt_number(96.871, 2)` is
+/// `96.87`, `(0.0043, 2)` `0.0043`, `(96.87, 0)` `97`, `(0.04, 0)` `0.040`, 0 `0`).
+pub fn fmt_number(x: f64, decimals: usize) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x:.decimals$}");
+    }
+    #[allow(clippy::cast_possible_truncation)]
+    let magnitude = x.abs().log10().floor() as i64;
+    let for_two = usize::try_from(1 - magnitude).unwrap_or(0);
+    let decimals = decimals.max(for_two);
+    format!("{x:.decimals$}")
+}
+
 pub(crate) fn fmt_threshold(t: f64) -> String {
     if t.fract() == 0.0 {
         format!("{t:.1}")
@@ -422,16 +456,27 @@ impl fmt::Display for ModeSummary {
         write!(f, "{}: {} {plural}, ", self.label, self.rails)?;
         match (self.bw_min_gbps, self.bw_max_gbps, self.bw_mean_gbps) {
             (Some(lo), Some(hi), Some(mean)) => {
-                write!(f, "{lo:.2} to {hi:.2} Gb/s (mean {mean:.2} Gb/s")?;
+                write!(
+                    f,
+                    "{} to {} Gb/s (mean {} Gb/s",
+                    fmt_number(lo, 2),
+                    fmt_number(hi, 2),
+                    fmt_number(mean, 2)
+                )?;
                 if let Some(pct) = self.line_rate_pct_mean {
-                    write!(f, ", {pct:.1}% of line rate")?;
+                    write!(f, ", {}% of line rate", fmt_number(pct, 1))?;
                 }
                 f.write_str(")")?;
             }
             _ => f.write_str("no bandwidth measured")?,
         }
         if let (Some(lo), Some(hi)) = (self.lat_p99_min_us, self.lat_p99_max_us) {
-            write!(f, ", p99 latency {lo:.2} to {hi:.2} us")?;
+            write!(
+                f,
+                ", p99 latency {} to {} us",
+                fmt_number(lo, 2),
+                fmt_number(hi, 2)
+            )?;
         }
         match self.threshold_gbps {
             Some(t) => write!(

@@ -118,7 +118,7 @@ fn csv_unknown_column_is_an_error() {
     let e = err(&text, "a.csv");
     assert_eq!(
         e.to_string(),
-        "a.csv:1:54: unknown column `extra` (schema_version 9 has no such column)"
+        "a.csv:1:54: unknown column `extra` (schema_version 10 has no such column)"
     );
 }
 
@@ -126,19 +126,19 @@ fn csv_unknown_column_is_an_error() {
 fn csv_newer_schema_is_refused_before_column_checks() {
     // A newer schema typically has columns this one does not know; the
     // version is what the user needs to hear about.
-    let text = set_cell(&fixture_csv(), 0, "schema_version", "10").replacen(
+    let text = set_cell(&fixture_csv(), 0, "schema_version", "11").replacen(
         "server_gpus_without_rail\n",
         "server_gpus_without_rail,new_field\n",
         1,
     );
-    newer_schema(&text, "new.csv", "new.csv:2:1: schema_version 10 is newer");
+    newer_schema(&text, "new.csv", "new.csv:2:1: schema_version 11 is newer");
 }
 
-/// `text`, read as `name`, is refused as of the newer schema 10 with a message starting `start`.
+/// `text`, read as `name`, is refused as of the newer schema 11 with a message starting `start`.
 fn newer_schema(text: &str, name: &str, start: &str) {
     let e = err(text, name);
     assert!(
-        matches!(e, ResultsError::NewerSchema { found: 10, .. }),
+        matches!(e, ResultsError::NewerSchema { found: 11, .. }),
         "{e:?}"
     );
     assert_starts(&e.to_string(), start);
@@ -146,11 +146,11 @@ fn newer_schema(text: &str, name: &str, start: &str) {
 
 #[test]
 fn csv_newer_schema_on_a_later_row_is_refused() {
-    let text = set_cell(&fixture_csv(), 2, "schema_version", "10");
+    let text = set_cell(&fixture_csv(), 2, "schema_version", "11");
     newer_schema(
         &text,
         "mixed.csv",
-        "mixed.csv:4:1: schema_version 10 is newer",
+        "mixed.csv:4:1: schema_version 11 is newer",
     );
 }
 
@@ -204,11 +204,11 @@ fn csv_short_row_is_an_error() {
 
 #[test]
 fn json_newer_schema_names_file_line_column() {
-    let text = fixture_json().replacen("\"schema_version\": 9", "\"schema_version\": 10", 1);
+    let text = fixture_json().replacen("\"schema_version\": 10", "\"schema_version\": 11", 1);
     newer_schema(
         &text,
         "new.json",
-        "new.json:2:21: schema_version 10 is newer",
+        "new.json:2:21: schema_version 11 is newer",
     );
 }
 
@@ -330,7 +330,7 @@ fn poll_and_cpu_per_gb_round_trip_through_csv() {
 
 #[test]
 fn a_list_cell_that_is_not_json_names_its_column() {
-    let e = cell_error(1, "diagnosis", "loss");
+    let e = cell_error(1, "diagnosis", "[loss");
     assert_starts(
         &e,
         "a.csv:3:36: column `diagnosis`: expected a JSON list (or an empty cell)",
@@ -338,8 +338,17 @@ fn a_list_cell_that_is_not_json_names_its_column() {
 }
 
 #[test]
+fn a_diagnosis_word_that_names_no_finding_names_its_column_and_the_words() {
+    let e = cell_error(1, "diagnosis", "loss;lost");
+    assert_starts(
+        &e,
+        "a.csv:3:36: column `diagnosis`: unknown finding `lost`; expected words among loss, congestion,",
+    );
+}
+
+#[test]
 fn a_version_1_json_file_reads_without_the_new_keys() {
-    let text = fixture_json().replacen("\"schema_version\": 9", "\"schema_version\": 1", 1);
+    let text = fixture_json().replacen("\"schema_version\": 10", "\"schema_version\": 1", 1);
     let text = without_gpu_keys(&without_lat_keys(&text))
         .replace(",\n      \"poll\": null,\n      \"cpu_s_per_gb\": null", "")
         .replace(",\n      \"diagnosis\": [],\n      \"counters\": []", "")
@@ -409,7 +418,7 @@ fn a_version_5_file_reads_without_the_latency_columns() {
     );
     // And its JSON, without the keys, claiming version 5.
     let json = without_lat_keys(&fixture_json()).replacen(
-        "\"schema_version\": 9",
+        "\"schema_version\": 10",
         "\"schema_version\": 5",
         1,
     );
@@ -486,7 +495,7 @@ fn a_version_3_file_reads_without_the_gpu_columns() {
     assert!(err(&json, "a.json")
         .to_string()
         .contains("missing column `client_gpu`"));
-    let json = json.replacen("\"schema_version\": 9", "\"schema_version\": 3", 1);
+    let json = json.replacen("\"schema_version\": 10", "\"schema_version\": 3", 1);
     let rows = read_str(&json, "old.json").expect("a version 3 JSON file reads");
     assert_eq!(rows, common::fixture_rows()[..3].to_vec());
 }

@@ -336,7 +336,22 @@ fn resuming_a_version_1_file_rewrites_it_in_the_current_schema_first() {
         text.lines().skip(1).all(|l| l.starts_with(&current)),
         "{text}"
     );
+    // The CSV keeps the finding's word; the findings file beside it the rest.
+    assert!(
+        text.lines().nth(5).is_some_and(|l| l.contains(",loss,")),
+        "{text}"
+    );
+    let findings = std::fs::read_to_string(results::findings_csv_path(&csv)).expect("findings");
+    assert_eq!(
+        findings,
+        format!(
+            "{}\nsweep-0601-host,hostnetwork,4,loss,,,,,,,lost,look\n",
+            results::FINDINGS_HEADER.join(",")
+        )
+    );
     let mut want = rows[..4].to_vec();
+    finding.diagnosis[0].summary.clear();
+    finding.diagnosis[0].what_to_do.clear();
     want.push(finding);
     assert_eq!(read_path(&csv).expect("csv"), want);
     assert!(!dir.path().join("old.csv.tmp").exists());
@@ -536,4 +551,104 @@ fn a_sinks_rows_rewritten_with_their_verdicts_read_back_and_it_keeps_appending()
         );
         assert_eq!((back[0].layer, back[3].layer), (None, None));
     }
+}
+
+/// A row of `rows` with two findings, the first resting on a counter of each side.
+fn with_findings(mut row: RailResult) -> RailResult {
+    use results::rdmabw::counters::{CounterSource, Evidence, Finding, FindingKind};
+    use results::rdmabw::report::Role;
+    let evidence = |role, counter: &str, delta, per_s| Evidence {
+        role,
+        source: CounterSource::Hw,
+        counter: counter.into(),
+        delta,
+        per_s,
+    };
+    row.diagnosis = vec![
+        Finding {
+            finding: FindingKind::PacketLoss,
+            summary: "packets were lost, retried 1.2e+03/s".into(),
+            evidence: vec![
+                evidence(Role::Client, "packet_seq_err", 17, 1.7),
+                evidence(
+                    Role::Server,
+                    "local_ack_timeout_err",
+                    12_345,
+                    1_234.567_891_2,
+                ),
+            ],
+            what_to_do: "look at the switch's drops".into(),
+        },
+        Finding {
+            finding: FindingKind::LinkFlap,
+            summary: "the carrier changed".into(),
+            evidence: vec![evidence(Role::Server, "link_downed", 1, 0.1)],
+            what_to_do: "reseat the cable".into(),
+        },
+    ];
+    row
+}
+
+#[test]
+fn findings_leave_the_csv_for_a_long_file_beside_it_and_json_keeps_them_whole() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = dir.path().join("sweep.csv");
+    let json = dir.path().join("sweep.json");
+    let rows = common::fixture_rows();
+    let mut sink = RowSink::create(&csv, Some(&json), "t").expect("create");
+    sink.append(rows[0].clone()).expect("append");
+    assert!(
+        !results::findings_csv_path(&csv).exists(),
+        "no finding, no file"
+    );
+    sink.append(with_findings(rows[1].clone())).expect("append");
+    drop(sink);
+
+    // The CSV's cell holds the words alone.
+    let text = std::fs::read_to_string(&csv).expect("csv");
+    assert!(text.contains(",loss;link-flap,"), "{text}");
+    assert!(
+        !text.contains("packet_seq_err") && !text.contains('{'),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("sweep.findings.csv")).expect("findings file"),
+        "run,mode,rail,finding,side,node,source,counter,delta,per_s,summary,what_to_do\n\
+         sweep-0601-host,hostnetwork,1,loss,client,gpu-node-01,hw,packet_seq_err,17,1.7,\"packets were lost, retried 1.2e+03/s\",look at the switch's drops\n\
+         sweep-0601-host,hostnetwork,1,loss,server,gpu-node-02,hw,local_ack_timeout_err,12345,1234.57,\"packets were lost, retried 1.2e+03/s\",look at the switch's drops\n\
+         sweep-0601-host,hostnetwork,1,link-flap,server,gpu-node-02,hw,link_downed,1,0.1,the carrier changed,reseat the cable\n"
+    );
+    // Read back, the CSV gives the kinds; JSON, and a resumed sink, the findings whole.
+    let kinds: Vec<_> = read_path(&csv).expect("csv")[1]
+        .diagnosis
+        .iter()
+        .map(|f| (f.finding.word(), f.evidence.len(), f.summary.clone()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [("loss", 0, String::new()), ("link-flap", 0, String::new())]
+    );
+    let want = vec![rows[0].clone(), with_findings(rows[1].clone())];
+    assert_eq!(read_path(&json).expect("json"), want);
+    let sink = RowSink::resume(&csv, Some(&json), "t").expect("resume");
+    assert_eq!(sink.rows(), &want[..]);
+}
+
+#[test]
+fn a_version_9_csv_with_the_findings_as_json_in_the_cell_still_reads_them_whole() {
+    let row = with_findings(common::fixture_rows()[1].clone());
+    let mut text = Vec::new();
+    write_csv(&mut text, std::slice::from_ref(&row)).expect("csv");
+    let text = String::from_utf8(text).expect("utf-8");
+    let (header, line) = text.split_once('\n').expect("two lines");
+    let json = serde_json::to_string(&row.diagnosis).expect("json");
+    let cell = format!("\"{}\"", json.replace('"', "\"\""));
+    let line = line
+        .replacen(&format!("{SCHEMA_VERSION},"), "9,", 1)
+        .replacen(",loss;link-flap,", &format!(",{cell},"), 1);
+    let old = format!("{header}\n{line}");
+    assert_eq!(
+        read_csv(old.as_bytes(), "v9.csv").expect("reads"),
+        vec![row]
+    );
 }

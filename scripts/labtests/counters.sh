@@ -99,8 +99,8 @@ PY
 }
 
 # railsweep run over both rails with netem on rail 1's path: the table's diagnosis column says
-# loss on rail 1 only, the summary names rail 1, the CSV rows carry the findings, and the counters
-# file beside the CSV both sides' counters.
+# loss on rail 1 only, the summary names rail 1, the CSV rows carry the findings' words, the
+# findings file beside the CSV their evidence, and the counters file both sides' counters.
 test_counters_railsweep_names_the_lossy_rail() {
   tc qdisc add dev r1b root netem loss "$LOSS" || fail "tc netem on r1b"
   local rc=0
@@ -118,15 +118,19 @@ import csv, json, sys
 rows = {int(r["rail"]): r for r in csv.DictReader(open(sys.argv[1]))}
 assert set(rows) == {0, 1}, rows.keys()
 assert rows[0]["diagnosis"] == "", rows[0]["diagnosis"]
-found = json.loads(rows[1]["diagnosis"])
-assert [f["finding"] for f in found] == ["packet_loss"], found
+# The cell holds the findings' words; the findings file beside the CSV, each counter they rest on.
+assert rows[1]["diagnosis"] == "loss", rows[1]["diagnosis"]
 assert "counters" not in rows[1], "the counters are a file of their own"
 long = list(csv.DictReader(open(sys.argv[1][:-len(".csv")] + ".counters.csv")))
 sides = sorted({c["side"] for c in long if c["rail"] == "1"})
 assert sides == ["client", "server"], long
+found = list(csv.DictReader(open(sys.argv[1][:-len(".csv")] + ".findings.csv")))
+assert found and {f["rail"] for f in found} == {"1"}, found
+assert {f["finding"] for f in found} == {"loss"}, found
+assert all(f["counter"] and f["delta"].isdigit() and f["what_to_do"] for f in found), found
 print("rail 1:", found[0]["summary"])
 # The verdict: loss seen at both ends is the path's, at one end that end's port.
-roles = {e["role"] for e in found[0]["evidence"]}
+roles = {f["side"] for f in found}
 want = "path" if roles == {"client", "server"} else "nic-port"
 assert rows[1]["layer"] == want, (rows[1]["layer"], sorted(roles))
 assert rows[1]["evidence"].startswith("loss ("), rows[1]["evidence"]

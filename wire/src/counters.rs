@@ -119,6 +119,22 @@ pub enum FindingKind {
 }
 
 impl FindingKind {
+    /// Every kind, in order.
+    pub const ALL: [FindingKind; 7] = [
+        FindingKind::PacketLoss,
+        FindingKind::Congestion,
+        FindingKind::PfcPause,
+        FindingKind::OtherPriority,
+        FindingKind::NoTrafficClass,
+        FindingKind::LinkFlap,
+        FindingKind::PhysicalErrors,
+    ];
+
+    /// The kind whose [`FindingKind::word`] is `word`.
+    pub fn from_word(word: &str) -> Option<FindingKind> {
+        FindingKind::ALL.into_iter().find(|k| k.word() == word)
+    }
+
     /// The word railsweep's table shows.
     pub fn word(self) -> &'static str {
         match self {

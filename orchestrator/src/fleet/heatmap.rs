@@ -26,6 +26,54 @@ fn colour(bw: f64, limit: Option<f64>, median: Option<f64>) -> RGBColor {
     }
 }
 
+/// What a cell of a fleet heatmap can be, for the legend: its colour, whether it has the
+/// cross of a failure, and what it means.
+pub(super) struct CellKind {
+    pub colour: RGBColor,
+    pub cross: bool,
+    pub text: &'static str,
+}
+
+/// The colour of a failed cell, which also has a white cross.
+pub(super) const FAILED_CELL: RGBColor = RGBColor(120, 0, 0);
+
+/// Height of [`draw_legend`]'s row of entries.
+pub(super) const LEGEND_PX: i32 = 26;
+
+/// A row of legend entries from `(x, y)`: for each kind a swatch as its cells are drawn and its
+/// meaning, so that every colour and mark of the map is told (a failed cell included).
+pub(super) fn draw_legend<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    (x, y): (i32, i32),
+    kinds: &[CellKind],
+) -> Result<()> {
+    let e = |e| anyhow!("heatmap legend: {e}");
+    let font = (FONT, 12).into_font();
+    let mut x = x;
+    for k in kinds {
+        root.draw(&Rectangle::new(
+            [(x, y), (x + 16, y + 14)],
+            k.colour.filled(),
+        ))
+        .map_err(e)?;
+        if k.cross {
+            for (p, q) in [
+                ((x + 2, y + 2), (x + 14, y + 12)),
+                ((x + 14, y + 2), (x + 2, y + 12)),
+            ] {
+                root.draw(&PathElement::new(vec![p, q], WHITE)).map_err(e)?;
+            }
+        }
+        root.draw(&Text::new(k.text, (x + 20, y + 1), font.clone()))
+            .map_err(e)?;
+        let (w, _) = root
+            .estimate_text_size(k.text, &font.clone().into())
+            .map_err(e)?;
+        x += 20 + i32::try_from(w).unwrap_or(0) + 18;
+    }
+    Ok(())
+}
+
 /// The SVG heatmap of `rail` over `nodes` (the fleet's node order).
 pub fn heatmap(nodes: &[String], rows: &[RailResult], rail: u32, t: Threshold) -> Result<String> {
     ensure_font()?;
@@ -40,7 +88,11 @@ pub fn heatmap(nodes: &[String], rows: &[RailResult], rail: u32, t: Threshold) -
     let label_w: i32 = 110;
     let top: i32 = 60;
     let side = i32::try_from(n).unwrap_or(0) * cell;
-    let (w, h) = (label_w + side + 20, top + label_w + side + 20);
+    // Room below the map for the legend, whose four entries need about 560 px in a row.
+    let (w, h) = (
+        (label_w + side + 20).max(600),
+        top + label_w + side + 20 + LEGEND_PX,
+    );
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (w.unsigned_abs(), h.unsigned_abs()))
@@ -89,7 +141,7 @@ pub fn heatmap(nodes: &[String], rows: &[RailResult], rail: u32, t: Threshold) -
             let failed = r.status == RailStatus::Failed || r.bw_avg_gbps.is_none();
             let bw = r.bw_avg_gbps.unwrap_or(0.0);
             let c = if failed {
-                RGBColor(120, 0, 0)
+                FAILED_CELL
             } else {
                 colour(
                     bw,
@@ -118,7 +170,7 @@ pub fn heatmap(nodes: &[String], rows: &[RailResult], rail: u32, t: Threshold) -
                     .map_err(e)?;
                 } else if cell >= 40 {
                     root.draw(&Text::new(
-                        format!("{bw:.3}"),
+                        results::fmt_number(bw, 2),
                         (x + 3, y + cell / 2 - 5),
                         small.clone().color(&WHITE),
                     ))
@@ -126,6 +178,32 @@ pub fn heatmap(nodes: &[String], rows: &[RailResult], rail: u32, t: Threshold) -
                 }
             }
         }
+        draw_legend(
+            &root,
+            (10, y0 + side + 12),
+            &[
+                CellKind {
+                    colour: RGBColor(44, 160, 44),
+                    cross: false,
+                    text: "at or above the outlier limit",
+                },
+                CellKind {
+                    colour: RGBColor(230, 95, 20),
+                    cross: false,
+                    text: "below it",
+                },
+                CellKind {
+                    colour: FAILED_CELL,
+                    cross: true,
+                    text: "failed",
+                },
+                CellKind {
+                    colour: RGBColor(235, 235, 235),
+                    cross: false,
+                    text: "not measured",
+                },
+            ],
+        )?;
         root.present().map_err(e)?;
     }
     svg.push('\n');
@@ -149,5 +227,9 @@ mod tests {
         assert!(svg.starts_with("<svg"));
         assert!(svg.contains("rail 0"));
         assert!(svg.contains("#780000") || svg.contains("rgb(120,0,0)") || svg.contains("120"));
+        // The legend tells every kind of cell, the failed one included.
+        for entry in [">\nfailed\n<", ">\nnot measured\n<", ">\nbelow it\n<"] {
+            assert!(svg.contains(entry), "no legend entry {entry}: {svg}");
+        }
     }
 }

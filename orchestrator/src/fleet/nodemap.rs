@@ -235,7 +235,7 @@ impl NodeRails {
         let span = (cols * cell_w).max(400);
         let (w, h) = (
             (label_w + span + 150).max(680),
-            top + rows * cell_h + scale_h + 20,
+            top + rows * cell_h + scale_h + 20 + super::heatmap::LEGEND_PX,
         );
         let mut svg = String::new();
         {
@@ -282,7 +282,7 @@ impl NodeRails {
                     let pct = self.pct(node, rail);
                     let c = match (cell, pct) {
                         (None, _) => RGBColor(200, 200, 200),
-                        (Some(c), _) if c.best_gbps.is_none() => RGBColor(120, 0, 0),
+                        (Some(c), _) if c.best_gbps.is_none() => super::heatmap::FAILED_CELL,
                         (Some(_), Some(p)) => colour(p, limit),
                         (Some(_), None) => RGBColor(200, 200, 200),
                     };
@@ -337,6 +337,23 @@ impl NodeRails {
                 root.draw(&Text::new(text, (x + 2, y + dy), (FONT, 11).into_font()))
                     .map_err(e)?;
             }
+            // The cells the scale does not tell.
+            super::heatmap::draw_legend(
+                &root,
+                (x0, y + 52),
+                &[
+                    super::heatmap::CellKind {
+                        colour: super::heatmap::FAILED_CELL,
+                        cross: true,
+                        text: "failed (every pair)",
+                    },
+                    super::heatmap::CellKind {
+                        colour: RGBColor(200, 200, 200),
+                        cross: false,
+                        text: "not joined or not measured",
+                    },
+                ],
+            )?;
             root.present().map_err(e)?;
         }
         svg.push('\n');
@@ -454,5 +471,8 @@ mod tests {
             svg.contains("outlier limit") && svg.contains("rail 0"),
             "{svg}"
         );
+        // The legend tells the cells the colour scale does not: failed, and not joined.
+        assert!(svg.contains(">\nfailed (every pair)\n<"), "{svg}");
+        assert!(svg.contains(">\nnot joined or not measured\n<"), "{svg}");
     }
 }

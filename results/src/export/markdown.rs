@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::Exporter;
 use crate::error::{Result, ResultsError};
 use crate::record::{RailResult, RailStatus};
-use crate::summary::{fmt_threshold, Comparison, Report};
+use crate::summary::{fmt_number, fmt_threshold, Comparison, Report};
 
 /// Rails as rows and modes as columns (average Gb/s), a table of run
 /// settings, one summary line per mode, the difference of every mode from
@@ -225,7 +225,7 @@ fn render(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
                 Some(row) => {
                     let bw = row
                         .bw_avg_gbps
-                        .map_or_else(|| "-".to_string(), |b| format!("{b:.2}"));
+                        .map_or_else(|| "-".to_string(), |b| fmt_number(b, 2));
                     if report.is_below(row) {
                         format!("{bw} (below)")
                     } else {
@@ -367,7 +367,14 @@ fn render_latency(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
                 .and_then(|row| Some((row.lat_p50_us?, row.lat_p99_us?, row.lat_max_us?)))
                 .map_or_else(
                     || "-".to_string(),
-                    |(a, b, c)| format!("{a:.2} / {b:.2} / {c:.2}"),
+                    |(a, b, c)| {
+                        format!(
+                            "{} / {} / {}",
+                            fmt_number(a, 2),
+                            fmt_number(b, 2),
+                            fmt_number(c, 2)
+                        )
+                    },
                 );
             write!(out, " {text} |")?;
         }
@@ -469,12 +476,12 @@ fn render_findings(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
             for e in &f.evidence {
                 writeln!(
                     out,
-                    "  - {} `{}` ({}): +{} ({:.1}/s)",
+                    "  - {} `{}` ({}): +{} ({}/s)",
                     e.role.as_str(),
                     code(&e.counter),
                     e.source.as_str(),
                     e.delta,
-                    e.per_s
+                    fmt_number(e.per_s, 1)
                 )?;
             }
             writeln!(out, "  - what to do: {}", cell(&f.what_to_do))?;

@@ -18,7 +18,7 @@ use crate::summary::Report;
 pub use markdown::MarkdownExporter;
 pub use openmetrics::OpenMetricsExporter;
 pub use png::{svg_to_png, PngExporter};
-pub use svg::SvgExporter;
+pub use svg::{SvgExporter, MIN_WIDTH as CHART_MIN_WIDTH};
 
 /// The distinct values, in the order met.
 fn distinct_in_order(values: impl Iterator<Item = String>) -> Vec<String> {

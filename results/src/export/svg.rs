@@ -26,28 +26,38 @@ const PALETTE: [RGBColor; 10] = [
 const FAILED: RGBColor = RGBColor(214, 39, 40);
 const THRESHOLD: RGBColor = RGBColor(230, 85, 13);
 /// Bar chart of average bandwidth: rails along x, one bar per mode side by side within each
-/// rail, each bar's value over it (and the rail's p99 latency when it was measured: railsweep
-/// `--test bw,lat`), dashed reference lines at each line rate (black) and at the threshold
-/// (orange), a red cross where a rail failed; a title naming the modes, a subtitle with the
-/// settings the rows were measured with (and "Soft-RoCE (emulated)" when the rows say their
-/// RDMA devices were software ones), and the legend beside the chart, outside the data. The
-/// image grows with the number of rails and modes: the size given is its smallest.
+/// rail, each bar's value over it to two significant digits (and the rail's p99 latency when
+/// it was measured: railsweep `--test bw,lat`), dashed reference lines at each line rate
+/// (black) and at the threshold (orange) that no value label crosses, a bar below the
+/// threshold hatched and pale, a red cross where a rail failed; a title naming the modes (or
+/// the report's [`crate::ChartOptions::title`]), a subtitle with the settings the rows were
+/// measured with (and "Soft-RoCE (emulated)" when the rows say their RDMA devices were
+/// software ones), and the legend beside the chart, outside the data, with an entry for each
+/// mark used. The width is fixed (the report's [`crate::ChartOptions::width`], else
+/// `width`); past [`RAILS_PER_PANEL`] rails, the rails wrap into panels stacked one under
+/// the other, each `height` less the title band tall.
 #[derive(Debug, Clone, Copy)]
 pub struct SvgExporter {
-    /// Smallest image width in pixels.
+    /// Image width in pixels, unless the report asks for another.
     pub width: u32,
-    /// Image height in pixels.
+    /// Image height in pixels for one panel of rails.
     pub height: u32,
 }
 
 impl Default for SvgExporter {
     fn default() -> Self {
         SvgExporter {
-            width: 900,
-            height: 600,
+            width: 1200,
+            height: 560,
         }
     }
 }
+
+/// The most rails one panel holds: more wrap into panels of as even a number as can be.
+pub const RAILS_PER_PANEL: usize = 8;
+
+/// The narrowest chart the layout allows: the y labels, the legend and a little room for bars.
+pub const MIN_WIDTH: u32 = 480;
 
 impl Exporter for SvgExporter {
     fn serialize(&self, report: &Report) -> Result<Vec<u8>> {
@@ -128,43 +138,157 @@ fn subtitle(rows: &[RailResult]) -> String {
     parts.join(", ")
 }
 
-/// A bar's value label: its average to a tenth of a Gb/s, and the rail's p99 latency when
-/// measured.
+/// A bar's value label: its average to two significant digits, and the rail's p99 latency
+/// when measured.
 fn bar_text(row: &RailResult) -> Option<String> {
     let bw = row.bw_avg_gbps?;
     Some(match row.lat_p99_us {
-        Some(p99) => format!("{bw:.1} · p99 {p99:.1} µs"),
-        None => format!("{bw:.1}"),
+        Some(p99) => format!("{} · p99 {} µs", significant(bw), significant(p99)),
+        None => significant(bw),
     })
+}
+
+/// An axis tick: whole numbers without a fraction (`0`, `20`, `100`), others as short as
+/// they read (`2.5`).
+fn axis_number(v: f64) -> String {
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{v:.0}")
+    } else {
+        let text = format!("{v:.3}");
+        text.trim_end_matches('0').to_string()
+    }
+}
+
+/// `x` to two significant digits, all of its whole part kept (`97`, `5.2`, `0.040`, `140`).
+pub(crate) fn significant(x: f64) -> String {
+    crate::summary::fmt_number(x, 0)
 }
 
 /// Pixels from the left of the image to the plot (the y labels) and to the right of it.
 const Y_LABELS_PX: u32 = 64;
 const MARGIN_PX: u32 = 16;
 /// Width of the legend column, right of the chart.
-const LEGEND_PX: u32 = 240;
+const LEGEND_PX: u32 = 220;
 /// Height of the title and subtitle band.
 const HEAD_PX: u32 = 64;
-/// Roughly the width of a character of the 12 px value labels.
-const CHAR_PX: f64 = 7.0;
+/// Pixels of clearance kept between a value label and a bar, a line or another label.
+const GAP_PX: i32 = 3;
+/// The font size of the value labels.
+const VALUE_FONT: u32 = 15;
+
+/// A value label's box in image pixels, as laid out.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LabelBox {
+    pub text: String,
+    pub x0: i32,
+    pub y0: i32,
+    pub x1: i32,
+    pub y1: i32,
+}
+
+impl LabelBox {
+    /// Whether two boxes share a pixel.
+    #[cfg(test)]
+    pub fn overlaps(&self, other: &LabelBox) -> bool {
+        self.x0 < other.x1 && other.x0 < self.x1 && self.y0 < other.y1 && other.y0 < self.y1
+    }
+
+    /// Whether the horizontal line `line` passes through the box (with [`GAP_PX`] of room).
+    pub fn crossed_by(&self, line: &HLine) -> bool {
+        self.x0 < line.x1
+            && line.x0 < self.x1
+            && self.y0 - GAP_PX <= line.y
+            && line.y <= self.y1 + GAP_PX
+    }
+}
+
+/// A horizontal reference line (line rate, threshold) in image pixels.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct HLine {
+    pub y: i32,
+    pub x0: i32,
+    pub x1: i32,
+}
+
+/// Where everything went: what the tests check the chart's legibility on.
+#[derive(Debug, Default)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) struct Layout {
+    pub width: u32,
+    pub height: u32,
+    pub panels: usize,
+    pub labels: Vec<LabelBox>,
+    pub lines: Vec<HLine>,
+    pub legend: Vec<String>,
+}
+
+/// `color` mixed with white, `share` of white.
+fn pale(color: RGBColor, share: f64) -> RGBColor {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let mix = |c: u8| (f64::from(c) * (1.0 - share) + 255.0 * share).round() as u8;
+    RGBColor(mix(color.0), mix(color.1), mix(color.2))
+}
+
+/// The hatch of a bar below the threshold: `/` strokes 6 px apart inside the box
+/// `(l, t)`-`(r, b)`, each clipped to it.
+fn hatch(l: i32, t: i32, r: i32, b: i32) -> Vec<[(i32, i32); 2]> {
+    let mut strokes = Vec::new();
+    let mut c = l + t + 3;
+    while c < r + b {
+        // The stroke x + y = c, where it lies inside the box.
+        let x0 = (c - b).max(l);
+        let x1 = (c - t).min(r);
+        if x0 < x1 {
+            strokes.push([(x0, c - x0), (x1, c - x1)]);
+        }
+        c += 6;
+    }
+    strokes
+}
+
+/// Move `label` up until no line in `lines` crosses it; false when it would leave the panel
+/// (above `top`).
+fn lift_clear_of(label: &mut LabelBox, lines: &[HLine], top: i32) -> bool {
+    while let Some(line) = lines.iter().find(|l| label.crossed_by(l)) {
+        let up = label.y1 - (line.y - GAP_PX - 1);
+        label.y0 -= up;
+        label.y1 -= up;
+        if label.y0 < top {
+            return false;
+        }
+    }
+    true
+}
 
 impl SvgExporter {
-    /// The image's width for `rails` rails of `series` bars each: enough for a bar of at least
-    /// 22 pixels, and never less than `self.width`.
-    fn width_for(&self, rails: usize, series: usize) -> u32 {
-        let group = u32::try_from(series.max(1) * 26 + 24)
-            .unwrap_or(u32::MAX)
-            .max(64);
-        let plot = group.saturating_mul(u32::try_from(rails.max(1)).unwrap_or(u32::MAX));
-        (plot + Y_LABELS_PX + 3 * MARGIN_PX + LEGEND_PX).max(self.width)
+    /// The rails of each panel: past [`RAILS_PER_PANEL`], as many panels as it takes, their
+    /// rails as even in number as can be (16 rails: two of 8; 12: two of 6).
+    fn panels(rails: usize) -> Vec<std::ops::Range<usize>> {
+        let n = rails.div_ceil(RAILS_PER_PANEL).max(1);
+        let per = rails.div_ceil(n).max(1);
+        (0..n)
+            .map(|p| (p * per).min(rails)..((p + 1) * per).min(rails))
+            .collect()
+    }
+
+    fn draw(&self, report: &Report, svg: &mut String) -> Result<()> {
+        self.draw_layout(report, svg).map(|_| ())
     }
 
     #[allow(clippy::too_many_lines)]
-    fn draw(&self, report: &Report, svg: &mut String) -> Result<()> {
+    pub(crate) fn draw_layout(&self, report: &Report, svg: &mut String) -> Result<Layout> {
         let cmp = report.comparison()?;
-        let n_rails = cmp.rails.len().max(1);
         let n_series = cmp.series.len().max(1);
-        let width = self.width_for(cmp.rails.len(), cmp.series.len());
+        let width = report.chart.width.unwrap_or(self.width);
+        if width < MIN_WIDTH {
+            return Err(ResultsError::export(
+                "svg",
+                format!("a chart {width} pixels wide has no room for its bars; give a width of {MIN_WIDTH} or more"),
+            ));
+        }
+        let panels = Self::panels(cmp.rails.len());
+        let panel_px = self.height.saturating_sub(HEAD_PX).max(200);
+        let height = HEAD_PX + panel_px * u32::try_from(panels.len()).unwrap_or(1);
         let line_rates: BTreeSet<u64> = report
             .rows
             .iter()
@@ -189,164 +313,270 @@ impl SvgExporter {
             .chain(threshold)
             .fold(0.0_f64, f64::max);
 
-        let title = if cmp.series.is_empty() {
-            "RDMA bandwidth per rail".to_string()
-        } else {
-            let labels: Vec<String> = cmp.series.iter().map(|s| label(&s.label)).collect();
-            format!("RDMA bandwidth per rail: {}", labels.join(" vs "))
+        let title = match &report.chart.title {
+            Some(t) => label(t),
+            None if cmp.series.is_empty() => "RDMA bandwidth per rail".to_string(),
+            None => {
+                let labels: Vec<String> = cmp.series.iter().map(|s| label(&s.label)).collect();
+                format!("RDMA bandwidth per rail: {}", labels.join(" vs "))
+            }
         };
 
-        let root = SVGBackend::with_string(svg, (width, self.height)).into_drawing_area();
+        let root = SVGBackend::with_string(svg, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(chart_err)?;
         let (head, body) = root.split_vertically(HEAD_PX);
         let left = i32::try_from(MARGIN_PX).unwrap_or(16);
-        head.draw(&Text::new(title, (left, 12), (FONT, 22).into_font()))
+        head.draw(&Text::new(title, (left, 12), (FONT, 26).into_font()))
             .map_err(chart_err)?;
         head.draw(&Text::new(
             label(&subtitle(&report.rows)),
-            (left, 42),
-            (FONT, 15).into_font().color(&RGBColor(80, 80, 80)),
+            (left, 40),
+            (FONT, 18).into_font().color(&RGBColor(80, 80, 80)),
         ))
         .map_err(chart_err)?;
-        let (plot_area, legend_area) = body.split_horizontally(width - LEGEND_PX);
+        let (plots, legend_area) = body.split_horizontally(width - LEGEND_PX);
+        let panel_areas = plots.split_evenly((panels.len(), 1));
 
-        // The value labels: over each bar, or standing up when a bar is too narrow for them.
-        let plot_px = f64::from(width - LEGEND_PX - Y_LABELS_PX - 2 * MARGIN_PX);
-        let group = 0.8;
-        let bar = group / as_f64(n_series);
-        let bar_px = plot_px / as_f64(n_rails) * bar;
-        let longest = report
-            .rows
-            .iter()
-            .filter_map(bar_text)
-            .map(|t| t.chars().count())
-            .max()
-            .unwrap_or(0);
-        let text_px = as_f64(longest) * CHAR_PX;
-        let upright = text_px > bar_px;
-        // Head room above the highest bar or line for a level label (an upright one goes
-        // inside a bar as tall as the highest).
-        let body_px = f64::from(self.height - HEAD_PX - 64);
+        // Head room above the highest bar or line for a level label and a lifted one.
         let y_max = if top > 0.0 {
-            top / (1.0 - 28.0 / body_px)
+            top / (1.0 - 44.0 / f64::from(panel_px - 64))
         } else {
             1.0
         };
-
-        let x_range = -0.5..(as_f64(n_rails) - 0.5);
-        let mut chart = ChartBuilder::on(&plot_area)
-            .margin(MARGIN_PX)
-            .x_label_area_size(40)
-            .y_label_area_size(Y_LABELS_PX)
-            .build_cartesian_2d(x_range.clone(), 0.0..y_max)
-            .map_err(chart_err)?;
-
-        let rails = cmp.rails.clone();
-        let rail_label = move |x: &f64| -> String {
-            let i = x.round();
-            if (x - i).abs() > 1e-6 || i < 0.0 {
-                return String::new();
-            }
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let idx = i as usize;
-            rails.get(idx).map(u32::to_string).unwrap_or_default()
+        let group = 0.8;
+        let bar = group / as_f64(n_series);
+        let font = (FONT, VALUE_FONT).into_font();
+        let text_size = |text: &str| -> Result<(i32, i32)> {
+            let style = TextStyle::from(font.clone());
+            let (w, h) = root.estimate_text_size(text, &style).map_err(chart_err)?;
+            Ok((
+                i32::try_from(w).unwrap_or(i32::MAX),
+                i32::try_from(h).unwrap_or(i32::MAX),
+            ))
         };
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n_rails)
-            .x_label_formatter(&rail_label)
-            .y_labels(10)
-            .x_desc("rail")
-            .y_desc("average Gb/s")
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 16))
-            .draw()
-            .map_err(chart_err)?;
 
-        let mut failed_marks = Vec::new();
-        let mut value_marks: Vec<(String, (f64, f64))> = Vec::new();
-        for (s, _) in cmp.series.iter().enumerate() {
-            let color = PALETTE[s % PALETTE.len()];
-            let mut bars = Vec::new();
-            for r in 0..cmp.rails.len() {
-                let Some(row) = cmp.cell(r, s) else { continue };
-                let x0 = as_f64(r) - group / 2.0 + as_f64(s) * bar;
-                let x1 = x0 + bar;
-                match (row.status, row.bw_avg_gbps) {
-                    (RailStatus::Failed, _) | (_, None) => {
-                        failed_marks.push(((x0 + x1) / 2.0, y_max * 0.02));
-                    }
-                    (_, Some(bw)) => {
-                        bars.push(Rectangle::new([(x0, 0.0), (x1, bw)], color.filled()));
-                        if let Some(text) = bar_text(row) {
-                            value_marks.push((text, ((x0 + x1) / 2.0, bw)));
+        let mut layout = Layout {
+            width,
+            height,
+            panels: panels.len(),
+            ..Layout::default()
+        };
+        let mut any_below = false;
+        let mut any_failed = false;
+        for (rails, area) in panels.iter().zip(&panel_areas) {
+            let n_rails = rails.len().max(1);
+            let x_range = -0.5..(as_f64(n_rails) - 0.5);
+            let mut chart = ChartBuilder::on(area)
+                .margin(MARGIN_PX)
+                .x_label_area_size(40)
+                .y_label_area_size(Y_LABELS_PX)
+                .build_cartesian_2d(x_range.clone(), 0.0..y_max)
+                .map_err(chart_err)?;
+            let names: Vec<u32> = cmp.rails[rails.clone()].to_vec();
+            let rail_label = move |x: &f64| -> String {
+                let i = x.round();
+                if (x - i).abs() > 1e-6 || i < 0.0 {
+                    return String::new();
+                }
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let idx = i as usize;
+                names.get(idx).map(u32::to_string).unwrap_or_default()
+            };
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .light_line_style(TRANSPARENT)
+                .x_labels(n_rails)
+                .x_label_formatter(&rail_label)
+                .y_labels(6)
+                .y_label_formatter(&|v: &f64| axis_number(*v))
+                .x_desc("rail")
+                .y_desc("average Gb/s")
+                .label_style((FONT, 16))
+                .axis_desc_style((FONT, 18))
+                .draw()
+                .map_err(chart_err)?;
+
+            // The bars, and where each one's value goes.
+            let mut values: Vec<(String, f64, f64, bool)> = Vec::new();
+            let mut failed_marks = Vec::new();
+            for (s, _) in cmp.series.iter().enumerate() {
+                let color = PALETTE[s % PALETTE.len()];
+                for (i, r) in rails.clone().enumerate() {
+                    let Some(row) = cmp.cell(r, s) else { continue };
+                    let x0 = as_f64(i) - group / 2.0 + as_f64(s) * bar;
+                    let x1 = x0 + bar;
+                    match (row.status, row.bw_avg_gbps) {
+                        (RailStatus::Failed, _) | (_, None) => {
+                            failed_marks.push(((x0 + x1) / 2.0, y_max * 0.02));
+                        }
+                        (_, Some(bw)) => {
+                            let below = report.is_below(row);
+                            let (l, t) = chart.backend_coord(&(x0, bw));
+                            let (r, b) = chart.backend_coord(&(x1, 0.0));
+                            if below {
+                                any_below = true;
+                                root.draw(&Rectangle::new(
+                                    [(l, t), (r, b)],
+                                    pale(color, 0.65).filled(),
+                                ))
+                                .map_err(chart_err)?;
+                                for stroke in hatch(l, t, r, b) {
+                                    root.draw(&PathElement::new(stroke, color.stroke_width(2)))
+                                        .map_err(chart_err)?;
+                                }
+                                root.draw(&Rectangle::new([(l, t), (r, b)], color.stroke_width(1)))
+                                    .map_err(chart_err)?;
+                            } else {
+                                root.draw(&Rectangle::new([(l, t), (r, b)], color.filled()))
+                                    .map_err(chart_err)?;
+                            }
+                            if let Some(text) = bar_text(row) {
+                                values.push((text, (x0 + x1) / 2.0, bw, below));
+                            }
                         }
                     }
                 }
             }
-            chart.draw_series(bars).map_err(chart_err)?;
-        }
-        for rate in &line_rates {
-            chart
-                .draw_series(DashedLineSeries::new(
-                    [(x_range.start, *rate), (x_range.end, *rate)],
-                    10,
-                    6,
-                    BLACK.stroke_width(2),
-                ))
-                .map_err(chart_err)?;
-        }
-        if let Some(t) = threshold {
-            chart
-                .draw_series(DashedLineSeries::new(
-                    [(x_range.start, t), (x_range.end, t)],
-                    4,
-                    4,
-                    THRESHOLD.stroke_width(2),
-                ))
-                .map_err(chart_err)?;
-        }
-        // Value labels, centred on their bar: level over it, or upright (reading upwards) in
-        // the bar's top in white where the bar is too narrow for them level and tall enough,
-        // else upright over it.
-        for (text, (x, y)) in value_marks {
-            let (px, py) = chart.backend_coord(&(x, y));
-            let bar_height = chart.backend_coord(&(x, 0.0)).1 - py;
-            let chars = i32::try_from(text.chars().count()).unwrap_or(0);
-            #[allow(clippy::cast_possible_truncation)]
-            let text_len = (f64::from(chars) * CHAR_PX) as i32;
-            let font = (FONT, 12).into_font();
-            let element = if !upright {
-                Text::new(text, (px - text_len / 2, py - 18), font)
-            } else if bar_height > text_len + 12 {
-                let white = font.color(&WHITE).transform(FontTransform::Rotate270);
-                Text::new(text, (px - 7, py + 6 + text_len), white)
-            } else {
-                Text::new(
-                    text,
-                    (px - 7, py - 6),
-                    font.transform(FontTransform::Rotate270),
-                )
+            let mut lines = Vec::new();
+            let (line_x0, _) = chart.backend_coord(&(x_range.start, 0.0));
+            let (line_x1, plot_top) = chart.backend_coord(&(x_range.end, y_max));
+            for rate in &line_rates {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        [(x_range.start, *rate), (x_range.end, *rate)],
+                        10,
+                        6,
+                        BLACK.stroke_width(2),
+                    ))
+                    .map_err(chart_err)?;
+                lines.push(HLine {
+                    y: chart.backend_coord(&(0.0, *rate)).1,
+                    x0: line_x0,
+                    x1: line_x1,
+                });
+            }
+            if let Some(t) = threshold {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        [(x_range.start, t), (x_range.end, t)],
+                        4,
+                        4,
+                        THRESHOLD.stroke_width(2),
+                    ))
+                    .map_err(chart_err)?;
+                lines.push(HLine {
+                    y: chart.backend_coord(&(0.0, t)).1,
+                    x0: line_x0,
+                    x1: line_x1,
+                });
+            }
+            if !failed_marks.is_empty() {
+                any_failed = true;
+                chart
+                    .draw_series(
+                        failed_marks
+                            .into_iter()
+                            .map(|p| Cross::new(p, 6, FAILED.stroke_width(3))),
+                    )
+                    .map_err(chart_err)?;
+            }
+
+            // The value labels, centred on their bar: level over it when it fits the bar's
+            // width, else upright (reading upwards), in the bar's top in
+            // white when the bar is tall enough and not hatched, else over it. A label a line
+            // would cross is lifted clear of it.
+            let bar_px = {
+                let (a, _) = chart.backend_coord(&(0.0, 0.0));
+                let (b, _) = chart.backend_coord(&(bar, 0.0));
+                b - a
             };
-            root.draw(&element).map_err(chart_err)?;
-        }
-        if !failed_marks.is_empty() {
-            chart
-                .draw_series(
-                    failed_marks
-                        .into_iter()
-                        .map(|p| Cross::new(p, 6, FAILED.stroke_width(3))),
-                )
-                .map_err(chart_err)?;
+            for (text, x, y, below) in values {
+                let (px, py) = chart.backend_coord(&(x, y));
+                let bar_height = chart.backend_coord(&(x, 0.0)).1 - py;
+                let (w, h) = text_size(&text)?;
+                let upright = w + 2 * GAP_PX > bar_px;
+                let (mut at, inside) = if !upright {
+                    let x0 = px - w / 2;
+                    let y1 = py - GAP_PX;
+                    (
+                        LabelBox {
+                            text,
+                            x0,
+                            y0: y1 - h,
+                            x1: x0 + w,
+                            y1,
+                        },
+                        false,
+                    )
+                } else if bar_height > w + 4 * GAP_PX && !below {
+                    let x0 = px - h / 2;
+                    let y0 = py + 2 * GAP_PX;
+                    (
+                        LabelBox {
+                            text,
+                            x0,
+                            y0,
+                            x1: x0 + h,
+                            y1: y0 + w,
+                        },
+                        true,
+                    )
+                } else {
+                    let x0 = px - h / 2;
+                    let y1 = py - GAP_PX;
+                    (
+                        LabelBox {
+                            text,
+                            x0,
+                            y0: y1 - w,
+                            x1: x0 + h,
+                            y1,
+                        },
+                        false,
+                    )
+                };
+                let mut inside = inside;
+                if inside && lines.iter().any(|l| at.crossed_by(l)) {
+                    // A line through the bar's top: over the bar instead.
+                    let y1 = py - GAP_PX;
+                    at.y0 = y1 - w;
+                    at.y1 = y1;
+                    inside = false;
+                }
+                if !lift_clear_of(&mut at, &lines, plot_top) {
+                    return Err(ResultsError::export(
+                        "svg",
+                        "no room for a value label clear of the reference lines",
+                    ));
+                }
+                let element = if !upright {
+                    Text::new(at.text.clone(), (at.x0, at.y0), font.clone())
+                } else if inside {
+                    let white = font.color(&WHITE).transform(FontTransform::Rotate270);
+                    Text::new(at.text.clone(), (at.x0, at.y1), white)
+                } else {
+                    let turned = font.clone().transform(FontTransform::Rotate270);
+                    Text::new(at.text.clone(), (at.x0, at.y1), turned)
+                };
+                root.draw(&element).map_err(chart_err)?;
+                layout.labels.push(at);
+            }
+            layout.lines.extend(lines);
         }
 
-        // The legend, beside the chart.
+        // The legend, beside the chart: an entry for each mark the chart uses.
         let mut y = 40;
-        let entry = |y: i32, text: String| -> Result<()> {
+        let mut entry = |y: i32, text: String| -> Result<()> {
             legend_area
-                .draw(&Text::new(text, (34, y - 8), (FONT, 14).into_font()))
-                .map_err(chart_err)
+                .draw(&Text::new(
+                    text.clone(),
+                    (34, y - 8),
+                    (FONT, 17).into_font(),
+                ))
+                .map_err(chart_err)?;
+            layout.legend.push(text);
+            Ok(())
         };
         for (s, series) in cmp.series.iter().enumerate() {
             let color = PALETTE[s % PALETTE.len()];
@@ -373,18 +603,30 @@ impl SvgExporter {
             entry(y, format!("threshold {} Gb/s", fmt_threshold(t)))?;
             y += 24;
         }
-        if report
-            .rows
-            .iter()
-            .any(|r| r.status == RailStatus::Failed || r.bw_avg_gbps.is_none())
-        {
+        if any_below {
+            let grey = RGBColor(90, 90, 90);
+            legend_area
+                .draw(&Rectangle::new(
+                    [(10, y - 6), (26, y + 6)],
+                    pale(grey, 0.65).filled(),
+                ))
+                .map_err(chart_err)?;
+            for stroke in hatch(10, y - 6, 26, y + 6) {
+                legend_area
+                    .draw(&PathElement::new(stroke, grey.stroke_width(2)))
+                    .map_err(chart_err)?;
+            }
+            entry(y, "below threshold".into())?;
+            y += 24;
+        }
+        if any_failed {
             legend_area
                 .draw(&Cross::new((18, y), 5, FAILED.stroke_width(3)))
                 .map_err(chart_err)?;
             entry(y, "failed rail".into())?;
         }
         root.present().map_err(chart_err)?;
-        Ok(())
+        Ok(layout)
     }
 }
 
@@ -441,36 +683,155 @@ mod tests {
         number_at(svg, svg[start..end].find(" x=\"").expect("x") + start + 4)
     }
 
-    #[test]
-    fn the_chart_grows_with_rails_and_modes_and_keeps_its_smallest_size() {
+    /// The 16-rail, 4-mode chart of a post: one rail slow (below a 90 Gb/s threshold), one
+    /// nearly idle (0.04 Gb/s), one failed.
+    fn post_rows() -> Vec<RailResult> {
         let modes = [
             NetworkMode::HostNetwork,
             NetworkMode::Ipvlan,
             NetworkMode::Sriov,
             NetworkMode::Other("dra".into()),
         ];
-        let small = width(&svg(rows(2, &modes[..1])));
-        let big = width(&svg(rows(16, &modes)));
-        assert_eq!(small, 900, "the smallest width");
-        // 16 rails of 4 bars at 26 px and 24 px between rails, beside the axis and legend.
-        assert_eq!(
-            big,
-            16 * (4 * 26 + 24) + Y_LABELS_PX + 3 * MARGIN_PX + LEGEND_PX
+        let mut rows = rows(16, &modes);
+        rows[5].bw_avg_gbps = Some(88.7);
+        rows[21].bw_avg_gbps = Some(0.04);
+        rows[40].status = RailStatus::Failed;
+        rows[40].bw_avg_gbps = None;
+        rows[40].error = Some("no GID".into());
+        rows
+    }
+
+    fn layout(report: &Report) -> (String, Layout) {
+        ensure_font().unwrap();
+        let mut doc = String::new();
+        let layout = SvgExporter::default()
+            .draw_layout(report, &mut doc)
+            .expect("renders");
+        (doc, layout)
+    }
+
+    #[test]
+    fn sixteen_rails_of_four_modes_read_at_1200_pixels() {
+        let report = Report::new("t", post_rows()).with_threshold(Some(90.0));
+        let (doc, layout) = layout(&report);
+        assert_eq!(width(&doc), 1200, "the width a blog shows");
+        assert_eq!(layout.width, 1200);
+        assert_eq!(layout.panels, 2, "16 rails wrap into two panels of 8");
+        // Every measured bar has its label: 64 bars less the failed one.
+        assert_eq!(layout.labels.len(), 63);
+        for (i, a) in layout.labels.iter().enumerate() {
+            assert!(
+                a.x0 >= 0 && a.y0 >= 0 && a.x1 <= 1200 - i32::try_from(LEGEND_PX).unwrap(),
+                "{a:?} leaves the plot"
+            );
+            assert!(
+                a.y1 <= i32::try_from(layout.height).unwrap(),
+                "{a:?} below the image"
+            );
+            for b in &layout.labels[i + 1..] {
+                assert!(!a.overlaps(b), "{a:?} overlaps {b:?}");
+            }
+            for line in &layout.lines {
+                assert!(!a.crossed_by(line), "{line:?} crosses {a:?}");
+            }
+        }
+        // Two lines (line rate, threshold) in each panel.
+        assert_eq!(layout.lines.len(), 4);
+        // Two significant digits: 0.04 Gb/s does not read 0.0.
+        assert!(doc.contains(">\n0.040\n</text>"), "{doc}");
+        assert!(doc.contains(">\n89\n</text>"), "{doc}");
+        assert!(!doc.contains(">\n0.0\n</text>"), "{doc}");
+        // Each mark the chart uses has its legend entry.
+        for entry in [
+            "hostnetwork",
+            "dra",
+            "line rate 100.0 Gb/s",
+            "threshold 90.0 Gb/s",
+            "below threshold",
+            "failed rail",
+        ] {
+            assert!(
+                layout.legend.iter().any(|e| e == entry),
+                "{entry}: {:?}",
+                layout.legend
+            );
+        }
+    }
+
+    #[test]
+    fn a_label_just_under_a_line_is_lifted_clear_of_it() {
+        // 99.5 Gb/s: its label would sit on the 100 Gb/s line rate.
+        let mut rows = rows(4, &[NetworkMode::HostNetwork]);
+        rows[2].bw_avg_gbps = Some(99.5);
+        let (_, layout) = layout(&Report::new("t", rows));
+        let line = layout.lines[0];
+        let lifted = layout
+            .labels
+            .iter()
+            .find(|l| l.text == "100")
+            .expect("label");
+        assert!(lifted.y1 < line.y - GAP_PX, "{lifted:?} {line:?}");
+    }
+
+    #[test]
+    fn up_to_eight_rails_stay_in_one_panel_and_more_wrap_evenly() {
+        let sizes = |n| {
+            SvgExporter::panels(n)
+                .iter()
+                .map(std::ops::Range::len)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(sizes(8), [8]);
+        assert_eq!(sizes(9), [5, 4]);
+        assert_eq!(sizes(12), [6, 6]);
+        assert_eq!(sizes(16), [8, 8]);
+        assert_eq!(sizes(17), [6, 6, 5]);
+    }
+
+    #[test]
+    fn title_and_width_are_the_users_and_a_width_too_narrow_is_refused() {
+        let report = Report::new("t", rows(2, &[NetworkMode::HostNetwork])).with_chart(
+            crate::ChartOptions {
+                title: Some("Rails of <rack 3>".into()),
+                width: Some(800),
+            },
         );
+        let (doc, layout) = layout(&report);
+        assert_eq!(width(&doc), 800);
+        assert_eq!(layout.width, 800);
+        assert!(doc.contains("Rails of &lt;rack 3&gt;"), "{doc}");
+        let narrow = Report::new("t", rows(2, &[NetworkMode::HostNetwork])).with_chart(
+            crate::ChartOptions {
+                title: None,
+                width: Some(300),
+            },
+        );
+        let e = SvgExporter::default()
+            .serialize(&narrow)
+            .expect_err("too narrow");
+        assert!(e.to_string().contains("width of 480 or more"), "{e}");
+    }
+
+    #[test]
+    fn two_significant_digits_keep_the_whole_part() {
+        assert_eq!(super::significant(96.87), "97");
+        assert_eq!(super::significant(0.04), "0.040");
+        assert_eq!(super::significant(0.0437), "0.044");
+        assert_eq!(super::significant(5.25), "5.2");
+        assert_eq!(super::significant(140.2), "140");
+        assert_eq!(super::significant(0.0), "0");
+        // Tables keep their decimals, and more where a value would read as zero.
+        assert_eq!(crate::fmt_number(96.871, 2), "96.87");
+        assert_eq!(crate::fmt_number(0.0043, 2), "0.0043");
+        assert_eq!(crate::fmt_number(0.37, 2), "0.37");
     }
 
     #[test]
     fn each_bar_says_its_value_and_the_legend_stands_beside_the_data() {
         let modes = [NetworkMode::HostNetwork, NetworkMode::Sriov];
         let doc = svg(rows(4, &modes));
-        // Four rails of two bars each: every value written, to a tenth of a Gb/s.
-        for v in ["96.9", "96.8", "96.7", "96.6"] {
-            assert_eq!(
-                doc.matches(&format!(">\n{v}\n</text>")).count(),
-                2,
-                "{v}: {doc}"
-            );
-        }
+        // Four rails of two bars each (96.87 to 96.57): every value written, two digits.
+        assert_eq!(doc.matches(">\n97\n</text>").count(), 8, "{doc}");
         // The legend's entries stand right of the plot, in the legend's own column.
         let w = width(&doc);
         for entry in ["hostnetwork", "sriov", "line rate 100.0 Gb/s"] {
