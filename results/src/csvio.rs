@@ -189,7 +189,7 @@ pub(crate) fn text_cell(s: &str) -> String {
 }
 
 /// A text cell as read: [`text_cell`] undone.
-fn untext_cell(s: &str) -> &str {
+pub(crate) fn untext_cell(s: &str) -> &str {
     s.strip_prefix('\'').unwrap_or(s)
 }
 
@@ -217,17 +217,19 @@ pub fn write_csv_rows<W: Write>(mut out: W, rows: &[RailResult], header: bool) -
 /// its line and column: a missing, unknown or repeated column, a
 /// `schema_version` newer than [`SCHEMA_VERSION`], a row with the wrong
 /// number of cells, a value that does not parse, or a row that breaks
-/// [`RailResult::validate`]. No row is skipped.
+/// [`RailResult::validate`]. No row is skipped. The findings of a version 10 file read as
+/// their kinds alone: [`crate::read_path`] reads the findings file beside a CSV too.
 pub fn read_csv<R: Read>(input: R, file: &str) -> Result<Vec<RailResult>> {
     read_csv_rows(input, file, None)
 }
 
 /// [`read_csv`], but a row that parses and breaks [`RailResult::validate`] goes to
-/// `left_out` (when given) as the error that names it, and the reading goes on.
+/// `left_out` (when given) as the error that names it, with the row and the number of rows
+/// read before it, and the reading goes on.
 pub(crate) fn read_csv_rows<R: Read>(
     input: R,
     file: &str,
-    mut left_out: Option<&mut Vec<ResultsError>>,
+    mut left_out: Option<&mut Vec<(ResultsError, RailResult, usize)>>,
 ) -> Result<Vec<RailResult>> {
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(false)
@@ -369,7 +371,7 @@ pub(crate) fn read_csv_rows<R: Read>(
                 format!("column `{}` {}", problem.field, problem.message),
             );
             match left_out.as_deref_mut() {
-                Some(left_out) => left_out.push(e),
+                Some(left_out) => left_out.push((e, row, rows.len())),
                 None => return Err(e),
             }
             continue;
@@ -384,11 +386,11 @@ pub(crate) fn read_csv_rows<R: Read>(
 }
 
 /// 0-based cell index to 1-based column.
-fn col(i: usize) -> u64 {
+pub(crate) fn col(i: usize) -> u64 {
     u64::try_from(i).map_or(u64::MAX, |i| i + 1)
 }
 
-fn show(value: &str) -> String {
+pub(crate) fn show(value: &str) -> String {
     if value.is_empty() {
         "an empty cell".to_string()
     } else {
@@ -396,7 +398,7 @@ fn show(value: &str) -> String {
     }
 }
 
-fn csv_error(file: &str, e: csv::Error) -> ResultsError {
+pub(crate) fn csv_error(file: &str, e: csv::Error) -> ResultsError {
     let (line, column) = match e.kind() {
         csv::ErrorKind::Utf8 { pos, err } => {
             (pos.as_ref().map_or(0, |p| p.line()), col(err.field()))

@@ -76,11 +76,12 @@ pub use export::{
     svg_to_png, CsvExporter, Exporter, Format, JsonExporter, MarkdownExporter, PngExporter,
     SvgExporter, UnknownFormatName,
 };
-pub use findingsio::{findings_csv_path, write_findings_csv, FINDINGS_HEADER};
+pub use findingsio::{findings_csv_path, read_findings_csv, write_findings_csv, FINDINGS_HEADER};
 pub use group::GroupCulprit;
 pub use jsonio::{read_json, write_json, JsonResults};
 pub use read::{
-    detect_format, read_capped, read_path, read_str, read_str_lenient, InputFormat, ReadRows,
+    detect_format, read_capped, read_file_lenient, read_path, read_str, read_str_lenient,
+    InputFormat, ReadRows,
 };
 pub use record::{
     rfc3339_utc, unix_seconds, EmptyNetworkMode, InvalidRecord, MemoryKind, NetworkMode,

@@ -1,10 +1,11 @@
 //! Reading a saved results file whose format is told by its name or its content.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::csvio::{read_csv, read_csv_rows, SCHEMA_VERSION_COLUMN};
 use crate::error::{Result, ResultsError};
+use crate::findingsio::{findings_csv_path, read_findings_into};
 use crate::jsonio::{read_json, read_json_rows};
 use crate::record::RailResult;
 
@@ -65,13 +66,40 @@ pub fn read_str(content: &str, name: &str) -> Result<Vec<RailResult>> {
     }
 }
 
-/// Read a saved results file, CSV or JSON; see [`read_str`].
+/// Read a saved results file, CSV or JSON; see [`read_str`]. A CSV's findings file beside it
+/// ([`crate::findingsio`]), where there is one, gives its rows their findings whole.
 pub fn read_path(path: impl AsRef<Path>) -> Result<Vec<RailResult>> {
     let path = path.as_ref();
     let name = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|e| ResultsError::io(&name, e))?;
     let content = read_capped(file, &name, u64::MAX)?;
-    read_str(&content, &name)
+    let mut rows = read_str(&content, &name)?;
+    let content = content.strip_prefix('\u{feff}').unwrap_or(&content);
+    if detect_format(&name, content)? == InputFormat::Csv {
+        read_findings_beside(path, rows.iter_mut().collect(), u64::MAX)?;
+    }
+    Ok(rows)
+}
+
+/// Give `rows`, read from the results CSV at `csv`, the findings of the findings file beside
+/// it ([`crate::findings_csv_path`], at most `max_bytes` of it); the file read, or `None` where
+/// there is none.
+fn read_findings_beside(
+    csv: &Path,
+    rows: Vec<&mut RailResult>,
+    max_bytes: u64,
+) -> Result<Option<PathBuf>> {
+    let path = findings_csv_path(csv);
+    let name = path.display().to_string();
+    let file = match std::fs::File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ResultsError::io(&name, e)),
+    };
+    let content = read_capped(file, &name, max_bytes)?;
+    let content = content.strip_prefix('\u{feff}').unwrap_or(&content);
+    read_findings_into(content.as_bytes(), &name, rows)?;
+    Ok(Some(path))
 }
 
 /// What [`read_str_lenient`] read: the rows that keep the record's rules, and the error of
@@ -83,6 +111,8 @@ pub struct ReadRows {
     /// Each row that parsed but broke [`RailResult::validate`] (a bandwidth of -1): an error
     /// naming its file, line and column, the field and the value.
     pub left_out: Vec<ResultsError>,
+    /// The findings file read beside a CSV ([`read_file_lenient`]), where there was one.
+    pub findings_file: Option<PathBuf>,
 }
 
 /// [`read_str`], but a row that parses and breaks one of the record's rules
@@ -92,13 +122,52 @@ pub struct ReadRows {
 /// schema) is still an error for the whole input: such a file is not a results file as
 /// written.
 pub fn read_str_lenient(content: &str, name: &str) -> Result<ReadRows> {
+    lenient(content, name, None)
+}
+
+/// [`read_str_lenient`] of `content`, the text of the file at `path`; where it is a CSV, the
+/// findings file beside it ([`crate::findingsio`], at most `max_bytes` of it) gives its rows
+/// their findings whole, as [`read_path`] does ([`ReadRows::findings_file`] names it).
+pub fn read_file_lenient(content: &str, path: &Path, max_bytes: u64) -> Result<ReadRows> {
+    lenient(
+        content,
+        &path.display().to_string(),
+        Some((path, max_bytes)),
+    )
+}
+
+fn lenient(content: &str, name: &str, beside: Option<(&Path, u64)>) -> Result<ReadRows> {
     let content = content.strip_prefix('\u{feff}').unwrap_or(content);
     let mut left_out = Vec::new();
+    let mut findings_file = None;
     let rows = match detect_format(name, content)? {
-        InputFormat::Csv => read_csv_rows(content.as_bytes(), name, Some(&mut left_out))?,
+        InputFormat::Csv => {
+            let mut out = Vec::new();
+            let mut rows = read_csv_rows(content.as_bytes(), name, Some(&mut out))?;
+            if let Some((path, max_bytes)) = beside {
+                // Every row in the file's order: the lines of a row left out go with it, not
+                // to another row.
+                let mut all: Vec<&mut RailResult> = Vec::new();
+                let mut out_rows = out.iter_mut().peekable();
+                for (i, row) in rows.iter_mut().enumerate() {
+                    while let Some((_, r, _)) = out_rows.next_if(|(_, _, before)| *before == i) {
+                        all.push(r);
+                    }
+                    all.push(row);
+                }
+                all.extend(out_rows.map(|(_, r, _)| r));
+                findings_file = read_findings_beside(path, all, max_bytes)?;
+            }
+            left_out = out.into_iter().map(|(e, _, _)| e).collect();
+            rows
+        }
         InputFormat::Json => read_json_rows(content, name, Some(&mut left_out))?.rows,
     };
-    Ok(ReadRows { rows, left_out })
+    Ok(ReadRows {
+        rows,
+        left_out,
+        findings_file,
+    })
 }
 
 /// All of `input` as text, refused when it holds more than `max_bytes`
