@@ -133,10 +133,21 @@ fn parse_max_input_bytes(s: &str) -> Result<u64, String> {
     }
 }
 
+/// What [`load`] read from one input.
+pub(crate) struct Loaded {
+    /// Its rows.
+    pub rows: Vec<results::RailResult>,
+    /// How many rows were left out (each named on stderr).
+    pub left_out: usize,
+    /// The findings file read beside a CSV, which gave its rows their findings whole.
+    pub findings_file: Option<std::path::PathBuf>,
+}
+
 /// The rows of one input (a file, or `-` for stdin), at most `max_bytes` of it: each row that
 /// breaks a rule of the record (a value out of range) named on stderr and left out, the
-/// rest read ([`results::read_str_lenient`]); the number left out beside them.
-pub(crate) fn load(path: &Path, max_bytes: u64) -> Result<(Vec<results::RailResult>, usize)> {
+/// rest read ([`results::read_str_lenient`]). A CSV file's findings file beside it, where
+/// there is one, gives its rows their findings whole ([`results::read_file_lenient`]).
+pub(crate) fn load(path: &Path, max_bytes: u64) -> Result<Loaded> {
     let (text, name) = if path.as_os_str() == "-" {
         let name = "<stdin>".to_string();
         let text = results::read_capped(std::io::stdin().lock(), &name, max_bytes);
@@ -159,11 +170,20 @@ pub(crate) fn load(path: &Path, max_bytes: u64) -> Result<(Vec<results::RailResu
         }
     };
     let text = text.with_context(|| what(&name))?;
-    let read = results::read_str_lenient(&text, &name).with_context(|| what(&name))?;
+    let read = if path.as_os_str() == "-" {
+        results::read_str_lenient(&text, &name)
+    } else {
+        results::read_file_lenient(&text, path, max_bytes)
+    };
+    let read = read.with_context(|| what(&name))?;
     for e in &read.left_out {
         results::say!("railsweep: {e}: row left out");
     }
-    Ok((read.rows, read.left_out.len()))
+    Ok(Loaded {
+        rows: read.rows,
+        left_out: read.left_out.len(),
+        findings_file: read.findings_file,
+    })
 }
 
 /// An input over `--max-input-bytes` as the error that names the flag and how to read it.
@@ -337,11 +357,18 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
     let mut left_out = 0;
     let mut remeasured = false;
     for path in &args.files {
-        let (loaded, bad) = load(path, args.max_input_bytes)?;
+        let Loaded {
+            rows: loaded,
+            left_out: bad,
+            findings_file,
+        } = load(path, args.max_input_bytes)?;
         results::say!(
-            "railsweep: read {} rows from {}",
+            "railsweep: read {} rows from {}{}",
             loaded.len(),
-            path.display()
+            path.display(),
+            findings_file
+                .map(|f| format!(", their findings from {}", f.display()))
+                .unwrap_or_default()
         );
         // A pair's rail twice in one file: a fleet's outliers measured again (the same run
         // given twice, in two files, is still refused).

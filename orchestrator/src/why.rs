@@ -59,8 +59,9 @@ fn input_path(input: &str) -> PathBuf {
     }
 }
 
-/// The chain of evidence of one row, in lines a person reads top to bottom.
-pub fn chain(r: &RailResult) -> String {
+/// The chain of evidence of one row, in lines a person reads top to bottom. `findings`: the
+/// findings file where a finding read from a CSV without it (its kind alone) has the rest.
+pub fn chain(r: &RailResult, findings: Option<&Path>) -> String {
     let mut out = String::new();
     let pod = |p: &Option<String>, node: &str| match p {
         Some(p) => format!("pod {p} on {node}"),
@@ -124,11 +125,16 @@ pub fn chain(r: &RailResult) -> String {
     }
     for f in &r.diagnosis {
         if f.summary.is_empty() && f.evidence.is_empty() && f.what_to_do.is_empty() {
-            // A results CSV keeps the finding's word alone since version 10.
+            // A results CSV keeps the finding's word alone since version 10; the findings file
+            // beside it, read with it where it is there, the rest.
+            let file = findings.map_or_else(
+                || "the findings file beside the CSV (NAME.findings.csv)".to_string(),
+                |p| format!("{}, which was not there or has no line for it", p.display()),
+            );
             let _ = writeln!(
                 out,
-                "  finding {}: its counters and what to do are in the findings file beside the \
-                 CSV (NAME.findings.csv), or explain the run's JSON",
+                "  finding {}: its counters and what to do would be in {file}; or explain the \
+                 run's JSON",
                 f.finding.word()
             );
             continue;
@@ -192,21 +198,24 @@ pub fn chain(r: &RailResult) -> String {
 
 /// `railsweep explain`.
 pub fn run(args: &ExplainArgs) -> Result<Verdict> {
-    let mut rows = Vec::new();
+    // Each row with the findings file that would complete it (none from stdin).
+    let mut rows: Vec<(RailResult, Option<PathBuf>)> = Vec::new();
     for input in &args.inputs {
-        let (loaded, _) = load(&input_path(input), DEFAULT_MAX_INPUT_BYTES)?;
-        rows.extend(loaded);
+        let path = input_path(input);
+        let loaded = load(&path, DEFAULT_MAX_INPUT_BYTES)?;
+        let findings = (input != "-").then(|| results::findings_csv_path(&path));
+        rows.extend(loaded.rows.into_iter().map(|r| (r, findings.clone())));
     }
-    let shown: Vec<&RailResult> = rows
+    let shown: Vec<&(RailResult, Option<PathBuf>)> = rows
         .iter()
-        .filter(|r| match args.rail {
+        .filter(|(r, _)| match args.rail {
             Some(n) => r.rail == n,
             None => r.status != RailStatus::Ok || r.layer.is_some(),
         })
         .collect();
     if shown.is_empty() {
         if let Some(n) = args.rail {
-            let mut have: Vec<u32> = rows.iter().map(|r| r.rail).collect();
+            let mut have: Vec<u32> = rows.iter().map(|(r, _)| r.rail).collect();
             have.sort_unstable();
             have.dedup();
             return Err(UsageError(format!(
@@ -226,13 +235,11 @@ pub fn run(args: &ExplainArgs) -> Result<Verdict> {
         std::io::stdout().lock().write_all(text.as_bytes())?;
         return Ok(Verdict::Ok);
     }
-    let text: Vec<String> = shown.iter().map(|r| chain(r)).collect();
+    let text: Vec<String> = shown.iter().map(|(r, f)| chain(r, f.as_deref())).collect();
     std::io::stdout()
         .lock()
         .write_all(text.join("\n").as_bytes())?;
-    Ok(Verdict::problems_if(
-        shown
-            .iter()
-            .any(|r| r.status != RailStatus::Ok || r.layer.is_some()),
-    ))
+    Ok(Verdict::problems_if(shown.iter().any(|(r, _)| {
+        r.status != RailStatus::Ok || r.layer.is_some()
+    })))
 }

@@ -459,11 +459,134 @@ fn csv_output_has_the_findings_words_and_the_findings_in_a_file_beside_it() {
         "run,mode,rail,finding,side,node,source,counter,delta,per_s,summary,what_to_do\n\
          sweep-0601-host,hostnetwork,1,pfc-pause,client,gpu-node-01,netdev,rx_prio3_pause_duration,2300000,191667.0,priority 3 was paused 23% of the window,find who sends the pauses\n"
     );
-    // explain of the CSV says where the finding's counters are.
+    // explain of the CSV reads the finding whole from the findings file beside it.
     let out = railsweep(&["explain", path_str(&merged), "--rail", "1"]);
     assert_says(
         &out.stdout,
-        "  finding pfc-pause: its counters and what to do are in the findings file beside the CSV",
+        "  finding pfc-pause: priority 3 was paused 23% of the window\n    client netdev rx_prio3_pause_duration: +2300000 (191667.0/s)\n    what to do: find who sends the pauses\n",
+    );
+    // Without it, explain says where its counters would be.
+    std::fs::remove_file(&findings).expect("remove");
+    let out = railsweep(&["explain", path_str(&merged), "--rail", "1"]);
+    assert_says(
+        &out.stdout,
+        &format!(
+            "  finding pfc-pause: its counters and what to do would be in {}, which was not there",
+            findings.display()
+        ),
+    );
+}
+
+/// The markdown section that starts with `heading`, up to the next one.
+fn section<'a>(markdown: &'a str, heading: &str) -> &'a str {
+    let start = markdown
+        .find(heading)
+        .unwrap_or_else(|| panic!("{heading} in:\n{markdown}"));
+    let rest = &markdown[start..];
+    let end = rest[heading.len()..]
+        .find("\n## ")
+        .map_or(rest.len(), |i| i + heading.len() + 1);
+    &rest[..end]
+}
+
+/// Loss at both ends is the path's fault, at one end the port's: a CSV read back with its
+/// findings file judges the rails as their JSON does (`report --threshold-gbps` judges them
+/// again from their findings), and `explain` shows the counters of each side.
+#[test]
+fn a_csv_with_its_findings_file_is_judged_as_its_json() {
+    use results::rdmabw::counters::{CounterSource, Evidence, Finding, FindingKind};
+    use results::rdmabw::report::Role;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let evidence = |role, counter: &str, delta, per_s| Evidence {
+        role,
+        source: CounterSource::Hw,
+        counter: counter.into(),
+        delta,
+        per_s,
+    };
+    let loss = |evidence| Finding {
+        finding: FindingKind::PacketLoss,
+        summary: "packets were lost".into(),
+        evidence,
+        what_to_do: "look at the drops".into(),
+    };
+    let mut rows = rows_of(&NetworkMode::HostNetwork);
+    rows[1].diagnosis = vec![loss(vec![
+        evidence(Role::Client, "packet_seq_err", 17, 1.7),
+        evidence(Role::Server, "out_of_sequence", 40, 4.0),
+    ])];
+    rows[2].diagnosis = vec![loss(vec![evidence(
+        Role::Server,
+        "out_of_sequence",
+        9,
+        0.9,
+    )])];
+    let json = dir.path().join("run.json");
+    write_json(std::fs::File::create(&json).expect("create"), "t", &rows).expect("write");
+    // The CSV and its findings file, as railsweep writes them.
+    let csv = dir.path().join("run.csv");
+    let out = railsweep(&["report", path_str(&json), "-o", path_str(&csv)]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let findings = results::findings_csv_path(&csv);
+    assert!(findings.exists(), "{}", text(&out.stderr));
+
+    // Every rail under 97 Gb/s: judged again, rails 1 and 2 by their findings.
+    let judged = |input: &Path| {
+        let out = railsweep(&[
+            "report",
+            path_str(input),
+            "--format",
+            "markdown",
+            "--threshold-gbps",
+            "97",
+        ]);
+        assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
+        (text(&out.stdout), text(&out.stderr))
+    };
+    let (from_json, _) = judged(&json);
+    let (from_csv, said) = judged(&csv);
+    assert!(
+        said.contains(&format!(
+            "read 16 rows from {}, their findings from {}",
+            csv.display(),
+            findings.display()
+        )),
+        "{said}"
+    );
+    for line in [
+        "rail 1 (gpu-node-01 mlx5_1 -> gpu-node-02 mlx5_1): **below_threshold**, layer `path`: loss (both ends): packets were lost.",
+        "rail 2 (gpu-node-01 mlx5_2 -> gpu-node-02 mlx5_2): **below_threshold**, layer `nic-port`: loss (server): packets were lost.",
+    ] {
+        assert!(from_json.contains(line), "{line} in:\n{from_json}");
+    }
+    for heading in ["## Verdicts", "## Findings"] {
+        assert_eq!(
+            section(&from_csv, heading),
+            section(&from_json, heading),
+            "{heading}"
+        );
+    }
+
+    // explain of the CSV: each side's counters, and the verdict the JSON gives.
+    let explained = |input: &Path| {
+        let out = railsweep(&["explain", path_str(input), "--rail", "1"]);
+        assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let t = explained(&csv);
+    assert_eq!(t, explained(&json));
+    assert!(
+        t.contains("    client hw packet_seq_err: +17 (1.7/s)\n    server hw out_of_sequence: +40 (4.0/s)\n"),
+        "{t}"
+    );
+
+    // Without the findings file the CSV's loss rests on no side, and rail 1 reads as the
+    // port's: what the findings file is read for.
+    std::fs::remove_file(&findings).expect("remove");
+    let (alone, _) = judged(&csv);
+    assert!(
+        alone.contains("rail 1 (gpu-node-01 mlx5_1 -> gpu-node-02 mlx5_1): **below_threshold**, layer `nic-port`"),
+        "{alone}"
     );
 }
 
