@@ -165,16 +165,22 @@ pub(crate) fn read_findings_into<R: Read>(
     };
     // The kinds each row's `diagnosis` cell named, before any is replaced.
     let kinds: Vec<Vec<FindingKind>> = rows.iter().map(|r| r.finding_kinds()).collect();
+    // The rows of each run, mode and rail, in the CSV's order (a fleet's pairs share them).
+    let mut by_rail: std::collections::HashMap<(&str, &str, u32), Vec<usize>> =
+        std::collections::HashMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        by_rail
+            .entry((r.run_id.as_str(), r.network_mode.as_str(), r.rail))
+            .or_default()
+            .push(i);
+    }
     let mut groups: Vec<Group> = Vec::new();
     for l in lines {
         let key = (l.run.clone(), l.mode.clone(), l.rail);
-        let same_rail: Vec<usize> = (0..rows.len())
-            .filter(|&i| {
-                let r = &rows[i];
-                (r.run_id.as_str(), r.network_mode.as_str(), r.rail)
-                    == (l.run.as_str(), l.mode.as_str(), l.rail)
-            })
-            .collect();
+        let same_rail = by_rail
+            .get(&(l.run.as_str(), l.mode.as_str(), l.rail))
+            .cloned()
+            .unwrap_or_default();
         if same_rail.is_empty() {
             return Err(ResultsError::parse(
                 at(l.line, 2),

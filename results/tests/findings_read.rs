@@ -113,6 +113,10 @@ fn a_csv_with_its_findings_file_reads_back_to_the_rows_json_keeps() {
     let from_json = read_path(&json).expect("json");
     assert_eq!(from_json, rows);
     assert_eq!(read_path(&sunk).expect("csv"), rounded(&from_json));
+    // A sink resumed without its JSON (a fleet's --resume judges its culprits from these rows).
+    let sink = RowSink::resume(&sunk, None, "t").expect("resume");
+    assert_eq!(sink.rows(), rounded(&rows));
+    drop(sink);
     // The lenient reader `railsweep report` and `explain` use, too.
     let text = std::fs::read_to_string(&sunk).expect("csv text");
     let read = results::read_file_lenient(&text, &sunk, u64::MAX).expect("lenient");
