@@ -141,6 +141,8 @@ pub(crate) struct Loaded {
     pub left_out: usize,
     /// The findings file read beside a CSV, which gave its rows their findings whole.
     pub findings_file: Option<std::path::PathBuf>,
+    /// Whether the input is results CSV (whose findings are in a file beside it).
+    pub csv: bool,
 }
 
 /// The rows of one input (a file, or `-` for stdin), at most `max_bytes` of it: each row that
@@ -176,6 +178,10 @@ pub(crate) fn load(path: &Path, max_bytes: u64) -> Result<Loaded> {
         results::read_file_lenient(&text, path, max_bytes)
     };
     let read = read.with_context(|| what(&name))?;
+    let csv = matches!(
+        results::detect_format(&name, text.strip_prefix('\u{feff}').unwrap_or(&text)),
+        Ok(results::InputFormat::Csv)
+    );
     for e in &read.left_out {
         results::say!("railsweep: {e}: row left out");
     }
@@ -183,6 +189,7 @@ pub(crate) fn load(path: &Path, max_bytes: u64) -> Result<Loaded> {
         rows: read.rows,
         left_out: read.left_out.len(),
         findings_file: read.findings_file,
+        csv,
     })
 }
 
@@ -361,6 +368,7 @@ pub fn run(args: &ReportArgs) -> Result<Verdict> {
             rows: loaded,
             left_out: bad,
             findings_file,
+            ..
         } = load(path, args.max_input_bytes)?;
         results::say!(
             "railsweep: read {} rows from {}{}",

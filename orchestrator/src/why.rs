@@ -203,7 +203,7 @@ pub fn run(args: &ExplainArgs) -> Result<Verdict> {
     for input in &args.inputs {
         let path = input_path(input);
         let loaded = load(&path, DEFAULT_MAX_INPUT_BYTES)?;
-        let findings = (input != "-").then(|| results::findings_csv_path(&path));
+        let findings = (input != "-" && loaded.csv).then(|| results::findings_csv_path(&path));
         rows.extend(loaded.rows.into_iter().map(|r| (r, findings.clone())));
     }
     let shown: Vec<&(RailResult, Option<PathBuf>)> = rows
