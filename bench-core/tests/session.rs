@@ -571,14 +571,19 @@ fn silent_connections_and_refused_hellos_do_not_lock_out_the_secret_holder() {
     d.thread.join().unwrap().unwrap();
 }
 
-#[test]
-fn a_one_test_server_is_not_ended_by_garbage_or_another_runs_secret() {
-    let mut cfg = server_cfg(false, Pinned::default(), RailRequest::default());
-    cfg.secret = RunSecret::new("run-4f2a");
-    cfg.rail = RailRequest {
-        netdev: Some("net1".into()),
-        ..RailRequest::default()
-    };
+/// What a one-test server's thread gives back.
+type Served = std::io::Result<Option<Result<bench_core::session::Outcome, SessionError>>>;
+
+/// A one-test server (`serve_first`) with `cfg` on a free port, on a thread: its address, its
+/// stop flag, the lines it logs, and its thread.
+fn one_test_server(
+    cfg: ServerConfig,
+) -> (
+    SocketAddr,
+    Arc<AtomicBool>,
+    Arc<Mutex<Vec<String>>>,
+    thread::JoinHandle<Served>,
+) {
     let listener = Listener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
@@ -590,6 +595,18 @@ fn a_one_test_server_is_not_ended_by_garbage_or_another_runs_secret() {
     let server = thread::spawn(move || {
         bench_core::session::serve_first(&cfg, &listener, &ServerShared::new(), &stop2, &log)
     });
+    (addr, stop, lines, server)
+}
+
+#[test]
+fn a_one_test_server_is_not_ended_by_garbage_or_another_runs_secret() {
+    let mut cfg = server_cfg(false, Pinned::default(), RailRequest::default());
+    cfg.secret = RunSecret::new("run-4f2a");
+    cfg.rail = RailRequest {
+        netdev: Some("net1".into()),
+        ..RailRequest::default()
+    };
+    let (addr, stop, lines, server) = one_test_server(cfg);
     // Garbage, a connection closed at once, and another run's secret.
     let mut g = TcpStream::connect(addr).unwrap();
     g.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
@@ -1035,17 +1052,7 @@ fn a_perftest_client_that_pauses_after_connecting_is_admitted_by_both_servers() 
     // The one-test server: it takes the client (and stops at device opening: no RDMA here).
     // Dropped as silent, it would note the connection and go on waiting instead.
     let cfg = server_cfg(false, Pinned::default(), RailRequest::default());
-    let listener = Listener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-    let addr = listener.local_addr().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let stop2 = Arc::clone(&stop);
-    let lines: Arc<Mutex<Vec<String>>> = Arc::default();
-    let lines2 = Arc::clone(&lines);
-    let log: bench_core::session::Log =
-        Arc::new(move |l: &str| lines2.lock().unwrap().push(l.into()));
-    let server = thread::spawn(move || {
-        bench_core::session::serve_first(&cfg, &listener, &ServerShared::new(), &stop2, &log)
-    });
+    let (addr, stop, lines, server) = one_test_server(cfg);
     let _c = perftest_client_after_its_pause(addr);
     let t0 = Instant::now();
     while !server.is_finished() && t0.elapsed() < Duration::from_secs(5) {

@@ -496,52 +496,30 @@ impl SvgExporter {
                 let bar_height = chart.backend_coord(&(x, 0.0)).1 - py;
                 let (w, h) = text_size(&text)?;
                 let upright = w + 2 * GAP_PX > bar_px;
+                // A box `wide` by `tall` centred on the bar, its top at `top`.
+                let boxed = |text: String, wide: i32, tall: i32, top: i32| {
+                    let x0 = px - wide / 2;
+                    LabelBox {
+                        text,
+                        x0,
+                        y0: top,
+                        x1: x0 + wide,
+                        y1: top + tall,
+                    }
+                };
+                let over = py - GAP_PX;
                 let (mut at, inside) = if !upright {
-                    let x0 = px - w / 2;
-                    let y1 = py - GAP_PX;
-                    (
-                        LabelBox {
-                            text,
-                            x0,
-                            y0: y1 - h,
-                            x1: x0 + w,
-                            y1,
-                        },
-                        false,
-                    )
+                    (boxed(text, w, h, over - h), false)
                 } else if bar_height > w + 4 * GAP_PX && !below {
-                    let x0 = px - h / 2;
-                    let y0 = py + 2 * GAP_PX;
-                    (
-                        LabelBox {
-                            text,
-                            x0,
-                            y0,
-                            x1: x0 + h,
-                            y1: y0 + w,
-                        },
-                        true,
-                    )
+                    (boxed(text, h, w, py + 2 * GAP_PX), true)
                 } else {
-                    let x0 = px - h / 2;
-                    let y1 = py - GAP_PX;
-                    (
-                        LabelBox {
-                            text,
-                            x0,
-                            y0: y1 - w,
-                            x1: x0 + h,
-                            y1,
-                        },
-                        false,
-                    )
+                    (boxed(text, h, w, over - w), false)
                 };
                 let mut inside = inside;
                 if inside && lines.iter().any(|l| at.crossed_by(l)) {
                     // A line through the bar's top: over the bar instead.
-                    let y1 = py - GAP_PX;
-                    at.y0 = y1 - w;
-                    at.y1 = y1;
+                    at.y0 = over - w;
+                    at.y1 = over;
                     inside = false;
                 }
                 if !lift_clear_of(&mut at, &lines, plot_top) {
