@@ -574,16 +574,17 @@ fn silent_connections_and_refused_hellos_do_not_lock_out_the_secret_holder() {
 /// What a one-test server's thread gives back.
 type Served = std::io::Result<Option<Result<bench_core::session::Outcome, SessionError>>>;
 
-/// A one-test server (`serve_first`) with `cfg` on a free port, on a thread: its address, its
-/// stop flag, the lines it logs, and its thread.
-fn one_test_server(
-    cfg: ServerConfig,
-) -> (
-    SocketAddr,
-    Arc<AtomicBool>,
-    Arc<Mutex<Vec<String>>>,
-    thread::JoinHandle<Served>,
-) {
+/// A one-test server (`serve_first`) serving on a thread: its address, its stop flag, the
+/// lines it logs, and its thread.
+struct OneTestServer {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    lines: Arc<Mutex<Vec<String>>>,
+    thread: thread::JoinHandle<Served>,
+}
+
+/// A one-test server with `cfg` on a free port.
+fn one_test_server(cfg: ServerConfig) -> OneTestServer {
     let listener = Listener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
@@ -595,7 +596,12 @@ fn one_test_server(
     let server = thread::spawn(move || {
         bench_core::session::serve_first(&cfg, &listener, &ServerShared::new(), &stop2, &log)
     });
-    (addr, stop, lines, server)
+    OneTestServer {
+        addr,
+        stop,
+        lines,
+        thread: server,
+    }
 }
 
 #[test]
@@ -606,7 +612,12 @@ fn a_one_test_server_is_not_ended_by_garbage_or_another_runs_secret() {
         netdev: Some("net1".into()),
         ..RailRequest::default()
     };
-    let (addr, stop, lines, server) = one_test_server(cfg);
+    let OneTestServer {
+        addr,
+        stop,
+        lines,
+        thread: server,
+    } = one_test_server(cfg);
     // Garbage, a connection closed at once, and another run's secret.
     let mut g = TcpStream::connect(addr).unwrap();
     g.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
@@ -1052,7 +1063,12 @@ fn a_perftest_client_that_pauses_after_connecting_is_admitted_by_both_servers() 
     // The one-test server: it takes the client (and stops at device opening: no RDMA here).
     // Dropped as silent, it would note the connection and go on waiting instead.
     let cfg = server_cfg(false, Pinned::default(), RailRequest::default());
-    let (addr, stop, lines, server) = one_test_server(cfg);
+    let OneTestServer {
+        addr,
+        stop,
+        lines,
+        thread: server,
+    } = one_test_server(cfg);
     let _c = perftest_client_after_its_pause(addr);
     let t0 = Instant::now();
     while !server.is_finished() && t0.elapsed() < Duration::from_secs(5) {
