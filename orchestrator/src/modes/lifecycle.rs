@@ -35,7 +35,7 @@ pub enum LifecycleError {
     #[error("interrupted while the pods were starting")]
     Interrupted,
     /// An API call failed for a reason that is not about the pod.
-    #[error("cannot {action} pod {pod}: {source}")]
+    #[error("cannot {action} pod {pod}: {}", crate::exit::kube_words(source))]
     Api {
         /// What was being done (`create`, `read`, `watch`, `delete`).
         action: &'static str,
@@ -46,7 +46,7 @@ pub enum LifecycleError {
         source: kube::Error,
     },
     /// The watch of a pod failed.
-    #[error("cannot watch pod {pod}: {source}")]
+    #[error("cannot watch pod {pod}: {}", crate::exit::error_words(source))]
     Watch {
         /// The pod.
         pod: String,
@@ -182,7 +182,7 @@ impl PodSet {
         let claim = claims
             .get(&claim)
             .await
-            .map_err(|e| format!("cannot read ResourceClaim {claim}: {e}"))?;
+            .map_err(|e| format!("cannot read ResourceClaim {claim}: {}", crate::exit::kube_words(&e)))?;
         let node = pod
             .spec
             .as_ref()
@@ -220,7 +220,8 @@ impl PodSet {
             Ok(ds) => ds,
             Err(e) => {
                 d.todo.push_str(&format!(
-                    "; railsweep cannot read node {node}'s ResourceSlices to say why ({e}): grant deploy/rbac.yaml's ClusterRole, or see kubectl get resourceslices --field-selector spec.nodeName={node} -o yaml"
+                    "; railsweep cannot read node {node}'s ResourceSlices to say why ({}): grant deploy/rbac.yaml's ClusterRole, or see kubectl get resourceslices --field-selector spec.nodeName={node} -o yaml",
+                    crate::exit::kube_words(&e)
                 ));
                 return d;
             }
