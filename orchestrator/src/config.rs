@@ -566,7 +566,10 @@ mod tests {
         assert_eq!(d("0s"), Ok(None));
         for bad in ["", "s", "1x", "-1s", "1.5.5s", "abc"] {
             let e = d(bad).expect_err(bad);
-            assert!(e.contains("--request-timeout") && e.contains(bad), "{bad}: {e}");
+            assert!(
+                e.contains("--request-timeout") && e.contains(bad),
+                "{bad}: {e}"
+            );
         }
     }
 }

@@ -13,8 +13,8 @@ use anyhow::{bail, Context, Result};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::AttachParams;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::client::ClientBuilder;
+use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
@@ -136,8 +136,7 @@ fn read_kubeconfig(value: Option<std::ffi::OsString>) -> Result<Option<Kubeconfi
 /// with nothing said (issue 56).
 fn client_of(mut config: Config, request_timeout: Option<Duration>) -> Result<Client> {
     config.default_retry = false;
-    let builder =
-        ClientBuilder::try_from(config).context("cannot build a Kubernetes client")?;
+    let builder = ClientBuilder::try_from(config).context("cannot build a Kubernetes client")?;
     Ok(match request_timeout {
         Some(limit) => builder.with_layer(&RequestTimeoutLayer(limit)).build(),
         None => builder.build(),
