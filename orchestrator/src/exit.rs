@@ -59,6 +59,44 @@ pub fn help(ok: &str, problems: &str, error: &str, interrupted: Option<&str>) ->
     s + "."
 }
 
+/// An error said on stderr already, before a clean-up that could have hidden it (a pod's
+/// diagnosis, issue 56): it still ends the command with exit 2, and is not said again.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct AlreadySaid(pub String);
+
+/// Whether `err` was said already ([`AlreadySaid`]).
+pub fn already_said(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| e.is::<AlreadySaid>())
+}
+
+/// What a second Ctrl-C says before railsweep leaves at once: the pods a clean-up in progress
+/// would leave behind and how to delete them (`None` where nothing would be left).
+type LeaveWords = Box<dyn Fn() -> Option<String> + Send>;
+
+/// The words of the clean-up in progress, if any.
+static LEAVING: std::sync::Mutex<Option<LeaveWords>> = std::sync::Mutex::new(None);
+
+/// While a clean-up runs, what [`leave_now`] says; `None` when it has ended.
+pub fn on_leave(words: Option<LeaveWords>) {
+    if let Ok(mut l) = LEAVING.lock() {
+        *l = words;
+    }
+}
+
+/// A second Ctrl-C: say what is left behind (the pods of a clean-up in progress, with the
+/// command that deletes them) and exit 130 at once. The lock is held to the exit, so two
+/// listeners of the same Ctrl-C say it once.
+pub fn leave_now() -> ! {
+    let guard = LEAVING.lock();
+    if let Ok(g) = &guard {
+        if let Some(said) = g.as_ref().and_then(|f| f()) {
+            results::say!("{said}");
+        }
+    }
+    std::process::exit(i32::from(INTERRUPTED));
+}
+
 /// Whether `err` is, anywhere in its chain, a broken pipe: the reader of stdout went away
 /// (`railsweep report ... | head`), which is no failure of railsweep.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
@@ -216,6 +254,7 @@ pub fn status(outcome: anyhow::Result<Verdict>) -> ExitCode {
         Ok(Verdict::Problems) => ExitCode::from(PROBLEMS),
         Ok(Verdict::Interrupted) => ExitCode::from(INTERRUPTED),
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) if already_said(&err) => ExitCode::from(ERROR),
         Err(err) => {
             results::say!("railsweep: error: {}", words(&err));
             ExitCode::from(ERROR)
@@ -267,8 +306,9 @@ mod tests {
     /// them, never with Rust's debug text.
     #[test]
     fn api_errors_on_every_path_are_kubectls_words() {
-        let page = kube::core::Status::failure("<html>upstream\n connect error</html>", NOT_A_STATUS)
-            .with_code(503);
+        let page =
+            kube::core::Status::failure("<html>upstream\n connect error</html>", NOT_A_STATUS)
+                .with_code(503);
         let err = anyhow::Error::new(kube::Error::Api(page.boxed())).context("cannot delete pod a");
         assert_eq!(
             words(&err),
@@ -282,13 +322,19 @@ mod tests {
         let watch = kube::runtime::wait::Error::ProbeFailed(
             kube::runtime::watcher::Error::WatchStartFailed(kube::Error::Api(status.boxed())),
         );
-        assert!(watch.to_string().contains("Status {"), "kube-runtime's own text");
+        assert!(
+            watch.to_string().contains("Status {"),
+            "kube-runtime's own text"
+        );
         let said = error_words(&watch);
         assert!(
             said.ends_with("Error from server (ServiceUnavailable): etcd is down"),
             "{said}"
         );
-        assert!(!said.contains("Status {") && !said.contains("ApiError"), "{said}");
+        assert!(
+            !said.contains("Status {") && !said.contains("ApiError"),
+            "{said}"
+        );
         let timed_out = kube::Error::Service(Box::new(crate::runner::timeout::RequestTimedOut(
             std::time::Duration::from_secs(2),
         )));
