@@ -23,6 +23,17 @@ enum Delete {
     Hang,
 }
 
+/// How the fake answers a GET.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Get {
+    /// As an API server does.
+    Answer,
+    /// Never.
+    Hang,
+    /// Its status and headers, then never the body they announce.
+    StallBody,
+}
+
 /// The fake: pods it was given, answered as created and stuck in ErrImageNeverPull.
 struct FakeApi {
     url: String,
@@ -33,7 +44,7 @@ struct FakeApi {
 }
 
 impl FakeApi {
-    fn start(delete: Delete, get_hangs: bool) -> FakeApi {
+    fn start(delete: Delete, get: Get) -> FakeApi {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
         let url = format!("http://{}", listener.local_addr().expect("its address"));
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -44,7 +55,7 @@ impl FakeApi {
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
                 let (l, p) = (l.clone(), p.clone());
-                std::thread::spawn(move || serve(conn, delete, get_hangs, &l, &p));
+                std::thread::spawn(move || serve(conn, delete, get, &l, &p));
             }
         });
         let dir = tempfile::tempdir().expect("temp dir");
@@ -101,7 +112,7 @@ fn respond(conn: &mut TcpStream, code: u16, body: &str, content_type: &str) {
 fn serve(
     conn: TcpStream,
     delete: Delete,
-    get_hangs: bool,
+    get: Get,
     log: &Mutex<Vec<String>>,
     pods: &Mutex<std::collections::BTreeMap<String, Value>>,
 ) {
@@ -154,7 +165,15 @@ fn serve(
                 }
                 respond(&mut conn, 201, &pod.to_string(), json_type);
             }
-            ("GET", _) if get_hangs => hang(),
+            ("GET", _) if get == Get::Hang => hang(),
+            ("GET", _) if get == Get::StallBody => {
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Type: {json_type}\r\nContent-Length: 1000\r\n\r\n{{"
+                );
+                let _ = conn.flush();
+                hang();
+            }
             ("GET", ["api", "v1", "namespaces", _, "pods"]) if target.contains("watch=") => {
                 // A watch: answered, then nothing more (the pods never change).
                 let _ = write!(
@@ -339,7 +358,7 @@ fn assert_diagnosis_then_leftovers(stderr: &str) {
 
 #[test]
 fn a_503_to_delete_is_said_in_kubectls_words_and_the_pods_left_named() {
-    let api = FakeApi::start(Delete::Unavailable, false);
+    let api = FakeApi::start(Delete::Unavailable, Get::Answer);
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("out.csv");
     let out = out.to_str().expect("UTF-8");
@@ -377,7 +396,7 @@ fn a_503_to_delete_is_said_in_kubectls_words_and_the_pods_left_named() {
 
 #[test]
 fn a_delete_never_answered_is_given_up_at_the_request_timeout() {
-    let api = FakeApi::start(Delete::Hang, false);
+    let api = FakeApi::start(Delete::Hang, Get::Answer);
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("out.csv");
     let out = out.to_str().expect("UTF-8");
@@ -399,7 +418,7 @@ fn a_delete_never_answered_is_given_up_at_the_request_timeout() {
 
 #[test]
 fn ctrl_c_during_a_clean_up_exits_130_after_it_and_twice_at_once_naming_the_pods() {
-    let api = FakeApi::start(Delete::Hang, false);
+    let api = FakeApi::start(Delete::Hang, Get::Answer);
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("out.csv");
     let out = out.to_str().expect("UTF-8");
@@ -425,7 +444,7 @@ fn ctrl_c_during_a_clean_up_exits_130_after_it_and_twice_at_once_naming_the_pods
 /// The finding: one Ctrl-C during the clean-up was ignored for minutes, then exit 2.
 #[test]
 fn one_ctrl_c_during_a_clean_up_exits_130_once_the_bounded_clean_up_ends() {
-    let api = FakeApi::start(Delete::Hang, false);
+    let api = FakeApi::start(Delete::Hang, Get::Answer);
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("out.csv");
     let out = out.to_str().expect("UTF-8");
@@ -440,12 +459,13 @@ fn one_ctrl_c_during_a_clean_up_exits_130_once_the_bounded_clean_up_ends() {
     assert_no_debug_text(&stderr);
 }
 
+/// A GET never answered, and one whose body never comes after its headers, are given up at
+/// `--request-timeout`, in words that name the flag.
 #[test]
 fn a_get_never_answered_is_given_up_at_the_request_timeout() {
-    let api = FakeApi::start(Delete::Unavailable, true);
-    let t0 = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_railsweep"))
-        .args([
+    for get in [Get::Hang, Get::StallBody] {
+        let api = FakeApi::start(Delete::Unavailable, get);
+        let r = Running::start(&[
             "run",
             "--kubeconfig",
             api.kubeconfig.to_str().expect("UTF-8"),
@@ -456,24 +476,21 @@ fn a_get_never_answered_is_given_up_at_the_request_timeout() {
             "--request-timeout",
             "1s",
             "--quiet",
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .expect("railsweep runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        t0.elapsed() < Duration::from_secs(10),
-        "{:?}: {stderr}",
-        t0.elapsed()
-    );
-    assert!(
-        stderr.contains(
-            "the server was unable to return a response in the time allotted \
-             (--request-timeout 1s: give a longer one, or 0 for no limit)"
-        ),
-        "{stderr}"
-    );
-    assert!(stderr.contains(&api.url), "names the API server: {stderr}");
-    assert_no_debug_text(&stderr);
+        ]);
+        let (code, took, stderr) = r.wait(Duration::from_secs(20));
+        assert_eq!(code, Some(2), "{get:?}: {stderr}");
+        assert!(
+            took < Duration::from_secs(10),
+            "{get:?}: {took:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains(
+                "cannot get pod railbench/a: the server was unable to return a response in the \
+                 time allotted (--request-timeout 1s: give a longer one, or 0 for no limit)"
+            ),
+            "{get:?}: {stderr}"
+        );
+        assert!(stderr.contains(&api.url), "names the API server: {stderr}");
+        assert_no_debug_text(&stderr);
+    }
 }
