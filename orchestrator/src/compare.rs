@@ -172,7 +172,9 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
                 }
             }
             Err(e) => {
-                results::say!("railsweep: error: {}", crate::exit::words(&e));
+                if !crate::exit::already_said(&e) {
+                    results::say!("railsweep: error: {}", crate::exit::words(&e));
+                }
                 failed_modes.push(*m);
             }
         }

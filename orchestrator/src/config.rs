@@ -95,6 +95,60 @@ pub struct ClusterArgs {
     /// How to reach the pods: `kube` (API server exec) or `local` (network namespaces here).
     #[arg(long, value_enum, default_value_t = RunnerKind::Kube)]
     pub runner: RunnerKind,
+    /// How long railsweep waits for the API server's answer to one request before giving it
+    /// up, as kubectl's: `30s`, `1m`, `500ms`, a bare number of seconds, `0` for no limit
+    /// [default: 30s, railsweep's own bound; kubectl has none]. Watches and exec streams, once
+    /// answered, run as long as they need.
+    #[arg(long, value_name = "DURATION", value_parser = request_timeout, default_value = "30s", hide_default_value = true)]
+    pub request_timeout: RequestTimeout,
+}
+
+/// `--request-timeout`: `None` is no limit (`0`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestTimeout(pub Option<Duration>);
+
+/// `--request-timeout`'s parser: kubectl's spelling, a Go duration (`1m30s`, `500ms`, `2h`)
+/// or a bare number of seconds; `0` is no limit.
+fn request_timeout(s: &str) -> Result<RequestTimeout, String> {
+    let bad = || {
+        format!(
+            "expected a duration as kubectl's --request-timeout takes it (30s, 1m, 500ms, a number \
+             of seconds, 0 for no limit), got `{s}`"
+        )
+    };
+    let t = s.trim();
+    if let Ok(n) = t.parse::<u64>() {
+        return Ok(RequestTimeout((n > 0).then(|| Duration::from_secs(n))));
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        let (num, after) = rest.split_at(digits);
+        let unit_len = after
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(after.len());
+        let (unit, next) = after.split_at(unit_len);
+        let v: f64 = num.parse().map_err(|_| bad())?;
+        let scale = match unit {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 1e-3,
+            "us" | "µs" => 1e-6,
+            "ns" => 1e-9,
+            _ => return Err(bad()),
+        };
+        let part = Duration::try_from_secs_f64(v * scale).map_err(|_| bad())?;
+        total = total.checked_add(part).ok_or_else(bad)?;
+        rest = next;
+    }
+    if t.is_empty() {
+        return Err(bad());
+    }
+    Ok(RequestTimeout((!total.is_zero()).then_some(total)))
 }
 
 impl ClusterArgs {
@@ -105,6 +159,7 @@ impl ClusterArgs {
             context: self.context.clone(),
             namespace: self.namespace.clone(),
             container,
+            request_timeout: self.request_timeout.0,
         }
     }
 
@@ -497,5 +552,24 @@ mod tests {
         assert_eq!(seconds_positive("604800"), Ok(604_800.0));
         assert!(seconds_positive("0").is_err());
         assert_eq!(seconds_non_negative("0"), Ok(0.0));
+    }
+
+    #[test]
+    fn request_timeout_reads_kubectls_durations() {
+        let d = |s: &str| request_timeout(s).map(|t| t.0);
+        assert_eq!(d("30s"), Ok(Some(Duration::from_secs(30))));
+        assert_eq!(d("1m"), Ok(Some(Duration::from_secs(60))));
+        assert_eq!(d("1m30s"), Ok(Some(Duration::from_secs(90))));
+        assert_eq!(d("500ms"), Ok(Some(Duration::from_millis(500))));
+        assert_eq!(d("2"), Ok(Some(Duration::from_secs(2))));
+        assert_eq!(d("0"), Ok(None));
+        assert_eq!(d("0s"), Ok(None));
+        for bad in ["", "s", "1x", "-1s", "1.5.5s", "abc"] {
+            let e = d(bad).expect_err(bad);
+            assert!(
+                e.contains("--request-timeout") && e.contains(bad),
+                "{bad}: {e}"
+            );
+        }
     }
 }

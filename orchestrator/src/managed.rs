@@ -160,10 +160,10 @@ pub struct ManagedPair {
 
 impl ManagedPair {
     /// Delete the pods (with `--keep-pods`, say how to); after Ctrl-C (`interrupted`) without
-    /// waiting for them to be gone.
-    pub async fn finish(self, interrupted: bool) {
+    /// waiting for them to be gone. `true` when Ctrl-C came during the clean-up.
+    pub async fn finish(self, interrupted: bool) -> bool {
         let wait = if interrupted { None } else { Some(DELETE_WAIT) };
-        self.guard.finish(wait).await;
+        self.guard.finish(wait).await
     }
 }
 

@@ -248,7 +248,7 @@ pub fn watch_ctrl_c(cancel: CancellationToken) {
         );
         cancel.cancel();
         if tokio::signal::ctrl_c().await.is_ok() {
-            std::process::exit(i32::from(exit::INTERRUPTED));
+            exit::leave_now();
         }
     });
 }

@@ -247,8 +247,22 @@ pub(crate) async fn sweep_mode(
     };
     let outcome = sweep_and_print(runner, args, csv, cfg, &pair.pods).await;
     let interrupted = matches!(&outcome, Ok(o) if o.interrupted.is_some());
-    pair.finish(interrupted).await;
-    outcome
+    if !pair.finish(interrupted).await {
+        return outcome;
+    }
+    // Ctrl-C during the clean-up: the command was interrupted (exit 130), whatever it found.
+    match outcome {
+        Ok(mut o) => {
+            o.interrupted.get_or_insert(Interruption::Rails(Vec::new()));
+            Ok(o)
+        }
+        Err(e) => {
+            if !crate::exit::already_said(&e) {
+                results::say!("railsweep: error: {}", crate::exit::words(&e));
+            }
+            Ok(SweepOutcome::interrupted_in_set_up())
+        }
+    }
 }
 
 /// The rails a results file already has rows for, and the run id and mode to continue with.

@@ -463,7 +463,13 @@ async fn over_nodes(
         Err(e) => Err(e),
     };
     let some_not_started = pods.some_not_started();
-    pods.finish(cancel.is_cancelled()).await;
+    if pods.finish(cancel.is_cancelled()).await {
+        // Ctrl-C during the clean-up: interrupted (exit 130), whatever the fleet found.
+        if let Err(e) = &outcome {
+            results::say!("railsweep: error: {}", crate::exit::words(e));
+        }
+        return Ok(Verdict::Interrupted);
+    }
     let end = outcome?;
     write_verdicts(&runner, &end, verdict_opts).await?;
     // The pairs of a pod that did not start were not measured.

@@ -196,9 +196,10 @@ impl FleetPods {
     }
 
     /// Delete the pods (with `--keep-pods`, say how to); after Ctrl-C without waiting.
-    pub(super) async fn finish(self, interrupted: bool) {
+    /// `true` when Ctrl-C came during the clean-up.
+    pub(super) async fn finish(self, interrupted: bool) -> bool {
         let wait = if interrupted { None } else { Some(DELETE_WAIT) };
-        self.guard.finish(wait).await;
+        self.guard.finish(wait).await
     }
 }
 
@@ -302,7 +303,9 @@ pub(super) async fn start(
         results::say!("railsweep: pod {pod} on node {node} did not start: {why}");
     }
     if ready.len() < 2 {
-        guard.finish(Some(DELETE_WAIT)).await;
+        if guard.finish(Some(DELETE_WAIT)).await {
+            return Ok(None);
+        }
         bail!(
             "mode {mode}: {} of {} pods started; a fleet needs at least 2 (the reasons are above)",
             ready.len(),

@@ -14,7 +14,7 @@ use anyhow::Result;
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 use super::lifecycle::{LifecycleError, PodSet};
-use crate::exit::Verdict;
+use crate::exit::{self, AlreadySaid, Verdict};
 
 /// How long a dropped guard waits for the API server to take its delete requests.
 pub const DROP_DELETE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -50,23 +50,30 @@ impl PodGuard {
     }
 
     /// Delete the pods (with `--keep-pods`, say how to), and wait up to `wait` for them to be
-    /// gone (`None` after Ctrl-C: do not wait).
-    pub async fn finish(mut self, wait: Option<Duration>) {
+    /// gone (`None` after Ctrl-C: do not wait); at most [`CLEAN_UP_LIMIT`], said on stderr
+    /// while it runs. `true` when Ctrl-C came during it (the command then exits 130); a second
+    /// Ctrl-C (a first one after an interrupted command) leaves at once, naming the pods left.
+    pub async fn finish(mut self, wait: Option<Duration>) -> bool {
         self.armed = false;
-        clean_up(&self.set, self.keep, &self.namespace, wait).await;
+        clean_up(&self.set, self.keep, &self.namespace, wait).await
     }
 
-    /// The end of a command whose pods did not start: their clean-up, then
-    /// `Ok(Verdict::Interrupted)` after Ctrl-C, else the error with `what` as its context
-    /// (e.g. `mode sriov: the pods did not start`).
+    /// The end of a command whose pods did not start: the error (a pod's diagnosis) said
+    /// first, so that no clean-up can hide it, then the clean-up; `Ok(Verdict::Interrupted)`
+    /// after Ctrl-C (before or during the clean-up), else the error with `what` as its context
+    /// (e.g. `mode sriov: the pods did not start`), marked as said ([`AlreadySaid`]).
     pub async fn fail(self, e: LifecycleError, what: String) -> Result<Verdict> {
         if let LifecycleError::Interrupted = e {
             results::say!("\nrailsweep: interrupted while the pods were starting");
             self.finish(None).await;
             return Ok(Verdict::Interrupted);
         }
-        self.finish(Some(DELETE_WAIT)).await;
-        Err(anyhow::Error::new(e).context(what))
+        let said = exit::words(&anyhow::Error::new(e).context(what));
+        results::say!("railsweep: error: {said}");
+        if self.finish(Some(DELETE_WAIT)).await {
+            return Ok(Verdict::Interrupted);
+        }
+        Err(anyhow::Error::new(AlreadySaid(said)))
     }
 }
 
@@ -122,7 +129,7 @@ impl Drop for PodGuard {
                     results::say!("railsweep: deleted pods {}", deleted.join(", "));
                 }
                 for e in errors {
-                    leftover(e.to_string());
+                    leftover(exit::error_words(&e));
                 }
             }
             Some(Err(_)) => leftover(format!(
@@ -150,23 +157,107 @@ fn keep_message(names: &[String], templates: &[String], namespace: &str) {
     }
 }
 
-/// Delete what `set` created, or with `--keep-pods` (`keep`) say how to.
-async fn clean_up(set: &PodSet, keep: bool, namespace: &str, wait: Option<Duration>) {
+/// The most a clean-up takes: its deletes (each bounded by `--request-timeout` as well) and the
+/// wait for the pods to be gone ([`DELETE_WAIT`]).
+pub const CLEAN_UP_LIMIT: Duration = Duration::from_secs(DELETE_WAIT.as_secs() + 30);
+
+/// The command that deletes what `set` still holds, or `None` when it holds nothing.
+fn delete_command(set: &PodSet, namespace: &str) -> Option<String> {
+    let pods: Vec<String> = set.created().into_iter().map(|c| c.name).collect();
+    let templates = set.made_templates();
+    let mut cmds = Vec::new();
+    if !pods.is_empty() {
+        cmds.push(format!(
+            "kubectl delete pods -n {namespace} {}",
+            pods.join(" ")
+        ));
+    }
+    if !templates.is_empty() {
+        cmds.push(format!(
+            "kubectl delete resourceclaimtemplates -n {namespace} {}",
+            templates.join(" ")
+        ));
+    }
+    (!cmds.is_empty()).then(|| cmds.join(" && "))
+}
+
+/// What is left behind, and how to delete it: `railsweep: pods A, B left behind; delete them
+/// with: kubectl delete pods -n NS A B`.
+fn left_behind(set: &PodSet, namespace: &str) -> Option<String> {
+    let cmd = delete_command(set, namespace)?;
+    let pods: Vec<String> = set.created().into_iter().map(|c| c.name).collect();
+    let what = if pods.is_empty() {
+        "ResourceClaimTemplates".to_string()
+    } else {
+        format!("pods {}", pods.join(", "))
+    };
+    Some(format!(
+        "railsweep: {what} left behind; delete them with: {cmd}"
+    ))
+}
+
+/// Delete what `set` created, or with `--keep-pods` (`keep`) say how to; `true` when Ctrl-C
+/// came during it. Said on stderr as it starts and as it ends; at most [`CLEAN_UP_LIMIT`].
+async fn clean_up(set: &PodSet, keep: bool, namespace: &str, wait: Option<Duration>) -> bool {
     let created = set.created();
     let templates = set.made_templates();
     if created.is_empty() && templates.is_empty() {
-        return;
+        return false;
     }
     if keep {
         let names: Vec<String> = created.into_iter().map(|c| c.name).collect();
         keep_message(&names, &templates, namespace);
-        return;
+        return false;
     }
-    let (deleted, errors) = set.delete_all(wait).await;
-    if !deleted.is_empty() {
-        results::say!("railsweep: deleted pods {}", deleted.join(", "));
+    // After Ctrl-C, the next one leaves at once; before it, the first one lets the clean-up
+    // end (bounded) and the command exits 130.
+    let after_ctrl_c = wait.is_none();
+    let names: Vec<String> = created.iter().map(|c| c.name.clone()).collect();
+    results::say!(
+        "railsweep: deleting {} pod(s) {} (at most {} s; Ctrl-C {}to leave them)...",
+        names.len(),
+        names.join(", "),
+        CLEAN_UP_LIMIT.as_secs(),
+        if after_ctrl_c { "again " } else { "twice " }
+    );
+    let (leaving, ns) = (set.clone(), namespace.to_string());
+    exit::on_leave(Some(Box::new(move || {
+        left_behind(&leaving, &ns).map(|s| format!("\n{s}"))
+    })));
+    let delete = tokio::time::timeout(CLEAN_UP_LIMIT, set.delete_all(wait));
+    tokio::pin!(delete);
+    let mut interrupted = false;
+    let done = loop {
+        tokio::select! {
+            r = &mut delete => break r,
+            Ok(()) = tokio::signal::ctrl_c() => {
+                if after_ctrl_c || interrupted {
+                    exit::leave_now();
+                }
+                interrupted = true;
+                results::say!(
+                    "\nrailsweep: interrupted: finishing the clean-up first (Ctrl-C again to leave the pods)"
+                );
+            }
+        }
+    };
+    exit::on_leave(None);
+    match done {
+        Ok((deleted, errors)) => {
+            if !deleted.is_empty() {
+                results::say!("railsweep: deleted pods {}", deleted.join(", "));
+            }
+            for e in &errors {
+                results::say!("railsweep: warning: {}", exit::error_words(e));
+            }
+        }
+        Err(_) => results::say!(
+            "railsweep: warning: the clean-up did not end within {} s",
+            CLEAN_UP_LIMIT.as_secs()
+        ),
     }
-    for e in errors {
-        results::say!("railsweep: warning: {e}; delete it with kubectl delete pod");
+    if let Some(left) = left_behind(set, namespace) {
+        results::say!("{left}");
     }
+    interrupted
 }

@@ -35,7 +35,7 @@ pub enum LifecycleError {
     #[error("interrupted while the pods were starting")]
     Interrupted,
     /// An API call failed for a reason that is not about the pod.
-    #[error("cannot {action} pod {pod}: {source}")]
+    #[error("cannot {action} pod {pod}: {}", crate::exit::kube_words(source))]
     Api {
         /// What was being done (`create`, `read`, `watch`, `delete`).
         action: &'static str,
@@ -46,7 +46,7 @@ pub enum LifecycleError {
         source: kube::Error,
     },
     /// The watch of a pod failed.
-    #[error("cannot watch pod {pod}: {source}")]
+    #[error("cannot watch pod {pod}: {}", crate::exit::error_words(source))]
     Watch {
         /// The pod.
         pod: String,
@@ -179,10 +179,12 @@ impl PodSet {
             return Err("the pod names no ResourceClaim in its status".into());
         };
         let claims: Api<ResourceClaim> = Api::namespaced(self.client.clone(), &self.namespace);
-        let claim = claims
-            .get(&claim)
-            .await
-            .map_err(|e| format!("cannot read ResourceClaim {claim}: {e}"))?;
+        let claim = claims.get(&claim).await.map_err(|e| {
+            format!(
+                "cannot read ResourceClaim {claim}: {}",
+                crate::exit::kube_words(&e)
+            )
+        })?;
         let node = pod
             .spec
             .as_ref()
@@ -220,7 +222,8 @@ impl PodSet {
             Ok(ds) => ds,
             Err(e) => {
                 d.todo.push_str(&format!(
-                    "; railsweep cannot read node {node}'s ResourceSlices to say why ({e}): grant deploy/rbac.yaml's ClusterRole, or see kubectl get resourceslices --field-selector spec.nodeName={node} -o yaml"
+                    "; railsweep cannot read node {node}'s ResourceSlices to say why ({}): grant deploy/rbac.yaml's ClusterRole, or see kubectl get resourceslices --field-selector spec.nodeName={node} -o yaml",
+                    crate::exit::kube_words(&e)
                 ));
                 return d;
             }
@@ -455,20 +458,22 @@ impl PodSet {
             }
         }
         if let Some(limit) = wait {
-            for c in created {
-                let Some(uid) = c.uid.as_deref() else {
-                    continue;
-                };
-                let gone = await_condition(self.pods.clone(), &c.name, conditions::is_deleted(uid));
-                match tokio::time::timeout(limit, gone).await {
-                    Ok(Ok(_)) => {}
-                    Ok(Err(source)) => errors.push(LifecycleError::Watch {
-                        pod: c.name.clone(),
-                        source,
-                    }),
-                    Err(_) => {} // Terminating still: deleted as far as railsweep is concerned.
-                }
-            }
+            // Only the pods whose DELETE was taken, and all at once: the wait is at most
+            // `limit` in all (a pod the API server refused to delete is never gone).
+            let waits = created
+                .iter()
+                .filter(|c| deleted.contains(&c.name))
+                .filter_map(|c| Some((c.name.clone(), c.uid.clone()?)))
+                .map(|(name, uid)| async move {
+                    let gone =
+                        await_condition(self.pods.clone(), &name, conditions::is_deleted(&uid));
+                    match tokio::time::timeout(limit, gone).await {
+                        Ok(Err(source)) => Some(LifecycleError::Watch { pod: name, source }),
+                        // Gone, or Terminating still: deleted as far as railsweep is concerned.
+                        Ok(Ok(_)) | Err(_) => None,
+                    }
+                });
+            errors.extend(futures::future::join_all(waits).await.into_iter().flatten());
         }
         if let Ok(mut c) = self.created.lock() {
             c.retain(|x| !deleted.contains(&x.name));

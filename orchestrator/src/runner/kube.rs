@@ -7,17 +7,20 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::AttachParams;
+use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 
 use super::exec::{self, ExecStream};
+use super::timeout::RequestTimeoutLayer;
 use super::{
     bounded, kill_argv, spawn_trampoline, take_pid_line, Exit, Output, Piped, PodInfo, Runner,
     Signal, Spawned, StartTurn,
@@ -37,6 +40,9 @@ pub struct KubeTarget {
     pub namespace: Option<String>,
     /// `--container`; `None` takes the pod's default container.
     pub container: Option<String>,
+    /// `--request-timeout`: how long one request waits for the API server's answer (`None`:
+    /// as long as it takes).
+    pub request_timeout: Option<Duration>,
 }
 
 /// Runs commands in pods through the Kubernetes API.
@@ -124,6 +130,19 @@ fn read_kubeconfig(value: Option<std::ffi::OsString>) -> Result<Option<Kubeconfi
     Ok(merged)
 }
 
+/// The client of `config`, each request given up after `request_timeout`
+/// ([`super::timeout`]). kube-rs's own retries of a 503 (15, backing off to minutes) are off:
+/// kubectl does not retry a 503 without Retry-After, and they made one DELETE take minutes
+/// with nothing said (issue 56).
+fn client_of(mut config: Config, request_timeout: Option<Duration>) -> Result<Client> {
+    config.default_retry = false;
+    let builder = ClientBuilder::try_from(config).context("cannot build a Kubernetes client")?;
+    Ok(match request_timeout {
+        Some(limit) => builder.with_layer(&RequestTimeoutLayer(limit)).build(),
+        None => builder.build(),
+    })
+}
+
 impl KubeRunner {
     /// [`KubeRunner::connect`], then say on stderr which cluster and namespace it reached.
     pub async fn connect_announced(target: &KubeTarget) -> Result<Self> {
@@ -189,7 +208,7 @@ impl KubeRunner {
             .namespace
             .clone()
             .unwrap_or_else(|| config.default_namespace.clone());
-        let client = Client::try_from(config).context("cannot build a Kubernetes client")?;
+        let client = client_of(config, target.request_timeout)?;
         Ok(KubeRunner {
             server: Some(server),
             ..Self::from_client(client, &namespace, &cluster, target.container.clone())
