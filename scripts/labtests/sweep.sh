@@ -189,20 +189,22 @@ test_sweep_rail_down() {
 # margin) and is recorded failed, naming the server daemon; the sweep goes on (a new daemon for
 # the next rails) and reports it.
 test_sweep_server_pod_killed() {
-  local t0 pid took line killed_rail
+  local t0 pid took line killed_rail a1
   t0=$(date +%s.%N)
   # Three rails: the kill comes during rail 1, and rail 2 runs against a new daemon.
   MARGIN=40 sweep killed -D 6 --rails 0,1,2 &
   pid=$!
-  # Wait until rail 0's row is written and the next rail's test is under way (its control
-  # connection to the daemon is up), let it get into its measured window, then kill
-  # everything in podB.
+  # Wait until rail 0's row is written and rail 1's test is under way (its control connection
+  # to the daemon is up: the client connects from its rail's address, so rail 0's connection,
+  # still closing, is not taken for it), let it get into its measured window, then kill
+  # everything in podB. (Once, on a loaded host, the kill came only after rail 1 had ended.)
+  a1=$(topo podA 1 ipv4)
   for _ in $(seq 1 1200); do
     [ "$(rows_in "$T_OUT/killed.csv")" -ge 1 ] \
-      && in_pod podB ss -Htn state established '( sport = :18515 )' | grep -q . && break
+      && in_pod podB ss -Htn state established '( sport = :18515 )' | grep -qF " $a1:" && break
     sleep 0.2
   done
-  sleep 3
+  sleep 2
   echo "killing every process in podB: $(ip netns pids podB | tr '\n' ' ')"
   ip netns pids podB | xargs -r kill -9
   wait "$pid" || true
