@@ -8,6 +8,12 @@
 # generous --margin (railsweep's default of 15 s is sized for real machines).
 
 MARGIN=${MARGIN:-60}
+# The --client-tool sweep's first fault is fixed (rdmabw's servers dropped perftest's client as
+# silent during its one-second pause after connecting), but its next run showed another, once:
+# perftest's client reported 0 Gb/s for 2,400 iterations in its 2 s window (the other rails
+# about 0.039 Gb/s for as many) and the row said ok. In the soak tier until railsweep refuses a
+# report whose figures contradict each other.
+SOAK_TESTS="test_sweep_against_perftests_client"
 # rdmabw counts a write when its completion arrives, one per 100 (cq_mod): at 64 KiB that is
 # 6.5 MB, more than rxe moves in a second or two under emulation, so a -D 2 window can count 0.
 # 4 KiB writes make the count fine-grained enough for a short window.
