@@ -75,7 +75,8 @@ impl PerftestError {
         match self {
             PerftestError::Timeout { .. }
             | PerftestError::Closed { .. }
-            | PerftestError::Io { .. } => K::PeerFailed,
+            | PerftestError::Io { .. }
+            | PerftestError::NoFigures { .. } => K::PeerFailed,
             PerftestError::Wire { .. } | PerftestError::TooOld { .. } => K::Protocol,
             PerftestError::Mismatch { .. } | PerftestError::Unsupported { .. } => K::Mismatch,
             PerftestError::Interrupted { .. } => K::Interrupted,

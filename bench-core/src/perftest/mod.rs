@@ -151,6 +151,21 @@ pub enum PerftestError {
         /// What is wrong.
         error: WireError,
     },
+    /// The peer counted writes but sent 0 for every figure ([`BwReportMsg::clockless`]).
+    #[error(
+        "the perftest peer at {peer} reported 0 Gb/s for {iters} writes of {size} B: its clock \
+         calibration failed (perftest prints \"Correlation coefficient r^2 < 0.9\" when its host \
+         is too busy to time its samples), so it has no figure for this test; run it again when \
+         that host is quieter"
+    )]
+    NoFigures {
+        /// The peer.
+        peer: SocketAddr,
+        /// The writes it counted.
+        iters: u64,
+        /// Bytes per write.
+        size: u64,
+    },
     /// A version perftest itself refuses.
     #[error(
         "the peer at {peer} is perftest {version}, older than 5.70, which perftest itself no \
@@ -440,6 +455,22 @@ mod tests {
     use super::*;
     use std::net::TcpListener;
     use std::thread;
+
+    #[test]
+    fn a_clockless_report_is_the_peers_failure_in_words_that_say_why() {
+        let e = PerftestError::NoFigures {
+            peer: "10.224.1.1:42286".parse().unwrap(),
+            iters: 2400,
+            size: 4096,
+        };
+        let text = e.to_string();
+        assert!(
+            text.contains("reported 0 Gb/s for 2400 writes of 4096 B")
+                && text.contains("clock calibration failed"),
+            "{text}"
+        );
+        assert_eq!(e.kind(), ::wire::FailureKind::PeerFailed);
+    }
 
     fn pair(timeout: Duration) -> (PerftestConn, PerftestConn) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();

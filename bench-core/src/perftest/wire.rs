@@ -373,6 +373,14 @@ pub struct BwReportMsg {
 }
 
 impl BwReportMsg {
+    /// Whether perftest measured writes but has no figure for them: it reports 0 for the
+    /// bandwidth and the message rate when its clock calibration failed (its
+    /// `sample_get_cpu_mhz` gives 0 when the timing samples of a busy host fit worse than
+    /// r² 0.9, and every figure is scaled by it), however many writes it counted.
+    pub fn clockless(&self) -> bool {
+        self.iters > 0 && self.bw_avg == 0.0 && self.msg_rate == 0.0
+    }
+
     /// The five 8-byte fields, each big-endian (doubles by their bits), in exchange order.
     pub fn fields(&self) -> [[u8; REPORT_FIELD_LEN]; REPORT_FIELDS] {
         [
@@ -591,6 +599,22 @@ fn show_neg(name: &str, v: u64) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn writes_counted_with_every_figure_zero_are_a_clockless_report() {
+        let m = |iters, bw_avg, msg_rate| BwReportMsg {
+            size: 4096,
+            iters,
+            bw_peak: 0.0,
+            bw_avg,
+            msg_rate,
+        };
+        // As the lab saw it: 2,400 writes in the window, 0 for both figures.
+        assert!(m(2400, 0.0, 0.0).clockless());
+        assert!(!m(2400, 0.039, 0.0012).clockless());
+        // Nothing measured at all is not a clock's fault.
+        assert!(!m(0, 0.0, 0.0).clockless());
+    }
 
     #[test]
     fn our_version_reads_as_perftest_reads_it_and_carries_the_mark() {

@@ -504,9 +504,16 @@ fn exchange_reports(
     if !figures {
         return Ok(None);
     }
-    Ok(Some(
-        BwReportMsg::from_fields(&theirs).map_err(|e| pc.wire(Step::Results, e))?,
-    ))
+    let msg = BwReportMsg::from_fields(&theirs).map_err(|e| pc.wire(Step::Results, e))?;
+    if msg.clockless() {
+        return Err(PerftestError::NoFigures {
+            peer: pc.peer(),
+            iters: msg.iters,
+            size: msg.size,
+        }
+        .into());
+    }
+    Ok(Some(msg))
 }
 
 fn report_of(r: Option<&SizeResult>, unit: ReportUnit) -> BwReportMsg {
