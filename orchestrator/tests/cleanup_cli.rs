@@ -21,6 +21,9 @@ enum Delete {
     Unavailable,
     /// Never.
     Hang,
+    /// A pod's first DELETE throttled as API Priority and Fairness does (429 with Retry-After),
+    /// the next one done: the pod is gone.
+    Throttled,
 }
 
 /// How the fake answers a GET.
@@ -212,6 +215,37 @@ fn serve(
                 respond(&mut conn, 200, &list.to_string(), json_type);
             }
             ("DELETE", _) if delete == Delete::Hang => hang(),
+            ("DELETE", ["api", "v1", "namespaces", _, "pods", name])
+                if delete == Delete::Throttled =>
+            {
+                let sent = log
+                    .lock()
+                    .map(|l| {
+                        l.iter()
+                            .filter(|r| **r == format!("{method} {target}"))
+                            .count()
+                    })
+                    .unwrap_or(0);
+                if sent == 1 {
+                    let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                        "message": "Too many requests, please try again later.",
+                        "reason": "TooManyRequests", "code": 429});
+                    let body = status.to_string();
+                    let _ = write!(
+                        conn,
+                        "HTTP/1.1 429 X\r\nContent-Type: {json_type}\r\nRetry-After: 1\r\n\
+                         Content-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = conn.flush();
+                } else {
+                    let pod = pods.lock().ok().and_then(|mut p| p.remove(*name));
+                    match pod {
+                        Some(pod) => respond(&mut conn, 200, &pod.to_string(), json_type),
+                        None => not_found(&mut conn, name),
+                    }
+                }
+            }
             ("DELETE", _) => respond(
                 &mut conn,
                 503,
@@ -392,6 +426,31 @@ fn a_503_to_delete_is_said_in_kubectls_words_and_the_pods_left_named() {
         "one DELETE a pod, no retries: {:?}",
         api.requests()
     );
+}
+
+#[test]
+fn a_delete_throttled_with_retry_after_is_sent_again_after_its_wait_as_kubectl_does() {
+    let api = FakeApi::start(Delete::Throttled, Get::Answer);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out.csv");
+    let out = out.to_str().expect("UTF-8");
+    let r = Running::start(&run_args(&api, out, &[]));
+    let (code, _, stderr) = r.wait(Duration::from_secs(60));
+    assert_eq!(
+        code,
+        Some(2),
+        "a pod that does not start is a set-up error:\n{stderr}"
+    );
+    assert_no_debug_text(&stderr);
+    // Each pod's DELETE twice (429 with Retry-After: 1, then done), and nothing left behind.
+    let deletes: Vec<String> = api
+        .requests()
+        .into_iter()
+        .filter(|r| r.starts_with("DELETE"))
+        .collect();
+    assert_eq!(deletes.len(), 4, "{deletes:?}");
+    assert!(!stderr.contains("left behind"), "{stderr}");
+    assert!(!stderr.contains("TooManyRequests"), "{stderr}");
 }
 
 #[test]

@@ -20,6 +20,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 
 use super::exec::{self, ExecStream};
+use super::retry::RetryAfterLayer;
 use super::timeout::RequestTimeoutLayer;
 use super::{
     bounded, kill_argv, spawn_trampoline, take_pid_line, Exit, Output, Piped, PodInfo, Runner,
@@ -133,10 +134,14 @@ fn read_kubeconfig(value: Option<std::ffi::OsString>) -> Result<Option<Kubeconfi
 /// The client of `config`, each request given up after `request_timeout`
 /// ([`super::timeout`]). kube-rs's own retries of a 503 (15, backing off to minutes) are off:
 /// kubectl does not retry a 503 without Retry-After, and they made one DELETE take minutes
-/// with nothing said (issue 56).
+/// with nothing said (issue 56). What kubectl does retry, an answer with Retry-After (API
+/// Priority and Fairness's 429), is sent again after its wait ([`super::retry`]), within the
+/// request's timeout.
 fn client_of(mut config: Config, request_timeout: Option<Duration>) -> Result<Client> {
     config.default_retry = false;
-    let builder = ClientBuilder::try_from(config).context("cannot build a Kubernetes client")?;
+    let builder = ClientBuilder::try_from(config)
+        .context("cannot build a Kubernetes client")?
+        .with_layer(&RetryAfterLayer);
     Ok(match request_timeout {
         Some(limit) => builder.with_layer(&RequestTimeoutLayer(limit)).build(),
         None => builder.build(),

@@ -10,6 +10,7 @@ pub mod bounded;
 mod exec;
 mod kube;
 pub mod local;
+pub mod retry;
 pub mod timeout;
 
 use std::fmt;
