@@ -154,6 +154,14 @@ pub fn latest(rows: &[RailResult]) -> BTreeMap<PairRail, &RailResult> {
     m
 }
 
+/// Whether a pair's rail failed or fell below its threshold, by its latest row (a pair
+/// measured again is judged by that measurement, as `railsweep report` judges a fleet's file).
+pub fn any_not_ok(rows: &[RailResult]) -> bool {
+    latest(rows)
+        .values()
+        .any(|r| r.status != results::RailStatus::Ok)
+}
+
 /// How many of the `scheduled` pairs of pods (client, server) have a row in `rows`, and how many
 /// there are: each pair counted once, whichever way round and however often the schedule meets
 /// it (a random schedule meets some pairs twice, a ring meets each both ways).

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 use futures::stream::StreamExt;
-use results::{Format, RailResult, RailStatus, Report, RowSink};
+use results::{Format, RailResult, Report, RowSink};
 use tokio_util::sync::CancellationToken;
 
 use super::culprit::{self, Threshold};
@@ -745,7 +745,7 @@ pub(super) async fn fleet_with<R: Runner>(
             csv_path.display()
         );
     }
-    let failed = rows.iter().any(|r| r.status != RailStatus::Ok);
+    let failed = culprit::any_not_ok(&rows);
     let exit = if cancel.is_cancelled() {
         Verdict::Interrupted
     } else if let Some(why) = nothing {

@@ -17,6 +17,18 @@ fn pairs_measured_counts_each_pair_of_pods_once() {
     assert_eq!(pairs_measured(scheduled, &rows), (2, 3));
 }
 
+/// A pair whose rail failed and passed when measured again is ok; one whose latest row failed
+/// is not, whichever way round the other pairs were met.
+#[test]
+fn a_pair_is_judged_by_its_latest_row() {
+    let flap = [row("a", "b", 0, None), row("a", "b", 0, Some(90.0))];
+    assert!(!any_not_ok(&flap));
+    let broke = [row("a", "b", 0, Some(90.0)), row("a", "b", 0, None)];
+    assert!(any_not_ok(&broke));
+    let other = [row("a", "b", 0, Some(90.0)), row("c", "d", 1, None)];
+    assert!(any_not_ok(&other));
+}
+
 /// 64 nodes, 8 rails, every pair; rail 5 of node n17 at 60 %, and a little noise.
 fn fleet(bad: Option<(&str, u32, Option<f64>)>) -> Vec<RailResult> {
     let names: Vec<String> = (0..64).map(|i| format!("n{i}")).collect();
