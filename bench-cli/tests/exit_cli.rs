@@ -7,15 +7,9 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../bench-core/tests/fixtures")
-        .join(name)
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{fixture, rdmabw, text};
 
 /// Runs rdmabw with a standard output whose reader has already gone: every write to it fails
 /// with EPIPE, as `rdmabw rails | head -1` does once head has exited. (A socket whose peer is
@@ -40,13 +34,6 @@ fn with_stderr_reader_gone(args: &[&str]) -> Output {
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::from(std::os::fd::OwnedFd::from(err)))
-        .output()
-        .unwrap_or_else(|e| panic!("running rdmabw: {e}"))
-}
-
-fn rdmabw(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rdmabw"))
-        .args(args)
         .output()
         .unwrap_or_else(|e| panic!("running rdmabw: {e}"))
 }

@@ -2,24 +2,17 @@
 //! `ib_write_bw --help` plus rdmabw's list of commands, every flag still in full in a command's
 //! `--help`; `rdmabw lat --help` has examples; a mistyped command gets "did you mean".
 
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{rdmabw, text};
 
 /// Lines of `ib_write_bw --help` of the lab's perftest (Debian unstable's 25.01.0+0.80-1, wire
 /// version 6.24, run through scripts/lab.d/ib_write_bw): counted, not guessed, and checked
 /// against the live one below wherever the lab's perftest is there.
 const IB_WRITE_BW_HELP_LINES: usize = 98;
-
-fn rdmabw(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rdmabw"))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("running rdmabw: {e}"))
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// The help `args` prints (exit 0, on stdout).
 fn help(args: &[&str]) -> String {

@@ -1,27 +1,11 @@
 //! `rdmabw rails` and `rdmabw probe` as a user runs them: the built binary on bench-core's
 //! fixture trees (`--root`), its exit statuses and its two output forms.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
 use results::rdmabw::rails::{Attachment, Capability, RailsReport};
 
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../bench-core/tests/fixtures")
-        .join(name)
-}
-
-fn rdmabw(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rdmabw"))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("running rdmabw: {e}"))
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{fixture, rdmabw, text};
 
 #[test]
 fn rails_json_is_the_report_railsweep_reads() {
