@@ -7,7 +7,6 @@
 //! stdout) and the chart in `FILE.svg`. A mode whose pods do not start is explained and
 //! skipped; the others still run.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -34,7 +33,7 @@ Examples:
       --rdma-resource 'sriov:nvidia.com/sriov_rdma_rail{0..15}=1'
   # every mode's rows in modes.csv, the comparison in modes.md and modes.svg
   railsweep compare --modes hostnetwork,hostnetwork-crio --nodes node-a,node-b \\
-      --uverbs 0-17 -o modes.csv";
+      --uverbs 0-17 --output-file modes.csv";
 
 /// Arguments of `railsweep compare`: the modes, and every `railsweep run` option for the
 /// pods and the sweep (`--nodes` is required; `--mode` is replaced by `--modes`).
@@ -55,14 +54,14 @@ where they differ, e.g. --uverbs 0-17 --networks 'ipvlan:rdma-ipvlan-{{0..15}}' 
 // What compare refuses of `railsweep run`'s options is not listed (each is still refused by
 // name when given): it creates its pods (no --server-pod, --client-pod, -c; --modes, not
 // --mode), through the API server (no --runner local), and writes its own files (no --resume,
-// --json).
+// --out_json_file).
 #[command(mut_arg("server_pod", |a| a.hide(true)))]
 #[command(mut_arg("client_pod", |a| a.hide(true)))]
 #[command(mut_arg("container", |a| a.hide(true)))]
 #[command(mut_arg("mode", |a| a.hide(true)))]
 #[command(mut_arg("runner", |a| a.hide(true)))]
 #[command(mut_arg("resume", |a| a.hide(true)))]
-#[command(mut_arg("json", |a| a.hide(true)))]
+#[command(mut_arg("out_json_file", |a| a.hide(true)))]
 pub struct CompareArgs {
     /// The modes, run one after the other in this order.
     #[arg(
@@ -95,9 +94,14 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
     if base.mode.is_some() {
         bail!("compare takes --modes, not --mode");
     }
-    if base.resume.is_some() || base.json.is_some() {
-        bail!("compare writes its own files: --resume and --json are for railsweep run");
+    if base.resume.is_some() || base.out_json_file.is_some() {
+        bail!("compare writes its own files: --resume and --out_json_file are for railsweep run");
     }
+    let stdout = if base.pods.dry_run {
+        crate::config::OutFormat::Table
+    } else {
+        base.stdout_format()?
+    };
     if base.access.runner != RunnerKind::Kube {
         bail!("compare creates pods through the Kubernetes API: it cannot go with --runner local");
     }
@@ -111,14 +115,14 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
                 .resolve(
                     RunnerKind::Kube,
                     Some(m.network_mode()),
-                    base.cluster.clone(),
+                    base.cluster_label.clone(),
                 )
                 .with_context(|| format!("mode {m}"))?;
         }
         return managed::dry_run(
             &base.pair_spec(),
             &base.access,
-            base.output.as_deref(),
+            base.dry_run_format()?,
             &modes,
         );
     }
@@ -130,14 +134,15 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
             base.sweep.resolve(
                 RunnerKind::Kube,
                 Some(m.network_mode()),
-                base.cluster.clone(),
+                base.cluster_label.clone(),
             )
         })
         .collect::<Result<Vec<SweepConfig>>>()?;
 
     let run_id = sweep::new_run_id();
     let csv = base
-        .output
+        .out
+        .output_file
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("railsweep-compare-{run_id}.csv")));
     let per_mode = |m: Mode| sibling(&csv, &format!("{m}.csv"));
@@ -146,7 +151,7 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
         .chain(modes.iter().map(|m| per_mode(*m)))
     {
         if p.exists() {
-            bail!("{} exists; give another -o", p.display());
+            bail!("{} exists; give another --output-file", p.display());
         }
     }
     // Every mode's options are checked before the first pod is made.
@@ -187,11 +192,16 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
         (Format::Markdown, sibling(&csv, "md")),
         (Format::Svg, sibling(&csv, "svg")),
     ] {
-        let bytes = output::export(&report, format, Dest::File(&path))?;
-        if format == Format::Markdown {
-            let mut out = std::io::stdout().lock();
-            out.write_all(&bytes)?;
-            out.flush()?;
+        output::export(&report, format, Dest::File(&path))?;
+    }
+    // The comparison on stdout: markdown (`table`, the default), or the rows as -o says.
+    let mut out = std::io::stdout().lock();
+    match stdout.results_format() {
+        Some(f) => {
+            output::export(&report, f, Dest::Stream(&mut out))?;
+        }
+        None => {
+            output::export(&report, Format::Markdown, Dest::Stream(&mut out))?;
         }
     }
     results::say!(

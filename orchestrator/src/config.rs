@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args, ValueEnum};
-use results::rdmabw::flags::{secs, LatencyFlags, TestFlags};
+use results::rdmabw::flags::{secs, LatencyFlags, LengthFlags, TestFlags};
 use results::rdmabw::gpu::GpuSelect;
 use results::NetworkMode;
 
@@ -70,6 +70,224 @@ impl ChartArgs {
     }
 }
 
+/// What a command prints on stdout: `-o FORMAT`, kubectl's flag, or rdmabw's `--json` and
+/// `--csv` for the same two formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutFormat {
+    /// The per-rail table and the summary lines (`run`); the comparison (`compare`).
+    Table,
+    /// A markdown report, as `railsweep report` writes it.
+    Markdown,
+    /// Results CSV of the rows.
+    Csv,
+    /// Results JSON of the rows; with `--dry-run`, the pods as a JSON `List`.
+    Json,
+    /// With `--dry-run`: the pods as YAML (the default there).
+    Yaml,
+    /// `report`: the grouped bar chart.
+    Svg,
+    /// `report`: the chart as a PNG image.
+    Png,
+    /// `report`: OpenMetrics text, a sample per node pair and rail (docs/fleet.md).
+    OpenMetrics,
+}
+
+impl OutFormat {
+    /// Every value of `-o`, as given.
+    pub const ALL: [(&'static str, OutFormat); 8] = [
+        ("table", OutFormat::Table),
+        ("markdown", OutFormat::Markdown),
+        ("csv", OutFormat::Csv),
+        ("json", OutFormat::Json),
+        ("yaml", OutFormat::Yaml),
+        ("svg", OutFormat::Svg),
+        ("png", OutFormat::Png),
+        ("openmetrics", OutFormat::OpenMetrics),
+    ];
+
+    /// The word `-o` takes for it.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, f)| *f == self)
+            .map_or("table", |(n, _)| n)
+    }
+
+    /// The results format that writes it (`None`: the table, or the pods' YAML).
+    pub fn results_format(self) -> Option<results::Format> {
+        use results::Format;
+        match self {
+            OutFormat::Table | OutFormat::Yaml => None,
+            OutFormat::Markdown => Some(Format::Markdown),
+            OutFormat::Csv => Some(Format::Csv),
+            OutFormat::Json => Some(Format::Json),
+            OutFormat::Svg => Some(Format::Svg),
+            OutFormat::Png => Some(Format::Png),
+            OutFormat::OpenMetrics => Some(Format::OpenMetrics),
+        }
+    }
+}
+
+/// `-o`'s value parser. A value that is no format but looks like a file is what `-o` took
+/// before it meant the format: refused with the flag that takes a file now.
+fn out_format(s: &str) -> Result<OutFormat, String> {
+    let word = s.trim().to_ascii_lowercase();
+    let word = match word.as_str() {
+        "md" => "markdown",
+        "prom" => "openmetrics",
+        w => w,
+    };
+    if let Some((_, f)) = OutFormat::ALL.iter().find(|(n, _)| *n == word) {
+        return Ok(*f);
+    }
+    let names: Vec<&str> = OutFormat::ALL.iter().map(|(n, _)| *n).collect();
+    if s.contains(['.', '/']) {
+        return Err(format!(
+            "-o/--output is the output format, as kubectl's ({}), no longer a file: to write \
+             the file, give --output-file {s}",
+            names.join(", ")
+        ));
+    }
+    Err(format!(
+        "expected an output format ({}), got `{s}`",
+        names.join(", ")
+    ))
+}
+
+/// What a command prints on stdout and the file it writes: `-o FORMAT` (kubectl's), `--json`
+/// and `--csv` (rdmabw's, the same as `-o json` and `-o csv`), and `--output-file FILE`. One
+/// definition, flattened into `run`, `compare`, `fleet` and `report`; each command says which
+/// formats it takes ([`FormatFlags::format_in`]).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct FormatFlags {
+    /// What to print on stdout, kubectl's -o: `table` (the default), `markdown`, `csv`, `json`;
+    /// with --dry-run, the pods as `yaml` (the default there) or `json`.
+    #[arg(short = 'o', long = "output", value_name = "FORMAT", value_parser = out_format, help_heading = heading::OUTPUT)]
+    pub output: Option<OutFormat>,
+    /// The rows as one JSON document on stdout, as rdmabw's --json (= -o json).
+    #[arg(long, conflicts_with_all = ["output", "csv"], help_heading = heading::OUTPUT)]
+    pub json: bool,
+    /// The rows as results CSV on stdout, as rdmabw's --csv (= -o csv).
+    #[arg(long, conflicts_with = "output", help_heading = heading::OUTPUT)]
+    pub csv: bool,
+    /// The results file.
+    #[arg(long = "output-file", value_name = "FILE", help_heading = heading::OUTPUT)]
+    pub output_file: Option<PathBuf>,
+}
+
+impl FormatFlags {
+    /// The format asked for (`-o`, `--json`, `--csv`), if any.
+    pub fn format(&self) -> Option<OutFormat> {
+        if self.json {
+            Some(OutFormat::Json)
+        } else if self.csv {
+            Some(OutFormat::Csv)
+        } else {
+            self.output
+        }
+    }
+
+    /// The format asked for, refused with the ones `command` takes when it is not one of
+    /// `allowed`.
+    ///
+    /// # Errors
+    ///
+    /// A format `command` does not print.
+    pub fn format_in(&self, command: &str, allowed: &[OutFormat]) -> Result<Option<OutFormat>> {
+        match self.format() {
+            Some(f) if !allowed.contains(&f) => {
+                let names: Vec<&str> = allowed.iter().map(|f| f.name()).collect();
+                bail!("-o {}: {command} prints {}", f.name(), names.join(", "))
+            }
+            f => Ok(f),
+        }
+    }
+}
+
+/// Spellings whose meaning changed, refused for one release with the new spelling named, so
+/// that no command line written for the old meaning is silently read in the new one
+/// (docs/railsweep.md, "One meaning per spelling"). `-D` without `-f` is refused where the
+/// timing is resolved ([`SweepArgs::timing`]), `-o FILE` by `-o`'s value parser.
+pub mod renamed {
+    /// A spelling refused in some commands: what it meant, and what to give now.
+    #[derive(Debug)]
+    pub struct Renamed {
+        /// The spelling, as typed (`--margin`).
+        pub spelling: &'static str,
+        /// The commands that refuse it.
+        pub commands: &'static [&'static str],
+        /// Refused only when its next word is a value (not a flag): `--json FILE`.
+        pub with_value: bool,
+        /// Why, and the spelling to give now.
+        pub words: &'static str,
+    }
+
+    /// Every refused spelling.
+    pub const RENAMED: &[Renamed] = &[
+        Renamed {
+            spelling: "--margin",
+            commands: &["run", "compare", "fleet"],
+            with_value: false,
+            words: "railsweep's --margin was the seconds a rail may take beyond its test before \
+                    it is stopped; that is --deadline-slack now, and --margin is becoming what it \
+                    is in rdmabw and ib_write_bw (-f, the warm-up and cool-down inside -D). This \
+                    release refuses --margin so that neither is taken for the other: give \
+                    --deadline-slack SECONDS, or -f SECONDS",
+        },
+        Renamed {
+            spelling: "--json",
+            commands: &["run", "fleet"],
+            with_value: true,
+            words: "--json FILE kept a JSON snapshot in FILE; --json is rdmabw's now, the rows as \
+                    JSON on stdout (-o json). Give --out_json_file FILE for the snapshot",
+        },
+        Renamed {
+            spelling: "--format",
+            commands: &["run", "compare", "report"],
+            with_value: false,
+            words: "the format is kubectl's -o/--output now: give -o FORMAT (and \
+                    --output-file FILE for a file)",
+        },
+        Renamed {
+            spelling: "-f",
+            commands: &["report"],
+            with_value: false,
+            words: "report's -f was its format; the format is kubectl's -o/--output now (give -o \
+                    FORMAT), and -f is ib_write_bw's margin in railsweep's test commands",
+        },
+    ];
+
+    /// The refusal for a command line (`railsweep CMD ARGS...`, as `std::env::args` gives it)
+    /// that uses a refused spelling, in words that name it and the fix.
+    pub fn refusal(args: impl IntoIterator<Item = String>) -> Option<String> {
+        let args: Vec<String> = args.into_iter().collect();
+        let command = args.get(1)?;
+        let rest = args.get(2..).unwrap_or_default();
+        for (i, a) in rest.iter().enumerate() {
+            if a == "--" {
+                break;
+            }
+            for r in RENAMED
+                .iter()
+                .filter(|r| r.commands.contains(&command.as_str()))
+            {
+                let (name, inline) = match a.split_once('=') {
+                    Some((n, _)) => (n, true),
+                    None => (a.as_str(), false),
+                };
+                if name != r.spelling {
+                    continue;
+                }
+                let valued = inline || rest.get(i + 1).is_some_and(|next| !next.starts_with('-'));
+                if !r.with_value || valued {
+                    return Some(format!("{a}: {}", r.words));
+                }
+            }
+        }
+        None
+    }
+}
+
 /// How commands reach the pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RunnerKind {
@@ -89,6 +307,10 @@ pub struct ClusterArgs {
     /// Kubeconfig context [default: the current context].
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
+    /// The kubeconfig's cluster to talk to, as kubectl's --cluster [default: the context's];
+    /// the rows record its name.
+    #[arg(long, value_name = "NAME")]
+    pub cluster: Option<String>,
     /// Kubeconfig file [default: $KUBECONFIG, else ~/.kube/config, else in-cluster].
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
@@ -152,11 +374,29 @@ fn request_timeout(s: &str) -> Result<RequestTimeout, String> {
 }
 
 impl ClusterArgs {
+    /// `--cluster` with `--runner local`, which reaches no cluster: refused, with the flag
+    /// that names the rows' cluster.
+    ///
+    /// # Errors
+    ///
+    /// `--cluster` given with `--runner local`.
+    pub fn check(&self) -> Result<()> {
+        if let (RunnerKind::Local, Some(c)) = (self.runner, &self.cluster) {
+            bail!(
+                "--cluster {c}: --cluster picks the kubeconfig's cluster (as kubectl's), and \
+                 --runner local reaches none; to name the cluster in the rows, give \
+                 --cluster-label {c}"
+            );
+        }
+        Ok(())
+    }
+
     /// The Kubernetes API target these flags name, running in `container`.
     pub fn kube_target(&self, container: Option<String>) -> KubeTarget {
         KubeTarget {
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),
+            cluster: self.cluster.clone(),
             namespace: self.namespace.clone(),
             container,
             request_timeout: self.request_timeout.0,
@@ -224,6 +464,15 @@ fn seconds_in(s: &str, zero: bool) -> Result<f64, String> {
             if zero { "0" } else { "above 0" }
         )
     })
+}
+
+/// railsweep's measured seconds per rail when neither `-D` nor `--window` is given.
+pub const DEFAULT_WINDOW_S: f64 = 5.0;
+
+/// A seconds value of `flag` read raw (the shared [`LengthFlags`]), checked as
+/// [`seconds_positive`] (or [`seconds_non_negative`] with `zero`) checks a typed one.
+fn seconds_value(flag: &str, v: f64, zero: bool) -> Result<f64> {
+    seconds_in(&v.to_string(), zero).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
 }
 
 fn use_cuda(s: &str) -> Result<GpuSelect, String> {
@@ -315,9 +564,11 @@ pub struct SweepArgs {
         conflicts_with = "gpu"
     )]
     pub use_cuda: Option<GpuSelect>,
-    /// Measured seconds per rail.
-    #[arg(help_heading = heading::MEASURE, short = 'D', long, value_name = "S", default_value_t = 5.0, value_parser = seconds_positive)]
-    pub duration: f64,
+    /// How long each rail's bandwidth test runs: `--window S` measures S seconds (the default,
+    /// 5), `-D S -f F` is ib_write_bw's and rdmabw's whole test of S seconds with F of warm-up
+    /// and F of cool-down inside it.
+    #[command(flatten, next_help_heading = heading::MEASURE)]
+    pub length: LengthFlags,
     /// The test flags rdmabw takes too (-s, -q, --tclass, transport, -m, thresholds, warm-up
     /// and cool-down), passed to every rdmabw client.
     #[command(flatten, next_help_heading = heading::MEASURE)]
@@ -357,10 +608,10 @@ pub struct SweepArgs {
     /// Run a failed rail again up to N more times.
     #[arg(help_heading = heading::MEASURE, long, value_name = "N", default_value_t = 0)]
     pub retries: u32,
-    /// Seconds a rail may take beyond --duration before railsweep stops it and records it as
+    /// Seconds a rail may take beyond its test before railsweep stops it and records it as
     /// failed (covers start-up, QP bring-up and rdmabw's warm-up).
-    #[arg(help_heading = heading::MEASURE, long, value_name = "S", default_value_t = 15.0, value_parser = seconds_non_negative)]
-    pub margin: f64,
+    #[arg(help_heading = heading::MEASURE, long = "deadline-slack", value_name = "S", default_value_t = 15.0, value_parser = seconds_non_negative)]
+    pub deadline_slack: f64,
     /// rdmabw inside the pods: a path, or a name looked up in PATH
     /// [default: `rdmabw`; for --runner local, the rdmabw next to railsweep if there is one].
     #[arg(help_heading = heading::RDMABW, long, value_name = "PATH")]
@@ -447,6 +698,70 @@ impl SweepArgs {
         Ok(t)
     }
 
+    /// Each rail's measured seconds, and the test flags with the warm-up and cool-down that
+    /// `-D`/`-f` set (rdmabw is handed `--window`, `--warmup`, `--cooldown`): `--window S` is S
+    /// measured seconds, `-D S -f F` perftest's whole test, neither [`DEFAULT_WINDOW_S`].
+    ///
+    /// `-D` without `-f` is refused for this release: railsweep's `-D` was the measured
+    /// seconds, and `-D 5` would now measure 3.
+    pub(crate) fn timing(&self) -> Result<(f64, TestFlags)> {
+        let mut test = self.test()?;
+        let l = &self.length;
+        let margin = l
+            .margin
+            .map(|m| seconds_value("-f/--margin", m, true))
+            .transpose()?;
+        let window = match (l.duration, l.window) {
+            (Some(d), _) => {
+                let d = seconds_value("-D/--duration", d, false)?;
+                let short = results::rdmabw::flags::short_margins(test.shape.bidirectional);
+                let Some(f) = margin else {
+                    let now = results::rdmabw::flags::whole_test(d, None, &test.margins, short)
+                        .map(|t| {
+                            format!(
+                                "-D {d} now measures {} s",
+                                results::rdmabw::flags::fmt_num(t.measured_s)
+                            )
+                        })
+                        .unwrap_or_else(|_| format!("-D {d} now leaves nothing to measure"));
+                    bail!(
+                        "-D {d}: railsweep's -D was the measured seconds per rail; it now means \
+                         what it means in rdmabw and ib_write_bw, each rail's whole test with the \
+                         first and last -f seconds (default a quarter of -D) warm-up and cool-down \
+                         ({now}). So that no sweep measures less than it asks, this release takes \
+                         -D only with -f beside it: give --window {d} to measure {d} s per rail \
+                         as before, or -D {d} -f SECONDS for ib_write_bw's timing"
+                    );
+                };
+                let t = results::rdmabw::flags::whole_test(d, Some(f), &test.margins, short)
+                    .map_err(anyhow::Error::msg)?;
+                test.margins.warmup = Some(t.warmup_s);
+                test.margins.cooldown = Some(t.cooldown_s);
+                t.measured_s
+            }
+            (None, w) => {
+                if let Some(f) = margin {
+                    test.margins.warmup.get_or_insert(f);
+                    test.margins.cooldown.get_or_insert(f);
+                }
+                w.map(|w| seconds_value("--window", w, false))
+                    .transpose()?
+                    .unwrap_or(DEFAULT_WINDOW_S)
+            }
+        };
+        Ok((window, test))
+    }
+
+    /// The seconds one rail's bandwidth test may take before railsweep stops it: its traffic
+    /// (warm-up, window, cool-down) and `--deadline-slack`. The flags are checked already
+    /// ([`SweepArgs::timing`]); unchecked ones count as the default window.
+    pub(crate) fn per_rail_s(&self) -> f64 {
+        let (window, test) = self
+            .timing()
+            .unwrap_or_else(|_| (DEFAULT_WINDOW_S, self.test.clone()));
+        crate::sweep::traffic_s(window, &test) + self.deadline_slack
+    }
+
     /// Check the parameters and resolve them, for pods reached through `runner`, rows recorded
     /// under `mode` (`None`: inferred) and `cluster` (`None`: the runner's).
     pub fn resolve(
@@ -455,7 +770,7 @@ impl SweepArgs {
         mode: Option<NetworkMode>,
         cluster: Option<String>,
     ) -> Result<SweepConfig> {
-        let test = self.test()?;
+        let (duration_s, test) = self.timing()?;
         if !self.tests.bw {
             bail!(
                 "--test {}: railsweep measures the bandwidth of every rail it measures (a row is a \
@@ -480,7 +795,7 @@ impl SweepArgs {
         if self.client_tool == Tool::IbWriteBw {
             crate::sweep::perftest::check_client_tool(
                 &test,
-                self.duration,
+                duration_s,
                 self.gpu.is_some() || self.use_cuda.is_some(),
                 self.tests.lat,
                 self.server_tool,
@@ -489,7 +804,7 @@ impl SweepArgs {
         if self.server_tool == Tool::IbWriteBw {
             crate::sweep::perftest::check_server_tool(
                 &test,
-                self.duration,
+                duration_s,
                 self.gpu.is_some() || self.use_cuda.is_some(),
                 self.tests.lat,
             )?;
@@ -512,7 +827,7 @@ impl SweepArgs {
             rdmabw,
             rails: self.rails.clone().map(|r| r.0),
             port: self.port,
-            duration_s: self.duration,
+            duration_s,
             test,
             latency: self.tests.lat.then(|| LatencyTest {
                 iters: self.lat_iters,
@@ -520,7 +835,7 @@ impl SweepArgs {
             }),
             parallel: self.parallel,
             retries: self.retries,
-            margin: secs(self.margin),
+            margin: secs(self.deadline_slack),
             mode,
             cluster,
             gpu: self

@@ -37,9 +37,9 @@ Examples:
   railsweep compare --modes hostnetwork,ipvlan --nodes node-a,node-b \\
       --networks 'ipvlan:rdma-ipvlan-{0..15}' --rdma-resource 'ipvlan:nvidia.com/hostdev=16'
   # every pair of the nodes labelled rail-test=true, and the suspects
-  railsweep fleet --mode hostnetwork --nodes rail-test=true -D 5 --tclass 41
+  railsweep fleet --mode hostnetwork --nodes rail-test=true --window 5 --tclass 41
   # merge saved runs into a markdown table and a PNG chart
-  railsweep report host.csv ipvlan.csv -o modes.png
+  railsweep report host.csv ipvlan.csv --output-file modes.png
   # why rail 5 of a saved run failed or is slow: its evidence, layer and fix
   railsweep explain railsweep-20261206T101500Z.csv --rail 5
 
@@ -65,6 +65,10 @@ enum Command {
 
 fn main() -> ExitCode {
     use orchestrator::{block_on, Command as Cluster};
+    if let Some(refusal) = orchestrator::config::renamed::refusal(std::env::args()) {
+        eprintln!("railsweep: error: {refusal}");
+        return ExitCode::from(2);
+    }
     let cli = Cli::parse();
     exit::status(match cli.command {
         Command::Report(args) => report::run(&args),

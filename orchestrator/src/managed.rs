@@ -7,9 +7,8 @@
 //! deleted. `--keep-pods` keeps them in every case and says how to delete them.
 
 use std::io::Write;
-use std::path::Path;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ClusterArgs;
@@ -82,16 +81,13 @@ pub async fn connect(access: &ClusterArgs) -> Result<KubeRunner> {
 pub fn dry_run(
     spec: &PairSpec<'_>,
     access: &ClusterArgs,
-    output: Option<&Path>,
+    format: crate::config::OutFormat,
     modes: &[Mode],
 ) -> Result<Verdict> {
-    let format = match output.map(Path::to_str) {
-        None | Some(Some("yaml")) => "yaml",
-        Some(Some("json")) => "json",
-        Some(other) => bail!(
-            "with --dry-run, -o takes yaml or json, not {}",
-            other.unwrap_or("a non-UTF-8 name")
-        ),
+    let format = if format == crate::config::OutFormat::Json {
+        "json"
+    } else {
+        "yaml"
     };
     let namespace = access.namespace_or_default();
     let opts = spec.pod_options(&namespace, false)?;

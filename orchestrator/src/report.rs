@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use orchestrator::config::{generated_by, heading};
 use orchestrator::exit::Verdict;
 use orchestrator::output::{export, Dest};
@@ -16,17 +16,17 @@ Examples:
   # two saved runs side by side, markdown on stdout
   railsweep report hostnet.csv sriov.csv
   # the same as a bar chart, SVG or PNG (the format from the extension)
-  railsweep report hostnet.csv sriov.json -o modes.svg
-  railsweep report hostnet.csv sriov.json -o modes.png
+  railsweep report hostnet.csv sriov.json --output-file modes.svg
+  railsweep report hostnet.csv sriov.json --output-file modes.png
   # judge the rails against 90 Gb/s instead of their recorded status, as CSV
-  railsweep report hostnet.csv --threshold-gbps 90 --format csv
+  railsweep report hostnet.csv --threshold-gbps 90 -o csv
   # OpenMetrics for node-exporter's textfile collector
-  railsweep report fleet.csv -o /var/lib/node-exporter/rails.prom";
+  railsweep report fleet.csv --output-file /var/lib/node-exporter/rails.prom";
 
 /// Arguments of `railsweep report`.
 #[derive(Debug, Args)]
 #[command(after_help = format!("\
-Output goes to stdout unless -o is given; logs and, for non-markdown output, \
+Output goes to stdout unless --output-file is given; logs and, for non-markdown output, \
 the summary lines go to stderr.\n\n{}\n\n{}",
     orchestrator::exit::help(
         "all rails fine",
@@ -36,18 +36,20 @@ the summary lines go to stderr.\n\n{}\n\n{}",
     ),
     REPORT_EXAMPLES
 ))]
+#[command(mut_arg("output", |a| a.help(
+    "The report's format, kubectl's -o: `markdown` (the default), `csv`, `json`, `svg`, `png`, \
+     `openmetrics` [default: the --output-file extension's (.md, .csv, .json, .svg, .png, .prom), \
+     else markdown]"
+)))]
+#[command(mut_arg("output_file", |a| a.help("Write the report to FILE instead of stdout.")))]
 pub struct ReportArgs {
     /// Saved runs: results CSV or JSON, told apart by extension or content. `-` reads stdin.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
 
-    /// Output format [default: taken from the -o extension (.md, .csv, .json, .svg, .png, .prom), else markdown]
-    #[arg(short, long, value_enum, help_heading = heading::OUTPUT)]
-    pub format: Option<FormatArg>,
-
-    /// Write the output to FILE instead of stdout.
-    #[arg(short, long, value_name = "FILE", help_heading = heading::OUTPUT)]
-    pub output: Option<PathBuf>,
+    /// -o FORMAT, --json, --csv, and --output-file FILE (the report's file).
+    #[command(flatten)]
+    pub out: orchestrator::config::FormatFlags,
 
     /// Count rails under this average bandwidth as below threshold, instead of
     /// the status recorded when they were measured (not for a fleet's rows: refused).
@@ -72,37 +74,6 @@ pub struct ReportArgs {
     /// --title, --width: the chart's (svg, png).
     #[command(flatten)]
     pub chart: orchestrator::config::ChartArgs,
-}
-
-/// `--format` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FormatArg {
-    /// Rails as rows, modes as columns, summary lines, differences, failures.
-    Markdown,
-    /// Every merged row as results CSV (readable again by `report`).
-    Csv,
-    /// Every merged row as a results JSON envelope (readable again by `report`).
-    Json,
-    /// Grouped bar chart: one bar per rail and mode, line rate and threshold lines.
-    Svg,
-    /// The SVG chart as a PNG image (binary: give -o FILE.png, or pipe it).
-    Png,
-    /// OpenMetrics text, a sample per node pair and rail, for Prometheus (node-exporter's
-    /// textfile collector, a Pushgateway); see docs/fleet.md.
-    Openmetrics,
-}
-
-impl From<FormatArg> for Format {
-    fn from(f: FormatArg) -> Format {
-        match f {
-            FormatArg::Markdown => Format::Markdown,
-            FormatArg::Csv => Format::Csv,
-            FormatArg::Json => Format::Json,
-            FormatArg::Svg => Format::Svg,
-            FormatArg::Png => Format::Png,
-            FormatArg::Openmetrics => Format::OpenMetrics,
-        }
-    }
 }
 
 fn parse_gbps(s: &str) -> Result<f64, String> {
@@ -212,10 +183,18 @@ pub struct UsageError(pub(crate) String);
 /// The output format: `--format`, else the one `-o`'s extension names, else markdown. An `-o`
 /// whose extension names no format, without `--format`, is an error that lists them.
 fn output_format(args: &ReportArgs) -> Result<Format> {
-    if let Some(f) = args.format {
-        return Ok(f.into());
+    use orchestrator::config::OutFormat::{Csv, Json, Markdown, OpenMetrics, Png, Svg, Table};
+    let given = args
+        .out
+        .format_in(
+            "railsweep report",
+            &[Markdown, Csv, Json, Svg, Png, OpenMetrics, Table],
+        )
+        .map_err(|e| UsageError(e.to_string()))?;
+    if let Some(f) = given {
+        return Ok(f.results_format().unwrap_or(Format::Markdown));
     }
-    let Some(path) = &args.output else {
+    let Some(path) = &args.out.output_file else {
         return Ok(Format::Markdown);
     };
     if path.as_os_str() == "-" {
@@ -228,7 +207,7 @@ fn output_format(args: &ReportArgs) -> Result<Format> {
             .collect();
         let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
         UsageError(format!(
-            "-o/--output {}: cannot tell the format from the file name; use one of the extensions {} or give --format ({})",
+            "--output-file {}: cannot tell the format from the file name; use one of the extensions {} or give -o ({})",
             path.display(),
             known.join(", "),
             names.join(", ")
@@ -239,7 +218,7 @@ fn output_format(args: &ReportArgs) -> Result<Format> {
 
 /// A binary format (PNG) for a terminal is a usage error: it needs -o or a pipe.
 fn refuse_binary_on_a_terminal(args: &ReportArgs, format: Format) -> Result<()> {
-    if format.is_binary() && args.output.is_none() && std::io::stdout().is_terminal() {
+    if format.is_binary() && args.out.output_file.is_none() && std::io::stdout().is_terminal() {
         return Err(UsageError(format!(
             "{format} is binary and stdout is a terminal: give -o FILE.{format} or pipe it"
         ))
@@ -321,7 +300,7 @@ fn fleet(args: &ReportArgs, rows: Vec<results::RailResult>, format: Format) -> R
         _ => None,
     };
     let mut stdout = std::io::stdout().lock();
-    let to = match &args.output {
+    let to = match &args.out.output_file {
         Some(path) => Dest::File(path),
         None => Dest::Stream(&mut stdout),
     };
@@ -336,7 +315,7 @@ fn fleet(args: &ReportArgs, rows: Vec<results::RailResult>, format: Format) -> R
             )?;
         }
     }
-    if let Some(path) = &args.output {
+    if let Some(path) = &args.out.output_file {
         results::say!("railsweep: wrote {format} to {}", path.display());
     }
     let low: Vec<String> = view
@@ -429,7 +408,7 @@ fn run_rows(
     let comparison = report.comparison().context("cannot merge the runs")?;
 
     refuse_binary_on_a_terminal(args, format)?;
-    if let Some(path) = &args.output {
+    if let Some(path) = &args.out.output_file {
         if let Some(implied) = Format::from_path(path).filter(|f| *f != format) {
             results::say!(
                 "railsweep: warning: writing {format} to {}, whose extension suggests {implied}",
@@ -437,7 +416,7 @@ fn run_rows(
             );
         }
     }
-    match &args.output {
+    match &args.out.output_file {
         Some(path) => {
             export(&report, format, Dest::File(path))?;
             results::say!("railsweep: wrote {format} to {}", path.display());
@@ -459,7 +438,7 @@ fn run_rows(
         }
     }
     // Markdown on stdout already has the summary lines; otherwise log them.
-    if format != Format::Markdown || args.output.is_some() {
+    if format != Format::Markdown || args.out.output_file.is_some() {
         for summary in comparison.summaries() {
             results::say!("{summary}");
         }

@@ -5,11 +5,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use results::{Format, NetworkMode, Report};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{generated_by, heading, ClusterArgs, RunnerKind, SweepArgs};
+use crate::config::{generated_by, heading, ClusterArgs, OutFormat, RunnerKind, SweepArgs};
 use crate::exit::Verdict;
 use crate::managed::{self, PairSpec};
 use crate::modes::Mode;
@@ -18,19 +18,6 @@ use crate::pair::{sweep_pair, watch_ctrl_c, Interruption, PairRun, RowsFile, Swe
 use crate::runner::{KubeRunner, LocalRunner, Runner};
 use crate::sweep::{self, Pods, SweepConfig};
 
-/// What goes to stdout at the end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutFormat {
-    /// The per-rail table and the summary lines.
-    Table,
-    /// Markdown report (as `railsweep report`).
-    Markdown,
-    /// Results CSV of the run's rows.
-    Csv,
-    /// Results JSON of the run's rows.
-    Json,
-}
-
 /// The end of `railsweep run --help`.
 const RUN_EXAMPLES: &str = "\
 Examples:
@@ -38,7 +25,7 @@ Examples:
   railsweep run -n railbench --client-pod rdma-a --server-pod rdma-b --tclass 41
   # some rails, all at once, judged against 90% of the line rate, into sweep.csv
   railsweep run -n railbench --client-pod rdma-a --server-pod rdma-b --rails 0,3,5-7 --parallel \\
-      --min-line-rate-pct 90 -o sweep.csv
+      --min-line-rate-pct 90 --output-file sweep.csv
   # measure only the rails sweep.csv has no row for yet
   railsweep run -n railbench --client-pod rdma-a --server-pod rdma-b --resume sweep.csv
   # images with libibverbs but no rdmabw: copy railsweep's own into the pods
@@ -65,6 +52,9 @@ is known. The table and summary go to stdout; logs and progress bars to stderr.\
     ),
     RUN_EXAMPLES
 ))]
+#[command(mut_arg("output_file", |a| a
+    .help("Results CSV, appended one row per rail as measured; must not exist [default: railsweep-RUNID.csv]")
+    .conflicts_with("resume")))]
 pub struct RunArgs {
     /// Pod that runs the rdmabw server daemon (not with --nodes, which creates it).
     #[arg(long, value_name = "POD", required_unless_present_any = ["nodes", "dry_run"], conflicts_with = "nodes", help_heading = heading::PODS)]
@@ -83,13 +73,13 @@ pub struct RunArgs {
     #[command(flatten)]
     pub sweep: SweepArgs,
 
-    /// Results CSV, appended one row per rail as measured; must not exist
-    /// [default: railsweep-RUNID.csv].
-    #[arg(short = 'o', long, value_name = "FILE", conflicts_with = "resume", help_heading = heading::OUTPUT)]
-    pub output: Option<PathBuf>,
-    /// Also keep a results JSON snapshot here, rewritten after every rail.
-    #[arg(long, value_name = "FILE", help_heading = heading::OUTPUT)]
-    pub json: Option<PathBuf>,
+    /// -o FORMAT (stdout), --json, --csv, and --output-file: the results CSV.
+    #[command(flatten)]
+    pub out: crate::config::FormatFlags,
+    /// Also keep a results JSON snapshot in FILE, rewritten after every rail (rdmabw's
+    /// --out_json_file).
+    #[arg(long = "out_json_file", alias = "out-json-file", value_name = "FILE", help_heading = heading::OUTPUT)]
+    pub out_json_file: Option<PathBuf>,
     /// Also write OpenMetrics (a sample per node pair and rail; see docs/fleet.md) to FILE,
     /// replaced at once: a file of node-exporter's textfile collector, or for a Pushgateway.
     #[arg(long, value_name = "FILE", help_heading = heading::OUTPUT)]
@@ -102,12 +92,10 @@ pub struct RunArgs {
     /// pods to create.
     #[arg(long, value_name = "MODE", help_heading = heading::PODS)]
     pub mode: Option<String>,
-    /// Cluster name recorded in the rows [default: the kubeconfig's cluster, or this host].
-    #[arg(long, value_name = "NAME", help_heading = heading::OUTPUT)]
-    pub cluster: Option<String>,
-    /// What to print on stdout at the end.
-    #[arg(long, value_enum, default_value_t = OutFormat::Table, help_heading = heading::OUTPUT)]
-    pub format: OutFormat,
+    /// The cluster's name recorded in the rows [default: the kubeconfig's cluster (--cluster),
+    /// or this host with --runner local].
+    #[arg(long = "cluster-label", value_name = "NAME", help_heading = heading::OUTPUT)]
+    pub cluster_label: Option<String>,
     /// No progress bars.
     #[arg(long, help_heading = heading::OUTPUT)]
     pub quiet: bool,
@@ -126,6 +114,24 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
+    /// What to print on stdout at the end: `-o`, `--json`, `--csv` (a table by default).
+    pub fn stdout_format(&self) -> Result<OutFormat> {
+        use OutFormat::{Csv, Json, Markdown, Table};
+        Ok(self
+            .out
+            .format_in("railsweep run", &[Table, Markdown, Csv, Json])?
+            .unwrap_or(Table))
+    }
+
+    /// `--dry-run`'s format: `-o yaml` (the default) or `-o json`.
+    pub fn dry_run_format(&self) -> Result<OutFormat> {
+        use OutFormat::{Json, Yaml};
+        Ok(self
+            .out
+            .format_in("--dry-run", &[Yaml, Json])?
+            .unwrap_or(Yaml))
+    }
+
     /// The mode `--mode` names, for `--nodes` and `--dry-run`.
     fn pod_mode(&self) -> Result<Mode> {
         let m = self
@@ -149,6 +155,7 @@ impl RunArgs {
 
 /// Run `railsweep run`. `Err` is a usage or set-up error (exit code 2).
 pub async fn run(args: RunArgs) -> Result<Verdict> {
+    args.access.check()?;
     if args.nodes.is_some() || args.pods.dry_run {
         let mode = args.pod_mode()?;
         if args.pods.dry_run {
@@ -157,7 +164,7 @@ pub async fn run(args: RunArgs) -> Result<Verdict> {
             return managed::dry_run(
                 &args.pair_spec(),
                 &args.access,
-                args.output.as_deref(),
+                args.dry_run_format()?,
                 &[mode],
             );
         }
@@ -170,16 +177,17 @@ pub async fn run(args: RunArgs) -> Result<Verdict> {
             bail!("--resume continues a sweep between existing pods: give --client-pod and --server-pod, not --nodes");
         }
         // Refused before a pod is made (it was refused once both pods were up).
-        if let Some(o) = args.output.as_deref() {
+        if let Some(o) = args.out.output_file.as_deref() {
             refuse_existing_output(o, false)?;
         }
         let cfg = args.sweep.resolve(
             RunnerKind::Kube,
             Some(mode.network_mode()),
-            args.cluster.clone(),
+            args.cluster_label.clone(),
         )?;
         let runner = managed::connect(&args.access).await?;
-        let outcome = sweep_mode(&runner, &args, &cfg, mode, args.output.as_deref()).await?;
+        let outcome =
+            sweep_mode(&runner, &args, &cfg, mode, args.out.output_file.as_deref()).await?;
         write_metrics(args.metrics.as_deref(), &outcome.rows)?;
         return Ok(outcome.verdict());
     }
@@ -189,7 +197,7 @@ pub async fn run(args: RunArgs) -> Result<Verdict> {
     };
     let cfg = args
         .sweep
-        .resolve(args.access.runner, mode, args.cluster.clone())?;
+        .resolve(args.access.runner, mode, args.cluster_label.clone())?;
     if cfg.test.path.tclass.is_none() {
         results::say!(
             "railsweep: warning: no --tclass: RoCE fabrics usually need the traffic class of their \
@@ -206,7 +214,7 @@ pub async fn run(args: RunArgs) -> Result<Verdict> {
             sweep_and_print(
                 &LocalRunner::new(),
                 &args,
-                args.output.as_deref(),
+                args.out.output_file.as_deref(),
                 &cfg,
                 &pods,
             )
@@ -215,7 +223,7 @@ pub async fn run(args: RunArgs) -> Result<Verdict> {
         RunnerKind::Kube => {
             let target = args.access.kube_target(args.container.clone());
             let runner = KubeRunner::connect_announced(&target).await?;
-            sweep_and_print(&runner, &args, args.output.as_deref(), &cfg, &pods).await?
+            sweep_and_print(&runner, &args, args.out.output_file.as_deref(), &cfg, &pods).await?
         }
     };
     write_metrics(args.metrics.as_deref(), &outcome.rows)?;
@@ -301,9 +309,9 @@ async fn sweep_and_print<R: Runner>(
         refuse_existing_output(&output, true)?;
     }
     let mut rows = if args.resume.is_some() {
-        RowsFile::resume(output, args.json.clone())
+        RowsFile::resume(output, args.out_json_file.clone())
     } else {
-        RowsFile::create(output, args.json.clone())
+        RowsFile::create(output, args.out_json_file.clone())
     };
 
     let cancel = CancellationToken::new();
@@ -329,7 +337,7 @@ async fn sweep_and_print<R: Runner>(
         Some(Interruption::Rails(r)) => Some(r),
         None => None,
     };
-    print_rows(&outcome.rows, args.format, cfg.parallel)?;
+    print_rows(&outcome.rows, args.stdout_format()?, cfg.parallel)?;
 
     let t = &outcome.timings;
     let n = t.measured;
@@ -375,11 +383,7 @@ fn print_rows(rows: &[results::RailResult], format: OutFormat, parallel: bool) -
             }
         }
         other => {
-            let f = match other {
-                OutFormat::Markdown => Format::Markdown,
-                OutFormat::Csv => Format::Csv,
-                _ => Format::Json,
-            };
+            let f = other.results_format().unwrap_or(Format::Json);
             let report = Report::new(generated_by(), rows.to_vec());
             output::export(&report, f, output::Dest::Stream(&mut out))?;
         }

@@ -11,15 +11,11 @@
 //! what railsweep passes through to every `rdmabw client`, [`LatTest`] what it asks of `rdmabw
 //! lat`, and [`RailFlags`] with [`ServerRailFlags`] the rail both name.
 //!
-//! Flags that both binaries spell alike but read differently stay out of it, each in its own
-//! binary:
-//! - `-D`/`--duration`: rdmabw's is ib_write_bw's whole test, the margins inside it; railsweep's
-//!   is the measured seconds (it hands rdmabw `--window`).
-//! - `-f`/`--margin`: rdmabw's is ib_write_bw's warm-up and cool-down; railsweep's is the time a
-//!   rail may take beyond `-D` before railsweep stops it.
+//! [`LengthFlags`] (`-D`, `--window`, `-f`) is how long a timed test runs, with
+//! [`whole_test`] the one reading of perftest's `-D`/`-f`. Spellings the two binaries share
+//! mean the same thing in both (docs/railsweep.md, "One meaning per spelling"; the flag walk in
+//! orchestrator/tests/flag_walk.rs holds them to it). The few railsweep does not take:
 //! - `-a`/`--all`: rdmabw sweeps 2 B .. 8 MiB; railsweep refuses it (a row is one size).
-//! - `--use_cuda`: rdmabw's puts this side's buffer in a GPU; railsweep's puts both sides'.
-//! - `-p`/`--port`: railsweep's is also its daemon's port (not a test parameter).
 //! - `-d`, `-i`, `-x`: rdmabw's name this side's rail; railsweep finds every rail itself and
 //!   refuses them by name. It writes them, as [`RailFlags`], for each rail it runs.
 
@@ -230,6 +226,112 @@ pub struct MarginFlags {
         arg(long, value_name = "SECONDS", value_parser = seconds_arg)
     )]
     pub cooldown: Option<f64>,
+}
+
+/// How long a timed test runs, as ib_write_bw and rdmabw take it: `-D` is the whole test with
+/// the first and last `-f` seconds warm-up and cool-down, `--window` the measured seconds
+/// alone (the warm-up before it, the cool-down after). railsweep takes the same flags for each
+/// rail's test. The values are read raw; [`whole_test`] and each binary's checks judge them.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct LengthFlags {
+    /// Seconds per test in all (ib_write_bw -D).
+    ///
+    /// As ib_write_bw: the first and last -f seconds (default a quarter of -D, in whole seconds)
+    /// are warm-up and cool-down, the middle is measured.
+    #[cfg_attr(
+        feature = "cli",
+        arg(short = 'D', long = "duration", value_name = "SECONDS")
+    )]
+    pub duration: Option<f64>,
+
+    /// Measure exactly this many seconds per test.
+    ///
+    /// With --warmup before and --cooldown after it (-D's perftest timing measures less than
+    /// -D).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_name = "SECONDS", conflicts_with = "duration")
+    )]
+    pub window: Option<f64>,
+
+    /// Warm-up and cool-down inside -D (ib_write_bw -f).
+    ///
+    /// Seconds of each inside each -D test; default a quarter of -D, in whole seconds. With
+    /// --window, the warm-up before and the cool-down after it.
+    #[cfg_attr(
+        feature = "cli",
+        arg(short = 'f', long = "margin", value_name = "SECONDS")
+    )]
+    pub margin: Option<f64>,
+}
+
+/// A timed test's seconds: warm-up, measured window, cool-down.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timing {
+    /// Seconds of traffic before the window.
+    pub warmup_s: f64,
+    /// The measured seconds.
+    pub measured_s: f64,
+    /// Seconds of traffic after the window.
+    pub cooldown_s: f64,
+}
+
+/// rdmabw's own warm-up and cool-down around a window when no flag sets them, one direction
+/// or both (`-b`).
+pub fn short_margins(bidirectional: bool) -> (f64, f64) {
+    // An RC queue pair writes at full rate from its first message: the first completion comes
+    // one message and one round trip after the first post (a NIC: microseconds; the lab: about
+    // 3 ms), and completions then follow at the link's rate. In the lab, six alternating rounds
+    // of -D 3 with 0, 0.05 and 0.2 s of warm-up averaged 0.303, 0.305 and 0.296 Gb/s; without
+    // warm-up the start shows in p1 (one of six runs: 0.04 Gb/s). 0.05 s leaves that start out.
+    // Both directions: 0.2 s, so that the peer's traffic (started a moment apart) is flowing
+    // when this side's window opens.
+    // One direction: the window closes on this side's completions, with the queue still full,
+    // so nothing after it changes the figure. Both directions: keep loading the link while the
+    // peer's window (started a moment apart) closes.
+    if bidirectional {
+        (0.2, 0.25)
+    } else {
+        (0.05, 0.0)
+    }
+}
+
+/// perftest's `-D total` with `-f margin` (`None`: a quarter of `total` in whole seconds, as
+/// perftest computes it), `--warmup`/`--cooldown` where given taking the margin's place; a
+/// margin of 0 (perftest's for `-D` 1 to 3) leaves `short` (warm-up, cool-down) inside the
+/// test instead, rdmabw's short start. `Err`: nothing is left to measure, in words that name
+/// the flags and the fix.
+///
+/// # Errors
+///
+/// The margins fill the whole test.
+pub fn whole_test(
+    total: f64,
+    margin: Option<f64>,
+    margins: &MarginFlags,
+    short: (f64, f64),
+) -> Result<Timing, String> {
+    let margin = margin.unwrap_or((total / 4.0).floor());
+    let (w, c) = if margin > 0.0 {
+        (margin, margin)
+    } else {
+        short
+    };
+    let (w, c) = (margins.warmup.unwrap_or(w), margins.cooldown.unwrap_or(c));
+    let measured = total - w - c;
+    if measured <= 0.0 {
+        return Err(format!(
+            "-D {total} with {w} s of warm-up and {c} s of cool-down (-f/--warmup/--cooldown) \
+             leaves nothing to measure: -D is the whole test, as in ib_write_bw; give a longer \
+             -D, a smaller -f, or --window {total} to measure {total} s"
+        ));
+    }
+    Ok(Timing {
+        warmup_s: w,
+        measured_s: measured,
+        cooldown_s: c,
+    })
 }
 
 /// The test parameters railsweep passes through to every `rdmabw client` it runs, as both

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 use bench_core::session::ServerLimits;
 use clap::Args;
 use results::rdmabw::flags::{
-    BwShapeFlags, MarginFlags, PathFlags, QueueFlags, RailFlags, SizeFlags, ThresholdFlags,
+    BwShapeFlags, LengthFlags, MarginFlags, PathFlags, QueueFlags, RailFlags, SizeFlags,
+    ThresholdFlags,
 };
 
 /// `--bind` when it is not given: every address.
@@ -69,31 +70,14 @@ pub struct BwShapeArgs {
 #[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = "Timing")]
 pub struct TimingArgs {
-    /// Seconds per size in all (ib_write_bw -D).
-    ///
-    /// As ib_write_bw: the first and last -f seconds (default a quarter of -D, in whole seconds)
-    /// are warm-up and cool-down, the middle is measured.
-    #[arg(short = 'D', long = "duration", value_name = "SECONDS")]
-    pub duration: Option<f64>,
-
-    /// Measure exactly this many seconds per size.
-    ///
-    /// With --warmup before and --cooldown after it (what railsweep runs; -D's perftest timing
-    /// measures less than -D).
-    #[arg(long, value_name = "SECONDS", conflicts_with = "duration")]
-    pub window: Option<f64>,
+    #[command(flatten)]
+    pub length: LengthFlags,
 
     /// RDMA WRITEs per QP (ib_write_bw -n).
     ///
     /// Default 5000 when -D is not given.
     #[arg(short = 'n', long = "iters", value_name = "N")]
     pub iters: Option<u64>,
-
-    /// Warm-up and cool-down inside -D (ib_write_bw -f).
-    ///
-    /// Seconds of each inside each -D test; default a quarter of -D, in whole seconds.
-    #[arg(short = 'f', long = "margin", value_name = "SECONDS")]
-    pub margin: Option<f64>,
 
     #[command(flatten)]
     pub margins: MarginFlags,

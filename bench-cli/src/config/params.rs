@@ -41,21 +41,10 @@ fn duration_length(
     bidirectional: bool,
     margin: Option<f64>,
 ) -> Result<TestLength, Usage> {
-    // An RC queue pair writes at full rate from its first message: the first completion comes
-    // one message and one round trip after the first post (a NIC: microseconds; the lab: about
-    // 3 ms), and completions then follow at the link's rate. In the lab, six alternating rounds
-    // of -D 3 with 0, 0.05 and 0.2 s of warm-up averaged 0.303, 0.305 and 0.296 Gb/s; without
-    // warm-up the start shows in p1 (one of six runs: 0.04 Gb/s). 0.05 s leaves that start out.
-    // Both directions: 0.2 s, so that the peer's traffic (started a moment apart) is flowing
-    // when this side's window opens.
-    let default_warmup = if bidirectional { 0.2 } else { 0.05 };
-    // One direction: the window closes on this side's completions, with the queue still full,
-    // so nothing after it changes the figure. Both directions: keep loading the link while the
-    // peer's window (started a moment apart) closes.
-    let default_cooldown = if bidirectional { 0.25 } else { 0.0 };
+    let (default_warmup, default_cooldown) = results::rdmabw::flags::short_margins(bidirectional);
     // In range already: their value parser is the shared one.
     let (warmup, cooldown) = (t.timing.margins.warmup, t.timing.margins.cooldown);
-    if let Some(w) = t.timing.window {
+    if let Some(w) = t.timing.length.window {
         return Ok(TestLength::Duration {
             duration_s: seconds("--window", w, false)?,
             warmup_s: warmup.or(margin).unwrap_or(default_warmup),
@@ -64,30 +53,20 @@ fn duration_length(
     }
     let total = seconds(
         "-D/--duration",
-        t.timing.duration.unwrap_or_default(),
+        t.timing.length.duration.unwrap_or_default(),
         false,
     )?;
-    let margin = margin.unwrap_or((total / 4.0).floor());
-    // perftest's margin of 0 (-D 1 to 3) measures all of -D from the first post; rdmabw still
-    // leaves its short start out, inside the -D.
-    let (w, c) = if margin > 0.0 {
-        (margin, margin)
-    } else {
-        (default_warmup, default_cooldown)
-    };
-    let (w, c) = (warmup.unwrap_or(w), cooldown.unwrap_or(c));
-    let measured = total - w - c;
-    if measured <= 0.0 {
-        return usage(format!(
-            "-D {total} with {w} s of warm-up and {c} s of cool-down (-f/--warmup/--cooldown) \
-             leaves nothing to measure: -D is the whole test, as in ib_write_bw; give a longer \
-             -D, a smaller -f, or --window {total} to measure {total} s"
-        ));
-    }
+    let timing = results::rdmabw::flags::whole_test(
+        total,
+        margin,
+        &t.timing.margins,
+        (default_warmup, default_cooldown),
+    )
+    .map_err(Usage)?;
     Ok(TestLength::Duration {
-        duration_s: measured,
-        warmup_s: w,
-        cooldown_s: c,
+        duration_s: timing.measured_s,
+        warmup_s: timing.warmup_s,
+        cooldown_s: timing.cooldown_s,
     })
 }
 
@@ -117,13 +96,14 @@ pub fn test_params(t: &TestArgs, bw: &BwArgs) -> Result<(TestParams, Pinned), Us
     };
     let timing = &t.timing;
     let margin = timing
+        .length
         .margin
         .map(|m| seconds("-f/--margin", m, true))
         .transpose()?;
     if bw.shape.run_infinitely {
         return endless_params(t, bw, sizes, margin, pinned);
     }
-    let length = match (timing.iters, timing.duration.or(timing.window)) {
+    let length = match (timing.iters, timing.length.duration.or(timing.length.window)) {
         (Some(_), Some(_)) => {
             return usage(
                 "-n/--iters and -D/--duration (or --window) conflict: give a count of writes or seconds",
@@ -141,7 +121,7 @@ pub fn test_params(t: &TestArgs, bw: &BwArgs) -> Result<(TestParams, Pinned), Us
         (None, None) => {
             if timing.margins.warmup.is_some()
                 || timing.margins.cooldown.is_some()
-                || timing.margin.is_some()
+                || timing.length.margin.is_some()
             {
                 return usage(
                     "--warmup/--cooldown/-f apply to timed tests: add -D SECONDS or --window SECONDS",
@@ -194,7 +174,7 @@ fn endless_params(
              SIGINT ends the last one",
         );
     }
-    let interval = match (t.timing.duration, t.timing.window) {
+    let interval = match (t.timing.length.duration, t.timing.length.window) {
         (Some(d), None) => seconds("-D/--duration", d, false)?,
         (None, Some(w)) => seconds("--window", w, false)?,
         _ => {

@@ -109,10 +109,17 @@ Examples:
 #[command(mut_arg("min_line_rate_pct", |a| a.help(
     "Judge against the line rate instead: under this percentage of it is an outlier."
 )))]
-#[command(mut_arg("margin", |a| a
-    .help("Seconds a rail may take beyond --duration before it is stopped and recorded as failed.")
+#[command(mut_arg("deadline_slack", |a| a
+    .help("Seconds a rail may take beyond its test before it is stopped and recorded as failed.")
     .value_parser(crate::config::seconds_positive)))]
 #[command(mut_arg("port", |a| a.help("TCP port of the server daemons.")))]
+#[command(mut_arg("output", |a| a.help(
+    "What to print on stdout, kubectl's -o: `table`, the summary (the rows are in --out-dir); \
+     with --dry-run, the pods as `yaml` (the default) or a JSON `List` (`json`)."
+)))]
+#[command(mut_arg("json", |a| a.hide(true)))]
+#[command(mut_arg("csv", |a| a.hide(true)))]
+#[command(mut_arg("output_file", |a| a.hide(true)))]
 pub struct FleetArgs {
     /// The fleet's pods (or network namespaces with --runner local), in this order.
     #[arg(help_heading = heading::PODS, long, value_name = "POD,POD,...", value_delimiter = ',', num_args = 1.., conflicts_with_all = ["pods_selector", "nodes"])]
@@ -121,8 +128,8 @@ pub struct FleetArgs {
     /// running pods only.
     #[arg(help_heading = heading::PODS,
         short = 'l',
-        long,
-        visible_alias = "selector",
+        long = "selector",
+        alias = "pods-selector",
         value_name = "SELECTOR",
         conflicts_with = "nodes"
     )]
@@ -158,7 +165,7 @@ pub struct FleetArgs {
     #[arg(help_heading = heading::PAIRS, long, value_name = "N", default_value_t = 0)]
     pub max_pairs: usize,
     /// Seconds a round may take before its pairs are stopped [default: from the rails,
-    /// --duration and --margin, plus 60 s of set-up].
+    /// the test's length and --deadline-slack, plus 60 s of set-up].
     #[arg(help_heading = heading::PAIRS, long, value_name = "S", value_parser = crate::config::seconds_positive)]
     pub round_deadline: Option<f64>,
     /// A (pair, rail) under this percentage of its rail's fleet median is an outlier.
@@ -179,17 +186,17 @@ pub struct FleetArgs {
     /// Directory for the results [default: railsweep-fleet-RUNID].
     #[arg(help_heading = heading::OUTPUT, long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
-    /// Also keep a results JSON snapshot of fleet.csv here.
-    #[arg(help_heading = heading::OUTPUT, long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    /// Also keep a results JSON snapshot of fleet.csv in FILE (rdmabw's --out_json_file).
+    #[arg(help_heading = heading::OUTPUT, long = "out_json_file", alias = "out-json-file", value_name = "FILE")]
+    pub out_json_file: Option<PathBuf>,
     /// Also write the fleet's OpenMetrics (fleet.prom of --out-dir: a sample per node pair and
     /// rail) to FILE, replaced at once: e.g. a file in node-exporter's textfile-collector
     /// directory, or for a Pushgateway.
     #[arg(help_heading = heading::OUTPUT, long, value_name = "FILE")]
     pub metrics: Option<PathBuf>,
-    /// With --dry-run: print the pods as `yaml` (the default) or as a JSON `List` (`json`).
-    #[arg(help_heading = heading::OUTPUT, short = 'o', long, value_name = "FORMAT", requires = "dry_run", value_parser = ["yaml", "json"])]
-    pub output: Option<String>,
+    /// -o FORMAT: the summary (`table`), or with --dry-run the pods as `yaml` or `json`.
+    #[command(flatten)]
+    pub out: crate::config::FormatFlags,
 
     /// Write the verdict onto the measured nodes: `labels` (railbench.io/rails=ok|degraded|failed,
     /// railbench.io/rails-checked=DATE, and on a bad node the railbench.io/rails-evidence
@@ -223,6 +230,33 @@ fn percentage(s: &str) -> std::result::Result<f64, String> {
 }
 
 impl FleetArgs {
+    /// `-o`: `table` (the summary), or with `--dry-run` the pods' `yaml` (the default) or
+    /// `json`. The fleet's rows are files of `--out-dir`, not stdout.
+    pub(crate) fn stdout_format(&self) -> Result<crate::config::OutFormat> {
+        use crate::config::OutFormat::{Json, Table, Yaml};
+        if self.out.output_file.is_some() {
+            bail!(
+                "--output-file: a fleet writes several files (fleet.csv, its counters and \
+                 findings, fleet.json, fleet.prom): give their directory with --out-dir DIR"
+            );
+        }
+        if self.dry_run_pods() {
+            return Ok(self
+                .out
+                .format_in("fleet --dry-run", &[Yaml, Json])?
+                .unwrap_or(Yaml));
+        }
+        match self.out.format() {
+            Some(Json | crate::config::OutFormat::Csv) => bail!(
+                "-o {}: a fleet's rows are files of --out-dir (fleet.csv, and fleet.json with \
+                 --out_json_file FILE for a copy of it elsewhere); its stdout is the summary \
+                 (-o table), or with --dry-run the pods (-o yaml, -o json)",
+                self.out.format().map_or("", |f| f.name())
+            ),
+            _ => Ok(self.out.format_in("fleet", &[Table])?.unwrap_or(Table)),
+        }
+    }
+
     /// `--topology-label`, checked against `--pattern` and the runner: the label when the
     /// pattern is `topology`.
     fn topology_label(&self) -> Result<Option<&str>> {
@@ -279,13 +313,11 @@ impl FleetArgs {
             return Duration::from_secs_f64(s);
         }
         let lat = if self.sweep.tests.lat {
-            self.sweep.margin
+            self.sweep.deadline_slack
         } else {
             0.0
         };
-        let per_rail = crate::sweep::traffic_s(self.sweep.duration, &self.sweep.test)
-            + self.sweep.margin
-            + lat;
+        let per_rail = self.sweep.per_rail_s() + lat;
         let default_rails = self.sweep.rails.as_ref().map_or(8, |r| r.0.len());
         let longest = rails
             .iter()
@@ -316,8 +348,10 @@ pub async fn run(args: FleetArgs) -> Result<Verdict> {
              --server-tool ib_write_bw`"
         );
     }
+    args.access.check()?;
     let verdict_opts = args.verdict_options()?;
     args.topology_label()?;
+    args.stdout_format()?;
     if let Some(nodes) = &args.nodes {
         return over_nodes(&args, nodes, verdict_opts).await;
     }
@@ -350,7 +384,7 @@ pub async fn run(args: FleetArgs) -> Result<Verdict> {
                 (Some(p), _) => p.clone(),
                 (None, Some(sel)) => run::kube_pods(&runner, sel).await?,
                 (None, None) => bail!(
-                    "give the fleet's pods: --pods-selector label=value, --pods POD,POD,..., or --mode M --nodes SELECTOR \
+                    "give the fleet's pods: -l/--selector label=value, --pods POD,POD,..., or --mode M --nodes SELECTOR \
                      (railsweep creates one pod per node)"
                 ),
             };

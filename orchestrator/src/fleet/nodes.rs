@@ -155,7 +155,7 @@ pub(super) async fn dry_run(
     let opts = fleet_pod_options(args, &namespace)?;
     let pods = modes::fleet_pods(mode, &opts, run_id, &nodes)?;
     let templates = modes::templates(mode, &opts, &modes::run_label(run_id)?);
-    let text = if args.output.as_deref() == Some("json") {
+    let text = if args.stdout_format()? == crate::config::OutFormat::Json {
         let mut items: Vec<serde_json::Value> = Vec::new();
         for t in &templates {
             items.push(serde_json::to_value(t)?);

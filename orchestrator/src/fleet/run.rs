@@ -446,8 +446,12 @@ pub(super) async fn fleet_with<R: Runner>(
     }
     std::fs::create_dir_all(dir.join("pairs"))
         .with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut sink = RowSink::create(dir.join("fleet.csv"), args.json.as_deref(), generated_by())
-        .with_context(|| format!("cannot open {}", dir.join("fleet.csv").display()))?;
+    let mut sink = RowSink::create(
+        dir.join("fleet.csv"),
+        args.out_json_file.as_deref(),
+        generated_by(),
+    )
+    .with_context(|| format!("cannot open {}", dir.join("fleet.csv").display()))?;
     let mut rounds_tsv = std::fs::File::create(dir.join("rounds.tsv"))?;
     writeln!(
         rounds_tsv,

@@ -37,6 +37,8 @@ pub struct KubeTarget {
     pub kubeconfig: Option<PathBuf>,
     /// `--context`.
     pub context: Option<String>,
+    /// `--cluster`: the kubeconfig's cluster to use instead of the context's, as kubectl's.
+    pub cluster: Option<String>,
     /// `--namespace`.
     pub namespace: Option<String>,
     /// `--container`; `None` takes the pod's default container.
@@ -172,6 +174,7 @@ impl KubeRunner {
     pub async fn connect(target: &KubeTarget) -> Result<Self> {
         let options = KubeConfigOptions {
             context: target.context.clone(),
+            cluster: target.cluster.clone(),
             ..KubeConfigOptions::default()
         };
         let kubeconfig = match &target.kubeconfig {
@@ -183,6 +186,7 @@ impl KubeRunner {
                 Some(kc) => Some(kc),
                 // No kubeconfig: kubectl falls back to the pod's service account.
                 None if target.context.is_none()
+                    && target.cluster.is_none()
                     && std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() =>
                 {
                     None
@@ -196,7 +200,21 @@ impl KubeRunner {
         };
         let (config, cluster) = match kubeconfig {
             Some(kc) => {
-                let name = cluster_name(&kc, target.context.as_deref());
+                if let Some(want) = &target.cluster {
+                    let names: Vec<&str> = kc.clusters.iter().map(|c| c.name.as_str()).collect();
+                    if !names.contains(&want.as_str()) {
+                        bail!(
+                            "--cluster {want}: the kubeconfig has no cluster of that name (it has {}); \
+                             --cluster picks the kubeconfig's cluster, as kubectl's does. To name \
+                             the cluster in the rows, give --cluster-label {want}",
+                            if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                        );
+                    }
+                }
+                let name = target
+                    .cluster
+                    .clone()
+                    .or_else(|| cluster_name(&kc, target.context.as_deref()));
                 let config = Config::from_custom_kubeconfig(kc, &options)
                     .await
                     .context("cannot use the kubeconfig")?;

@@ -159,8 +159,8 @@ fn check_perftest_end(
     }
     if duration_s < 1.0 || duration_s.fract() != 0.0 {
         bail!(
-            "-D/--duration {duration_s} with {flag}: perftest's -D takes whole seconds; give \
-             -D 1 or more, whole"
+            "a measured window of {duration_s} s (--window, or -D less its -f margins) with \
+             {flag}: perftest measures whole seconds; give --window 1 or more, whole"
         );
     }
     Ok(())
@@ -435,8 +435,8 @@ mod tests {
             (&dv, 5.0, false, false, "--data_validation"),
             (&ok, 5.0, true, false, "--gpu/--use_cuda"),
             (&ok, 5.0, false, true, "--test bw,lat"),
-            (&ok, 2.5, false, false, "-D/--duration 2.5"),
-            (&ok, 0.5, false, false, "-D/--duration 0.5"),
+            (&ok, 2.5, false, false, "a measured window of 2.5 s"),
+            (&ok, 0.5, false, false, "a measured window of 0.5 s"),
         ] {
             let e = check_server_tool(t, d, gpu, lat)
                 .expect_err(flag)
@@ -647,7 +647,7 @@ mod tests {
                 false,
                 false,
                 rdmabw,
-                "-D/--duration 2.5 with --client-tool",
+                "a measured window of 2.5 s (--window, or -D less its -f margins) with --client-tool",
             ),
             (
                 &ok,
@@ -655,7 +655,7 @@ mod tests {
                 false,
                 false,
                 rdmabw,
-                "-D/--duration 0 with --client-tool",
+                "a measured window of 0 s (--window, or -D less its -f margins) with --client-tool",
             ),
             (
                 &ev,
