@@ -1,7 +1,7 @@
 //! `railsweep compare --modes hostnetwork,ipvlan,sriov --nodes A,B`: the pod pair of each
 //! mode in turn, with the same sweep parameters, then one comparison of all of them.
 //!
-//! Files, from `-o FILE.csv` (default `railsweep-compare-RUN.csv`): each mode's rows as
+//! Files, from `--output-file FILE.csv` (default `railsweep-compare-RUN.csv`): each mode's rows as
 //! `FILE.MODE.csv` while it runs (as `railsweep run` writes them, so a crash loses nothing),
 //! then every mode's rows in `FILE.csv`, the markdown comparison in `FILE.md` (also on
 //! stdout) and the chart in `FILE.svg`. A mode whose pods do not start is explained and

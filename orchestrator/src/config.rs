@@ -41,7 +41,7 @@ pub mod heading {
     pub const CREATED: &str = "Pods railsweep creates (--nodes)";
 }
 
-/// The chart's title and width: `railsweep report` (`-o FILE.svg`, `FILE.png`) and the
+/// The chart's title and width: `railsweep report` (`--output-file FILE.svg`, `FILE.png`) and the
 /// chart `compare` writes beside its CSV. One definition, flattened into each command.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ChartArgs {
@@ -220,6 +220,8 @@ pub mod renamed {
         pub with_value: bool,
         /// Why, and the spelling to give now.
         pub words: &'static str,
+        /// The spellings to give now, each named in `words`.
+        pub now: &'static [&'static str],
     }
 
     /// Every refused spelling.
@@ -233,6 +235,7 @@ pub mod renamed {
                     is in rdmabw and ib_write_bw (-f, the warm-up and cool-down inside -D). This \
                     release refuses --margin so that neither is taken for the other: give \
                     --deadline-slack SECONDS, or -f SECONDS",
+            now: &["--deadline-slack", "-f"],
         },
         Renamed {
             spelling: "--json",
@@ -240,6 +243,7 @@ pub mod renamed {
             with_value: true,
             words: "--json FILE kept a JSON snapshot in FILE; --json is rdmabw's now, the rows as \
                     JSON on stdout (-o json). Give --out_json_file FILE for the snapshot",
+            now: &["--out_json_file"],
         },
         Renamed {
             spelling: "--format",
@@ -247,6 +251,7 @@ pub mod renamed {
             with_value: false,
             words: "the format is kubectl's -o/--output now: give -o FORMAT (and \
                     --output-file FILE for a file)",
+            now: &["-o", "--output-file"],
         },
         Renamed {
             spelling: "-f",
@@ -254,6 +259,7 @@ pub mod renamed {
             with_value: false,
             words: "report's -f was its format; the format is kubectl's -o/--output now (give -o \
                     FORMAT), and -f is ib_write_bw's margin in railsweep's test commands",
+            now: &["-o"],
         },
     ];
 

@@ -95,6 +95,16 @@ mod tests {
         }
     }
 
+    /// The flag walk's rule over the table both binaries' tests hold to their flags: a
+    /// spelling of both tools means one thing, or is kubectl's short name in railsweep.
+    #[test]
+    fn every_spelling_of_both_tools_has_one_meaning() {
+        let doc = include_str!("../../docs/railsweep.md");
+        if let Err(e) = results::rdmabw::flag_table::check_rule(doc) {
+            panic!("docs/railsweep.md, the flag table breaks the rule:\n{e}");
+        }
+    }
+
     /// The flags (`--mode`, `-c`) a help text lists: the words of the options' own lines, not
     /// of their descriptions.
     fn flags_listed(help: &str) -> Vec<String> {
@@ -135,14 +145,21 @@ mod tests {
                 "--mode",
                 "--runner",
                 "--resume",
-                "--json",
+                "--out_json_file",
             ] {
                 assert!(
                     !listed.iter().any(|f| f == refused),
                     "compare --help lists {refused}:\n{help}"
                 );
             }
-            for taken in ["--modes", "--nodes", "--tclass", "-n", "--format", "-o"] {
+            for taken in [
+                "--modes",
+                "--nodes",
+                "--tclass",
+                "-n",
+                "-o",
+                "--output-file",
+            ] {
                 assert!(
                     listed.iter().any(|f| f == taken),
                     "compare --help lacks {taken}:\n{help}"

@@ -180,8 +180,8 @@ fn too_large(e: results::ResultsError, what: &str, max_bytes: u64) -> anyhow::Er
 #[error("{0}")]
 pub struct UsageError(pub(crate) String);
 
-/// The output format: `--format`, else the one `-o`'s extension names, else markdown. An `-o`
-/// whose extension names no format, without `--format`, is an error that lists them.
+/// The output format: `-o`, `--json`, `--csv`, else the one `--output-file`'s extension names, else markdown. An
+/// `--output-file` whose extension names no format, without `-o`, is an error that lists them.
 fn output_format(args: &ReportArgs) -> Result<Format> {
     use orchestrator::config::OutFormat::{Csv, Json, Markdown, OpenMetrics, Png, Svg, Table};
     let given = args
@@ -220,7 +220,7 @@ fn output_format(args: &ReportArgs) -> Result<Format> {
 fn refuse_binary_on_a_terminal(args: &ReportArgs, format: Format) -> Result<()> {
     if format.is_binary() && args.out.output_file.is_none() && std::io::stdout().is_terminal() {
         return Err(UsageError(format!(
-            "{format} is binary and stdout is a terminal: give -o FILE.{format} or pipe it"
+            "{format} is binary and stdout is a terminal: give --output-file FILE.{format} or pipe it"
         ))
         .into());
     }
@@ -516,9 +516,9 @@ mod tests {
     fn the_flags_a_fleet_uses_are_taken() {
         for a in [
             &["fleet.csv"][..],
-            &["fleet.csv", "-o", "fleet.png"],
-            &["fleet.csv", "-f", "openmetrics"],
-            &["a.csv", "b.csv", "--format", "csv", "--output", "-"],
+            &["fleet.csv", "--output-file", "fleet.png"],
+            &["fleet.csv", "-o", "openmetrics"],
+            &["a.csv", "b.csv", "-o", "csv", "--output-file", "-"],
         ] {
             assert!(refuse_for_a_fleet(&args(a)).is_ok(), "{a:?}");
             assert!(not_for_a_fleet(&args(a)).is_empty(), "{a:?}");

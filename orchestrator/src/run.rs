@@ -35,7 +35,7 @@ Examples:
   # bandwidth and latency of each rail, failing a rail whose p99 is above 5 us
   railsweep run -n railbench --client-pod rdma-a --server-pod rdma-b --test bw,lat --max-p99-us 5
   # network namespaces of this machine instead of pods
-  railsweep run --runner local --client-pod podA --server-pod podB -D 3 --tclass 41";
+  railsweep run --runner local --client-pod podA --server-pod podB --window 3 --tclass 41";
 
 /// Arguments of `railsweep run`.
 #[derive(Debug, Clone, Args)]
@@ -156,6 +156,12 @@ impl RunArgs {
 /// Run `railsweep run`. `Err` is a usage or set-up error (exit code 2).
 pub async fn run(args: RunArgs) -> Result<Verdict> {
     args.access.check()?;
+    // The output asked for is checked before any work, as everything a run would refuse.
+    if args.pods.dry_run {
+        args.dry_run_format()?;
+    } else {
+        args.stdout_format()?;
+    }
     if args.nodes.is_some() || args.pods.dry_run {
         let mode = args.pod_mode()?;
         if args.pods.dry_run {
@@ -285,7 +291,7 @@ fn read_resume(path: &Path) -> Result<(BTreeSet<u32>, Option<String>, Option<Net
     ))
 }
 
-/// Sweep `pods` into `csv` (or `--resume`'s file), then print the rows as `--format` says and
+/// Sweep `pods` into `csv` (or `--resume`'s file), then print the rows as `-o` says and
 /// the summary lines.
 async fn sweep_and_print<R: Runner>(
     runner: &R,

@@ -355,7 +355,7 @@ fn run_args<'a>(api: &'a FakeApi, out: &'a str, extra: &[&'a str]) -> Vec<&'a st
         "--pod-timeout",
         "30",
         "--quiet",
-        "-o",
+        "--output-file",
         out,
     ];
     args.extend_from_slice(extra);

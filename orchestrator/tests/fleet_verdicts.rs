@@ -54,7 +54,7 @@ fn common(f: &Fake, out: &Path, nodes: &[&str], port: u16) -> Vec<String> {
         &nodes.join(","),
         "--rdmabw",
         &f.path().display().to_string(),
-        "-D",
+        "--window",
         "1",
         "--pod-timeout",
         "30",
@@ -638,7 +638,7 @@ fn cronjob_command(ns: &str, f: &Fake, out: &Path, nodes: &[&str], port: u16) ->
             "--namespace" => Some(ns.to_string()),
             "--out-dir" => Some(out.display().to_string()),
             "--metrics" => Some(out.join("fleet.prom").display().to_string()),
-            "-D" => Some("1".into()),
+            "--window" => Some("1".into()),
             _ => None,
         };
         v.push(a.clone());
@@ -823,7 +823,7 @@ async fn a_racks_bad_uplink_names_the_rack_and_marks_none_of_its_nodes() {
             "topology",
             "--topology-label",
             RACK,
-            "--json",
+            "--out_json_file",
             &json.display().to_string(),
             "--metrics",
             &prom.display().to_string(),

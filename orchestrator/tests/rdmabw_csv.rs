@@ -52,7 +52,7 @@ fn railsweep_report_reads_rdmabws_csv_rows_and_values() {
     assert!(header.starts_with("schema_version,run_id,"), "{header}");
 
     let merged = dir.path().join("merged.json");
-    let out = railsweep(&["report", path_str(&csv), "-o", path_str(&merged)]);
+    let out = railsweep(&["report", path_str(&csv), "--output-file", path_str(&merged)]);
     // Exit 1: the 4 KiB size is below the 1 Gb/s threshold.
     assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
     let rows = read_path(&merged).expect("railsweep's output reads");

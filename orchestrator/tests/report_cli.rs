@@ -231,9 +231,7 @@ fn missing_files_and_bad_arguments_exit_2() {
     let f = fixture();
     let fixture = path_str(&f);
     assert_eq!(
-        railsweep(&["report", "--format", "pdf", fixture])
-            .status
-            .code(),
+        railsweep(&["report", "-o", "pdf", fixture]).status.code(),
         Some(2)
     );
     assert_eq!(
@@ -261,7 +259,7 @@ fn json_to_a_file_round_trips_and_logs_summaries() {
         "report",
         path_str(&host),
         path_str(&ipvlan),
-        "-o",
+        "--output-file",
         path_str(&merged),
     ]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
@@ -279,13 +277,13 @@ fn json_to_a_file_round_trips_and_logs_summaries() {
 #[test]
 fn csv_on_stdout_reads_back_and_stdin_is_accepted() {
     let f = fixture();
-    let out = railsweep(&["report", "--format", "csv", path_str(&f)]);
+    let out = railsweep(&["report", "-o", "csv", path_str(&f)]);
     assert_eq!(out.status.code(), Some(1));
     let rows = read_str(&text(&out.stdout), "stdout.csv").expect("csv output parses");
     assert_eq!(rows, fixture_rows());
 
     let piped = Command::new(env!("CARGO_BIN_EXE_railsweep"))
-        .args(["report", "-f", "json", "-"])
+        .args(["report", "-o", "json", "-"])
         .stdin(std::fs::File::open(&f).expect("fixture"))
         .output()
         .expect("runs");
@@ -302,7 +300,7 @@ fn a_closed_stdout_is_success_not_an_error() {
     let (reader, writer) = std::io::pipe().expect("pipe");
     drop(reader);
     let child = Command::new(env!("CARGO_BIN_EXE_railsweep"))
-        .args(["report", "--format", "csv", path_str(&fixture())])
+        .args(["report", "-o", "csv", path_str(&fixture())])
         .stdin(Stdio::null())
         .stdout(writer)
         .stderr(Stdio::piped())
@@ -319,7 +317,7 @@ fn svg_output_takes_its_format_from_the_extension() {
     let dir = tempfile::tempdir().expect("tempdir");
     let chart = dir.path().join("chart.svg");
     let f = fixture();
-    let out = railsweep(&["report", path_str(&f), "-o", path_str(&chart)]);
+    let out = railsweep(&["report", path_str(&f), "--output-file", path_str(&chart)]);
     assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
     let svg = std::fs::read_to_string(&chart).expect("svg written");
     assert!(svg.starts_with("<svg "), "{}", &svg[..svg.len().min(200)]);
@@ -337,7 +335,12 @@ fn svg_output_takes_its_format_from_the_extension() {
 fn png_output_is_a_png_image_of_the_chart() {
     let dir = tempfile::tempdir().expect("tempdir");
     let chart = dir.path().join("chart.PNG");
-    let out = railsweep(&["report", path_str(&fixture()), "-o", path_str(&chart)]);
+    let out = railsweep(&[
+        "report",
+        path_str(&fixture()),
+        "--output-file",
+        path_str(&chart),
+    ]);
     assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
     assert_says(&out.stderr, "wrote png to");
     let bytes = std::fs::read(&chart).expect("png written");
@@ -368,9 +371,9 @@ fn png_output_is_a_png_image_of_the_chart() {
     let out = railsweep(&[
         "report",
         path_str(&fixture()),
-        "--format",
-        "png",
         "-o",
+        "png",
+        "--output-file",
         path_str(&named),
     ]);
     assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
@@ -402,7 +405,12 @@ fn csv_output_has_plain_numbers_and_its_counters_in_a_file_beside_it() {
     let input = dir.path().join("in.json");
     write_json(std::fs::File::create(&input).expect("create"), "t", &rows).expect("write");
     let merged = dir.path().join("merged.csv");
-    let out = railsweep(&["report", path_str(&input), "-o", path_str(&merged)]);
+    let out = railsweep(&[
+        "report",
+        path_str(&input),
+        "--output-file",
+        path_str(&merged),
+    ]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
     let csv = std::fs::read_to_string(&merged).expect("csv");
     assert!(csv.contains(",2.33832,"), "{csv}");
@@ -444,7 +452,12 @@ fn csv_output_has_the_findings_words_and_the_findings_in_a_file_beside_it() {
     let input = dir.path().join("in.json");
     write_json(std::fs::File::create(&input).expect("create"), "t", &rows).expect("write");
     let merged = dir.path().join("merged.csv");
-    let out = railsweep(&["report", path_str(&input), "-o", path_str(&merged)]);
+    let out = railsweep(&[
+        "report",
+        path_str(&input),
+        "--output-file",
+        path_str(&merged),
+    ]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
     let csv = std::fs::read_to_string(&merged).expect("csv");
     assert!(csv.contains(",pfc-pause,"), "{csv}");
@@ -525,7 +538,7 @@ fn a_csv_with_its_findings_file_is_judged_as_its_json() {
     write_json(std::fs::File::create(&json).expect("create"), "t", &rows).expect("write");
     // The CSV and its findings file, as railsweep writes them.
     let csv = dir.path().join("run.csv");
-    let out = railsweep(&["report", path_str(&json), "-o", path_str(&csv)]);
+    let out = railsweep(&["report", path_str(&json), "--output-file", path_str(&csv)]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
     let findings = results::findings_csv_path(&csv);
     assert!(findings.exists(), "{}", text(&out.stderr));
@@ -535,7 +548,7 @@ fn a_csv_with_its_findings_file_is_judged_as_its_json() {
         let out = railsweep(&[
             "report",
             path_str(input),
-            "--format",
+            "-o",
             "markdown",
             "--threshold-gbps",
             "97",
@@ -598,7 +611,7 @@ fn the_chart_takes_a_title_and_a_width_and_refuses_a_width_too_narrow() {
     let out = railsweep(&[
         "report",
         path_str(&f),
-        "-o",
+        "--output-file",
         path_str(&chart),
         "--title",
         "Rails of rack 3",
@@ -616,7 +629,7 @@ fn the_chart_takes_a_title_and_a_width_and_refuses_a_width_too_narrow() {
     let out = railsweep(&[
         "report",
         path_str(&f),
-        "-o",
+        "--output-file",
         path_str(&chart),
         "--width",
         "300",
@@ -630,10 +643,15 @@ fn an_output_name_of_no_known_format_is_a_usage_error_listing_them() {
     let dir = tempfile::tempdir().expect("tempdir");
     for name in ["chart.jpg", "report"] {
         let target = dir.path().join(name);
-        let out = railsweep(&["report", path_str(&fixture()), "-o", path_str(&target)]);
+        let out = railsweep(&[
+            "report",
+            path_str(&fixture()),
+            "--output-file",
+            path_str(&target),
+        ]);
         assert_eq!(out.status.code(), Some(2), "stderr: {}", text(&out.stderr));
         for needle in [
-            "-o/--output",
+            "--output-file",
             name,
             ".md",
             ".csv",
@@ -641,7 +659,7 @@ fn an_output_name_of_no_known_format_is_a_usage_error_listing_them() {
             ".svg",
             ".png",
             ".prom",
-            "--format",
+            "-o",
         ] {
             assert_says(&out.stderr, needle);
         }
@@ -750,7 +768,7 @@ fn a_fleets_csv_is_reported_per_node_and_rail() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-fleet");
     std::fs::create_dir_all(&dir).expect("dir");
     let png = dir.join("fleet.png");
-    let out = railsweep(&["report", path_str(&csv), "-o", path_str(&png)]);
+    let out = railsweep(&["report", path_str(&csv), "--output-file", path_str(&png)]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let bytes = std::fs::read(&png).expect("png written");
     assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
@@ -799,7 +817,7 @@ fn a_two_pod_fleet_with_a_remeasured_pair_reports_its_latest_rows() {
         md.contains("| podD | 0.370 (100%) | 0.369 (100%) |"),
         "{md}"
     );
-    let out = railsweep(&["report", path_str(&csv), "--format", "csv"]);
+    let out = railsweep(&["report", path_str(&csv), "-o", "csv"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(
         read_str(&text(&out.stdout), "stdout").expect("reads").len(),
@@ -847,7 +865,7 @@ fn a_fleets_csv_refuses_the_flags_its_view_cannot_use() {
         ("--label", "lab=before"),
         ("--max-p99-us", "20"),
     ] {
-        for extra in [&[][..], &["-o", path_str(&png)][..]] {
+        for extra in [&[][..], &["--output-file", path_str(&png)][..]] {
             let mut a = vec!["report", path_str(&csv), flag, value];
             a.extend_from_slice(extra);
             let out = railsweep(&a);
@@ -875,7 +893,7 @@ fn a_fleets_csv_is_still_written_in_every_format() {
         ("json", "\"schema_version\""),
         ("openmetrics", "railbench_rail_bandwidth_gbps"),
     ] {
-        let out = railsweep(&["report", path_str(&csv), "--format", format]);
+        let out = railsweep(&["report", path_str(&csv), "-o", format]);
         assert_eq!(
             out.status.code(),
             Some(1),

@@ -14,7 +14,16 @@ use support::process::{self, assert_says, railsweep, text};
 
 fn local_args<'a>(fake: &'a str, out: &'a str) -> Vec<&'a str> {
     let mut v = local_run(fake);
-    v.extend(["-D", "1", "--tclass", "41", "-o", out, "--port", "18999"]);
+    v.extend([
+        "--window",
+        "1",
+        "--tclass",
+        "41",
+        "--output-file",
+        out,
+        "--port",
+        "18999",
+    ]);
     v
 }
 
@@ -477,7 +486,7 @@ fn a_hanging_rail_ends_at_its_deadline() {
     f.behave("net2", Behave::Hang);
     let (out, bin, o) = paths(&f);
     let mut args = local_args(&bin, &o);
-    args.extend(["--margin", "1"]);
+    args.extend(["--deadline-slack", "1"]);
     let t0 = Instant::now();
     let r = railsweep(&args);
     let took = t0.elapsed();
@@ -547,7 +556,10 @@ fn resume_measures_only_the_missing_rails() {
 
     std::fs::remove_file(f.file("client-args.log")).expect("rm");
     let mut args = local_args(&bin, &o);
-    let pos = args.iter().position(|a| *a == "-o").expect("-o");
+    let pos = args
+        .iter()
+        .position(|a| *a == "--output-file")
+        .expect("--output-file");
     args[pos] = "--resume";
     let r = railsweep(&args);
     assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
@@ -681,7 +693,7 @@ fn run_nodes_refuses_an_existing_output_before_any_pod() {
         "hostnetwork",
         "--nodes",
         "a,b",
-        "-o",
+        "--output-file",
         &s(&out),
     ]);
     assert_eq!(r.status.code(), Some(2), "{}", text(&r.stderr));
@@ -717,8 +729,8 @@ fn ctrl_c_after_the_last_row_exits_130_with_every_row() {
 #[test]
 fn durations_beyond_a_week_or_not_numbers_are_usage_errors() {
     for (flag, value) in [
-        ("--margin", "1e300"),
-        ("--margin", "NaN"),
+        ("--deadline-slack", "1e300"),
+        ("--deadline-slack", "NaN"),
         ("--duration", "inf"),
         ("--warmup", "1e300"),
         ("--pod-timeout", "1e300"),
@@ -820,7 +832,7 @@ fn one_report_with_a_value_out_of_range_fails_its_rail_only() {
             let _ = std::fs::remove_file(p);
         }
         let mut args = local_args(&bin, &o);
-        args.extend(["--metrics", &m, "--json", &j, "--test", "bw,lat"]);
+        args.extend(["--metrics", &m, "--out_json_file", &j, "--test", "bw,lat"]);
         if parallel {
             args.push("--parallel");
         }
@@ -1169,8 +1181,8 @@ fn flags_perftest_cannot_serve_are_refused_naming_the_flag() {
             "--test bw,lat with --server-tool ib_write_bw",
         ),
         (
-            &["-D", "1.5"][..],
-            "-D/--duration 1.5 with --server-tool ib_write_bw",
+            &["--window", "1.5"][..],
+            "a measured window of 1.5 s (--window, or -D less its -f margins) with --server-tool ib_write_bw",
         ),
         (
             &["--use_cuda", "0"][..],
@@ -1179,7 +1191,7 @@ fn flags_perftest_cannot_serve_are_refused_naming_the_flag() {
     ] {
         let mut args = perftest_at("--server-tool", &bin, &o, &pt);
         match args.iter().position(|a| *a == extra[0]) {
-            // -D is in the arguments already: its value changes.
+            // --window is in the arguments already: its value changes.
             Some(i) => args[i + 1] = extra[1],
             None => args.extend(extra),
         }

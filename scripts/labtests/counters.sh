@@ -105,7 +105,7 @@ test_counters_railsweep_names_the_lossy_rail() {
   tc qdisc add dev r1b root netem loss "$LOSS" || fail "tc netem on r1b"
   local rc=0
   "$RAILSWEEP" run --runner local --client-pod podA --server-pod podB --rdmabw "$RDMABW" \
-    --quiet -s 4096 --margin 60 --rails 0,1 -o "$T_OUT/sweep.csv" >"$T_OUT/sweep.out" 2>"$T_OUT/sweep.err" || rc=$?
+    --quiet -s 4096 --deadline-slack 60 --rails 0,1 --output-file "$T_OUT/sweep.csv" >"$T_OUT/sweep.out" 2>"$T_OUT/sweep.err" || rc=$?
   tc qdisc del dev r1b root
   cat "$T_OUT/sweep.out"; tail -5 "$T_OUT/sweep.err"
   [ "$rc" -eq 0 ] || fail "railsweep exit $rc"
@@ -137,6 +137,6 @@ assert rows[1]["evidence"].startswith("loss ("), rows[1]["evidence"]
 assert rows[0]["layer"] == "" and rows[0]["evidence"] == "", rows[0]
 print("rail 1 verdict:", rows[1]["layer"], "-", rows[1]["evidence"])
 PY
-  "$RAILSWEEP" report --format markdown "$T_OUT/sweep.csv" >"$T_OUT/sweep.md" || fail "railsweep report"
+  "$RAILSWEEP" report -o markdown "$T_OUT/sweep.csv" >"$T_OUT/sweep.md" || fail "railsweep report"
   grep -q '^- \*\*loss\*\*: ' "$T_OUT/sweep.md" || { cat "$T_OUT/sweep.md"; fail "no finding in the markdown report"; }
 }

@@ -15,7 +15,7 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 # pairs under 2.1 times the fleet's p99. So the delay is 6 times the clean rail's p99 measured
 # just before (podC's p99 about 4 times the clean one), at least LAT_DELAY_US and at most
 # LAT_DELAY_MAX_US (well inside the RDMA ACK timeout, 67 ms). Each of a latency test's LAT_ITERS
-# exchanges of 2 B waits for the delay, so --margin grows with both; railsweep's --lat-iters
+# exchanges of 2 B waits for the delay, so --deadline-slack grows with both; railsweep's --lat-iters
 # keeps the test short: ib_write_lat's 1000 exchanges took 11 s per pair behind a 10 ms delay,
 # and eight of podC's pairs run. The p99 of 300 exchanges is their third largest, noisier than
 # that of 1000 (a clean pair's 1 to 3 ms): hence 6 times, not 4.
@@ -37,7 +37,7 @@ fleet() {
 # too noisy for the outlier rule (a pair can get ~0 of the shared CPU), so none is re-measured
 # and the exit code only has to say that railsweep ran (0 or 1).
 test_fleet_all_pairs_in_rounds() {
-  fleet all -D 1 --no-remeasure --metrics "$T_OUT/all.prom"
+  fleet all --window 1 --no-remeasure --metrics "$T_OUT/all.prom"
   [ "$rc" -le 1 ] || { cat "$T_OUT/all.err"; fail "railsweep fleet exit $rc"; }
   python3 - "$T_OUT/all" <<'PY' || fail "rounds or rows are not as expected"
 import csv, sys, itertools
@@ -96,7 +96,7 @@ test_fleet_rail_down_and_latency_delay_are_the_suspects() {
   in_pod podB ip link set net1 down
   # --outlier-pct 50: a clean pair's bandwidth, one pair at a time under emulation, still
   # varies by tens of percent on a loaded machine; a rail that is down fails whatever the rule.
-  fleet faults -D 1 --max-pairs 1 --margin "$margin" --outlier-pct 50 --test bw,lat --lat-iters "$LAT_ITERS"
+  fleet faults --window 1 --max-pairs 1 --deadline-slack "$margin" --outlier-pct 50 --test bw,lat --lat-iters "$LAT_ITERS"
   in_pod podB ip link set net1 up
   tc qdisc del dev r1c root || fail "removing the netem qdisc from r1c"
   python3 - "$T_OUT/faults/fleet.csv" <<'PY' || true

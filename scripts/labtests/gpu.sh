@@ -78,7 +78,7 @@ test_dmabuf_registration_refused_on_rxe() {
 test_railsweep_gpu_auto_without_cuda_driver() {
   ulimit -l unlimited
   expect_exit2 sweep timeout 60 "$RAILSWEEP" run --runner local --server-pod podB --client-pod podA \
-    --gpu auto -D 1 -o "$T_OUT/gpu.csv"
+    --gpu auto --window 1 --output-file "$T_OUT/gpu.csv"
   grep -q 'no CUDA driver library' "$T_OUT/sweep.err" || fail "railsweep does not pass on the daemon's reason"
   grep -q -- '--use_cuda auto' "$T_OUT/sweep.err" || fail "the message does not name --use_cuda auto"
 }

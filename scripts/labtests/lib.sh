@@ -105,7 +105,7 @@ rn_node_sh() {
   return "$(cat "$d/$id.rc")"
 }
 
-# rn_railsweep_multus NAME ARGS...: railsweep ARGS with -o $T_OUT/NAME.csv, stdout in NAME.out and
+# rn_railsweep_multus NAME ARGS...: railsweep ARGS with --output-file $T_OUT/NAME.csv, stdout in NAME.out and
 # stderr in NAME.err (each attempt's kept as NAME.N.err); sets $rc. Multus's thin plugin gives
 # each GET of the pod 250 ms (multus.go, getPod): under emulation a fresh process's TLS handshake
 # with the API server sometimes takes longer, and the sandbox fails with "error waiting for pod
@@ -118,7 +118,7 @@ rn_railsweep_multus() {
   for attempt in 1 2 3; do
     rc=0 t0=$(now)
     rm -f "$T_OUT/$name".*csv "$T_OUT/$name.csv" "$T_OUT/$name.md" "$T_OUT/$name.svg"
-    "$RAILSWEEP" "$@" -o "$T_OUT/$name.csv" >"$T_OUT/$name.out" 2>"$T_OUT/$name.err" || rc=$?
+    "$RAILSWEEP" "$@" --output-file "$T_OUT/$name.csv" >"$T_OUT/$name.out" 2>"$T_OUT/$name.err" || rc=$?
     echo "attempt $attempt: railsweep exit $rc after $(elapsed "$t0") s"
     cp "$T_OUT/$name.err" "$T_OUT/$name.$attempt.err"
     grep -q 'error waiting for pod: .*context deadline exceeded' "$T_OUT/$name.err" || break

@@ -45,7 +45,7 @@ test_liveness_railsweep_parallel_over_four_rails() {
   for r in $(seq 1 "$RUNS"); do
     rc=0
     "$RAILSWEEP" run --runner local --client-pod podA --server-pod podB --rdmabw "$RDMABW" \
-      --tclass 41 --quiet --parallel -D 3 -s 1048576 --margin 60 -o "$T_OUT/par$r.csv" \
+      --tclass 41 --quiet --parallel --window 3 -s 1048576 --deadline-slack 60 --output-file "$T_OUT/par$r.csv" \
       >"$T_OUT/par$r.out" 2>"$T_OUT/par$r.err" || rc=$?
     echo "railsweep --parallel run $r: exit $rc; $(grep -m1 '^lab:\|rails,' "$T_OUT/par$r.out")"
     [ "$rc" -eq 0 ] || { fails=$((fails + 1)); grep 'failed' "$T_OUT/par$r.out" | head -4; }

@@ -28,7 +28,7 @@ railsweep_k8s() {
   local name=$1; shift
   rc=0
   "$RAILSWEEP" "$@" --nodes node-a,node-b --image lab/any-image-with-libibverbs:1 --inject --inject-binary "$RDMABW" \
-    --tclass 41 --quiet -D 2 --margin "$MARGIN" -o "$T_OUT/$name.csv" >"$T_OUT/$name.out" 2>"$T_OUT/$name.err" || rc=$?
+    --tclass 41 --quiet --window 2 --deadline-slack "$MARGIN" --output-file "$T_OUT/$name.csv" >"$T_OUT/$name.out" 2>"$T_OUT/$name.err" || rc=$?
   cat "$T_OUT/$name.out" "$T_OUT/$name.err"
 }
 
@@ -142,8 +142,8 @@ test_modes_existing_pods_kubernetes_runner() {
     sleep 0.5
   done
   rc=0
-  "$RAILSWEEP" run --client-pod lab-a --server-pod lab-b --inject --inject-binary "$RDMABW" --tclass 41 --quiet -D 2 \
-    --margin "$MARGIN" --mode sriov -o "$T_OUT/kube.csv" >"$T_OUT/kube.out" 2>"$T_OUT/kube.err" || rc=$?
+  "$RAILSWEEP" run --client-pod lab-a --server-pod lab-b --inject --inject-binary "$RDMABW" --tclass 41 --quiet --window 2 \
+    --deadline-slack "$MARGIN" --mode sriov --output-file "$T_OUT/kube.csv" >"$T_OUT/kube.out" 2>"$T_OUT/kube.err" || rc=$?
   cat "$T_OUT/kube.out" "$T_OUT/kube.err"
   for p in a b; do kube DELETE "/api/v1/namespaces/lab/pods/lab-$p?gracePeriodSeconds=0" >/dev/null; done
   [ "$rc" -eq 0 ] || fail "railsweep through the API server: exit $rc"

@@ -246,7 +246,7 @@ test_railsweep_rows_name_node_and_pod_causes() {
 
   for pair in cgroup memlock; do
     rc=0
-    "$RAILSWEEP" fleet --pods "rn-$pair-a,rn-$pair-b" --rails 0 -D 1 --tclass 41 --no-remeasure \
+    "$RAILSWEEP" fleet --pods "rn-$pair-a,rn-$pair-b" --rails 0 --window 1 --tclass 41 --no-remeasure \
       --out-dir "$T_OUT/$pair" >"$T_OUT/$pair.out" 2>"$T_OUT/$pair.err" || rc=$?
     echo "fleet over rn-$pair-a,b: exit $rc"; cat "$T_OUT/$pair.out"; tail -8 "$T_OUT/$pair.err"
     [ "$rc" -eq 1 ] || fail "railsweep fleet over the $pair pods: exit $rc, not 1 (a rail failed)"
@@ -280,7 +280,7 @@ test_railsweep_compare_hostnetwork_sriov_across_nodes() {
   local last=$((LAB_RAILS - 1))
   rn_wait_resource node-a "smarter-devices/infiniband_uverbs$((LAB_RAILS + last))" 120
   rn_wait_resource node-b "smarter-devices/infiniband_uverbs$((LAB_RAILS + last))" 120
-  rn_railsweep_multus cmp compare --modes hostnetwork,sriov --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
+  rn_railsweep_multus cmp compare --modes hostnetwork,sriov --nodes node-a,node-b --window 2 --tclass 41 --pod-timeout 240 \
     --networks "sriov:sriov-rail-{0..$last}" --rdma-resource "sriov:smarter-devices/infiniband_uverbs{$LAB_RAILS..$((LAB_RAILS + last))}=1" \
     --inject --image "$LAB_IMAGE" --image-pull-policy Never --show-commands --retries 1
   for n in node-a node-b; do echo "$n rxe-vf:"; tail -4 "$LAB_NODE_DIRS/$n/rxe-vf.log" 2>/dev/null; done
@@ -429,7 +429,7 @@ test_railsweep_ipvlan_across_nodes() {
   local rc
   rn_wait_resource node-a smarter-devices/infiniband_uverbs0 120
   rn_wait_resource node-b smarter-devices/infiniband_uverbs0 120
-  rn_railsweep_multus sweep run --mode ipvlan --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
+  rn_railsweep_multus sweep run --mode ipvlan --nodes node-a,node-b --window 2 --tclass 41 --pod-timeout 240 \
     --networks "rdma-ipvlan-{0..$((LAB_RAILS - 1))}" --rdma-resource "smarter-devices/infiniband_uverbs{0..$((LAB_RAILS - 1))}=1"
   # Exit 1: rails failed; 2 would be pods that did not start or a usage error.
   [ "$rc" -eq 1 ] || fail "railsweep exit $rc, not 1 (every rail fails on rxe, see above)"
@@ -479,15 +479,15 @@ test_railsweep_explains_pods_that_cannot_start() {
   kube POST /apis/node.k8s.io/v1/runtimeclasses \
     '{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"rn-nohandler"},"handler":"rn-nohandler"}' >/dev/null \
     || kube GET /apis/node.k8s.io/v1/runtimeclasses/rn-nohandler >/dev/null
-  "$RAILSWEEP" run --mode ipvlan --nodes node-a,node-b -D 1 --pod-timeout 90 --networks rdma-ipvlan-0 \
+  "$RAILSWEEP" run --mode ipvlan --nodes node-a,node-b --window 1 --pod-timeout 90 --networks rdma-ipvlan-0 \
     --rdma-resource 'smarter-devices/infiniband_uverbs9=1' >"$T_OUT/resource.out" 2>"$T_OUT/resource.err" &
   pid[resource]=$!
   sleep 1.2
-  "$RAILSWEEP" run --mode ipvlan --nodes node-a,node-b -D 1 --pod-timeout 90 --networks rdma-ipvlan-0,rdma-ipvlan-missing \
+  "$RAILSWEEP" run --mode ipvlan --nodes node-a,node-b --window 1 --pod-timeout 90 --networks rdma-ipvlan-0,rdma-ipvlan-missing \
     --rdma-resource 'smarter-devices/infiniband_uverbs0=1' >"$T_OUT/network.out" 2>"$T_OUT/network.err" &
   pid[network]=$!
   sleep 1.2
-  "$RAILSWEEP" run --mode hostnetwork --nodes node-a,node-b -D 1 --pod-timeout 90 --image railbench/missing:0 \
+  "$RAILSWEEP" run --mode hostnetwork --nodes node-a,node-b --window 1 --pod-timeout 90 --image railbench/missing:0 \
     >"$T_OUT/image.out" 2>"$T_OUT/image.err" &
   pid[image]=$!
   for name in resource network image; do
@@ -499,7 +499,7 @@ test_railsweep_explains_pods_that_cannot_start() {
   # Another port than the image run's hostNetwork pods, whose host port would keep these from
   # being scheduled if they were still there.
   rc[handler]=0
-  "$RAILSWEEP" run --mode hostnetwork-crio --nodes node-a,node-b -D 1 --pod-timeout 90 --port 18517 \
+  "$RAILSWEEP" run --mode hostnetwork-crio --nodes node-a,node-b --window 1 --pod-timeout 90 --port 18517 \
     --runtime-class rn-nohandler --uverbs 0-$((LAB_RAILS - 1)) >"$T_OUT/handler.out" 2>"$T_OUT/handler.err" || rc[handler]=$?
   echo "=== handler: railsweep exit ${rc[handler]}"; tail -8 "$T_OUT/handler.err"
   for name in resource network image handler; do [ "${rc[$name]}" -eq 2 ] || fail "$name: railsweep exit ${rc[$name]}, not 2 (a pod that cannot start)"; done
@@ -535,8 +535,8 @@ test_railsweep_ctrl_c_across_nodes() {
   local pid rc=0 t0 tk t_exit pods n line rail0
   local -a uids_a uids_b
   t0=$(now)
-  "$RAILSWEEP" run --mode hostnetwork --nodes node-a,node-b -D 15 --tclass 41 --pod-timeout 240 \
-    -o "$T_OUT/int.csv" >"$T_OUT/int.out" 2>"$T_OUT/int.err" &
+  "$RAILSWEEP" run --mode hostnetwork --nodes node-a,node-b --window 15 --tclass 41 --pod-timeout 240 \
+    --output-file "$T_OUT/int.csv" >"$T_OUT/int.out" 2>"$T_OUT/int.err" &
   pid=$!
   # Rail 0's row (the CSV's second line), then rail 1 is measuring.
   for _ in $(seq 400); do

@@ -62,8 +62,8 @@ EOF
 test_railsweep_hostnetwork_crio_across_nodes() {
   local rc=0 t0 r line status bw cif sif uid node
   t0=$(now)
-  "$RAILSWEEP" run --mode hostnetwork-crio --uverbs "0-$RN_LAST" --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
-    --run-id crio --keep-pods -o "$T_OUT/sweep.csv" >"$T_OUT/sweep.out" 2>"$T_OUT/sweep.err" || rc=$?
+  "$RAILSWEEP" run --mode hostnetwork-crio --uverbs "0-$RN_LAST" --nodes node-a,node-b --window 2 --tclass 41 --pod-timeout 240 \
+    --run-id crio --keep-pods --output-file "$T_OUT/sweep.csv" >"$T_OUT/sweep.out" 2>"$T_OUT/sweep.err" || rc=$?
   echo "railsweep exit $rc after $(elapsed "$t0") s"
   cat "$T_OUT/sweep.out"; tail -20 "$T_OUT/sweep.err"
   [ "$rc" -eq 0 ] || fail "railsweep exit $rc"

@@ -289,7 +289,7 @@ test_railsweep_compare_every_mode_across_nodes() {
   rn_wait_slices 240
   rn_wait_resource node-a "smarter-devices/infiniband_uverbs$((LAB_RAILS + last))" 120
   rn_wait_resource node-b "smarter-devices/infiniband_uverbs$((LAB_RAILS + last))" 120
-  rn_railsweep_multus cmp compare --modes hostnetwork,ipvlan,sriov,dra --nodes node-a,node-b -D 2 --tclass 41 --pod-timeout 240 \
+  rn_railsweep_multus cmp compare --modes hostnetwork,ipvlan,sriov,dra --nodes node-a,node-b --window 2 --tclass 41 --pod-timeout 240 \
     --networks "ipvlan:rdma-ipvlan-{0..$last}" --rdma-resource "ipvlan:smarter-devices/infiniband_uverbs{0..$last}=1" \
     --networks "sriov:sriov-rail-{0..$last}" --rdma-resource "sriov:smarter-devices/infiniband_uverbs{$LAB_RAILS..$((LAB_RAILS + last))}=1" \
     --device-selector "$RAILS_ONLY" --inject --image "$LAB_IMAGE" --image-pull-policy Never --show-commands --retries 1

@@ -5,7 +5,7 @@
 # suite modes (a real control plane).
 # Bandwidths are only checked to be above zero: rxe under emulation is slow. So is everything
 # else there: one rdmabw client of -D 2 takes 8 to 18 s of wall time in the guest, hence the
-# generous --margin (railsweep's default of 15 s is sized for real machines).
+# generous --deadline-slack (railsweep's default of 15 s is sized for real machines).
 
 MARGIN=${MARGIN:-60}
 # The --client-tool sweep in the soak tier: its first fault is fixed (rdmabw's servers dropped
@@ -30,7 +30,7 @@ sweep() {
   local name=$1; shift
   rc=0
   "$RAILSWEEP" run --runner local --client-pod podA --server-pod podB --rdmabw "$RDMABW" \
-    --tclass 41 --quiet -s "$SIZE" --margin "$MARGIN" -o "$T_OUT/$name.csv" "$@" >"$T_OUT/$name.out" 2>"$T_OUT/$name.err" || rc=$?
+    --tclass 41 --quiet -s "$SIZE" --deadline-slack "$MARGIN" --output-file "$T_OUT/$name.csv" "$@" >"$T_OUT/$name.out" 2>"$T_OUT/$name.err" || rc=$?
   cat "$T_OUT/$name.out"; tail -5 "$T_OUT/$name.err"
 }
 
@@ -70,7 +70,7 @@ expect_traffic() {
 # latency columns filled, p50 <= p99 <= max, and the table's latency column; every row says
 # that its RDMA devices were software ones (software_rdma).
 test_sweep_every_rail() {
-  sweep seq -D 2 --mode sriov --test bw,lat
+  sweep seq --window 2 --mode sriov --test bw,lat
   [ "$rc" -eq 0 ] || { cat "$T_OUT/seq.err"; fail "railsweep exit $rc"; }
   expect_rows "$T_OUT/seq.csv" 4
   expect_traffic "$T_OUT/seq.csv" 0 1 2 3
@@ -95,7 +95,7 @@ PY
 
 # All rails at once: a row per rail with traffic, and the sum.
 test_sweep_parallel() {
-  sweep par -D 3 --parallel --mode sriov
+  sweep par --window 3 --parallel --mode sriov
   [ "$rc" -eq 0 ] || { cat "$T_OUT/par.err"; fail "railsweep exit $rc"; }
   expect_rows "$T_OUT/par.csv" 4
   expect_traffic "$T_OUT/par.csv" 0 1 2 3
@@ -171,7 +171,7 @@ test_sweep_rail_down() {
   local t0 took
   in_pod podB ip link set net3 down
   t0=$(date +%s.%N)
-  sweep down -D 2
+  sweep down --window 2
   took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   in_pod podB ip link set net3 up
   ! grep -q 'not up yet' "$T_OUT/down.err" \
@@ -200,7 +200,7 @@ test_sweep_server_pod_killed() {
   local t0 pid took line killed_rail a1
   t0=$(date +%s.%N)
   # Three rails: the kill comes during rail 1, and rail 2 runs against a new daemon.
-  MARGIN=40 sweep killed -D 6 --rails 0,1,2 &
+  MARGIN=40 sweep killed --window 6 --rails 0,1,2 &
   pid=$!
   # Wait until rail 0's row is written and rail 1's test is under way (its control connection
   # to the daemon is up: the client connects from its rail's address, so rail 0's connection,
@@ -239,7 +239,7 @@ test_sweep_server_pod_killed() {
 test_sweep_ctrl_c_and_resume() {
   local pid code=0
   "$RAILSWEEP" run --runner local --client-pod podA --server-pod podB --rdmabw "$RDMABW" --tclass 41 \
-    --quiet -s "$SIZE" -D 3 --margin "$MARGIN" -o "$T_OUT/int.csv" >"$T_OUT/int.out" 2>"$T_OUT/int.err" &
+    --quiet -s "$SIZE" --window 3 --deadline-slack "$MARGIN" --output-file "$T_OUT/int.csv" >"$T_OUT/int.out" 2>"$T_OUT/int.err" &
   pid=$!
   for _ in $(seq 1 600); do
     [ "$(rows_in "$T_OUT/int.csv")" -ge 1 ] && break
@@ -256,7 +256,7 @@ test_sweep_ctrl_c_and_resume() {
   kept=$(csv_rows "$T_OUT/int.csv" | wc -l)
   [ "$kept" -ge 1 ] && [ "$kept" -lt 4 ] || fail "$kept rows kept"
   "$RAILSWEEP" run --runner local --client-pod podA --server-pod podB --rdmabw "$RDMABW" --tclass 41 \
-    --quiet -s "$SIZE" -D 2 --margin "$MARGIN" --resume "$T_OUT/int.csv" >"$T_OUT/res.out" 2>"$T_OUT/res.err" || { cat "$T_OUT/res.err"; fail "resume failed"; }
+    --quiet -s "$SIZE" --window 2 --deadline-slack "$MARGIN" --resume "$T_OUT/int.csv" >"$T_OUT/res.out" 2>"$T_OUT/res.err" || { cat "$T_OUT/res.err"; fail "resume failed"; }
   cat "$T_OUT/res.out"
   expect_rows "$T_OUT/int.csv" 4
   expect_traffic "$T_OUT/int.csv" 0 1 2 3
@@ -267,7 +267,7 @@ test_sweep_ctrl_c_and_resume() {
 test_sweep_passes_rdmabws_test_flags() {
   local rc=0
   "$RAILSWEEP" run --runner local --client-pod podA --server-pod podB --rdmabw "$RDMABW" \
-    --tclass 41 --quiet --margin "$MARGIN" -o "$T_OUT/flags.csv" --rails 0,1 -D 2 -b -s 1M -Q 4 \
+    --tclass 41 --quiet --deadline-slack "$MARGIN" --output-file "$T_OUT/flags.csv" --rails 0,1 --window 2 -b -s 1M -Q 4 \
     --show-commands >"$T_OUT/flags.out" 2>"$T_OUT/flags.err" || rc=$?
   cat "$T_OUT/flags.out"
   [ "$rc" -eq 0 ] || { cat "$T_OUT/flags.err"; fail "railsweep exit $rc"; }
@@ -294,7 +294,7 @@ test_sweep_daemon_serves_only_its_run() {
   nd=$(topo podA 1 iface); srv=$(topo podB 1 ipv4); ctl=$(ctl_ip podB)
   # Three rails of 10 s: the two refused clients below (a few seconds each to start) come while
   # the sweep still runs rails 1 and 2, which the test checks.
-  sweep secret -D 10 --rails 0,1,2 &
+  sweep secret --window 10 --rails 0,1,2 &
   pid=$!
   # Once rail 0's row is in, the daemon is up and serving.
   for _ in $(seq 1 1200); do [ "$(rows_in "$T_OUT/secret.csv")" -ge 1 ] && break; sleep 0.2; done

@@ -10,7 +10,7 @@ unset -f test_sweep_every_rail test_sweep_parallel test_sweep_rail_down test_swe
   test_sweep_passes_rdmabws_test_flags
 
 test_hostnet_sweep_every_rail() {
-  sweep seq -D 2 --mode hostnetwork
+  sweep seq --window 2 --mode hostnetwork
   [ "$rc" -eq 0 ] || { cat "$T_OUT/seq.err"; fail "railsweep exit $rc"; }
   expect_rows "$T_OUT/seq.csv" 4
   expect_traffic "$T_OUT/seq.csv" 0 1 2 3
@@ -20,7 +20,7 @@ test_hostnet_sweep_every_rail() {
 }
 
 test_hostnet_sweep_parallel() {
-  sweep par -D 3 --parallel --mode hostnetwork
+  sweep par --window 3 --parallel --mode hostnetwork
   [ "$rc" -eq 0 ] || { cat "$T_OUT/par.err"; fail "railsweep exit $rc"; }
   expect_rows "$T_OUT/par.csv" 4
   expect_traffic "$T_OUT/par.csv" 0 1 2 3

@@ -174,6 +174,81 @@ pub fn check(cmd: &clap::Command, markdown: &str, tool: Tool) -> Result<(), Stri
     }
 }
 
+/// kubectl's short spellings as railsweep takes them, each with the long name it goes with
+/// there: the one place a spelling of both tools may mean two things (docs/railsweep.md, "One
+/// meaning per spelling").
+pub const KUBECTL_SHORT: &[(&str, &str)] = &[
+    ("-n", "--namespace"),
+    ("-l", "--selector"),
+    ("-A", "--all-namespaces"),
+    ("-o", "--output"),
+    ("-c", "--container"),
+];
+
+/// The rule of docs/railsweep.md, "One meaning per spelling", checked over the table of
+/// `markdown` (whose columns [`check`] holds to each binary's flags): a spelling both columns
+/// name is named in one row by both (one meaning), unless it is one of kubectl's short names
+/// and railsweep's rows give it only with kubectl's long name; and railsweep never gives one of
+/// kubectl's long names without kubectl's short one. The error names each spelling that breaks
+/// it and the rows.
+pub fn check_rule(markdown: &str) -> Result<(), String> {
+    let rdmabw = rows(markdown, Tool::Rdmabw)?;
+    let railsweep = rows(markdown, Tool::Railsweep)?;
+    let mut problems = Vec::new();
+    let show = |r: &BTreeSet<String>| r.iter().cloned().collect::<Vec<_>>().join(" ");
+    for row in &railsweep {
+        for (short, long) in KUBECTL_SHORT {
+            if row.contains(*long) && !row.contains(*short) {
+                problems.push(format!(
+                    "{long}: kubectl's, but railsweep's row ({}) lacks kubectl's {short}",
+                    show(row)
+                ));
+            }
+        }
+    }
+    let both: BTreeSet<&String> = rdmabw
+        .iter()
+        .flatten()
+        .filter(|n| railsweep.iter().any(|r| r.contains(*n)))
+        .collect();
+    for name in both {
+        let same_row = rdmabw
+            .iter()
+            .zip(&railsweep)
+            .any(|(a, b)| a.contains(name) && b.contains(name));
+        if same_row {
+            continue;
+        }
+        let kubectls = KUBECTL_SHORT.iter().find(|(short, _)| *short == name);
+        let railsweep_rows: Vec<&BTreeSet<String>> =
+            railsweep.iter().filter(|r| r.contains(name)).collect();
+        if let Some((_, long)) = kubectls {
+            if railsweep_rows.iter().all(|r| r.contains(*long)) {
+                continue;
+            }
+        }
+        let rdmabw_rows: Vec<String> = rdmabw
+            .iter()
+            .filter(|r| r.contains(name))
+            .map(|r| show(r))
+            .collect();
+        problems.push(format!(
+            "{name} means two things: rdmabw's row ({}), railsweep's ({})",
+            rdmabw_rows.join("; "),
+            railsweep_rows
+                .iter()
+                .map(|r| show(r))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -205,6 +280,27 @@ after
         let r = rows(DOC, Tool::Railsweep).unwrap();
         assert!(r[1].contains("--namespace"));
         assert_eq!(r[2].iter().collect::<Vec<_>>(), ["--dry-run"]);
+    }
+
+    #[test]
+    fn a_spelling_of_both_tools_is_one_row_or_kubectls_short_name() {
+        // -n: rdmabw's --iters, railsweep's kubectl --namespace: allowed.
+        assert_eq!(check_rule(DOC), Ok(()));
+        let two =
+            "## Every flag of both tools\n\n| rdmabw | railsweep | m |\n| --- | --- | --- |\n\
+                   | `-D`, `--duration` | | whole test |\n| | `-D`, `--duration` | window |\n";
+        let e = check_rule(two).unwrap_err();
+        assert!(
+            e.contains("-D means two things") && e.contains("--duration means two things"),
+            "{e}"
+        );
+        let loose =
+            "## Every flag of both tools\n\n| rdmabw | railsweep | m |\n| --- | --- | --- |\n\
+                     | `-o`, `--outs` | | a count |\n| | `-o`, `--out-file` | a file |\n\
+                     | | `--namespace` | no -n |\n";
+        let e = check_rule(loose).unwrap_err();
+        assert!(e.contains("-o means two things"), "{e}");
+        assert!(e.contains("--namespace: kubectl's"), "{e}");
     }
 
     #[test]

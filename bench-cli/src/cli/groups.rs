@@ -373,9 +373,10 @@ pub struct BwOutputArgs {
     #[arg(long = "cpu_util")]
     pub cpu_util: bool,
 
-    /// Print only this figure of the largest size.
+    /// What stdout carries: one figure, or a format.
     ///
-    /// bandwidth (in the table's unit) or message_rate (Mpps), as ib_write_bw --output.
+    /// bandwidth (in the table's unit) or message_rate (Mpps) of the largest size, as
+    /// ib_write_bw --output; or table, json, csv (as --json, --csv), as railsweep's -o.
     #[arg(
         long = "output",
         value_name = "FIGURE",
@@ -496,7 +497,9 @@ fn retry_count_arg(s: &str) -> Result<u8, String> {
     }
 }
 
-/// `--output` values (ib_write_bw's; `latency` is for its latency tests).
+/// `--output` values: what stdout carries, as in railsweep's `-o`: ib_write_bw's one figure
+/// (`bandwidth`, `message_rate`; `latency` is its latency tests'), or a whole format (`table`,
+/// `json`, `csv`: the same as leaving it out, `--json`, `--csv`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FigureArg {
     /// The average bandwidth, in the table's unit.
@@ -504,6 +507,12 @@ pub enum FigureArg {
     /// The message rate, Mpps.
     #[value(name = "message_rate")]
     MessageRate,
+    /// The table (the default).
+    Table,
+    /// One JSON document, as --json.
+    Json,
+    /// CSV rows, as --csv.
+    Csv,
 }
 
 /// `--peer` values.

@@ -45,7 +45,17 @@ pub struct Output {
 pub fn output(t: &TestArgs, bw: &BwArgs, lat: Option<LatArgs>) -> Result<Output, Usage> {
     let o = &t.output;
     let f = &bw.figures;
-    let format = match (o.json, o.csv) {
+    // --output json/csv/table says the format as --json/--csv do; its figures are ib_write_bw's.
+    let (json, csv, figure) = match f.output_figure {
+        Some(FigureArg::Json) => (true, o.csv, None),
+        Some(FigureArg::Csv) => (o.json, true, None),
+        Some(FigureArg::Table) if o.json || o.csv => {
+            return usage("--output table and --json/--csv conflict: pick one format")
+        }
+        Some(FigureArg::Table) => (false, false, None),
+        other => (o.json, o.csv, other),
+    };
+    let format = match (json, csv) {
         (true, true) => return usage("--json and --csv conflict: pick one machine format"),
         (true, false) => Format::Json,
         (false, true) => Format::Csv,
@@ -85,7 +95,7 @@ pub fn output(t: &TestArgs, bw: &BwArgs, lat: Option<LatArgs>) -> Result<Output,
                 o.out_json || o.out_json_file.is_some(),
                 "--out_json/--out_json_file",
             ),
-            (f.output_figure.is_some(), "--output"),
+            (figure.is_some(), "--output"),
             (
                 bw.counters.report_counters.is_some(),
                 "-W/--report-counters",
@@ -123,7 +133,7 @@ pub fn output(t: &TestArgs, bw: &BwArgs, lat: Option<LatArgs>) -> Result<Output,
         min_mpps,
         cpu_util: f.cpu_util,
         report_both: o.report_both,
-        figure: f.output_figure,
+        figure,
         lat,
     })
 }

@@ -79,15 +79,15 @@ as nodes. Exit status 1 then, as for any outlier.
 
 Examples:
   # every pair of the running pods labelled app=rdmabw, 5 s per rail, lossless class
-  railsweep fleet --pods-selector app=rdmabw -D 5 --tclass 41
+  railsweep fleet -l app=rdmabw --window 5 --tclass 41
   # a hostNetwork pod on each node labelled rail-test=true, and the verdict as node labels
   railsweep fleet --mode hostnetwork --nodes rail-test=true --apply-verdicts labels
   # 8 rounds of random pairs, repeatable with seed 42
-  railsweep fleet --pods-selector app=rdmabw --pattern random:8:42
+  railsweep fleet -l app=rdmabw --pattern random:8:42
   # pairs inside and across racks, to tell a rack's uplink from its nodes
-  railsweep fleet --pods-selector app=rdmabw --pattern topology --topology-label example.com/rack
+  railsweep fleet -l app=rdmabw --pattern topology --topology-label example.com/rack
   # network namespaces of this machine, each with the next
-  railsweep fleet --runner local --pods podA,podB,podC,podD -D 1 --pattern ring",
+  railsweep fleet --runner local --pods podA,podB,podC,podD --window 1 --pattern ring",
     crate::exit::help(
         "every pair and rail ok",
         "an outlier, a failed rail or a pair not measured",

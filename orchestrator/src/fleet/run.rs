@@ -315,7 +315,7 @@ fn pack(jobs: Vec<Job>) -> Vec<Vec<Job>> {
     rounds.into_iter().map(|(_, j)| j).collect()
 }
 
-/// The pods of the fleet: `--pods`, or those `--pods-selector` finds through the API.
+/// The pods of the fleet: `--pods`, or those `-l/--selector` finds through the API.
 pub(super) async fn kube_pods(runner: &KubeRunner, selector: &str) -> Result<Vec<String>> {
     use k8s_openapi::api::core::v1::Pod;
     use kube::api::{Api, ListParams};

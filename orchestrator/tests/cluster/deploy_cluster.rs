@@ -467,7 +467,7 @@ async fn the_readmes_quick_start_works_with_deploys_account_as_applied() {
             "--inject",
             "--inject-binary",
             &fake,
-            "-o",
+            "--output-file",
             &csv_s,
         ]
         .map(str::to_string);

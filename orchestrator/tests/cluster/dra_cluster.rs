@@ -224,7 +224,7 @@ async fn gpu_align_puts_every_rail_under_one_of_its_gpus_roots() {
             "4",
             "--run-id",
             "g",
-            "--json",
+            "--out_json_file",
             &json.display().to_string(),
         ],
     ))

@@ -35,7 +35,7 @@ fn args_on(kc: &Path, fake: &Fake, out: &Path, nodes: &str, extra: &[&str]) -> V
         nodes,
         "--rdmabw",
         &fake.path().display().to_string(),
-        "-D",
+        "--window",
         "1",
         "--pod-timeout",
         "30",
@@ -391,8 +391,8 @@ fn nodes_usage_errors_name_the_flags() {
             &["--nodes", "--pods"],
         ),
         (
-            [&hostnetwork[..], &["--pods-selector", "app=x"]].concat(),
-            &["--nodes", "--pods-selector"],
+            [&hostnetwork[..], &["--selector", "app=x"]].concat(),
+            &["--nodes", "--selector"],
         ),
         (
             vec!["fleet", "--nodes", "a,b"],

@@ -30,11 +30,11 @@ fn injected_run(kc: &Path, f: &Fake, client: &str, out: &Path, extra: &[&str]) -
         "--inject",
         "--inject-binary",
         &fake,
-        "-D",
+        "--window",
         "1",
         "--tclass",
         "41",
-        "-o",
+        "--output-file",
         &out,
     ]
     .iter()
@@ -63,7 +63,7 @@ async fn the_same_sweep_through_the_kubernetes_runner() {
         &f,
         "pod-a",
         &out,
-        &["--json", &s(&json), "--format", "json"],
+        &["--out_json_file", &s(&json), "-o", "json"],
     ))
     .await;
     let stderr = text(&r.stderr);
@@ -116,7 +116,7 @@ async fn a_missing_pod_is_the_servers_words_not_a_debug_dump() {
             "/usr/bin/rdmabw",
             "--tclass",
             "41",
-            "-o",
+            "--output-file",
             &s(&f.file("none.csv")),
         ])
         .stdin(Stdio::null())
@@ -159,7 +159,7 @@ async fn a_slow_exec_start_counts_against_the_start_not_the_test() {
         .railsweep_kubeconfig(&ns, None, &f.file("kubeconfig"))
         .await;
     let sweep = |client: &str, out: &Path| {
-        let args = injected_run(&kc, &f, client, out, &["--margin", "3"]);
+        let args = injected_run(&kc, &f, client, out, &["--deadline-slack", "3"]);
         async move { railsweep(&args).await }
     };
 
