@@ -88,6 +88,7 @@ fn sibling(csv: &Path, ext: &str) -> PathBuf {
 /// Run `railsweep compare`.
 pub async fn run(args: CompareArgs) -> Result<Verdict> {
     let base = &args.run;
+    base.access.check(false)?;
     if base.nodes.is_none() && !base.pods.dry_run {
         bail!("compare creates its pods: give --nodes NODE_A,NODE_B (client on A, server on B)");
     }

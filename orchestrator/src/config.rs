@@ -307,9 +307,14 @@ pub enum RunnerKind {
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = heading::KUBERNETES)]
 pub struct ClusterArgs {
-    /// Namespace of the pods [default: the kubeconfig context's, else `default`].
+    /// Namespace of the pods [default: the kubeconfig context's, else `default`]; a pod of
+    /// another namespace is `NAMESPACE/NAME`.
     #[arg(short = 'n', long, value_name = "NS", value_parser = crate::names::namespace)]
     pub namespace: Option<String>,
+    /// `fleet -l`: the pods of every namespace, named `NAMESPACE/NAME` in the rows (kubectl's
+    /// -A).
+    #[arg(short = 'A', long = "all-namespaces", conflicts_with = "namespace")]
+    pub all_namespaces: bool,
     /// Kubeconfig context [default: the current context].
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
@@ -381,12 +386,22 @@ fn request_timeout(s: &str) -> Result<RequestTimeout, String> {
 
 impl ClusterArgs {
     /// `--cluster` with `--runner local`, which reaches no cluster: refused, with the flag
-    /// that names the rows' cluster.
+    /// that names the rows' cluster; `-A` where no pods are listed (`lists`: `fleet -l`),
+    /// refused with the way to name a pod of another namespace.
     ///
     /// # Errors
     ///
-    /// `--cluster` given with `--runner local`.
-    pub fn check(&self) -> Result<()> {
+    /// `--cluster` given with `--runner local`, or `-A` where it lists nothing.
+    pub fn check(&self, lists: bool) -> Result<()> {
+        if self.all_namespaces && !lists {
+            bail!(
+                "-A/--all-namespaces: this command lists no pods (-A goes with `fleet -l \
+                 SELECTOR`); name a pod of another namespace as NAMESPACE/NAME"
+            );
+        }
+        if self.all_namespaces && self.runner == RunnerKind::Local {
+            bail!("-A/--all-namespaces lists pods through the Kubernetes API: not with --runner local");
+        }
         if let (RunnerKind::Local, Some(c)) = (self.runner, &self.cluster) {
             bail!(
                 "--cluster {c}: --cluster picks the kubeconfig's cluster (as kubectl's), and \
@@ -547,6 +562,18 @@ pub enum GpuArg {
 // `-l` is kubectl's label selector in railsweep (`fleet -l`); perftest's post list is
 // `--post_list N`.
 #[command(mut_arg("post_list", |a| a.short(None)))]
+// -D and -f as rdmabw's and ib_write_bw's, per rail; railsweep's old -D is --window.
+#[command(mut_arg("duration", |a| a.help(
+    "Each rail's test in all, as ib_write_bw -D: the first and last -f seconds are warm-up and \
+     cool-down. For one release, only with -f beside it (railsweep's -D was --window)"
+)))]
+#[command(mut_arg("window", |a| a.help(
+    "Measure exactly this many seconds per rail, --warmup before and --cooldown after [default: 5]"
+)))]
+#[command(mut_arg("margin", |a| a.help(
+    "Warm-up and cool-down inside -D, as ib_write_bw -f (default a quarter of -D); with \
+     --window, around it. Spelled -f for one release (--margin was --deadline-slack)"
+)))]
 pub struct SweepArgs {
     /// Rails to measure, by rail number: `0,3,5-7` [default: every rail of either pod].
     #[arg(help_heading = heading::MEASURE, long, value_name = "LIST", value_parser = rail_list)]
@@ -873,6 +900,71 @@ mod tests {
         assert_eq!(seconds_positive("604800"), Ok(604_800.0));
         assert!(seconds_positive("0").is_err());
         assert_eq!(seconds_non_negative("0"), Ok(0.0));
+    }
+
+    #[test]
+    fn refused_spellings_are_found_by_command_and_value() {
+        let r = |a: &[&str]| {
+            renamed::refusal(
+                std::iter::once("railsweep")
+                    .chain(a.iter().copied())
+                    .map(String::from),
+            )
+        };
+        assert!(r(&["run", "--margin", "3"]).is_some_and(|e| e.contains("--deadline-slack")));
+        assert!(r(&["fleet", "--margin=3"]).is_some());
+        // --json alone is rdmabw's (stdout); with a file it was the snapshot.
+        assert!(r(&["run", "--json", "--quiet"]).is_none());
+        assert!(r(&["run", "--json"]).is_none());
+        assert!(r(&["run", "--json", "x.json"]).is_some_and(|e| e.contains("--out_json_file")));
+        assert!(r(&["run", "--json=x.json"]).is_some());
+        // report's -f, not run's (ib_write_bw's margin there); nothing after `--`.
+        assert!(r(&["report", "-f", "csv", "a.csv"]).is_some());
+        assert!(r(&["run", "-f", "1"]).is_none());
+        assert!(r(&["report", "--", "-f"]).is_none());
+        assert!(r(&["explain", "--margin"]).is_none());
+    }
+
+    #[test]
+    fn timing_is_ib_write_bws_with_f_and_the_window_without() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct T {
+            #[command(flatten)]
+            s: SweepArgs,
+        }
+        let t = |a: &[&str]| {
+            T::try_parse_from(std::iter::once("t").chain(a.iter().copied()))
+                .expect("parses")
+                .s
+                .timing()
+        };
+        let (w, test) = t(&[]).expect("default");
+        assert_eq!(w, DEFAULT_WINDOW_S);
+        assert_eq!(test.margins.warmup, None);
+        let (w, test) = t(&["-D", "5", "-f", "1"]).expect("-D -f");
+        assert_eq!(
+            (w, test.margins.warmup, test.margins.cooldown),
+            (3.0, Some(1.0), Some(1.0))
+        );
+        let (w, test) = t(&["--window", "4", "-f", "0.5"]).expect("--window -f");
+        assert_eq!(
+            (w, test.margins.warmup, test.margins.cooldown),
+            (4.0, Some(0.5), Some(0.5))
+        );
+        let (w, test) = t(&["-D", "6", "-f", "1", "--warmup", "2"]).expect("--warmup wins");
+        assert_eq!((w, test.margins.warmup), (3.0, Some(2.0)));
+        let e = t(&["-D", "5"]).expect_err("-D alone").to_string();
+        assert!(
+            e.contains("--window 5") && e.contains("measures 3 s"),
+            "{e}"
+        );
+        let e = t(&["-D", "2", "-f", "1"])
+            .expect_err("nothing left")
+            .to_string();
+        assert!(e.contains("leaves nothing to measure"), "{e}");
+        assert!(t(&["-D", "0", "-f", "0"]).is_err());
+        assert!(t(&["--window", "NaN"]).is_err());
     }
 
     #[test]

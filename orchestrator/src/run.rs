@@ -155,7 +155,7 @@ impl RunArgs {
 
 /// Run `railsweep run`. `Err` is a usage or set-up error (exit code 2).
 pub async fn run(args: RunArgs) -> Result<Verdict> {
-    args.access.check()?;
+    args.access.check(false)?;
     // The output asked for is checked before any work, as everything a run would refuse.
     if args.pods.dry_run {
         args.dry_run_format()?;

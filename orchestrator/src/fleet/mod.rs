@@ -348,7 +348,7 @@ pub async fn run(args: FleetArgs) -> Result<Verdict> {
              --server-tool ib_write_bw`"
         );
     }
-    args.access.check()?;
+    args.access.check(args.pods_selector.is_some())?;
     let verdict_opts = args.verdict_options()?;
     args.topology_label()?;
     args.stdout_format()?;

@@ -260,6 +260,15 @@ impl KubeRunner {
         &self.namespace
     }
 
+    /// A pod's namespace and name: `NAMESPACE/NAME` as `-A` lists pods (kubectl's way of
+    /// naming a pod of another namespace), else the runner's namespace and `pod`.
+    pub fn locate<'a>(&'a self, pod: &'a str) -> (&'a str, &'a str) {
+        match pod.split_once('/') {
+            Some((ns, name)) if !ns.is_empty() && !name.is_empty() => (ns, name),
+            _ => (&self.namespace, pod),
+        }
+    }
+
     /// The API client, for the pods railsweep creates itself (`--nodes`).
     pub fn client(&self) -> Client {
         self.pods.clone().into_client()
@@ -280,15 +289,10 @@ impl KubeRunner {
     }
 
     async fn attach(&self, pod: &str, argv: &[String], stdin: bool) -> Result<ExecStream> {
-        exec::exec(
-            &self.client(),
-            &self.namespace,
-            pod,
-            argv,
-            &self.attach_params(stdin),
-        )
-        .await
-        .with_context(|| format!("exec in pod {}/{pod} failed", self.namespace))
+        let (ns, name) = self.locate(pod);
+        exec::exec(&self.client(), ns, name, argv, &self.attach_params(stdin))
+            .await
+            .with_context(|| format!("exec in pod {ns}/{name} failed"))
     }
 
     /// Exec `argv` behind [`spawn_trampoline`] and read its PID line: the process, its PID, what
@@ -405,11 +409,11 @@ impl Runner for KubeRunner {
     }
 
     async fn describe(&self, pod: &str) -> Result<PodInfo> {
-        let p = self
-            .pods
-            .get(pod)
+        let (ns, name) = self.locate(pod);
+        let p = Api::<Pod>::namespaced(self.client(), ns)
+            .get(name)
             .await
-            .with_context(|| format!("cannot get pod {}/{pod}", self.namespace))?;
+            .with_context(|| format!("cannot get pod {ns}/{name}"))?;
         let spec = p.spec.as_ref().context("the pod has no spec")?;
         let phase = p
             .status
@@ -418,8 +422,7 @@ impl Runner for KubeRunner {
             .unwrap_or_default();
         if phase != "Running" {
             bail!(
-                "pod {}/{pod} is {} (needs to be Running)",
-                self.namespace,
+                "pod {ns}/{name} is {} (needs to be Running)",
                 if phase.is_empty() {
                     "in no phase"
                 } else {
@@ -431,8 +434,7 @@ impl Runner for KubeRunner {
         let container = match &self.container {
             Some(c) if names.contains(&c.as_str()) => c.clone(),
             Some(c) => bail!(
-                "pod {}/{pod} has no container {c} (it has: {})",
-                self.namespace,
+                "pod {ns}/{name} has no container {c} (it has: {})",
                 names.join(", ")
             ),
             // kubectl's choice: the default-container annotation, else the first container.
