@@ -489,7 +489,7 @@ pub(super) async fn fleet_with<R: Runner>(
                 format!(" (auto: all pairs up to {} pods)", schedule::AUTO_ALL_PAIRS_MAX)
             }
             (schedule::Pattern::Topology { rounds, .. }, Some(g)) => {
-                let (inside, cross) = topology::split(*rounds);
+                let (inside, cross) = schedule::topology_split(*rounds);
                 format!(" ({}; up to {inside} round(s) inside the groups, {cross} across)", g.describe())
             }
             _ => String::new(),
