@@ -9,12 +9,11 @@
 //! * [`heatmap`]: a node-by-node SVG per rail;
 //! * `run`: the rounds, each pair swept by [`crate::sweep`] as `railsweep run` sweeps two pods;
 //! * [`verdicts`]: the verdict written back onto the nodes (`--apply-verdicts`);
-//! * [`devicetaints`]: a bad rail that DRA manages as a DeviceTaintRule on its device.
+//! * [`verdicts::devicetaints`]: a bad rail that DRA manages as a DeviceTaintRule on its device.
 #![forbid(unsafe_code)]
 
 pub mod blame;
 pub mod culprit;
-pub mod devicetaints;
 pub mod heatmap;
 pub mod nodemap;
 mod nodes;
