@@ -83,8 +83,52 @@ fn serve(
     (addr, h)
 }
 
+/// [`serve`] with [`server_cfg`] of any rail, on a server state of its own.
+fn serve_any_rail(
+    daemon: bool,
+    pinned: Pinned,
+) -> (
+    SocketAddr,
+    thread::JoinHandle<Result<bench_core::session::Outcome, SessionError>>,
+) {
+    serve(
+        server_cfg(daemon, pinned, RailRequest::default()),
+        ServerShared::new(),
+    )
+}
+
 fn client(addr: SocketAddr) -> ControlChannel {
     ControlChannel::connect(addr, PhaseTimeouts::uniform(Duration::from_secs(5))).unwrap()
+}
+
+/// `base` as `f` changes it.
+fn changed(mut base: TestParams, f: &dyn Fn(&mut TestParams)) -> TestParams {
+    f(&mut base);
+    base
+}
+
+/// A timed test: `duration_s` measured after `warmup_s`, no cool-down.
+fn timed(duration_s: f64, warmup_s: f64) -> TestLength {
+    TestLength::Duration {
+        duration_s,
+        warmup_s,
+        cooldown_s: 0.0,
+    }
+}
+
+/// The daemon at `addr` refuses each hello of `cases` as invalid, naming what it names, and
+/// goes on serving the next.
+fn assert_refused(addr: SocketAddr, cases: Vec<(TestParams, &str)>) {
+    for (p, what) in cases {
+        let e = client(addr)
+            .client_handshake(&Hello::new(p, None, "pod-a"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("invalid hello") && e.contains(what),
+            "{what}: {e}"
+        );
+    }
 }
 
 #[test]
@@ -93,10 +137,7 @@ fn a_pinned_parameter_that_differs_is_named_with_both_values() {
         qps: true,
         ..Pinned::default()
     };
-    let (addr, h) = serve(
-        server_cfg(false, pinned, RailRequest::default()),
-        ServerShared::new(),
-    );
+    let (addr, h) = serve_any_rail(false, pinned);
     let mut ch = client(addr);
     let e = ch
         .client_handshake(&Hello::new(params(1), None, "pod-a"))
@@ -116,10 +157,7 @@ fn a_pinned_parameter_that_differs_is_named_with_both_values() {
 fn unpinned_parameters_follow_the_client() {
     // Nothing pinned: the client's -q 1 passes admission; the test then stops at device
     // opening (no RDMA here), which the client hears as a server set-up failure.
-    let (addr, h) = serve(
-        server_cfg(false, Pinned::default(), RailRequest::default()),
-        ServerShared::new(),
-    );
+    let (addr, h) = serve_any_rail(false, Pinned::default());
     let mut ch = client(addr);
     let e = ch
         .client_handshake(&Hello::new(params(1), None, "pod-a"))
@@ -137,10 +175,7 @@ fn unpinned_parameters_follow_the_client() {
 #[test]
 fn the_client_names_the_server_rail_by_netdev() {
     // podB's net2 is rxe_b1; an unknown interface is refused with the server's own words.
-    let (addr, h) = serve(
-        server_cfg(true, Pinned::default(), RailRequest::default()),
-        ServerShared::new(),
-    );
+    let (addr, h) = serve_any_rail(true, Pinned::default());
     let mut ch = client(addr);
     let hello = Hello::new(params(1), None, "pod-a").with_server_rail(Some("net9".into()), None);
     let e = ch.client_handshake(&hello).unwrap_err().to_string();
@@ -224,10 +259,7 @@ fn a_busy_device_is_answered_busy_with_its_holder() {
 
 #[test]
 fn a_perftest_client_older_than_perftest_talks_to_is_refused_by_version() {
-    let (addr, h) = serve(
-        server_cfg(false, Pinned::default(), RailRequest::default()),
-        ServerShared::new(),
-    );
+    let (addr, h) = serve_any_rail(false, Pinned::default());
     let mut s = TcpStream::connect(addr).unwrap();
     // What ib_write_bw sends first: its version string, then its QP data as text.
     s.write_all(b"5.60\0\0\0\0\0\0").unwrap();
@@ -418,17 +450,7 @@ fn raw_hello(addr: SocketAddr, edit: impl FnOnce(&mut serde_json::Value)) -> Con
 fn a_daemon_refuses_values_out_of_bounds_before_using_them_and_goes_on_serving() {
     let d = daemon(server_cfg(true, Pinned::default(), RailRequest::default()));
     let addr = d.addr;
-    let refused = |p: TestParams| {
-        client(addr)
-            .client_handshake(&Hello::new(p, None, "pod-a"))
-            .unwrap_err()
-            .to_string()
-    };
-    let with = |f: &dyn Fn(&mut TestParams)| {
-        let mut p = params(1);
-        f(&mut p);
-        p
-    };
+    let with = |f: &dyn Fn(&mut TestParams)| changed(params(1), f);
     // A sweep to 2^64-1 made the daemon's size list grow without end (it aborted), and
     // sizes near 2^63 wrapped the buffer's size below --max-buffer.
     let cases: Vec<(TestParams, &str)> = vec![
@@ -453,34 +475,10 @@ fn a_daemon_refuses_values_out_of_bounds_before_using_them_and_goes_on_serving()
             with(&|p| p.length = TestLength::Iterations { iterations: 0 }),
             "--iters/-n 0",
         ),
-        (
-            with(&|p| {
-                p.length = TestLength::Duration {
-                    duration_s: -5.0,
-                    warmup_s: 0.0,
-                    cooldown_s: 0.0,
-                }
-            }),
-            "--duration/-D -5",
-        ),
-        (
-            with(&|p| {
-                p.length = TestLength::Duration {
-                    duration_s: 1e300,
-                    warmup_s: 0.0,
-                    cooldown_s: 0.0,
-                }
-            }),
-            "--duration/-D",
-        ),
+        (with(&|p| p.length = timed(-5.0, 0.0)), "--duration/-D -5"),
+        (with(&|p| p.length = timed(1e300, 0.0)), "--duration/-D"),
     ];
-    for (p, what) in cases {
-        let e = refused(p);
-        assert!(
-            e.contains("invalid hello") && e.contains(what),
-            "{what}: {e}"
-        );
-    }
+    assert_refused(addr, cases);
     // A device name is one path component under sysfs, never a path.
     for name in ["/etc", "..", "", "mlx5_0/../../etc", "a\nb"] {
         let e = client(addr)
@@ -887,32 +885,24 @@ fn admitted_under_silence(addr: SocketAddr, sources: &[[u8; 4]], what: &str) -> 
     took
 }
 
-#[test]
-fn a_daemon_admits_its_client_within_a_second_under_silent_connections_from_its_own_address() {
+/// [`admitted_under_silence`] against a daemon with a run secret, stopped after.
+fn daemon_admits_under_silence(sources: &[[u8; 4]], what: &str) {
     let mut cfg = server_cfg(true, Pinned::default(), RailRequest::default());
     cfg.secret = RunSecret::new("run-4f2a");
     let d = daemon(cfg);
-    admitted_under_silence(
-        d.addr,
-        &[[127, 0, 0, 1]],
-        "daemon, 200 silent from 127.0.0.1",
-    );
+    admitted_under_silence(d.addr, sources, what);
     d.stop.store(true, std::sync::atomic::Ordering::Relaxed);
     d.thread.join().unwrap().unwrap();
 }
 
 #[test]
+fn a_daemon_admits_its_client_within_a_second_under_silent_connections_from_its_own_address() {
+    daemon_admits_under_silence(&[[127, 0, 0, 1]], "daemon, 200 silent from 127.0.0.1");
+}
+
+#[test]
 fn a_daemon_admits_its_client_within_a_second_under_silent_connections_from_25_addresses() {
-    let mut cfg = server_cfg(true, Pinned::default(), RailRequest::default());
-    cfg.secret = RunSecret::new("run-4f2a");
-    let d = daemon(cfg);
-    admitted_under_silence(
-        d.addr,
-        &other_sources(),
-        "daemon, 200 silent from 25 addresses",
-    );
-    d.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    d.thread.join().unwrap().unwrap();
+    daemon_admits_under_silence(&other_sources(), "daemon, 200 silent from 25 addresses");
 }
 
 #[test]
@@ -976,20 +966,15 @@ fn a_daemon_refuses_the_latency_tests_that_rdmabw_lat_refuses() {
     let d = daemon(server_cfg(true, Pinned::default(), RailRequest::default()));
     let addr = d.addr;
     let lat = |f: &dyn Fn(&mut TestParams)| {
-        let mut p = TestParams::write_bw(
-            Sizes::One { msg_size_bytes: 2 },
-            TestLength::Iterations { iterations: 1000 },
-            1,
-        );
-        p.latency = true;
-        f(&mut p);
-        p
+        changed(
+            TestParams::write_lat(
+                Sizes::One { msg_size_bytes: 2 },
+                TestLength::Iterations { iterations: 1000 },
+            ),
+            f,
+        )
     };
-    let week = TestLength::Duration {
-        duration_s: wire::params::MAX_SECONDS,
-        warmup_s: 0.0,
-        cooldown_s: 0.0,
-    };
+    let week = timed(wire::params::MAX_SECONDS, 0.0);
     let cases: Vec<(TestParams, &str)> = vec![
         (lat(&|p| p.qps = 64), "-q 64"),
         (lat(&|p| p.bidirectional = true), "-b/--bidirectional"),
@@ -1008,25 +993,12 @@ fn a_daemon_refuses_the_latency_tests_that_rdmabw_lat_refuses() {
         (
             lat(&|p| {
                 p.run_infinitely = true;
-                p.length = TestLength::Duration {
-                    duration_s: 5.0,
-                    warmup_s: 0.05,
-                    cooldown_s: 0.0,
-                };
+                p.length = timed(5.0, 0.05);
             }),
             "--run_infinitely",
         ),
     ];
-    for (p, flag) in cases {
-        let e = client(addr)
-            .client_handshake(&Hello::new(p, None, "pod-a"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("invalid hello") && e.contains(flag),
-            "{flag}: {e}"
-        );
-    }
+    assert_refused(addr, cases);
     // What `rdmabw lat` takes is admitted (and stops at device opening: no RDMA here),
     // -n 2^64-1 included: its samples are bounded, not refused.
     for p in [

@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 
 use orchestrator::fleet::culprit::simulate;
-use orchestrator::fleet::schedule::{all_pairs, random, ring, Schedule};
+use orchestrator::fleet::schedule::{self, all_pairs, random, ring, Schedule};
 use orchestrator::fleet::topology;
 use results::stats::Rng;
 
@@ -79,7 +79,7 @@ fn at_scale() {
         pairings.push(("ring".into(), ring(n)));
         // The groups of the topology pattern (and of the bad uplink): 32 consecutive nodes.
         let group_of: Vec<usize> = (0..n).map(|i| i / GROUP).collect();
-        pairings.push(("topology:8".into(), topology::schedule(&group_of, 8, 42)));
+        pairings.push(("topology:8".into(), schedule::topology(&group_of, 8, 42)));
         for (name, sched) in &pairings {
             let pairs: Vec<_> = sched.pairs().collect();
             let grouped = name.starts_with("topology");

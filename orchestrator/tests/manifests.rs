@@ -464,7 +464,9 @@ fn the_verdict_policy_allows_exactly_what_railsweep_writes() {
 /// deletes a rule with these grants against a real API server.
 #[test]
 fn the_verdict_account_may_write_only_railsweeps_device_taint_rules() {
-    use orchestrator::fleet::devicetaints::{MANAGED_BY, MANAGED_BY_LABEL, RULE_TAINT_KEY};
+    use orchestrator::fleet::verdicts::devicetaints::{
+        MANAGED_BY, MANAGED_BY_LABEL, RULE_TAINT_KEY,
+    };
     use orchestrator::fleet::verdicts::TAINT_EFFECT;
     let role = deploy_doc("fleet-job.yaml", "ClusterRole", "railsweep-verdicts");
     let texts = |v: &Value| -> Vec<String> {

@@ -52,6 +52,7 @@ pub mod findingsio;
 mod group;
 mod introspect;
 mod jsonio;
+mod layer;
 pub mod rdmabw;
 mod read;
 mod record;

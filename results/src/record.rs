@@ -6,10 +6,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::layer::Layer;
 use crate::rdmabw::counters::{CounterReport, Finding, FindingKind};
 use crate::rdmabw::params::PollMode;
 use crate::threshold::{below_threshold, percent_of_line_rate};
-use crate::verdict::{judge, Cause, FleetBlame, Layer, Verdict};
 pub use wire::{check_number, InvalidRecord, MemoryKind};
 
 /// Version of the record layout written by this crate.
@@ -360,25 +360,6 @@ pub struct RailResult {
 }
 
 impl RailResult {
-    /// Set the row's verdict (`layer`, `evidence`, `fix`) from [`judge`], replacing any it
-    /// had: call it once the row's status, error and findings are final, with the typed cause
-    /// of a failure where the caller knows one.
-    pub fn judge(&mut self, cause: Option<&Cause>, fleet: Option<&FleetBlame>) {
-        let v = judge(self, cause, fleet);
-        self.layer = v.as_ref().map(|v| v.layer);
-        self.evidence = v.as_ref().map(|v| v.evidence.clone());
-        self.fix = v.map(|v| v.fix);
-    }
-
-    /// The row's verdict, as [`RailResult::judge`] set it (or a file had it).
-    pub fn verdict(&self) -> Option<Verdict> {
-        Some(Verdict {
-            layer: self.layer?,
-            evidence: self.evidence.clone().unwrap_or_default(),
-            fix: self.fix.clone().unwrap_or_default(),
-        })
-    }
-
     /// The names of the fields in schema order (the CSV header after
     /// `schema_version`), taken from the type's serde derive.
     pub fn field_names() -> &'static [&'static str] {

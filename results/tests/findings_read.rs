@@ -5,19 +5,11 @@ mod common;
 
 use std::path::Path;
 
-use results::rdmabw::counters::{CounterSource, Evidence, Finding, FindingKind};
+use results::rdmabw::counters::{Evidence, Finding, FindingKind};
 use results::rdmabw::report::Role;
 use results::{read_path, RailResult, RowSink};
 
-fn evidence(role: Role, counter: &str, delta: u64, per_s: f64) -> Evidence {
-    Evidence {
-        role,
-        source: CounterSource::Hw,
-        counter: counter.into(),
-        delta,
-        per_s,
-    }
-}
+use common::{evidence, rounded};
 
 fn finding(kind: FindingKind, summary: &str, evidence: Vec<Evidence>) -> Finding {
     Finding {
@@ -69,19 +61,6 @@ fn fleet_rows() -> Vec<RailResult> {
         finding(FindingKind::NoTrafficClass, "no traffic class", Vec::new()),
     ];
     vec![a, clean, c]
-}
-
-/// `rows` as a results CSV gives them back: each finding's `per_s` to six significant digits.
-fn rounded(rows: &[RailResult]) -> Vec<RailResult> {
-    let mut rows = rows.to_vec();
-    for e in rows
-        .iter_mut()
-        .flat_map(|r| &mut r.diagnosis)
-        .flat_map(|f| &mut f.evidence)
-    {
-        e.per_s = format!("{:.5e}", e.per_s).parse().expect("a number");
-    }
-    rows
 }
 
 fn write_files(dir: &Path, rows: &[RailResult]) -> std::path::PathBuf {

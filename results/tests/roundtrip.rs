@@ -2,6 +2,8 @@
 
 mod common;
 
+use std::path::PathBuf;
+
 use results::{
     read_csv, read_json, read_path, write_csv, write_json, Format, GroupCulprit, NetworkMode,
     RailResult, RailStatus, Report, ResultsError, RowSink, SCHEMA_VERSION,
@@ -420,14 +422,28 @@ fn with_counters(mut row: RailResult) -> RailResult {
     row
 }
 
-#[test]
-fn counters_leave_the_csv_for_a_long_file_beside_it_and_the_sink_keeps_them() {
+/// The fixture's rows, and a sink of sweep.csv and its JSON snapshot sweep.json in a new
+/// directory that has appended the first of them: (the directory, the CSV, the JSON, the sink,
+/// the rows).
+fn sink_with_one_row() -> (
+    tempfile::TempDir,
+    PathBuf,
+    PathBuf,
+    RowSink,
+    Vec<RailResult>,
+) {
     let dir = tempfile::tempdir().expect("tempdir");
     let csv = dir.path().join("sweep.csv");
     let json = dir.path().join("sweep.json");
     let rows = common::fixture_rows();
     let mut sink = RowSink::create(&csv, Some(&json), "t").expect("create");
     sink.append(rows[0].clone()).expect("append");
+    (dir, csv, json, sink, rows)
+}
+
+#[test]
+fn counters_leave_the_csv_for_a_long_file_beside_it_and_the_sink_keeps_them() {
+    let (dir, csv, json, mut sink, rows) = sink_with_one_row();
     assert!(!sink.counters_path().exists(), "no counters, no file");
     sink.append(with_counters(rows[1].clone())).expect("append");
     drop(sink);
@@ -554,15 +570,9 @@ fn a_sinks_rows_rewritten_with_their_verdicts_read_back_and_it_keeps_appending()
 
 /// A row of `rows` with two findings, the first resting on a counter of each side.
 fn with_findings(mut row: RailResult) -> RailResult {
-    use results::rdmabw::counters::{CounterSource, Evidence, Finding, FindingKind};
+    use common::evidence;
+    use results::rdmabw::counters::{Finding, FindingKind};
     use results::rdmabw::report::Role;
-    let evidence = |role, counter: &str, delta, per_s| Evidence {
-        role,
-        source: CounterSource::Hw,
-        counter: counter.into(),
-        delta,
-        per_s,
-    };
     row.diagnosis = vec![
         Finding {
             finding: FindingKind::PacketLoss,
@@ -590,12 +600,7 @@ fn with_findings(mut row: RailResult) -> RailResult {
 
 #[test]
 fn findings_leave_the_csv_for_a_long_file_beside_it_and_json_keeps_them_whole() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let csv = dir.path().join("sweep.csv");
-    let json = dir.path().join("sweep.json");
-    let rows = common::fixture_rows();
-    let mut sink = RowSink::create(&csv, Some(&json), "t").expect("create");
-    sink.append(rows[0].clone()).expect("append");
+    let (dir, csv, json, mut sink, rows) = sink_with_one_row();
     assert!(
         !results::findings_csv_path(&csv).exists(),
         "no finding, no file"
@@ -621,7 +626,7 @@ fn findings_leave_the_csv_for_a_long_file_beside_it_and_json_keeps_them_whole() 
     // findings file, as rounded to the CSV's six significant digits.
     let want = vec![rows[0].clone(), with_findings(rows[1].clone())];
     assert_eq!(read_path(&json).expect("json"), want);
-    assert_eq!(read_path(&csv).expect("csv"), rounded(&want));
+    assert_eq!(read_path(&csv).expect("csv"), common::rounded(&want));
     let sink = RowSink::resume(&csv, Some(&json), "t").expect("resume");
     assert_eq!(sink.rows(), &want[..]);
     // Without the findings file, the CSV gives the kinds alone.
@@ -635,19 +640,6 @@ fn findings_leave_the_csv_for_a_long_file_beside_it_and_json_keeps_them_whole() 
         kinds,
         [("loss", 0, String::new()), ("link-flap", 0, String::new())]
     );
-}
-
-/// `rows` as a results CSV gives them back: each finding's `per_s` to six significant digits.
-fn rounded(rows: &[RailResult]) -> Vec<RailResult> {
-    let mut rows = rows.to_vec();
-    for e in rows
-        .iter_mut()
-        .flat_map(|r| &mut r.diagnosis)
-        .flat_map(|f| &mut f.evidence)
-    {
-        e.per_s = format!("{:.5e}", e.per_s).parse().expect("a number");
-    }
-    rows
 }
 
 #[test]

@@ -222,16 +222,10 @@ mod tests {
         assert_eq!(ok.status, TestStatus::Ok);
         let over = LatRow::new(&ctx, 2, 100, &s, Some(9.5));
         assert_eq!(over.status, TestStatus::BelowThreshold);
-        let params = crate::params::TestParams {
-            sizes: crate::params::Sizes::One { msg_size_bytes: 2 },
-            length: crate::params::TestLength::Iterations { iterations: 100 },
-            qps: 1,
-            connection: crate::params::Connection::RC,
-            bidirectional: false,
-            run_infinitely: false,
-            data_validation: false,
-            latency: true,
-        };
+        let params = crate::params::TestParams::write_lat(
+            crate::params::Sizes::One { msg_size_bytes: 2 },
+            crate::params::TestLength::Iterations { iterations: 100 },
+        );
         let r = LatReport::new(
             Role::Client,
             params.clone(),

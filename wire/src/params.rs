@@ -276,6 +276,15 @@ impl TestParams {
         }
     }
 
+    /// A latency test (`rdmabw lat`, ib_write_lat's ping-pong) of `sizes` over one RC queue
+    /// pair, nothing else asked.
+    pub fn write_lat(sizes: Sizes, length: TestLength) -> TestParams {
+        TestParams {
+            latency: true,
+            ..TestParams::write_bw(sizes, length, 1)
+        }
+    }
+
     /// Checks every parameter against the bounds rdmabw's command line enforces: sizes 1 B to
     /// [`MAX_MSG_BYTES`] (a sweep's top at least 2 B), at least one QP and one iteration, and
     /// times finite, non-negative, at most [`MAX_SECONDS`] (the window positive). A server

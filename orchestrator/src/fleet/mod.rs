@@ -9,12 +9,11 @@
 //! * [`heatmap`]: a node-by-node SVG per rail;
 //! * `run`: the rounds, each pair swept by [`crate::sweep`] as `railsweep run` sweeps two pods;
 //! * [`verdicts`]: the verdict written back onto the nodes (`--apply-verdicts`);
-//! * [`devicetaints`]: a bad rail that DRA manages as a DeviceTaintRule on its device.
+//! * [`verdicts::devicetaints`]: a bad rail that DRA manages as a DeviceTaintRule on its device.
 #![forbid(unsafe_code)]
 
 pub mod blame;
 pub mod culprit;
-pub mod devicetaints;
 pub mod heatmap;
 pub mod nodemap;
 mod nodes;
@@ -382,7 +381,7 @@ pub async fn run(args: FleetArgs) -> Result<Verdict> {
             let runner = KubeRunner::connect_announced(&target).await?;
             let pods = match (&args.pods, &args.pods_selector) {
                 (Some(p), _) => p.clone(),
-                (None, Some(sel)) => run::kube_pods(&runner, sel).await?,
+                (None, Some(sel)) => run::kube_pods(&runner, sel, args.access.all_namespaces).await?,
                 (None, None) => bail!(
                     "give the fleet's pods: -l/--selector label=value, --pods POD,POD,..., or --mode M --nodes SELECTOR \
                      (railsweep creates one pod per node)"

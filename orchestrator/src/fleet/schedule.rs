@@ -13,6 +13,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use results::stats::Rng;
+
 /// Which pairs a fleet run measures.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pattern {
@@ -38,9 +40,9 @@ pub enum Pattern {
         seed: Option<u64>,
     },
     /// Pairs inside and across the groups of a node label (`--topology-label`): half of the
-    /// rounds pair nodes inside their group, the other half across groups
-    /// ([`super::topology`]), so that a group whose cross pairs are slow while its inside
-    /// pairs are fast is told apart from a bad node. Built by [`Schedule::build_grouped`].
+    /// rounds pair nodes inside their group, the other half across groups ([`topology()`]),
+    /// so that a group whose cross pairs are slow while its inside pairs are fast is told
+    /// apart from a bad node ([`super::topology`]). Built by [`Schedule::build_grouped`].
     Topology {
         /// How many rounds, inside and across groups together.
         rounds: usize,
@@ -254,7 +256,7 @@ impl Schedule {
                         nodes: n,
                     });
                 }
-                super::topology::schedule(groups, *rounds, seed.unwrap_or(1))
+                topology(groups, *rounds, seed.unwrap_or(1))
             }
             Pattern::AllPairs => all_pairs(n),
             Pattern::Ring => ring(n),
@@ -350,13 +352,11 @@ pub fn ring(n: usize) -> Schedule {
 /// `rounds` rounds, each a random matching of the `n` nodes (a shuffle, then neighbours pair
 /// up; for `n` odd the last sits out), from the xorshift64* generator seeded with `seed`.
 pub fn random(n: usize, rounds: usize, seed: u64) -> Schedule {
-    let mut rng = results::stats::Rng::new(seed);
+    let mut rng = Rng::new(seed);
     let mut order: Vec<usize> = (0..n).collect();
     let rounds = (0..rounds)
         .map(|_| {
-            for i in (1..n).rev() {
-                order.swap(i, rng.below(i + 1));
-            }
+            shuffle(&mut order, &mut rng);
             order
                 .chunks_exact(2)
                 .map(|p| Pair {
@@ -383,199 +383,122 @@ pub fn one_to_all(n: usize, reference: usize) -> Schedule {
     Schedule { nodes: n, rounds }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// How the `rounds` of `topology` split: (inside the groups, across them); at least one of each.
+pub fn topology_split(rounds: usize) -> (usize, usize) {
+    let inside = (rounds / 2).max(1);
+    (inside, rounds.saturating_sub(inside).max(1))
+}
 
-    /// No node twice in a round; returns how many pairs each round has.
-    fn check_rounds(s: &Schedule) {
-        let mut seen_in = vec![usize::MAX; s.nodes];
-        for (r, round) in s.rounds.iter().enumerate() {
-            for p in round {
-                assert_ne!(
-                    p.client, p.server,
-                    "N={}: a node paired with itself",
-                    s.nodes
-                );
-                for x in [p.client, p.server] {
-                    assert!(x < s.nodes);
-                    assert_ne!(seen_in[x], r, "N={}: node {x} twice in round {r}", s.nodes);
-                    seen_in[x] = r;
-                }
-            }
-        }
+/// The schedule of `topology:ROUNDS:SEED` over nodes whose groups are `group_of` ([`topology_split`]
+/// rounds inside, then across; a round with no pair is left out).
+pub fn topology(group_of: &[usize], rounds: usize, seed: u64) -> Schedule {
+    let n = group_of.len();
+    let mut rng = Rng::new(seed);
+    let n_groups = group_of.iter().max().map_or(0, |g| g + 1);
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); n_groups];
+    for (i, &g) in group_of.iter().enumerate() {
+        members[g].push(i);
     }
-
-    fn check_all_pairs(n: usize) {
-        let s = all_pairs(n);
-        check_rounds(&s);
-        // Every pair exactly once: a bit per unordered pair.
-        let mut met = vec![false; n * n];
-        for p in s.pairs() {
-            let (a, b) = p.key();
-            assert!(!met[a * n + b], "N={n}: pair {a}-{b} twice");
-            met[a * n + b] = true;
-        }
-        assert_eq!(s.len(), n * (n - 1) / 2, "N={n}: not every pair");
-        if n % 2 == 0 {
-            assert_eq!(s.rounds.len(), n - 1, "N={n}: rounds");
-            assert!(
-                s.rounds.iter().all(|r| r.len() == n / 2),
-                "N={n}: a round is not full"
-            );
-            assert!((0..s.rounds.len()).all(|r| s.byes(r).is_empty()));
-        } else {
-            assert_eq!(s.rounds.len(), n, "N={n}: rounds");
-            assert!(
-                (0..n).all(|r| s.byes(r).len() == 1),
-                "N={n}: one bye per round"
-            );
-        }
+    for m in &mut members {
+        shuffle(m, &mut rng);
     }
-
-    /// Every N to 256, then a spread of both parities to 1,024 (the whole range checks
-    /// 180 million pairs: 15 s in the suite's build, whose railsweep crate is unoptimized).
-    #[test]
-    fn all_pairs_every_n_from_2_to_256_and_a_spread_to_1024() {
-        for n in (2..=256)
-            .chain((257..=1024).step_by(37))
-            .chain([511, 512, 1023, 1024])
-        {
-            check_all_pairs(n);
-        }
-    }
-
-    #[test]
-    fn all_pairs_balances_roles() {
-        let s = all_pairs(64);
-        let mut clients = [0usize; 64];
-        for p in s.pairs() {
-            clients[p.client] += 1;
-        }
-        let (lo, hi) = (
-            clients.iter().min().expect("clients"),
-            clients.iter().max().expect("clients"),
-        );
-        assert!(hi - lo <= 1, "client counts {lo}..{hi}");
-    }
-
-    #[test]
-    fn four_nodes_three_rounds_of_two() {
-        let s = all_pairs(4);
-        assert_eq!(s.rounds.len(), 3);
-        assert!(s.rounds.iter().all(|r| r.len() == 2));
-    }
-
-    #[test]
-    fn ring_neighbours_once_no_node_twice() {
-        for n in 2..=300 {
-            let s = ring(n);
-            check_rounds(&s);
-            let want = if n == 2 { 1 } else { n };
-            assert_eq!(s.len(), want, "N={n}");
-            for p in s.pairs() {
-                let (a, b) = p.key();
-                assert!(
-                    b == a + 1 || (a == 0 && b == n - 1),
-                    "N={n}: {a}-{b} are not neighbours"
-                );
-            }
-            assert!(s.rounds.len() <= 3);
-        }
-    }
-
-    #[test]
-    fn one_to_all_one_pair_per_round() {
-        let names: Vec<String> = (0..10).map(|i| format!("n{i}")).collect();
-        let s = Schedule::build(&Pattern::OneToAll("n3".into()), &names).expect("a schedule");
-        assert_eq!(s.rounds.len(), 9);
-        assert!(s
-            .rounds
+    let (inside, cross) = topology_split(rounds);
+    let mut out: Vec<Vec<Pair>> = Vec::with_capacity(inside + cross);
+    for r in 0..inside {
+        // A group whose pairs have all come sits the rest of the inside rounds out.
+        let round: Vec<Pair> = members
             .iter()
-            .all(|r| r.len() == 1 && r[0].server == 3 && r[0].client != 3));
-        check_rounds(&s);
-        assert_eq!(
-            Schedule::build(&Pattern::OneToAll("x".into()), &names),
-            Err(ScheduleError::UnknownReference("x".into()))
+            .filter(|m| r < circle_rounds(m.len()))
+            .flat_map(|m| circle_round(m, r))
+            .collect();
+        out.push(round);
+    }
+    for r in 0..cross {
+        let mut order: Vec<usize> = (0..n_groups).collect();
+        shuffle(&mut order, &mut rng);
+        let mut line: Vec<usize> = Vec::with_capacity(n);
+        for &g in &order {
+            let mut m = members[g].clone();
+            shuffle(&mut m, &mut rng);
+            line.extend(m);
+        }
+        let half = n / 2;
+        out.push(
+            (0..half)
+                .map(|i| {
+                    let (a, b) = (line[i], line[i + half]);
+                    oriented(a, b, (i + r) % 2 == 0)
+                })
+                .collect(),
         );
     }
-
-    #[test]
-    fn random_rounds_are_matchings_repeatable_by_seed() {
-        for n in [2, 3, 10, 1001] {
-            let s = random(n, 8, 42);
-            check_rounds(&s);
-            assert_eq!(s.rounds.len(), 8);
-            assert!(s.rounds.iter().all(|r| r.len() == n / 2), "N={n}");
-            assert_eq!(s, random(n, 8, 42), "the same seed, the same pairs");
-        }
-        assert_ne!(random(100, 8, 1), random(100, 8, 2));
-        // 8 rounds of 1000 nodes: few pairs come twice (28 pairs of rounds x 500 pairs / 999: 14
-        // expected).
-        let s = random(1000, 8, 7);
-        let distinct: std::collections::BTreeSet<(usize, usize)> =
-            s.pairs().map(Pair::key).collect();
-        assert!(
-            distinct.len() > 3950,
-            "{} distinct pairs of 4000",
-            distinct.len()
-        );
-    }
-
-    #[test]
-    fn patterns_parse() {
-        assert_eq!(
-            "random".parse(),
-            Ok(Pattern::Random {
-                rounds: RANDOM_ROUNDS,
-                seed: None
-            })
-        );
-        assert_eq!(
-            "random:15:42".parse(),
-            Ok(Pattern::Random {
-                rounds: 15,
-                seed: Some(42)
-            })
-        );
-        assert_eq!(
-            "random:15:42".parse::<Pattern>().map(|p| p.to_string()),
-            Ok("random:15:42".into())
-        );
-        assert!("random:0"
-            .parse::<Pattern>()
-            .expect_err("0 rounds")
-            .contains("from 1 to 10000"));
-        assert!("random:8:x"
-            .parse::<Pattern>()
-            .expect_err("bad seed")
-            .contains("SEED"));
-        assert_eq!(Pattern::Auto.for_fleet(64), Pattern::AllPairs);
-        assert!(matches!(
-            Pattern::Auto.for_fleet(65),
-            Pattern::Random {
-                rounds: RANDOM_ROUNDS,
-                seed: Some(_)
-            }
-        ));
-        match "random:3".parse::<Pattern>().map(Pattern::with_seed) {
-            Ok(Pattern::Random {
-                rounds: 3,
-                seed: Some(_),
-            }) => {}
-            other => panic!("{other:?}"),
-        }
-        assert_eq!("all-pairs".parse(), Ok(Pattern::AllPairs));
-        assert_eq!("ring".parse(), Ok(Pattern::Ring));
-        assert_eq!(
-            "one-to-all=podA".parse(),
-            Ok(Pattern::OneToAll("podA".into()))
-        );
-        assert!("one-to-all".parse::<Pattern>().is_err());
-        assert!("mesh".parse::<Pattern>().is_err());
-        assert_eq!(
-            Schedule::build(&Pattern::AllPairs, &["a".into()]),
-            Err(ScheduleError::TooFew(1))
-        );
+    out.retain(|r| !r.is_empty());
+    Schedule {
+        nodes: n,
+        rounds: out,
     }
 }
+
+/// Fisher-Yates with the fleet's generator.
+fn shuffle(v: &mut [usize], rng: &mut Rng) {
+    for i in (1..v.len()).rev() {
+        v.swap(i, rng.below(i + 1));
+    }
+}
+
+/// The rounds of the circle method over `s` members (0 for fewer than 2).
+fn circle_rounds(s: usize) -> usize {
+    if s < 2 {
+        0
+    } else {
+        s + s % 2 - 1
+    }
+}
+
+/// Round `r` (modulo the group's rounds) of the circle method over `m`'s members, computed
+/// directly (a group without the label may be the whole fleet: its all pairs are not built).
+fn circle_round(m: &[usize], r: usize) -> Vec<Pair> {
+    let s = m.len();
+    if s < 2 {
+        return Vec::new();
+    }
+    let k = s + s % 2; // a phantom member `s` when odd
+    let r = r % (k - 1);
+    // Position 0 stays; after r turns, position i >= 1 holds member 1 + (i - 1 - r) mod (k - 1).
+    let at = |i: usize| {
+        if i == 0 {
+            0
+        } else {
+            1 + (i - 1 + (k - 1) - r) % (k - 1)
+        }
+    };
+    (0..k / 2)
+        .filter_map(|i| {
+            let (a, b) = (at(i), at(k - 1 - i));
+            if a == s || b == s {
+                return None;
+            }
+            let (a, b) = (m[a], m[b]);
+            Some(oriented(a, b, (i + r) % 2 == 0))
+        })
+        .collect()
+}
+
+/// The pair of `a` and `b`, `a` the client when `a_first`: roles alternate over the rounds so
+/// that each node is client about as often as server.
+fn oriented(a: usize, b: usize, a_first: bool) -> Pair {
+    if a_first {
+        Pair {
+            client: a,
+            server: b,
+        }
+    } else {
+        Pair {
+            client: b,
+            server: a,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -7,7 +7,8 @@
 //! group's own round-robin: its pairs differ round to round until they repeat) and half pair
 //! nodes of different groups (random: the nodes ordered group by group in a shuffled order,
 //! and the first half of that order paired with the second half, which puts two nodes of one
-//! group together only when that group holds more than half of the fleet).
+//! group together only when that group holds more than half of the fleet;
+//! [`super::schedule::topology`] builds them).
 //!
 //! The culprit rule, per rail: a group is named when every one of its cross-group pairs is
 //! slow while its inside pairs are fine (at least one fast, and every slow one explained by a
@@ -23,11 +24,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Context, Result};
 use futures::stream::StreamExt;
-use results::stats::Rng;
 use results::{RailResult, RailStatus};
 
 use super::culprit::{self, PairRail, Suspect};
-use super::schedule::{Pair, Schedule};
+use super::schedule::Pair;
 
 /// The value standing for "no such label" in a group's name.
 pub const NO_LABEL: &str = "(none)";
@@ -115,107 +115,6 @@ impl Groups {
         }
         s
     }
-}
-
-/// How `rounds` rounds split: (inside the groups, across them); at least one of each.
-pub fn split(rounds: usize) -> (usize, usize) {
-    let inside = (rounds / 2).max(1);
-    (inside, rounds.saturating_sub(inside).max(1))
-}
-
-/// The schedule of `topology:ROUNDS:SEED` over nodes whose groups are `group_of` ([`split`]
-/// rounds inside, then across; a round with no pair is left out).
-pub fn schedule(group_of: &[usize], rounds: usize, seed: u64) -> Schedule {
-    let n = group_of.len();
-    let mut rng = Rng::new(seed);
-    let n_groups = group_of.iter().max().map_or(0, |g| g + 1);
-    let mut members: Vec<Vec<usize>> = vec![Vec::new(); n_groups];
-    for (i, &g) in group_of.iter().enumerate() {
-        members[g].push(i);
-    }
-    for m in &mut members {
-        shuffle(m, &mut rng);
-    }
-    let (inside, cross) = split(rounds);
-    let mut out: Vec<Vec<Pair>> = Vec::with_capacity(inside + cross);
-    for r in 0..inside {
-        // A group whose pairs have all come sits the rest of the inside rounds out.
-        let round: Vec<Pair> = members
-            .iter()
-            .filter(|m| r < circle_rounds(m.len()))
-            .flat_map(|m| circle_round(m, r))
-            .collect();
-        out.push(round);
-    }
-    for r in 0..cross {
-        let mut order: Vec<usize> = (0..n_groups).collect();
-        shuffle(&mut order, &mut rng);
-        let mut line: Vec<usize> = Vec::with_capacity(n);
-        for &g in &order {
-            let mut m = members[g].clone();
-            shuffle(&mut m, &mut rng);
-            line.extend(m);
-        }
-        let half = n / 2;
-        out.push(
-            (0..half)
-                .map(|i| {
-                    let (a, b) = (line[i], line[i + half]);
-                    oriented(a, b, (i + r) % 2 == 0)
-                })
-                .collect(),
-        );
-    }
-    out.retain(|r| !r.is_empty());
-    Schedule {
-        nodes: n,
-        rounds: out,
-    }
-}
-
-/// Fisher-Yates with the fleet's generator.
-fn shuffle(v: &mut [usize], rng: &mut Rng) {
-    for i in (1..v.len()).rev() {
-        v.swap(i, rng.below(i + 1));
-    }
-}
-
-/// The rounds of the circle method over `s` members (0 for fewer than 2).
-fn circle_rounds(s: usize) -> usize {
-    if s < 2 {
-        0
-    } else {
-        s + s % 2 - 1
-    }
-}
-
-/// Round `r` (modulo the group's rounds) of the circle method over `m`'s members, computed
-/// directly (a group without the label may be the whole fleet: its all pairs are not built).
-fn circle_round(m: &[usize], r: usize) -> Vec<Pair> {
-    let s = m.len();
-    if s < 2 {
-        return Vec::new();
-    }
-    let k = s + s % 2; // a phantom member `s` when odd
-    let r = r % (k - 1);
-    // Position 0 stays; after r turns, position i >= 1 holds member 1 + (i - 1 - r) mod (k - 1).
-    let at = |i: usize| {
-        if i == 0 {
-            0
-        } else {
-            1 + (i - 1 + (k - 1) - r) % (k - 1)
-        }
-    };
-    (0..k / 2)
-        .filter_map(|i| {
-            let (a, b) = (at(i), at(k - 1 - i));
-            if a == s || b == s {
-                return None;
-            }
-            let (a, b) = (m[a], m[b]);
-            Some(oriented(a, b, (i + r) % 2 == 0))
-        })
-        .collect()
 }
 
 /// One (pair, rail) as the group rule sees it.
@@ -398,17 +297,18 @@ pub async fn node_labels(
 ) -> Result<Vec<Option<String>>> {
     use k8s_openapi::api::core::v1::{Node, Pod};
     use kube::api::Api;
-    let pod_api: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let node_of: Vec<String> = futures::stream::iter(pods.iter().map(|pod| {
-        let api = pod_api.clone();
+        // `NAMESPACE/NAME` (`-A`), else a pod of `namespace`.
+        let (ns, name) = pod.split_once('/').unwrap_or((namespace, pod.as_str()));
+        let api: Api<Pod> = Api::namespaced(client.clone(), ns);
         async move {
             let p = api
-                .get(pod)
+                .get(name)
                 .await
-                .with_context(|| format!("--topology-label: cannot read pod {namespace}/{pod}"))?;
+                .with_context(|| format!("--topology-label: cannot read pod {ns}/{name}"))?;
             p.spec
                 .and_then(|s| s.node_name)
-                .with_context(|| format!("--topology-label: pod {namespace}/{pod} is on no node"))
+                .with_context(|| format!("--topology-label: pod {ns}/{name} is on no node"))
         }
     }))
     .buffered(16)
@@ -463,104 +363,11 @@ pub fn simulate(
     named_groups(n_groups, &seen)
 }
 
-/// The pair of `a` and `b`, `a` the client when `a_first`: roles alternate over the rounds so
-/// that each node is client about as often as server.
-fn oriented(a: usize, b: usize, a_first: bool) -> Pair {
-    if a_first {
-        Pair {
-            client: a,
-            server: b,
-        }
-    } else {
-        Pair {
-            client: b,
-            server: a,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fleet::culprit::Threshold;
     use crate::test_support::row;
-
-    /// No node twice in a round, no node with itself.
-    fn check_rounds(s: &Schedule) {
-        for (r, round) in s.rounds.iter().enumerate() {
-            let mut busy = BTreeSet::new();
-            for p in round {
-                assert_ne!(p.client, p.server, "round {r}: a node with itself");
-                assert!(busy.insert(p.client), "round {r}: node {} twice", p.client);
-                assert!(busy.insert(p.server), "round {r}: node {} twice", p.server);
-            }
-        }
-    }
-
-    /// `k` groups of `size` nodes, node i in group i / size.
-    fn racks(k: usize, size: usize) -> Vec<usize> {
-        (0..k * size).map(|i| i / size).collect()
-    }
-
-    #[test]
-    fn rounds_are_disjoint_inside_then_across() {
-        for (k, size) in [(2, 2), (3, 5), (8, 4), (31, 32), (1, 7), (5, 1), (4, 3)] {
-            let of = racks(k, size);
-            let s = schedule(&of, 8, 42);
-            check_rounds(&s);
-            assert_eq!(s, schedule(&of, 8, 42), "the same seed, the same pairs");
-            let inside_round = |r: &Vec<Pair>| r.iter().all(|p| of[p.client] == of[p.server]);
-            // Inside rounds first: as many as a group has distinct ones, at most 4.
-            let want_inside = circle_rounds(size).min(4);
-            assert!(
-                s.rounds[..want_inside].iter().all(inside_round),
-                "{k}x{size}"
-            );
-            let mut in_inside = BTreeSet::new();
-            for p in s.rounds[..want_inside].iter().flatten() {
-                in_inside.extend([p.client, p.server]);
-            }
-            let want_in = if size >= 2 { of.len() } else { 0 };
-            assert_eq!(
-                in_inside.len(),
-                want_in,
-                "{k}x{size}: every node of a group of 2+"
-            );
-            let pairs: BTreeSet<(usize, usize)> = s.rounds[..want_inside]
-                .iter()
-                .flatten()
-                .map(|p| p.key())
-                .collect();
-            assert_eq!(
-                pairs.len(),
-                s.rounds[..want_inside].iter().map(Vec::len).sum::<usize>(),
-                "{k}x{size}: no inside pair twice"
-            );
-            let cross = &s.rounds[want_inside..];
-            assert_eq!(cross.len(), 4, "{k}x{size}");
-            if k >= 2 {
-                for r in cross {
-                    assert!(
-                        r.iter().all(|p| of[p.client] != of[p.server]),
-                        "{k}x{size}: the last 4 rounds go across the groups"
-                    );
-                    // Everyone paired (one left out when odd).
-                    assert_eq!(r.len(), of.len() / 2, "{k}x{size}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn inside_rounds_of_a_group_do_not_repeat_until_they_must() {
-        // A group of 5: 5 rounds of the circle method (one bye each) give its 10 pairs once.
-        let of = vec![0; 5];
-        let s = schedule(&of, 10, 7);
-        check_rounds(&s);
-        let inside: Vec<(usize, usize)> = s.rounds[..5].iter().flatten().map(|p| p.key()).collect();
-        let distinct: BTreeSet<_> = inside.iter().copied().collect();
-        assert_eq!((inside.len(), distinct.len()), (10, 10));
-    }
 
     #[test]
     fn unequal_groups_and_the_unlabelled_group() {
@@ -580,51 +387,6 @@ mod tests {
             "{}",
             g.describe()
         );
-        let s = schedule(&g.of, 6, 3);
-        check_rounds(&s);
-        assert_eq!(s.rounds.len(), 6);
-        // A group larger than half the fleet cannot be paired only across.
-        let big = [vec![0; 7], vec![1; 2]].concat();
-        check_rounds(&schedule(&big, 4, 1));
-        assert_eq!(split(8), (4, 4));
-        assert_eq!(split(3), (1, 2));
-        assert_eq!(split(2), (1, 1));
-    }
-
-    #[test]
-    fn topology_parses_and_needs_groups() {
-        use crate::fleet::schedule::{Pattern, ScheduleError, TOPOLOGY_ROUNDS};
-        assert_eq!(
-            "topology".parse(),
-            Ok(Pattern::Topology {
-                rounds: TOPOLOGY_ROUNDS,
-                seed: None
-            })
-        );
-        assert_eq!(
-            "topology:6:9".parse::<Pattern>().map(|p| p.to_string()),
-            Ok("topology:6:9".into())
-        );
-        assert!("topology:1"
-            .parse::<Pattern>()
-            .expect_err("1 round")
-            .contains("from 2 to 10000"));
-        let names: Vec<String> = (0..4).map(|i| format!("n{i}")).collect();
-        let p = Pattern::Topology {
-            rounds: 4,
-            seed: Some(1),
-        };
-        assert_eq!(Schedule::build(&p, &names), Err(ScheduleError::NoGroups));
-        let s = Schedule::build_grouped(&p, &names, Some(&[0, 0, 1, 1])).expect("a schedule");
-        check_rounds(&s);
-        assert!(matches!(
-            Pattern::Topology {
-                rounds: 8,
-                seed: None
-            }
-            .for_fleet(100),
-            Pattern::Topology { seed: Some(_), .. }
-        ));
     }
 
     /// 4 racks of 4 pods over `topology:8:5`, 2 rails; `slow(a, b, rail)` says which pairs
@@ -633,7 +395,7 @@ mod tests {
         let pods: Vec<String> = (0..16).map(|i| format!("p{i:02}")).collect();
         let values: Vec<Option<String>> = (0..16).map(|i| Some(format!("r{}", i / 4))).collect();
         let groups = Groups::from_values("rack", &values);
-        let s = schedule(&groups.of, 8, 5);
+        let s = crate::fleet::schedule::topology(&groups.of, 8, 5);
         let mut rows = Vec::new();
         for p in s.pairs() {
             for rail in 0..2 {

@@ -11,8 +11,8 @@
 //! `--untaint-passed` removes railsweep's taint from the nodes that now pass.
 //!
 //! A bad rail that a DRA driver publishes as a device of its node gets a DeviceTaintRule on
-//! that device instead ([`super::devicetaints`]): the node is then tainted only when
-//! [`super::devicetaints::node_at_fault`] says so, or for its bad rails that no device stands
+//! that device instead ([`devicetaints`]): the node is then tainted only when
+//! [`devicetaints::node_at_fault`] says so, or for its bad rails that no device stands
 //! for. The rules go through the same breaker, and `--untaint-passed` deletes the rule of a
 //! rail that passes again.
 //!
@@ -28,6 +28,8 @@
 //! taints are read, changed and written with the node's `resourceVersion` in the same patch,
 //! so other taints are kept and a concurrent change (409 Conflict) makes railsweep read again.
 
+pub mod devicetaints;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
@@ -41,7 +43,6 @@ use results::RailResult;
 use serde_json::{json, Value};
 
 use super::culprit::{self, RailEvidence, Rules, Suspect};
-use super::devicetaints;
 use crate::modes::dra;
 
 /// The label with the verdict.

@@ -13,7 +13,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::{header, Request, Response};
+use kube::client::retry::RetryPolicy;
 use kube::client::{Body, DynBody};
+use tower::retry::Policy;
 use tower::{BoxError, Layer, Service};
 
 /// How many times a request is sent again (client-go's `maxRetries`).
@@ -70,17 +72,13 @@ fn wait_asked<B>(res: &Response<B>) -> Option<Duration> {
 }
 
 /// A copy of `req` to send again: only one whose body is whole in memory (every request
-/// railsweep makes but an exec's stream).
+/// railsweep makes but an exec's stream). kube's own retry policy copies a request so; its
+/// copy is taken rather than written twice (the policy's retry rule is not used).
 fn again(req: &Request<Body>) -> Option<Request<Body>> {
-    let mut copy = Request::builder()
-        .method(req.method().clone())
-        .uri(req.uri().clone())
-        .version(req.version())
-        .body(req.body().try_clone()?)
-        .ok()?;
-    *copy.headers_mut() = req.headers().clone();
-    *copy.extensions_mut() = req.extensions().clone();
-    Some(copy)
+    Policy::<Request<Body>, Response<Box<DynBody>>, BoxError>::clone_request(
+        &mut RetryPolicy::default(),
+        req,
+    )
 }
 
 impl<S> Service<Request<Body>> for RetryAfter<S>

@@ -433,11 +433,11 @@ pub fn one_line(r: &RailResult) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::plan::tests::{report, row};
 
-    fn cfg(rails: Option<Vec<u32>>) -> SweepConfig {
+    pub(crate) fn cfg(rails: Option<Vec<u32>>) -> SweepConfig {
         SweepConfig {
             rdmabw: Rdmabw::InPods("rdmabw".into()),
             rails,

@@ -372,33 +372,14 @@ mod tests {
     #[test]
     fn the_server_gets_the_rails_ends_and_the_shared_flags() {
         let r = row(2, "net3", "mlx5_2", "10.0.2.2");
-        let test = TestFlags {
-            message: SizeFlags { size: Some(65536) },
-            shape: BwShapeFlags {
-                qp: Some(2),
-                ..BwShapeFlags::default()
-            },
-            path: PathFlags {
-                tclass: Some(41),
-                sl: Some(3),
-                mtu: Some(4096),
-            },
-            queue: QueueFlags {
-                cq_mod: Some(4),
-                ..QueueFlags::default()
-            },
-            thresholds: ThresholdFlags {
-                min_gbps: Some(90.0),
-                ..ThresholdFlags::default()
-            },
-            ..TestFlags::default()
-        };
+        // The sender's tuning (-t, -Q, -l, -I) is the client's alone.
+        let test = every_flag();
         let v = server_argv("/usr/bin/ib_write_bw", &r, 18517, 5.0, &test).expect("argv");
         assert_eq!(
             v.join(" "),
             format!(
-                "/usr/bin/ib_write_bw -d mlx5_2 -x {} -p 18517 -F -D 5 --report_gbits -s 65536 \
-                 -q 2 --tclass=41 -S 3 -m 4096",
+                "/usr/bin/ib_write_bw -d mlx5_2 -x {} -p 18517 -F -D 5 --report_gbits -s 4096 \
+                 -q 2 --tclass=41 -S 3 -m 1024",
                 r.gid_index.expect("gid")
             )
         );

@@ -135,15 +135,13 @@ fn series_header(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
 
 fn render(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
     let report = cmp.report();
-    writeln!(out, "# RDMA bandwidth per rail")?;
-    writeln!(out)?;
+    block(out, "# RDMA bandwidth per rail")?;
     if cmp.series.is_empty() {
         writeln!(out, "No rails.")?;
         return Ok(());
     }
 
-    writeln!(out, "## Runs")?;
-    writeln!(out)?;
+    block(out, "## Runs")?;
     writeln!(
         out,
         "| mode | run | cluster | time (UTC) | nodes (client → server) | interfaces (client) | traffic class | window | message size (bytes) | QPs | MTU (bytes) | memory | line rate (Gb/s) |"
@@ -204,45 +202,33 @@ fn render(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
         writeln!(out)?;
     }
 
-    writeln!(out, "## Average bandwidth (Gb/s)")?;
-    writeln!(out)?;
+    block(out, "## Average bandwidth (Gb/s)")?;
     let threshold_note = match report.threshold_gbps {
         Some(t) => format!("under {} Gb/s", fmt_threshold(t)),
         None => "under the threshold it was measured against".to_string(),
     };
-    writeln!(
+    block(
         out,
-        "`(below)` marks a rail {threshold_note}; `failed` a rail that produced no bandwidth; `-` a rail the run did not measure."
+        &format!("`(below)` marks a rail {threshold_note}; `failed` a rail that produced no bandwidth; `-` a rail the run did not measure."),
     )?;
-    writeln!(out)?;
-    series_header(cmp, out)?;
-    for (r, rail) in cmp.rails.iter().enumerate() {
-        write!(out, "| {rail} |")?;
-        for s in 0..cmp.series.len() {
-            let text = match cmp.cell(r, s) {
-                None => "-".to_string(),
-                Some(row) if row.status == RailStatus::Failed => "failed".to_string(),
-                Some(row) => {
-                    let bw = row
-                        .bw_avg_gbps
-                        .map_or_else(|| "-".to_string(), |b| fmt_number(b, 2));
-                    if report.is_below(row) {
-                        format!("{bw} (below)")
-                    } else {
-                        bw
-                    }
-                }
-            };
-            write!(out, " {text} |")?;
+    series_table(cmp, out, |cell| match cell {
+        None => "-".to_string(),
+        Some(row) if row.status == RailStatus::Failed => "failed".to_string(),
+        Some(row) => {
+            let bw = row
+                .bw_avg_gbps
+                .map_or_else(|| "-".to_string(), |b| fmt_number(b, 2));
+            if report.is_below(row) {
+                format!("{bw} (below)")
+            } else {
+                bw
+            }
         }
-        writeln!(out)?;
-    }
-    writeln!(out)?;
+    })?;
 
     render_latency(cmp, out)?;
 
-    writeln!(out, "## Summary")?;
-    writeln!(out)?;
+    block(out, "## Summary")?;
     for mut summary in cmp.summaries() {
         summary.label = cell(&summary.label);
         writeln!(out, "- {summary}")?;
@@ -251,8 +237,7 @@ fn render(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
 
     if cmp.series.len() > 1 {
         let base = cell(&cmp.series[0].label);
-        writeln!(out, "## Difference from {base} (Gb/s)")?;
-        writeln!(out)?;
+        block(out, &format!("## Difference from {base} (Gb/s)"))?;
         write!(out, "| rail |")?;
         for series in &cmp.series[1..] {
             write!(out, " {} |", cell(&series.label))?;
@@ -302,8 +287,7 @@ fn render_verdicts(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
     if judged.is_empty() {
         return Ok(());
     }
-    writeln!(out, "## Verdicts")?;
-    writeln!(out)?;
+    block(out, "## Verdicts")?;
     for (label, recorded) in judged {
         let again;
         let row = if status(recorded) == recorded.status {
@@ -351,35 +335,49 @@ fn render_latency(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
     if !report.rows.iter().any(|r| r.lat_p99_us.is_some()) {
         return Ok(());
     }
-    writeln!(out, "## Latency (µs, p50 / p99 / max)")?;
-    writeln!(out)?;
-    writeln!(
+    block(out, "## Latency (µs, p50 / p99 / max)")?;
+    block(
         out,
-        "One-way RDMA WRITE latency, 2 B (`rdmabw lat`, half a round trip); `-` a rail whose latency was not measured."
+        "One-way RDMA WRITE latency, 2 B (`rdmabw lat`, half a round trip); `-` a rail whose latency was not measured.",
     )?;
-    writeln!(out)?;
+    series_table(cmp, out, |cell| {
+        cell.and_then(|row| Some((row.lat_p50_us?, row.lat_p99_us?, row.lat_max_us?)))
+            .map_or_else(
+                || "-".to_string(),
+                |(a, b, c)| {
+                    format!(
+                        "{} / {} / {}",
+                        fmt_number(a, 2),
+                        fmt_number(b, 2),
+                        fmt_number(c, 2)
+                    )
+                },
+            )
+    })
+}
+
+/// A table of one row per rail and one column per series ([`series_header`]), each cell the
+/// text `text` gives of that rail's row in that series (`None`: not measured), then a blank
+/// line.
+fn series_table(
+    cmp: &Comparison<'_>,
+    out: &mut String,
+    text: impl Fn(Option<&RailResult>) -> String,
+) -> std::fmt::Result {
     series_header(cmp, out)?;
     for (r, rail) in cmp.rails.iter().enumerate() {
         write!(out, "| {rail} |")?;
         for s in 0..cmp.series.len() {
-            let text = cmp
-                .cell(r, s)
-                .and_then(|row| Some((row.lat_p50_us?, row.lat_p99_us?, row.lat_max_us?)))
-                .map_or_else(
-                    || "-".to_string(),
-                    |(a, b, c)| {
-                        format!(
-                            "{} / {} / {}",
-                            fmt_number(a, 2),
-                            fmt_number(b, 2),
-                            fmt_number(c, 2)
-                        )
-                    },
-                );
-            write!(out, " {text} |")?;
+            write!(out, " {} |", text(cmp.cell(r, s)))?;
         }
         writeln!(out)?;
     }
+    writeln!(out)
+}
+
+/// A heading, or a paragraph, and the blank line after it.
+fn block(out: &mut String, text: &str) -> std::fmt::Result {
+    writeln!(out, "{text}")?;
     writeln!(out)
 }
 
@@ -427,13 +425,11 @@ fn render_gpus(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
     if rows.is_empty() {
         return Ok(());
     }
-    writeln!(out, "## GPU of each rail")?;
-    writeln!(out)?;
-    writeln!(
+    block(out, "## GPU of each rail")?;
+    block(
         out,
-        "The GPU allocated with each rail's NIC, and its PCIe root (`--mode dra --gpu-align`)."
+        "The GPU allocated with each rail's NIC, and its PCIe root (`--mode dra --gpu-align`).",
     )?;
-    writeln!(out)?;
     writeln!(
         out,
         "| mode | rail | client | client GPU | server | server GPU |"
@@ -461,13 +457,11 @@ fn render_findings(cmp: &Comparison<'_>, out: &mut String) -> std::fmt::Result {
     if found.is_empty() {
         return Ok(());
     }
-    writeln!(out, "## Findings")?;
-    writeln!(out)?;
-    writeln!(
+    block(out, "## Findings")?;
+    block(
         out,
-        "What the port, hardware and netdev counters read around each window say; `client` and `server` name the side that read a counter."
+        "What the port, hardware and netdev counters read around each window say; `client` and `server` name the side that read a counter.",
     )?;
-    writeln!(out)?;
     for (label, row) in found {
         writeln!(out, "### {} {}", cell(label), rail_ends(row))?;
         writeln!(out)?;

@@ -157,12 +157,10 @@ fn bounds_refuse_what_the_command_line_refuses() {
 #[test]
 fn the_latency_rule_refuses_what_rdmabw_lat_refuses_and_names_the_flag() {
     let lat = |f: &dyn Fn(&mut TestParams)| {
-        let mut p = TestParams::write_bw(
+        let mut p = TestParams::write_lat(
             Sizes::One { msg_size_bytes: 2 },
             TestLength::Iterations { iterations: 1000 },
-            1,
         );
-        p.latency = true;
         f(&mut p);
         p
     };

@@ -27,7 +27,7 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::json;
 
-use super::verdicts::{BadRail, NodeVerdict, Options, TAINT_EFFECT};
+use super::{BadRail, NodeVerdict, Options, TAINT_EFFECT};
 use crate::modes::dra::NodeDevice;
 
 /// The taint key of railsweep's DeviceTaintRules.
