@@ -55,6 +55,68 @@ fn pod(n: u32) -> String {
     format!("railsweep-t1-hostnetwork-fleet-{n}")
 }
 
+/// kubectl's -A: `fleet -A -l SELECTOR` finds the labelled pods of every namespace, names them
+/// NAMESPACE/NAME in its rows, and reaches each in its own namespace (exec, describe).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fleet_all_namespaces_measures_labelled_pods_of_each_namespace() {
+    let c = TestCluster::get().await;
+    let (n1, n2) = (
+        c.namespace("all-a", &[]).await,
+        c.namespace("all-b", &[]).await,
+    );
+    let label = ("railbench-test/all-namespaces", n1.as_str());
+    c.labelled_pod(&n1, "rdma", "node-a", label).await;
+    c.labelled_pod(&n2, "rdma", "node-b", label).await;
+    let f = Fake::new(2);
+    let out = f.file("fleet");
+    let kc = c.kubeconfig.display().to_string();
+    let selector = format!("{}={}", label.0, label.1);
+    let args: Vec<String> = [
+        "fleet",
+        "--kubeconfig",
+        &kc,
+        "-A",
+        "-l",
+        &selector,
+        "--rdmabw",
+        &f.path().display().to_string(),
+        "--window",
+        "1",
+        "--no-remeasure",
+        "--port",
+        "18871",
+        "--out-dir",
+        &out.display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let r = railsweep(&args).await;
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(0), "{stderr}");
+    let rows = read_path(&out.join("fleet.csv")).expect("fleet.csv");
+    assert!(!rows.is_empty(), "{stderr}");
+    let pods: BTreeSet<String> = rows
+        .iter()
+        .flat_map(|r| [r.client_pod.clone(), r.server_pod.clone()])
+        .flatten()
+        .collect();
+    assert_eq!(
+        pods,
+        BTreeSet::from([format!("{n1}/rdma"), format!("{n2}/rdma")]),
+        "{stderr}"
+    );
+    // Without -A, the same selector finds nothing in the kubeconfig's namespace: exit 2.
+    let without: Vec<String> = args.iter().filter(|a| *a != "-A").cloned().collect();
+    let r = railsweep(&without).await;
+    assert_eq!(r.status.code(), Some(2), "{}", text(&r.stderr));
+    assert!(
+        text(&r.stderr).contains("no running pod in namespace"),
+        "{}",
+        text(&r.stderr)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fleet_over_labelled_nodes_creates_measures_and_deletes() {
     let c = TestCluster::get().await;

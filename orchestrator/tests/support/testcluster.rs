@@ -119,6 +119,13 @@ impl TestCluster {
             .await
     }
 
+    /// A pod as [`TestCluster::pod`] makes, with the label `key=value`.
+    pub async fn labelled_pod(&self, ns: &str, name: &str, node: &str, label: (&str, &str)) -> Pod {
+        let mut pod = test_pod(name, node, false, "rdmabw");
+        pod.metadata.labels = Some(BTreeMap::from([(label.0.to_string(), label.1.to_string())]));
+        self.create_running(ns, pod).await
+    }
+
     /// A pod as [`TestCluster::pod`] makes, every exec in which the node agent starts `delay`
     /// late (its annotation `testcluster.railbench/exec-delay`), as a node under load does.
     pub async fn pod_with_slow_execs(&self, ns: &str, name: &str, node: &str, delay: &str) -> Pod {
