@@ -116,6 +116,16 @@ fn dash_o_with_a_file_is_refused_naming_output_file_in_every_command() {
         assert_eq!(o.status.code(), Some(2), "{command}: {e}");
         assert!(e.contains("--output-file sweep.csv"), "{command}: {e}");
     }
+    // A fleet's files are its --out-dir's: -o FILE and --output-file say so.
+    let mut args = base("fleet");
+    args.extend(["-o", "fleet.csv"]);
+    let e = stderr(&railsweep(&args));
+    assert!(e.contains("--output-file fleet.csv"), "{e}");
+    let mut args = base("fleet");
+    args.extend(["--output-file", "fleet.csv"]);
+    let o = railsweep(&args);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--out-dir"), "{}", stderr(&o));
     // A format a command does not print is refused with the ones it does.
     let mut args = base("run");
     args.extend(["-o", "png"]);
