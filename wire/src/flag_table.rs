@@ -230,7 +230,7 @@ pub fn check_rule(markdown: &str) -> Result<(), String> {
         let rdmabw_rows: Vec<String> = rdmabw
             .iter()
             .filter(|r| r.contains(name))
-            .map(|r| show(r))
+            .map(&show)
             .collect();
         problems.push(format!(
             "{name} means two things: rdmabw's row ({}), railsweep's ({})",

@@ -94,7 +94,7 @@ async fn fleet_all_namespaces_measures_labelled_pods_of_each_namespace() {
     let r = railsweep(&args).await;
     let stderr = text(&r.stderr);
     assert_eq!(r.status.code(), Some(0), "{stderr}");
-    let rows = read_path(&out.join("fleet.csv")).expect("fleet.csv");
+    let rows = read_path(out.join("fleet.csv")).expect("fleet.csv");
     assert!(!rows.is_empty(), "{stderr}");
     let pods: BTreeSet<String> = rows
         .iter()
