@@ -87,7 +87,11 @@ fn sibling(csv: &Path, ext: &str) -> PathBuf {
 }
 
 /// Run `railsweep compare`.
-pub async fn run(args: CompareArgs) -> Result<Verdict> {
+pub async fn run(mut args: CompareArgs) -> Result<Verdict> {
+    if args.run.nodes.is_some() && !args.run.pods.dry_run {
+        let run = &mut args.run;
+        run.pods.default_injects(&mut run.sweep)?;
+    }
     let base = &args.run;
     if base.nodes.is_none() && !base.pods.dry_run {
         bail!("compare creates its pods: give --nodes NODE_A,NODE_B (client on A, server on B)");
@@ -153,7 +157,7 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
     for m in &modes {
         let opts = base
             .pods
-            .pod_options("default", base.sweep.port, base.sweep.inject)?;
+            .pod_options("default", base.sweep.port)?;
         crate::modes::check(*m, &opts).with_context(|| format!("mode {m}"))?;
     }
 

@@ -108,7 +108,7 @@ pub(super) fn mode_of(args: &FleetArgs) -> Result<Mode> {
 fn fleet_pod_options(args: &FleetArgs, namespace: &str) -> Result<modes::PodOptions> {
     let mut opts = args
         .pod_args
-        .pod_options(namespace, args.sweep.port, args.sweep.inject)?;
+        .pod_options(namespace, args.sweep.port)?;
     let own = TolerationSpec {
         key: super::verdicts::TAINT_KEY.into(),
         value: None,
