@@ -87,11 +87,7 @@ fn sibling(csv: &Path, ext: &str) -> PathBuf {
 }
 
 /// Run `railsweep compare`.
-pub async fn run(mut args: CompareArgs) -> Result<Verdict> {
-    if args.run.nodes.is_some() && !args.run.pods.dry_run {
-        let run = &mut args.run;
-        run.pods.default_injects(&mut run.sweep)?;
-    }
+pub async fn run(args: CompareArgs) -> Result<Verdict> {
     let base = &args.run;
     if base.nodes.is_none() && !base.pods.dry_run {
         bail!("compare creates its pods: give --nodes NODE_A,NODE_B (client on A, server on B)");
@@ -128,10 +124,12 @@ pub async fn run(mut args: CompareArgs) -> Result<Verdict> {
     }
     // One complete configuration per mode (its rows recorded under it), resolved before the
     // first pod is made.
+    let mut sweep = base.sweep.clone();
+    base.pods.default_injects(&mut sweep)?;
     let cfgs = modes
         .iter()
         .map(|m| {
-            base.sweep.resolve(
+            sweep.resolve(
                 RunnerKind::Kube,
                 Some(m.network_mode()),
                 base.cluster.clone(),
@@ -155,9 +153,7 @@ pub async fn run(mut args: CompareArgs) -> Result<Verdict> {
     }
     // Every mode's options are checked before the first pod is made.
     for m in &modes {
-        let opts = base
-            .pods
-            .pod_options("default", base.sweep.port)?;
+        let opts = base.pods.pod_options("default", base.sweep.port)?;
         crate::modes::check(*m, &opts).with_context(|| format!("mode {m}"))?;
     }
 

@@ -212,13 +212,27 @@ fn dry_run_prints_the_snapshots() {
 fn the_default_image_is_busybox_pinned_by_digest() {
     let run = |env: Option<&str>| {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_railsweep"));
-        c.args(["run", "--dry-run", "--mode", "hostnetwork", "--nodes", "n1,n2", "--run-id", "r1"])
-            .env_remove("RAILSWEEP_IMAGE");
+        c.args([
+            "run",
+            "--dry-run",
+            "--mode",
+            "hostnetwork",
+            "--nodes",
+            "n1,n2",
+            "--run-id",
+            "r1",
+        ])
+        .env_remove("RAILSWEEP_IMAGE");
         if let Some(e) = env {
             c.env("RAILSWEEP_IMAGE", e);
         }
         let out = c.output().expect("runs");
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let images = |yaml: &str| -> Vec<String> {
@@ -231,10 +245,19 @@ fn the_default_image_is_busybox_pinned_by_digest() {
     let want = "docker.io/library/busybox:1.37.0@sha256:";
     assert_eq!(images(&plain).len(), 2, "{plain}");
     for i in images(&plain) {
-        let digest = i.strip_prefix(want).unwrap_or_else(|| panic!("{i} is not {want}..."));
-        assert!(digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()), "{i}");
+        let digest = i
+            .strip_prefix(want)
+            .unwrap_or_else(|| panic!("{i} is not {want}..."));
+        assert!(
+            digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{i}"
+        );
     }
-    assert_eq!(plain.matches("imagePullPolicy: IfNotPresent").count(), 2, "{plain}");
+    assert_eq!(
+        plain.matches("imagePullPolicy: IfNotPresent").count(),
+        2,
+        "{plain}"
+    );
     assert!(!plain.contains("imagePullPolicy: Never"), "{plain}");
     let mirrored = run(Some("mirror.example/library/busybox@sha256:00"));
     assert_eq!(

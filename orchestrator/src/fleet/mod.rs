@@ -306,7 +306,7 @@ impl FleetArgs {
 
 /// `railsweep fleet`: over the pods railsweep creates (`--mode M --nodes SELECTOR`), or over
 /// existing ones.
-pub async fn run(mut args: FleetArgs) -> Result<Verdict> {
+pub async fn run(args: FleetArgs) -> Result<Verdict> {
     if args.sweep.server_tool != crate::sweep::Tool::Rdmabw
         || args.sweep.client_tool != crate::sweep::Tool::Rdmabw
     {
@@ -318,9 +318,6 @@ pub async fn run(mut args: FleetArgs) -> Result<Verdict> {
     }
     let verdict_opts = args.verdict_options()?;
     args.topology_label()?;
-    if args.nodes.is_some() && !args.dry_run_pods() {
-        args.pod_args.default_injects(&mut args.sweep)?;
-    }
     if let Some(nodes) = &args.nodes {
         return over_nodes(&args, nodes, verdict_opts).await;
     }
@@ -433,9 +430,9 @@ async fn over_nodes(
     if args.dry_run_pods() {
         return nodes::dry_run(args, &target, mode, choice, &run_id).await;
     }
-    let cfg = args
-        .sweep
-        .resolve(RunnerKind::Kube, Some(mode.network_mode()), None)?;
+    let mut sweep = args.sweep.clone();
+    args.pod_args.default_injects(&mut sweep)?;
+    let cfg = sweep.resolve(RunnerKind::Kube, Some(mode.network_mode()), None)?;
     if let Some(dir) = &args.out_dir {
         if dir.join("fleet.csv").exists() {
             bail!(

@@ -9,7 +9,7 @@
 use clap::Args;
 
 use super::pattern::{expand_pattern, number_list};
-use super::{Attachment, Mode, ModeError, PodOptions, ResourceSpec, TolerationSpec, DEFAULT_IMAGE};
+use super::{Attachment, Mode, ModeError, PodOptions, ResourceSpec, TolerationSpec};
 
 /// `--nodes NODE_A,NODE_B`: the client pod goes to the first, the server pod to the second.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,9 +163,10 @@ fn mode_prefix(s: &str) -> (Option<Mode>, &str) {
 impl PodArgs {
     /// With the default image (no `--image`), railsweep copies its rdmabw-portable into the pods
     /// it creates, the image having no rdmabw: `sweep` gets `--inject` with that binary, unless
-    /// `--inject-binary` names another. Call it only where pods are made (not for `--dry-run`).
+    /// `--inject-binary` names another, or `--rdmabw` says where rdmabw is in the pods (a
+    /// `RAILSWEEP_IMAGE` that has it). Call it only where pods are made (not for `--dry-run`).
     pub fn default_injects(&self, sweep: &mut crate::config::SweepArgs) -> anyhow::Result<()> {
-        if self.image.is_some() {
+        if self.image.is_some() || (sweep.rdmabw.is_some() && !sweep.inject) {
             return Ok(());
         }
         sweep.inject = true;
@@ -266,6 +267,7 @@ fn not_for(mode: Mode, option: &str, value: &str) -> ModeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modes::DEFAULT_IMAGE;
     use clap::Parser;
 
     #[derive(Debug, Parser)]
@@ -363,7 +365,10 @@ mod tests {
         let sweep = crate::config::SweepArgs::default;
         let t = T::try_parse_from(["t"]).expect("parses");
         let mut s = sweep();
-        let err = t.pods.default_injects(&mut s).expect_err("no rdmabw-portable beside the test");
+        let err = t
+            .pods
+            .default_injects(&mut s)
+            .expect_err("no rdmabw-portable beside the test");
         assert!(
             err.to_string().contains("rdmabw-portable") && err.to_string().contains("--image"),
             "{err}"
@@ -374,6 +379,12 @@ mod tests {
         };
         t.pods.default_injects(&mut s).expect("a binary given");
         assert!(s.inject);
+        let mut s = crate::config::SweepArgs {
+            rdmabw: Some("/opt/rdmabw".into()),
+            ..sweep()
+        };
+        t.pods.default_injects(&mut s).expect("--rdmabw given");
+        assert!(!s.inject, "--rdmabw: rdmabw is in the pods");
         let t = T::try_parse_from(["t", "--image", "mine/rdmabw:1"]).expect("parses");
         let mut s = sweep();
         t.pods.default_injects(&mut s).expect("an image given");

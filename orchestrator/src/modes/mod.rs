@@ -274,10 +274,14 @@ pub fn default_image() -> String {
 pub fn default_rdmabw() -> Option<std::path::PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
-    [Some(dir.join("rdmabw-portable")), dir.parent().map(|t| t.join("inject").join("rdmabw-portable"))]
-        .into_iter()
-        .flatten()
-        .find(|p| p.is_file())
+    [
+        Some(dir.join("rdmabw-portable")),
+        dir.parent()
+            .map(|t| t.join("inject").join("rdmabw-portable")),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|p| p.is_file())
 }
 
 /// A container's `imagePullPolicy` (`--image-pull-policy`, kubectl run's flag): spelled as in a
