@@ -619,7 +619,7 @@ print(len(rows), " ".join("%s:%s:%s" % (r["rail"], r["status"], r["bw_avg_gbps"]
 # rdma-core and no libc in it; railsweep copies rdmabw-portable into both pods, and every rail's
 # row must be ok over the node's rdmaI/rxeI.
 test_readme_first_sweep_with_defaults() {
-  local block cmd argv=() i path body token ep port kc t0 code=0
+  local block cmd argv=() i path body token ep port kc csv t0 code=0
   block=$(sed -n '/^<!-- first-sweep/,/^<!-- \/first-sweep -->$/p' "$LAB_REPO/README.md")
   echo "$block"
   grep -qx 'kubectl apply -f deploy/namespace.yaml -f deploy/rbac.yaml .*' <<<"$block" \
@@ -667,7 +667,9 @@ EOF
   [ "$code" -eq 0 ] || fail "the README's first sweep: exit $code"
   [ "$(grep -c 'rdmabw-portable copied in' "$T_OUT/first.err")" -eq 2 ] \
     || fail "railsweep did not copy rdmabw-portable into both pods (stderr above)"
-  python3 - "$T_OUT"/first/railsweep-*.csv "$LAB_RAILS" <<'EOF' || fail "the rows are not as expected (above)"
+  csv=$(sed -n 's/^railsweep: results in \(.*\)$/\1/p' "$T_OUT/first.err")
+  [ -f "$T_OUT/first/$csv" ] || fail "railsweep named no results file in its own folder (stderr above)"
+  python3 - "$T_OUT/first/$csv" "$LAB_RAILS" <<'EOF' || fail "the rows are not as expected (above)"
 import csv, sys
 rows, rails = list(csv.DictReader(open(sys.argv[1]))), int(sys.argv[2])
 for x in rows:
