@@ -362,9 +362,18 @@ mod tests {
     /// has no rdmabw), or says where to get one; with --image, --inject stays the user's choice.
     #[test]
     fn the_default_image_gets_rdmabw_injected() {
-        let sweep = crate::config::SweepArgs::default;
+        #[derive(Debug, Parser)]
+        struct S {
+            #[command(flatten)]
+            sweep: crate::config::SweepArgs,
+        }
+        let sweep = |args: &[&str]| {
+            S::try_parse_from(std::iter::once("s").chain(args.iter().copied()))
+                .expect("parses")
+                .sweep
+        };
         let t = T::try_parse_from(["t"]).expect("parses");
-        let mut s = sweep();
+        let mut s = sweep(&[]);
         let err = t
             .pods
             .default_injects(&mut s)
@@ -373,20 +382,14 @@ mod tests {
             err.to_string().contains("rdmabw-portable") && err.to_string().contains("--image"),
             "{err}"
         );
-        let mut s = crate::config::SweepArgs {
-            inject_binary: Some("/x/rdmabw-portable".into()),
-            ..sweep()
-        };
+        let mut s = sweep(&["--inject", "--inject-binary", "/x/rdmabw-portable"]);
         t.pods.default_injects(&mut s).expect("a binary given");
         assert!(s.inject);
-        let mut s = crate::config::SweepArgs {
-            rdmabw: Some("/opt/rdmabw".into()),
-            ..sweep()
-        };
+        let mut s = sweep(&["--rdmabw", "/opt/rdmabw"]);
         t.pods.default_injects(&mut s).expect("--rdmabw given");
         assert!(!s.inject, "--rdmabw: rdmabw is in the pods");
         let t = T::try_parse_from(["t", "--image", "mine/rdmabw:1"]).expect("parses");
-        let mut s = sweep();
+        let mut s = sweep(&[]);
         t.pods.default_injects(&mut s).expect("an image given");
         assert!(!s.inject && s.inject_binary.is_none());
     }
