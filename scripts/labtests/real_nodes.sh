@@ -12,7 +12,7 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-300}
 
 # The README's first sweep with defaults took 192 s and 224 s on the emulated nodes (copying the
 # 9.9 MB rdmabw-portable through exec took 29 to 66 s per pod), more than the default run's
-# budget has left: soak tier (scripts/test --soak, or --lab-only real_nodes with LAB_SOAK=1).
+# budget has left: soak tier (scripts/test --soak, or scripts/test --soak --lab-only real_nodes).
 SOAK_TESTS="test_readme_first_sweep_with_defaults"
 
 # The image of the pods these tests make themselves, by the name a pod spec gives it.
