@@ -244,7 +244,7 @@ pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
 /// The image of the pods railsweep creates when `--image` is not given: Docker Hub's busybox,
 /// pinned by the digest of its multi-platform index (CRI resolves a `NAME:TAG@DIGEST` reference by
-/// the digest alone; the tag is for readers). It has `sh`, `head`, `tail` and `sleep` and no
+/// the digest alone; the tag is for readers). It has `sh`, `head` and `sleep` and no
 /// rdma-core: railsweep copies its own rdmabw-portable into it ([`default_rdmabw`]). The digest was
 /// read from public manifests that pin this tag; no test here pulled it (no registry is
 /// reachable from the lab, docs/deploy.md).
@@ -256,7 +256,7 @@ pub const DEFAULT_IMAGE: &str = "docker.io/library/busybox:1.37.0@sha256:bdf57e5
 pub const PROJECT_IMAGE: &str = concat!("railbench/rdmabw:", env!("CARGO_PKG_VERSION"));
 
 /// The environment variable that puts another image in the default's place (a mirror's copy of
-/// it, or any image with `sh`, `head` and `tail`): used as the default is, rdmabw-portable
+/// it, or any image with `sh`, `head` and `sleep`): used as the default is, rdmabw-portable
 /// copied in. `--image` is for images that have rdmabw.
 pub const IMAGE_ENV: &str = "RAILSWEEP_IMAGE";
 
