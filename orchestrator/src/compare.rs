@@ -129,10 +129,12 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
     }
     // One complete configuration per mode (its rows recorded under it), resolved before the
     // first pod is made.
+    let mut sweep = base.sweep.clone();
+    base.pods.default_injects(&mut sweep)?;
     let cfgs = modes
         .iter()
         .map(|m| {
-            base.sweep.resolve(
+            sweep.resolve(
                 RunnerKind::Kube,
                 Some(m.network_mode()),
                 base.cluster_label.clone(),
@@ -157,9 +159,7 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
     }
     // Every mode's options are checked before the first pod is made.
     for m in &modes {
-        let opts = base
-            .pods
-            .pod_options("default", base.sweep.port, base.sweep.inject)?;
+        let opts = base.pods.pod_options("default", base.sweep.port)?;
         crate::modes::check(*m, &opts).with_context(|| format!("mode {m}"))?;
     }
 

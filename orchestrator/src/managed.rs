@@ -31,8 +31,6 @@ pub struct PairSpec<'a> {
     pub nodes: Option<&'a NodePair>,
     /// The server daemon's port.
     pub port: u16,
-    /// `--inject`: the image needs no rdmabw.
-    pub inject: bool,
     /// `--gpu auto`: the pods ask for GPUs.
     pub gpu: bool,
 }
@@ -52,7 +50,7 @@ impl PairSpec<'_> {
 
     /// The pod options; with `--gpu auto` the pods ask for GPUs (said on stderr with `log`).
     fn pod_options(&self, namespace: &str, log: bool) -> Result<modes::PodOptions> {
-        let mut opts = self.pods.pod_options(namespace, self.port, self.inject)?;
+        let mut opts = self.pods.pod_options(namespace, self.port)?;
         if self.gpu && opts.ensure_gpus(GPUS_PER_POD) && log {
             results::say!(
                 "railsweep: --gpu auto: the pods ask for {}={GPUS_PER_POD} (every GPU of an \

@@ -147,14 +147,13 @@ impl RunArgs {
             pods: &self.pods,
             nodes: self.nodes.as_ref(),
             port: self.sweep.port,
-            inject: self.sweep.inject,
             gpu: self.sweep.gpu.is_some() || self.sweep.use_cuda.is_some(),
         }
     }
 }
 
 /// Run `railsweep run`. `Err` is a usage or set-up error (exit code 2).
-pub async fn run(args: RunArgs) -> Result<Verdict> {
+pub async fn run(mut args: RunArgs) -> Result<Verdict> {
     args.access.check(false)?;
     // The output asked for is checked before any work, as everything a run would refuse.
     if args.pods.dry_run {
@@ -186,6 +185,7 @@ pub async fn run(args: RunArgs) -> Result<Verdict> {
         if let Some(o) = args.out.output_file.as_deref() {
             refuse_existing_output(o, false)?;
         }
+        args.pods.default_injects(&mut args.sweep)?;
         let cfg = args.sweep.resolve(
             RunnerKind::Kube,
             Some(mode.network_mode()),

@@ -352,6 +352,9 @@ fn run_args<'a>(api: &'a FakeApi, out: &'a str, extra: &[&'a str]) -> Vec<&'a st
         "hostnetwork",
         "--nodes",
         "node-a,node-b",
+        // rdmabw in the pods' PATH: nothing to copy in (the pods never start here).
+        "--rdmabw",
+        "rdmabw",
         "--pod-timeout",
         "30",
         "--quiet",

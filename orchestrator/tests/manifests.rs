@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use orchestrator::modes::yaml::{example_options, examples, pairs_yaml};
-use orchestrator::modes::{pod_pair, Mode, Placement};
+use orchestrator::modes::{pod_pair, Mode, Placement, PROJECT_IMAGE};
 use serde_json::Value;
 
 fn repo() -> PathBuf {
@@ -152,6 +152,10 @@ fn dry_run_prints_the_snapshots() {
             "sriov:sriov-rdma-rail-{0..15}",
             "--rdma-resource",
             "sriov:nvidia.com/sriov_rdma_rail{0..15}=1",
+            "--image",
+            PROJECT_IMAGE,
+            "--image-pull-policy",
+            "Never",
         ];
         let yaml = std::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
             .args(&args)
@@ -199,6 +203,67 @@ fn dry_run_prints_the_snapshots() {
     assert!(
         err.contains("mode ipvlan needs --networks") && err.contains("rdma-ipvlan-{0..15}"),
         "{err}"
+    );
+}
+
+/// Issue 56: with no --image, the pods run Docker Hub's busybox pinned by digest (pulled if not
+/// present; railsweep copies its rdmabw-portable in), or the image $RAILSWEEP_IMAGE names.
+#[test]
+fn the_default_image_is_busybox_pinned_by_digest() {
+    let run = |env: Option<&str>| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_railsweep"));
+        c.args([
+            "run",
+            "--dry-run",
+            "--mode",
+            "hostnetwork",
+            "--nodes",
+            "n1,n2",
+            "--run-id",
+            "r1",
+        ])
+        .env_remove("RAILSWEEP_IMAGE");
+        if let Some(e) = env {
+            c.env("RAILSWEEP_IMAGE", e);
+        }
+        let out = c.output().expect("runs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let images = |yaml: &str| -> Vec<String> {
+        yaml.lines()
+            .filter_map(|l| l.trim().strip_prefix("image: "))
+            .map(str::to_string)
+            .collect()
+    };
+    let plain = run(None);
+    let want = "docker.io/library/busybox:1.37.0@sha256:";
+    assert_eq!(images(&plain).len(), 2, "{plain}");
+    for i in images(&plain) {
+        let digest = i
+            .strip_prefix(want)
+            .unwrap_or_else(|| panic!("{i} is not {want}..."));
+        assert!(
+            digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{i}"
+        );
+    }
+    assert_eq!(
+        plain.matches("imagePullPolicy: IfNotPresent").count(),
+        2,
+        "{plain}"
+    );
+    assert!(!plain.contains("imagePullPolicy: Never"), "{plain}");
+    let mirrored = run(Some("mirror.example/library/busybox@sha256:00"));
+    assert_eq!(
+        images(&mirrored),
+        ["mirror.example/library/busybox@sha256:00"; 2],
+        "{mirrored}"
     );
 }
 

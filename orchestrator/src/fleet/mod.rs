@@ -463,9 +463,9 @@ async fn over_nodes(
     if args.dry_run_pods() {
         return nodes::dry_run(args, &target, mode, choice, &run_id).await;
     }
-    let cfg = args
-        .sweep
-        .resolve(RunnerKind::Kube, Some(mode.network_mode()), None)?;
+    let mut sweep = args.sweep.clone();
+    args.pod_args.default_injects(&mut sweep)?;
+    let cfg = sweep.resolve(RunnerKind::Kube, Some(mode.network_mode()), None)?;
     if let Some(dir) = &args.out_dir {
         if dir.join("fleet.csv").exists() {
             bail!(

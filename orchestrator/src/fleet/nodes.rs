@@ -106,9 +106,7 @@ pub(super) fn mode_of(args: &FleetArgs) -> Result<Mode> {
 /// (`--apply-verdicts taints`): a node tainted by an earlier run is measured again, which is
 /// how `--untaint-passed` can clear it.
 fn fleet_pod_options(args: &FleetArgs, namespace: &str) -> Result<modes::PodOptions> {
-    let mut opts = args
-        .pod_args
-        .pod_options(namespace, args.sweep.port, args.sweep.inject)?;
+    let mut opts = args.pod_args.pod_options(namespace, args.sweep.port)?;
     let own = TolerationSpec {
         key: super::verdicts::TAINT_KEY.into(),
         value: None,

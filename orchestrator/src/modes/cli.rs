@@ -9,7 +9,7 @@
 use clap::Args;
 
 use super::pattern::{expand_pattern, number_list};
-use super::{Attachment, Mode, ModeError, PodOptions, ResourceSpec, TolerationSpec, DEFAULT_IMAGE};
+use super::{Attachment, Mode, ModeError, PodOptions, ResourceSpec, TolerationSpec};
 
 /// `--nodes NODE_A,NODE_B`: the client pod goes to the first, the server pod to the second.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,12 +88,12 @@ pub struct PodArgs {
     /// Seconds to wait for the pods to be ready before giving up (image pulls can be slow).
     #[arg(long, value_name = "S", default_value_t = 300.0, value_parser = crate::config::seconds_positive)]
     pub pod_timeout: f64,
-    /// Container image with rdmabw (built from deploy/Containerfile) [default: railbench/rdmabw:VERSION];
-    /// with --inject, any image with libibverbs, sh, head and sleep.
+    /// Container image with rdmabw (built from deploy/Containerfile); with --inject, any image
+    /// with libibverbs, sh, head and sleep [default: busybox pinned by digest, or
+    /// $RAILSWEEP_IMAGE, with railsweep's rdmabw-portable copied in].
     #[arg(long, value_name = "IMAGE")]
     pub image: Option<String>,
-    /// The container's imagePullPolicy [default: Never for the default image, which no registry
-    /// serves; IfNotPresent for --image].
+    /// The container's imagePullPolicy [default: IfNotPresent].
     #[arg(long, value_enum, value_name = "POLICY")]
     pub image_pull_policy: Option<super::PullPolicy>,
     /// A Secret in the pods' namespace with the registry's credentials (repeatable), as the
@@ -161,25 +161,32 @@ fn mode_prefix(s: &str) -> (Option<Mode>, &str) {
 }
 
 impl PodArgs {
-    /// The pod options for a namespace and server port; `inject` is railsweep's `--inject`.
-    pub fn pod_options(
-        &self,
-        namespace: &str,
-        port: u16,
-        inject: bool,
-    ) -> Result<PodOptions, ModeError> {
-        let image = match (&self.image, inject) {
-            (Some(i), _) => i.clone(),
-            (None, false) => DEFAULT_IMAGE.to_string(),
-            (None, true) => {
-                return Err(ModeError::Pattern {
-                    pattern: "--inject".into(),
-                    why: "give the image to inject into with --image (any image with libibverbs, sh, head and \
-                          sleep, such as the one your NCCL jobs use)"
-                        .into(),
-                })
-            }
-        };
+    /// With the default image (no `--image`), railsweep copies its rdmabw-portable into the pods
+    /// it creates, the image having no rdmabw: `sweep` gets `--inject` with that binary, unless
+    /// `--inject-binary` names another, or `--rdmabw` says where rdmabw is in the pods (a
+    /// `RAILSWEEP_IMAGE` that has it). Call it only where pods are made (not for `--dry-run`).
+    pub fn default_injects(&self, sweep: &mut crate::config::SweepArgs) -> anyhow::Result<()> {
+        if self.image.is_some() || (sweep.rdmabw.is_some() && !sweep.inject) {
+            return Ok(());
+        }
+        sweep.inject = true;
+        if sweep.inject_binary.is_none() {
+            let found = super::default_rdmabw();
+            sweep.inject_binary = Some(found.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "the default image ({}) has no rdmabw, and there is no rdmabw-portable next to \
+                     railsweep to copy into it: put the release's rdmabw-portable beside railsweep \
+                     (or give it with --inject-binary), or pass --image with an image that has rdmabw",
+                    super::default_image()
+                )
+            })?);
+        }
+        Ok(())
+    }
+
+    /// The pod options for a namespace and server port.
+    pub fn pod_options(&self, namespace: &str, port: u16) -> Result<PodOptions, ModeError> {
+        let image = self.image.clone().unwrap_or_else(super::default_image);
         let mut tolerations = Vec::new();
         if !self.no_gpu_toleration {
             tolerations.push(TolerationSpec::gpu());
@@ -225,7 +232,7 @@ impl PodArgs {
             namespace: namespace.to_string(),
             pull_policy: self
                 .image_pull_policy
-                .unwrap_or_else(|| super::PullPolicy::default_for(&image)),
+                .unwrap_or(super::PullPolicy::IfNotPresent),
             pull_secrets: self.image_pull_secrets.clone(),
             image,
             tolerations,
@@ -260,6 +267,7 @@ fn not_for(mode: Mode, option: &str, value: &str) -> ModeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modes::DEFAULT_IMAGE;
     use clap::Parser;
 
     #[derive(Debug, Parser)]
@@ -273,7 +281,7 @@ mod tests {
     fn parse(args: &[&str]) -> PodOptions {
         let t =
             T::try_parse_from(std::iter::once("t").chain(args.iter().copied())).expect("parses");
-        t.pods.pod_options("rdma", 18515, false).expect("options")
+        t.pods.pod_options("rdma", 18515).expect("options")
     }
 
     #[test]
@@ -347,11 +355,42 @@ mod tests {
         assert_eq!(o.resources[0].name, "nvidia.com/gpu");
         assert!(T::try_parse_from(["t", "--nodes", "only-one"]).is_err());
         let t = T::try_parse_from(["t", "--networks", "hostnetwork:x"]).expect("parses");
-        assert!(t.pods.pod_options("d", 1, false).is_err());
+        assert!(t.pods.pod_options("d", 1).is_err());
+    }
+
+    /// Issue 56: without --image, railsweep copies its rdmabw-portable into the default image (it
+    /// has no rdmabw), or says where to get one; with --image, --inject stays the user's choice.
+    #[test]
+    fn the_default_image_gets_rdmabw_injected() {
+        #[derive(Debug, Parser)]
+        struct S {
+            #[command(flatten)]
+            sweep: crate::config::SweepArgs,
+        }
+        let sweep = |args: &[&str]| {
+            S::try_parse_from(std::iter::once("s").chain(args.iter().copied()))
+                .expect("parses")
+                .sweep
+        };
         let t = T::try_parse_from(["t"]).expect("parses");
+        let mut s = sweep(&[]);
+        let err = t
+            .pods
+            .default_injects(&mut s)
+            .expect_err("no rdmabw-portable beside the test");
         assert!(
-            t.pods.pod_options("d", 1, true).is_err(),
-            "--inject needs --image"
+            err.to_string().contains("rdmabw-portable") && err.to_string().contains("--image"),
+            "{err}"
         );
+        let mut s = sweep(&["--inject", "--inject-binary", "/x/rdmabw-portable"]);
+        t.pods.default_injects(&mut s).expect("a binary given");
+        assert!(s.inject);
+        let mut s = sweep(&["--rdmabw", "/opt/rdmabw"]);
+        t.pods.default_injects(&mut s).expect("--rdmabw given");
+        assert!(!s.inject, "--rdmabw: rdmabw is in the pods");
+        let t = T::try_parse_from(["t", "--image", "mine/rdmabw:1"]).expect("parses");
+        let mut s = sweep(&[]);
+        t.pods.default_injects(&mut s).expect("an image given");
+        assert!(!s.inject && s.inject_binary.is_none());
     }
 }

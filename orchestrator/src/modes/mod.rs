@@ -242,11 +242,47 @@ impl PodOptions {
 /// The NVIDIA device plugin's GPU resource.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
-/// The image built from `deploy/Containerfile` (not published anywhere: push it to a registry
-/// the nodes can pull from and name it with `--image`, or import it into the nodes' runtime).
-/// Pods that use it never pull it ([`PullPolicy::Never`]): the name is not the project's on any
-/// public registry, and these pods are privileged.
-pub const DEFAULT_IMAGE: &str = concat!("railbench/rdmabw:", env!("CARGO_PKG_VERSION"));
+/// The image of the pods railsweep creates when `--image` is not given: Docker Hub's busybox,
+/// pinned by the digest of its multi-platform index (CRI resolves a `NAME:TAG@DIGEST` reference by
+/// the digest alone; the tag is for readers). It has `sh`, `head` and `sleep` and no
+/// rdma-core: railsweep copies its own rdmabw-portable into it ([`default_rdmabw`]). The digest was
+/// read from public manifests that pin this tag; no test here pulled it (no registry is
+/// reachable from the lab, docs/deploy.md).
+pub const DEFAULT_IMAGE: &str = "docker.io/library/busybox:1.37.0@sha256:bdf57e528e45e4433820e045b29b4597825a1c9e38353532d90a01445013f82e";
+
+/// The image built from `deploy/Containerfile`, rdmabw and railsweep inside (published nowhere:
+/// import it into the nodes' runtime, or push it and name it with `--image`). The generated
+/// `deploy/examples`, which run rdmabw by `kubectl exec`, name it and never pull it.
+pub const PROJECT_IMAGE: &str = concat!("railbench/rdmabw:", env!("CARGO_PKG_VERSION"));
+
+/// The environment variable that puts another image in the default's place (a mirror's copy of
+/// it, or any image with `sh`, `head` and `sleep`): used as the default is, rdmabw-portable
+/// copied in. `--image` is for images that have rdmabw.
+pub const IMAGE_ENV: &str = "RAILSWEEP_IMAGE";
+
+/// The image used when `--image` is not given: `$RAILSWEEP_IMAGE` if set, else [`DEFAULT_IMAGE`].
+pub fn default_image() -> String {
+    std::env::var(IMAGE_ENV)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| DEFAULT_IMAGE.to_string())
+}
+
+/// The rdmabw railsweep copies into the default image: `rdmabw-portable` (scripts/build-portable:
+/// rdmabw with its own loader, libc, libibverbs and providers) beside railsweep, or
+/// `target/inject/rdmabw-portable` beside `target/release/railsweep`.
+pub fn default_rdmabw() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [
+        Some(dir.join("rdmabw-portable")),
+        dir.parent()
+            .map(|t| t.join("inject").join("rdmabw-portable")),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|p| p.is_file())
+}
 
 /// A container's `imagePullPolicy` (`--image-pull-policy`, kubectl run's flag): spelled as in a
 /// pod spec and for kubectl (`IfNotPresent`), or in lower case (`if-not-present`).
@@ -264,16 +300,6 @@ pub enum PullPolicy {
 }
 
 impl PullPolicy {
-    /// The default for `image`: [`PullPolicy::Never`] for [`DEFAULT_IMAGE`], else
-    /// [`PullPolicy::IfNotPresent`].
-    pub fn default_for(image: &str) -> PullPolicy {
-        if image == DEFAULT_IMAGE {
-            PullPolicy::Never
-        } else {
-            PullPolicy::IfNotPresent
-        }
-    }
-
     /// The value in a pod spec.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -315,7 +341,7 @@ impl Default for PodOptions {
         PodOptions {
             namespace: "default".into(),
             image: DEFAULT_IMAGE.into(),
-            pull_policy: PullPolicy::Never,
+            pull_policy: PullPolicy::IfNotPresent,
             pull_secrets: vec![],
             tolerations: vec![TolerationSpec::gpu()],
             resources: vec![],

@@ -111,11 +111,13 @@ pub fn pairs_yaml(pairs: &[PodPair]) -> Result<String, YamlError> {
 /// resource per rail.
 pub fn example_options(namespace: &str) -> super::PodOptions {
     use super::pattern::expand_pattern;
-    use super::{Attachment, PodOptions, ResourceSpec};
+    use super::{Attachment, PodOptions, PullPolicy, ResourceSpec, PROJECT_IMAGE};
     let expand = |p: &str| expand_pattern(p).unwrap_or_default();
     let resources = |r: &str| ResourceSpec::parse_many(r).unwrap_or_default();
     PodOptions {
         namespace: namespace.to_string(),
+        image: PROJECT_IMAGE.into(),
+        pull_policy: PullPolicy::Never,
         uverbs: (0..18).collect(),
         ipvlan: Attachment {
             networks: expand("rdma-ipvlan-{0..15}"),

@@ -37,6 +37,7 @@ pub async fn inject<R: Runner>(runner: &R, pod: &str, local: &std::path::Path) -
         dest.clone(),
     ];
     let n = bytes.len();
+    let t0 = Instant::now();
     let out = once_more(pod, "copying rdmabw in", || {
         runner.exec(pod, &argv, Some(bytes.clone()))
     })
@@ -48,6 +49,12 @@ pub async fn inject<R: Runner>(runner: &R, pod: &str, local: &std::path::Path) -
             out.stderr_tail(3)
         );
     }
+    results::say!(
+        "railsweep: pod {pod}: {} copied in ({:.1} MB, {:.1} s)",
+        local.display(),
+        n as f64 / 1e6,
+        t0.elapsed().as_secs_f64()
+    );
     Ok(dest)
 }
 

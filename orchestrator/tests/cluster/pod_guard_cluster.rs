@@ -30,7 +30,6 @@ async fn ready_pair(c: &TestCluster, ns: &str, port: u16, keep_pods: bool) -> ma
         pods: &pods,
         nodes: Some(&nodes),
         port,
-        inject: false,
         gpu: false,
     };
     let pair = managed::start_pair(&runner, &spec, Mode::HostNetwork)

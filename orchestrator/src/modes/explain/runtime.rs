@@ -18,13 +18,14 @@ pub(super) fn containers(pod: &Pod) -> Option<Diagnosis> {
             match reason {
                 "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName" | "ErrImageNeverPull" => {
                     let image = image_of(pod).unwrap_or(&cs.image);
-                    let todo = if image == DEFAULT_IMAGE {
+                    let todo = if image == DEFAULT_IMAGE || image == super::super::default_image() {
                         format!(
-                            "{DEFAULT_IMAGE} is built from deploy/Containerfile and published nowhere, so \
-                             railsweep never pulls it: import it into the nodes' runtime (ctr -n k8s.io \
-                             images import), or push it to a registry your nodes can pull from and pass \
-                             --image (--image-pull-secret for a private one); or pass --inject --image IMAGE \
-                             with any image that has libibverbs (such as your NCCL image)"
+                            "{image} is railsweep's default image (Docker Hub's busybox, pinned by \
+                             digest; railsweep copies its rdmabw into it), and {} cannot pull it: \
+                             let the runtime pull it through a registry mirror (the digest stays the \
+                             same), or put a copy in a registry the nodes reach and name it with \
+                             RAILSWEEP_IMAGE=REF, or pass --image with an image that has rdmabw",
+                            node_words(pod)
                         )
                     } else {
                         format!(

@@ -171,7 +171,7 @@ fn image_pull_failures() {
         "{d}"
     );
     assert!(
-        d.todo.contains("deploy/Containerfile") && d.todo.contains("--inject --image"),
+        d.todo.contains("registry mirror") && d.todo.contains("RAILSWEEP_IMAGE="),
         "{d}"
     );
 }
