@@ -282,6 +282,9 @@ fn dry_run_takes_kubectls_values() {
                 "n1,n2",
                 "--run-id",
                 "r1",
+                // rdmabw in the image: nothing to copy in, whatever this build has beside it.
+                "--rdmabw",
+                "rdmabw",
             ])
             .env("KUBECONFIG", "/nonexistent/kubeconfig")
             .output()
