@@ -108,7 +108,7 @@ test_sweep_parallel() {
 # traffic, each row says which program served it, no rdmabw daemon ran, and no server is left.
 # The rails run at once (--parallel), each server on its own port. (Its name has no "ib_write_bw": cleanup_pods ends what matches that, the suite too.)
 test_sweep_against_perftests_server() {
-  sweep pt -D 2 --parallel --mode sriov --server-tool ib_write_bw --ib-write-bw "$IB_WRITE_BW" -p 18900 --show-commands
+  sweep pt --window 2 --parallel --mode sriov --server-tool ib_write_bw --ib-write-bw "$IB_WRITE_BW" -p 18900 --show-commands
   [ "$rc" -eq 0 ] || { cat "$T_OUT/pt.err"; fail "railsweep exit $rc"; }
   expect_rows "$T_OUT/pt.csv" 4
   expect_traffic "$T_OUT/pt.csv" 0 1 2 3
@@ -136,7 +136,7 @@ PY
 # measured window is -D (perftest's -D 4 -f 1), no daemon ran and nothing is left running.
 test_sweep_against_perftests_client() {
   local i ip
-  sweep ptc -D 2 --parallel --mode sriov --client-tool ib_write_bw --ib-write-bw "$IB_WRITE_BW" -p 18950 --show-commands
+  sweep ptc --window 2 --parallel --mode sriov --client-tool ib_write_bw --ib-write-bw "$IB_WRITE_BW" -p 18950 --show-commands
   [ "$rc" -eq 0 ] || { cat "$T_OUT/ptc.err"; fail "railsweep exit $rc"; }
   expect_rows "$T_OUT/ptc.csv" 4
   expect_traffic "$T_OUT/ptc.csv" 0 1 2 3
