@@ -435,7 +435,8 @@ test_railsweep_ipvlan_across_nodes() {
   rn_wait_resource node-a smarter-devices/infiniband_uverbs0 120
   rn_wait_resource node-b smarter-devices/infiniband_uverbs0 120
   rn_railsweep_multus sweep run --mode ipvlan --nodes node-a,node-b --window 2 --tclass 41 --pod-timeout 240 \
-    --networks "rdma-ipvlan-{0..$((LAB_RAILS - 1))}" --rdma-resource "smarter-devices/infiniband_uverbs{0..$((LAB_RAILS - 1))}=1"
+    --networks "rdma-ipvlan-{0..$((LAB_RAILS - 1))}" --rdma-resource "smarter-devices/infiniband_uverbs{0..$((LAB_RAILS - 1))}=1" \
+    --image "$LAB_IMAGE" --image-pull-policy Never
   # Exit 1: rails failed; 2 would be pods that did not start or a usage error.
   [ "$rc" -eq 1 ] || fail "railsweep exit $rc, not 1 (every rail fails on rxe, see above)"
   grep -q "mode ipvlan: pods ready [0-9.]* s after their creation: " "$T_OUT/sweep.err" || fail "railsweep's ipvlan pods did not become ready"
@@ -541,7 +542,7 @@ test_railsweep_ctrl_c_across_nodes() {
   local -a uids_a uids_b
   t0=$(now)
   "$RAILSWEEP" run --mode hostnetwork --nodes node-a,node-b --window 15 --tclass 41 --pod-timeout 240 \
-    --output-file "$T_OUT/int.csv" >"$T_OUT/int.out" 2>"$T_OUT/int.err" &
+    --image "$LAB_IMAGE" --image-pull-policy Never --output-file "$T_OUT/int.csv" >"$T_OUT/int.out" 2>"$T_OUT/int.err" &
   pid=$!
   # Rail 0's row (the CSV's second line), then rail 1 is measuring.
   for _ in $(seq 400); do

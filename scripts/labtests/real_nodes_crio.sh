@@ -63,7 +63,7 @@ test_railsweep_hostnetwork_crio_across_nodes() {
   local rc=0 t0 r line status bw cif sif uid node
   t0=$(now)
   "$RAILSWEEP" run --mode hostnetwork-crio --uverbs "0-$RN_LAST" --nodes node-a,node-b --window 2 --tclass 41 --pod-timeout 240 \
-    --run-id crio --keep-pods --output-file "$T_OUT/sweep.csv" >"$T_OUT/sweep.out" 2>"$T_OUT/sweep.err" || rc=$?
+    --image "$LAB_IMAGE" --image-pull-policy Never --run-id crio --keep-pods --output-file "$T_OUT/sweep.csv" >"$T_OUT/sweep.out" 2>"$T_OUT/sweep.err" || rc=$?
   echo "railsweep exit $rc after $(elapsed "$t0") s"
   cat "$T_OUT/sweep.out"; tail -20 "$T_OUT/sweep.err"
   [ "$rc" -eq 0 ] || fail "railsweep exit $rc"
@@ -110,6 +110,7 @@ test_probe_in_hostnetwork_crio_pod() {
   local body
   for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || break; sleep 1; done
   "$RAILSWEEP" run --mode hostnetwork-crio --uverbs "0-$RN_LAST" --nodes node-a,node-b --run-id probe --dry-run -o json \
+    --image "$LAB_IMAGE" --image-pull-policy Never \
     >"$T_OUT/dry-run.json" || fail "railsweep --dry-run failed"
   body=$(python3 - "$T_OUT/dry-run.json" <<'EOF'
 import json, sys
