@@ -197,14 +197,8 @@ pub async fn run(args: CompareArgs) -> Result<Verdict> {
     }
     // The comparison on stdout: markdown (`table`, the default), or the rows as -o says.
     let mut out = std::io::stdout().lock();
-    match stdout.results_format() {
-        Some(f) => {
-            output::export(&report, f, Dest::Stream(&mut out))?;
-        }
-        None => {
-            output::export(&report, Format::Markdown, Dest::Stream(&mut out))?;
-        }
-    }
+    let format = stdout.results_format().unwrap_or(Format::Markdown);
+    output::export(&report, format, Dest::Stream(&mut out))?;
     results::say!(
         "railsweep: compare: {} rows of {} mode(s) in {}; comparison in {} and {}",
         report.rows.len(),

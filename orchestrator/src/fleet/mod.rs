@@ -246,11 +246,11 @@ impl FleetArgs {
                 .unwrap_or(Yaml));
         }
         match self.out.format() {
-            Some(Json | crate::config::OutFormat::Csv) => bail!(
+            Some(f @ (Json | crate::config::OutFormat::Csv)) => bail!(
                 "-o {}: a fleet's rows are files of --out-dir (fleet.csv, and fleet.json with \
                  --out_json_file FILE for a copy of it elsewhere); its stdout is the summary \
                  (-o table), or with --dry-run the pods (-o yaml, -o json)",
-                self.out.format().map_or("", |f| f.name())
+                f.name()
             ),
             _ => Ok(self.out.format_in("fleet", &[Table])?.unwrap_or(Table)),
         }
