@@ -785,16 +785,6 @@ impl SweepArgs {
         Ok((window, test))
     }
 
-    /// The seconds one rail's bandwidth test may take before railsweep stops it: its traffic
-    /// (warm-up, window, cool-down) and `--deadline-slack`. The flags are checked already
-    /// ([`SweepArgs::timing`]); unchecked ones count as the default window.
-    pub(crate) fn per_rail_s(&self) -> f64 {
-        let (window, test) = self
-            .timing()
-            .unwrap_or_else(|_| (DEFAULT_WINDOW_S, self.test.clone()));
-        crate::sweep::traffic_s(window, &test) + self.deadline_slack
-    }
-
     /// Check the parameters and resolve them, for pods reached through `runner`, rows recorded
     /// under `mode` (`None`: inferred) and `cluster` (`None`: the runner's).
     pub fn resolve(

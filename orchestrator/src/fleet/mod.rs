@@ -306,17 +306,22 @@ impl FleetArgs {
     }
 
     /// The deadline of a round of jobs with these rail counts (`None`: every rail, taken as
-    /// the --rails count or 8).
-    fn round_deadline(&self, rails: &[Option<usize>], max_pairs: usize) -> Duration {
+    /// the --rails count or 8), each rail's attempt taking `cfg`'s deadlines (its bandwidth
+    /// test's, and its latency test's with `--test bw,lat`).
+    fn round_deadline(
+        &self,
+        cfg: &crate::sweep::SweepConfig,
+        rails: &[Option<usize>],
+        max_pairs: usize,
+    ) -> Duration {
         if let Some(s) = self.round_deadline {
             return Duration::from_secs_f64(s);
         }
-        let lat = if self.sweep.tests.lat {
-            self.sweep.deadline_slack
-        } else {
-            0.0
-        };
-        let per_rail = self.sweep.per_rail_s() + lat;
+        let lat = cfg
+            .latency
+            .as_ref()
+            .map_or(Duration::ZERO, |_| cfg.lat_deadline());
+        let per_rail = (cfg.deadline() + lat).as_secs_f64();
         let default_rails = self.sweep.rails.as_ref().map_or(8, |r| r.0.len());
         let longest = rails
             .iter()

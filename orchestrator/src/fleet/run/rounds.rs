@@ -43,6 +43,7 @@ impl<R: Runner> Rounds<'_, '_, R> {
                 break;
             }
             let deadline = self.args.round_deadline(
+                self.fleet.config.base(),
                 &jobs.iter().map(|j| j.rails.count()).collect::<Vec<_>>(),
                 self.max_pairs,
             );
