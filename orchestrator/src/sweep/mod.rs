@@ -358,11 +358,10 @@ pub async fn run<R: Runner>(
         rails_wall_s: 0.0,
         clients_s: 0.0,
     };
-    // Start the daemon before the first rail; if it cannot start, every rail says why.
-    if !pairs.is_empty() && cfg.daemon() {
-        if let Err(e) = sweep.server.ensure().await {
-            progress.println(&format!("railsweep: {e}"));
-        }
+    // Start the daemon and the client's batch before the first rail; if the daemon cannot
+    // start, every rail says why.
+    if !pairs.is_empty() {
+        sweep.start_processes().await;
     }
     let sink = run.sink;
     let mut record = |end: RailEnd, outcome: &mut RailsOutcome| -> Result<()> {
@@ -410,8 +409,8 @@ pub async fn run<R: Runner>(
         Ok(())
     }
     .await;
-    sweep.close_batch().await;
-    sweep.server.stop().await;
+    // Both ends at once: each waits on its own exec stream's end.
+    tokio::join!(sweep.close_batch(), sweep.server.stop());
     outcome.rails_wall_s = t0.elapsed().as_secs_f64();
     outcome.clients_s = sweep.clients_s.lock().map(|t| *t).unwrap_or(0.0);
     result?;

@@ -288,20 +288,8 @@ impl<'a, R: Runner> Sweep<'a, R> {
         if matches!(*slot, Batch::Unsupported) {
             return None;
         }
-        if !matches!(*slot, Batch::Running(_)) {
-            let Some(turn) = self.start_turn().await else {
-                return Some(Ran::Interrupted);
-            };
-            let started = tokio::select! {
-                r = BatchClient::start(self.runner, pod, &self.prep.client_bin, &self.secret) => r,
-                _ = tokio::time::sleep(deadline) => return Some(self.start_failure(deadline)),
-                _ = self.cancel.cancelled() => return Some(Ran::Interrupted),
-            };
-            drop(turn);
-            match started {
-                Ok(b) => *slot = Batch::Running(b),
-                Err(e) => return Some(Ran::Failed(crate::exit::words(&e), Cause::NoReport)),
-            }
+        if let Err(ran) = self.start_batch(&mut slot, deadline).await {
+            return Some(ran);
         }
         let Batch::Running(b) = &mut *slot else {
             return None;
@@ -331,6 +319,51 @@ impl<'a, R: Runner> Sweep<'a, R> {
                 self.deadline_failure(deadline, words)
             }
         })
+    }
+
+    /// Start the client pod's `rdmabw batch` into `slot` unless one runs there (or the pod's
+    /// rdmabw has none); `Err`: the rail's end when it cannot start within `deadline`.
+    async fn start_batch(&self, slot: &mut Batch, deadline: Duration) -> Result<(), Ran> {
+        if !matches!(slot, Batch::Idle) {
+            return Ok(());
+        }
+        let pod = &self.prep.pods.client;
+        let Some(turn) = self.start_turn().await else {
+            return Err(Ran::Interrupted);
+        };
+        let started = tokio::select! {
+            r = BatchClient::start(self.runner, pod, &self.prep.client_bin, &self.secret) => r,
+            _ = tokio::time::sleep(deadline) => return Err(self.start_failure(deadline)),
+            _ = self.cancel.cancelled() => return Err(Ran::Interrupted),
+        };
+        drop(turn);
+        match started {
+            Ok(b) => {
+                *slot = Batch::Running(b);
+                Ok(())
+            }
+            Err(e) => Err(Ran::Failed(crate::exit::words(&e), Cause::NoReport)),
+        }
+    }
+
+    /// Before the first rail: start the server daemon and the client's batch at once (each
+    /// start is an exec through the API server and the kubelet, about a second on the lab's
+    /// emulated nodes; one after the other, they were the sweep's largest fixed cost). A
+    /// batch that cannot start here is left to the first rail, which starts it again and
+    /// records why it cannot; a daemon that cannot start is said once here, and each rail
+    /// says it again.
+    pub(super) async fn start_processes(&self) {
+        let batch = async {
+            if self.cfg.parallel {
+                return;
+            }
+            let mut slot = self.batch.lock().await;
+            let _ = self.start_batch(&mut slot, self.cfg.deadline()).await;
+        };
+        let (server, ()) = tokio::join!(self.ensure_server(), batch);
+        if let Err(e) = server {
+            self.progress.println(&format!("railsweep: {e}"));
+        }
     }
 
     /// End the batch at the end of the sweep: close its input, else stop it.
