@@ -59,12 +59,30 @@ pub struct KubeRunner {
     server: Option<String>,
     /// Turns to start a process: [`START_TURNS`] exec streams opened at once.
     starts: Arc<Semaphore>,
+    /// How long an answered exec stream may run: [`EXEC_STREAM_LIMIT`].
+    stream_limit: Duration,
 }
 
 /// Processes started at once ([`Runner::start_turn`]). A round of 1,024 nodes started 1,024
 /// exec streams at once, and on 2 cores some of them took longer than a rail's deadline to
 /// start a process (docs/fleet.md, "Exec streams"); each start takes a fraction of a second.
 pub const START_TURNS: usize = 64;
+
+/// How long an exec's stream may run once the API server answered it, for the commands that
+/// `exec` runs (set-up's reads, the copy of `--inject`, a signal): an answered stream is never
+/// cut by `--request-timeout`, and one whose node stopped answering mid-way (an emulated node
+/// that hung in the lab) was awaited for ever, railsweep with it. A minute, and a second more
+/// per [`EXEC_INPUT_RATE`] bytes it carries in; the tests' processes (`spawn`, `start`) have
+/// their rails' deadlines instead.
+pub const EXEC_STREAM_LIMIT: Duration = Duration::from_secs(60);
+
+/// The slowest copy into a pod that is still taken for a working one: 100 kB a second.
+pub const EXEC_INPUT_RATE: u64 = 100_000;
+
+/// `limit` for an exec that carries `input` bytes in.
+fn with_input(limit: Duration, input: usize) -> Duration {
+    limit + Duration::from_secs(input as u64 / EXEC_INPUT_RATE)
+}
 
 impl std::fmt::Debug for KubeRunner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -252,6 +270,15 @@ impl KubeRunner {
             container,
             server: None,
             starts: Arc::new(Semaphore::new(START_TURNS)),
+            stream_limit: EXEC_STREAM_LIMIT,
+        }
+    }
+
+    /// The same runner with another [`EXEC_STREAM_LIMIT`] (tests use seconds).
+    pub fn with_stream_limit(self, limit: Duration) -> Self {
+        KubeRunner {
+            stream_limit: limit,
+            ..self
         }
     }
 
@@ -312,6 +339,8 @@ impl KubeRunner {
         let mut stdout = proc.stdout().context("no stdout")?;
         let mut head = Vec::new();
         let mut chunk = [0u8; 4096];
+        // A process's start (its PID line), once the API server answered: as an exec's stream.
+        let until = tokio::time::Instant::now() + self.stream_limit;
         // The first line is the PID; if the stream ends first, the status says why.
         let pid = loop {
             match take_pid_line(&mut head) {
@@ -319,9 +348,17 @@ impl KubeRunner {
                 Ok(None) => {}
                 Err(e) => bail!("cannot start {} in pod {pod}: {e}", argv[0]),
             }
-            let n = stdout.read(&mut chunk).await.unwrap_or(0);
+            let n = tokio::time::timeout_at(until, stdout.read(&mut chunk))
+                .await
+                .map_err(|_| stream_stalled(pod, argv, self.stream_limit))?
+                .unwrap_or(0);
             if n == 0 {
-                let out = finish(proc, head, None::<tokio::io::Empty>, None).await;
+                let out = tokio::time::timeout_at(
+                    until,
+                    finish(proc, head, None::<tokio::io::Empty>, None),
+                )
+                .await
+                .map_err(|_| stream_stalled(pod, argv, self.stream_limit))?;
                 bail!(
                     "cannot start {} in pod {pod}: {}{}",
                     argv[0],
@@ -336,6 +373,32 @@ impl KubeRunner {
         };
         Ok((proc, pid, head, stdout))
     }
+}
+
+/// An exec whose stream, answered, did not end (or start its process) within its limit.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "`{program}` in pod {pod}: its exec stream was answered and then had no end within {} s; \
+     the pod's node or its kubelet may have stopped answering (kubectl get node; kubectl \
+     describe pod {pod})",
+    limit.as_secs()
+)]
+pub struct StreamStalled {
+    /// The command's program.
+    pub program: String,
+    /// The pod.
+    pub pod: String,
+    /// The limit it ran past.
+    pub limit: Duration,
+}
+
+fn stream_stalled(pod: &str, argv: &[String], limit: Duration) -> anyhow::Error {
+    StreamStalled {
+        program: argv.first().cloned().unwrap_or_default(),
+        pod: pod.to_string(),
+        limit,
+    }
+    .into()
 }
 
 /// The exit a status-channel `Status` stands for (see the module documentation).
@@ -456,9 +519,12 @@ impl Runner for KubeRunner {
     }
 
     async fn exec(&self, pod: &str, argv: &[String], stdin: Option<Vec<u8>>) -> Result<Output> {
+        let limit = with_input(self.stream_limit, stdin.as_ref().map_or(0, Vec::len));
         let mut proc = self.attach(pod, argv, stdin.is_some()).await?;
         let stdout = proc.stdout();
-        Ok(finish(proc, Vec::new(), stdout, stdin).await)
+        tokio::time::timeout(limit, finish(proc, Vec::new(), stdout, stdin))
+            .await
+            .map_err(|_| stream_stalled(pod, argv, limit))
     }
 
     async fn spawn(&self, pod: &str, argv: &[String], stdin: Option<Vec<u8>>) -> Result<Spawned> {

@@ -20,7 +20,7 @@ use std::pin::Pin;
 use anyhow::Result;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-pub use self::kube::{KubeRunner, KubeTarget};
+pub use self::kube::{KubeRunner, KubeTarget, StreamStalled};
 pub use local::LocalRunner;
 
 /// How a command ended.

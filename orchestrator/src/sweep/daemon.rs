@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 
 use crate::rdmabw::{self};
 use crate::runner::bounded::keep_tail;
-use crate::runner::{Exit, Output, Runner, Signal};
+use crate::runner::{Exit, Output, Runner, Signal, StreamStalled};
 
 pub(super) struct Daemon {
     pub(super) pid: u32,
@@ -265,11 +265,15 @@ pub(super) async fn stop_process<R: Runner, T>(
     done: &mut JoinHandle<Result<T>>,
     what: &str,
 ) -> Option<T> {
+    let mut sent = Signal::Term;
     for (signal, wait) in [(Signal::Term, 3.0), (Signal::Kill, 2.0)] {
         if done.is_finished() {
             break;
         }
+        sent = signal;
+        let mut stalled = false;
         if let Err(e) = runner.kill(pod, pid, signal).await {
+            stalled = e.downcast_ref::<StreamStalled>().is_some();
             if !done.is_finished() {
                 results::say!(
                     "railsweep: warning: stopping the {what} (pid {pid}) in pod {pod}: {}",
@@ -280,12 +284,17 @@ pub(super) async fn stop_process<R: Runner, T>(
         if let Ok(r) = tokio::time::timeout(Duration::from_secs_f64(wait), &mut *done).await {
             return r.ok().and_then(Result::ok);
         }
+        if stalled {
+            // The pod's node does not answer: a second signal would wait as long again.
+            break;
+        }
     }
     if done.is_finished() {
         return done.await.ok().and_then(Result::ok);
     }
     results::say!(
-        "railsweep: warning: the {what} (pid {pid}) in pod {pod} did not end after SIGKILL"
+        "railsweep: warning: the {what} (pid {pid}) in pod {pod} did not end after SIG{}",
+        sent.name()
     );
     done.abort();
     None

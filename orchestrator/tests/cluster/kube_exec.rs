@@ -233,6 +233,35 @@ async fn spawned_process_outlives_its_stream_and_is_killed_by_pid() {
     r.kill("pod-a", pid, Signal::Kill).await.expect("kills");
 }
 
+/// An exec whose stream was answered and then never ends (a node that stopped answering
+/// mid-way: a hung lab node held railsweep for ever in its `kill`) is given up after the
+/// runner's stream limit, with an error that names the command, the pod and the limit.
+#[tokio::test]
+async fn an_answered_exec_that_never_ends_is_given_up_at_the_stream_limit() {
+    let (c, ns) = setup("stall").await;
+    let limit = std::time::Duration::from_secs(2);
+    let r = runner(&c, &ns).with_stream_limit(limit);
+    // `sleep 20` would end the stream after 20 s: an error means the limit cut it.
+    let t0 = std::time::Instant::now();
+    let err = r
+        .exec("pod-a", &argv(&["sleep", "20"]), None)
+        .await
+        .expect_err("cut at the limit");
+    let took = t0.elapsed();
+    let e = format!("{err:#}");
+    assert!(
+        e.contains("`sleep` in pod pod-a") && e.contains("no end within 2 s"),
+        "{e}"
+    );
+    assert!(took >= limit, "cut after {took:?}, before the limit");
+    // Within the limit, a command ends as before.
+    let out = r
+        .exec("pod-a", &argv(&["sh", "-c", "exit 4"]), None)
+        .await
+        .expect("execs");
+    assert_eq!(out.exit, Exit::Code(4));
+}
+
 #[tokio::test]
 async fn kubeconfig_with_token_resolves_like_kubectl() {
     let (c, ns) = setup("token").await;
