@@ -46,8 +46,8 @@ pub struct ClusterArgs {
     pub runner: RunnerKind,
     /// How long railsweep waits for the API server's answer to one request before giving it
     /// up, as kubectl's: `30s`, `1m`, `500ms`, a bare number of seconds, `0` for no limit
-    /// [default: 30s, railsweep's own bound; kubectl has none]. Watches and exec streams, once
-    /// answered, run as long as they need.
+    /// [default: 30s, railsweep's own bound; kubectl has none]. Once answered, a test's exec
+    /// stream runs until the rail's deadline; set-up's commands and signals get a minute.
     #[arg(long, value_name = "DURATION", value_parser = request_timeout, default_value = "30s", hide_default_value = true)]
     pub request_timeout: RequestTimeout,
 }
