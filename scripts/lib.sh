@@ -125,6 +125,21 @@ use_sccache() {
   ) >/dev/null 2>&1 </dev/null || true
 }
 
+# use_nextest: cargo-nextest, pinned, on PATH for the `cargo nextest` runs that follow (scripts/test
+# runs the test binaries with it; .config/nextest.toml). Installed once per machine with cargo
+# into ~/.cache/railbench/nextest-VERSION, through sccache where use_sccache ran first: a cold
+# install took 12 minutes on a loaded 2-core machine (333 crates).
+NEXTEST_VERSION=0.9.151
+use_nextest() {
+  local dir=${XDG_CACHE_HOME:-$HOME/.cache}/railbench/nextest-$NEXTEST_VERSION
+  if ! "$dir/bin/cargo-nextest" nextest --version 2>/dev/null | grep -q "^cargo-nextest $NEXTEST_VERSION "; then
+    log "installing cargo-nextest $NEXTEST_VERSION into $dir (once per machine; minutes)"
+    cargo install cargo-nextest --locked --version "$NEXTEST_VERSION" --root "$dir" >&2 \
+      || die "cargo install cargo-nextest $NEXTEST_VERSION failed (is crates.io reachable?)"
+  fi
+  export PATH=$dir/bin:$PATH
+}
+
 # sccache_counts: "HITS MISSES" of Rust compilations in sccache's server so far ("0 0" without
 # sccache), for a run's hit rate.
 sccache_counts() {
