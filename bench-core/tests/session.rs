@@ -610,19 +610,14 @@ fn a_one_test_server_is_not_ended_by_garbage_or_another_runs_secret() {
         netdev: Some("net1".into()),
         ..RailRequest::default()
     };
-    let OneTestServer {
-        addr,
-        stop,
-        lines,
-        thread: server,
-    } = one_test_server(cfg);
+    let server = one_test_server(cfg);
     // Garbage, a connection closed at once, and another run's secret.
-    let mut g = TcpStream::connect(addr).unwrap();
+    let mut g = TcpStream::connect(server.addr).unwrap();
     g.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
     let mut sink = Vec::new();
     let _ = g.read_to_end(&mut sink);
-    drop(TcpStream::connect(addr).unwrap());
-    let e = client(addr)
+    drop(TcpStream::connect(server.addr).unwrap());
+    let e = client(server.addr)
         .client_handshake(
             &Hello::new(params(2), None, "pod-x").with_secret(RunSecret::new("run-0000")),
         )
@@ -639,12 +634,12 @@ fn a_one_test_server_is_not_ended_by_garbage_or_another_runs_secret() {
     );
     thread::sleep(Duration::from_millis(200));
     assert!(
-        !server.is_finished(),
+        !server.thread.is_finished(),
         "the server ended on a connection that was not its client"
     );
     // Noted by address and in this side's words: the one that spoke no rdmabw as perhaps
     // perftest, the others as sending no admissible hello; nothing they sent.
-    let noted = lines.lock().unwrap().clone();
+    let noted = server.lines.lock().unwrap().clone();
     assert_eq!(noted.len(), 3, "{noted:?}");
     assert!(
         noted[0].contains("speaks neither rdmabw's control protocol nor perftest's"),
@@ -663,16 +658,18 @@ fn a_one_test_server_is_not_ended_by_garbage_or_another_runs_secret() {
         "{noted:?}"
     );
     // Its client is served (and stops at device opening: no RDMA here).
-    let e = client(addr)
+    let e = client(server.addr)
         .client_handshake(
             &Hello::new(params(2), None, "pod-run").with_secret(RunSecret::new("run-4f2a")),
         )
         .unwrap_err()
         .to_string();
     assert!(e.contains("server set-up"), "{e}");
-    let served = server.join().unwrap().unwrap();
+    let served = server.thread.join().unwrap().unwrap();
     assert!(matches!(served, Some(Err(_))), "{served:?}");
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    server
+        .stop
+        .store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 #[test]
@@ -1035,20 +1032,17 @@ fn a_perftest_client_that_pauses_after_connecting_is_admitted_by_both_servers() 
     // The one-test server: it takes the client (and stops at device opening: no RDMA here).
     // Dropped as silent, it would note the connection and go on waiting instead.
     let cfg = server_cfg(false, Pinned::default(), RailRequest::default());
-    let OneTestServer {
-        addr,
-        stop,
-        lines,
-        thread: server,
-    } = one_test_server(cfg);
-    let _c = perftest_client_after_its_pause(addr);
+    let server = one_test_server(cfg);
+    let _c = perftest_client_after_its_pause(server.addr);
     let t0 = Instant::now();
-    while !server.is_finished() && t0.elapsed() < Duration::from_secs(5) {
+    while !server.thread.is_finished() && t0.elapsed() < Duration::from_secs(5) {
         thread::sleep(Duration::from_millis(20));
     }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let served = server.join().unwrap().unwrap();
-    let noted = lines.lock().unwrap().clone();
+    server
+        .stop
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let served = server.thread.join().unwrap().unwrap();
+    let noted = server.lines.lock().unwrap().clone();
     assert!(
         matches!(&served, Some(Err(e)) if e.is_setup()),
         "{served:?} {noted:?}"

@@ -206,23 +206,30 @@ fn dry_run_prints_the_snapshots() {
     );
 }
 
+/// `railsweep run DRY` (a `--dry-run` spelling) of one hostnetwork pair: nodes n1 and n2, run
+/// id r1.
+fn hostnetwork_run(dry: &str) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_railsweep"));
+    c.args([
+        "run",
+        dry,
+        "--mode",
+        "hostnetwork",
+        "--nodes",
+        "n1,n2",
+        "--run-id",
+        "r1",
+    ]);
+    c
+}
+
 /// Issue 56: with no --image, the pods run Docker Hub's busybox pinned by digest (pulled if not
 /// present; railsweep copies its rdmabw-portable in), or the image $RAILSWEEP_IMAGE names.
 #[test]
 fn the_default_image_is_busybox_pinned_by_digest() {
     let run = |env: Option<&str>| {
-        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_railsweep"));
-        c.args([
-            "run",
-            "--dry-run",
-            "--mode",
-            "hostnetwork",
-            "--nodes",
-            "n1,n2",
-            "--run-id",
-            "r1",
-        ])
-        .env_remove("RAILSWEEP_IMAGE");
+        let mut c = hostnetwork_run("--dry-run");
+        c.env_remove("RAILSWEEP_IMAGE");
         if let Some(e) = env {
             c.env("RAILSWEEP_IMAGE", e);
         }
@@ -272,20 +279,9 @@ fn the_default_image_is_busybox_pinned_by_digest() {
 #[test]
 fn dry_run_takes_kubectls_values() {
     let run = |dry: &str| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_railsweep"))
-            .args([
-                "run",
-                dry,
-                "--mode",
-                "hostnetwork",
-                "--nodes",
-                "n1,n2",
-                "--run-id",
-                "r1",
-                // rdmabw in the image: nothing to copy in, whatever this build has beside it.
-                "--rdmabw",
-                "rdmabw",
-            ])
+        hostnetwork_run(dry)
+            // rdmabw in the image: nothing to copy in, whatever this build has beside it.
+            .args(["--rdmabw", "rdmabw"])
             .env("KUBECONFIG", "/nonexistent/kubeconfig")
             .output()
             .expect("runs")
@@ -469,6 +465,20 @@ fn variable(policy: &Value, name: &str) -> String {
         .to_string()
 }
 
+/// The admission policy `name` of deploy/fleet-job.yaml, enforced: its binding (of the same
+/// name) denies what it refuses, and it fails closed (an error in a rule refuses too).
+fn enforced_policy(name: &str) -> Value {
+    let policy = deploy_doc("fleet-job.yaml", "ValidatingAdmissionPolicy", name);
+    let binding = deploy_doc("fleet-job.yaml", "ValidatingAdmissionPolicyBinding", name);
+    assert_eq!(binding["spec"]["policyName"], name);
+    assert_eq!(
+        binding["spec"]["validationActions"],
+        serde_json::json!(["Deny"])
+    );
+    assert_eq!(policy["spec"]["failurePolicy"], "Fail");
+    policy
+}
+
 /// Every CEL expression of an admission policy, as text.
 fn expressions(policy: &Value) -> Vec<String> {
     let spec = &policy["spec"];
@@ -575,22 +585,7 @@ fn the_verdict_account_may_write_only_railsweeps_device_taint_rules() {
             ),
         ]
     );
-    let policy = deploy_doc(
-        "fleet-job.yaml",
-        "ValidatingAdmissionPolicy",
-        "railsweep-device-taints",
-    );
-    let binding = deploy_doc(
-        "fleet-job.yaml",
-        "ValidatingAdmissionPolicyBinding",
-        "railsweep-device-taints",
-    );
-    assert_eq!(binding["spec"]["policyName"], "railsweep-device-taints");
-    assert_eq!(
-        binding["spec"]["validationActions"],
-        serde_json::json!(["Deny"])
-    );
-    assert_eq!(policy["spec"]["failurePolicy"], "Fail");
+    let policy = enforced_policy("railsweep-device-taints");
     let rr = &policy["spec"]["matchConstraints"]["resourceRules"][0];
     assert_eq!(texts(&rr["apiGroups"]), ["resource.k8s.io"]);
     assert_eq!(texts(&rr["operations"]), ["CREATE", "UPDATE", "DELETE"]);
@@ -654,22 +649,7 @@ fn the_fleet_pod_policy_keeps_the_sweep_account_from_the_fleets_rights() {
     let ns = k["namespace"].as_str().expect("namespace");
     let sweep_sa = deploy_doc("rbac.yaml", "ServiceAccount", "railsweep");
     let fleet_sa = deploy_doc("fleet-job.yaml", "ServiceAccount", "railsweep-fleet");
-    let policy = deploy_doc(
-        "fleet-job.yaml",
-        "ValidatingAdmissionPolicy",
-        "railsweep-fleet-pods",
-    );
-    let binding = deploy_doc(
-        "fleet-job.yaml",
-        "ValidatingAdmissionPolicyBinding",
-        "railsweep-fleet-pods",
-    );
-    assert_eq!(binding["spec"]["policyName"], "railsweep-fleet-pods");
-    assert_eq!(
-        binding["spec"]["validationActions"],
-        serde_json::json!(["Deny"])
-    );
-    assert_eq!(policy["spec"]["failurePolicy"], "Fail");
+    let policy = enforced_policy("railsweep-fleet-pods");
     // What it sees: pod creation and every way into a running pod, in railsweep's namespace.
     let mc = &policy["spec"]["matchConstraints"];
     let rules: Vec<(Vec<String>, Vec<String>)> = mc["resourceRules"]

@@ -380,6 +380,23 @@ fn png_output_is_a_png_image_of_the_chart() {
     assert_eq!(std::fs::read(&named).expect("written"), bytes);
 }
 
+/// `rows` written as a JSON run (in.json in `dir`) and reported as CSV to merged.csv beside it,
+/// which must end 0: the report's output, the CSV's path and its text.
+fn report_to_csv(dir: &Path, rows: &[RailResult]) -> (std::process::Output, PathBuf, String) {
+    let input = dir.join("in.json");
+    write_json(std::fs::File::create(&input).expect("create"), "t", rows).expect("write");
+    let merged = dir.join("merged.csv");
+    let out = railsweep(&[
+        "report",
+        path_str(&input),
+        "--output-file",
+        path_str(&merged),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let csv = std::fs::read_to_string(&merged).expect("csv");
+    (out, merged, csv)
+}
+
 #[test]
 fn csv_output_has_plain_numbers_and_its_counters_in_a_file_beside_it() {
     use results::rdmabw::counters::{CounterDelta, CounterReport, CounterSource, CounterUnit};
@@ -402,17 +419,7 @@ fn csv_output_has_plain_numbers_and_its_counters_in_a_file_beside_it() {
             unit: CounterUnit::Packets,
         }],
     }];
-    let input = dir.path().join("in.json");
-    write_json(std::fs::File::create(&input).expect("create"), "t", &rows).expect("write");
-    let merged = dir.path().join("merged.csv");
-    let out = railsweep(&[
-        "report",
-        path_str(&input),
-        "--output-file",
-        path_str(&merged),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
-    let csv = std::fs::read_to_string(&merged).expect("csv");
+    let (out, _, csv) = report_to_csv(dir.path(), &rows);
     assert!(csv.contains(",2.33832,"), "{csv}");
     assert!(
         !csv.contains("2.3383244") && !csv.contains("out_of_sequence"),
@@ -449,17 +456,7 @@ fn csv_output_has_the_findings_words_and_the_findings_in_a_file_beside_it() {
         }],
         what_to_do: "find who sends the pauses".into(),
     }];
-    let input = dir.path().join("in.json");
-    write_json(std::fs::File::create(&input).expect("create"), "t", &rows).expect("write");
-    let merged = dir.path().join("merged.csv");
-    let out = railsweep(&[
-        "report",
-        path_str(&input),
-        "--output-file",
-        path_str(&merged),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
-    let csv = std::fs::read_to_string(&merged).expect("csv");
+    let (out, merged, csv) = report_to_csv(dir.path(), &rows);
     assert!(csv.contains(",pfc-pause,"), "{csv}");
     assert!(!csv.contains("rx_prio3") && !csv.contains('{'), "{csv}");
     let findings = dir.path().join("merged.findings.csv");

@@ -36,6 +36,54 @@ fn paths(f: &Fake) -> (PathBuf, String, String) {
 }
 
 /// The rows of a sweep that ended 0 (its output shown otherwise): rails 0 to `rails` - 1.
+/// railsweep over `f`'s rails into its sweep.csv, as [`local_args`] with `extra` flags: its
+/// output, and the CSV's path.
+fn sweep(f: &Fake, extra: &[&str]) -> (Output, PathBuf) {
+    let (out, bin, o) = paths(f);
+    let mut args = local_args(&bin, &o);
+    args.extend(extra);
+    (railsweep(&args), out)
+}
+
+/// A sweep as [`sweep`]'s, interrupted (SIGINT) once `ready` holds, which it must within 20 s
+/// (else the test fails saying `never`): it exits 130. Its output, and the CSV's path.
+fn sweep_interrupted(f: &Fake, ready: impl Fn() -> bool, never: &str) -> (Output, PathBuf) {
+    let (out, bin, o) = paths(f);
+    let child = process::start(&local_args(&bin, &o));
+    let t0 = Instant::now();
+    while !ready() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "{never}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (status, o) = process::interrupt(child, Duration::from_secs(15));
+    assert_eq!(status, Some(130), "{}", text(&o.stderr));
+    (o, out)
+}
+
+/// [`sweep`] with `extra` flags one rail at a time, then every rail at once (`--parallel`),
+/// each after removing the files in `written` (the one before's): each must end 1 (a rail
+/// failed), and `check` is given its stderr and its rows.
+fn sweep_each_way(
+    f: &Fake,
+    extra: &[&str],
+    written: &[&Path],
+    mut check: impl FnMut(&str, Vec<RailResult>),
+) {
+    for parallel in [false, true] {
+        for p in written {
+            let _ = std::fs::remove_file(p);
+        }
+        let mut args = extra.to_vec();
+        if parallel {
+            args.push("--parallel");
+        }
+        let (r, out) = sweep(f, &args);
+        let stderr = text(&r.stderr);
+        assert_eq!(r.status.code(), Some(1), "parallel {parallel}: {stderr}");
+        check(&stderr, read_path(&out).expect("csv reads"));
+    }
+}
+
 fn ok_rows(r: &Output, out: &Path, rails: u32) -> Vec<RailResult> {
     let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
     assert_eq!(
@@ -56,8 +104,7 @@ fn s(p: &Path) -> String {
 #[test]
 fn every_rail_gets_a_row_and_the_daemon_is_ended() {
     let f = Fake::new(4);
-    let (out, bin, o) = paths(&f);
-    let r = railsweep(&local_args(&bin, &o));
+    let (r, out) = sweep(&f, &[]);
     let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
     let rows = ok_rows(&r, &out, 4);
     assert!(rows.iter().all(|r| r.status == RailStatus::Ok));
@@ -115,17 +162,17 @@ fn test_bw_lat_measures_each_rails_latency_after_its_bandwidth() {
     let f = Fake::new(3);
     f.lat_p99(None, "net2", 45.0);
     f.write("lat-fail-net3", "");
-    let (out, bin, o) = paths(&f);
-    let mut args = local_args(&bin, &o);
-    args.extend([
-        "--test",
-        "bw,lat",
-        "--max-p99-us",
-        "20",
-        "--lat-iters",
-        "200",
-    ]);
-    let r = railsweep(&args);
+    let (r, out) = sweep(
+        &f,
+        &[
+            "--test",
+            "bw,lat",
+            "--max-p99-us",
+            "20",
+            "--lat-iters",
+            "200",
+        ],
+    );
     let (stdout, stderr) = (text(&r.stdout), text(&r.stderr));
     // A rail above --max-p99-us and one whose latency failed: exit 1.
     assert_eq!(
@@ -181,10 +228,7 @@ fn test_bw_lat_refuses_an_rdmabw_without_the_latency_test() {
     let f = Fake::new(2);
     f.write("no-lat", "");
     f.set_version("0.1.0+0ld0ne");
-    let (out, bin, o) = paths(&f);
-    let mut args = local_args(&bin, &o);
-    args.extend(["--test", "bw,lat"]);
-    let r = railsweep(&args);
+    let (r, out) = sweep(&f, &["--test", "bw,lat"]);
     let stderr = text(&r.stderr);
     assert_eq!(r.status.code(), Some(2), "{stderr}");
     assert!(
@@ -195,14 +239,13 @@ fn test_bw_lat_refuses_an_rdmabw_without_the_latency_test() {
     );
     assert!(f.client_log().is_empty(), "no test ran");
     assert!(!exists(&out), "no rows");
-    let r = railsweep(&local_args(&bin, &o));
+    let (r, _) = sweep(&f, &[]);
     assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
 }
 
 #[test]
 fn latency_alone_or_its_flags_without_it_are_refused() {
     let f = Fake::new(1);
-    let (_, bin, o) = paths(&f);
     for (extra, said) in [
         (
             &["--test", "lat"][..],
@@ -222,9 +265,7 @@ fn latency_alone_or_its_flags_without_it_are_refused() {
             "expected a number of exchanges, at least 5 (as ib_write_lat -n), got `4`",
         ),
     ] {
-        let mut args = local_args(&bin, &o);
-        args.extend(extra);
-        let r = railsweep(&args);
+        let (r, _) = sweep(&f, extra);
         assert_eq!(r.status.code(), Some(2), "{extra:?}: {}", text(&r.stderr));
         assert!(
             text(&r.stderr).contains(said),
@@ -240,8 +281,7 @@ fn latency_alone_or_its_flags_without_it_are_refused() {
 fn sweep_with_an_older_rdmabw(marker: &str, said: &str) -> (Fake, String) {
     let f = Fake::new(3);
     f.write(marker, "");
-    let (out, bin, o) = paths(&f);
-    let r = railsweep(&local_args(&bin, &o));
+    let (r, out) = sweep(&f, &[]);
     let stderr = text(&r.stderr);
     assert_eq!(r.status.code(), Some(0), "{stderr}");
     let rows = read_path(&out).expect("csv reads");
@@ -313,8 +353,7 @@ fn metrics_file_has_a_sample_per_rail() {
 fn nothing_to_measure_is_a_set_up_error_naming_the_probe() {
     // Issue 33: pods without rails gave an empty table and exit 0.
     let f = Fake::new(0);
-    let (_, bin, o) = paths(&f);
-    let r = railsweep(&local_args(&bin, &o));
+    let (r, _) = sweep(&f, &[]);
     assert_eq!(r.status.code(), Some(2), "{}", text(&r.stderr));
     assert_says(
         &r.stderr,
@@ -347,19 +386,14 @@ fn a_dry_run_refuses_the_test_flags_a_run_refuses() {
 #[test]
 fn perftests_flags_are_taken_or_refused_by_name() {
     let f = Fake::new(1);
-    let (_, bin, o) = paths(&f);
-    let mut args = local_args(&bin, &o);
-    args.extend(["-F", "--report_gbits"]);
-    let r = railsweep(&args);
+    let (r, _) = sweep(&f, &["-F", "--report_gbits"]);
     assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
     for (flag, says) in [
         ("-x", "-x/--gid-index: "),
         ("-d", "-d/--ib-dev: "),
         ("-i", "-i/--ib-port: "),
     ] {
-        let mut args = local_args(&bin, &o);
-        args.extend([flag, "3"]);
-        let r = railsweep(&args);
+        let (r, _) = sweep(&f, &[flag, "3"]);
         assert_eq!(r.status.code(), Some(2), "{flag}: {}", text(&r.stderr));
         assert_says(&r.stderr, says);
         assert_says(&r.stderr, "--rails 0,3");
@@ -388,8 +422,7 @@ fn a_failed_rail_is_recorded_and_the_others_are_measured() {
     ]);
     f.behave("net4", Behave::Crash);
     f.behave("net2", Behave::Fail);
-    let (out, bin, o) = paths(&f);
-    let r = railsweep(&local_args(&bin, &o));
+    let (r, out) = sweep(&f, &[]);
     assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
     let rows = read_path(&out).expect("csv reads");
     let st: Vec<RailStatus> = rows.iter().map(|r| r.status).collect();
@@ -431,9 +464,8 @@ fn a_rail_whose_interface_is_down_fails_at_once_in_the_nodes_set_up() {
         "interface net2 is down (operstate down); no RoCE v2 GID of net2's address 10.224.1.2 on mlx5_1 port 1 in this namespace"
     );
     f.set_rails(vec![rail(0, true), down]);
-    let (out, bin, o) = paths(&f);
     let t0 = Instant::now();
-    let r = railsweep(&local_args(&bin, &o));
+    let (r, out) = sweep(&f, &[]);
     let took = t0.elapsed();
     let stderr = text(&r.stderr);
     assert_eq!(r.status.code(), Some(1), "{stderr}");
@@ -463,8 +495,7 @@ fn a_window_without_a_completed_write_is_no_measurement() {
         "report-net2.json",
         &support::fake::report_iters(1, 0.0, None, 0).to_string(),
     );
-    let (out, bin, o) = paths(&f);
-    let r = railsweep(&local_args(&bin, &o));
+    let (r, out) = sweep(&f, &[]);
     assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
     let rows = read_path(&out).expect("csv reads");
     assert_eq!(rows[1].status, RailStatus::Failed);
@@ -484,11 +515,8 @@ fn a_window_without_a_completed_write_is_no_measurement() {
 fn a_hanging_rail_ends_at_its_deadline() {
     let f = Fake::new(3);
     f.behave("net2", Behave::Hang);
-    let (out, bin, o) = paths(&f);
-    let mut args = local_args(&bin, &o);
-    args.extend(["--deadline-slack", "1"]);
     let t0 = Instant::now();
-    let r = railsweep(&args);
+    let (r, out) = sweep(&f, &["--deadline-slack", "1"]);
     let took = t0.elapsed();
     assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
     assert!(took < Duration::from_secs(8), "took {took:?}");
@@ -510,9 +538,8 @@ fn a_hanging_rail_ends_at_its_deadline() {
 fn a_server_killed_mid_sweep_is_reported_and_restarted() {
     let f = Fake::new(3);
     f.behave("net2", Behave::KillServer);
-    let (out, bin, o) = paths(&f);
     let first_daemon = || f.pid_in("server.pid");
-    let r = railsweep(&local_args(&bin, &o));
+    let (r, out) = sweep(&f, &[]);
     assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
     let rows = read_path(&out).expect("reads");
     let e = rows[1].error.clone().unwrap_or_default();
@@ -533,10 +560,7 @@ fn a_server_killed_mid_sweep_is_reported_and_restarted() {
 fn retries_run_a_failed_rail_again() {
     let f = Fake::new(2);
     f.behave("net1", Behave::Once);
-    let (_, bin, o) = paths(&f);
-    let mut args = local_args(&bin, &o);
-    args.extend(["--retries", "1"]);
-    let r = railsweep(&args);
+    let (r, _) = sweep(&f, &["--retries", "1"]);
     assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
     assert_eq!(f.client_log().matches("-d mlx5_0 ").count(), 2);
     assert_says(&r.stderr, "attempt 2 of 2");
@@ -545,16 +569,14 @@ fn retries_run_a_failed_rail_again() {
 #[test]
 fn resume_measures_only_the_missing_rails() {
     let f = Fake::new(4);
-    let (out, bin, o) = paths(&f);
-    let mut args = local_args(&bin, &o);
-    args.extend(["--rails", "0,1"]);
-    assert_eq!(railsweep(&args).status.code(), Some(0));
+    assert_eq!(sweep(&f, &["--rails", "0,1"]).0.status.code(), Some(0));
     // Without --resume an existing file is refused.
-    let again = railsweep(&local_args(&bin, &o));
+    let (again, _) = sweep(&f, &[]);
     assert_eq!(again.status.code(), Some(2));
     assert_says(&again.stderr, "--resume");
 
     std::fs::remove_file(f.file("client-args.log")).expect("rm");
+    let (out, bin, o) = paths(&f);
     let mut args = local_args(&bin, &o);
     let pos = args
         .iter()
@@ -590,11 +612,8 @@ fn parallel_runs_all_rails_at_once_and_sums_them() {
     for i in 1..=4 {
         f.behave(&format!("net{i}"), Behave::Slow);
     }
-    let (out, bin, o) = paths(&f);
-    let mut args = local_args(&bin, &o);
-    args.push("--parallel");
     let t0 = Instant::now();
-    let r = railsweep(&args);
+    let (r, out) = sweep(&f, &["--parallel"]);
     let took = t0.elapsed();
     assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
     assert!(
@@ -632,15 +651,14 @@ fn missing_or_foreign_rdmabw_is_a_setup_error() {
     );
 
     f.set_version("9.0.0");
-    let bin = s(&f.path());
-    let r = railsweep(&local_args(&bin, &o));
+    let (r, _) = sweep(&f, &[]);
     assert_eq!(r.status.code(), Some(2));
     assert_says(&r.stderr, "rdmabw 9.0.0");
 
     // An rdmabw without `rails` (or whose rails fails): --version tells which it is.
     f.set_version("0.1.0");
     f.write("rails.json", "not json");
-    let r = railsweep(&local_args(&bin, &o));
+    let (r, _) = sweep(&f, &[]);
     assert_eq!(r.status.code(), Some(2));
     assert_says(&r.stderr, "not a rails report");
 }
@@ -649,19 +667,12 @@ fn missing_or_foreign_rdmabw_is_a_setup_error() {
 fn ctrl_c_ends_remote_processes_and_keeps_rows() {
     let f = Fake::new(3);
     f.behave("net2", Behave::Hang);
-    let (out, bin, o) = paths(&f);
-    let child = process::start(&local_args(&bin, &o));
-    // Wait for the hanging rail to start, then interrupt.
-    let t0 = Instant::now();
-    while f.pid_in("hang-net2.pid").is_none() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "rail 1 never started"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let (status, o) = process::interrupt(child, Duration::from_secs(15));
-    assert_eq!(status, Some(130), "{}", text(&o.stderr));
+    // Interrupted once the hanging rail has started.
+    let (o, out) = sweep_interrupted(
+        &f,
+        || f.pid_in("hang-net2.pid").is_some(),
+        "rail 1 never started",
+    );
     let rows = read_path(&out).expect("reads");
     assert_eq!(rows.len(), 1, "rail 0 kept, rail 1 not recorded");
     let hang = f.pid_in("hang-net2.pid").expect("pid");
@@ -707,18 +718,11 @@ fn run_nodes_refuses_an_existing_output_before_any_pod() {
 fn ctrl_c_after_the_last_row_exits_130_with_every_row() {
     let f = Fake::new(2);
     f.write("server-linger", "5");
-    let (out, bin, o) = paths(&f);
-    let child = process::start(&local_args(&bin, &o));
-    let t0 = Instant::now();
-    while !f.file("server-end").exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "the daemon's input never ended"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let (status, o) = process::interrupt(child, Duration::from_secs(15));
-    assert_eq!(status, Some(130), "{}", text(&o.stderr));
+    let (o, out) = sweep_interrupted(
+        &f,
+        || f.file("server-end").exists(),
+        "the daemon's input never ended",
+    );
     assert_eq!(read_path(&out).expect("reads").len(), 2, "both rails kept");
     assert_says(&o.stderr, "interrupted after every rail was measured");
     assert!(!text(&o.stderr).contains("--resume"), "{}", text(&o.stderr));
@@ -802,8 +806,7 @@ fn a_cuda_report_becomes_a_cuda_row() {
     let mut rep = support::fake::report(1, 90.0, None);
     rep["memory"] = serde_json::json!("cuda");
     f.write("report-net2.json", &rep.to_string());
-    let (out, bin, o) = paths(&f);
-    let r = railsweep(&local_args(&bin, &o));
+    let (r, out) = sweep(&f, &[]);
     assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
     let rows = read_path(&out).expect("csv reads");
     let memory: Vec<MemoryKind> = rows.iter().map(|r| r.memory).collect();
@@ -826,20 +829,9 @@ fn one_report_with_a_value_out_of_range_fails_its_rail_only() {
         f.file("rails.prom"),
         f.file("sweep.json"),
     );
-    let (bin, o, m, j) = (s(&f.path()), s(&out), s(&prom), s(&json));
-    for parallel in [false, true] {
-        for p in [&out, &prom, &json] {
-            let _ = std::fs::remove_file(p);
-        }
-        let mut args = local_args(&bin, &o);
-        args.extend(["--metrics", &m, "--out_json_file", &j, "--test", "bw,lat"]);
-        if parallel {
-            args.push("--parallel");
-        }
-        let r = railsweep(&args);
-        let stderr = text(&r.stderr);
-        assert_eq!(r.status.code(), Some(1), "parallel {parallel}: {stderr}");
-        let rows = read_path(&out).expect("csv reads");
+    let (m, j) = (s(&prom), s(&json));
+    let flags = ["--metrics", &m, "--out_json_file", &j, "--test", "bw,lat"];
+    sweep_each_way(&f, &flags, &[&out, &prom, &json], |stderr, rows| {
         let mut rails: Vec<u32> = rows.iter().map(|r| r.rail).collect();
         rails.sort_unstable();
         assert_eq!(rails, [0, 1, 2, 3], "{stderr}");
@@ -869,7 +861,7 @@ fn one_report_with_a_value_out_of_range_fails_its_rail_only() {
             4,
             "{metrics}"
         );
-    }
+    });
 }
 
 /// Issue 53, finding 5 (the logs): a pod's error text with a newline and escape sequences
@@ -884,10 +876,7 @@ fn a_pods_error_text_forges_no_log_line() {
         &support::fake::report(0, 0.0, Some(forged)).to_string(),
     );
     f.behave("net1", Behave::Fail);
-    let (_, bin, o) = paths(&f);
-    let mut args = local_args(&bin, &o);
-    args.extend(["--retries", "1"]);
-    let r = railsweep(&args);
+    let (r, _) = sweep(&f, &["--retries", "1"]);
     let stderr = text(&r.stderr);
     assert_eq!(r.status.code(), Some(1), "{stderr}");
     assert!(
@@ -910,17 +899,7 @@ fn a_pods_error_text_forges_no_log_line() {
 fn a_line_over_the_limit_fails_its_rail_naming_it() {
     let f = Fake::new(3);
     f.behave("net2", Behave::Flood);
-    let (out, bin, o) = paths(&f);
-    for parallel in [false, true] {
-        let _ = std::fs::remove_file(&out);
-        let mut args = local_args(&bin, &o);
-        if parallel {
-            args.push("--parallel");
-        }
-        let r = railsweep(&args);
-        let stderr = text(&r.stderr);
-        assert_eq!(r.status.code(), Some(1), "parallel {parallel}: {stderr}");
-        let rows = read_path(&out).expect("csv reads");
+    sweep_each_way(&f, &[], &[&f.file("sweep.csv")], |stderr, rows| {
         assert_eq!(rows.len(), 3, "{stderr}");
         for row in &rows {
             if row.rail == 1 {
@@ -931,7 +910,7 @@ fn a_line_over_the_limit_fails_its_rail_naming_it() {
                 assert_eq!(row.status, RailStatus::Ok, "rail {}", row.rail);
             }
         }
-    }
+    });
 }
 
 /// Issue 53, finding 6: `run -p 0` was taken (the daemon on a port the kernel picks, which no
@@ -1200,9 +1179,7 @@ fn flags_perftest_cannot_serve_are_refused_naming_the_flag() {
         assert_says(&r.stderr, says);
     }
     // perftest at both ends: rdmabw at neither.
-    let mut args = perftest_at("--server-tool", &bin, &o, &pt);
-    args.extend(["--client-tool", "ib_write_bw"]);
-    let r = railsweep(&args);
+    let (r, _) = perftest_sweep(&f, "--server-tool", &["--client-tool", "ib_write_bw"]);
     assert_eq!(r.status.code(), Some(2));
     assert_says(
         &r.stderr,
@@ -1220,10 +1197,7 @@ fn flags_perftest_cannot_serve_are_refused_naming_the_flag() {
             "-b/--bidirectional with --client-tool ib_write_bw",
         ),
     ] {
-        let mut args = local_args(&bin, &o);
-        args.extend(["--client-tool", "ib_write_bw", "--ib-write-bw", &pt]);
-        args.extend(extra);
-        let r = railsweep(&args);
+        let (r, _) = perftest_sweep(&f, "--client-tool", extra);
         assert_eq!(r.status.code(), Some(2), "{extra:?}: {}", text(&r.stderr));
         assert_says(&r.stderr, says);
     }

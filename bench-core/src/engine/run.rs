@@ -59,7 +59,7 @@ impl Connected {
             // for. At Soft-RoCE's rate a full queue of 64 KiB writes takes 0.1-0.2 s to drain.
             // --data_validation: the peer checks what landed once this side's writes are in.
             let drain = i + 1 < n || params.data_validation;
-            match self.run_size_drained(size, &params.length, tuning, stop, drain) {
+            match self.run_size_inner(size, &params.length, tuning, stop, drain, None) {
                 Ok(r) => out.push(r),
                 Err(Error::Stopped { device, port, .. }) => {
                     return Err(Error::Stopped {
@@ -95,12 +95,6 @@ impl Connected {
         if let CpuChoice::Cpu(cpu) = tuning.cpu {
             let _ = crate::ffi::pin_current_thread(cpu);
         }
-        if self.poisoned {
-            return Error::InvalidParams(
-                "an earlier run on these QPs failed, was stopped or left writes in flight; set up a new connection".into(),
-            );
-        }
-        self.poisoned = true;
         match self.run_size_inner(size, &params.length, tuning, stop, false, Some(on_window)) {
             Err(e) => e,
             Ok(_) => Error::InvalidParams("an endless run ended without a stop".into()),
@@ -115,40 +109,16 @@ impl Connected {
         tuning: &LocalTuning,
         stop: StopFlags<'_>,
     ) -> Result<SizeResult, Error> {
-        self.run_size_drained(size, length, tuning, stop, true)
-    }
-
-    /// [`Connected::run_size`]; with `drain` false, a duration run returns when its window
-    /// (and cool-down) closes, leaving writes in flight: the QPs can then run nothing else.
-    fn run_size_drained(
-        &mut self,
-        size: u64,
-        length: &TestLength,
-        tuning: &LocalTuning,
-        stop: StopFlags<'_>,
-        drain: bool,
-    ) -> Result<SizeResult, Error> {
-        if self.poisoned {
-            return Err(Error::InvalidParams(
-                "an earlier run on these QPs failed, was stopped or left writes in flight; set up a new connection".into(),
-            ));
-        }
-        self.poisoned = true;
-        let r = self.run_size_inner(size, length, tuning, stop, drain, None);
-        if let Ok(res) = &r {
-            // Writes left in flight would complete during the next size and be counted there.
-            self.poisoned = !drain && matches!(length, TestLength::Duration { .. });
-            if res.bw_avg_gbps > 0.0 {
-                self.rate_est = Some(res.bw_avg_gbps * 1e9 / 8.0);
-            }
-        }
-        r
+        self.run_size_inner(size, length, tuning, stop, true, None)
     }
 
     /// One size: set up, then pass after pass of post, poll, account for the completions,
     /// change phase (warm-up, window, cool-down, drain; or the iterations done), check for a
-    /// stop or a stall, and back off when idle; then the result. With `on_window`
-    /// (`--run_infinitely`) the window repeats until a stop, each one handed over as it closes.
+    /// stop or a stall, and back off when idle; then the result. With `drain` false, a
+    /// duration run returns when its window (and cool-down) closes, leaving writes in flight:
+    /// the QPs can then run nothing else. With `on_window` (`--run_infinitely`) the window
+    /// repeats until a stop, each one handed over as it closes. Refused on QPs that an earlier
+    /// run left unusable: one that failed, was stopped or left writes in flight.
     fn run_size_inner(
         &mut self,
         size: u64,
@@ -158,6 +128,12 @@ impl Connected {
         drain: bool,
         mut on_window: Option<&mut dyn FnMut(SizeResult)>,
     ) -> Result<SizeResult, Error> {
+        if self.poisoned {
+            return Err(Error::InvalidParams(
+                "an earlier run on these QPs failed, was stopped or left writes in flight; set up a new connection".into(),
+            ));
+        }
+        self.poisoned = true;
         let k = knobs(tuning)?;
         if polls_at_idle_priority(&self.device, k.poll) {
             idle_priority_once();
@@ -246,7 +222,15 @@ impl Connected {
                 run.idle(&poll)?;
             }
         }
-        Ok(run.result())
+        let res = run.result();
+        // With `drain` false, a duration run returned when its window (and cool-down) closed,
+        // leaving writes in flight: they would complete during the next size and be counted
+        // there, so the QPs can run nothing else.
+        self.poisoned = !drain && matches!(length, TestLength::Duration { .. });
+        if res.bw_avg_gbps > 0.0 {
+            self.rate_est = Some(res.bw_avg_gbps * 1e9 / 8.0);
+        }
+        Ok(res)
     }
 }
 

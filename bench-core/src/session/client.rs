@@ -8,7 +8,7 @@ use super::error::{control, peer_failed, SessionError};
 use super::outcome::{Outcome, Remote};
 use super::perftest::{self, PerftestTest};
 use super::resolve::resolve_request;
-use super::side::{link, prepare, Linked};
+use super::side::{link, prepare};
 use super::window::{window, WindowSpec, Windowed};
 use super::Log;
 use crate::control::{
@@ -150,19 +150,11 @@ pub fn run_client_streaming(
         "server accepted: {} port {} GID index {}, rdmabw {}",
         accept.device, accept.port, accept.gid_index, accept.rdmabw_version
     ));
-    let Linked {
-        ch,
-        mut conn,
-        rail,
-        mtu,
-        local_mtu,
-        theirs,
-        memory,
-    } = link(ch, &cfg.roots, side, &cfg.tuning, "client")?;
+    let (ch, mut l) = link(ch, &cfg.roots, side, &cfg.tuning, "client")?;
     log(&format!(
         "QPs connected, path MTU {}; measuring{}",
-        mtu.bytes(),
-        if conn.polls_at_idle_priority(&cfg.tuning) {
+        l.mtu.bytes(),
+        if l.conn.polls_at_idle_priority(&cfg.tuning) {
             " (polling at idle CPU priority: on Soft-RoCE the kernel moves the data on these CPUs)"
                 .to_string()
         } else if cfg.tuning.poll == wire::params::PollMode::Event {
@@ -180,7 +172,7 @@ pub fn run_client_streaming(
         device: accept.device,
         port: accept.port,
         gid_index: Some(u32::from(accept.gid_index)),
-        gid: theirs.qps.first().map(|q| q.gid).unwrap_or_default(),
+        gid: l.theirs.qps.first().map(|q| q.gid).unwrap_or_default(),
         netdev: cfg.server_rail.netdev.clone(),
         active_mtu_bytes: accept.active_mtu_bytes,
         line_rate_gbps: Some(accept.line_rate_gbps).filter(|r| *r > 0.0),
@@ -189,15 +181,15 @@ pub fn run_client_streaming(
     };
     let mut outcome = Outcome {
         role: Role::Client,
-        rail: rail.clone(),
-        active_mtu_bytes: local_mtu,
+        rail: l.rail.clone(),
+        active_mtu_bytes: l.local_mtu,
         remote,
         params: cfg.params.clone(),
         tuning: cfg.tuning.clone(),
-        path_mtu_bytes: mtu.bytes(),
+        path_mtu_bytes: l.mtu.bytes(),
         client_results: Vec::new(),
         server_results: Vec::new(),
-        memory,
+        memory: l.memory,
         counters: Vec::new(),
     };
     let mut emit = |r: SizeResult| {
@@ -207,7 +199,7 @@ pub fn run_client_streaming(
     };
     let spec = WindowSpec {
         roots: &cfg.roots,
-        rail: &rail,
+        rail: &l.rail,
         watch: cfg.watch,
         params: &cfg.params,
         tuning: &cfg.tuning,
@@ -219,7 +211,7 @@ pub fn run_client_streaming(
         mut ch,
         results: client_results,
         counters,
-    } = window(&spec, &mut conn, ch, stop, Some(&mut emit))?;
+    } = window(&spec, &mut l.conn, ch, stop, Some(&mut emit))?;
     ch.send(&Msg::Done {
         results: client_results.clone(),
         counters: counters.clone(),
@@ -231,12 +223,12 @@ pub fn run_client_streaming(
     // -b: the server's writes are complete (its Done came after its last completion).
     // One way, nothing was written here: there is nothing to check.
     let mismatch = if cfg.params.bidirectional {
-        conn.check_landing().map_err(SessionError::Local)?
+        l.conn.check_landing().map_err(SessionError::Local)?
     } else {
         None
     };
     ch.close();
-    drop(conn);
+    drop(l.conn);
     if let Some(m) = mismatch {
         return Err(SessionError::DataValidation(m));
     }

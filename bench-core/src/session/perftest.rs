@@ -13,18 +13,17 @@ use super::config::Pinned;
 use super::error::SessionError;
 use super::guard::Guard;
 use super::outcome::{Outcome, Remote};
-use super::side::{connect_qps, Side};
+use super::side::{connect_qps, Link, Side};
 use super::window::LateWait;
 use super::Log;
 use crate::control::measure_timeout;
 use crate::counters::{CounterTarget, Snapshot};
-use crate::engine::{Connected, Endpoints, StopFlags};
-use crate::gpu::MemoryUse;
+use crate::engine::{Endpoints, StopFlags};
 use crate::perftest::wire::{self, BwReportMsg, KeyMsg, Negotiation, PeerVersion, ReportUnit};
 use crate::perftest::{End, PerftestConn, PerftestError, Step};
 use crate::rails::Rail;
 use crate::sysfs::SysRoots;
-use crate::verbs::{MrInfo, PathMtu, QpEndpoint};
+use crate::verbs::{MrInfo, QpEndpoint};
 use ::wire::counters::CounterReport;
 use ::wire::params::{LocalTuning, SizeResult, TestLength, TestParams};
 use ::wire::report::Role;
@@ -124,12 +123,7 @@ fn key_of(q: &QpEndpoint, mr: &MrInfo, gid: bool) -> KeyMsg {
 
 /// Both sides connected: what the set-up steps give the run.
 struct Linked {
-    conn: Connected,
-    rail: Rail,
-    mtu: PathMtu,
-    local_mtu: u32,
-    theirs: Endpoints,
-    memory: MemoryUse,
+    link: Link,
     /// This side's first key message, sent again at each later sync.
     key0: KeyMsg,
     key_len: usize,
@@ -258,8 +252,7 @@ fn set_up(
         gid_index: None,
         netdev: None,
     };
-    let memory = side.prepared.memory().clone();
-    let (conn, rail, mtu, local_mtu) = connect_qps(t.roots, side, &theirs, t.tuning)?;
+    let link = connect_qps(t.roots, side, theirs, t.tuning)?;
     for (k, was) in keys.iter().zip(&first) {
         let again = keyx(pc, Step::KeysAgain, k)?;
         if again.qpn != was.qpn {
@@ -268,12 +261,7 @@ fn set_up(
     }
     keyx(pc, Step::AfterRtr, &key0)?;
     Ok(Linked {
-        conn,
-        rail,
-        mtu,
-        local_mtu,
-        theirs,
-        memory,
+        link,
         key0,
         key_len,
     })
@@ -363,15 +351,19 @@ fn run(
     log: &Log,
 ) -> Result<Ran, SessionError> {
     let peer = pc.peer();
-    let target = CounterTarget::new(l.rail.device.clone(), l.rail.port, l.rail.netdev.clone());
+    let target = CounterTarget::new(
+        l.link.rail.device.clone(),
+        l.link.rail.port,
+        l.link.rail.netdev.clone(),
+    );
     let before = Snapshot::read(t.roots, &target);
     let engine_stop = Arc::new(AtomicBool::new(stop.load(Ordering::Relaxed)));
-    let guard = Guard::start(Arc::clone(&engine_stop), t.roots, &l.rail);
+    let guard = Guard::start(Arc::clone(&engine_stop), t.roots, &l.link.rail);
     let writer = role == Role::Client || t.params.bidirectional || t.params.latency;
     let tuning = &LocalTuning {
         cpu: crate::numa::cpu_for(
             t.roots,
-            l.rail.numa_node,
+            l.link.rail.numa_node,
             t.tuning.cpu,
             &crate::ffi::allowed_cpus().unwrap_or_default(),
         ),
@@ -384,12 +376,13 @@ fn run(
             // ib_write_lat's server writes first; a timed responder answers until its own
             // test's time is up (perftest says nothing when its side ends).
             let end = Instant::now() + timed_span(t.params);
-            l.conn
+            l.link
+                .conn
                 .run_pingpong(t.params, tuning, flags, role == Role::Server, &|| {
                     Instant::now() >= end
                 })
         } else {
-            l.conn.run_writes(t.params, tuning, flags)
+            l.link.conn.run_writes(t.params, tuning, flags)
         };
         let closed = watch.finish();
         match r {
@@ -403,7 +396,7 @@ fn run(
             .with_local(e)),
             Err(e) => Err(SessionError::Run {
                 error: e,
-                port_note: super::guard::port_note(t.roots, &l.rail),
+                port_note: super::guard::port_note(t.roots, &l.link.rail),
             }),
         }
     } else {
@@ -439,7 +432,7 @@ fn run(
                 }
                 Err(PerftestError::Interrupted { .. }) => {
                     break Err(SessionError::RailDown {
-                        note: super::guard::port_note(t.roots, &l.rail)
+                        note: super::guard::port_note(t.roots, &l.link.rail)
                             .unwrap_or_else(|| "the rail went down".into()),
                     })
                 }
@@ -590,9 +583,9 @@ fn remote_of(t: &PerftestTest<'_>, pc: &PerftestConn, l: &Linked, version: &Peer
         device: String::new(),
         port: 1,
         gid_index: None,
-        gid: l.theirs.qps.first().map(|q| q.gid).unwrap_or_default(),
+        gid: l.link.theirs.qps.first().map(|q| q.gid).unwrap_or_default(),
         netdev: None,
-        active_mtu_bytes: l.theirs.mtu_bytes,
+        active_mtu_bytes: l.link.theirs.mtu_bytes,
         line_rate_gbps: None,
         rdmabw_version: None,
         perftest_version: Some(version.text.clone()),
@@ -624,7 +617,7 @@ fn whole_test(
     let mut l = set_up(t, &mut pc, side, version, gid_explicit, stop)?;
     log(&format!(
         "QPs connected, path MTU {}; measuring",
-        l.mtu.bytes()
+        l.link.mtu.bytes()
     ));
     if t.params.bidirectional {
         let b = pc.exchange(Step::Sync, &l.key0.encode(), l.key_len, stop)?;
@@ -665,15 +658,15 @@ impl Done {
         };
         Outcome {
             role: self.role,
-            rail: self.l.rail,
-            active_mtu_bytes: self.l.local_mtu,
+            rail: self.l.link.rail,
+            active_mtu_bytes: self.l.link.local_mtu,
             remote: self.remote,
             params: t.params.clone(),
             tuning: t.tuning.clone(),
-            path_mtu_bytes: self.l.mtu.bytes(),
+            path_mtu_bytes: self.l.link.mtu.bytes(),
             client_results,
             server_results,
-            memory: self.l.memory,
+            memory: self.l.link.memory,
             counters: self.ran.counters.into_iter().collect(),
         }
     }

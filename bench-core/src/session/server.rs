@@ -15,7 +15,7 @@ use super::gate::{Admission, Gate};
 use super::outcome::{Outcome, Remote};
 use super::perftest::{self, PerftestTest};
 use super::resolve::ServerShared;
-use super::side::{link, prepare, Linked};
+use super::side::{link, prepare};
 use super::window::{window, WindowSpec, Windowed};
 use super::{Log, POLL};
 use crate::control::{
@@ -493,22 +493,14 @@ pub fn serve_admitted(
         latency: true,
     };
     ch.send(&Msg::Accept(accept)).map_err(control)?;
-    let Linked {
-        ch,
-        mut conn,
-        rail,
-        mtu,
-        local_mtu,
-        theirs,
-        memory,
-    } = link(ch, &cfg.roots, side, &tuning, "server")?;
+    let (ch, mut l) = link(ch, &cfg.roots, side, &tuning, "server")?;
     log(&format!(
         "QPs connected, path MTU {}; measuring",
-        mtu.bytes()
+        l.mtu.bytes()
     ));
     let spec = WindowSpec {
         roots: &cfg.roots,
-        rail: &rail,
+        rail: &l.rail,
         watch: cfg.watch,
         params: &params,
         tuning: &tuning,
@@ -520,11 +512,11 @@ pub fn serve_admitted(
         mut ch,
         results: server_results,
         counters,
-    } = window(&spec, &mut conn, ch, stop, None)?;
+    } = window(&spec, &mut l.conn, ch, stop, None)?;
     let (client_results, client_counters) = ch.expect_done(Phase::Results).map_err(peer_failed)?;
     // --data_validation: the client's writes are complete (its Done came after its last
     // completion): check what landed, and tell the client instead of answering Done.
-    if let Some(m) = conn.check_landing().map_err(SessionError::Local)? {
+    if let Some(m) = l.conn.check_landing().map_err(SessionError::Local)? {
         ch.fail(&m.to_string());
         return Err(SessionError::DataValidation(m));
     }
@@ -537,30 +529,30 @@ pub fn serve_admitted(
     })
     .map_err(peer_failed)?;
     ch.close();
-    drop(conn);
+    drop(l.conn);
     Ok(Outcome {
         role: Role::Server,
-        rail,
-        active_mtu_bytes: local_mtu,
+        rail: l.rail,
+        active_mtu_bytes: l.local_mtu,
         remote: Remote {
             host: hello.client_host,
             addr: peer,
-            device: theirs.device.clone(),
-            port: theirs.port,
-            gid_index: theirs.gid_index,
-            gid: theirs.qps.first().map(|q| q.gid).unwrap_or_default(),
-            netdev: theirs.netdev.clone(),
-            active_mtu_bytes: theirs.mtu_bytes,
+            device: l.theirs.device.clone(),
+            port: l.theirs.port,
+            gid_index: l.theirs.gid_index,
+            gid: l.theirs.qps.first().map(|q| q.gid).unwrap_or_default(),
+            netdev: l.theirs.netdev.clone(),
+            active_mtu_bytes: l.theirs.mtu_bytes,
             line_rate_gbps: None,
             rdmabw_version: Some(hello.rdmabw_version),
             perftest_version: None,
         },
         params,
         tuning,
-        path_mtu_bytes: mtu.bytes(),
+        path_mtu_bytes: l.mtu.bytes(),
         client_results,
         server_results,
-        memory,
+        memory: l.memory,
         counters: counters.into_iter().chain(client_counters).collect(),
     })
 }

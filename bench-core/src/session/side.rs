@@ -44,12 +44,30 @@ fn endpoints_of(side: &Side) -> Endpoints {
     }
 }
 
+/// This side's QPs connected to the peer's (in RTS), and what the bring-up settled: the same
+/// for a peer that is rdmabw or perftest.
+pub(super) struct Link {
+    /// This side's QPs.
+    pub(super) conn: Connected,
+    /// This side's rail.
+    pub(super) rail: Rail,
+    /// The path MTU of the QPs.
+    pub(super) mtu: PathMtu,
+    /// This side's active MTU in bytes.
+    pub(super) local_mtu: u32,
+    /// What the peer sent in the exchange.
+    pub(super) theirs: Endpoints,
+    /// The memory this side's buffer is in.
+    pub(super) memory: MemoryUse,
+}
+
+/// Connects `side`'s QPs to the peer's endpoints `theirs`.
 pub(super) fn connect_qps(
     roots: &SysRoots,
     side: Side,
-    theirs: &Endpoints,
+    theirs: Endpoints,
     tuning: &LocalTuning,
-) -> Result<(Connected, Rail, PathMtu, u32), Error> {
+) -> Result<Link, Error> {
     if let Some(peer) = theirs
         .qps
         .first()
@@ -66,56 +84,38 @@ pub(super) fn connect_qps(
     let local_mtu = side.prepared.active_mtu();
     let mtu = PathMtu::negotiate(local_mtu, remote_mtu, tuning.mtu_bytes)?;
     let path = PathParams::new(side.rail.port, side.rail.gid_index, tuning, mtu)?;
-    let conn = side.prepared.connect(theirs, &path)?;
-    Ok((conn, side.rail, mtu, local_mtu.bytes()))
-}
-
-/// One side connected to its peer: both sides' QPs are in RTS, the measurement may start.
-pub(super) struct Linked {
-    /// The control channel, past `Ready`.
-    pub(super) ch: ControlChannel,
-    /// This side's QPs.
-    pub(super) conn: Connected,
-    /// This side's rail.
-    pub(super) rail: Rail,
-    /// The path MTU of the QPs.
-    pub(super) mtu: PathMtu,
-    /// This side's active MTU in bytes.
-    pub(super) local_mtu: u32,
-    /// What the peer sent in the exchange.
-    pub(super) theirs: Endpoints,
-    /// The memory this side's buffer is in.
-    pub(super) memory: MemoryUse,
+    let memory = side.prepared.memory().clone();
+    let conn = side.prepared.connect(&theirs, &path)?;
+    Ok(Link {
+        conn,
+        rail: side.rail,
+        mtu,
+        local_mtu: local_mtu.bytes(),
+        theirs,
+        memory,
+    })
 }
 
 /// The exchange and the bring-up, the same on both sides (`who` names this one to the peer
 /// when it fails): swap endpoints, connect the QPs, telling the peer when that fails, and wait
-/// until both sides are ready.
+/// until both sides are ready: the measurement may start. The control channel, past `Ready`,
+/// and the link.
 pub(super) fn link(
     mut ch: ControlChannel,
     roots: &SysRoots,
     side: Side,
     tuning: &LocalTuning,
     who: &str,
-) -> Result<Linked, SessionError> {
+) -> Result<(ControlChannel, Link), SessionError> {
     let ours = endpoints_of(&side);
     let theirs = ch.exchange_endpoints(&ours).map_err(control)?;
-    let memory = side.prepared.memory().clone();
-    let (conn, rail, mtu, local_mtu) = match connect_qps(roots, side, &theirs, tuning) {
-        Ok(c) => c,
+    let link = match connect_qps(roots, side, theirs, tuning) {
+        Ok(l) => l,
         Err(e) => {
             ch.fail(&format!("the {who} could not connect its QPs: {e}"));
             return Err(e.into());
         }
     };
     ch.sync_ready().map_err(control)?;
-    Ok(Linked {
-        ch,
-        conn,
-        rail,
-        mtu,
-        local_mtu,
-        theirs,
-        memory,
-    })
+    Ok((ch, link))
 }

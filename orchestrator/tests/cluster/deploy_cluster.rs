@@ -53,8 +53,43 @@ async fn client_of(path: &Path) -> Client {
     Client::try_from(config).expect("client")
 }
 
-fn kubeconfig_path(ns: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("railbench-{ns}.kubeconfig"))
+/// The test cluster, a namespace of this test's own (its name from `prefix`), and where the
+/// test's kubeconfig for it goes (the account's, written by the test).
+async fn test_namespace(prefix: &str) -> (TestCluster, String, PathBuf) {
+    let c = TestCluster::get().await;
+    let ns = c.namespace(prefix, &[]).await;
+    let kc = std::env::temp_dir().join(format!("railbench-{ns}.kubeconfig"));
+    (c, ns, kc)
+}
+
+/// The fleet's service account as deploy/fleet-job.yaml ships it, created in namespace `ns`.
+async fn fleet_account(c: &TestCluster, ns: &str) {
+    let mut sa: ServiceAccount = shipped("fleet-job.yaml", "ServiceAccount");
+    sa.metadata.namespace = None;
+    Api::<ServiceAccount>::namespaced(c.client.clone(), ns)
+        .create(&PostParams::default(), &sa)
+        .await
+        .expect("creates the fleet's service account");
+}
+
+/// Returns once the admission policy `name` is enforced (a new policy is, a moment after it is
+/// made): when `dry_run` is refused by a ValidatingAdmissionPolicy, tried for 30 s at most.
+async fn until_enforced<F, Fut>(name: &str, mut dry_run: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), kube::Error>>,
+{
+    for _ in 0..150 {
+        if let Err(kube::Error::Api(e)) = dry_run().await {
+            assert!(e.message.contains("ValidatingAdmissionPolicy"), "{e:?}");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!(
+        "{name} is not enforced after 30 s (is the API server's ValidatingAdmissionPolicy \
+         admission plugin on?)"
+    );
 }
 
 /// Merge-patch node `name` through `api` (a dry run with `dry`).
@@ -116,9 +151,7 @@ async fn rbac_node(c: &TestCluster, ns: &str, kc: &Path) -> (String, Api<Node>, 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_run_and_compare_account_cannot_patch_nodes() {
-    let c = TestCluster::get().await;
-    let ns = c.namespace("rbac-run", &[]).await;
-    let kc = kubeconfig_path(&ns);
+    let (c, ns, kc) = test_namespace("rbac-run").await;
     c.railsweep_kubeconfig_with_nodes(&ns, &kc).await;
     let (name, admin, api) = rbac_node(&c, &ns, &kc).await;
     // The token works: it reads nodes (fleet --nodes SELECTOR lists them).
@@ -146,28 +179,15 @@ async fn the_run_and_compare_account_cannot_patch_nodes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_verdict_account_changes_only_railbench_keys() {
-    let c = TestCluster::get().await;
-    let ns = c.namespace("rbac-verdicts", &[]).await;
-    let kc = kubeconfig_path(&ns);
+    let (c, ns, kc) = test_namespace("rbac-verdicts").await;
     c.fleet_job_kubeconfig(&ns, &kc).await;
     let (name, admin, api) = rbac_node(&c, &ns, &kc).await;
 
-    // A new policy is enforced a moment after it is made: wait for a dry run to be refused.
     let other_label = json!({ "metadata": { "labels": { "example.com/other": "x" } } });
-    let mut enforced = false;
-    for _ in 0..150 {
-        if let Err(kube::Error::Api(e)) = patch(&api, &name, &other_label, true).await {
-            assert!(e.message.contains("ValidatingAdmissionPolicy"), "{e:?}");
-            enforced = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    assert!(
-        enforced,
-        "deploy/fleet-job.yaml's ValidatingAdmissionPolicy is not enforced after 30 s \
-         (is the API server's ValidatingAdmissionPolicy admission plugin on?)"
-    );
+    until_enforced("railsweep-verdicts", || {
+        patch(&api, &name, &other_label, true)
+    })
+    .await;
 
     // Admitted: railsweep's own keys, set and removed.
     let ours = json!({
@@ -337,12 +357,7 @@ async fn the_cronjobs_pod_passes_the_restricted_pod_security_level() {
             &[("pod-security.kubernetes.io/enforce", "restricted")],
         )
         .await;
-    let mut sa: ServiceAccount = shipped("fleet-job.yaml", "ServiceAccount");
-    sa.metadata.namespace = None;
-    Api::<ServiceAccount>::namespaced(c.client.clone(), &ns)
-        .create(&PostParams::default(), &sa)
-        .await
-        .expect("creates the fleet's service account");
+    fleet_account(&c, &ns).await;
     let cj: Value = shipped("fleet-job.yaml", "CronJob");
     let template = &cj["spec"]["jobTemplate"]["spec"]["template"];
     let pod = |template: &Value| -> Pod {
@@ -633,16 +648,9 @@ fn plain_pod(name: &str, account: Option<&str>) -> Pod {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sweep_account_cannot_reach_the_fleets_rights() {
     use orchestrator::runner::{KubeRunner, Runner};
-    let c = TestCluster::get().await;
-    let ns = c.namespace("fleet-pods", &[]).await;
-    let kc = kubeconfig_path(&ns);
+    let (c, ns, kc) = test_namespace("fleet-pods").await;
     c.railsweep_kubeconfig(&ns, None, &kc).await;
-    let mut sa: ServiceAccount = shipped("fleet-job.yaml", "ServiceAccount");
-    sa.metadata.namespace = None;
-    Api::<ServiceAccount>::namespaced(c.client.clone(), &ns)
-        .create(&PostParams::default(), &sa)
-        .await
-        .expect("creates the fleet's service account");
+    fleet_account(&c, &ns).await;
     // The fleet's pod (its name as a CronJob's Job gives it), made by the administrator
     // before the policy: the one to exec into.
     let fleet_pod = "railsweep-fleet-29412345-x7k2q";
@@ -656,20 +664,11 @@ async fn the_sweep_account_cannot_reach_the_fleets_rights() {
         ..PostParams::default()
     };
     let as_fleet = plain_pod("as-fleet", Some("railsweep-fleet"));
-    let mut enforced = false;
-    for _ in 0..150 {
-        if let Err(kube::Error::Api(e)) = pods.create(&dry, &as_fleet).await {
-            assert!(e.message.contains("ValidatingAdmissionPolicy"), "{e:?}");
-            enforced = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    assert!(
-        enforced,
-        "railsweep-fleet-pods is not enforced after 30 s (is the ValidatingAdmissionPolicy \
-         admission plugin on?)"
-    );
+    until_enforced("railsweep-fleet-pods", || {
+        let (pods, dry, pod) = (&pods, &dry, &as_fleet);
+        async move { pods.create(dry, pod).await.map(|_| ()) }
+    })
+    .await;
     refused_by_policy(
         pods.create(&dry, &as_fleet).await.map(|_| ()),
         "a pod runs as railsweep-fleet only as the fleet CronJob's",
@@ -734,9 +733,7 @@ fn taint_rule(name: &str, ours: bool, key: &str, effect: &str) -> DeviceTaintRul
 /// label is refused, and so is changing or deleting another owner's rule.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_verdict_account_writes_and_deletes_only_railsweeps_device_taint_rules() {
-    let c = TestCluster::get().await;
-    let ns = c.namespace("rbac-taintrules", &[]).await;
-    let kc = kubeconfig_path(&ns);
+    let (c, ns, kc) = test_namespace("rbac-taintrules").await;
     c.fleet_job_kubeconfig(&ns, &kc).await;
     let admin: Api<DeviceTaintRule> = Api::all(c.client.clone());
     let api: Api<DeviceTaintRule> = Api::all(client_of(&kc).await);
@@ -755,17 +752,8 @@ async fn the_verdict_account_writes_and_deletes_only_railsweeps_device_taint_rul
             api.create(&pp, &r).await.map(|_| ())
         }
     };
-    // A new policy is enforced a moment after it is made: wait for a dry run to be refused.
     let evicting = taint_rule(&format!("{ns}-noexecute"), true, key, "NoExecute");
-    let mut enforced = false;
-    for _ in 0..150 {
-        if create(evicting.clone(), true).await.is_err() {
-            enforced = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    assert!(enforced, "railsweep-device-taints not enforced after 30 s");
+    until_enforced("railsweep-device-taints", || create(evicting.clone(), true)).await;
     refused_by_policy(
         create(evicting, false).await,
         write_msg,

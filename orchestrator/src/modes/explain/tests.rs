@@ -46,6 +46,20 @@ fn explained_by(pod: &Pod, reason: &str, message: &str) -> Diagnosis {
     explain_pod(pod, &[event(reason, "Warning", message)]).expect("explained")
 }
 
+/// The diagnosis of `pod`, pending, that the scheduler could not place, in `message`'s words.
+fn scheduling_failed(pod: Pod, message: &str) -> Diagnosis {
+    explained_by(
+        &with_status(pod, json!({ "phase": "Pending" })),
+        "FailedScheduling",
+        message,
+    )
+}
+
+/// The diagnosis of `pod` whose sandbox the kubelet could not create, in `message`'s words.
+fn sandbox_failed(pod: &Pod, message: &str) -> Diagnosis {
+    explained_by(pod, "FailedCreatePodSandBox", message)
+}
+
 // The field report's scheduler message (two hostNetwork jobs on port 2222, GPU nodes full).
 const PORTS_AND_GPUS: &str =
     "0/5 nodes are available: 2 node(s) didn't have free ports for the requested \
@@ -76,13 +90,8 @@ fn unschedulable_for_ports_and_gpus() {
 
 #[test]
 fn unschedulable_from_the_event_before_the_condition() {
-    let pod = with_status(
-        pair(Mode::Sriov, true).client,
-        json!({ "phase": "Pending" }),
-    );
-    let d = explained_by(
-            &pod,
-            "FailedScheduling",
+    let d = scheduling_failed(
+            pair(Mode::Sriov, true).client,
             "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector. preemption: 0/4 nodes \
              are available: 4 Preemption is not helpful for scheduling.",
         );
@@ -110,13 +119,8 @@ fn an_rbac_refusal_names_the_verb_and_resource() {
 #[test]
 fn an_unnamed_taint_as_kubernetes_1_37_words_it() {
     // The real kube-scheduler v1.37.2's message (tests/cluster/modes_cluster.rs meets it).
-    let pod = with_status(
+    let d = scheduling_failed(
         pair(Mode::HostNetwork, true).server,
-        json!({ "phase": "Pending" }),
-    );
-    let d = explained_by(
-        &pod,
-        "FailedScheduling",
         "0/2 nodes are available: 2 node(s) had untolerated taint(s). preemption: 0/2 nodes are \
              available: 2 Preemption is not helpful for scheduling.",
     );
@@ -196,8 +200,7 @@ fn ipam_exhausted() {
         None,
         "ContainerCreating alone is no failure"
     );
-    let d =
-        explain_pod(&pod, &[event("FailedCreatePodSandBox", "Warning", IPAM)]).expect("explained");
+    let d = sandbox_failed(&pod, IPAM);
     assert_eq!(d.problem, Problem::IpamExhausted);
     assert!(
         d.what
@@ -216,9 +219,8 @@ fn ipam_exhausted() {
 #[test]
 fn ipam_exhausted_in_host_local_words() {
     // The node agent's event when host-local's range runs out (scripts/cluster's nodes).
-    let d = explained_by(
+    let d = sandbox_failed(
             &pair(Mode::Ipvlan, true).server,
-            "FailedCreatePodSandBox",
             "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox \"0b6d\": \
              plugin type=\"multus\" name=\"multus-cni-network\" failed (add): [rdma-hostnet/railsweep-r1-ipvlan-server/0b6d:pool-a]: \
              error adding container to network \"pool-a\": failed to allocate for range 0: no IP addresses available in range \
@@ -234,9 +236,8 @@ fn ipam_exhausted_in_host_local_words() {
 
 #[test]
 fn missing_network_attachment() {
-    let d = explained_by(
+    let d = sandbox_failed(
             &pair(Mode::Ipvlan, true).server,
-            "FailedCreatePodSandBox",
             "Failed to create pod sandbox: ... Multus: [rdma-hostnet/railsweep-r1-ipvlan-server/1]: error loading \
              k8s delegates k8s args: TryLoadPodDelegates: error in getting k8s network for pod: \
              GetNetworkDelegates: failed getting the delegate: getKubernetesDelegate: cannot find a \
@@ -292,31 +293,31 @@ fn a_passing_sandbox_failure_is_waited_out() {
     assert!(d.what.contains("error waiting for pod"), "{d}");
 }
 
-fn forbidden(message: &str) -> Status {
-    Status {
+/// The diagnosis of `pod`, whose creation the API server refused (403) in `message`'s words.
+fn create_refused(pod: &Pod, message: &str) -> Diagnosis {
+    let s = Status {
         code: 403,
         reason: "Forbidden".into(),
         message: message.into(),
         ..Status::default()
-    }
+    };
+    explain_create_error(pod, &s)
 }
+
+/// What Pod Security admission's refusal of a pod of railsweep's in a baseline namespace is.
+const BASELINE_NEEDS_PRIVILEGED: Problem = Problem::PodSecurity {
+    enforced: Level::Baseline,
+    needed: Level::Privileged,
+};
 
 #[test]
 fn pod_security_hostnetwork_needs_privileged() {
     let pod = pair(Mode::HostNetwork, true).server;
-    let s = forbidden(
-            "pods \"railsweep-r1-hostnetwork-server\" is forbidden: violates PodSecurity \"baseline:latest\": \
+    let said = "pods \"railsweep-r1-hostnetwork-server\" is forbidden: violates PodSecurity \"baseline:latest\": \
              host namespaces (hostNetwork=true), hostPort (container \"rdmabw\" uses hostPort 18515), privileged \
-             (container \"rdmabw\" must not set securityContext.privileged=true)",
-        );
-    let d = explain_create_error(&pod, &s);
-    assert_eq!(
-        d.problem,
-        Problem::PodSecurity {
-            enforced: Level::Baseline,
-            needed: Level::Privileged
-        }
-    );
+             (container \"rdmabw\" must not set securityContext.privileged=true)";
+    let d = create_refused(&pod, said);
+    assert_eq!(d.problem, BASELINE_NEEDS_PRIVILEGED);
     assert!(
         d.todo
             .contains("pod-security.kubernetes.io/enforce=privileged"),
@@ -325,37 +326,31 @@ fn pod_security_hostnetwork_needs_privileged() {
     assert!(d.todo.contains("always need privileged"), "{d}");
     // Our own reading of the pod gives the same words as the admission plugin.
     let (_, why) = required_level(&pod);
-    assert!(s.message.ends_with(&why.join(", ")), "{why:?}");
+    assert!(said.ends_with(&why.join(", ")), "{why:?}");
 }
 
 #[test]
 fn pod_security_ipvlan_only_for_ipc_lock() {
     // The IPvlan report's refusal: only IPC_LOCK keeps the pod out of Baseline.
     let pod = pair(Mode::Ipvlan, true).client;
-    let s = forbidden(
+    let d = create_refused(
+            &pod,
             "pods \"ipvlan-n1\" is forbidden: violates PodSecurity \"baseline:latest\": non-default capabilities \
              (container \"rdma\" must not include \"IPC_LOCK\" in securityContext.capabilities.add)",
         );
-    let d = explain_create_error(&pod, &s);
-    assert_eq!(
-        d.problem,
-        Problem::PodSecurity {
-            enforced: Level::Baseline,
-            needed: Level::Privileged
-        }
-    );
+    assert_eq!(d.problem, BASELINE_NEEDS_PRIVILEGED);
     assert!(
         d.todo.contains("--no-ipc-lock") && d.todo.contains("passes baseline"),
         "{d}"
     );
     // The CRI-O fix still needs privileged, for hostNetwork (the report's second refusal).
     let crio = pair(Mode::HostNetworkCrio, true).server;
-    let s = forbidden(
+    let d = create_refused(
+            &crio,
             "pods \"gpu4-annot-1\" is forbidden: violates PodSecurity \"baseline:latest\": non-default capabilities \
              (container \"gpu\" must not include \"IPC_LOCK\" in securityContext.capabilities.add), host namespaces \
              (hostNetwork=true)",
         );
-    let d = explain_create_error(&crio, &s);
     assert!(
         d.todo.contains("always need privileged") && !d.todo.contains("Or add --no-ipc-lock"),
         "{d}"
@@ -365,10 +360,10 @@ fn pod_security_ipvlan_only_for_ipc_lock() {
 #[test]
 fn runtime_class_and_devices() {
     let pod = pair(Mode::HostNetworkCrio, true).server;
-    let s = forbidden(
+    let d = create_refused(
+        &pod,
         "pods \"x\" is forbidden: pod rejected: RuntimeClass \"runc-nohostdev\" not found",
     );
-    let d = explain_create_error(&pod, &s);
     assert_eq!(d.problem, Problem::RuntimeClassMissing);
     assert!(
         d.todo.contains("create the RuntimeClass runc-nohostdev"),
@@ -390,9 +385,8 @@ fn a_runtime_class_whose_handler_the_node_lacks() {
     // containerd's words (pkg/cri/server/sandbox_run.go, getSandboxRuntime), as the
     // kubelet's FailedCreatePodSandBox event carries them.
     let pod = pair(Mode::HostNetworkCrio, true).server;
-    let d = explained_by(
+    let d = sandbox_failed(
             &pod,
-            "FailedCreatePodSandBox",
             "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: \
              no runtime for \"runc-nohostdev\" is configured",
         );
@@ -415,9 +409,8 @@ fn a_runtime_class_whose_handler_the_node_lacks() {
         "{d}"
     );
     // CRI-O's words (internal/config/runtimehandler.go): its drop-in, and no containerd advice.
-    let d = explained_by(
+    let d = sandbox_failed(
             &pod,
-            "FailedCreatePodSandBox",
             "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to find runtime handler \
              runc-nohostdev from runtime list map[crun:0xc0003 runc:0xc0004]",
         );
@@ -428,7 +421,7 @@ fn a_runtime_class_whose_handler_the_node_lacks() {
         "{d}"
     );
     // Any other sandbox failure is still the network's.
-    let d = explained_by(&pod, "FailedCreatePodSandBox", IPAM);
+    let d = sandbox_failed(&pod, IPAM);
     assert_eq!(d.problem, Problem::IpamExhausted);
 }
 
