@@ -301,7 +301,8 @@ fn plan_processes(
             "starting one client per rail",
         );
     }
-    (daemon, batch)
+    // Rails at once (`--parallel`) are one client process each: a batch runs its tests in turn.
+    (daemon, batch && !cfg.parallel)
 }
 
 /// Run the rails: start the daemon, measure, write each row at once, stop the daemon.

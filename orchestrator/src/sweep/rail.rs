@@ -194,10 +194,8 @@ impl<'a, R: Runner> Sweep<'a, R> {
         if self.cfg.show_commands {
             results::say!("railsweep: rail {rail}: {}", argv.join(" "));
         }
-        if !self.cfg.parallel {
-            if let Some(r) = self.run_batched(argv, deadline).await {
-                return r;
-            }
+        if let Some(r) = self.run_batched(argv, deadline).await {
+            return r;
         }
         let pod = &self.prep.pods.client;
         let (process_argv, stdin) = if secret {
@@ -354,9 +352,6 @@ impl<'a, R: Runner> Sweep<'a, R> {
     /// says it again.
     pub(super) async fn start_processes(&self) {
         let batch = async {
-            if self.cfg.parallel {
-                return;
-            }
             let mut slot = self.batch.lock().await;
             let _ = self.start_batch(&mut slot, self.cfg.deadline()).await;
         };
