@@ -50,6 +50,7 @@ pub(super) enum Attempt {
 }
 
 /// How one client test run ended, before its output is read.
+#[derive(Debug)]
 pub(super) enum Ran {
     /// It ended (whatever its exit code): its output.
     Done(Output),
@@ -100,6 +101,8 @@ pub(super) enum Batch {
     Running(BatchClient),
     /// The pod's rdmabw has no `batch`: one client process per rail.
     Unsupported,
+    /// The start before the first rail failed: that rail's end, without a second start.
+    StartFailed(Ran),
 }
 
 pub(super) fn pod_field(name: &str) -> Option<String> {
@@ -283,8 +286,13 @@ impl<'a, R: Runner> Sweep<'a, R> {
     async fn run_batched(&self, argv: &[String], deadline: Duration) -> Option<Ran> {
         let mut slot = self.batch.lock().await;
         let pod = &self.prep.pods.client;
-        if matches!(*slot, Batch::Unsupported) {
-            return None;
+        match std::mem::replace(&mut *slot, Batch::Idle) {
+            Batch::Unsupported => {
+                *slot = Batch::Unsupported;
+                return None;
+            }
+            Batch::StartFailed(ran) => return Some(ran),
+            other => *slot = other,
         }
         if let Err(ran) = self.start_batch(&mut slot, deadline).await {
             return Some(ran);
@@ -346,14 +354,15 @@ impl<'a, R: Runner> Sweep<'a, R> {
 
     /// Before the first rail: start the server daemon and the client's batch at once (each
     /// start is an exec through the API server and the kubelet, about a second on the lab's
-    /// emulated nodes; one after the other, they were the sweep's largest fixed cost). A
-    /// batch that cannot start here is left to the first rail, which starts it again and
-    /// records why it cannot; a daemon that cannot start is said once here, and each rail
-    /// says it again.
+    /// emulated nodes; one after the other, they were the sweep's largest fixed cost). Why a
+    /// batch could not start here is the first rail's end (the next rail starts one again);
+    /// a daemon that cannot start is said once here, and each rail says it again.
     pub(super) async fn start_processes(&self) {
         let batch = async {
             let mut slot = self.batch.lock().await;
-            let _ = self.start_batch(&mut slot, self.cfg.deadline()).await;
+            if let Err(ran) = self.start_batch(&mut slot, self.cfg.deadline()).await {
+                *slot = Batch::StartFailed(ran);
+            }
         };
         let (server, ()) = tokio::join!(self.ensure_server(), batch);
         if let Err(e) = server {
