@@ -155,9 +155,7 @@ pub fn chain(r: &RailResult, findings: Option<&Path>) -> String {
     }
     for c in &r.counters {
         let moved: Vec<String> = c
-            .deltas
-            .iter()
-            .filter(|d| d.delta > 0)
+            .moved()
             .map(|d| format!("{} +{}", d.name, d.delta))
             .collect();
         let _ = writeln!(

@@ -89,6 +89,11 @@ impl CounterReport {
         self
     }
 
+    /// The deltas of the counters that moved in the window.
+    pub fn moved(&self) -> impl Iterator<Item = &CounterDelta> {
+        self.deltas.iter().filter(|d| d.delta > 0)
+    }
+
     /// The delta of counter `name` from `source`, when it was read.
     pub fn get(&self, source: CounterSource, name: &str) -> Option<u64> {
         self.deltas

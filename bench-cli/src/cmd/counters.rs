@@ -115,7 +115,7 @@ pub fn deltas_table(reports: &[CounterReport], names: &[String]) -> String {
     };
     let mut s = String::new();
     for r in reports {
-        let moved = r.deltas.iter().filter(|d| d.delta > 0).count();
+        let moved = r.moved().count();
         let shown: Vec<_> = r
             .deltas
             .iter()
