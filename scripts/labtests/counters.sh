@@ -28,21 +28,8 @@ test_counters_loss_on_one_rail() {
   one_test 1 lossy --json
   tc qdisc del dev r1b root
   one_test 0 clean --json
-  python3 - "$T_OUT/lossy.json" "$T_OUT/clean.json" <<'PY' || fail "findings are not where the loss was"
-import json, sys
-lossy, clean = (json.load(open(f)) for f in sys.argv[1:])
-for name, d in (("lossy", lossy), ("clean", clean)):
-    roles = [c["role"] for c in d["counters"]]
-    assert roles == ["client", "server"], (name, roles)
-    print(name, d["results"][-1]["bw_avg_gbps"], "Gb/s;", [(f["finding"], f["summary"]) for f in d.get("diagnosis", [])])
-    print("  moved:", [(c["role"], x["name"], x["delta"]) for c in d["counters"] for x in c["deltas"] if x["delta"]])
-assert [f["finding"] for f in lossy.get("diagnosis", [])] == ["packet_loss"], lossy["diagnosis"]
-ev = lossy["diagnosis"][0]["evidence"]
-assert ev and all(e["delta"] > 0 for e in ev), ev
-assert clean.get("diagnosis", []) == [], clean["diagnosis"]
-# The reads stay outside the window and are quick: their cost is in the report.
-print("read_ms:", [c["read_ms"] for c in lossy["counters"]])
-PY
+  "$LABCHECK" findings "$T_OUT/lossy.json" --counter-sides client,server --exactly loss || fail "findings are not where the loss was"
+  "$LABCHECK" findings "$T_OUT/clean.json" --counter-sides client,server --exactly none || fail "a finding on the clean rail"
   grep -q 'rdmabw: finding loss: packets were lost or retransmitted' "$T_OUT/lossy.err" || fail "no finding on stderr"
   ! grep -q 'finding' "$T_OUT/clean.err" || fail "a finding on the clean rail"
 }
@@ -57,7 +44,7 @@ test_counters_report_counters_table() {
   ! grep -Eq '^ +(hw|port|netdev) +(sent_bytes|rx_bytes|tx_packets) ' "$T_OUT/table.json" || fail "-W printed counters it did not name"
   in_pod podA "$RDMABW" counters --netdev net1 >"$T_OUT/counters.txt" || fail "rdmabw counters failed"
   grep -Eq '^rxe_a0 port 1 \(net1\): [0-9]+ counters' "$T_OUT/counters.txt" || { cat "$T_OUT/counters.txt"; fail "no counter listing"; }
-  in_pod podA "$RDMABW" counters -d rxe_a0 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["netdev"] == "net1" and any(c["name"] == "sent_pkts" for c in d["counters"]), d' \
+  in_pod podA "$RDMABW" counters -d rxe_a0 --json | "$LABCHECK" counters - --netdev net1 --has sent_pkts \
     || fail "rdmabw counters --json"
 }
 
@@ -86,15 +73,7 @@ test_counters_link_flap() {
   echo "flapped r0b at $(date +%T.%N)"
   wait "$cpid" || { cat "$T_OUT/flap.err"; fail "the client failed: a flap of 0.3 s must not end the test"; }
   wait "$spid" || { cat "$T_OUT/flap.srv"; fail "the server failed"; }
-  python3 - "$T_OUT/flap.json" <<'PY' || fail "no link-flap finding"
-import json, sys
-d = json.load(open(sys.argv[1]))
-print(d["status"], d["results"][-1]["bw_avg_gbps"], "Gb/s;", [(f["finding"], f["summary"]) for f in d.get("diagnosis", [])])
-print("  moved:", [(c["role"], x["name"], x["delta"]) for c in d["counters"] for x in c["deltas"] if x["delta"]])
-flap = [f for f in d.get("diagnosis", []) if f["finding"] == "link_flap"]
-assert flap, d.get("diagnosis")
-assert all(e["role"] == "server" for e in flap[0]["evidence"]), flap[0]["evidence"]
-PY
+  "$LABCHECK" findings "$T_OUT/flap.json" --includes link-flap --evidence-side server || fail "no link-flap finding"
   grep -q 'rdmabw: finding link-flap: ' "$T_OUT/flap.err" || fail "no link-flap finding on stderr"
 }
 
@@ -113,30 +92,8 @@ test_counters_railsweep_names_the_lossy_rail() {
   grep -Eq '^ *1 .* loss *$' "$T_OUT/sweep.out" || fail "rail 1's diagnosis is not loss"
   grep -Eq '^ *0 .* - *$' "$T_OUT/sweep.out" || fail "rail 0 has a diagnosis"
   grep -q '^findings: rail 1 loss (' "$T_OUT/sweep.out" || fail "the summary does not name rail 1"
-  python3 - "$T_OUT/sweep.csv" <<'PY' || fail "the CSV rows do not carry the findings"
-import csv, json, sys
-rows = {int(r["rail"]): r for r in csv.DictReader(open(sys.argv[1]))}
-assert set(rows) == {0, 1}, rows.keys()
-assert rows[0]["diagnosis"] == "", rows[0]["diagnosis"]
-# The cell holds the findings' words; the findings file beside the CSV, each counter they rest on.
-assert rows[1]["diagnosis"] == "loss", rows[1]["diagnosis"]
-assert "counters" not in rows[1], "the counters are a file of their own"
-long = list(csv.DictReader(open(sys.argv[1][:-len(".csv")] + ".counters.csv")))
-sides = sorted({c["side"] for c in long if c["rail"] == "1"})
-assert sides == ["client", "server"], long
-found = list(csv.DictReader(open(sys.argv[1][:-len(".csv")] + ".findings.csv")))
-assert found and {f["rail"] for f in found} == {"1"}, found
-assert {f["finding"] for f in found} == {"loss"}, found
-assert all(f["counter"] and f["delta"].isdigit() and f["what_to_do"] for f in found), found
-print("rail 1:", found[0]["summary"])
-# The verdict: loss seen at both ends is the path's, at one end that end's port.
-roles = {f["side"] for f in found}
-want = "path" if roles == {"client", "server"} else "nic-port"
-assert rows[1]["layer"] == want, (rows[1]["layer"], sorted(roles))
-assert rows[1]["evidence"].startswith("loss ("), rows[1]["evidence"]
-assert rows[0]["layer"] == "" and rows[0]["evidence"] == "", rows[0]
-print("rail 1 verdict:", rows[1]["layer"], "-", rows[1]["evidence"])
-PY
+  "$LABCHECK" rows "$T_OUT/sweep.csv" --rails 0,1 --print rail,diagnosis,layer,evidence || fail "the CSV rows are not rails 0 and 1"
+  "$LABCHECK" lossy-rail "$T_OUT/sweep.csv" --rail 1 || fail "the CSV rows do not carry the findings"
   "$RAILSWEEP" report -o markdown "$T_OUT/sweep.csv" >"$T_OUT/sweep.md" || fail "railsweep report"
   grep -q '^- \*\*loss\*\*: ' "$T_OUT/sweep.md" || { cat "$T_OUT/sweep.md"; fail "no finding in the markdown report"; }
 }

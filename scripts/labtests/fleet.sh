@@ -39,28 +39,8 @@ fleet() {
 test_fleet_all_pairs_in_rounds() {
   fleet all --window 1 --no-remeasure --metrics "$T_OUT/all.prom"
   [ "$rc" -le 1 ] || { cat "$T_OUT/all.err"; fail "railsweep fleet exit $rc"; }
-  python3 - "$T_OUT/all" <<'PY' || fail "rounds or rows are not as expected"
-import csv, sys, itertools
-d = sys.argv[1]
-rows = list(csv.DictReader(open(d + "/fleet.csv")))
-pairs = {tuple(sorted((r["client_pod"], r["server_pod"]))) for r in rows}
-assert len(pairs) == 6, pairs
-assert len(rows) == 12, len(rows)
-# Not every row is ok: with two pairs sharing the guest's one emulated CPU a rail can miss its
-# deadline. The test is about the rounds, not the numbers.
-rounds = {}
-for t in csv.DictReader(open(d + "/rounds.tsv"), delimiter="\t"):
-    rounds.setdefault(t["round"], []).append(t)
-assert len(rounds) == 3, rounds
-for k, ts in rounds.items():
-    assert len(ts) == 2, ts
-    pods = [t["client"] for t in ts] + [t["server"] for t in ts]
-    assert len(set(pods)) == 4, pods
-    a, b = ts
-    overlap = min(float(a["end_unix"]), float(b["end_unix"])) - max(float(a["start_unix"]), float(b["start_unix"]))
-    print(f"round {k}: {a['client']}->{a['server']} and {b['client']}->{b['server']} overlap {overlap:.2f} s")
-    assert overlap > 1.0, f"round {k}: pairs did not run at the same time"
-PY
+  "$LABCHECK" fleet-rounds "$T_OUT/all" --pairs 6 --rows 12 --rounds 3 --per-round 2 --min-overlap 1 \
+    || fail "rounds or rows are not as expected"
   [ -s "$T_OUT/all/heatmap-rail0.svg" ] && [ -s "$T_OUT/all/heatmap-rail1.svg" ] || fail "no heatmaps"
   # The fleet's OpenMetrics, in --out-dir and where --metrics said: a railbench_rail_ok sample
   # per pair and rail (the format itself: scripts/check-metrics).
@@ -99,11 +79,7 @@ test_fleet_rail_down_and_latency_delay_are_the_suspects() {
   fleet faults --window 1 --max-pairs 1 --deadline-slack "$margin" --outlier-pct 50 --test bw,lat --lat-iters "$LAT_ITERS"
   in_pod podB ip link set net1 up
   tc qdisc del dev r1c root || fail "removing the netem qdisc from r1c"
-  python3 - "$T_OUT/faults/fleet.csv" <<'PY' || true
-import csv, sys
-for r in csv.DictReader(open(sys.argv[1])):
-    print(f"{r['client_pod']}->{r['server_pod']} rail {r['rail']}: {r['status']} {r['bw_avg_gbps']} Gb/s, p50/p99 {r['lat_p50_us']}/{r['lat_p99_us']} us")
-PY
+  "$LABCHECK" rows "$T_OUT/faults/fleet.csv" --print client_pod,server_pod,rail,status,bw_avg_gbps,lat_p50_us,lat_p99_us || true
   [ "$rc" -eq 1 ] || { cat "$T_OUT/faults.err"; fail "expected exit 1, got $rc"; }
   grep -c '^suspect: ' "$T_OUT/faults.out" | grep -qx 2 || fail "not exactly two suspects"
   grep -q '^suspect: node podB rail 0: slow in all 3 of its pairs' "$T_OUT/faults.out" || fail "podB rail 0 (down) is not a suspect"
@@ -112,19 +88,5 @@ PY
   grep -q 'measuring them again' "$T_OUT/faults.err" || fail "the outliers were not measured again"
   # Each row's verdict (the latest row of each pair and rail): podC's pairs on rail 1 blame the
   # path to podC (the other end of each pair is fine), podB's on rail 0 are its rail down in the pod.
-  python3 - "$T_OUT/faults/fleet.csv" <<'PY' || fail "the rows' verdicts do not name the faults"
-import csv, sys
-latest = {}
-for r in csv.DictReader(open(sys.argv[1])):
-    latest[(frozenset((r["client_pod"], r["server_pod"])), r["rail"])] = r
-for (pods, rail), r in sorted(latest.items(), key=lambda kv: (kv[0][1], sorted(kv[0][0]))):
-    print(sorted(pods), "rail", rail, r["status"], r["layer"] or "-", r["evidence"])
-    if rail == "1" and "podC" in pods:
-        # The fleet's blame, or a finding of the fabric (the delay's retransmissions) that
-        # wins over it: the path to podC either way.
-        assert r["layer"] == "path", r
-        assert r["evidence"].startswith(("node podC is slow on rail 1", "loss (", "congestion (")), r
-    if rail == "0" and "podB" in pods:
-        assert r["status"] == "failed" and r["layer"] == "node-setup", r
-PY
+  "$LABCHECK" fleet-faults "$T_OUT/faults/fleet.csv" --slow podC:1 --down podB:0 || fail "the rows' verdicts do not name the faults"
 }

@@ -3,6 +3,9 @@
 
 RDMABW=${RDMABW:-$LAB_REPO/target/release/rdmabw}
 RAILSWEEP=${RAILSWEEP:-$LAB_REPO/target/release/railsweep}
+# The suites' checks of rdmabw's and railsweep's output, through results' and wire's types
+# (the labcheck crate; `labcheck --help`).
+LABCHECK=${LABCHECK:-$LAB_REPO/target/release/labcheck}
 # The reference peer: Debian unstable's perftest (25.x), as scripts/lab fetched it.
 IB_WRITE_BW=${IB_WRITE_BW:-$LAB_REPO/scripts/lab.d/ib_write_bw}
 IB_WRITE_LAT=${IB_WRITE_LAT:-$LAB_REPO/scripts/lab.d/ib_write_lat}
@@ -87,6 +90,9 @@ for p in json.load(sys.stdin)["items"]: print(p["metadata"]["name"])'; }
 
 # --- the real nodes' suites (scripts/lab --real-nodes: real_nodes, real_nodes_dra, real_nodes_crio)
 rn_log() { kube GET "/api/v1/namespaces/lab/pods/$1/log"; }
+# rn_log_part NAME PART: the lines of $T_OUT/NAME.log between its "=== PART" line and the next
+# "=== " line (a report a pod printed among others).
+rn_log_part() { sed -n "/^=== $2\$/,/^=== /p" "$T_OUT/$1.log" | sed '1d;/^=== /d'; }
 rn_delete() { kube DELETE "/api/v1/namespaces/lab/pods/$1?gracePeriodSeconds=0" >/dev/null 2>&1 || true; }
 
 # rn_node_sh NODE SCRIPT [SECONDS]: run SCRIPT with bash on NODE itself, as root in the guest's
@@ -179,15 +185,6 @@ sys.exit(0 if int(json.load(sys.stdin)["status"].get("allocatable", {}).get(sys.
 # rn_rails_ok_over_rdma CSV: every rail of the lab (0 to LAB_RAILS-1) in railsweep's CSV is ok,
 # carried traffic and ran over the node's own rail interface rdmaI on both sides.
 rn_rails_ok_over_rdma() {
-  local r line status bw cif sif
-  for r in $(seq 0 $((LAB_RAILS - 1))); do
-    line=$(python3 -c 'import csv, sys
-for x in csv.DictReader(open(sys.argv[1])):
-    if x["rail"] == sys.argv[2]: print(x["status"], x["bw_avg_gbps"], x["client_interface"], x["server_interface"])' "$1" "$r")
-    echo "rail $r: $line"
-    read -r status bw cif sif <<<"$line"
-    [ "$status" = ok ] || fail "rail $r is not ok: $line"
-    gt "$bw" 0 || fail "rail $r: no traffic: $line"
-    if [ "$cif" != "rdma$r" ] || [ "$sif" != "rdma$r" ]; then fail "rail $r ran over $cif and $sif, not rdma$r"; fi
-  done
+  "$LABCHECK" rows "$1" --rails "0-$((LAB_RAILS - 1))" --any-order --ok --ends 'rdma{r},*' \
+    --print rail,status,bw_avg_gbps,client_interface,server_interface || fail "the rails are not each ok over rdmaI (above)"
 }

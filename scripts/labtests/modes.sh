@@ -43,18 +43,9 @@ no_pods_left() {
 # created_rows CSV MODE: both rails measured, ok, through the pods railsweep created for MODE,
 # the client on node-a and the server on node-b, over podA's rails (or the same rails moved).
 created_rows() {
-  python3 - "$1" "$2" <<'PY' || fail "rows are not those of the $2 pods"
-import csv, sys
-mode = sys.argv[2]
-rows = list(csv.DictReader(open(sys.argv[1])))
-assert [r["rail"] for r in rows] == ["0", "1"], rows
-for r in rows:
-    assert r["status"] == "ok" and float(r["bw_avg_gbps"]) > 0, r
-    assert r["network_mode"] == mode, r
-    assert r["client_pod"].endswith(f"-{mode}-client") and r["client_node"] == "node-a", r
-    assert r["server_pod"].endswith(f"-{mode}-server") and r["server_node"] == "node-b", r
-    assert r["client_interface"] in ("net1", "net2") and r["client_rdma_device"].startswith("rxe_a"), r
-PY
+  "$LABCHECK" rows "$1" --rails 0,1 --ok --is network_mode="$2" --like client_pod="*-$2-client" --like server_pod="*-$2-server" \
+    --nodes node-a,node-b --where client_interface=net1,net2 --count 2 --like client_rdma_device='rxe_a*' \
+    || fail "rows are not those of the $2 pods"
 }
 
 test_modes_created_pods_sweep_real_rails() {
@@ -113,14 +104,8 @@ test_modes_compare_hostnetwork_sriov_dra() {
   [ "$rc" -eq 0 ] || fail "railsweep compare: exit $rc"
   # One OpenMetrics file for the three modes: a railbench_rail_ok sample per mode and rail.
   [ "$(grep -c '^railbench_rail_ok{.*} 1.0$' "$T_OUT/cmp.prom")" -eq 6 ] || fail "not 6 ok samples in --metrics"
-  python3 - "$T_OUT/cmp.csv" <<'PY' || fail "the file does not hold the three modes"
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-assert [(r["network_mode"], r["rail"]) for r in rows] == [(m, i) for m in ("hostnetwork", "sriov", "dra") for i in ("0", "1")], rows
-for r in rows:
-    assert r["status"] == "ok" and float(r["bw_avg_gbps"]) > 0, r
-    assert r["client_node"] == "node-a" and r["server_node"] == "node-b", r
-PY
+  "$LABCHECK" rows "$T_OUT/cmp.csv" --modes hostnetwork,sriov,dra --rails 0,1 --ok --nodes node-a,node-b \
+    || fail "the file does not hold the three modes"
   grep -q '| rail | hostnetwork | sriov | dra |' "$T_OUT/cmp.md" || fail "no comparison table of three modes in cmp.md"
   head -c 100 "$T_OUT/cmp.svg" | grep -q '<svg\|<?xml' || fail "no SVG chart"
   [ "$(grep -c 'deleted pods' "$T_OUT/cmp.err")" -eq 3 ] || fail "each mode's pods not deleted"
@@ -147,15 +132,8 @@ test_modes_existing_pods_kubernetes_runner() {
   cat "$T_OUT/kube.out" "$T_OUT/kube.err"
   for p in a b; do kube DELETE "/api/v1/namespaces/lab/pods/lab-$p?gracePeriodSeconds=0" >/dev/null; done
   [ "$rc" -eq 0 ] || fail "railsweep through the API server: exit $rc"
-  python3 - "$T_OUT/kube.csv" <<'PY' || fail "rows do not name the pods, nodes and cluster"
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-assert [r["rail"] for r in rows] == ["0", "1"], rows
-for r in rows:
-    assert r["status"] == "ok" and float(r["bw_avg_gbps"]) > 0, r
-    assert r["client_pod"] == "lab-a" and r["client_node"] == "node-a" and r["server_node"] == "node-b", r
-    assert r["cluster"] == "testcluster", r
-PY
+  "$LABCHECK" rows "$T_OUT/kube.csv" --rails 0,1 --ok --is client_pod=lab-a --nodes node-a,node-b --is cluster=testcluster \
+    || fail "rows do not name the pods, nodes and cluster"
   grep -q 'namespace lab' "$T_OUT/kube.err" || fail "namespace not taken from the kubeconfig context"
   ! pgrep -f railsweep-rdmabw >/dev/null || { pgrep -af railsweep-rdmabw; fail "injected rdmabw processes left behind"; }
 }

@@ -37,32 +37,18 @@ sweep() {
 # rows_in FILE: how many rows a results CSV has so far (no python: it starts slowly in the guest).
 rows_in() { [ -f "$1" ] || { echo 0; return; }; local n; n=$(wc -l <"$1"); echo $((n > 0 ? n - 1 : 0)); }
 
-# csv_rows FILE: one line per row: rail status bw_avg_gbps error (tab-separated).
-csv_rows() {
-  python3 - "$1" <<'PY'
-import csv, sys
-for r in csv.DictReader(open(sys.argv[1])):
-    print("\t".join([r["rail"], r["status"], r["bw_avg_gbps"], r["error"], r.get("layer", "")]))
-PY
-}
+# csv_rows FILE: one line per row: rail status bw_avg_gbps error layer (tab-separated).
+csv_rows() { "$LABCHECK" rows "$1" --print rail,status,bw_avg_gbps,error,layer; }
 
 # expect_rows FILE N: the file has N rows, one per rail 0..N-1.
 expect_rows() {
-  local n
-  n=$(csv_rows "$1" | wc -l)
-  [ "$n" -eq "$2" ] || { csv_rows "$1"; fail "$1 has $n rows, expected $2"; }
-  [ "$(csv_rows "$1" | cut -f1 | sort -n | tr '\n' ' ')" = "$(seq -s ' ' 0 $(($2 - 1))) " ] \
-    || fail "$1 does not have one row per rail: $(csv_rows "$1" | cut -f1 | tr '\n' ' ')"
+  "$LABCHECK" rows "$1" --rails "0-$(($2 - 1))" --any-order || { csv_rows "$1"; fail "$1 does not have one row per rail 0 to $(($2 - 1))"; }
 }
 
 # expect_traffic FILE RAIL...: each listed rail is ok with a bandwidth above zero.
 expect_traffic() {
-  local f=$1 r line; shift
-  for r in "$@"; do
-    line=$(csv_rows "$f" | awk -F'\t' -v r="$r" '$1 == r')
-    [ "$(cut -f2 <<<"$line")" = ok ] || fail "rail $r is not ok: $line"
-    gt "$(cut -f3 <<<"$line")" 0 || fail "rail $r: no traffic: $line"
-  done
+  local f=$1; shift
+  "$LABCHECK" rows "$f" --where "rail=$(IFS=,; echo "$*")" --count $# --ok || fail "rails $*: not each ok with traffic"
 }
 
 # A sweep gives a row per rail, each with traffic, and the table and summary on stdout; with
@@ -76,16 +62,8 @@ test_sweep_every_rail() {
   expect_traffic "$T_OUT/seq.csv" 0 1 2 3
   grep -q 'sriov: 4 rails' "$T_OUT/seq.out" || fail "no summary line"
   grep -q 'lat p50/p99/max us' "$T_OUT/seq.out" || fail "no latency column in the table"
-  python3 - "$T_OUT/seq.csv" <<'PY' || fail "the latency columns are missing or implausible, or software_rdma is not true"
-import csv, sys
-for r in csv.DictReader(open(sys.argv[1])):
-    p50, p99, mx = (float(r[k]) for k in ("lat_p50_us", "lat_p99_us", "lat_max_us"))
-    print(r["rail"], p50, p99, mx)
-    # Under emulation a round trip is tens of microseconds, its tail the guest's scheduling.
-    assert 0 < p50 <= p99 <= mx < 1e6, r
-    # rxe is a software device: the row says its figures are an emulation's.
-    assert r["software_rdma"] == "true", r
-PY
+  "$LABCHECK" rows "$T_OUT/seq.csv" --latency --is software_rdma=true --print rail,lat_p50_us,lat_p99_us,lat_max_us \
+    || fail "the latency columns are missing or implausible, or software_rdma is not true"
   # Each rail used its own devices on both sides.
   for i in 0 1 2 3; do
     grep -q "rxe_a$i .*rxe_b$i" "$T_OUT/seq.out" || fail "rail $i: not rxe_a$i -> rxe_b$i in the table"
@@ -112,11 +90,7 @@ test_sweep_against_perftests_server() {
   [ "$rc" -eq 0 ] || { cat "$T_OUT/pt.err"; fail "railsweep exit $rc"; }
   expect_rows "$T_OUT/pt.csv" 4
   expect_traffic "$T_OUT/pt.csv" 0 1 2 3
-  python3 - "$T_OUT/pt.csv" <<'PY' || fail "a row does not say that ib_write_bw served it"
-import csv, sys
-for r in csv.DictReader(open(sys.argv[1])):
-    assert (r["client_tool"], r["server_tool"]) == ("rdmabw", "ib_write_bw"), r
-PY
+  "$LABCHECK" rows "$T_OUT/pt.csv" --is client_tool=rdmabw --is server_tool=ib_write_bw || fail "a row does not say that ib_write_bw served it"
   for i in 0 1 2 3; do
     grep -q -- "-d rxe_b$i -x [0-9]* -p $((18900 + i)) -F -D 2 --report_gbits -s $SIZE -q 1 --tclass=41" "$T_OUT/pt.err" \
       || { cat "$T_OUT/pt.err"; fail "rail $i: no ib_write_bw server of rxe_b$i on port $((18900 + i))"; }
@@ -140,18 +114,13 @@ test_sweep_against_perftests_client() {
   [ "$rc" -eq 0 ] || { cat "$T_OUT/ptc.err"; fail "railsweep exit $rc"; }
   expect_rows "$T_OUT/ptc.csv" 4
   expect_traffic "$T_OUT/ptc.csv" 0 1 2 3
-  python3 - "$T_OUT/ptc.csv" <<'PY' || fail "a row does not say that perftest's client measured it, or its figures are not the client's"
-import csv, sys
-for r in csv.DictReader(open(sys.argv[1])):
-    print(r["rail"], r["client_tool"], r["server_tool"], r["bw_avg_gbps"], r["bw_peak_gbps"],
-          r["msg_rate_mpps"], r["iterations"], r["duration_s"])
-    assert (r["client_tool"], r["server_tool"]) == ("ib_write_bw", "rdmabw"), r
-    assert all(float(r[k]) > 0 for k in ("bw_avg_gbps", "msg_rate_mpps")), r
-    assert int(r["iterations"]) > 0 and float(r["duration_s"]) == 2, r
-    # perftest sends no per-interval samples, and a -D test's peak of 0 (not measured): empty
-    # columns rather than 0.
-    assert r["bw_p1_gbps"] == r["bw_p50_gbps"] == r["bw_p99_gbps"] == r["bw_peak_gbps"] == "", r
-PY
+  # perftest sends no per-interval samples, and a -D test's peak of 0 (not measured): empty
+  # columns rather than 0.
+  "$LABCHECK" rows "$T_OUT/ptc.csv" --is client_tool=ib_write_bw --is server_tool=rdmabw \
+    --above bw_avg_gbps=0 --above msg_rate_mpps=0 --above iterations=0 --is duration_s=2 \
+    --is bw_p1_gbps= --is bw_p50_gbps= --is bw_p99_gbps= --is bw_peak_gbps= \
+    --print rail,client_tool,server_tool,bw_avg_gbps,bw_peak_gbps,msg_rate_mpps,iterations,duration_s \
+    || fail "a row does not say that perftest's client measured it, or its figures are not the client's"
   for i in 0 1 2 3; do
     ip=$(topo podB "$i" ipv4)
     grep -q -- "rail $i: in pod podB: $RDMABW server --json --peer perftest --bind $ip -p $((18950 + i)) -d rxe_b$i -x [0-9]* --window 4 --report_gbits -s $SIZE -q 1 --tclass 41\$" "$T_OUT/ptc.err" \
@@ -274,14 +243,8 @@ test_sweep_passes_rdmabws_test_flags() {
   grep 'railsweep: rail [01]: ' "$T_OUT/flags.err"
   [ "$(grep -c 'railsweep: rail [01]: .*client --json --window 2 -s 1048576 .* -b -Q 4 ' "$T_OUT/flags.err")" -ge 2 ] \
     || fail "the rdmabw commands did not carry -b -s 1048576 -Q 4"
-  python3 - "$T_OUT/flags.csv" <<'PY' || fail "the rows do not say what was run"
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-assert len(rows) == 2, rows
-for r in rows:
-    assert r["bidirectional"] == "true" and r["msg_size_bytes"] == "1048576" and r["status"] == "ok", r
-print([(r["rail"], r["bw_avg_gbps"], r["bidirectional"], r["msg_size_bytes"]) for r in rows])
-PY
+  "$LABCHECK" rows "$T_OUT/flags.csv" --count 2 --status ok --is bidirectional=true --is msg_size_bytes=1048576 \
+    --print rail,bw_avg_gbps,bidirectional,msg_size_bytes || fail "the rows do not say what was run"
 }
 
 # The daemon railsweep starts serves only its own sweep (issue 21): a client without the run's
