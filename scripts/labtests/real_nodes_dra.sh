@@ -162,16 +162,11 @@ for i in range(rails):
 assert all(re.search(r"^crw.* 231, *%d .* uverbs%d$" % (192 + i, i), log, re.M) for i in range(rails)), "the pod has not the rails' uverbs files"
 c = pod["spec"]["containers"][0]
 assert not (c.get("securityContext") or {}).get("privileged"), "the pod is privileged"
-part = lambda name: log.split("=== %s\n" % name, 1)[1].split("\n=== ", 1)[0]
-r = json.loads(part("rails json"))
-for x in r["rails"]:
-    print("rail", x["rail"], x["iface"], x["ipv4"], x["device"], "GID", x["gid_index"], "usable", x["usable"], x["reason"] or "")
-assert sorted((x["iface"], x["usable"]) for x in r["rails"]) == [("rdma%d" % i, True) for i in range(rails)], r["rails"]
-p = {x["name"]: x for x in json.loads(part("probe json"))["checks"]}
-for name in sorted(p):
-    print("probe", name, p[name]["status"], p[name]["detail"])
-assert p["uverbs-open"]["status"] == "PASS", p["uverbs-open"]
 EOF2
+  rn_log_part rn-dra-a "rails json" >"$T_OUT/rn-dra-a.rails.json"
+  "$LABCHECK" rails "$T_OUT/rn-dra-a.rails.json" --count "$LAB_RAILS" --iface 'rdma{r}' --usable || fail "the pod's rails are not as expected (above)"
+  rn_log_part rn-dra-a "probe json" >"$T_OUT/rn-dra-a.probe.json"
+  "$LABCHECK" probe "$T_OUT/rn-dra-a.probe.json" --all uverbs-open=PASS || fail "the pod's probe is not as expected (above)"
   rn_delete rn-dra-a
 }
 
@@ -297,26 +292,12 @@ test_railsweep_compare_every_mode_across_nodes() {
   [ "$rc" -eq 1 ] || fail "railsweep exit $rc, not 1 (only the ipvlan rails fail, see above)"
   # The ipvlan rails are tried again too, failing again with 0 iterations.
   rn_compare_expect cmp 4 'remote invalid request error \(status 9|\(0 iterations\)'
-  python3 - "$T_OUT/cmp.csv" "$LAB_RAILS" <<'EOF2' || fail "the rows are not as expected (above)"
-import csv, sys
-rows, rails = list(csv.DictReader(open(sys.argv[1]))), int(sys.argv[2])
-modes = ("hostnetwork", "ipvlan", "sriov", "dra")
-assert [(x["network_mode"], x["rail"]) for x in rows] == [(m, str(i)) for m in modes for i in range(rails)], \
-    [(x["network_mode"], x["rail"]) for x in rows]
-for x in rows:
-    m, r = x["network_mode"], int(x["rail"])
-    print("%s rail %d: %s %s -> %s %s: %s %s Gb/s %s" % (m, r, x["client_interface"], x["client_rdma_device"],
-        x["server_interface"], x["server_rdma_device"], x["status"], x["bw_avg_gbps"], x["error"]))
-    assert x["client_node"] == "node-a" and x["server_node"] == "node-b", x
-    want = {"hostnetwork": ("rdma%d" % r, "rxe%d" % r), "ipvlan": ("net%d" % (r + 1), "rxe%d" % r),
-            "sriov": ("net%d" % (r + 1), "rxevf%d" % r), "dra": ("rdma%d" % r, "rxe%d" % r)}[m]
-    for side in ("client", "server"):
-        assert (x[side + "_interface"], x[side + "_rdma_device"]) == want, (m, side, x[side + "_interface"], x[side + "_rdma_device"], want)
-    if m == "ipvlan":
-        assert x["status"] == "failed" and "(0 iterations)" in x["error"], (m, r, x["status"], x["error"])
-    else:
-        assert x["status"] == "ok" and float(x["bw_avg_gbps"]) > 0, (m, r, x["status"], x["error"])
-EOF2
+  local cols=network_mode,rail,client_interface,client_rdma_device,server_interface,server_rdma_device,status,bw_avg_gbps,error
+  "$LABCHECK" rows "$T_OUT/cmp.csv" --modes hostnetwork,ipvlan,sriov,dra --rails "0-$last" --nodes node-a,node-b \
+    --ends 'hostnetwork:rdma{r},rxe{r}' --ends 'ipvlan:net{r+1},rxe{r}' --ends 'sriov:net{r+1},rxevf{r}' --ends 'dra:rdma{r},rxe{r}' \
+    --print "$cols" || fail "the rows are not as expected (above)"
+  "$LABCHECK" rows "$T_OUT/cmp.csv" --where network_mode=ipvlan --status failed --like 'error=*(0 iterations)*' || fail "an ipvlan rail did not fail with 0 iterations"
+  "$LABCHECK" rows "$T_OUT/cmp.csv" --except network_mode=ipvlan --ok || fail "a rail of hostnetwork, sriov or dra is not ok"
   for _ in $(seq 60); do pods_in lab | grep -q '^railsweep-' || return 0; sleep 1; done
   fail "railsweep's pods still there 60 s after it ended: $(pods_in lab | tr '\n' ' ')"
 }
