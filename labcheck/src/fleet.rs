@@ -10,7 +10,7 @@ use wire::counters::FindingKind;
 
 use crate::check;
 use crate::files;
-use crate::outcome::describe;
+use crate::outcome::{describe, or_none};
 
 /// `labcheck fleet-rounds`: the rounds of `railsweep fleet --out-dir DIR`.
 #[derive(Debug, clap::Args)]
@@ -165,8 +165,8 @@ pub fn faults(args: &FaultsArgs) -> Result<()> {
             check!(
                 r.layer == Some(Layer::Path)
                     && [blame.as_str(), "loss (", "congestion ("].iter().any(|p| evidence.starts_with(p)),
-                "{pod} rail {rail} is slow, and this row does not blame the path to it ({:?}, {evidence:?}): {}",
-                r.layer.map(|l| l.as_str()),
+                "{pod} rail {rail} is slow, and this row does not blame the path to it (layer {}, {evidence:?}): {}",
+                or_none(r.layer.map(|l| l.as_str())),
                 describe(r)
             );
         }
@@ -176,8 +176,8 @@ pub fn faults(args: &FaultsArgs) -> Result<()> {
         for r in mine {
             check!(
                 r.status == RailStatus::Failed && r.layer == Some(Layer::NodeSetup),
-                "{pod} rail {rail} is down, and this row is not failed at node-setup ({:?}): {}",
-                r.layer.map(|l| l.as_str()),
+                "{pod} rail {rail} is down, and this row is not failed at node-setup (layer {}): {}",
+                or_none(r.layer.map(|l| l.as_str())),
                 describe(r)
             );
         }
@@ -211,8 +211,8 @@ pub fn lossy(args: &LossyArgs) -> Result<()> {
         if r.rail != args.rail {
             check!(
                 r.diagnosis.is_empty() && r.layer.is_none() && r.evidence.is_none(),
-                "a clean rail has a finding or a verdict ({:?}): {}",
-                r.evidence,
+                "a clean rail has a finding or a verdict (evidence {}): {}",
+                or_none(r.evidence.as_deref()),
                 describe(r)
             );
             continue;
@@ -265,9 +265,9 @@ pub fn lossy(args: &LossyArgs) -> Result<()> {
         );
         check!(
             r.layer == Some(want) && evidence.starts_with("loss ("),
-            "rail {}: verdict {:?} ({evidence:?}), expected {} from loss seen on {:?}",
+            "rail {}: verdict {} ({evidence:?}), expected {} from loss seen on {:?}",
             r.rail,
-            r.layer.map(|l| l.as_str()),
+            or_none(r.layer.map(|l| l.as_str())),
             want.as_str(),
             seen
         );

@@ -33,6 +33,11 @@ macro_rules! check {
     };
 }
 
+/// An optional value as a message shows it: the value, or `none`.
+pub fn or_none<T: fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "none".to_string(), |v| v.to_string())
+}
+
 /// A row in one line, for messages: where it ran and how it ended.
 pub fn describe(r: &RailResult) -> String {
     let bw = r

@@ -12,6 +12,7 @@ use wire::report::{BwReport, Role, TestStatus};
 
 use crate::check;
 use crate::files;
+use crate::outcome::or_none;
 
 /// A finding kind by its word (`loss`, `link-flap`), as the CSV's `diagnosis` cell writes it.
 fn kind(word: &str) -> Result<FindingKind> {
@@ -186,9 +187,9 @@ pub fn windows(args: &WindowsArgs) -> Result<()> {
     for r in &rows {
         check!(
             r.duration_s.is_some_and(|d| (d - args.window).abs() < 1e-9),
-            "{name}: rail {} window of {:?} s, not {}",
+            "{name}: rail {} window of {} s, not {}",
             r.rail,
-            r.duration_s,
+            or_none(r.duration_s),
             args.window
         );
     }
@@ -229,11 +230,11 @@ pub fn lat(args: &LatArgs) -> Result<()> {
     let name = args.file.display();
     check!(
         d.test == "latency" && d.status == TestStatus::Ok && d.role == Role::Client,
-        "{name}: test {}, status {}, role {}: not an ok client latency report ({:?})",
+        "{name}: test {}, status {}, role {}: not an ok client latency report (error: {})",
         d.test,
         status_word(d.status),
         d.role.as_str(),
-        d.error
+        or_none(d.error.as_deref())
     );
     check!(
         d.results.len() == 1,
@@ -247,8 +248,8 @@ pub fn lat(args: &LatArgs) -> Result<()> {
     );
     let (r, p) = (&d.results[0], &d.peer_results[0]);
     println!(
-        "client on {:?} {} gid index {} -> {}: {} B x {}, {} samples; typical {} p50 {} p99 {} p99.9 {} max {} us",
-        r.netdev, r.device, r.gid_index, r.remote_device, r.msg_size_bytes, r.iterations, r.samples,
+        "client on {} {} gid index {} -> {}: {} B x {}, {} samples; typical {} p50 {} p99 {} p99.9 {} max {} us",
+        or_none(r.netdev.as_deref()), r.device, r.gid_index, r.remote_device, r.msg_size_bytes, r.iterations, r.samples,
         r.t_typical_us, r.p50_us, r.p99_us, r.p99_9_us, r.max_us
     );
     println!(
@@ -298,8 +299,8 @@ pub fn lat(args: &LatArgs) -> Result<()> {
     if let Some(nd) = &args.netdev {
         check!(
             r.netdev.as_deref() == Some(nd.as_str()),
-            "{name}: client on {:?}, not {nd}",
-            r.netdev
+            "{name}: client on {}, not {nd}",
+            or_none(r.netdev.as_deref())
         );
     }
     Ok(())
@@ -391,12 +392,12 @@ pub fn rails(args: &RailsArgs) -> Result<()> {
     };
     for x in &d.rails {
         println!(
-            "rail {} {} {:?} {:?} GID {:?} {} usable {} {}",
+            "rail {} {} {} {} GID {} {} usable {} {}",
             x.rail,
             x.iface,
-            x.ipv4,
-            x.device,
-            x.gid_index,
+            or_none(x.ipv4.as_deref()),
+            or_none(x.device.as_deref()),
+            or_none(x.gid_index),
             attachment(&x.attachment),
             x.usable,
             x.reason.as_deref().unwrap_or("")
@@ -424,9 +425,9 @@ pub fn rails(args: &RailsArgs) -> Result<()> {
         if let Some(p) = &args.device {
             check!(
                 x.device.as_deref() == Some(fill(p).as_str()),
-                "{name}: rail {}'s device is {:?}, not {}",
+                "{name}: rail {}'s device is {}, not {}",
                 x.rail,
-                x.device,
+                or_none(x.device.as_deref()),
                 fill(p)
             );
         }
@@ -441,9 +442,9 @@ pub fn rails(args: &RailsArgs) -> Result<()> {
         if args.usable {
             check!(
                 x.usable,
-                "{name}: rail {} is not usable: {:?}",
+                "{name}: rail {} is not usable: {}",
                 x.rail,
-                x.reason
+                or_none(x.reason.as_deref())
             );
         }
     }
@@ -468,17 +469,17 @@ pub fn counters(args: &CountersArgs) -> Result<()> {
     let d: CountersReport = files::json(&args.file)?;
     let name = args.file.display();
     println!(
-        "{} port {} ({:?}): {} counters",
+        "{} port {} ({}): {} counters",
         d.device,
         d.port,
-        d.netdev,
+        or_none(d.netdev.as_deref()),
         d.counters.len()
     );
     if let Some(nd) = &args.netdev {
         check!(
             d.netdev.as_deref() == Some(nd.as_str()),
-            "{name}: netdev {:?}, not {nd}",
-            d.netdev
+            "{name}: netdev {}, not {nd}",
+            or_none(d.netdev.as_deref())
         );
     }
     for c in &args.has {

@@ -9,7 +9,7 @@ use results::{RailResult, RailStatus};
 
 use crate::check;
 use crate::files::{self, CounterLine};
-use crate::outcome::describe;
+use crate::outcome::{describe, or_none};
 #[cfg(test)]
 use wire::params::Role;
 
@@ -294,7 +294,10 @@ fn assert_rows(args: &RowsArgs, rows: &[Row], counters: &[CounterLine]) -> Resul
             let (p50, p99, max) = (row.lat_p50_us, row.lat_p99_us, row.lat_max_us);
             check!(
                 matches!((p50, p99, max), (Some(a), Some(b), Some(c)) if 0.0 < a && a <= b && b <= c && c < 1e6),
-                "latency p50/p99/max {p50:?}/{p99:?}/{max:?} us is not a measurement: {what}"
+                "latency p50/p99/max {}/{}/{} us is not a measurement: {what}",
+                or_none(p50),
+                or_none(p99),
+                or_none(max)
             );
         }
         let mine: Vec<&CounterLine> = counters.iter().filter(|c| belongs(c, row)).collect();
