@@ -30,7 +30,17 @@ use clap::{Parser, Subcommand};
 
 /// The lab suites' checks of rdmabw's and railsweep's output.
 #[derive(Debug, Parser)]
-#[command(name = "labcheck", version)]
+#[command(
+    name = "labcheck",
+    version,
+    after_help = "Examples:\n  \
+    labcheck rows sweep.csv --rails 0-3 --any-order --ok --nodes node-a,node-b\n  \
+    labcheck rows cmp.csv --where network_mode=ipvlan --status failed --like 'error=*(0 iterations)*'\n  \
+    labcheck findings lossy.json --counter-sides client,server --exactly loss\n  \
+    labcheck probe probe.json uverbs-open=FAIL:EPERM\n\n\
+    Exit status: 0 every assertion held; 1 one did not (the row that broke it is named); 2 a file \
+    that does not read as its type, or a usage error."
+)]
 struct Cli {
     #[command(subcommand)]
     check: Check,

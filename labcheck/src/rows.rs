@@ -20,11 +20,11 @@ pub struct RowsArgs {
     /// railsweep's results: CSV (with the findings file beside it) or JSON.
     pub file: PathBuf,
     /// Only the rows whose column COL is one of the values (repeatable: each must hold).
-    #[arg(long = "where", value_name = "COL=V[,V...]")]
-    pub select: Vec<String>,
+    #[arg(long = "where", value_parser = cell, value_name = "COL=V[,V...]")]
+    pub select: Vec<Cell>,
     /// Leave out the rows whose column COL is one of the values.
-    #[arg(long, value_name = "COL=V[,V...]")]
-    pub except: Vec<String>,
+    #[arg(long, value_parser = cell, value_name = "COL=V[,V...]")]
+    pub except: Vec<Cell>,
     /// Exactly N rows.
     #[arg(long, value_name = "N")]
     pub count: Option<usize>,
@@ -41,8 +41,8 @@ pub struct RowsArgs {
     #[arg(long)]
     pub ok: bool,
     /// Every row has this status (`ok`, `below_threshold`, `failed`).
-    #[arg(long, value_name = "STATUS")]
-    pub status: Option<String>,
+    #[arg(long, value_parser = status, value_name = "STATUS")]
+    pub status: Option<RailStatus>,
     /// The client's node and the server's: `node-a,node-b`.
     #[arg(long, value_name = "CLIENT,SERVER")]
     pub nodes: Option<String>,
@@ -52,15 +52,15 @@ pub struct RowsArgs {
     #[arg(long, value_name = "[MODE:]IFACE,DEVICE")]
     pub ends: Vec<String>,
     /// Column COL is VALUE, as the CSV writes it (numbers compared as numbers; `COL=`: empty).
-    #[arg(long = "is", value_name = "COL=VALUE")]
-    pub is: Vec<String>,
+    #[arg(long = "is", value_parser = cell, value_name = "COL=VALUE")]
+    pub is: Vec<Cell>,
     /// Column COL matches PATTERN, where `*` is any text (`*-sriov-client`, `rxe_a*`,
     /// `*(0 iterations)*`).
-    #[arg(long, value_name = "COL=PATTERN")]
-    pub like: Vec<String>,
+    #[arg(long, value_parser = cell, value_name = "COL=PATTERN")]
+    pub like: Vec<Cell>,
     /// Column COL is a number above X.
-    #[arg(long, value_name = "COL=X")]
-    pub above: Vec<String>,
+    #[arg(long, value_parser = number_cell, value_name = "COL=X")]
+    pub above: Vec<(Cell, f64)>,
     /// The latency columns are a measurement: 0 < lat_p50_us <= lat_p99_us <= lat_max_us < 1 s.
     #[arg(long)]
     pub latency: bool,
@@ -69,8 +69,8 @@ pub struct RowsArgs {
     pub counter_sides: Vec<String>,
     /// `SIDE:SOURCE:NAME>0` or `SIDE:SOURCE:NAME=0`: that counter's delta on each row (the
     /// counters file's lines of the row's rail and that side's node, summed).
-    #[arg(long, value_name = "SIDE:SOURCE:NAME>0|=0")]
-    pub counter: Vec<String>,
+    #[arg(long, value_parser = CounterAsk::parse, value_name = "SIDE:SOURCE:NAME>0|=0")]
+    pub counter: Vec<CounterAsk>,
     /// Print each selected row's columns, tab-separated, one line per row.
     #[arg(long, value_delimiter = ',', value_name = "COL,...")]
     pub print: Vec<String>,
@@ -96,18 +96,50 @@ fn parse_rails(s: &str) -> Result<Rails, String> {
         .map(Rails)
 }
 
-/// `COL=VALUE` split, with COL a column of results' CSV.
-fn column_pair(arg: &str, flag: &str) -> Result<(String, String)> {
-    let (col, value) = arg
-        .split_once('=')
-        .with_context(|| format!("--{flag} {arg}: give COL=VALUE"))?;
+/// A column of results' CSV and a text for it: `COL=VALUE`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// The column, as the CSV header names it.
+    pub col: String,
+    /// The text after `=`.
+    pub text: String,
+}
+
+/// `COL=VALUE`, with COL a column of results' CSV.
+fn cell(arg: &str) -> Result<Cell, String> {
+    let (col, text) = arg.split_once('=').ok_or("give COL=VALUE")?;
     if !files::columns().contains(&col) {
-        bail!(
-            "--{flag} {arg}: {col} is not a column of railsweep's results (columns: {})",
+        return Err(format!(
+            "{col} is not a column of railsweep's results (columns: {})",
             files::columns().join(", ")
-        );
+        ));
     }
-    Ok((col.to_string(), value.to_string()))
+    Ok(Cell {
+        col: col.to_string(),
+        text: text.to_string(),
+    })
+}
+
+/// `COL=X`, X a number.
+fn number_cell(arg: &str) -> Result<(Cell, f64), String> {
+    let c = cell(arg)?;
+    let x = c
+        .text
+        .parse()
+        .map_err(|_| format!("{}: not a number", c.text))?;
+    Ok((c, x))
+}
+
+/// `ok`, `below_threshold` or `failed`.
+fn status(arg: &str) -> Result<RailStatus, String> {
+    [
+        RailStatus::Ok,
+        RailStatus::BelowThreshold,
+        RailStatus::Failed,
+    ]
+    .into_iter()
+    .find(|x| x.as_str() == arg)
+    .ok_or_else(|| "give ok, below_threshold or failed".to_string())
 }
 
 /// Two cells equal: as numbers where both are numbers, else as text.
@@ -146,6 +178,13 @@ struct Row {
 }
 
 impl Row {
+    fn new(row: RailResult) -> Result<Row> {
+        Ok(Row {
+            cells: files::cells(&row)?,
+            row,
+        })
+    }
+
     fn cell(&self, col: &str) -> &str {
         self.cells.get(col).map_or("", String::as_str)
     }
@@ -153,13 +192,11 @@ impl Row {
 
 /// `labcheck rows`.
 pub fn run(args: &RowsArgs) -> Result<()> {
-    let read = files::rows(&args.file)?;
-    let mut rows = Vec::with_capacity(read.len());
-    for row in read {
-        let cells = files::cells(&row)?;
-        rows.push(Row { row, cells });
-    }
-    let rows = select(args, rows)?;
+    let rows = files::rows(&args.file)?
+        .into_iter()
+        .map(Row::new)
+        .collect::<Result<Vec<_>>>()?;
+    let rows = select(args, rows);
     for col in &args.print {
         if !files::columns().contains(&col.as_str()) {
             bail!("--print {col}: not a column of railsweep's results");
@@ -179,53 +216,27 @@ pub fn run(args: &RowsArgs) -> Result<()> {
     assert_rows(args, &rows, &counters)
 }
 
-/// The rows `--where` and `--except` select.
-fn select(args: &RowsArgs, mut rows: Vec<Row>) -> Result<Vec<Row>> {
-    let mut filters = Vec::new();
-    for (flag, list, keep) in [
-        ("where", &args.select, true),
-        ("except", &args.except, false),
-    ] {
-        for arg in list {
-            let (col, values) = column_pair(arg, flag)?;
-            let values: Vec<String> = values.split(',').map(str::to_string).collect();
-            filters.push((col, values, keep));
-        }
-    }
+/// The rows `--where` and `--except` select: a row whose column is one of the values listed
+/// (`COL=V1,V2`), or is none of them.
+fn select(args: &RowsArgs, mut rows: Vec<Row>) -> Vec<Row> {
+    let is_one = |r: &Row, c: &Cell| c.text.split(',').any(|v| same(r.cell(&c.col), v));
     rows.retain(|r| {
-        filters
-            .iter()
-            .all(|(col, values, keep)| values.iter().any(|v| same(r.cell(col), v)) == *keep)
+        args.select.iter().all(|c| is_one(r, c)) && !args.except.iter().any(|c| is_one(r, c))
     });
-    Ok(rows)
+    rows
 }
 
 /// Every assertion of `args` on `rows`.
 fn assert_rows(args: &RowsArgs, rows: &[Row], counters: &[CounterLine]) -> Result<()> {
-    let asserts_nothing = args.count.is_none() && args.rails.is_none() && args.modes.is_empty();
-    if args.count != Some(0)
-        && !(asserts_nothing && !args.print.is_empty() && no_row_assertions(args))
-    {
+    // Printing alone asserts nothing; any assertion over no row would hold and prove nothing.
+    let print_only = args.count.is_none() && args.rails.is_none() && no_row_assertions(args);
+    if args.count != Some(0) && !print_only {
         check!(!rows.is_empty(), "{}: no row to check", args.file.display());
     }
     if let Some(n) = args.count {
         check!(rows.len() == n, "{} rows, expected {n}", rows.len());
     }
     order(args, rows)?;
-    let status = args
-        .status
-        .as_deref()
-        .map(|s| {
-            [
-                RailStatus::Ok,
-                RailStatus::BelowThreshold,
-                RailStatus::Failed,
-            ]
-            .into_iter()
-            .find(|x| x.as_str() == s)
-            .with_context(|| format!("--status {s}: give ok, below_threshold or failed"))
-        })
-        .transpose()?;
     let nodes = args
         .nodes
         .as_deref()
@@ -234,19 +245,6 @@ fn assert_rows(args: &RowsArgs, rows: &[Row], counters: &[CounterLine]) -> Resul
                 .with_context(|| format!("--nodes {n}: give CLIENT,SERVER"))
         })
         .transpose()?;
-    let pairs = |list: &[String], flag| -> Result<Vec<(String, String)>> {
-        list.iter().map(|a| column_pair(a, flag)).collect()
-    };
-    let (is, like, above) = (
-        pairs(&args.is, "is")?,
-        pairs(&args.like, "like")?,
-        pairs(&args.above, "above")?,
-    );
-    let counter_asks = args
-        .counter
-        .iter()
-        .map(|c| CounterAsk::parse(c))
-        .collect::<Result<Vec<_>>>()?;
     for r in rows {
         let row = &r.row;
         let what = describe(row);
@@ -256,7 +254,7 @@ fn assert_rows(args: &RowsArgs, rows: &[Row], counters: &[CounterLine]) -> Resul
                 "not ok with traffic: {what}"
             );
         }
-        if let Some(s) = status {
+        if let Some(s) = args.status {
             check!(row.status == s, "status is not {}: {what}", s.as_str());
         }
         if let Some((client, server)) = nodes {
@@ -266,27 +264,24 @@ fn assert_rows(args: &RowsArgs, rows: &[Row], counters: &[CounterLine]) -> Resul
             );
         }
         ends(args, row, &what)?;
-        for (col, want) in &is {
+        for Cell { col, text } in &args.is {
             check!(
-                same(r.cell(col), want),
-                "{col} is {:?}, not {want:?}: {what}",
+                same(r.cell(col), text),
+                "{col} is {:?}, not {text:?}: {what}",
                 r.cell(col)
             );
         }
-        for (col, pattern) in &like {
+        for Cell { col, text } in &args.like {
             check!(
-                glob(pattern, r.cell(col)),
-                "{col} {:?} is not like {pattern:?}: {what}",
+                glob(text, r.cell(col)),
+                "{col} {:?} is not like {text:?}: {what}",
                 r.cell(col)
             );
         }
-        for (col, x) in &above {
-            let x: f64 = x
-                .parse()
-                .with_context(|| format!("--above {col}={x}: not a number"))?;
+        for (Cell { col, .. }, x) in &args.above {
             let cell = r.cell(col);
             check!(
-                cell.parse::<f64>().is_ok_and(|v| v > x),
+                cell.parse::<f64>().is_ok_and(|v| v > *x),
                 "{col} is {cell:?}, not a number above {x}: {what}"
             );
         }
@@ -312,7 +307,7 @@ fn assert_rows(args: &RowsArgs, rows: &[Row], counters: &[CounterLine]) -> Resul
                 "counters from {sides:?}, not {want:?}: {what}"
             );
         }
-        for ask in &counter_asks {
+        for ask in &args.counter {
             let delta: u64 = mine
                 .iter()
                 .filter(|c| {
@@ -449,7 +444,8 @@ fn belongs(c: &CounterLine, row: &RailResult) -> bool {
 }
 
 /// `--counter SIDE:SOURCE:NAME>0|=0`.
-struct CounterAsk {
+#[derive(Debug, Clone)]
+pub struct CounterAsk {
     side: String,
     source: String,
     name: String,
@@ -457,9 +453,8 @@ struct CounterAsk {
 }
 
 impl CounterAsk {
-    fn parse(arg: &str) -> Result<CounterAsk> {
-        let bad =
-            || anyhow::anyhow!("--counter {arg}: give SIDE:SOURCE:NAME>0 or SIDE:SOURCE:NAME=0");
+    fn parse(arg: &str) -> Result<CounterAsk, String> {
+        let bad = || "give SIDE:SOURCE:NAME>0 or SIDE:SOURCE:NAME=0".to_string();
         let (spec, moved) = if let Some(s) = arg.strip_suffix(">0") {
             (s, true)
         } else if let Some(s) = arg.strip_suffix("=0") {
@@ -507,28 +502,30 @@ pub(crate) mod tests {
             .remove(0)
     }
 
-    fn args(line: &str) -> RowsArgs {
+    fn try_args(line: &str) -> Result<RowsArgs, String> {
         #[derive(Parser)]
         struct T {
             #[command(flatten)]
             a: RowsArgs,
         }
         T::try_parse_from(["t", "f.csv"].into_iter().chain(line.split(' ')))
-            .unwrap_or_else(|e| panic!("{line}: {e}"))
-            .a
+            .map(|t| t.a)
+            .map_err(|e| e.to_string())
+    }
+
+    fn args(line: &str) -> RowsArgs {
+        try_args(line).unwrap_or_else(|e| panic!("{line}: {e}"))
+    }
+
+    /// The rows of `rows` that `a` selects.
+    fn selected(a: &RowsArgs, rows: Vec<RailResult>) -> Vec<Row> {
+        select(a, rows.into_iter().map(|r| Row::new(r).unwrap()).collect())
     }
 
     /// What `labcheck rows` says of `rows` under the flags `line`: `Ok` or the failure's words.
     fn verdict(line: &str, rows: Vec<RailResult>) -> Result<(), String> {
         let a = args(line);
-        let rows: Vec<Row> = rows
-            .into_iter()
-            .map(|row| Row {
-                cells: files::cells(&row).unwrap(),
-                row,
-            })
-            .collect();
-        let rows = select(&a, rows).map_err(|e| format!("usage: {e}"))?;
+        let rows = selected(&a, rows);
         assert_rows(&a, &rows, &[]).map_err(|e| {
             assert!(e.is::<crate::outcome::Failed>(), "not a failure: {e}");
             e.to_string()
@@ -637,23 +634,20 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn an_unknown_column_is_a_usage_error() {
-        assert!(verdict("--where colour=red", four())
-            .unwrap_err()
-            .starts_with("usage: "));
-        let a = args("--is colour=red");
-        let rows: Vec<Row> = four()
-            .into_iter()
-            .map(|row| Row {
-                cells: files::cells(&row).unwrap(),
-                row,
-            })
-            .collect();
-        let e = assert_rows(&a, &rows, &[]).unwrap_err();
-        assert!(
-            !e.is::<crate::outcome::Failed>() && e.to_string().contains("not a column"),
-            "{e}"
-        );
+    fn a_bad_flag_value_is_a_usage_error_naming_the_flag() {
+        for (line, says) in [
+            ("--where colour=red", "--where"),
+            ("--is colour=red", "not a column of railsweep's results"),
+            ("--above bw_avg_gbps=fast", "not a number"),
+            ("--status broken", "give ok, below_threshold or failed"),
+            ("--counter client:hw:sent_pkts", "SIDE:SOURCE:NAME>0"),
+            ("--rails 3-1", "give rails as 0-3 or 0,1,3"),
+        ] {
+            let e = try_args(line)
+                .err()
+                .unwrap_or_else(|| panic!("{line} parsed"));
+            assert!(e.contains(says), "{line}: {e}");
+        }
     }
 
     #[test]
@@ -673,14 +667,7 @@ pub(crate) mod tests {
             delta,
         };
         let a = args("--where rail=0 --counter-sides client,server --counter client:hw:sent_pkts>0 --counter server:hw:rcvd_pkts=0");
-        let rows: Vec<Row> = four()
-            .into_iter()
-            .map(|row| Row {
-                cells: files::cells(&row).unwrap(),
-                row,
-            })
-            .collect();
-        let rows = select(&a, rows).unwrap();
+        let rows = selected(&a, four());
         let counters = vec![
             line("client", "node-a", "sent_pkts", 9),
             line("server", "node-b", "rcvd_pkts", 0),
