@@ -43,9 +43,9 @@ pub fn json<T: DeserializeOwned>(path: &Path) -> Result<T> {
 }
 
 /// JSON lines of type `T`: one document per line (`rdmabw client --json --run_infinitely`).
-pub fn json_lines<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
-    text(path)?
-        .lines()
+/// `text` is the file's, already read; `path` names it in errors.
+pub fn json_lines<T: DeserializeOwned>(text: &str, path: &Path) -> Result<Vec<T>> {
+    text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {

@@ -146,7 +146,7 @@ pub fn windows(args: &WindowsArgs) -> Result<()> {
     let name = args.file.display();
     let text = files::text(&args.file)?;
     if text.trim_start().starts_with('{') {
-        let reports: Vec<BwReport> = files::json_lines(&args.file)?;
+        let reports: Vec<BwReport> = files::json_lines(&text, &args.file)?;
         check!(!reports.is_empty(), "{name}: no line");
         for (i, d) in reports.iter().enumerate() {
             check!(
