@@ -10,7 +10,26 @@ row_avg() { awk '$1 == 65536 && NF >= 5 && $2 ~ /^[0-9]+$/ { v = $4 } END { if (
 # mixed POD_TOOL_SERVER SERVER_ARGV... -- CLIENT_ARGV...: the server in podB (stdout in
 # $T_OUT/$NAME.s.out, stderr .s.err, exit in $src), then the client in podA (.c.out, .c.err,
 # exit in $crc). Set NAME, PORT and RAIL first; both sides get -d, -x and -p of rail RAIL.
+#
+# perftest reports its figures through a CPU frequency it estimates by timing a busy loop, and
+# gives 0 Gb/s when those samples fit worse than r^2 0.9 ("Correlation coefficient r^2: 0.82 <
+# 0.9" on its stderr). On the 2-core emulated lab with other pairs running that happens now
+# and then (once in CI: a -b server, its 300 writes done, sent 0 for its half; rdmabw failed
+# the test as peer-failed, as it should). That is perftest's clock, not the exchange under
+# test: a pair whose perftest side printed it runs again, up to twice, and the earlier try's
+# files stay as NAME.tryN.*. Any other failure is the test's.
 mixed() {
+  local try part
+  for try in 1 2 3; do
+    mixed_once "$@"
+    cat "$T_OUT/$NAME".{s,c}.err 2>/dev/null | grep -q 'Correlation coefficient r^2' || return 0
+    [ "$try" -lt 3 ] || return 0
+    echo "$NAME: perftest's clock calibration failed on try $try ($(grep -h 'Correlation coefficient' "$T_OUT/$NAME".{s,c}.err | head -1)); running the pair again"
+    for part in s.out s.err c.out c.err; do mv "$T_OUT/$NAME.$part" "$T_OUT/$NAME.try$try.$part"; done
+  done
+}
+
+mixed_once() {
   local sargv=() cargv=() dev_a dev_b gid_a gid_b ip_b spid
   while [ "$1" != "--" ]; do sargv+=("$1"); shift; done; shift
   cargv=("$@")
