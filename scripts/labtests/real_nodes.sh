@@ -484,7 +484,7 @@ rn_lines() {
 # the nodes must find rdmabw on both (the client on node-a, the server daemon on node-b), so the
 # look after it means something.
 test_railsweep_ctrl_c_across_nodes() {
-  local pid rc=0 t0 tk t_exit pods n line rail0
+  local pid rc=0 t0 tk t_exit pods n line rail0 kept
   local -a uids_a uids_b
   t0=$(now)
   "$RAILSWEEP" run --mode hostnetwork --nodes node-a,node-b --window 15 --tclass 41 --pod-timeout 240 \
@@ -526,7 +526,8 @@ for p in json.load(open(sys.argv[1]))["items"]:
   # Rows written so far are kept: rail 0, measured; rail 1 not written, for --resume. Rail 1 can
   # end on its own in the second before the SIGINT lands (rxe once failed it 4 s into its 15 s):
   # then its row is there, and railsweep, still exiting 130, says that the results are complete.
-  line="$("$LABCHECK" rows "$T_OUT/int.csv" --print rail | wc -l) $("$LABCHECK" rows "$T_OUT/int.csv" --print rail,status,bw_avg_gbps | tr '\t\n' ': ')"
+  kept=$("$LABCHECK" rows "$T_OUT/int.csv" --print rail,status,bw_avg_gbps) || fail "railsweep's results do not read (above)"
+  line="$(grep -c . <<<"$kept") $(tr '\t\n' ': ' <<<"$kept")"
   echo "rows kept: $line"
   [[ "${line#* }" == 0:ok:* ]] || fail "rail 0's row is not the first, or not ok: $line"
   rail0=${line#* }; rail0=${rail0%% *}
