@@ -226,3 +226,45 @@ test_interop_mismatches_and_dead_peers() {
   [ "$crc" -eq 2 ] || { show_failure; fail "--peer rdmabw against perftest: exit $crc, expected 2"; }
   grep -q 'perftest' "$T_OUT/$NAME.c.err" || { show_failure; fail "--peer rdmabw against perftest: perftest not named"; }
 }
+
+# rdmabw's passive server under ib_write_bw's client blocks in one read until the client's
+# "done", as perftest's own server does (no wake-up in the window). What else must end that
+# wait still does, 6 s into a 30 s run: SIGINT (exit 130 within 3 s) and its rail going down
+# (exit 1 within 15 s, the rail named).
+test_interop_passive_server_ends_on_sigint_and_rail_down() {
+  local dev_a dev_b ip_b gid_a gid_b nd rc t0 case port
+  dev_a=$(topo podA 2 rdma_dev); dev_b=$(topo podB 2 rdma_dev); ip_b=$(topo podB 2 ipv4)
+  gid_a=$(gid_index "$dev_a" "$(topo podA 2 ipv4)"); gid_b=$(gid_index "$dev_b" "$ip_b")
+  nd=$(topo podB 2 iface)
+  port=18860
+  for case in sigint rail-down; do
+    rc=0 port=$((port + 1))
+    in_pod podB timeout 60 "$RDMABW" server -d "$dev_b" -x "$gid_b" -p "$port" >"$T_OUT/$case.out" 2>"$T_OUT/$case.err" &
+    local spid=$!
+    wait_port podB "$port"
+    in_pod podA timeout 60 "$IB_WRITE_BW" -F -D 30 -d "$dev_a" -x "$gid_a" -p "$port" "$ip_b" >/dev/null 2>&1 &
+    local cpid=$!
+    sleep 6
+    t0=$(now)
+    case $case in
+      sigint) pkill -INT -f "rdmabw server .*-p $port" ;;
+      rail-down) in_pod podB ip link set "$nd" down ;;
+    esac
+    wait "$spid" || rc=$?
+    local took; took=$(elapsed "$t0")
+    [ "$case" = rail-down ] && in_pod podB ip link set "$nd" up
+    pkill -KILL -f "ib_write_bw.*-p $port" || true
+    wait "$cpid" 2>/dev/null || true
+    echo "$case: rdmabw server exit $rc $took s after it: $(grep -m1 -E 'error|interrupt' "$T_OUT/$case.err")"
+    case $case in
+      sigint)
+        [ "$rc" -eq 130 ] || { tail -20 "$T_OUT/$case.err"; fail "SIGINT: the rdmabw server exit $rc, expected 130"; }
+        gt 3 "$took" || fail "the passive rdmabw server took $took s to end on SIGINT" ;;
+      rail-down)
+        [ "$rc" -eq 1 ] || { tail -20 "$T_OUT/$case.err"; fail "rail down: the rdmabw server exit $rc, expected 1"; }
+        grep -q "$nd" "$T_OUT/$case.err" || { tail -20 "$T_OUT/$case.err"; fail "rail down: the rail ($nd) is not named"; }
+        gt 15 "$took" || fail "the passive rdmabw server took $took s to see its rail go down" ;;
+    esac
+  done
+  sleep 1   # let rxe's port come back before later tests use this rail
+}

@@ -336,6 +336,35 @@ impl PerftestConn {
         deadline: Instant,
         stop: &AtomicBool,
     ) -> Result<Vec<u8>, PerftestError> {
+        self.read_by(step, n, deadline, SLICE, stop)
+    }
+
+    /// Reads exactly `n` bytes by `deadline` without waking before it (perftest's own server
+    /// blocks in one `read` while the client writes; under emulation every wake-up of the
+    /// passive side costs the transfer). `stop` is looked at only when a read returns early: a
+    /// signal interrupts the read (the socket has a timeout, so it is not restarted), and
+    /// anything else that must end the wait shuts the read side of a clone of the socket
+    /// ([`PerftestConn::try_clone_stream`]), which ends it as [`PerftestError::Closed`]: the
+    /// caller looks at its own flags before it believes that.
+    pub fn read_until_woken(
+        &mut self,
+        step: Step,
+        n: usize,
+        deadline: Instant,
+        stop: &AtomicBool,
+    ) -> Result<Vec<u8>, PerftestError> {
+        self.read_by(step, n, deadline, Duration::MAX, stop)
+    }
+
+    /// Reads exactly `n` bytes by `deadline`, each read waiting at most `slice`.
+    fn read_by(
+        &mut self,
+        step: Step,
+        n: usize,
+        deadline: Instant,
+        slice: Duration,
+        stop: &AtomicBool,
+    ) -> Result<Vec<u8>, PerftestError> {
         let start = Instant::now();
         let mut buf = vec![0u8; n];
         let mut got = 0;
@@ -352,7 +381,7 @@ impl PerftestConn {
                 });
             }
             self.stream
-                .set_read_timeout(Some(left.min(SLICE).max(Duration::from_millis(1))))
+                .set_read_timeout(Some(left.min(slice).max(Duration::from_millis(1))))
                 .map_err(|e| self.io(step, &e))?;
             match self.stream.read(&mut buf[got..]) {
                 Ok(0) => {
@@ -546,6 +575,33 @@ mod tests {
         let e = c.exchange(Step::Measure, b"", 108, &stop).unwrap_err();
         assert!(matches!(e, PerftestError::Interrupted { .. }));
         assert!(t0.elapsed() < Duration::from_secs(1));
+    }
+
+    /// The passive server's wait: no wake-up before its deadline, and a shutdown of the read
+    /// side of a clone (the guard's wake) ends it at once, as a close.
+    #[test]
+    fn a_woken_wait_blocks_to_its_deadline_and_ends_at_once_when_its_clone_is_shut() {
+        let (mut c, _s) = pair(Duration::from_secs(60));
+        let stop = AtomicBool::new(false);
+        let t0 = Instant::now();
+        let e = c
+            .read_until_woken(Step::Measure, 108, t0 + Duration::from_millis(600), &stop)
+            .unwrap_err();
+        assert!(matches!(e, PerftestError::Timeout { .. }), "{e}");
+        assert!(t0.elapsed() >= Duration::from_millis(590));
+
+        let clone = c.try_clone_stream().unwrap();
+        let waker = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(300));
+            clone.shutdown(std::net::Shutdown::Read).unwrap();
+        });
+        let t0 = Instant::now();
+        let e = c
+            .read_until_woken(Step::Measure, 108, t0 + Duration::from_secs(30), &stop)
+            .unwrap_err();
+        waker.join().unwrap();
+        assert!(matches!(e, PerftestError::Closed { .. }), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     }
 
     /// A 6.28 peer checks the duration against its own -D, the whole test: rdmabw's `-D 10`

@@ -1,6 +1,7 @@
 //! This side's port during and after the window: a thread that stops the run when the rail goes
 //! down, and a note on the port's state after a failed run.
 
+use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -49,10 +50,27 @@ const LINK_GRACE: Duration = Duration::from_secs(2);
 /// How often the guard looks again while a port is down, within [`LINK_GRACE`].
 const GRACE_CHECK: Duration = Duration::from_millis(100);
 
+/// For a wait that blocks in one read with no wake-up of its own (perftest's passive server,
+/// [`crate::perftest::PerftestConn::read_until_woken`]): at each of its checks the guard also
+/// looks at the caller's `stop` (SIGINT, when the signal did not interrupt the read itself),
+/// and when that or the rail ends the run it shuts the read side of `stream`, a clone of the
+/// waiting socket, so that the read returns at once.
+pub(super) struct Wake {
+    pub(super) stop: Arc<AtomicBool>,
+    pub(super) stream: TcpStream,
+}
+
+impl Wake {
+    fn wake(&self) {
+        let _ = self.stream.shutdown(Shutdown::Read);
+    }
+}
+
 /// During the window: watches this side's port: a rail that goes down and stays down for
 /// [`LINK_GRACE`] stops the run (rxe, for one, retries forever and would only show a stall
 /// much later); one that comes back within it lets the run go on. The caller's stop
-/// flag needs no thread: the engine looks at it directly ([`StopFlags::either`]).
+/// flag needs no thread: the engine looks at it directly ([`StopFlags::either`]); a wait
+/// that blocks in one read hands the guard a [`Wake`].
 pub(super) struct Guard {
     quit: Arc<AtomicBool>,
     rail_down: Arc<Mutex<Option<String>>>,
@@ -60,7 +78,12 @@ pub(super) struct Guard {
 }
 
 impl Guard {
-    pub(super) fn start(to: Arc<AtomicBool>, roots: &SysRoots, rail: &Rail) -> Guard {
+    pub(super) fn start(
+        to: Arc<AtomicBool>,
+        roots: &SysRoots,
+        rail: &Rail,
+        wake: Option<Wake>,
+    ) -> Guard {
         let quit = Arc::new(AtomicBool::new(false));
         let rail_down = Arc::new(Mutex::new(None));
         let port_dir = roots.port_dir(&rail.device, rail.port);
@@ -87,6 +110,10 @@ impl Guard {
                         break;
                     }
                     thread::park_timeout(left);
+                }
+                if let Some(w) = wake.as_ref().filter(|w| w.stop.load(Ordering::Relaxed)) {
+                    w.wake();
+                    return;
                 }
                 let down_now = || {
                     sysfs::read_attr(&port_dir.join("state"))
@@ -115,6 +142,9 @@ impl Guard {
                     state.name()
                 ));
                 to.store(true, Ordering::Relaxed);
+                if let Some(w) = &wake {
+                    w.wake();
+                }
                 return;
             })
             .ok();

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::config::Pinned;
 use super::error::SessionError;
-use super::guard::Guard;
+use super::guard::{Guard, Wake};
 use super::outcome::{Outcome, Remote};
 use super::side::{connect_qps, Link, Side};
 use super::window::LateWait;
@@ -33,9 +33,13 @@ use ::wire::report::Role;
 const PAGE_SIZE: u32 = 4096;
 /// The cache line size rdmabw tells perftest.
 const CACHE_LINE: u32 = 64;
-/// The `max_qp_rd_atom` and outstanding reads rdmabw tells perftest (a WRITE test reads
-/// nothing; the peer only lowers its own to this).
-const OUT_READS: u32 = 16;
+/// The `max_qp_rd_atom` rdmabw's negotiation block tells perftest 6.28+ (the device attribute
+/// perftest reads there; a WRITE test reads nothing).
+const MAX_QP_RD_ATOM: u32 = 16;
+/// The outstanding reads of rdmabw's key messages: perftest's own for a WRITE test (a 6.24
+/// client sets its QP's `max_rd_atomic` to the server's value as given, so with this its QP is
+/// the one it has against ib_write_bw's server).
+const OUT_READS: u32 = 1;
 /// How long each set-up step may wait for the peer.
 const STEP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often the watch looks at the connection during the run.
@@ -179,7 +183,7 @@ fn set_up(
         .map_err(|e| pc.wire(Step::Mtu, e))?
         .unwrap_or(our_mtu);
     if version.negotiates_with_us() {
-        let ours = crate::perftest::negotiation_for(t.params, t.unit, OUT_READS);
+        let ours = crate::perftest::negotiation_for(t.params, t.unit, MAX_QP_RD_ATOM);
         let b = pc.exchange(
             Step::Negotiation,
             &ours.encode(),
@@ -358,8 +362,16 @@ fn run(
     );
     let before = Snapshot::read(t.roots, &target);
     let engine_stop = Arc::new(AtomicBool::new(stop.load(Ordering::Relaxed)));
-    let guard = Guard::start(Arc::clone(&engine_stop), t.roots, &l.link.rail);
     let writer = role == Role::Client || t.params.bidirectional || t.params.latency;
+    // A passive server blocks in one read, as perftest's does; the guard wakes it.
+    let wake = (!writer)
+        .then(|| pc.try_clone_stream().ok())
+        .flatten()
+        .map(|stream| Wake {
+            stop: Arc::clone(stop),
+            stream,
+        });
+    let guard = Guard::start(Arc::clone(&engine_stop), t.roots, &l.link.rail, wake);
     let tuning = &LocalTuning {
         cpu: crate::numa::cpu_for(
             t.roots,
@@ -406,35 +418,34 @@ fn run(
             crate::counters::traffic_probe(t.roots, &target),
         );
         loop {
-            let slice = Instant::now() + Duration::from_millis(500);
-            match pc.read_until(Step::Measure, l.key_len, slice, &engine_stop) {
+            let until = late.next_look(Instant::now());
+            let read = pc.read_until_woken(Step::Measure, l.key_len, until, stop);
+            // A signal or the guard ends the read early: their flags say why, before the read's
+            // own error (the guard's wake looks like the peer closing).
+            if read.is_err() && stop.load(Ordering::Relaxed) {
+                break Err(SessionError::Interrupted { told_peer: false });
+            }
+            if read.is_err() && engine_stop.load(Ordering::Relaxed) {
+                break Err(SessionError::RailDown {
+                    note: super::guard::port_note(t.roots, &l.link.rail)
+                        .unwrap_or_else(|| "the rail went down".into()),
+                });
+            }
+            match read {
                 Ok(b) => {
                     // The client's "done", answered as perftest's server does.
                     KeyMsg::decode(&b).map_err(|e| pc.wire(Step::Measure, e))?;
                     pc.write(Step::Measure, &l.key0.encode())?;
                     break Ok(Vec::new());
                 }
+                Err(PerftestError::Timeout { .. }) if late.waits_on(Instant::now()) => {}
                 Err(PerftestError::Timeout { .. }) => {
-                    if !late.waits_on(Instant::now()) {
-                        break Err(PerftestError::Timeout {
-                            peer,
-                            step: Step::Measure,
-                            after: measure_timeout(t.params),
-                        }
-                        .into());
+                    break Err(PerftestError::Timeout {
+                        peer,
+                        step: Step::Measure,
+                        after: measure_timeout(t.params),
                     }
-                    if stop.load(Ordering::Relaxed) {
-                        break Err(SessionError::Interrupted { told_peer: false });
-                    }
-                }
-                Err(PerftestError::Interrupted { .. }) if stop.load(Ordering::Relaxed) => {
-                    break Err(SessionError::Interrupted { told_peer: false })
-                }
-                Err(PerftestError::Interrupted { .. }) => {
-                    break Err(SessionError::RailDown {
-                        note: super::guard::port_note(t.roots, &l.link.rail)
-                            .unwrap_or_else(|| "the rail went down".into()),
-                    })
+                    .into())
                 }
                 Err(e) => break Err(e.into()),
             }

@@ -69,6 +69,14 @@ impl LateWait {
         now < self.deadline || (now < self.cap && now.duration_since(self.last_growth) < LATE_GRACE)
     }
 
+    /// When a wait that blocks without waking should next ask [`LateWait::waits_on`]: not
+    /// before the counters matter ([`LATE_GRACE`] before the deadline), then every
+    /// [`PASSIVE_POLL`].
+    pub(super) fn next_look(&self, now: Instant) -> Instant {
+        let near = self.deadline.checked_sub(LATE_GRACE).unwrap_or(now);
+        near.max(now + PASSIVE_POLL)
+    }
+
     /// Why the wait ended at `now` (once [`LateWait::waits_on`] said no).
     fn why_given_up(&self, now: Instant) -> String {
         if now >= self.cap {
@@ -130,7 +138,7 @@ pub(super) fn window(
     let engine_stop = Arc::new(AtomicBool::new(stop.load(Ordering::Relaxed)));
     let progress = crate::counters::traffic_probe(roots, &target);
     let watch = PeerWatch::start_watching(ch, watch_cfg, Arc::clone(&engine_stop), Some(progress))?;
-    let guard = Guard::start(Arc::clone(&engine_stop), roots, rail);
+    let guard = Guard::start(Arc::clone(&engine_stop), roots, rail, None);
     let tuning = &LocalTuning {
         cpu: crate::numa::cpu_for(
             roots,
@@ -316,5 +324,16 @@ mod tests {
         assert!(late.waits_on(at(22)));
         assert!(late.waits_on(at(31)), "moved 9 s ago");
         assert!(!late.waits_on(at(33)), "quiet for 11 s: given up");
+    }
+
+    /// A wait that blocks without waking asks again only once the counters matter (10 s
+    /// before the 30 s bound), then every half second.
+    #[test]
+    fn a_blocking_wait_looks_first_when_the_counters_matter() {
+        let (late, _bytes, at) = late_wait(0);
+        assert_eq!(late.next_look(at(0)), at(20));
+        assert_eq!(late.next_look(at(19)), at(20));
+        assert_eq!(late.next_look(at(20)), at(20) + PASSIVE_POLL);
+        assert_eq!(late.next_look(at(45)), at(45) + PASSIVE_POLL);
     }
 }
