@@ -15,13 +15,6 @@ expect_rc() {
   [ "$rc" -eq "$want" ] || { cat "$T_OUT/$name.out"; fail "$name: expected exit $want, got $rc"; }
 }
 
-# wait_measuring FILE: wait up to 90 s until an rdmabw log says the measured window began.
-wait_measuring() {
-  local i
-  for i in $(seq 1 900); do grep -q 'measuring' "$1" 2>/dev/null && return 0; sleep 0.1; done
-  cat "$1"; fail "no 'measuring' in $1 after 90 s"
-}
-
 # must_say NAME REGEX: the output of an expect_rc run matches REGEX.
 must_say() { grep -Eq -- "$2" "$T_OUT/$1.out" || { cat "$T_OUT/$1.out"; fail "$1: output does not match /$2/"; }; }
 

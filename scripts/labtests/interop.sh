@@ -229,7 +229,7 @@ test_interop_mismatches_and_dead_peers() {
 
 # rdmabw's passive server under ib_write_bw's client blocks in one read until the client's
 # "done", as perftest's own server does (no wake-up in the window). What else must end that
-# wait still does, 6 s into a 30 s run: SIGINT (exit 130 within 3 s) and its rail going down
+# wait still does, 2 s into a 30 s run's window: SIGINT (exit 130 within 3 s) and its rail going down
 # (exit 1 within 15 s, the rail named).
 test_interop_passive_server_ends_on_sigint_and_rail_down() {
   local dev_a dev_b ip_b gid_a gid_b nd rc t0 case port
@@ -244,7 +244,8 @@ test_interop_passive_server_ends_on_sigint_and_rail_down() {
     wait_port podB "$port"
     in_pod podA timeout 60 "$IB_WRITE_BW" -F -D 30 -d "$dev_a" -x "$gid_a" -p "$port" "$ip_b" >/dev/null 2>&1 &
     local cpid=$!
-    sleep 6
+    wait_measuring "$T_OUT/$case.err"
+    sleep 2
     t0=$(now)
     case $case in
       sigint) pkill -INT -f "rdmabw server .*-p $port" ;;

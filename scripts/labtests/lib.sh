@@ -75,6 +75,13 @@ elapsed() { awk -v a="$1" -v b="${2:-$(now)}" 'BEGIN { printf "%.2f", b - a }'; 
 # gt A B: true when the number A is greater than B.
 gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
 
+# wait_measuring FILE: wait up to 90 s until an rdmabw log says the measured window began.
+wait_measuring() {
+  local i
+  for i in $(seq 1 900); do grep -q 'measuring' "$1" 2>/dev/null && return 0; sleep 0.1; done
+  cat "$1"; fail "no 'measuring' in $1 after 90 s"
+}
+
 # kube METHOD PATH [JSON]: the lab's Kubernetes API server (scripts/lab --k8s-node) as admin;
 # prints the response body, fails on an HTTP error.
 kube() {
