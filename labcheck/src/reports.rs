@@ -54,7 +54,7 @@ pub fn findings(args: &FindingsArgs) -> Result<()> {
         .collect();
     println!(
         "{name}: {} {last_bw} Gb/s; findings {found:?}",
-        status_word(d.status)
+        d.status.as_str()
     );
     for c in &d.counters {
         let moved: Vec<String> = c
@@ -119,14 +119,6 @@ pub fn findings(args: &FindingsArgs) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn status_word(s: TestStatus) -> &'static str {
-    match s {
-        TestStatus::Ok => "ok",
-        TestStatus::BelowThreshold => "below_threshold",
-        TestStatus::Failed => "failed",
-    }
 }
 
 /// `labcheck windows`: the rows of `rdmabw client --run_infinitely`, one per window.
@@ -232,7 +224,7 @@ pub fn lat(args: &LatArgs) -> Result<()> {
         d.test == "latency" && d.status == TestStatus::Ok && d.role == Role::Client,
         "{name}: test {}, status {}, role {}: not an ok client latency report (error: {})",
         d.test,
-        status_word(d.status),
+        d.status.as_str(),
         d.role.as_str(),
         or_none(d.error.as_deref())
     );

@@ -132,14 +132,17 @@ fn number_cell(arg: &str) -> Result<(Cell, f64), String> {
 
 /// `ok`, `below_threshold` or `failed`.
 fn status(arg: &str) -> Result<RailStatus, String> {
-    [
-        RailStatus::Ok,
-        RailStatus::BelowThreshold,
-        RailStatus::Failed,
-    ]
-    .into_iter()
-    .find(|x| x.as_str() == arg)
-    .ok_or_else(|| "give ok, below_threshold or failed".to_string())
+    RailStatus::ALL
+        .into_iter()
+        .find(|x| x.as_str() == arg)
+        .ok_or_else(|| {
+            let names: Vec<&str> = RailStatus::ALL.iter().map(|s| s.as_str()).collect();
+            format!(
+                "give {} or {}",
+                names[..names.len() - 1].join(", "),
+                names[names.len() - 1]
+            )
+        })
 }
 
 /// Two cells equal: as numbers where both are numbers, else as text.

@@ -171,6 +171,13 @@ pub enum RailStatus {
 }
 
 impl RailStatus {
+    /// Every status, in the order of their names in usage text.
+    pub const ALL: [RailStatus; 3] = [
+        RailStatus::Ok,
+        RailStatus::BelowThreshold,
+        RailStatus::Failed,
+    ];
+
     /// The name used in files and tables.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -528,6 +535,20 @@ pub fn unix_seconds(rfc3339: &str) -> Option<i64> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    /// `ALL` names each status once, by its name in files.
+    #[test]
+    fn all_names_each_status_once() {
+        let names: std::collections::BTreeSet<&str> =
+            RailStatus::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(names.len(), RailStatus::ALL.len());
+        for s in RailStatus::ALL {
+            assert_eq!(
+                serde_json::to_string(&s).unwrap_or_default(),
+                format!("\"{s}\"")
+            );
+        }
+    }
 
     #[test]
     fn unix_seconds_reads_what_rfc3339_utc_writes() {

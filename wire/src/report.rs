@@ -59,6 +59,17 @@ pub enum TestStatus {
     Failed,
 }
 
+impl TestStatus {
+    /// The name in reports (the JSON value).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TestStatus::Ok => "ok",
+            TestStatus::BelowThreshold => "below_threshold",
+            TestStatus::Failed => "failed",
+        }
+    }
+}
+
 /// One end of a test: where it ran and what it used.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EndpointReport {
@@ -231,6 +242,20 @@ impl BatchEnd {
 #[cfg(test)]
 mod batch_tests {
     use super::*;
+
+    #[test]
+    fn a_status_name_is_its_json_value() {
+        for s in [
+            TestStatus::Ok,
+            TestStatus::BelowThreshold,
+            TestStatus::Failed,
+        ] {
+            assert_eq!(
+                serde_json::to_string(&s).unwrap_or_default(),
+                format!("\"{}\"", s.as_str())
+            );
+        }
+    }
 
     #[test]
     fn batch_end_lines_round_trip_and_other_lines_are_not_ends() {
