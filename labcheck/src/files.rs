@@ -128,21 +128,9 @@ pub struct RoundLine {
     pub end_unix: f64,
 }
 
-/// The header railsweep fleet writes to rounds.tsv (orchestrator's `fleet::run::rounds`).
-pub const ROUNDS_HEADER: [&str; 8] = [
-    "attempt",
-    "round",
-    "client",
-    "server",
-    "start_unix",
-    "end_unix",
-    "rows",
-    "error",
-];
-
 /// A fleet's rounds.tsv in `dir`.
 pub fn rounds(dir: &Path) -> Result<Vec<RoundLine>> {
-    typed_table(&dir.join("rounds.tsv"), b'\t', &ROUNDS_HEADER)
+    typed_table(&dir.join("rounds.tsv"), b'\t', &results::rounds::COLUMNS)
 }
 
 /// A delimited file whose header is exactly `header`, as typed lines.

@@ -354,7 +354,7 @@ mod tests {
         )
         .unwrap();
         let write = |lines: &str| {
-            let header = files::ROUNDS_HEADER.join("\t");
+            let header = results::rounds::COLUMNS.join("\t");
             std::fs::write(dir.path().join("rounds.tsv"), format!("{header}\n{lines}")).unwrap();
         };
         let args = RoundsArgs {

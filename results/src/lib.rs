@@ -57,6 +57,7 @@ pub mod rdmabw;
 mod read;
 mod record;
 mod replace;
+pub mod rounds;
 mod sink;
 pub mod stats;
 mod summary;

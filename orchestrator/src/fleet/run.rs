@@ -235,7 +235,7 @@ fn open_outputs(args: &FleetArgs, run_id: &str) -> Result<(PathBuf, RowSink, std
     )
     .with_context(|| format!("cannot open {}", dir.join("fleet.csv").display()))?;
     let mut tsv = std::fs::File::create(dir.join("rounds.tsv"))?;
-    writeln!(tsv, "{}", rounds::TSV_HEADER)?;
+    writeln!(tsv, "{}", results::rounds::COLUMNS.join("\t"))?;
     Ok((dir, sink, tsv))
 }
 

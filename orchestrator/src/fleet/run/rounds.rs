@@ -15,10 +15,6 @@ use super::pair::{Fleet, PairEnd};
 use crate::fleet::FleetArgs;
 use crate::runner::Runner;
 
-/// The header of rounds.tsv.
-pub(super) const TSV_HEADER: &str =
-    "attempt\tround\tclient\tserver\tstart_unix\tend_unix\trows\terror";
-
 /// Runs rounds of jobs, writing rows, the rounds table and problems as pairs end.
 pub(super) struct Rounds<'a, 'b, R: Runner> {
     pub(super) fleet: &'a Fleet<'b, R>,
