@@ -419,19 +419,10 @@ fn run(
         );
         loop {
             let until = late.next_look(Instant::now());
-            let read = pc.read_until_woken(Step::Measure, l.key_len, until, stop);
-            // A signal or the guard ends the read early: their flags say why, before the read's
-            // own error (the guard's wake looks like the peer closing).
-            if read.is_err() && stop.load(Ordering::Relaxed) {
-                break Err(SessionError::Interrupted { told_peer: false });
-            }
-            if read.is_err() && engine_stop.load(Ordering::Relaxed) {
-                break Err(SessionError::RailDown {
-                    note: super::guard::port_note(t.roots, &l.link.rail)
-                        .unwrap_or_else(|| "the rail went down".into()),
-                });
-            }
-            match read {
+            // A signal or the guard may end the read early (the guard's wake looks like the
+            // peer closing): the guard's rail note and the stop flag, read below before the
+            // outcome, say why.
+            match pc.read_until_woken(Step::Measure, l.key_len, until, stop) {
                 Ok(b) => {
                     // The client's "done", answered as perftest's server does.
                     KeyMsg::decode(&b).map_err(|e| pc.wire(Step::Measure, e))?;
