@@ -21,7 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::dra::{self, DraOptions};
 use super::explain::{
-    explain_create_error, explain_pod, explain_template_error, explain_timeout, Diagnosis, Problem,
+    explain_create_error, explain_pod, explain_template_error, explain_timeout, host_ports,
+    waits_for_host_port, Diagnosis, Problem,
 };
 use super::PodPair;
 
@@ -78,6 +79,8 @@ pub struct PodSet {
     made_templates: Arc<Mutex<Vec<String>>>,
     /// Mode `dra`: the claim's options, to explain a claim that cannot be allocated.
     dra: Option<DraOptions>,
+    /// The pods already said to wait for a host port a deleted pod still holds.
+    said_port_waits: Arc<Mutex<Vec<String>>>,
 }
 
 impl std::fmt::Debug for PodSet {
@@ -113,6 +116,7 @@ impl PodSet {
             created: Arc::new(Mutex::new(Vec::new())),
             made_templates: Arc::new(Mutex::new(Vec::new())),
             dra: None,
+            said_port_waits: Arc::new(Mutex::new(Vec::new())),
         }
     }
 
@@ -344,8 +348,42 @@ impl PodSet {
         }
         let events = self.events_of(name).await;
         let d = explain_pod(pod, &events)?;
+        if self.port_freed_soon(name, pod, &events).await {
+            return None;
+        }
         let d = self.with_dra_reasons(d, pod).await;
         Some(Err(LifecycleError::NotStarted(Box::new(d))))
+    }
+
+    /// Whether `pod` waits only for a host port that a pod being deleted still holds on its
+    /// node (as after Ctrl-C, which deletes railsweep's pods without waiting for them to go,
+    /// and a run started at once): the port comes free when that pod is gone, and the
+    /// scheduler then places this one, so the wait goes on (said once). Only the pods of this
+    /// set's namespace are looked at: a holder elsewhere is not railsweep's to wait for.
+    async fn port_freed_soon(&self, name: &str, pod: &Pod, events: &[Event]) -> bool {
+        let Some((node, ports)) = waits_for_host_port(pod, events) else {
+            return false;
+        };
+        let lp = ListParams::default().fields(&format!("spec.nodeName={node}"));
+        let Ok(on_node) = self.pods.list(&lp).await else {
+            return false;
+        };
+        let Some((holder, port)) = on_node.items.iter().find_map(|p| {
+            p.metadata.deletion_timestamp.as_ref()?;
+            let port = host_ports(p).into_iter().find(|h| ports.contains(h))?;
+            Some((p.metadata.name.clone()?, port))
+        }) else {
+            return false;
+        };
+        if let Ok(mut said) = self.said_port_waits.lock() {
+            if !said.iter().any(|s| s == name) {
+                said.push(name.to_string());
+                results::say!(
+                    "railsweep: pod {name} waits for host port {port} on {node}: pod {holder}, being deleted, still holds it"
+                );
+            }
+        }
+        true
     }
 
     async fn wait_one(
@@ -388,7 +426,11 @@ impl PodSet {
                 }
                 _ = tokio::time::sleep_until(deadline) => {
                     let events = self.events_of(&name).await;
-                    let mut d = explain_timeout(last.as_ref(), &events, timeout);
+                    // A pod still waiting for a port (above) says so; any other, its wait.
+                    let mut d = last
+                        .as_ref()
+                        .and_then(|p| explain_pod(p, &events))
+                        .unwrap_or_else(|| explain_timeout(last.as_ref(), &events, timeout));
                     if last.is_none() {
                         d.pod = format!("{}/{name}", self.namespace);
                     }

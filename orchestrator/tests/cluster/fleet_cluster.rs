@@ -363,7 +363,7 @@ async fn a_pod_that_does_not_start_is_explained_and_left_out() {
     let f = Fake::new(2);
     let (c, ns, kc, out) = setup("fleet-port", &f).await;
     let holder = c.namespace("fleet-holder", &[]).await;
-    c.pod_with_host_port(&holder, "holder", "fleet-3", 18831)
+    c.pod_with_host_port(&holder, "holder", "fleet-3", 18831, None)
         .await;
     let port = ["--port", "18831"];
     let r = railsweep(&args_on(&kc, &f, &out, "fleet-1,fleet-2,fleet-3", &port)).await;

@@ -72,7 +72,7 @@ async fn a_used_host_port_is_explained_from_the_scheduler() {
     // Another pod on node-b's host network already declares the port.
     let c = TestCluster::get().await;
     let holder = c.namespace("port-holder", &[]).await;
-    c.pod_with_host_port(&holder, "holder", "node-b", 18515)
+    c.pod_with_host_port(&holder, "holder", "node-b", 18515, None)
         .await;
     must_not_start(
         &[],

@@ -369,6 +369,55 @@ async fn ctrl_c_during_a_hostnetwork_sweep_deletes_the_pods_and_their_processes(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_waits_for_the_host_port_of_a_pod_being_deleted() {
+    // As after Ctrl-C (which does not wait for the pods to go) and a run started at once: the
+    // last run's server pod, Terminating and still running for its 10 s of grace, holds the
+    // host port on node-b. The scheduler places the new pod once it has ended, so railsweep
+    // waits, rather than fail at once with "didn't have free ports" as it does for a pod that
+    // stays (modes_cluster.rs).
+    let f = Fake::new(1);
+    let (c, ns, kc) = setup("port-wait", &[], None, &f).await;
+    c.pod_with_host_port(&ns, "last-server", "node-b", 18771, Some(10))
+        .await;
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(c.client.clone(), &ns);
+    pods.delete("last-server", &Default::default())
+        .await
+        .expect("deletes");
+    let t0 = Instant::now();
+    let out = f.file("wait.csv");
+    let r = railsweep(&args(
+        "run",
+        &kc,
+        &f,
+        &out,
+        18771,
+        &["--mode", "hostnetwork", "--run-id", "pw"],
+    ))
+    .await;
+    let stderr = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "pod railsweep-pw-hostnetwork-server waits for host port 18771 on node-b: pod \
+             last-server, being deleted, still holds it"
+        ),
+        "{stderr}"
+    );
+    // It waited for the holder's grace period (less what passed before it looked).
+    assert!(
+        t0.elapsed() > Duration::from_secs(6),
+        "{:?}: {stderr}",
+        t0.elapsed()
+    );
+    let rows = read_path(&out).expect("rows");
+    assert!(
+        rows.len() == 1 && rows[0].status == RailStatus::Ok,
+        "{rows:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_while_the_pods_start_deletes_them() {
     // The node agents take a minute to pull this image: the pods stay ContainerCreating.
     let f = Fake::new(1);

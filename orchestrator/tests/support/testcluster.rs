@@ -137,9 +137,26 @@ impl TestCluster {
         self.create_running(ns, pod).await
     }
 
-    /// A pod on `node`'s host network that declares host port `port`, Running.
-    pub async fn pod_with_host_port(&self, ns: &str, name: &str, node: &str, port: u16) -> Pod {
+    /// A pod on `node`'s host network that declares host port `port`, Running; with
+    /// `hold: Some(s)` it ignores SIGTERM and has a grace period of `s` seconds (the node
+    /// agent's most is 10), so that a delete leaves it Terminating, and running, that long.
+    pub async fn pod_with_host_port(
+        &self,
+        ns: &str,
+        name: &str,
+        node: &str,
+        port: u16,
+        hold: Option<i64>,
+    ) -> Pod {
         let mut pod = test_pod(name, node, true, "holder");
+        if let (Some(secs), Some(spec)) = (hold, pod.spec.as_mut()) {
+            spec.termination_grace_period_seconds = Some(secs);
+            spec.containers[0].command = Some(
+                ["sh", "-c", "trap '' TERM; exec sleep infinity"]
+                    .map(String::from)
+                    .to_vec(),
+            );
+        }
         if let Some(spec) = pod.spec.as_mut() {
             spec.containers[0].ports = Some(vec![ContainerPort {
                 container_port: i32::from(port),

@@ -22,8 +22,8 @@ use refusal::tolerates;
 pub use refusal::{explain_create_error, explain_template_error, rbac_refusal};
 pub use runtime::SANDBOX_ATTEMPTS;
 use runtime::{containers, quoted_after, sandbox};
-pub use scheduling::scheduling_reasons;
 use scheduling::{claim_words, claims, pending_todo, topology, unschedulable};
+pub use scheduling::{scheduling_reasons, waits_for_host_port};
 
 /// The kinds of failure railsweep recognises.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,7 +153,7 @@ fn limit_of(pod: &Pod, resource: &str) -> Option<String> {
     })
 }
 
-fn host_ports(pod: &Pod) -> Vec<i32> {
+pub(crate) fn host_ports(pod: &Pod) -> Vec<i32> {
     pod.spec
         .iter()
         .flat_map(|s| s.containers.iter())

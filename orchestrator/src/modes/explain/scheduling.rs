@@ -50,7 +50,9 @@ pub fn scheduling_reasons(message: &str) -> Vec<String> {
         .collect()
 }
 
-pub(super) fn unschedulable(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
+/// The scheduler's words for a pod it cannot place: its `PodScheduled` condition, or before
+/// that is written, its latest `FailedScheduling` event.
+fn unschedulable_message(pod: &Pod, events: &[Event]) -> Option<String> {
     let cond = pod
         .status
         .as_ref()
@@ -60,7 +62,7 @@ pub(super) fn unschedulable(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
                 .find(|c| c.type_ == "PodScheduled" && c.status == "False")
         })
         .filter(|c| c.reason.as_deref() == Some("Unschedulable"));
-    let message = cond.and_then(|c| c.message.clone()).or_else(|| {
+    cond.and_then(|c| c.message.clone()).or_else(|| {
         // Before the condition is written, the scheduler's event says it.
         let scheduled = pod
             .spec
@@ -76,7 +78,27 @@ pub(super) fn unschedulable(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
                     .and_then(|e| e.message.clone())
             })
             .flatten()
-    })?;
+    })
+}
+
+/// The node and host ports `pod` waits for when the only thing that keeps the scheduler from
+/// placing it on its node is a host port in use there (the other nodes' reason being that
+/// they are not its node): `None` for any other reason.
+pub fn waits_for_host_port(pod: &Pod, events: &[Event]) -> Option<(String, Vec<i32>)> {
+    let reasons = scheduling_reasons(&unschedulable_message(pod, events)?);
+    let ports = reasons.iter().any(|r| r.contains("didn't have free ports"));
+    let only = reasons.iter().all(|r| {
+        r.contains("didn't have free ports")
+            || r.contains("didn't match Pod's node affinity/selector")
+    });
+    if !(ports && only) {
+        return None;
+    }
+    Some((node_of(pod)?.to_string(), host_ports(pod)))
+}
+
+pub(super) fn unschedulable(pod: &Pod, events: &[Event]) -> Option<Diagnosis> {
+    let message = unschedulable_message(pod, events)?;
     let reasons = scheduling_reasons(&message);
     let node = node_of(pod).unwrap_or("the node");
     let mut todo = Vec::new();

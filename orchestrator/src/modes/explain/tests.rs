@@ -89,6 +89,36 @@ fn unschedulable_for_ports_and_gpus() {
 }
 
 #[test]
+fn a_host_port_alone_is_waited_for_and_any_other_reason_is_not() {
+    let pending = |message: &str| {
+        let pod = with_status(
+            pair(Mode::HostNetwork, true).server,
+            json!({ "phase": "Pending" }),
+        );
+        let events = [event("FailedScheduling", "Warning", message)];
+        waits_for_host_port(&pod, &events)
+    };
+    // The real kube-scheduler v1.37.2's words for railsweep's pinned pod, its port in use.
+    assert_eq!(
+        pending(
+            "0/2 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, \
+             1 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: \
+             1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
+        ),
+        Some(("10.140.82.106".to_string(), vec![18515]))
+    );
+    // A port and a full node: no end of a pod makes room for it.
+    assert_eq!(pending(PORTS_AND_GPUS), None);
+    assert_eq!(
+        pending("0/2 nodes are available: 2 Insufficient nvidia.com/gpu."),
+        None
+    );
+    // Placed: nothing to wait for.
+    let placed = pair(Mode::HostNetwork, true).server;
+    assert_eq!(waits_for_host_port(&placed, &[]), None);
+}
+
+#[test]
 fn unschedulable_from_the_event_before_the_condition() {
     let d = scheduling_failed(
             pair(Mode::Sriov, true).client,
