@@ -218,8 +218,11 @@ fn from_kind(error: &str, kind: FailureKind, side: Role) -> Verdict {
         ),
         K::Transport | K::Data => (
             Layer::Path,
-            "the RDMA transport gave up (retries exceeded, no completion): the packets do not \
-             reach the other end; check the switch path, MTU and the peer's rail",
+            "a work request failed in the RDMA transport, or stalled (the evidence names how): retries \
+             exceeded or no completion means the packets do not reach the other end (check the \
+             switch path, MTU and the peer's rail); a remote access or invalid-request error means \
+             the other end refused them (check the MTU on both ends, and that both run the same \
+             rdmabw release)",
         ),
         K::PeerFailed | K::Unreachable => (
             Layer::Peer,

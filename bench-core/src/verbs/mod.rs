@@ -260,7 +260,8 @@ pub fn wc_status_hint(status: u32) -> &'static str {
     match status {
         12 | 13 | 20 => "the peer stopped responding: its process died or the rail is down",
         5 => "the QP had moved to the error state (an earlier failure the provider did not report as a completion, or teardown); check dmesg on both ends",
-        9 | 10 => "the peer rejected the write: its memory region (address, length or rkey) does not match what was exchanged, or its QP lacks remote-write access",
+        9 => "the peer's QP refused a packet as invalid (a length or an opcode sequence it did not expect): the two ends' path MTUs differ, or the sender's provider went wrong in a retransmission (Soft-RoCE does, now and then, under heavy load); check the MTU on both ends and dmesg on both nodes",
+        10 => "the peer rejected the write: its memory region (address, length or rkey) does not match what was exchanged, or its QP lacks remote-write access",
         11 => "the peer's HCA could not complete the operation",
         1 | 2 | 4 | 8 => "local error in the work request (buffer, key or QP capability); a bug in the engine",
         7 => "the peer sent an unexpected response; check that both ends run the same test",
