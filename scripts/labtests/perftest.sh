@@ -1,6 +1,10 @@
 # lab: --layout pods --rails 4
 # The lab itself, proven with perftest's ib_write_bw as the reference peer.
 
+# ib_write_bw on both ends of every rail: soak tier (scripts/test --soak). In the default tier
+# interop's test_interop_bw_every_rail puts ib_write_bw at one end of every rail, both ways.
+SOAK_TESTS="test_perftest_every_rail"
+
 # ib_write_bw from podA to podB on every rail: each rail carries traffic.
 test_perftest_every_rail() {
   local i port dev_a dev_b ip_b bw
