@@ -4,7 +4,7 @@
 //! refuses for resources, host ports, node names and taints; Pod Security admission and the
 //! RuntimeClass admission refuse at create; the node agent reports an image pull failure in
 //! the kubelet's words (no registry exists here). The nodes are the ones scripts/test starts:
-//! node-a and node-b, each with 64 nvidia.com/hostdev, 8 nvidia.com/gpu, 8 VFs per rail
+//! node-a and node-b, each with 112 nvidia.com/hostdev, 8 nvidia.com/gpu, 8 VFs per rail
 //! resource, the nvidia.com/gpu:NoSchedule taint, and registry.invalid/rdma:1 failing to pull.
 
 use crate::support::fake::Fake;
