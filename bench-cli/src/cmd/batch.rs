@@ -51,6 +51,9 @@ pub(super) fn batch(
         stdout::line(&end)?;
         results::say!("{end}");
         if stop.load(Ordering::Relaxed) {
+            // A signal that came during or just after this test: said here, as the signal
+            // thread says it when the batch is blocked on its input instead.
+            results::say!("rdmabw: interrupted");
             return Ok(Exit::Interrupted);
         }
     }
